@@ -1,0 +1,1 @@
+//! The graph memory pool's allocator logic (pure: no CUDA calls).

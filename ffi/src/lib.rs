@@ -1,0 +1,1 @@
+//! libgraphcore: the C ABI.

@@ -1,0 +1,155 @@
+//! graphcore's built-in kernels.
+//!
+//! The CUDA C sources live in `kernels/*.cu`; `kernels/gen_ptx.py` turns them
+//! into the PTX files in `kernels/ptx/` (committed), which this crate embeds.
+//! This crate holds no CUDA calls: it names each kernel, describes its
+//! arguments, and decides launch configurations ([`Call`]) for the typed
+//! operations in [`ops`]. The driver layer in `graphcore-core` loads the PTX
+//! and launches what a [`Call`] says.
+
+#![forbid(unsafe_code)]
+
+pub mod ops;
+mod table;
+
+pub use table::{find, KERNELS, MODULES};
+
+/// The kind of one kernel parameter, as the kernel's C signature declares it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Arg {
+    /// A device pointer (`float *`, `const float *`), 8 bytes.
+    Ptr,
+    /// `float`.
+    F32,
+    /// `unsigned int`.
+    U32,
+    /// `int`.
+    I32,
+    /// `unsigned long long`.
+    U64,
+}
+
+impl Arg {
+    /// Size in bytes of the parameter in the kernel's parameter buffer.
+    pub const fn size(self) -> usize {
+        match self {
+            Arg::Ptr | Arg::U64 => 8,
+            Arg::F32 | Arg::U32 | Arg::I32 => 4,
+        }
+    }
+}
+
+/// One argument value, typed as the kernel declares it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value {
+    /// A device address.
+    Ptr(u64),
+    /// A `float`.
+    F32(f32),
+    /// An `unsigned int`.
+    U32(u32),
+    /// An `int`.
+    I32(i32),
+    /// An `unsigned long long`.
+    U64(u64),
+}
+
+impl Value {
+    /// The parameter kind this value fills.
+    pub const fn kind(self) -> Arg {
+        match self {
+            Value::Ptr(_) => Arg::Ptr,
+            Value::F32(_) => Arg::F32,
+            Value::U32(_) => Arg::U32,
+            Value::I32(_) => Arg::I32,
+            Value::U64(_) => Arg::U64,
+        }
+    }
+
+    /// The value as the 8-byte slot a launch passes a pointer to (the low
+    /// bytes hold 4-byte values, little-endian, as the GPU reads them).
+    pub const fn to_slot(self) -> u64 {
+        match self {
+            Value::Ptr(v) | Value::U64(v) => v,
+            Value::F32(v) => v.to_bits() as u64,
+            Value::U32(v) => v as u64,
+            Value::I32(v) => v as u32 as u64,
+        }
+    }
+
+    /// Reads a value of kind `kind` back from its parameter bytes (at least
+    /// `kind.size()` bytes, little-endian), as a graph node stores them.
+    pub fn from_bytes(kind: Arg, bytes: &[u8]) -> Option<Value> {
+        let b = bytes.get(..kind.size())?;
+        let mut w = [0u8; 8];
+        w[..b.len()].copy_from_slice(b);
+        let v = u64::from_le_bytes(w);
+        Some(match kind {
+            Arg::Ptr => Value::Ptr(v),
+            Arg::U64 => Value::U64(v),
+            Arg::F32 => Value::F32(f32::from_bits(v as u32)),
+            Arg::U32 => Value::U32(v as u32),
+            Arg::I32 => Value::I32(v as u32 as i32),
+        })
+    }
+}
+
+/// Which embedded PTX module a kernel lives in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ModuleInfo {
+    /// Module name (the `.cu` file's stem).
+    pub name: &'static str,
+    /// The PTX text, NUL-terminated so it can be handed to the driver as is.
+    pub ptx: &'static str,
+}
+
+/// A built-in kernel: its entry name, module, parameters and documentation.
+#[derive(Debug, PartialEq, Eq)]
+pub struct KernelInfo {
+    /// The `extern "C" __global__` entry name (`gc_scale_f32`, ...).
+    pub name: &'static str,
+    /// Index into [`MODULES`].
+    pub module: usize,
+    /// Parameters in order: name and kind.
+    pub args: &'static [(&'static str, Arg)],
+    /// What it computes and how it must be launched.
+    pub doc: &'static str,
+}
+
+/// Maximum number of parameters any built-in kernel takes.
+pub const MAX_ARGS: usize = 16;
+
+/// A decided launch of a built-in kernel: which kernel, the grid, the block,
+/// dynamic shared memory, and the argument values in parameter order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+    /// The kernel to launch.
+    pub kernel: &'static KernelInfo,
+    /// Grid dimensions (blocks).
+    pub grid: [u32; 3],
+    /// Block dimensions (threads).
+    pub block: [u32; 3],
+    /// Dynamic shared memory in bytes.
+    pub shared_bytes: u32,
+    /// Argument values; `args[..nargs]` are used.
+    pub args: [Value; MAX_ARGS],
+    /// Number of arguments in `args`.
+    pub nargs: usize,
+}
+
+impl Call {
+    /// The arguments in use.
+    pub fn args(&self) -> &[Value] {
+        &self.args[..self.nargs]
+    }
+}
+
+/// Why an operation's sizes or pointers were refused (no launch happens).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SizeError(pub String);
+
+impl core::fmt::Display for SizeError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(&self.0)
+    }
+}

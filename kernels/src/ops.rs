@@ -1,0 +1,1 @@
+//! Typed operations: size checks and launch configurations.

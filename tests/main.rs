@@ -1,0 +1,1 @@
+//! The integration suite: one test binary for the whole workspace.
