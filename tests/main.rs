@@ -1,1 +1,9 @@
-//! The integration suite: one test binary for the whole workspace.
+//! The integration suite: one test binary for the whole workspace. CPU tests
+//! run everywhere; tests marked `#[ignore = "needs a CUDA GPU"]` run on the
+//! GPU machine (`--include-ignored`, see scripts/gpu-check).
+
+mod c_abi;
+mod gpu;
+mod header;
+mod support;
+mod version;

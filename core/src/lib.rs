@@ -1,6 +1,34 @@
 //! graphcore: a CUDA Graph runtime.
 //!
-//! Layers, each calling only the one below: `pool` and `graph` hold pure
-//! logic (no CUDA), `driver` is the only module that calls CUDA.
+//! Layers, each calling only the one below: [`pool`] and [`graph`]'s
+//! description hold pure logic (no CUDA); `driver` is the only module that
+//! calls CUDA; the rest (contexts, streams, modules, pools, capture, graphs,
+//! replay) is the safe API the C library wraps. Objects are reference
+//! counted: a graph keeps the functions and pool memory it uses alive, an
+//! exec its graph, everything its context, so nothing in use can be freed.
 
+mod capture;
+mod context;
+mod device_pool;
+mod driver;
+pub mod error;
+mod exec;
+pub mod graph;
+mod memory;
+mod module;
 pub mod pool;
+mod stream;
+
+pub use context::{device_count, driver_version, Context};
+pub use device_pool::{Pool, PoolOptions};
+pub use driver::stream::CaptureMode;
+pub use error::{Error, ErrorKind, Result};
+pub use exec::{flags as instantiate_flags, Exec};
+pub use graph::{Graph, Node};
+pub use graphcore_kernels as kernels;
+pub use memory::{copy_async, set_async};
+pub use module::{launch_op, Function, LaunchConfig, Module};
+pub use stream::Stream;
+
+/// The host callback type of graph host nodes: `fn(user_data)`.
+pub type HostFn = unsafe extern "C" fn(*mut std::ffi::c_void);

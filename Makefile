@@ -1,0 +1,70 @@
+# graphcore: one entry point for building, running and testing.
+#
+#   make example   build everything (release) and run the main example
+#   make test      the whole test suite (what CI runs)
+#   make header    regenerate include/graphcore.h from ffi/
+#   make ptx       regenerate kernels/ptx/*.ptx from kernels/*.cu (NVRTC 12.0)
+#   make gpu-check stage everything for the GPU machine (scripts/gpu-check)
+
+CARGO    ?= cargo
+CC       ?= cc
+NVCC     ?= nvcc
+PYTHON   ?= python3
+RELEASE  := target/release
+EXBUILD  := c_examples/build
+CFLAGS_EX := -std=c11 -O2 -Wall -Wextra -Werror -pedantic -Iinclude
+LDFLAGS_EX := -L$(RELEASE) -Wl,-rpath,$(abspath $(RELEASE)) -lgraphcore -lm
+EXAMPLES := $(patsubst c_examples/%.c,$(EXBUILD)/%,$(wildcard c_examples/*.c))
+CU_EXAMPLES := $(patsubst c_examples/%.cu,$(EXBUILD)/%_cu,$(wildcard c_examples/*.cu))
+HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
+MAIN_EXAMPLE ?= forward_backward
+
+.PHONY: all lib examples example test lint header ptx check-ptx gpu-check clean
+
+all: lib examples
+
+lib:
+	$(CARGO) build --release -p graphcore-ffi
+	ln -sf libgraphcore.so $(RELEASE)/libgraphcore.so.0
+
+$(EXBUILD)/%: c_examples/%.c include/graphcore.h lib
+	@mkdir -p $(EXBUILD)
+	$(CC) $(CFLAGS_EX) $< -o $@ $(LDFLAGS_EX)
+
+$(EXBUILD)/%_cu: c_examples/%.cu include/graphcore.h lib
+	@mkdir -p $(EXBUILD)
+	$(NVCC) -O2 -Iinclude $< -o $@ -L$(RELEASE) -Xlinker -rpath -Xlinker $(abspath $(RELEASE)) -lgraphcore -lcublas
+
+ifneq ($(HAVE_NVCC),)
+examples: $(EXAMPLES) $(CU_EXAMPLES)
+else
+examples: $(EXAMPLES)
+	@echo "skipping $(CU_EXAMPLES): nvcc not found"
+endif
+
+example: examples
+	./$(EXBUILD)/$(MAIN_EXAMPLE)
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+check-ptx:
+	$(PYTHON) kernels/gen_ptx.py --check
+
+test: check-ptx
+	$(CARGO) build -p graphcore-ffi
+	$(CARGO) nextest run --workspace --no-fail-fast
+
+header:
+	GC_BLESS=1 $(CARGO) test --test suite header_is_current
+
+ptx:
+	$(PYTHON) kernels/gen_ptx.py
+
+gpu-check:
+	scripts/gpu-check
+
+clean:
+	$(CARGO) clean
+	rm -rf $(EXBUILD) stage

@@ -1,0 +1,161 @@
+//! Devices and contexts: a [`Context`] is one device's primary context, the
+//! one the CUDA runtime also uses, so pointers, streams and functions pass
+//! freely between graphcore and runtime-API code in the same process.
+
+use crate::driver::{self, device, CUcontext, CUdevice};
+use crate::error::{ensure_arg, Error, ErrorKind, Result};
+use crate::module::Builtins;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// A device's primary context, retained for as long as any clone of this
+/// value, or any object made from it, lives. Cheap to clone; `Send + Sync`.
+#[derive(Clone)]
+pub struct Context {
+    pub(crate) inner: Arc<ContextInner>,
+}
+
+pub(crate) struct ContextInner {
+    pub(crate) ordinal: i32,
+    pub(crate) device: CUdevice,
+    pub(crate) raw: CUcontext,
+    pub(crate) info: device::DeviceInfo,
+    /// Built-in kernels, loaded on first use.
+    pub(crate) builtins: OnceLock<Builtins>,
+    /// Live pinned host allocations: address → bytes.
+    host: Mutex<HashMap<usize, usize>>,
+}
+
+// SAFETY: CUDA contexts may be used from any thread; the raw handle is only
+// passed to the driver.
+unsafe impl Send for ContextInner {}
+// SAFETY: as above; interior state is behind locks.
+unsafe impl Sync for ContextInner {}
+
+impl Drop for ContextInner {
+    fn drop(&mut self) {
+        if device::set_current(self.raw).is_ok() {
+            let host = self.host.get_mut().unwrap_or_else(|e| e.into_inner());
+            for (&p, _) in host.iter() {
+                let _ = driver::memory::host_free(p as *mut c_void);
+            }
+        }
+        // Builtin modules unload before the context goes.
+        self.builtins.take();
+        device::release_primary(self.device);
+    }
+}
+
+/// The number of CUDA devices (an error when there is no driver).
+pub fn device_count() -> Result<i32> {
+    device::count()
+}
+
+/// The driver's CUDA version as 1000·major + 10·minor (12040 is 12.4).
+pub fn driver_version() -> Result<i32> {
+    driver::driver_version()
+}
+
+impl Context {
+    /// Retains the primary context of device `ordinal`.
+    pub fn new(ordinal: i32) -> Result<Context> {
+        let n = device::count()?;
+        if n == 0 {
+            return Err(Error::new(ErrorKind::NoDevice, "no CUDA device is present"));
+        }
+        ensure_arg!(
+            (0..n).contains(&ordinal),
+            "device ordinal {ordinal} is out of range: there are {n} device(s)"
+        );
+        let dev = device::get(ordinal)?;
+        let info = device::info(dev)?;
+        let raw = device::retain_primary(dev)?;
+        let inner = ContextInner {
+            ordinal,
+            device: dev,
+            raw,
+            info,
+            builtins: OnceLock::new(),
+            host: Mutex::new(HashMap::new()),
+        };
+        device::set_current(raw)?;
+        Ok(Context {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// Makes this context current on the calling thread.
+    pub(crate) fn bind(&self) -> Result<()> {
+        device::set_current(self.inner.raw)
+    }
+
+    /// The device ordinal.
+    pub fn ordinal(&self) -> i32 {
+        self.inner.ordinal
+    }
+
+    /// The device's name.
+    pub fn device_name(&self) -> &str {
+        &self.inner.info.name
+    }
+
+    /// The device's multiprocessor count.
+    pub fn sm_count(&self) -> u32 {
+        self.inner.info.sm_count
+    }
+
+    /// The device's compute capability (major, minor).
+    pub fn compute_capability(&self) -> (i32, i32) {
+        self.inner.info.compute_capability
+    }
+
+    /// The device's total memory in bytes.
+    pub fn total_memory(&self) -> u64 {
+        self.inner.info.total_bytes
+    }
+
+    /// Free and total device memory, as `cuMemGetInfo` reports them.
+    pub fn memory_info(&self) -> Result<(u64, u64)> {
+        self.bind()?;
+        device::mem_info()
+    }
+
+    /// Waits for all work on the device in this context.
+    pub fn synchronize(&self) -> Result<()> {
+        self.bind()?;
+        device::synchronize()
+    }
+
+    /// Allocates `bytes` of pinned host memory (usable in copies and in
+    /// graph memcpy nodes). Free it with [`Context::host_free`].
+    pub fn host_alloc(&self, bytes: usize) -> Result<*mut c_void> {
+        ensure_arg!(bytes > 0, "host allocation of 0 bytes");
+        self.bind()?;
+        let p = {
+            let _relaxed = driver::RelaxedCaptureMode::enter()?;
+            driver::memory::host_alloc(bytes)?
+        };
+        self.inner.host.lock().unwrap().insert(p as usize, bytes);
+        Ok(p)
+    }
+
+    /// Frees pinned host memory from [`Context::host_alloc`]. A pointer that
+    /// is not a live allocation of this context is an error.
+    pub fn host_free(&self, p: *mut c_void) -> Result<()> {
+        let mut host = self.inner.host.lock().unwrap();
+        ensure_arg!(
+            host.contains_key(&(p as usize)),
+            "{p:p} is not pinned host memory from gc_host_alloc of this context (never allocated, or already freed)"
+        );
+        self.bind()?;
+        driver::memory::host_free(p)?;
+        host.remove(&(p as usize));
+        Ok(())
+    }
+
+    /// True when `self` and `other` are the same context.
+    pub fn same(&self, other: &Context) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}

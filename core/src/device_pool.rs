@@ -1,0 +1,372 @@
+//! The device memory pool: the allocator logic of [`crate::pool`] backed by
+//! one reserved virtual address range with 2 MiB physical pages mapped on
+//! demand (cuMemAddressReserve / cuMemCreate / cuMemMap), so addresses are
+//! stable, free space coalesces across the whole range, and mapping never
+//! breaks an open stream capture (it runs in relaxed capture mode).
+
+use crate::context::Context;
+use crate::driver::{self, device, memory as dm};
+use crate::error::{ensure_arg, Error, ErrorKind, Result};
+use crate::pool::{Allocator, CaptureId, Footprint, Owner, PagePlan, PageRange, PoolConfig, PoolError, PoolStats};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
+
+/// How to make a pool.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolOptions {
+    /// Bytes mapped at creation (rounded up to pages), like PyTorch's
+    /// `CUDAGraphPool(device, size)`.
+    pub initial_bytes: u64,
+    /// Hard cap on reserved bytes; 0 means no cap (the device's memory).
+    pub max_bytes: u64,
+}
+
+/// A device memory pool that graphs allocate from. Cheap to clone (clones
+/// share the pool); `Send + Sync`: allocations may come from any thread.
+#[derive(Clone)]
+pub struct Pool {
+    pub(crate) inner: Arc<PoolShared>,
+}
+
+pub(crate) struct PoolShared {
+    ctx: Context,
+    base: u64,
+    va_bytes: u64,
+    granularity: u64,
+    state: Mutex<PoolState>,
+}
+
+struct PoolState {
+    alloc: Allocator,
+    /// Physical page handles by page index.
+    pages: HashMap<u64, dm::PhysHandle>,
+    /// Captures open on this pool, by the thread that began them: the
+    /// thread's allocations belong to its capture.
+    captures: Vec<(ThreadId, CaptureId)>,
+    next_capture: CaptureId,
+}
+
+impl From<PoolError> for Error {
+    fn from(e: PoolError) -> Self {
+        let kind = match e {
+            PoolError::OutOfMemory { .. } | PoolError::AddressSpaceExhausted { .. } => {
+                ErrorKind::OutOfMemory
+            }
+            _ => ErrorKind::InvalidArgument,
+        };
+        Error::new(kind, e.to_string())
+    }
+}
+
+impl PoolShared {
+    /// Maps the pages of `r`; on failure unmaps what it mapped and fails.
+    fn map(&self, st: &mut PoolState, r: PageRange) -> Result<()> {
+        let dev = self.ctx.inner.device;
+        let _relaxed = driver::RelaxedCaptureMode::enter()?;
+        for (done, p) in (r.start..r.end()).enumerate() {
+            let va = self.base + p * self.granularity;
+            let step = dm::create_physical(dev, self.granularity).and_then(|h| {
+                dm::map(va, self.granularity, h, dev)
+                    .inspect_err(|_| dm::release_physical(h))
+                    .map(|_| h)
+            });
+            match step {
+                Ok(h) => {
+                    st.pages.insert(p, h);
+                }
+                Err(e) => {
+                    self.unmap(
+                        st,
+                        PageRange {
+                            start: r.start,
+                            count: done as u64,
+                        },
+                    );
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Unmaps and releases the pages of `r`.
+    fn unmap(&self, st: &mut PoolState, r: PageRange) {
+        for p in r.start..r.end() {
+            if let Some(h) = st.pages.remove(&p) {
+                dm::unmap(self.base + p * self.granularity, self.granularity);
+                dm::release_physical(h);
+            }
+        }
+    }
+
+    fn unmap_plan(&self, st: &mut PoolState, plan: &PagePlan) {
+        for &r in plan.ranges() {
+            self.unmap(st, r);
+        }
+    }
+
+    fn owner(st: &PoolState) -> Owner {
+        let me = std::thread::current().id();
+        st.captures
+            .iter()
+            .find(|(t, _)| *t == me)
+            .map_or(Owner::Eager, |&(_, id)| Owner::Capture(id))
+    }
+}
+
+impl Drop for PoolShared {
+    fn drop(&mut self) {
+        if self.ctx.bind().is_err() {
+            return;
+        }
+        // Nothing can still use the memory: every graph holding part of it
+        // holds this pool. Work in flight on freed blocks is waited for.
+        let _ = device::synchronize();
+        let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        for (&p, &h) in st.pages.iter() {
+            dm::unmap(self.base + p * self.granularity, self.granularity);
+            dm::release_physical(h);
+        }
+        st.pages.clear();
+        dm::unreserve(self.base, self.va_bytes);
+    }
+}
+
+/// A graph's hold on pool memory: its footprint, released when the last
+/// graph or exec using it goes.
+pub(crate) struct GraphMemory {
+    pool: Pool,
+    footprint: Option<Footprint>,
+}
+
+impl GraphMemory {
+    /// Bytes the graph's capture allocated and still held when it ended.
+    pub(crate) fn held_bytes(&self) -> u64 {
+        self.footprint.as_ref().map_or(0, |f| f.held_bytes())
+    }
+
+    /// The capture's own peak of allocated bytes.
+    pub(crate) fn peak_bytes(&self) -> u64 {
+        self.footprint.as_ref().map_or(0, |f| f.peak_bytes())
+    }
+}
+
+impl Drop for GraphMemory {
+    fn drop(&mut self) {
+        if let Some(fp) = self.footprint.take() {
+            // Launches of the graph may still run: the memory goes back to
+            // eager use only once they are done (like cudaFree).
+            if self.pool.inner.ctx.bind().is_ok() {
+                let _ = device::synchronize();
+            }
+            let mut st = self.pool.inner.state.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = st.alloc.release_graph(fp);
+        }
+    }
+}
+
+impl Pool {
+    /// Creates a pool on `ctx`'s device. Needs virtual memory management
+    /// (every GPU graphcore supports on Linux has it).
+    pub fn new(ctx: &Context, opts: PoolOptions) -> Result<Pool> {
+        if !ctx.inner.info.vmm_supported {
+            return Err(Error::new(
+                ErrorKind::NotSupported,
+                "the device does not support CUDA virtual memory management, which pools need",
+            ));
+        }
+        ctx.bind()?;
+        let granularity = dm::granularity(ctx.inner.device)?;
+        let max_bytes = if opts.max_bytes == 0 {
+            u64::MAX
+        } else {
+            opts.max_bytes
+        };
+        ensure_arg!(
+            opts.initial_bytes <= max_bytes,
+            "initial_bytes ({}) exceeds max_bytes ({})",
+            opts.initial_bytes,
+            opts.max_bytes
+        );
+        let round = |v: u64| v.div_ceil(granularity) * granularity;
+        // Virtual space is cheap: twice the device's memory (or the cap),
+        // so fragmentation of addresses never limits physical use.
+        let want = round(2 * ctx.total_memory().min(max_bytes).max(opts.initial_bytes));
+        let (base, va_bytes) = reserve_halving(want, granularity)?;
+        let cfg = PoolConfig {
+            granularity,
+            alignment: 256,
+            va_bytes,
+            initial_bytes: opts.initial_bytes,
+            max_bytes,
+        };
+        let (alloc, initial) = Allocator::new(cfg).inspect_err(|_| dm::unreserve(base, va_bytes))?;
+        let shared = PoolShared {
+            ctx: ctx.clone(),
+            base,
+            va_bytes,
+            granularity,
+            state: Mutex::new(PoolState {
+                alloc,
+                pages: HashMap::new(),
+                captures: Vec::new(),
+                next_capture: 1,
+            }),
+        };
+        {
+            let mut st = shared.state.lock().unwrap();
+            for &r in initial.ranges() {
+                // On failure, dropping `shared` unmaps and unreserves.
+                shared.map(&mut st, r)?;
+            }
+        }
+        Ok(Pool {
+            inner: Arc::new(shared),
+        })
+    }
+
+    /// Allocates `bytes` (rounded up to 256) and returns the device address.
+    /// On the thread that began a capture into this pool, the block belongs
+    /// to that capture. Over `max_bytes`, or out of device memory, it fails
+    /// with [`ErrorKind::OutOfMemory`] and the pool is unchanged.
+    pub fn alloc(&self, bytes: u64) -> Result<u64> {
+        let sh = &*self.inner;
+        let mut st = sh.state.lock().unwrap();
+        let owner = PoolShared::owner(&st);
+        let plan = st.alloc.plan_alloc(bytes, owner)?;
+        if let Some(r) = plan.new_pages() {
+            sh.ctx.bind()?;
+            sh.map(&mut st, r).map_err(|e| {
+                e.context(&format!(
+                    "growing the pool by {} bytes for a {bytes}-byte block",
+                    r.count * sh.granularity
+                ))
+            })?;
+        }
+        Ok(sh.base + st.alloc.commit_alloc(plan))
+    }
+
+    /// Returns a block to the pool. A pointer the pool did not hand out, or
+    /// one already freed, is an error and nothing changes.
+    pub fn free(&self, ptr: u64) -> Result<()> {
+        let sh = &*self.inner;
+        ensure_arg!(
+            ptr >= sh.base && ptr < sh.base + sh.va_bytes,
+            "0x{ptr:x} does not belong to this pool"
+        );
+        sh.state.lock().unwrap().alloc.free(ptr - sh.base)?;
+        Ok(())
+    }
+
+    /// The live block containing `ptr`: its address and size.
+    pub fn block_of(&self, ptr: u64) -> Option<(u64, u64)> {
+        let sh = &*self.inner;
+        if ptr < sh.base || ptr >= sh.base + sh.va_bytes {
+            return None;
+        }
+        let st = sh.state.lock().unwrap();
+        st.alloc
+            .block_at(ptr - sh.base)
+            .map(|(off, size)| (sh.base + off, size))
+    }
+
+    /// Statistics, named as PyTorch names them.
+    pub fn stats(&self) -> PoolStats {
+        self.inner.state.lock().unwrap().alloc.stats()
+    }
+
+    /// Returns physical pages that hold no block and no graph's memory to
+    /// the driver (after waiting for the device). Addresses stay reserved.
+    pub fn trim(&self) -> Result<()> {
+        let sh = &*self.inner;
+        let mut st = sh.state.lock().unwrap();
+        ensure_state(st.captures.is_empty(), "trim while a capture into the pool is open")?;
+        let plan = st.alloc.plan_trim();
+        if plan.is_empty() {
+            return Ok(());
+        }
+        sh.ctx.bind()?;
+        device::synchronize()?;
+        sh.unmap_plan(&mut st, &plan);
+        st.alloc.commit_trim(plan);
+        Ok(())
+    }
+
+    /// The pool's context.
+    pub fn context(&self) -> &Context {
+        &self.inner.ctx
+    }
+
+    /// Opens a capture on the calling thread: its allocations belong to it
+    /// until [`end_capture`](Self::end_capture) or
+    /// [`abort_capture`](Self::abort_capture).
+    pub(crate) fn begin_capture(&self) -> Result<CaptureId> {
+        let mut st = self.inner.state.lock().unwrap();
+        let me = std::thread::current().id();
+        ensure_state(
+            !st.captures.iter().any(|(t, _)| *t == me),
+            "this thread already has a capture open into the pool",
+        )?;
+        let id = st.next_capture;
+        st.next_capture += 1;
+        st.alloc.begin_capture(id)?;
+        st.captures.push((me, id));
+        Ok(id)
+    }
+
+    /// Closes capture `id`, which became a graph: returns its hold on the
+    /// pool's memory.
+    pub(crate) fn end_capture(&self, id: CaptureId) -> Result<GraphMemory> {
+        let mut st = self.inner.state.lock().unwrap();
+        st.captures.retain(|&(_, c)| c != id);
+        let fp = st.alloc.end_capture(id)?;
+        Ok(GraphMemory {
+            pool: self.clone(),
+            footprint: Some(fp),
+        })
+    }
+
+    /// Rolls back capture `id` (it failed): its blocks are freed and the
+    /// pages mapped for it are released.
+    pub(crate) fn abort_capture(&self, id: CaptureId) {
+        let sh = &*self.inner;
+        let mut st = sh.state.lock().unwrap();
+        st.captures.retain(|&(_, c)| c != id);
+        if let Ok(plan) = st.alloc.abort_capture(id) {
+            // Nothing ran on these pages: the capture only recorded work.
+            if !plan.is_empty() && sh.ctx.bind().is_ok() {
+                let _relaxed = driver::RelaxedCaptureMode::enter();
+                sh.unmap_plan(&mut st, &plan);
+            }
+        }
+    }
+
+    /// True when `self` and `other` are the same pool.
+    pub fn same(&self, other: &Pool) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+fn ensure_state(cond: bool, what: &str) -> Result<()> {
+    if cond {
+        Ok(())
+    } else {
+        Err(Error::invalid_state(what.to_string()))
+    }
+}
+
+/// Reserves `want` bytes of address space, halving down to 1 GiB if the
+/// driver refuses.
+fn reserve_halving(mut want: u64, granularity: u64) -> Result<(u64, u64)> {
+    loop {
+        match dm::reserve(want, granularity) {
+            Ok(base) => return Ok((base, want)),
+            Err(e) if want > (1 << 30) => {
+                let _ = e;
+                want = (want / 2).div_ceil(granularity) * granularity;
+            }
+            Err(e) => return Err(e.context("reserving the pool's address range")),
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! Devices and their primary contexts.
+
+use super::{check, init, sys, CUcontext, CUdevice};
+use crate::error::Result;
+
+/// Number of CUDA devices.
+pub(crate) fn count() -> Result<i32> {
+    init()?;
+    let mut n = 0;
+    // SAFETY: writes one int.
+    check(unsafe { sys::cuDeviceGetCount(&mut n) }, "cuDeviceGetCount")?;
+    Ok(n)
+}
+
+/// The device with `ordinal`.
+pub(crate) fn get(ordinal: i32) -> Result<CUdevice> {
+    init()?;
+    let mut dev = 0;
+    // SAFETY: writes one device handle.
+    check(unsafe { sys::cuDeviceGet(&mut dev, ordinal) }, "cuDeviceGet")?;
+    Ok(dev)
+}
+
+/// The device's name.
+pub(crate) fn name(dev: CUdevice) -> Result<String> {
+    let mut buf = [0 as std::ffi::c_char; 256];
+    // SAFETY: the driver writes at most `len` bytes including the NUL.
+    check(
+        unsafe { sys::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as i32, dev) },
+        "cuDeviceGetName",
+    )?;
+    // SAFETY: NUL-terminated by the driver within the buffer.
+    let s = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
+    Ok(s.to_string_lossy().into_owned())
+}
+
+/// One integer attribute of the device.
+pub(crate) fn attribute(dev: CUdevice, attr: sys::CUdevice_attribute) -> Result<i32> {
+    let mut v = 0;
+    // SAFETY: writes one int.
+    check(
+        unsafe { sys::cuDeviceGetAttribute(&mut v, attr, dev) },
+        "cuDeviceGetAttribute",
+    )?;
+    Ok(v)
+}
+
+/// Facts about a device that graphcore uses.
+#[derive(Clone, Debug)]
+pub(crate) struct DeviceInfo {
+    pub name: String,
+    pub sm_count: u32,
+    pub compute_capability: (i32, i32),
+    pub total_bytes: u64,
+    pub vmm_supported: bool,
+}
+
+/// Reads [`DeviceInfo`] for `dev`.
+pub(crate) fn info(dev: CUdevice) -> Result<DeviceInfo> {
+    use sys::CUdevice_attribute as A;
+    let mut total = 0usize;
+    // SAFETY: writes one size.
+    check(
+        unsafe { sys::cuDeviceTotalMem_v2(&mut total, dev) },
+        "cuDeviceTotalMem",
+    )?;
+    Ok(DeviceInfo {
+        name: name(dev)?,
+        sm_count: attribute(dev, A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+        compute_capability: (
+            attribute(dev, A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            attribute(dev, A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+        ),
+        total_bytes: total as u64,
+        vmm_supported: attribute(
+            dev,
+            A::CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+        )? != 0,
+    })
+}
+
+/// Retains the device's primary context (the one the CUDA runtime uses).
+pub(crate) fn retain_primary(dev: CUdevice) -> Result<CUcontext> {
+    let mut ctx = std::ptr::null_mut();
+    // SAFETY: writes one context handle; paired with `release_primary`.
+    check(
+        unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) },
+        "cuDevicePrimaryCtxRetain",
+    )?;
+    Ok(ctx)
+}
+
+/// Releases one retain of the device's primary context.
+pub(crate) fn release_primary(dev: CUdevice) {
+    // SAFETY: paired with a successful `retain_primary`.
+    unsafe { sys::cuDevicePrimaryCtxRelease_v2(dev) };
+}
+
+/// Makes `ctx` current on the calling thread.
+pub(crate) fn set_current(ctx: CUcontext) -> Result<()> {
+    // SAFETY: ctx is a live (retained) context.
+    check(unsafe { sys::cuCtxSetCurrent(ctx) }, "cuCtxSetCurrent")
+}
+
+/// Waits for all work in the current context.
+pub(crate) fn synchronize() -> Result<()> {
+    // SAFETY: no arguments.
+    check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")
+}
+
+/// Free and total device memory of the current context's device.
+pub(crate) fn mem_info() -> Result<(u64, u64)> {
+    let (mut free, mut total) = (0usize, 0usize);
+    // SAFETY: writes two sizes.
+    check(
+        unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
+        "cuMemGetInfo",
+    )?;
+    Ok((free as u64, total as u64))
+}

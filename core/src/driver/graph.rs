@@ -1,0 +1,411 @@
+//! CUDA graphs: creating nodes, reading captured ones back, instantiating,
+//! uploading, launching and updating executable graphs.
+
+use super::{check, sys, CUcontext, CUfunction, CUgraph, CUgraphExec, CUgraphNode, CUstream};
+use crate::error::{Error, ErrorKind, Result};
+use std::ffi::c_void;
+
+/// Creates an empty graph.
+pub(crate) fn create() -> Result<CUgraph> {
+    let mut g = std::ptr::null_mut();
+    // SAFETY: writes one graph handle.
+    check(unsafe { sys::cuGraphCreate(&mut g, 0) }, "cuGraphCreate")?;
+    Ok(g)
+}
+
+/// Destroys a graph.
+pub(crate) fn destroy(g: CUgraph) {
+    // SAFETY: g is a live graph destroyed once.
+    unsafe { sys::cuGraphDestroy(g) };
+}
+
+/// A kernel node's launch: function, geometry and parameter pointers.
+pub(crate) struct KernelParams {
+    pub func: CUfunction,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shared_bytes: u32,
+    pub args: *mut *mut c_void,
+}
+
+fn kernel_raw(p: &KernelParams) -> sys::CUDA_KERNEL_NODE_PARAMS {
+    sys::CUDA_KERNEL_NODE_PARAMS {
+        func: p.func,
+        gridDimX: p.grid[0],
+        gridDimY: p.grid[1],
+        gridDimZ: p.grid[2],
+        blockDimX: p.block[0],
+        blockDimY: p.block[1],
+        blockDimZ: p.block[2],
+        sharedMemBytes: p.shared_bytes,
+        kernelParams: p.args,
+        extra: std::ptr::null_mut(),
+        kern: std::ptr::null_mut(),
+        ctx: std::ptr::null_mut(),
+    }
+}
+
+/// Adds a kernel node. The driver copies the parameter values.
+///
+/// # Safety
+/// `p.args` must hold one valid pointer per parameter of `p.func`.
+pub(crate) unsafe fn add_kernel(
+    g: CUgraph,
+    deps: &[CUgraphNode],
+    p: &KernelParams,
+) -> Result<CUgraphNode> {
+    let raw = kernel_raw(p);
+    let mut n = std::ptr::null_mut();
+    check(
+        sys::cuGraphAddKernelNode_v2(&mut n, g, deps.as_ptr(), deps.len(), &raw),
+        "cuGraphAddKernelNode",
+    )?;
+    Ok(n)
+}
+
+fn memcpy_raw(dst: u64, src: u64, bytes: usize) -> sys::CUDA_MEMCPY3D {
+    // SAFETY: a plain C struct; zero is the default of every field.
+    let mut c: sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
+    c.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED;
+    c.srcDevice = src;
+    c.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED;
+    c.dstDevice = dst;
+    c.WidthInBytes = bytes;
+    c.Height = 1;
+    c.Depth = 1;
+    c
+}
+
+/// Adds a 1-D copy node between unified addresses (device or pinned host).
+pub(crate) fn add_memcpy(
+    g: CUgraph,
+    deps: &[CUgraphNode],
+    dst: u64,
+    src: u64,
+    bytes: usize,
+    ctx: CUcontext,
+) -> Result<CUgraphNode> {
+    let c = memcpy_raw(dst, src, bytes);
+    let mut n = std::ptr::null_mut();
+    // SAFETY: reads the params; the addresses are checked by the caller.
+    check(
+        unsafe { sys::cuGraphAddMemcpyNode(&mut n, g, deps.as_ptr(), deps.len(), &c, ctx) },
+        "cuGraphAddMemcpyNode",
+    )?;
+    Ok(n)
+}
+
+/// Adds a node setting `bytes` bytes at `dst` to `value`.
+pub(crate) fn add_memset(
+    g: CUgraph,
+    deps: &[CUgraphNode],
+    dst: u64,
+    value: u8,
+    bytes: usize,
+    ctx: CUcontext,
+) -> Result<CUgraphNode> {
+    let p = sys::CUDA_MEMSET_NODE_PARAMS {
+        dst,
+        pitch: 0,
+        value: value as u32,
+        elementSize: 1,
+        width: bytes,
+        height: 1,
+    };
+    let mut n = std::ptr::null_mut();
+    // SAFETY: reads the params.
+    check(
+        unsafe { sys::cuGraphAddMemsetNode(&mut n, g, deps.as_ptr(), deps.len(), &p, ctx) },
+        "cuGraphAddMemsetNode",
+    )?;
+    Ok(n)
+}
+
+/// A host callback: `fn(user_data)`.
+pub(crate) use crate::HostFn;
+
+/// Adds a node that calls `f(user_data)` on a CPU thread of the driver.
+pub(crate) fn add_host(
+    g: CUgraph,
+    deps: &[CUgraphNode],
+    f: HostFn,
+    user_data: *mut c_void,
+) -> Result<CUgraphNode> {
+    let p = sys::CUDA_HOST_NODE_PARAMS {
+        fn_: Some(f),
+        userData: user_data,
+    };
+    let mut n = std::ptr::null_mut();
+    // SAFETY: reads the params.
+    check(
+        unsafe { sys::cuGraphAddHostNode(&mut n, g, deps.as_ptr(), deps.len(), &p) },
+        "cuGraphAddHostNode",
+    )?;
+    Ok(n)
+}
+
+/// Adds a node running a copy of `child`.
+pub(crate) fn add_child(g: CUgraph, deps: &[CUgraphNode], child: CUgraph) -> Result<CUgraphNode> {
+    let mut n = std::ptr::null_mut();
+    // SAFETY: child is a live graph; the driver clones it.
+    check(
+        unsafe { sys::cuGraphAddChildGraphNode(&mut n, g, deps.as_ptr(), deps.len(), child) },
+        "cuGraphAddChildGraphNode",
+    )?;
+    Ok(n)
+}
+
+/// Adds a node that does nothing (a join point).
+pub(crate) fn add_empty(g: CUgraph, deps: &[CUgraphNode]) -> Result<CUgraphNode> {
+    let mut n = std::ptr::null_mut();
+    // SAFETY: writes one node handle.
+    check(
+        unsafe { sys::cuGraphAddEmptyNode(&mut n, g, deps.as_ptr(), deps.len()) },
+        "cuGraphAddEmptyNode",
+    )?;
+    Ok(n)
+}
+
+/// Adds the edge `from → to`.
+pub(crate) fn add_dependency(g: CUgraph, from: CUgraphNode, to: CUgraphNode) -> Result<()> {
+    // SAFETY: one edge between two nodes of g.
+    check(
+        unsafe { sys::cuGraphAddDependencies(g, &from, &to, 1) },
+        "cuGraphAddDependencies",
+    )
+}
+
+/// Every node of `g`.
+pub(crate) fn nodes(g: CUgraph) -> Result<Vec<CUgraphNode>> {
+    let mut n = 0usize;
+    // SAFETY: with NULL, writes the count only.
+    check(
+        unsafe { sys::cuGraphGetNodes(g, std::ptr::null_mut(), &mut n) },
+        "cuGraphGetNodes",
+    )?;
+    let mut v = vec![std::ptr::null_mut(); n];
+    // SAFETY: v has room for n nodes.
+    check(
+        unsafe { sys::cuGraphGetNodes(g, v.as_mut_ptr(), &mut n) },
+        "cuGraphGetNodes",
+    )?;
+    v.truncate(n);
+    Ok(v)
+}
+
+/// Every edge of `g` as (from, to).
+pub(crate) fn edges(g: CUgraph) -> Result<Vec<(CUgraphNode, CUgraphNode)>> {
+    let mut n = 0usize;
+    // SAFETY: with NULL arrays, writes the count only.
+    check(
+        unsafe { sys::cuGraphGetEdges(g, std::ptr::null_mut(), std::ptr::null_mut(), &mut n) },
+        "cuGraphGetEdges",
+    )?;
+    let mut from = vec![std::ptr::null_mut(); n];
+    let mut to = vec![std::ptr::null_mut(); n];
+    // SAFETY: both arrays have room for n nodes.
+    check(
+        unsafe { sys::cuGraphGetEdges(g, from.as_mut_ptr(), to.as_mut_ptr(), &mut n) },
+        "cuGraphGetEdges",
+    )?;
+    Ok(from.into_iter().zip(to).take(n).collect())
+}
+
+/// What a node of a graph (built or captured) is.
+pub(crate) enum RawNode {
+    Kernel {
+        func: CUfunction,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_bytes: u32,
+        /// The driver's copy of the parameter values, one pointer each.
+        args: *mut *mut c_void,
+    },
+    Memcpy {
+        dst: u64,
+        src: u64,
+        bytes: usize,
+    },
+    Memset {
+        dst: u64,
+        value: u8,
+        bytes: usize,
+    },
+    Host,
+    Child(CUgraph),
+    Empty,
+    Other(&'static str),
+}
+
+/// Reads a node back (kind and parameters).
+pub(crate) fn read_node(n: CUgraphNode) -> Result<RawNode> {
+    use sys::CUgraphNodeType as T;
+    let mut t = T::CU_GRAPH_NODE_TYPE_EMPTY;
+    // SAFETY: writes the node's type.
+    check(unsafe { sys::cuGraphNodeGetType(n, &mut t) }, "cuGraphNodeGetType")?;
+    Ok(match t {
+        T::CU_GRAPH_NODE_TYPE_KERNEL => {
+            // SAFETY: a plain C struct filled by the driver.
+            let mut p: sys::CUDA_KERNEL_NODE_PARAMS = unsafe { std::mem::zeroed() };
+            // SAFETY: n is a kernel node.
+            check(
+                unsafe { sys::cuGraphKernelNodeGetParams_v2(n, &mut p) },
+                "cuGraphKernelNodeGetParams",
+            )?;
+            RawNode::Kernel {
+                func: p.func,
+                grid: [p.gridDimX, p.gridDimY, p.gridDimZ],
+                block: [p.blockDimX, p.blockDimY, p.blockDimZ],
+                shared_bytes: p.sharedMemBytes,
+                args: p.kernelParams,
+            }
+        }
+        T::CU_GRAPH_NODE_TYPE_MEMCPY => {
+            // SAFETY: a plain C struct filled by the driver.
+            let mut c: sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
+            // SAFETY: n is a memcpy node.
+            check(
+                unsafe { sys::cuGraphMemcpyNodeGetParams(n, &mut c) },
+                "cuGraphMemcpyNodeGetParams",
+            )?;
+            let addr = |t: sys::CUmemorytype, host: u64, dev: u64| {
+                if t == sys::CUmemorytype::CU_MEMORYTYPE_HOST {
+                    host
+                } else {
+                    dev
+                }
+            };
+            RawNode::Memcpy {
+                dst: addr(c.dstMemoryType, c.dstHost as u64, c.dstDevice),
+                src: addr(c.srcMemoryType, c.srcHost as u64, c.srcDevice),
+                bytes: c.WidthInBytes * c.Height.max(1) * c.Depth.max(1),
+            }
+        }
+        T::CU_GRAPH_NODE_TYPE_MEMSET => {
+            // SAFETY: a plain C struct filled by the driver.
+            let mut p: sys::CUDA_MEMSET_NODE_PARAMS = unsafe { std::mem::zeroed() };
+            // SAFETY: n is a memset node.
+            check(
+                unsafe { sys::cuGraphMemsetNodeGetParams(n, &mut p) },
+                "cuGraphMemsetNodeGetParams",
+            )?;
+            RawNode::Memset {
+                dst: p.dst,
+                value: p.value as u8,
+                bytes: p.width * p.elementSize as usize * p.height.max(1),
+            }
+        }
+        T::CU_GRAPH_NODE_TYPE_HOST => RawNode::Host,
+        T::CU_GRAPH_NODE_TYPE_GRAPH => {
+            let mut child = std::ptr::null_mut();
+            // SAFETY: n is a child-graph node.
+            check(
+                unsafe { sys::cuGraphChildGraphNodeGetGraph(n, &mut child) },
+                "cuGraphChildGraphNodeGetGraph",
+            )?;
+            RawNode::Child(child)
+        }
+        T::CU_GRAPH_NODE_TYPE_EMPTY => RawNode::Empty,
+        T::CU_GRAPH_NODE_TYPE_WAIT_EVENT => RawNode::Other("event wait"),
+        T::CU_GRAPH_NODE_TYPE_EVENT_RECORD => RawNode::Other("event record"),
+        T::CU_GRAPH_NODE_TYPE_MEM_ALLOC => RawNode::Other("memory allocation"),
+        T::CU_GRAPH_NODE_TYPE_MEM_FREE => RawNode::Other("memory free"),
+        _ => RawNode::Other("other"),
+    })
+}
+
+/// Instantiate flags as CUDA defines them.
+pub(crate) mod flags {
+    /// CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH.
+    pub const AUTO_FREE_ON_LAUNCH: u64 = 1;
+    /// CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY.
+    pub const USE_NODE_PRIORITY: u64 = 8;
+}
+
+/// Instantiates `g` with CUDA instantiate `flags`.
+pub(crate) fn instantiate(g: CUgraph, flags: u64) -> Result<CUgraphExec> {
+    let mut e = std::ptr::null_mut();
+    // SAFETY: writes one exec handle.
+    check(
+        unsafe { sys::cuGraphInstantiateWithFlags(&mut e, g, flags) },
+        "cuGraphInstantiateWithFlags",
+    )?;
+    Ok(e)
+}
+
+/// Destroys an executable graph.
+pub(crate) fn exec_destroy(e: CUgraphExec) {
+    // SAFETY: e is a live exec destroyed once.
+    unsafe { sys::cuGraphExecDestroy(e) };
+}
+
+/// Uploads `e`'s work descriptors to the device ahead of its first launch.
+pub(crate) fn upload(e: CUgraphExec, s: CUstream) -> Result<()> {
+    // SAFETY: live exec and stream.
+    check(unsafe { sys::cuGraphUpload(e, s) }, "cuGraphUpload")
+}
+
+/// Launches `e` on `s`.
+pub(crate) fn launch(e: CUgraphExec, s: CUstream) -> Result<()> {
+    // SAFETY: live exec and stream.
+    check(unsafe { sys::cuGraphLaunch(e, s) }, "cuGraphLaunch")
+}
+
+/// Why an update was refused: CUDA's reason and the node it blames.
+pub(crate) struct UpdateRefused {
+    pub reason: &'static str,
+    pub node: CUgraphNode,
+}
+
+/// Updates `e` in place with the parameters of `g` (same topology).
+pub(crate) fn exec_update(
+    e: CUgraphExec,
+    g: CUgraph,
+) -> std::result::Result<(), (Error, Option<UpdateRefused>)> {
+    use sys::CUgraphExecUpdateResult as U;
+    // SAFETY: a plain C struct filled by the driver.
+    let mut info: sys::CUgraphExecUpdateResultInfo = unsafe { std::mem::zeroed() };
+    // SAFETY: live exec and graph.
+    let r = unsafe { sys::cuGraphExecUpdate_v2(e, g, &mut info) };
+    match check(r, "cuGraphExecUpdate") {
+        Ok(()) => Ok(()),
+        Err(err) => {
+            let reason = match info.result {
+                U::CU_GRAPH_EXEC_UPDATE_SUCCESS => return Err((err, None)),
+                U::CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED => "the topology changed",
+                U::CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED => "a node's type changed",
+                U::CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED => "a kernel's function changed",
+                U::CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED => {
+                    "a parameter CUDA cannot update changed"
+                }
+                U::CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED => "the change is not supported",
+                U::CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE => {
+                    "the kernel changed in a way CUDA cannot update"
+                }
+                U::CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED => "a node's attributes changed",
+                U::CU_GRAPH_EXEC_UPDATE_ERROR => "the update failed",
+            };
+            let e = Error::from_cuda(ErrorKind::UpdateMismatch, r as u32, err.message());
+            Err((
+                e,
+                Some(UpdateRefused {
+                    reason,
+                    node: info.errorNode,
+                }),
+            ))
+        }
+    }
+}
+
+/// Sets new parameters for kernel node `n` of `e` (the node of the graph
+/// `e` was instantiated from).
+///
+/// # Safety
+/// `p.args` must hold one valid pointer per parameter of `p.func`.
+pub(crate) unsafe fn exec_set_kernel(e: CUgraphExec, n: CUgraphNode, p: &KernelParams) -> Result<()> {
+    let raw = kernel_raw(p);
+    check(
+        sys::cuGraphExecKernelNodeSetParams_v2(e, n, &raw),
+        "cuGraphExecKernelNodeSetParams",
+    )
+}

@@ -1,0 +1,171 @@
+//! Pinned host memory, asynchronous copies and sets, pointer queries, and
+//! the virtual memory management calls that back graphcore's pools.
+
+use super::{check, sys, CUdevice, CUdeviceptr, CUstream};
+use crate::error::Result;
+use std::ffi::c_void;
+
+/// Allocates `bytes` of pinned, portable host memory.
+pub(crate) fn host_alloc(bytes: usize) -> Result<*mut c_void> {
+    let mut p = std::ptr::null_mut();
+    // SAFETY: writes one pointer.
+    check(
+        unsafe { sys::cuMemHostAlloc(&mut p, bytes, sys::CU_MEMHOSTALLOC_PORTABLE) },
+        "cuMemHostAlloc",
+    )?;
+    Ok(p)
+}
+
+/// Frees memory from [`host_alloc`].
+pub(crate) fn host_free(p: *mut c_void) -> Result<()> {
+    // SAFETY: p came from `host_alloc` and is freed once (checked by caller).
+    check(unsafe { sys::cuMemFreeHost(p) }, "cuMemFreeHost")
+}
+
+/// Copies `bytes` from `src` to `dst` on `s` (unified addressing: any
+/// direction between device and pinned or pageable host memory).
+pub(crate) fn copy_async(dst: u64, src: u64, bytes: usize, s: CUstream) -> Result<()> {
+    // SAFETY: the caller vouches for the ranges; the driver checks what it can.
+    check(
+        unsafe { sys::cuMemcpyAsync(dst, src, bytes, s) },
+        "cuMemcpyAsync",
+    )
+}
+
+/// Sets `bytes` bytes at `dst` to `value` on `s`.
+pub(crate) fn set_async(dst: u64, value: u8, bytes: usize, s: CUstream) -> Result<()> {
+    // SAFETY: the caller vouches for the range.
+    check(
+        unsafe { sys::cuMemsetD8Async(dst, value, bytes, s) },
+        "cuMemsetD8Async",
+    )
+}
+
+/// Where a pointer's memory lives, as far as CUDA knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MemoryKind {
+    /// Device memory (including managed memory).
+    Device,
+    /// Pinned (page-locked) host memory CUDA knows.
+    PinnedHost,
+    /// Memory CUDA does not know: pageable host memory, or garbage.
+    Unknown,
+}
+
+/// What kind of memory `p` points to.
+pub(crate) fn memory_kind(p: u64) -> MemoryKind {
+    let mut t: u32 = 0;
+    // SAFETY: writes one CUmemorytype; fails harmlessly for unknown pointers.
+    let r = unsafe {
+        sys::cuPointerGetAttribute(
+            &mut t as *mut u32 as *mut c_void,
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            p,
+        )
+    };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return MemoryKind::Unknown;
+    }
+    match t {
+        x if x == sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32 => MemoryKind::PinnedHost,
+        x if x == sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32
+            || x == sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED as u32 =>
+        {
+            MemoryKind::Device
+        }
+        _ => MemoryKind::Unknown,
+    }
+}
+
+fn pinned_prop(dev: CUdevice) -> sys::CUmemAllocationProp {
+    // SAFETY: a plain C struct; all-zero is its documented default.
+    let mut prop: sys::CUmemAllocationProp = unsafe { std::mem::zeroed() };
+    prop.type_ = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = dev;
+    prop
+}
+
+/// The physical page size (granularity) for mapping memory on `dev`.
+pub(crate) fn granularity(dev: CUdevice) -> Result<u64> {
+    let prop = pinned_prop(dev);
+    let mut g = 0usize;
+    // SAFETY: reads prop, writes one size.
+    check(
+        unsafe {
+            sys::cuMemGetAllocationGranularity(
+                &mut g,
+                &prop,
+                sys::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_MINIMUM,
+            )
+        },
+        "cuMemGetAllocationGranularity",
+    )?;
+    Ok(g as u64)
+}
+
+/// Reserves `bytes` of device virtual address space.
+pub(crate) fn reserve(bytes: u64, alignment: u64) -> Result<CUdeviceptr> {
+    let mut p: CUdeviceptr = 0;
+    // SAFETY: writes one address.
+    check(
+        unsafe { sys::cuMemAddressReserve(&mut p, bytes as usize, alignment as usize, 0, 0) },
+        "cuMemAddressReserve",
+    )?;
+    Ok(p)
+}
+
+/// Frees a reservation from [`reserve`] (everything in it must be unmapped).
+pub(crate) fn unreserve(p: CUdeviceptr, bytes: u64) {
+    // SAFETY: p/bytes is a whole reservation from `reserve`.
+    unsafe { sys::cuMemAddressFree(p, bytes as usize) };
+}
+
+/// A physical allocation handle.
+pub(crate) type PhysHandle = sys::CUmemGenericAllocationHandle;
+
+/// Creates `bytes` of physical memory on `dev`.
+pub(crate) fn create_physical(dev: CUdevice, bytes: u64) -> Result<PhysHandle> {
+    let prop = pinned_prop(dev);
+    let mut h: PhysHandle = 0;
+    // SAFETY: reads prop, writes one handle.
+    check(
+        unsafe { sys::cuMemCreate(&mut h, bytes as usize, &prop, 0) },
+        "cuMemCreate",
+    )?;
+    Ok(h)
+}
+
+/// Releases a physical allocation (its mappings keep it alive until unmapped).
+pub(crate) fn release_physical(h: PhysHandle) {
+    // SAFETY: h came from `create_physical` and is released once.
+    unsafe { sys::cuMemRelease(h) };
+}
+
+/// Maps physical `h` at `va` and makes it readable and writable by `dev`.
+pub(crate) fn map(va: CUdeviceptr, bytes: u64, h: PhysHandle, dev: CUdevice) -> Result<()> {
+    // SAFETY: va..va+bytes lies in a reservation and is unmapped.
+    check(
+        unsafe { sys::cuMemMap(va, bytes as usize, 0, h, 0) },
+        "cuMemMap",
+    )?;
+    let access = sys::CUmemAccessDesc {
+        location: pinned_prop(dev).location,
+        flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+    };
+    // SAFETY: the range was just mapped.
+    let r = check(
+        unsafe { sys::cuMemSetAccess(va, bytes as usize, &access, 1) },
+        "cuMemSetAccess",
+    );
+    if r.is_err() {
+        unmap(va, bytes);
+    }
+    r
+}
+
+/// Unmaps `va..va+bytes`.
+pub(crate) fn unmap(va: CUdeviceptr, bytes: u64) {
+    // SAFETY: the range is mapped and no longer used by the device.
+    unsafe { sys::cuMemUnmap(va, bytes as usize) };
+}

@@ -1,0 +1,167 @@
+//! The only module that calls CUDA, through cudarc's dynamically loaded
+//! driver bindings. Everything here is a thin, checked wrapper: each function
+//! turns a `CUresult` into graphcore's [`Error`] with the call's name, the
+//! CUDA error's name and text. Raw handles leave this module only to be
+//! stored and passed back in.
+
+pub(crate) mod device;
+pub(crate) mod graph;
+pub(crate) mod memory;
+pub(crate) mod module;
+pub(crate) mod stream;
+
+use crate::error::{Error, ErrorKind, Result};
+use cudarc::driver::sys;
+use std::ffi::CStr;
+use std::sync::OnceLock;
+
+pub(crate) use sys::{
+    CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUgraph, CUgraphExec, CUgraphNode,
+    CUmodule, CUstream,
+};
+
+/// The oldest driver API graphcore runs on (CUDA 12.0).
+pub const MIN_DRIVER_VERSION: i32 = 12000;
+
+/// Loads libcuda and runs `cuInit` once per process. A missing driver is
+/// [`ErrorKind::NoDriver`]; a driver older than CUDA 12.0 is
+/// [`ErrorKind::NotSupported`]; no device is [`ErrorKind::NoDevice`].
+pub(crate) fn init() -> Result<()> {
+    static INIT: OnceLock<Result<()>> = OnceLock::new();
+    INIT.get_or_init(|| {
+        // SAFETY: probing for the library has no preconditions.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(Error::new(
+                ErrorKind::NoDriver,
+                "no CUDA driver: libcuda.so could not be loaded (is the NVIDIA driver installed, \
+                 and is its folder on the loader path?)",
+            ));
+        }
+        // SAFETY: cuInit takes flags 0 and may be called from any thread.
+        check(unsafe { sys::cuInit(0) }, "cuInit")?;
+        let v = driver_version_raw()?;
+        if v < MIN_DRIVER_VERSION {
+            return Err(Error::new(
+                ErrorKind::NotSupported,
+                format!(
+                    "the CUDA driver supports CUDA {}.{}; graphcore needs CUDA 12.0 or newer",
+                    v / 1000,
+                    (v % 1000) / 10
+                ),
+            ));
+        }
+        Ok(())
+    })
+    .clone()
+}
+
+fn driver_version_raw() -> Result<i32> {
+    let mut v = 0;
+    // SAFETY: writes one int.
+    check(unsafe { sys::cuDriverGetVersion(&mut v) }, "cuDriverGetVersion")?;
+    Ok(v)
+}
+
+/// The driver's CUDA version as 1000·major + 10·minor (12040 is 12.4).
+pub(crate) fn driver_version() -> Result<i32> {
+    init()?;
+    driver_version_raw()
+}
+
+/// The error kind a `CUresult` maps to.
+fn kind_of(code: sys::CUresult) -> ErrorKind {
+    use sys::CUresult as R;
+    match code {
+        R::CUDA_ERROR_OUT_OF_MEMORY => ErrorKind::OutOfMemory,
+        R::CUDA_ERROR_NO_DEVICE | R::CUDA_ERROR_INVALID_DEVICE => ErrorKind::NoDevice,
+        R::CUDA_ERROR_NOT_SUPPORTED => ErrorKind::NotSupported,
+        R::CUDA_ERROR_NOT_FOUND => ErrorKind::NotFound,
+        R::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+        | R::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+        | R::CUDA_ERROR_STREAM_CAPTURE_MERGE
+        | R::CUDA_ERROR_STREAM_CAPTURE_UNMATCHED
+        | R::CUDA_ERROR_STREAM_CAPTURE_UNJOINED
+        | R::CUDA_ERROR_STREAM_CAPTURE_ISOLATION
+        | R::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+        | R::CUDA_ERROR_CAPTURED_EVENT
+        | R::CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD => ErrorKind::Capture,
+        R::CUDA_ERROR_ILLEGAL_ADDRESS
+        | R::CUDA_ERROR_LAUNCH_FAILED
+        | R::CUDA_ERROR_ILLEGAL_INSTRUCTION
+        | R::CUDA_ERROR_MISALIGNED_ADDRESS
+        | R::CUDA_ERROR_INVALID_ADDRESS_SPACE
+        | R::CUDA_ERROR_INVALID_PC
+        | R::CUDA_ERROR_HARDWARE_STACK_ERROR
+        | R::CUDA_ERROR_ASSERT
+        | R::CUDA_ERROR_LAUNCH_TIMEOUT
+        | R::CUDA_ERROR_ECC_UNCORRECTABLE => ErrorKind::DeviceFault,
+        _ => ErrorKind::Cuda,
+    }
+}
+
+/// The CUDA error's name and description, as the driver gives them.
+pub(crate) fn describe(code: sys::CUresult) -> (String, String) {
+    let mut name: *const std::ffi::c_char = std::ptr::null();
+    let mut text: *const std::ffi::c_char = std::ptr::null();
+    // SAFETY: both calls write a pointer to a static string or leave it NULL.
+    unsafe {
+        sys::cuGetErrorName(code, &mut name);
+        sys::cuGetErrorString(code, &mut text);
+    }
+    let read = |p: *const std::ffi::c_char| {
+        if p.is_null() {
+            format!("CUresult {}", code as u32)
+        } else {
+            // SAFETY: the driver returns NUL-terminated static strings.
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        }
+    };
+    (read(name), read(text))
+}
+
+/// Turns a `CUresult` into `Ok(())` or an [`Error`] naming `call`.
+pub(crate) fn check(code: sys::CUresult, call: &str) -> Result<()> {
+    if code == sys::CUresult::CUDA_SUCCESS {
+        return Ok(());
+    }
+    let kind = kind_of(code);
+    let (name, text) = describe(code);
+    let mut message = format!("{call} failed: {name}: {text}");
+    if kind == ErrorKind::DeviceFault {
+        message.push_str(
+            "; this is a sticky error: the device context is unusable for the rest of the \
+             process. Destroy graphcore's objects of this device and restart the process",
+        );
+    }
+    Err(Error::from_cuda(kind, code as u32, message))
+}
+
+/// True when `code` is one of CUDA's stream-capture errors.
+pub(crate) fn is_capture_error(e: &Error) -> bool {
+    e.kind() == ErrorKind::Capture
+}
+
+/// Switches this thread to relaxed capture mode for as long as it lives, so
+/// calls that are not capturable (mapping pool memory, loading modules) can
+/// run while a capture is open without invalidating it.
+pub(crate) struct RelaxedCaptureMode(sys::CUstreamCaptureMode);
+
+impl RelaxedCaptureMode {
+    pub(crate) fn enter() -> Result<Self> {
+        let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+        // SAFETY: exchanges this thread's mode; the old one is restored on drop.
+        check(
+            unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) },
+            "cuThreadExchangeStreamCaptureMode",
+        )?;
+        Ok(RelaxedCaptureMode(mode))
+    }
+}
+
+impl Drop for RelaxedCaptureMode {
+    fn drop(&mut self) {
+        let mut mode = self.0;
+        // SAFETY: restores the mode saved by `enter`.
+        unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) };
+    }
+}

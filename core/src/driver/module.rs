@@ -1,0 +1,110 @@
+//! Modules (PTX, cubin or fatbin images), functions and kernel launches.
+
+use super::{check, sys, CUfunction, CUmodule, CUstream};
+use crate::error::{Error, Result};
+use std::ffi::{c_void, CStr, CString};
+
+const LOG_BYTES: usize = 8192;
+
+/// Loads a module image (NUL-terminated PTX text, cubin or fatbin) into the
+/// current context. On failure the JIT's error log is part of the message.
+pub(crate) fn load(image: &[u8]) -> Result<CUmodule> {
+    let mut log = vec![0u8; LOG_BYTES];
+    let mut options = [
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+    ];
+    let mut values = [log.as_mut_ptr() as *mut c_void, LOG_BYTES as *mut c_void];
+    let mut m = std::ptr::null_mut();
+    // SAFETY: image is a complete module image (the caller checked the PTX
+    // terminator); the log buffer outlives the call.
+    let r = unsafe {
+        sys::cuModuleLoadDataEx(
+            &mut m,
+            image.as_ptr() as *const c_void,
+            options.len() as u32,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        )
+    };
+    check(r, "cuModuleLoadDataEx").map_err(|e| {
+        let text = CStr::from_bytes_until_nul(&log)
+            .map(|c| c.to_string_lossy().trim().to_string())
+            .unwrap_or_default();
+        if text.is_empty() {
+            e
+        } else {
+            let msg = format!("{}; JIT log: {text}", e.message());
+            Error::from_cuda(e.kind(), e.cuda_result().unwrap_or(0), msg)
+        }
+    })?;
+    Ok(m)
+}
+
+/// Unloads a module.
+pub(crate) fn unload(m: CUmodule) {
+    // SAFETY: m came from `load` and is unloaded once.
+    unsafe { sys::cuModuleUnload(m) };
+}
+
+/// The function `name` in module `m`.
+pub(crate) fn function(m: CUmodule, name: &str) -> Result<CUfunction> {
+    let c = CString::new(name)
+        .map_err(|_| Error::invalid_argument("function name contains a NUL byte"))?;
+    let mut f = std::ptr::null_mut();
+    // SAFETY: writes one function handle.
+    check(
+        unsafe { sys::cuModuleGetFunction(&mut f, m, c.as_ptr()) },
+        "cuModuleGetFunction",
+    )
+    .map_err(|e| e.context(&format!("function `{name}`")))?;
+    Ok(f)
+}
+
+/// The largest block (threads) `f` can be launched with.
+pub(crate) fn max_threads_per_block(f: CUfunction) -> Result<i32> {
+    let mut v = 0;
+    // SAFETY: writes one int.
+    check(
+        unsafe {
+            sys::cuFuncGetAttribute(
+                &mut v,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                f,
+            )
+        },
+        "cuFuncGetAttribute",
+    )?;
+    Ok(v)
+}
+
+/// Launches `f` on `s`.
+///
+/// # Safety
+/// `args` must point to one valid pointer per kernel parameter, each to a
+/// value of the parameter's size and type.
+pub(crate) unsafe fn launch(
+    f: CUfunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_bytes: u32,
+    s: CUstream,
+    args: *mut *mut c_void,
+) -> Result<()> {
+    check(
+        sys::cuLaunchKernel(
+            f,
+            grid[0],
+            grid[1],
+            grid[2],
+            block[0],
+            block[1],
+            block[2],
+            shared_bytes,
+            s,
+            args,
+            std::ptr::null_mut(),
+        ),
+        "cuLaunchKernel",
+    )
+}

@@ -1,0 +1,130 @@
+//! Streams, events and stream capture.
+
+use super::{check, sys, CUevent, CUgraph, CUstream};
+use crate::error::Result;
+
+/// Creates a non-blocking stream in the current context.
+pub(crate) fn create() -> Result<CUstream> {
+    let mut s = std::ptr::null_mut();
+    // SAFETY: writes one stream handle.
+    check(
+        unsafe {
+            sys::cuStreamCreate(
+                &mut s,
+                sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
+            )
+        },
+        "cuStreamCreate",
+    )?;
+    Ok(s)
+}
+
+/// Destroys a stream created by [`create`].
+pub(crate) fn destroy(s: CUstream) {
+    // SAFETY: s was created by `create` and is destroyed once.
+    unsafe { sys::cuStreamDestroy_v2(s) };
+}
+
+/// Waits for the stream's work.
+pub(crate) fn synchronize(s: CUstream) -> Result<()> {
+    // SAFETY: s is a live stream.
+    check(unsafe { sys::cuStreamSynchronize(s) }, "cuStreamSynchronize")
+}
+
+/// Creates an event without timing (for ordering only) or with timing.
+pub(crate) fn event_create(timing: bool) -> Result<CUevent> {
+    let flags = if timing {
+        sys::CUevent_flags::CU_EVENT_DEFAULT as u32
+    } else {
+        sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32
+    };
+    let mut e = std::ptr::null_mut();
+    // SAFETY: writes one event handle.
+    check(unsafe { sys::cuEventCreate(&mut e, flags) }, "cuEventCreate")?;
+    Ok(e)
+}
+
+/// Destroys an event.
+pub(crate) fn event_destroy(e: CUevent) {
+    // SAFETY: e was created by `event_create` and is destroyed once.
+    unsafe { sys::cuEventDestroy_v2(e) };
+}
+
+/// Records `e` on `s`.
+pub(crate) fn event_record(e: CUevent, s: CUstream) -> Result<()> {
+    // SAFETY: live event and stream.
+    check(unsafe { sys::cuEventRecord(e, s) }, "cuEventRecord")
+}
+
+/// Makes `s` wait for the work recorded in `e`.
+pub(crate) fn wait_event(s: CUstream, e: CUevent) -> Result<()> {
+    // SAFETY: live stream and event.
+    check(unsafe { sys::cuStreamWaitEvent(s, e, 0) }, "cuStreamWaitEvent")
+}
+
+/// Capture modes, as CUDA defines them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaptureMode {
+    /// Unsafe calls from any thread invalidate the capture.
+    Global,
+    /// Unsafe calls from the capturing thread invalidate the capture.
+    ThreadLocal,
+    /// No call is checked for safety.
+    Relaxed,
+}
+
+impl CaptureMode {
+    fn raw(self) -> sys::CUstreamCaptureMode {
+        use sys::CUstreamCaptureMode as M;
+        match self {
+            CaptureMode::Global => M::CU_STREAM_CAPTURE_MODE_GLOBAL,
+            CaptureMode::ThreadLocal => M::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+            CaptureMode::Relaxed => M::CU_STREAM_CAPTURE_MODE_RELAXED,
+        }
+    }
+}
+
+/// A stream's capture status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CaptureStatus {
+    None,
+    Active,
+    Invalidated,
+}
+
+/// Begins capturing `s`.
+pub(crate) fn begin_capture(s: CUstream, mode: CaptureMode) -> Result<()> {
+    // SAFETY: live stream.
+    check(
+        unsafe { sys::cuStreamBeginCapture_v2(s, mode.raw()) },
+        "cuStreamBeginCapture",
+    )
+}
+
+/// Ends capturing `s`, returning the graph (or the capture's error).
+pub(crate) fn end_capture(s: CUstream) -> Result<CUgraph> {
+    let mut g = std::ptr::null_mut();
+    // SAFETY: writes one graph handle.
+    check(
+        unsafe { sys::cuStreamEndCapture(s, &mut g) },
+        "cuStreamEndCapture",
+    )?;
+    Ok(g)
+}
+
+/// The capture status of `s`.
+pub(crate) fn capture_status(s: CUstream) -> Result<CaptureStatus> {
+    use sys::CUstreamCaptureStatus as S;
+    let mut st = S::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: writes one status.
+    check(
+        unsafe { sys::cuStreamIsCapturing(s, &mut st) },
+        "cuStreamIsCapturing",
+    )?;
+    Ok(match st {
+        S::CU_STREAM_CAPTURE_STATUS_NONE => CaptureStatus::None,
+        S::CU_STREAM_CAPTURE_STATUS_ACTIVE => CaptureStatus::Active,
+        S::CU_STREAM_CAPTURE_STATUS_INVALIDATED => CaptureStatus::Invalidated,
+    })
+}
+

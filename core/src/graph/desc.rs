@@ -1,0 +1,272 @@
+//! A graph's description: its nodes, what each does, and the edges between
+//! them. Pure data, kept beside every CUDA graph graphcore builds or
+//! captures, so graphs can be validated (no cycles, no foreign nodes),
+//! compared (before an update) and written as DOT without asking CUDA.
+
+use crate::error::{ensure_arg, Result};
+use graphcore_kernels::{KernelInfo, Value};
+
+/// What one node does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NodeKind {
+    /// A kernel launch.
+    Kernel {
+        /// The function's name.
+        name: String,
+        /// Grid dimensions.
+        grid: [u32; 3],
+        /// Block dimensions.
+        block: [u32; 3],
+        /// Dynamic shared memory in bytes.
+        shared_bytes: u32,
+        /// The built-in kernel it is, if it is one.
+        builtin: Option<&'static KernelInfo>,
+        /// The argument values, for built-in kernels (empty otherwise).
+        args: Vec<Value>,
+    },
+    /// A 1-D copy of `bytes` bytes.
+    Memcpy {
+        /// Destination address.
+        dst: u64,
+        /// Source address.
+        src: u64,
+        /// Bytes copied.
+        bytes: usize,
+        /// "HtoD", "DtoH", "DtoD" or "HtoH".
+        direction: &'static str,
+    },
+    /// Setting `bytes` bytes to `value`.
+    Memset {
+        /// Destination address.
+        dst: u64,
+        /// Byte value.
+        value: u8,
+        /// Bytes set.
+        bytes: usize,
+    },
+    /// A host callback.
+    Host,
+    /// A child graph of `nodes` nodes.
+    Child {
+        /// Number of nodes in the child graph.
+        nodes: usize,
+    },
+    /// A node that does nothing (a join point).
+    Empty,
+    /// A kind graphcore does not build (found in a captured graph).
+    Other(&'static str),
+}
+
+impl NodeKind {
+    /// A short label: "kernel", "memcpy", ...
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            NodeKind::Kernel { .. } => "kernel",
+            NodeKind::Memcpy { .. } => "memcpy",
+            NodeKind::Memset { .. } => "memset",
+            NodeKind::Host => "host",
+            NodeKind::Child { .. } => "child graph",
+            NodeKind::Empty => "empty",
+            NodeKind::Other(what) => what,
+        }
+    }
+}
+
+/// A graph's nodes (indexed in the order they were added) and edges.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GraphDesc {
+    nodes: Vec<NodeKind>,
+    /// For each node, the nodes it depends on.
+    deps: Vec<Vec<usize>>,
+}
+
+impl GraphDesc {
+    /// An empty description.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// True when there are no nodes.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The node at `i`.
+    pub fn node(&self, i: usize) -> &NodeKind {
+        &self.nodes[i]
+    }
+
+    /// Replaces what node `i` does (same kind of node; used after updates).
+    pub fn set_node(&mut self, i: usize, kind: NodeKind) {
+        self.nodes[i] = kind;
+    }
+
+    /// The nodes node `i` depends on.
+    pub fn deps(&self, i: usize) -> &[usize] {
+        &self.deps[i]
+    }
+
+    /// Every edge (from, to), in node order.
+    pub fn edges(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.deps
+            .iter()
+            .enumerate()
+            .flat_map(|(to, d)| d.iter().map(move |&from| (from, to)))
+    }
+
+    /// Checks that adding a node depending on `deps` is valid (each index is
+    /// a node of this graph, no repeats). Changes nothing.
+    pub fn check_deps(&self, deps: &[usize]) -> Result<()> {
+        for (i, &d) in deps.iter().enumerate() {
+            ensure_arg!(
+                d < self.nodes.len(),
+                "dependency {i} is node {d}, but the graph has {} nodes",
+                self.nodes.len()
+            );
+            ensure_arg!(
+                !deps[..i].contains(&d),
+                "dependency {i} repeats node {d}"
+            );
+        }
+        Ok(())
+    }
+
+    /// Adds a node after [`check_deps`](Self::check_deps) passed; returns
+    /// its index.
+    pub fn push(&mut self, kind: NodeKind, deps: &[usize]) -> usize {
+        debug_assert!(self.check_deps(deps).is_ok());
+        self.nodes.push(kind);
+        self.deps.push(deps.to_vec());
+        self.nodes.len() - 1
+    }
+
+    /// True when `to` can be reached from `from` along edges.
+    fn reaches(&self, from: usize, to: usize) -> bool {
+        // Walk backwards from `to` through dependencies.
+        let mut seen = vec![false; self.nodes.len()];
+        let mut stack = vec![to];
+        while let Some(n) = stack.pop() {
+            if n == from {
+                return true;
+            }
+            for &d in &self.deps[n] {
+                if !seen[d] {
+                    seen[d] = true;
+                    stack.push(d);
+                }
+            }
+        }
+        false
+    }
+
+    /// Checks that the edge `from → to` may be added: both are nodes here,
+    /// it is not a self-loop, not already there, and closes no cycle.
+    pub fn check_edge(&self, from: usize, to: usize) -> Result<()> {
+        let n = self.nodes.len();
+        ensure_arg!(from < n, "`from` is node {from}, but the graph has {n} nodes");
+        ensure_arg!(to < n, "`to` is node {to}, but the graph has {n} nodes");
+        ensure_arg!(from != to, "node {from} cannot depend on itself");
+        ensure_arg!(
+            !self.deps[to].contains(&from),
+            "node {to} already depends on node {from}"
+        );
+        ensure_arg!(
+            !self.reaches(to, from),
+            "the edge {from} -> {to} would close a cycle (node {from} already depends on node {to})"
+        );
+        Ok(())
+    }
+
+    /// Adds an edge after [`check_edge`](Self::check_edge) passed.
+    pub fn add_edge(&mut self, from: usize, to: usize) {
+        debug_assert!(self.check_edge(from, to).is_ok());
+        self.deps[to].push(from);
+    }
+
+    /// The first difference that stops `other` from updating an exec made
+    /// from `self`: node count, a node's kind (or kernel), or its edges.
+    /// `None` when the topologies match.
+    pub fn topology_difference(&self, other: &GraphDesc) -> Option<String> {
+        if self.nodes.len() != other.nodes.len() {
+            return Some(format!(
+                "the graph has {} nodes; the exec was made from one with {}",
+                other.nodes.len(),
+                self.nodes.len()
+            ));
+        }
+        for (i, (a, b)) in self.nodes.iter().zip(&other.nodes).enumerate() {
+            if a.kind_name() != b.kind_name() {
+                return Some(format!(
+                    "node {i} is a {} node; the exec has a {} node there",
+                    b.kind_name(),
+                    a.kind_name()
+                ));
+            }
+            let mut da = self.deps[i].clone();
+            let mut db = other.deps[i].clone();
+            da.sort_unstable();
+            db.sort_unstable();
+            if da != db {
+                return Some(format!(
+                    "node {i} depends on nodes {db:?}; in the exec it depends on {da:?}"
+                ));
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chain(n: usize) -> GraphDesc {
+        let mut g = GraphDesc::new();
+        for i in 0..n {
+            let deps: Vec<usize> = if i == 0 { vec![] } else { vec![i - 1] };
+            g.check_deps(&deps).unwrap();
+            g.push(NodeKind::Empty, &deps);
+        }
+        g
+    }
+
+    #[test]
+    fn rejects_cycles_self_loops_and_repeats() {
+        let mut g = chain(3);
+        assert!(g.check_edge(2, 0).unwrap_err().message().contains("cycle"));
+        assert!(g.check_edge(1, 1).is_err());
+        assert!(g.check_edge(0, 1).is_err(), "edge already there");
+        g.check_edge(0, 2).unwrap();
+        g.add_edge(0, 2);
+        assert_eq!(g.edges().count(), 3);
+    }
+
+    #[test]
+    fn rejects_unknown_nodes() {
+        let g = chain(2);
+        assert!(g.check_deps(&[2]).is_err());
+        assert!(g.check_deps(&[0, 0]).is_err());
+        assert!(g.check_edge(0, 5).is_err());
+        g.check_deps(&[0, 1]).unwrap();
+    }
+
+    #[test]
+    fn topology_difference_names_the_node() {
+        let a = chain(3);
+        assert_eq!(a.topology_difference(&chain(3)), None);
+        assert!(a.topology_difference(&chain(4)).unwrap().contains("4 nodes"));
+        let mut b = GraphDesc::new();
+        b.push(NodeKind::Empty, &[]);
+        b.push(NodeKind::Host, &[0]);
+        b.push(NodeKind::Empty, &[1]);
+        assert!(a.topology_difference(&b).unwrap().starts_with("node 1"));
+        let mut c = chain(2);
+        c.push(NodeKind::Empty, &[0]);
+        assert!(a.topology_difference(&c).unwrap().starts_with("node 2"));
+    }
+}

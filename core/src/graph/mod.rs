@@ -1,0 +1,478 @@
+//! Graphs: built node by node or captured from a stream, each with a pure
+//! [`GraphDesc`] beside the CUDA graph (for validation, DOT output and
+//! update checks) and the things it must keep alive (functions it launches,
+//! pool memory its capture allocated).
+
+mod desc;
+mod dot;
+
+pub use desc::{GraphDesc, NodeKind};
+pub use dot::to_dot;
+
+use crate::context::Context;
+use crate::device_pool::GraphMemory;
+use crate::driver::graph::{self as dg, KernelParams, RawNode};
+use crate::driver::memory::{memory_kind, MemoryKind};
+use crate::driver::{CUgraph, CUgraphNode};
+use crate::error::{ensure_arg, Error, Result};
+use crate::module::{Function, LaunchConfig};
+use graphcore_kernels::{KernelInfo, Value};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// A node of a graph: which graph, and its index there (nodes are numbered
+/// in the order they were added, or, for captured graphs, as CUDA lists
+/// them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Node {
+    /// The id of the graph the node belongs to.
+    pub graph: u64,
+    /// The node's index in its graph.
+    pub index: u32,
+}
+
+/// A CUDA graph under construction (or captured). Cheap to clone; building
+/// calls on one graph are serialized by a lock. Instantiate it with
+/// [`Exec::new`](crate::Exec::new).
+#[derive(Clone)]
+pub struct Graph {
+    pub(crate) inner: Arc<GraphInner>,
+}
+
+pub(crate) struct GraphInner {
+    pub(crate) ctx: Context,
+    pub(crate) raw: CUgraph,
+    pub(crate) id: u64,
+    state: Mutex<GraphState>,
+}
+
+pub(crate) struct GraphState {
+    pub(crate) desc: GraphDesc,
+    pub(crate) nodes: Vec<CUgraphNode>,
+    /// Functions launched by kernel nodes (kept loaded).
+    functions: Vec<Function>,
+    /// Pool memory held by this graph's capture and its child graphs'.
+    memory: Vec<Arc<GraphMemory>>,
+}
+
+// SAFETY: CUDA graph handles may be used from any thread; state is locked.
+unsafe impl Send for GraphInner {}
+// SAFETY: as above.
+unsafe impl Sync for GraphInner {}
+
+impl Drop for GraphInner {
+    fn drop(&mut self) {
+        if self.ctx.bind().is_ok() {
+            dg::destroy(self.raw);
+        }
+    }
+}
+
+fn next_graph_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Reads the values of a built-in kernel's parameters from `args`.
+///
+/// # Safety
+/// `args` must hold one valid pointer per parameter of `k`.
+unsafe fn builtin_args(k: &KernelInfo, args: *mut *mut c_void) -> Vec<Value> {
+    if args.is_null() {
+        return Vec::new();
+    }
+    k.args
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (_, kind))| {
+            let p = *args.add(i) as *const u8;
+            if p.is_null() {
+                return None;
+            }
+            let bytes = std::slice::from_raw_parts(p, kind.size());
+            Value::from_bytes(*kind, bytes)
+        })
+        .collect()
+}
+
+fn direction(dst: MemoryKind, src: MemoryKind) -> &'static str {
+    match (src, dst) {
+        (MemoryKind::Device, MemoryKind::Device) => "DtoD",
+        (MemoryKind::Device, _) => "DtoH",
+        (_, MemoryKind::Device) => "HtoD",
+        _ => "HtoH",
+    }
+}
+
+impl Graph {
+    fn wrap(ctx: &Context, raw: CUgraph, state: GraphState) -> Graph {
+        Graph {
+            inner: Arc::new(GraphInner {
+                ctx: ctx.clone(),
+                raw,
+                id: next_graph_id(),
+                state: Mutex::new(state),
+            }),
+        }
+    }
+
+    /// An empty graph.
+    pub fn new(ctx: &Context) -> Result<Graph> {
+        ctx.bind()?;
+        let raw = dg::create()?;
+        Ok(Self::wrap(
+            ctx,
+            raw,
+            GraphState {
+                desc: GraphDesc::new(),
+                nodes: Vec::new(),
+                functions: Vec::new(),
+                memory: Vec::new(),
+            },
+        ))
+    }
+
+    /// Wraps a graph CUDA captured, reading its nodes and edges back.
+    pub(crate) fn from_captured(
+        ctx: &Context,
+        raw: CUgraph,
+        memory: Option<GraphMemory>,
+    ) -> Result<Graph> {
+        let read = || -> Result<GraphState> {
+            let nodes = dg::nodes(raw)?;
+            let index: HashMap<CUgraphNode, usize> =
+                nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+            let mut deps = vec![Vec::new(); nodes.len()];
+            for (from, to) in dg::edges(raw)? {
+                deps[index[&to]].push(index[&from]);
+            }
+            // Edges may point backwards in CUDA's listing: add nodes in a
+            // topological order, then renumber.
+            let order = topological(&deps);
+            let mut desc = GraphDesc::new();
+            let mut new_index = vec![0usize; nodes.len()];
+            let mut ordered = Vec::with_capacity(nodes.len());
+            for &i in &order {
+                let kind = describe(ctx, dg::read_node(nodes[i])?)?;
+                let d: Vec<usize> = deps[i].iter().map(|&j| new_index[j]).collect();
+                new_index[i] = desc.push(kind, &d);
+                ordered.push(nodes[i]);
+            }
+            Ok(GraphState {
+                desc,
+                nodes: ordered,
+                functions: Vec::new(),
+                memory: memory.map(Arc::new).into_iter().collect(),
+            })
+        };
+        match read() {
+            Ok(state) => Ok(Self::wrap(ctx, raw, state)),
+            Err(e) => {
+                dg::destroy(raw);
+                Err(e)
+            }
+        }
+    }
+
+    /// The graph's unique id (what [`Node::graph`] holds).
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// The graph's context.
+    pub fn context(&self) -> &Context {
+        &self.inner.ctx
+    }
+
+    pub(crate) fn state(&self) -> MutexGuard<'_, GraphState> {
+        self.inner.state.lock().unwrap()
+    }
+
+    /// Number of nodes.
+    pub fn node_count(&self) -> usize {
+        self.state().desc.len()
+    }
+
+    /// A copy of the graph's description.
+    pub fn desc(&self) -> GraphDesc {
+        self.state().desc.clone()
+    }
+
+    /// Pool bytes this graph holds: what its capture (and its child graphs'
+    /// captures) allocated and had not freed when it ended.
+    pub fn pool_bytes(&self) -> u64 {
+        self.state().memory.iter().map(|m| m.held_bytes()).sum()
+    }
+
+    /// The highest pool bytes its capture had allocated at once.
+    pub fn pool_peak_bytes(&self) -> u64 {
+        self.state().memory.iter().map(|m| m.peak_bytes()).sum()
+    }
+
+    /// The raw nodes for `deps`, checking each belongs to this graph.
+    fn resolve(&self, st: &GraphState, deps: &[Node]) -> Result<(Vec<usize>, Vec<CUgraphNode>)> {
+        let mut idx = Vec::with_capacity(deps.len());
+        for (i, d) in deps.iter().enumerate() {
+            ensure_arg!(
+                d.graph == self.inner.id,
+                "dependency {i} is a node of another graph"
+            );
+            idx.push(d.index as usize);
+        }
+        st.desc.check_deps(&idx)?;
+        let raw = idx.iter().map(|&i| st.nodes[i]).collect();
+        Ok((idx, raw))
+    }
+
+    fn push(&self, st: &mut GraphState, kind: NodeKind, deps: &[usize], raw: CUgraphNode) -> Node {
+        let index = st.desc.push(kind, deps);
+        st.nodes.push(raw);
+        Node {
+            graph: self.inner.id,
+            index: index as u32,
+        }
+    }
+
+    /// Adds a kernel node launching `f` with `cfg` after `deps`. The
+    /// argument values are copied now.
+    ///
+    /// # Safety
+    /// `args` must hold one valid pointer per parameter of `f`, each to a
+    /// value of the parameter's type.
+    pub unsafe fn add_kernel(
+        &self,
+        f: &Function,
+        cfg: &LaunchConfig,
+        args: *mut *mut c_void,
+        deps: &[Node],
+    ) -> Result<Node> {
+        cfg.validate()?;
+        ensure_arg!(
+            f.context().same(&self.inner.ctx),
+            "the function belongs to another context"
+        );
+        let mut st = self.state();
+        let (idx, raw_deps) = self.resolve(&st, deps)?;
+        self.inner.ctx.bind()?;
+        let params = KernelParams {
+            func: f.raw(),
+            grid: cfg.grid,
+            block: cfg.block,
+            shared_bytes: cfg.shared_bytes,
+            args,
+        };
+        let raw = dg::add_kernel(self.inner.raw, &raw_deps, &params)?;
+        let builtin = f.builtin();
+        let kind = NodeKind::Kernel {
+            name: f.name().to_string(),
+            grid: cfg.grid,
+            block: cfg.block,
+            shared_bytes: cfg.shared_bytes,
+            builtin,
+            args: builtin.map_or(Vec::new(), |k| builtin_args(k, args)),
+        };
+        st.functions.push(f.clone());
+        Ok(self.push(&mut st, kind, &idx, raw))
+    }
+
+    /// Adds a copy of `bytes` bytes from `src` to `dst`. Each side must be
+    /// device memory or pinned host memory (pageable host memory cannot be
+    /// copied by a graph node and is refused here).
+    pub fn add_memcpy(&self, dst: u64, src: u64, bytes: usize, deps: &[Node]) -> Result<Node> {
+        ensure_arg!(dst != 0, "`dst` is NULL");
+        ensure_arg!(src != 0, "`src` is NULL");
+        ensure_arg!(bytes > 0, "a memcpy node of 0 bytes");
+        self.inner.ctx.bind()?;
+        let (kd, ks) = (memory_kind(dst), memory_kind(src));
+        for (name, k, p) in [("dst", kd, dst), ("src", ks, src)] {
+            ensure_arg!(
+                k != MemoryKind::Unknown,
+                "`{name}` (0x{p:x}) is pageable host memory or memory CUDA does not know; graph copies need device memory or pinned host memory (gc_host_alloc)"
+            );
+        }
+        let mut st = self.state();
+        let (idx, raw_deps) = self.resolve(&st, deps)?;
+        let raw = dg::add_memcpy(self.inner.raw, &raw_deps, dst, src, bytes, self.inner.ctx.inner.raw)?;
+        let kind = NodeKind::Memcpy {
+            dst,
+            src,
+            bytes,
+            direction: direction(kd, ks),
+        };
+        Ok(self.push(&mut st, kind, &idx, raw))
+    }
+
+    /// Adds a node setting `bytes` bytes of device memory at `dst` to `value`.
+    pub fn add_memset(&self, dst: u64, value: u8, bytes: usize, deps: &[Node]) -> Result<Node> {
+        ensure_arg!(dst != 0, "`dst` is NULL");
+        ensure_arg!(bytes > 0, "a memset node of 0 bytes");
+        self.inner.ctx.bind()?;
+        ensure_arg!(
+            memory_kind(dst) == MemoryKind::Device,
+            "`dst` (0x{dst:x}) is not device memory"
+        );
+        let mut st = self.state();
+        let (idx, raw_deps) = self.resolve(&st, deps)?;
+        let raw = dg::add_memset(self.inner.raw, &raw_deps, dst, value, bytes, self.inner.ctx.inner.raw)?;
+        Ok(self.push(&mut st, NodeKind::Memset { dst, value, bytes }, &idx, raw))
+    }
+
+    /// Adds a node calling `f(user_data)` on a CPU thread when it runs.
+    ///
+    /// # Safety
+    /// `f` must be safe to call with `user_data` whenever the graph runs.
+    pub unsafe fn add_host(
+        &self,
+        f: dg::HostFn,
+        user_data: *mut c_void,
+        deps: &[Node],
+    ) -> Result<Node> {
+        let mut st = self.state();
+        let (idx, raw_deps) = self.resolve(&st, deps)?;
+        self.inner.ctx.bind()?;
+        let raw = dg::add_host(self.inner.raw, &raw_deps, f, user_data)?;
+        Ok(self.push(&mut st, NodeKind::Host, &idx, raw))
+    }
+
+    /// Adds a node running a copy of `child` (its pool memory and
+    /// functions are kept alive with this graph).
+    pub fn add_child(&self, child: &Graph, deps: &[Node]) -> Result<Node> {
+        ensure_arg!(
+            !Arc::ptr_eq(&self.inner, &child.inner),
+            "a graph cannot be its own child"
+        );
+        ensure_arg!(
+            child.context().same(&self.inner.ctx),
+            "the child graph belongs to another context"
+        );
+        let (functions, memory, nodes) = {
+            let c = child.state();
+            (c.functions.clone(), c.memory.clone(), c.desc.len())
+        };
+        ensure_arg!(nodes > 0, "the child graph has no nodes");
+        let mut st = self.state();
+        let (idx, raw_deps) = self.resolve(&st, deps)?;
+        self.inner.ctx.bind()?;
+        let raw = dg::add_child(self.inner.raw, &raw_deps, child.inner.raw)?;
+        st.functions.extend(functions);
+        st.memory.extend(memory);
+        Ok(self.push(&mut st, NodeKind::Child { nodes }, &idx, raw))
+    }
+
+    /// Adds a node that does nothing: a join point for dependencies.
+    pub fn add_empty(&self, deps: &[Node]) -> Result<Node> {
+        let mut st = self.state();
+        let (idx, raw_deps) = self.resolve(&st, deps)?;
+        self.inner.ctx.bind()?;
+        let raw = dg::add_empty(self.inner.raw, &raw_deps)?;
+        Ok(self.push(&mut st, NodeKind::Empty, &idx, raw))
+    }
+
+    /// Makes `to` depend on `from`. Nodes of another graph, self-loops,
+    /// repeated edges and cycles are refused.
+    pub fn add_dependency(&self, from: Node, to: Node) -> Result<()> {
+        for (name, n) in [("from", from), ("to", to)] {
+            ensure_arg!(
+                n.graph == self.inner.id,
+                "`{name}` is a node of another graph"
+            );
+        }
+        let mut st = self.state();
+        let (f, t) = (from.index as usize, to.index as usize);
+        st.desc.check_edge(f, t)?;
+        self.inner.ctx.bind()?;
+        dg::add_dependency(self.inner.raw, st.nodes[f], st.nodes[t])?;
+        st.desc.add_edge(f, t);
+        Ok(())
+    }
+
+    /// The graph in Graphviz DOT.
+    pub fn to_dot(&self, name: &str) -> String {
+        to_dot(&self.state().desc, name)
+    }
+
+    /// Writes the graph in Graphviz DOT to `path`.
+    pub fn write_dot(&self, path: &std::path::Path) -> Result<()> {
+        let name = path
+            .file_stem()
+            .map_or("graph".into(), |s| s.to_string_lossy().into_owned());
+        std::fs::write(path, self.to_dot(&name))
+            .map_err(|e| Error::invalid_argument(format!("cannot write {}: {e}", path.display())))
+    }
+}
+
+/// Describes a node CUDA reports.
+fn describe(ctx: &Context, raw: RawNode) -> Result<NodeKind> {
+    Ok(match raw {
+        RawNode::Kernel {
+            func,
+            grid,
+            block,
+            shared_bytes,
+            args,
+        } => {
+            let builtin = ctx.builtin_of(func);
+            NodeKind::Kernel {
+                name: builtin.map_or_else(|| format!("kernel@{func:p}"), |k| k.name.to_string()),
+                grid,
+                block,
+                shared_bytes,
+                builtin,
+                // SAFETY: the driver's copy holds one value per parameter.
+                args: builtin.map_or(Vec::new(), |k| unsafe { builtin_args(k, args) }),
+            }
+        }
+        RawNode::Memcpy { dst, src, bytes } => NodeKind::Memcpy {
+            dst,
+            src,
+            bytes,
+            direction: direction(memory_kind(dst), memory_kind(src)),
+        },
+        RawNode::Memset { dst, value, bytes } => NodeKind::Memset { dst, value, bytes },
+        RawNode::Host => NodeKind::Host,
+        RawNode::Child(g) => NodeKind::Child {
+            nodes: dg::nodes(g)?.len(),
+        },
+        RawNode::Empty => NodeKind::Empty,
+        RawNode::Other(what) => NodeKind::Other(what),
+    })
+}
+
+/// A topological order of nodes given each node's dependencies (stable:
+/// among ready nodes, the lowest index first).
+fn topological(deps: &[Vec<usize>]) -> Vec<usize> {
+    let n = deps.len();
+    let mut indegree: Vec<usize> = deps.iter().map(|d| d.len()).collect();
+    let mut users = vec![Vec::new(); n];
+    for (to, d) in deps.iter().enumerate() {
+        for &from in d {
+            users[from].push(to);
+        }
+    }
+    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = (0..n)
+        .filter(|&i| indegree[i] == 0)
+        .map(std::cmp::Reverse)
+        .collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(std::cmp::Reverse(i)) = ready.pop() {
+        order.push(i);
+        for &u in &users[i] {
+            indegree[u] -= 1;
+            if indegree[u] == 0 {
+                ready.push(std::cmp::Reverse(u));
+            }
+        }
+    }
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn topological_orders_dependencies_first() {
+        let deps = vec![vec![2], vec![], vec![1], vec![0, 1]];
+        assert_eq!(super::topological(&deps), vec![1, 2, 0, 3]);
+    }
+}

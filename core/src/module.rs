@@ -1,0 +1,392 @@
+//! Modules, functions, built-in kernels and eager launches.
+
+use crate::context::Context;
+use crate::driver::{self, module as dm, CUfunction, CUmodule};
+use crate::error::{ensure_arg, Error, ErrorKind, Result};
+use crate::stream::Stream;
+use graphcore_kernels::{Call, KernelInfo, SizeError, Value, KERNELS, MAX_ARGS, MODULES};
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// A loaded module (PTX, cubin or fatbin). Functions taken from it keep it
+/// loaded.
+#[derive(Clone)]
+pub struct Module {
+    inner: Arc<ModuleInner>,
+}
+
+struct ModuleInner {
+    ctx: Context,
+    raw: CUmodule,
+}
+
+// SAFETY: module handles may be used from any thread.
+unsafe impl Send for ModuleInner {}
+// SAFETY: immutable after creation.
+unsafe impl Sync for ModuleInner {}
+
+impl Drop for ModuleInner {
+    fn drop(&mut self) {
+        if self.ctx.bind().is_ok() {
+            dm::unload(self.raw);
+        }
+    }
+}
+
+/// What an image handed to [`Module::load`] looks like.
+fn image_kind(image: &[u8]) -> &'static str {
+    const FATBIN_MAGIC: [u8; 4] = 0xBA55_ED50u32.to_le_bytes();
+    const FATBIN_WRAPPER_MAGIC: [u8; 4] = 0x466243B1u32.to_le_bytes();
+    match image.get(..4) {
+        Some(b"\x7fELF") => "cubin",
+        Some(m) if m == FATBIN_MAGIC || m == FATBIN_WRAPPER_MAGIC => "fatbin",
+        _ => "ptx",
+    }
+}
+
+impl Module {
+    /// Loads a module image: PTX text (a terminating NUL is optional),
+    /// a cubin (ELF) or a fatbin. Malformed PTX fails with the JIT's log in
+    /// the message.
+    pub fn load(ctx: &Context, image: &[u8]) -> Result<Module> {
+        ensure_arg!(!image.is_empty(), "module image is empty");
+        let owned;
+        let image = if image_kind(image) == "ptx" {
+            let text = match image.iter().position(|&b| b == 0) {
+                Some(end) => &image[..end],
+                None => image,
+            };
+            ensure_arg!(
+                !text.is_empty() && std::str::from_utf8(text).is_ok(),
+                "module image is neither PTX text, a cubin (ELF) nor a fatbin"
+            );
+            let mut v = text.to_vec();
+            v.push(0);
+            owned = v;
+            &owned[..]
+        } else {
+            image
+        };
+        ctx.bind()?;
+        let raw = {
+            let _relaxed = driver::RelaxedCaptureMode::enter()?;
+            dm::load(image)?
+        };
+        Ok(Module {
+            inner: Arc::new(ModuleInner {
+                ctx: ctx.clone(),
+                raw,
+            }),
+        })
+    }
+
+    /// The `extern "C"` function `name` of this module.
+    pub fn function(&self, name: &str) -> Result<Function> {
+        self.inner.ctx.bind()?;
+        let raw = dm::function(self.inner.raw, name)?;
+        Ok(Function::from_parts(
+            &self.inner.ctx,
+            raw,
+            name.to_string(),
+            Some(self.inner.clone()),
+            None,
+        ))
+    }
+}
+
+/// A kernel that can be launched or added to a graph: from a module, a
+/// built-in, or a `CUfunction`/`cudaFunction_t` the caller already has.
+#[derive(Clone)]
+pub struct Function {
+    pub(crate) inner: Arc<FunctionInner>,
+}
+
+pub(crate) struct FunctionInner {
+    pub(crate) ctx: Context,
+    pub(crate) raw: CUfunction,
+    pub(crate) name: String,
+    pub(crate) builtin: Option<&'static KernelInfo>,
+    _module: Option<Arc<ModuleInner>>,
+}
+
+// SAFETY: function handles may be used from any thread.
+unsafe impl Send for FunctionInner {}
+// SAFETY: immutable after creation.
+unsafe impl Sync for FunctionInner {}
+
+/// Grid, block and dynamic shared memory of a launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Blocks in x, y, z.
+    pub grid: [u32; 3],
+    /// Threads per block in x, y, z.
+    pub block: [u32; 3],
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// Checks the configuration against CUDA's limits.
+    pub fn validate(&self) -> Result<()> {
+        let [gx, gy, gz] = self.grid;
+        let [bx, by, bz] = self.block;
+        ensure_arg!(
+            gx > 0 && gy > 0 && gz > 0,
+            "grid {gx}x{gy}x{gz} has a zero dimension"
+        );
+        ensure_arg!(
+            bx > 0 && by > 0 && bz > 0,
+            "block {bx}x{by}x{bz} has a zero dimension"
+        );
+        ensure_arg!(
+            gx <= i32::MAX as u32 && gy <= 65535 && gz <= 65535,
+            "grid {gx}x{gy}x{gz} exceeds CUDA's limits (2^31-1 x 65535 x 65535)"
+        );
+        ensure_arg!(
+            bx <= 1024 && by <= 1024 && bz <= 64,
+            "block {bx}x{by}x{bz} exceeds CUDA's limits (1024 x 1024 x 64)"
+        );
+        let threads = bx as u64 * by as u64 * bz as u64;
+        ensure_arg!(
+            threads <= 1024,
+            "block {bx}x{by}x{bz} has {threads} threads; at most 1024"
+        );
+        Ok(())
+    }
+}
+
+impl Function {
+    fn from_parts(
+        ctx: &Context,
+        raw: CUfunction,
+        name: String,
+        module: Option<Arc<ModuleInner>>,
+        builtin: Option<&'static KernelInfo>,
+    ) -> Function {
+        Function {
+            inner: Arc::new(FunctionInner {
+                ctx: ctx.clone(),
+                raw,
+                name,
+                builtin,
+                _module: module,
+            }),
+        }
+    }
+
+    /// Wraps a `CUfunction` (or a `cudaFunction_t` from
+    /// `cudaGetFuncBySymbol`, the same handle) the caller already has.
+    /// `name` is used in messages and DOT output.
+    ///
+    /// # Safety
+    /// `raw` must be a function of `ctx`'s device that stays loaded for as
+    /// long as this value (and any graph using it) lives.
+    pub unsafe fn wrap(ctx: &Context, raw: CUfunction, name: &str) -> Result<Function> {
+        ensure_arg!(!raw.is_null(), "function handle is NULL");
+        ctx.bind()?;
+        // Asking for an attribute checks that the handle is a function.
+        dm::max_threads_per_block(raw)
+            .map_err(|e| e.context("the handle is not a usable CUfunction"))?;
+        let name = if name.is_empty() { "user_kernel" } else { name };
+        let builtin = ctx.builtin_of(raw);
+        Ok(Function::from_parts(
+            ctx,
+            raw,
+            name.to_string(),
+            None,
+            builtin,
+        ))
+    }
+
+    /// The function's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The raw `CUfunction`.
+    pub fn raw(&self) -> CUfunction {
+        self.inner.raw
+    }
+
+    /// The built-in kernel this function is, if it is one.
+    pub fn builtin(&self) -> Option<&'static KernelInfo> {
+        self.inner.builtin
+    }
+
+    /// The function's context.
+    pub fn context(&self) -> &Context {
+        &self.inner.ctx
+    }
+
+    /// Launches the function on `stream`.
+    ///
+    /// # Safety
+    /// `args` must hold one pointer per kernel parameter, each pointing to a
+    /// value of that parameter's type (as `cuLaunchKernel` takes them). The
+    /// values are copied before this returns.
+    pub unsafe fn launch(
+        &self,
+        stream: &Stream,
+        cfg: &LaunchConfig,
+        args: *mut *mut c_void,
+    ) -> Result<()> {
+        cfg.validate()?;
+        ensure_arg!(
+            self.inner.ctx.same(stream.context()),
+            "the function and the stream belong to different contexts"
+        );
+        self.inner.ctx.bind()?;
+        let r = dm::launch(
+            self.inner.raw,
+            cfg.grid,
+            cfg.block,
+            cfg.shared_bytes,
+            stream.raw(),
+            args,
+        );
+        stream.note("gc_launch", r)
+    }
+}
+
+/// The built-in kernels of one context: the loaded modules and one function
+/// per entry of [`KERNELS`].
+pub(crate) struct Builtins {
+    modules: Vec<CUmodule>,
+    functions: Vec<CUfunction>,
+}
+
+// SAFETY: raw handles usable from any thread; immutable after creation.
+unsafe impl Send for Builtins {}
+// SAFETY: as above.
+unsafe impl Sync for Builtins {}
+
+impl Drop for Builtins {
+    fn drop(&mut self) {
+        for &m in &self.modules {
+            dm::unload(m);
+        }
+    }
+}
+
+impl Builtins {
+    fn load() -> Result<Builtins> {
+        let _relaxed = driver::RelaxedCaptureMode::enter()?;
+        let mut b = Builtins {
+            modules: Vec::with_capacity(MODULES.len()),
+            functions: Vec::with_capacity(KERNELS.len()),
+        };
+        for m in MODULES {
+            let raw = dm::load(m.ptx.as_bytes())
+                .map_err(|e| e.context(&format!("loading built-in module `{}`", m.name)))?;
+            b.modules.push(raw);
+        }
+        for k in KERNELS {
+            b.functions.push(dm::function(b.modules[k.module], k.name)?);
+        }
+        Ok(b)
+    }
+}
+
+impl Context {
+    fn builtins(&self) -> Result<&Builtins> {
+        if let Some(b) = self.inner.builtins.get() {
+            return Ok(b);
+        }
+        self.bind()?;
+        let loaded = Builtins::load()?;
+        // Another thread may have won the race; either set is equivalent.
+        Ok(self.inner.builtins.get_or_init(|| loaded))
+    }
+
+    /// The built-in kernel `name` (see `graphcore_kernels::KERNELS`).
+    pub fn builtin(&self, name: &str) -> Result<Function> {
+        let idx = KERNELS.iter().position(|k| k.name == name).ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotFound,
+                format!("`{name}` is not a built-in kernel of graphcore"),
+            )
+        })?;
+        let raw = self.builtins()?.functions[idx];
+        Ok(Function::from_parts(
+            self,
+            raw,
+            name.to_string(),
+            None,
+            Some(&KERNELS[idx]),
+        ))
+    }
+
+    /// The built-in kernel whose loaded function is `raw`, if any (how
+    /// graphcore recognises its kernels in captured graphs).
+    pub(crate) fn builtin_of(&self, raw: CUfunction) -> Option<&'static KernelInfo> {
+        let b = self.inner.builtins.get()?;
+        b.functions
+            .iter()
+            .position(|&f| f == raw)
+            .map(|i| &KERNELS[i])
+    }
+
+    /// The loaded function of a built-in kernel.
+    pub(crate) fn builtin_raw(&self, kernel: &'static KernelInfo) -> Result<CUfunction> {
+        let idx = KERNELS
+            .iter()
+            .position(|k| std::ptr::eq(k, kernel))
+            .expect("kernel comes from KERNELS");
+        Ok(self.builtins()?.functions[idx])
+    }
+}
+
+/// Argument values of a built-in launch in the 8-byte slots the driver reads
+/// them from (no heap allocation).
+pub(crate) struct ArgBuffer {
+    slots: [u64; MAX_ARGS],
+}
+
+impl ArgBuffer {
+    /// The slots for `values`.
+    pub(crate) fn new(values: &[Value]) -> ArgBuffer {
+        let mut slots = [0u64; MAX_ARGS];
+        for (s, v) in slots.iter_mut().zip(values) {
+            *s = v.to_slot();
+        }
+        ArgBuffer { slots }
+    }
+
+    /// One pointer per slot, as `void **kernelParams`; valid while `self`
+    /// stays where it is.
+    pub(crate) fn pointers(&mut self) -> [*mut c_void; MAX_ARGS] {
+        let mut p = [std::ptr::null_mut(); MAX_ARGS];
+        for (p, s) in p.iter_mut().zip(self.slots.iter_mut()) {
+            *p = s as *mut u64 as *mut c_void;
+        }
+        p
+    }
+}
+
+/// Launches a built-in operation decided by `graphcore_kernels::ops` on
+/// `stream` (eagerly, or recorded when the stream captures). `call_name`
+/// names the caller in errors.
+pub fn launch_op(
+    stream: &Stream,
+    call: std::result::Result<Call, SizeError>,
+    call_name: &'static str,
+) -> Result<()> {
+    let call = call.map_err(|e| Error::invalid_argument(format!("{call_name}: {}", e.0)))?;
+    let ctx = stream.context();
+    let raw = ctx.builtin_raw(call.kernel)?;
+    let mut args = ArgBuffer::new(call.args());
+    let mut ptrs = args.pointers();
+    ctx.bind()?;
+    // SAFETY: the slots hold one value per parameter, typed by the table.
+    let r = unsafe {
+        dm::launch(
+            raw,
+            call.grid,
+            call.block,
+            call.shared_bytes,
+            stream.raw(),
+            ptrs.as_mut_ptr(),
+        )
+    };
+    stream.note(call_name, r)
+}

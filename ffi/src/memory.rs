@@ -1,0 +1,60 @@
+//! Pinned host memory and asynchronous copies and sets.
+//!
+//! Thread safety: all calls may run concurrently.
+
+use crate::args::Out;
+use crate::context::{context, gc_context};
+use crate::status::{boundary, gc_status};
+use crate::stream::{stream, gc_stream};
+use std::ffi::{c_int, c_void};
+
+/// Allocates `bytes` of pinned (page-locked) host memory, the kind copies
+/// and graph memcpy nodes need. Free it with gc_host_free on the same
+/// context; memory not freed is freed when the context's last user goes.
+#[no_mangle]
+pub extern "C" fn gc_host_alloc(ctx: *mut gc_context, bytes: usize, ptr: *mut *mut c_void) -> gc_status {
+    boundary("gc_host_alloc", || {
+        let out = Out::new(ptr, "ptr")?;
+        out.set(context(ctx)?.host_alloc(bytes)?);
+        Ok(())
+    })
+}
+
+/// Frees memory from gc_host_alloc. A pointer that is not a live
+/// allocation of this context (never allocated, or freed twice) is
+/// GC_ERROR_INVALID_ARGUMENT and nothing happens.
+#[no_mangle]
+pub extern "C" fn gc_host_free(ctx: *mut gc_context, ptr: *mut c_void) -> gc_status {
+    boundary("gc_host_free", || context(ctx)?.host_free(ptr))
+}
+
+/// Copies `bytes` from `src` to `dst` on `stream`, in any direction (device
+/// or host on either side: unified addressing). Asynchronous when host
+/// memory is pinned. Zero bytes is a no-op.
+#[no_mangle]
+pub extern "C" fn gc_memcpy_async(
+    stream: *mut gc_stream,
+    dst: *mut c_void,
+    src: *const c_void,
+    bytes: usize,
+) -> gc_status {
+    boundary("gc_memcpy_async", || {
+        let s = self::stream(stream, "stream")?;
+        graphcore_core::copy_async(&s, dst as u64, src as u64, bytes)
+    })
+}
+
+/// Sets `bytes` bytes of device memory at `dst` to the byte `value` on
+/// `stream`. Zero bytes is a no-op.
+#[no_mangle]
+pub extern "C" fn gc_memset_async(
+    stream: *mut gc_stream,
+    dst: *mut c_void,
+    value: c_int,
+    bytes: usize,
+) -> gc_status {
+    boundary("gc_memset_async", || {
+        let s = self::stream(stream, "stream")?;
+        graphcore_core::set_async(&s, dst as u64, value as u8, bytes)
+    })
+}

@@ -1,0 +1,169 @@
+//! Device memory pools.
+//!
+//! Thread safety: a gc_pool may be used from any number of threads at once
+//! (allocations are serialized inside); gc_pool_destroy must not race with
+//! other calls on the same handle. Graphs sharing a pool must not run
+//! concurrently (they may share scratch memory).
+
+use crate::args::{read_options, write_versioned, Out, Versioned};
+use crate::context::{context, gc_context};
+use crate::handle::Registry;
+use crate::status::{boundary, gc_status};
+use graphcore_core::{Pool, PoolOptions};
+use std::ffi::c_void;
+
+/// A device memory pool: stable addresses, shared by graphs, with
+/// PyTorch-style statistics.
+pub struct gc_pool;
+
+pub(crate) static POOLS: Registry<Pool> = Registry::new(3, "gc_pool");
+
+/// The pool behind a handle.
+pub(crate) fn pool(h: *mut gc_pool) -> graphcore_core::Result<Pool> {
+    POOLS.get(h as u64, "pool")
+}
+
+/// Options of gc_pool_create (NULL means all defaults).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct gc_pool_options {
+    /// Set to sizeof(gc_pool_options).
+    pub struct_size: usize,
+    /// Bytes to reserve (map) at creation, rounded up to the 2 MiB page
+    /// size; like PyTorch's CUDAGraphPool(device, size). Default 0.
+    pub initial_bytes: u64,
+    /// Hard cap on reserved bytes: an allocation that would pass it fails
+    /// with GC_ERROR_OUT_OF_MEMORY and the pool is unchanged. 0 (default)
+    /// means no cap.
+    pub max_bytes: u64,
+}
+
+impl Default for gc_pool_options {
+    fn default() -> Self {
+        gc_pool_options {
+            struct_size: std::mem::size_of::<Self>(),
+            initial_bytes: 0,
+            max_bytes: 0,
+        }
+    }
+}
+
+impl Versioned for gc_pool_options {
+    const V1_SIZE: usize = std::mem::size_of::<Self>();
+}
+
+/// A pool's statistics, named as PyTorch names them.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct gc_pool_statistics {
+    /// Set to sizeof(gc_pool_statistics) before calling gc_pool_stats.
+    pub struct_size: usize,
+    /// Bytes in live blocks (memory_allocated).
+    pub allocated_bytes: u64,
+    /// Bytes of device memory mapped by the pool (memory_reserved).
+    pub reserved_bytes: u64,
+    /// Highest allocated_bytes so far (max_memory_allocated).
+    pub peak_allocated_bytes: u64,
+    /// Highest reserved_bytes so far (max_memory_reserved).
+    pub peak_reserved_bytes: u64,
+    /// Contiguous runs of mapped memory.
+    pub segment_count: u64,
+    /// Live blocks.
+    pub block_count: u64,
+    /// Free blocks on mapped memory.
+    pub free_block_count: u64,
+    /// Allocations made so far.
+    pub alloc_count: u64,
+    /// Frees made so far.
+    pub free_count: u64,
+}
+
+impl Versioned for gc_pool_statistics {
+    const V1_SIZE: usize = std::mem::size_of::<Self>();
+}
+
+/// Creates a pool on ctx's device (options may be NULL). initial_bytes over
+/// max_bytes is GC_ERROR_INVALID_ARGUMENT.
+#[no_mangle]
+pub extern "C" fn gc_pool_create(
+    ctx: *mut gc_context,
+    options: *const gc_pool_options,
+    pool: *mut *mut gc_pool,
+) -> gc_status {
+    boundary("gc_pool_create", || {
+        let out = Out::new(pool, "pool")?;
+        let o = read_options(options, "options")?;
+        let p = Pool::new(
+            &context(ctx)?,
+            PoolOptions {
+                initial_bytes: o.initial_bytes,
+                max_bytes: o.max_bytes,
+            },
+        )?;
+        out.set(POOLS.insert(p)? as *mut gc_pool);
+        Ok(())
+    })
+}
+
+/// Allocates `bytes` (rounded up to 256; the address is 256-byte aligned).
+/// On a thread capturing into this pool (gc_capture_begin with this pool),
+/// the block belongs to the capture. Zero bytes is GC_ERROR_INVALID_ARGUMENT;
+/// past max_bytes or the device's memory, GC_ERROR_OUT_OF_MEMORY and the
+/// pool is unchanged.
+#[no_mangle]
+pub extern "C" fn gc_pool_alloc(pool: *mut gc_pool, bytes: usize, ptr: *mut *mut c_void) -> gc_status {
+    boundary("gc_pool_alloc", || {
+        let out = Out::new(ptr, "ptr")?;
+        out.set(self::pool(pool)?.alloc(bytes as u64)? as *mut c_void);
+        Ok(())
+    })
+}
+
+/// Returns a block to the pool. The block may be reused by the next
+/// allocation at once: order its last use before that (same stream, or
+/// synchronize). A pointer this pool did not hand out, or one already
+/// freed, is GC_ERROR_INVALID_ARGUMENT and nothing changes.
+#[no_mangle]
+pub extern "C" fn gc_pool_free(pool: *mut gc_pool, ptr: *mut c_void) -> gc_status {
+    boundary("gc_pool_free", || self::pool(pool)?.free(ptr as u64))
+}
+
+/// Fills *stats (set stats->struct_size = sizeof(gc_pool_statistics)).
+#[no_mangle]
+pub extern "C" fn gc_pool_stats(pool: *mut gc_pool, stats: *mut gc_pool_statistics) -> gc_status {
+    boundary("gc_pool_stats", || {
+        let s = self::pool(pool)?.stats();
+        let v = gc_pool_statistics {
+            struct_size: std::mem::size_of::<gc_pool_statistics>(),
+            allocated_bytes: s.allocated_bytes,
+            reserved_bytes: s.reserved_bytes,
+            peak_allocated_bytes: s.peak_allocated_bytes,
+            peak_reserved_bytes: s.peak_reserved_bytes,
+            segment_count: s.segment_count,
+            block_count: s.block_count,
+            free_block_count: s.free_block_count,
+            alloc_count: s.alloc_count,
+            free_count: s.free_count,
+        };
+        write_versioned(stats, &v, "stats")
+    })
+}
+
+/// Returns device memory that holds no live block and no live graph's
+/// memory to the driver (waits for the device first). Addresses handed out
+/// stay valid.
+#[no_mangle]
+pub extern "C" fn gc_pool_trim(pool: *mut gc_pool) -> gc_status {
+    boundary("gc_pool_trim", || self::pool(pool)?.trim())
+}
+
+/// Drops this handle. Live blocks die with the pool; graphs that used the
+/// pool keep its memory until the last of them is destroyed. NULL is a
+/// no-op.
+#[no_mangle]
+pub extern "C" fn gc_pool_destroy(pool: *mut gc_pool) -> gc_status {
+    boundary("gc_pool_destroy", || {
+        POOLS.remove(pool as u64, "pool")?;
+        Ok(())
+    })
+}

@@ -1,0 +1,336 @@
+//! Capture, explicit building, instantiate, replay and update on a GPU.
+
+use super::foundation::add_one;
+use super::*;
+use graphcore_core::graph::NodeKind;
+use graphcore_core::kernels::ops;
+use graphcore_core::{launch_op, CaptureMode, ErrorKind, Exec, Graph, LaunchConfig};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+fn scale(s: &Stream, y: u64, x: u64, n: usize, alpha: f32) {
+    let sms = s.context().sm_count();
+    launch_op(s, ops::scale(y, x, n as u64, alpha, sms), "scale").unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn capture_in_each_mode_replays_the_work() {
+    let c = ctx();
+    let s = Stream::new(&c).unwrap();
+    let p = pool(&c);
+    let n = 4099;
+    for mode in [CaptureMode::ThreadLocal, CaptureMode::Global, CaptureMode::Relaxed] {
+        let buf = p.alloc(n as u64 * 4).unwrap();
+        let x = random(seed(), n);
+        upload(&s, buf, &x);
+        s.begin_capture(None, mode).unwrap();
+        assert!(s.is_capturing().unwrap());
+        scale(&s, buf, buf, n, 2.0);
+        scale(&s, buf, buf, n, 0.5);
+        scale(&s, buf, buf, n, 3.0);
+        let g = s.end_capture().unwrap();
+        assert!(!s.is_capturing().unwrap());
+        assert_eq!(g.node_count(), 3);
+        // Nothing ran during the capture.
+        assert_eq!(download(&s, buf, n), x);
+        let e = Exec::new(&g, 0).unwrap();
+        e.launch(&s).unwrap();
+        e.launch(&s).unwrap();
+        let want: Vec<f32> = x.iter().map(|v| v * 3.0 * 3.0).collect();
+        assert_eq!(download(&s, buf, n), want, "{mode:?}");
+        p.free(buf).unwrap();
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn capture_allocates_from_the_pool_and_shares_it_between_graphs() {
+    let c = ctx();
+    let s = Stream::new(&c).unwrap();
+    let p = pool(&c);
+    let n = 1 << 16;
+    let input = p.alloc(n as u64 * 4).unwrap();
+    let x = random(seed(), n);
+    upload(&s, input, &x);
+    let before = p.stats();
+
+    // Graph 1: scratch allocated and freed inside the capture, output kept.
+    s.begin_capture(Some(&p), CaptureMode::ThreadLocal).unwrap();
+    let scratch = p.alloc(n as u64 * 4).unwrap();
+    let out1 = p.alloc(n as u64 * 4).unwrap();
+    scale(&s, scratch, input, n, 2.0);
+    scale(&s, out1, scratch, n, 2.0);
+    p.free(scratch).unwrap();
+    let g1 = s.end_capture().unwrap();
+    assert_eq!(g1.pool_bytes(), n as u64 * 4, "graph 1 holds its output only");
+
+    // Graph 2 reuses graph 1's freed scratch.
+    s.begin_capture(Some(&p), CaptureMode::ThreadLocal).unwrap();
+    let scratch2 = p.alloc(n as u64 * 4).unwrap();
+    assert_eq!(scratch2, scratch, "a later capture reuses blocks freed in an earlier one");
+    let out2 = p.alloc(n as u64 * 4).unwrap();
+    scale(&s, scratch2, input, n, 3.0);
+    scale(&s, out2, scratch2, n, 1.0);
+    p.free(scratch2).unwrap();
+    let g2 = s.end_capture().unwrap();
+
+    // An eager allocation never gets the graphs' scratch.
+    let eager = p.alloc(n as u64 * 4).unwrap();
+    assert_ne!(eager, scratch);
+
+    let (e1, e2) = (Exec::new(&g1, 0).unwrap(), Exec::new(&g2, 0).unwrap());
+    e1.launch(&s).unwrap();
+    e2.launch(&s).unwrap();
+    let want1: Vec<f32> = x.iter().map(|v| v * 4.0).collect();
+    let want2: Vec<f32> = x.iter().map(|v| v * 3.0).collect();
+    assert_eq!(download(&s, out1, n), want1);
+    assert_eq!(download(&s, out2, n), want2);
+
+    // The pool dies with its handle gone only when the graphs do.
+    let stats_with_graphs = p.stats();
+    assert!(stats_with_graphs.reserved_bytes >= before.reserved_bytes);
+    p.free(eager).unwrap();
+    drop(p);
+    e1.launch(&s).unwrap();
+    assert_eq!(download(&s, out1, n), want1, "graph memory outlives the pool handle");
+    drop((e1, e2, g1, g2));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fork_join_and_unjoined_streams() {
+    let c = ctx();
+    let s = Stream::new(&c).unwrap();
+    let side = Stream::new(&c).unwrap();
+    let p = pool(&c);
+    let n = 10_000;
+    let a = p.alloc(n as u64 * 4).unwrap();
+    let b = p.alloc(n as u64 * 4).unwrap();
+    let x = random(seed(), n);
+    upload(&s, a, &x);
+    upload(&s, b, &x);
+
+    s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
+    side.wait_stream(&s).unwrap(); // fork
+    scale(&s, a, a, n, 2.0);
+    scale(&side, b, b, n, 4.0);
+    s.wait_stream(&side).unwrap(); // join
+    let g = s.end_capture().unwrap();
+    assert_eq!(g.node_count(), 2);
+    assert_eq!(g.desc().edges().count(), 0, "the two branches are independent");
+    Exec::new(&g, 0).unwrap().launch(&s).unwrap();
+    assert_eq!(download(&s, a, n), x.iter().map(|v| v * 2.0).collect::<Vec<_>>());
+    assert_eq!(download(&s, b, n), x.iter().map(|v| v * 4.0).collect::<Vec<_>>());
+
+    // A side stream that never rejoins: a clear error, and both usable.
+    s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
+    side.wait_stream(&s).unwrap();
+    scale(&side, b, b, n, 4.0);
+    let e = s.end_capture().err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::Capture);
+    assert!(e.message().contains("rejoin"), "{}", e.message());
+    scale(&s, a, a, n, 1.0);
+    s.synchronize().unwrap();
+    assert!(!side.is_capturing().unwrap(), "the side stream left the capture");
+    scale(&side, b, b, n, 1.0);
+    side.synchronize().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn broken_capture_names_the_call_and_rolls_the_pool_back() {
+    let c = ctx();
+    let s = Stream::new(&c).unwrap();
+    let p = pool(&c);
+    let keep = p.alloc(4096).unwrap();
+    let before = p.stats();
+    s.begin_capture(Some(&p), CaptureMode::ThreadLocal).unwrap();
+    let big = p.alloc(64 << 20).unwrap();
+    scale(&s, big, big, 1 << 10, 2.0);
+    let e = s.synchronize().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Capture);
+    let e = s.end_capture().err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::Capture);
+    assert!(e.message().contains("gc_stream_synchronize"), "{}", e.message());
+    let after = p.stats();
+    assert_eq!(after.allocated_bytes, before.allocated_bytes);
+    assert_eq!(after.reserved_bytes, before.reserved_bytes);
+    assert_eq!(after.block_count, before.block_count);
+    // The stream works eagerly and captures again.
+    scale(&s, keep, keep, 1024, 1.0);
+    s.synchronize().unwrap();
+    s.begin_capture(Some(&p), CaptureMode::ThreadLocal).unwrap();
+    scale(&s, keep, keep, 1024, 1.0);
+    s.end_capture().unwrap();
+    // Misuse: end without begin, and a second begin.
+    assert_eq!(s.end_capture().err().unwrap().kind(), ErrorKind::InvalidState);
+    s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
+    assert_eq!(
+        s.begin_capture(None, CaptureMode::ThreadLocal).unwrap_err().kind(),
+        ErrorKind::InvalidState
+    );
+    assert_eq!(s.end_capture().unwrap().node_count(), 0);
+    assert_eq!(s.end_capture().err().unwrap().kind(), ErrorKind::InvalidState);
+}
+
+static HOST_CALLS: AtomicU32 = AtomicU32::new(0);
+
+unsafe extern "C" fn count_call(data: *mut c_void) {
+    HOST_CALLS.fetch_add(*(data as *const u32), Ordering::SeqCst);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_node_kind_in_an_explicit_graph() {
+    let c = ctx();
+    let s = Stream::new(&c).unwrap();
+    let p = pool(&c);
+    let n = 2048usize;
+    let dev = p.alloc(n as u64 * 4).unwrap();
+    let zeroed = p.alloc(n as u64 * 4).unwrap();
+    let mut hin = Host::new(&c, n);
+    let hout = Host::new(&c, n);
+    let x = random(seed(), n);
+    hin.as_mut_slice().copy_from_slice(&x);
+
+    let child = Graph::new(&c).unwrap();
+    let f = add_one(&c);
+    let cfg = LaunchConfig {
+        grid: [(n as u32).div_ceil(256), 1, 1],
+        block: [256, 1, 1],
+        shared_bytes: 0,
+    };
+    let (mut a0, mut a1) = (dev, n as u32);
+    let mut args = [&mut a0 as *mut u64 as *mut c_void, &mut a1 as *mut u32 as *mut c_void];
+    // SAFETY: args match add_one(u64, u32) and are copied at add time.
+    unsafe { child.add_kernel(&f, &cfg, args.as_mut_ptr(), &[]).unwrap() };
+
+    let g = Graph::new(&c).unwrap();
+    let copy_in = g.add_memcpy(dev, hin.addr(), n * 4, &[]).unwrap();
+    let set = g.add_memset(zeroed, 0, n * 4, &[]).unwrap();
+    let kid = g.add_child(&child, &[copy_in]).unwrap();
+    let join = g.add_empty(&[kid, set]).unwrap();
+    let mut weight = 5u32;
+    // SAFETY: count_call reads one u32 that outlives the graph's runs.
+    let host = unsafe { g.add_host(count_call, &mut weight as *mut u32 as *mut c_void, &[join]) }.unwrap();
+    let copy_out = g.add_memcpy(hout.addr(), dev, n * 4, &[host]).unwrap();
+    assert_eq!(g.node_count(), 6);
+    assert!(matches!(g.desc().node(copy_out.index as usize), NodeKind::Memcpy { direction: "DtoH", .. }));
+
+    // Pageable host memory is refused when the node is added.
+    let pageable = vec![0f32; n];
+    let e = g.add_memcpy(dev, pageable.as_ptr() as u64, n * 4, &[]).unwrap_err();
+    assert!(e.message().contains("pageable"), "{}", e.message());
+    // Foreign nodes and cycles are refused.
+    let other = Graph::new(&c).unwrap();
+    assert!(other.add_empty(&[join]).unwrap_err().message().contains("another graph"));
+    assert!(g.add_dependency(copy_out, copy_in).unwrap_err().message().contains("cycle"));
+    assert_eq!(g.node_count(), 6);
+
+    let e = Exec::new(&g, graphcore_core::instantiate_flags::UPLOAD).unwrap();
+    HOST_CALLS.store(0, Ordering::SeqCst);
+    e.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    let want: Vec<f32> = x.iter().map(|v| v + 1.0).collect();
+    assert_eq!(hout.as_slice(), &want[..]);
+    assert_eq!(HOST_CALLS.load(Ordering::SeqCst), 5);
+    assert!(download(&s, zeroed, n).iter().all(|&v| v == 0.0));
+    // An empty graph cannot be instantiated.
+    assert_eq!(Exec::new(&other, 0).err().unwrap().kind(), ErrorKind::InvalidArgument);
+
+    // DOT output parses back to the same nodes and edges.
+    let dot = g.to_dot("every_kind");
+    let nodes = dot.lines().filter(|l| l.contains("[shape=")).count();
+    let edges = dot.lines().filter(|l| l.contains("->")).count();
+    assert_eq!((nodes, edges), (6, g.desc().edges().count()));
+    assert!(dot.contains("add_one") || dot.contains("child graph"));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn update_and_set_args_change_results() {
+    let c = ctx();
+    let s = Stream::new(&c).unwrap();
+    let p = pool(&c);
+    let n = 5000;
+    let buf = p.alloc(n as u64 * 4).unwrap();
+    let x = random(seed(), n);
+    let build = |alpha: f32| {
+        s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
+        scale(&s, buf, buf, n, alpha);
+        scale(&s, buf, buf, n, 1.0);
+        s.end_capture().unwrap()
+    };
+    let e = Exec::new(&build(2.0), 0).unwrap();
+    upload(&s, buf, &x);
+    e.launch(&s).unwrap();
+    assert_eq!(download(&s, buf, n), x.iter().map(|v| v * 2.0).collect::<Vec<_>>());
+
+    e.update(&build(-1.0)).unwrap();
+    upload(&s, buf, &x);
+    e.launch(&s).unwrap();
+    assert_eq!(download(&s, buf, n), x.iter().map(|v| -v).collect::<Vec<_>>());
+
+    // Another topology: refused, naming the node; the exec still works.
+    s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
+    scale(&s, buf, buf, n, 5.0);
+    let one = s.end_capture().unwrap();
+    let err = e.update(&one).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::UpdateMismatch);
+    assert!(err.message().contains("nodes"), "{}", err.message());
+    upload(&s, buf, &x);
+    e.launch(&s).unwrap();
+    assert_eq!(download(&s, buf, n), x.iter().map(|v| -v).collect::<Vec<_>>());
+
+    // set_kernel_args on node 0 of the source graph: alpha = 10.
+    let node = graphcore_core::Node {
+        graph: e.graph().id(),
+        index: 0,
+    };
+    let (mut y, mut xx, mut nn, mut alpha) = (buf, buf, n as u64, 10f32);
+    let mut args = [
+        &mut y as *mut u64 as *mut c_void,
+        &mut xx as *mut u64 as *mut c_void,
+        &mut nn as *mut u64 as *mut c_void,
+        &mut alpha as *mut f32 as *mut c_void,
+    ];
+    // SAFETY: the args match gc_scale_f32(y, x, n, alpha).
+    unsafe { e.set_kernel_args(node, args.as_mut_ptr()).unwrap() };
+    upload(&s, buf, &x);
+    e.launch(&s).unwrap();
+    assert_eq!(download(&s, buf, n), x.iter().map(|v| v * 10.0).collect::<Vec<_>>());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn eight_threads_replay_eight_execs_concurrently() {
+    let c = ctx();
+    let p = pool(&c);
+    let n = 1 << 14;
+    let setups: Vec<_> = (0..8)
+        .map(|i| {
+            let s = Stream::new(&c).unwrap();
+            let buf = p.alloc(n as u64 * 4).unwrap();
+            upload(&s, buf, &vec![1.0; n]);
+            s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
+            scale(&s, buf, buf, n, 1.0 + i as f32);
+            let e = Exec::new(&s.end_capture().unwrap(), 0).unwrap();
+            (s, buf, e, i)
+        })
+        .collect();
+    std::thread::scope(|scope| {
+        for (s, _, e, _) in &setups {
+            scope.spawn(move || {
+                for _ in 0..3 {
+                    e.launch(s).unwrap();
+                }
+                s.synchronize().unwrap();
+            });
+        }
+    });
+    for (s, buf, _, i) in &setups {
+        let want = (1.0 + *i as f32).powi(3);
+        assert!(download(s, *buf, n).iter().all(|&v| v == want), "exec {i}");
+    }
+}

@@ -1,0 +1,91 @@
+//! GPU tests: each is `#[ignore = "needs a CUDA GPU"]` and runs on the GPU
+//! machine through scripts/gpu-check (`--include-ignored`).
+
+mod foundation;
+mod graphs;
+
+use graphcore_core::{Context, Pool, PoolOptions, Stream};
+
+/// A context on device 0.
+pub(crate) fn ctx() -> Context {
+    Context::new(0).expect("a CUDA device")
+}
+
+/// Pinned host staging for reading and writing device memory in tests.
+pub(crate) struct Host {
+    ctx: Context,
+    ptr: *mut f32,
+    len: usize,
+}
+
+impl Host {
+    pub(crate) fn new(ctx: &Context, len: usize) -> Host {
+        let ptr = ctx.host_alloc(len * 4).unwrap() as *mut f32;
+        Host {
+            ctx: ctx.clone(),
+            ptr,
+            len,
+        }
+    }
+    pub(crate) fn addr(&self) -> u64 {
+        self.ptr as u64
+    }
+    pub(crate) fn as_slice(&self) -> &[f32] {
+        // SAFETY: len floats of pinned memory, owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [f32] {
+        // SAFETY: as above.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        self.ctx.host_free(self.ptr as _).unwrap();
+    }
+}
+
+/// Copies `values` to device address `dst` and waits.
+pub(crate) fn upload(s: &Stream, dst: u64, values: &[f32]) {
+    let mut h = Host::new(s.context(), values.len());
+    h.as_mut_slice().copy_from_slice(values);
+    graphcore_core::copy_async(s, dst, h.addr(), values.len() * 4).unwrap();
+    s.synchronize().unwrap();
+}
+
+/// Reads `n` floats from device address `src` (after the stream's work).
+pub(crate) fn download(s: &Stream, src: u64, n: usize) -> Vec<f32> {
+    let h = Host::new(s.context(), n);
+    graphcore_core::copy_async(s, h.addr(), src, n * 4).unwrap();
+    s.synchronize().unwrap();
+    h.as_slice().to_vec()
+}
+
+/// A pool with default options.
+pub(crate) fn pool(ctx: &Context) -> Pool {
+    Pool::new(ctx, PoolOptions::default()).unwrap()
+}
+
+/// A deterministic pseudo-random sequence in [-1, 1) (splitmix64).
+pub(crate) fn random(seed: u64, n: usize) -> Vec<f32> {
+    let mut x = seed;
+    (0..n)
+        .map(|_| {
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            ((z >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// A fresh seed per call (tests draw new random inputs each run).
+pub(crate) fn seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
