@@ -2,6 +2,7 @@
 //! property tests, and the fragmentation trace.
 
 mod props;
+mod trace;
 mod unit;
 
 use super::blocks::Block;
