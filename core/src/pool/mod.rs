@@ -1,1 +1,81 @@
 //! The graph memory pool's allocator logic (pure: no CUDA calls).
+//!
+//! The pool backs allocations with one reserved, contiguous virtual address
+//! range of [`PoolConfig::va_bytes`] bytes, into which physical pages of
+//! [`PoolConfig::granularity`] bytes are mapped on demand. This module works
+//! on byte offsets into that range; the driver layer turns them into device
+//! pointers and performs the mapping and unmapping that the plans describe.
+//!
+//! * Allocation is two-phase: [`Allocator::plan_alloc`] (pure) says where a
+//!   block goes and which pages must be newly mapped; the driver maps them and
+//!   calls [`Allocator::commit_alloc`]. A failed mapping just drops the plan.
+//! * Blocks are sub-allocated best-fit with splitting and coalescing, every
+//!   offset and size a multiple of [`PoolConfig::alignment`].
+//! * Captures taint the pages their allocations touch. Eager allocations never
+//!   land on a page touched by an open capture or a live graph; a capture
+//!   never lands on a page touched by another open capture. Free space is kept
+//!   in separate indexes per *zone* (unmapped, clean, graph-tainted, tainted
+//!   by open capture `id`), so the taint rule costs nothing on the hot path.
+//!
+//! [`Allocator`] is single-threaded (`&mut self`); the caller serializes it
+//! (a `Mutex`), holding the lock from a plan to its commit.
+
+mod allocator;
+mod blocks;
+mod error;
+mod invariants;
+mod pages;
+mod placement;
+mod plan;
+mod stats;
+
+#[cfg(test)]
+mod tests;
+
+pub use allocator::Allocator;
+pub use error::PoolError;
+pub use plan::{AllocPlan, Footprint, PagePlan, PageRange};
+pub use stats::PoolStats;
+
+/// Identifies a stream capture into the pool. Must be nonzero.
+pub type CaptureId = u64;
+
+/// Who an allocation belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Owner {
+    /// An ordinary allocation made outside any capture.
+    Eager,
+    /// An allocation made by the open capture with this id.
+    Capture(CaptureId),
+}
+
+/// Sizes that shape a pool. All values are in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolConfig {
+    /// Physical page size: the unit of mapping. A nonzero multiple of
+    /// `alignment` (2 MiB by default, as CUDA's VMM granularity).
+    pub granularity: u64,
+    /// Alignment of every block's offset and size; a power of two (256).
+    pub alignment: u64,
+    /// Size of the reserved virtual address range; a nonzero multiple of
+    /// `granularity`.
+    pub va_bytes: u64,
+    /// Bytes mapped at creation, rounded up to whole pages.
+    pub initial_bytes: u64,
+    /// Hard cap on mapped bytes; `u64::MAX` means no cap.
+    pub max_bytes: u64,
+}
+
+impl Default for PoolConfig {
+    /// 2 MiB pages, 256-byte alignment, 1 TiB of address space, nothing
+    /// mapped up front, no cap.
+    fn default() -> Self {
+        PoolConfig {
+            granularity: 2 << 20,
+            alignment: 256,
+            va_bytes: 1 << 40,
+            initial_bytes: 0,
+            max_bytes: u64::MAX,
+        }
+    }
+}
