@@ -12,22 +12,31 @@ use std::process::Command;
 fn compile(src: &Path, out: &Path, cpp: bool) -> Result<(), String> {
     let root = repo();
     let lib = linkable_lib();
-    let (cc, std) = if cpp { ("c++", "-std=c++17") } else { ("cc", "-std=c11") };
-    let output = Command::new(std::env::var("CC").ok().filter(|_| !cpp).unwrap_or(cc.into()))
-        .arg(std)
-        .args(["-Wall", "-Wextra", "-Werror", "-pedantic", "-g", "-O1"])
-        .args(["-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
-        .arg("-fno-omit-frame-pointer")
-        .arg(format!("-I{}", root.join("include").display()))
-        .arg(format!("-I{}", root.join("tests/c").display()))
-        .arg(src)
-        .arg("-o")
-        .arg(out)
-        .arg(format!("-L{}", lib.display()))
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .arg("-lgraphcore")
-        .output()
-        .map_err(|e| format!("cannot run {cc}: {e}"))?;
+    let (cc, std) = if cpp {
+        ("c++", "-std=c++17")
+    } else {
+        ("cc", "-std=c11")
+    };
+    let output = Command::new(
+        std::env::var("CC")
+            .ok()
+            .filter(|_| !cpp)
+            .unwrap_or(cc.into()),
+    )
+    .arg(std)
+    .args(["-Wall", "-Wextra", "-Werror", "-pedantic", "-g", "-O1"])
+    .args(["-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
+    .arg("-fno-omit-frame-pointer")
+    .arg(format!("-I{}", root.join("include").display()))
+    .arg(format!("-I{}", root.join("tests/c").display()))
+    .arg(src)
+    .arg("-o")
+    .arg(out)
+    .arg(format!("-L{}", lib.display()))
+    .arg(format!("-Wl,-rpath,{}", lib.display()))
+    .arg("-lgraphcore")
+    .output()
+    .map_err(|e| format!("cannot run {cc}: {e}"))?;
     if !output.status.success() {
         return Err(format!(
             "compiling {} failed:\n{}",

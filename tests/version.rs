@@ -35,7 +35,8 @@ fn soname_is_major_version() {
     let text = String::from_utf8_lossy(&out.stdout);
     let want = format!("[libgraphcore.so.{}]", env!("CARGO_PKG_VERSION_MAJOR"));
     assert!(
-        text.lines().any(|l| l.contains("(SONAME)") && l.contains(&want)),
+        text.lines()
+            .any(|l| l.contains("(SONAME)") && l.contains(&want)),
         "SONAME is not {want}:\n{text}"
     );
 }

@@ -96,7 +96,9 @@ impl Stream {
             Err(e) => {
                 state.abort_pool();
                 // Make sure the stream is out of capture mode.
-                if ds::capture_status(self.raw()).unwrap_or(CaptureStatus::None) != CaptureStatus::None {
+                if ds::capture_status(self.raw()).unwrap_or(CaptureStatus::None)
+                    != CaptureStatus::None
+                {
                     if let Ok(g) = ds::end_capture(self.raw()) {
                         crate::driver::graph::destroy(g);
                     }

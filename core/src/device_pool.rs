@@ -7,7 +7,9 @@
 use crate::context::Context;
 use crate::driver::{self, device, memory as dm};
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
-use crate::pool::{Allocator, CaptureId, Footprint, Owner, PagePlan, PageRange, PoolConfig, PoolError, PoolStats};
+use crate::pool::{
+    Allocator, CaptureId, Footprint, Owner, PagePlan, PageRange, PoolConfig, PoolError, PoolStats,
+};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
@@ -160,7 +162,12 @@ impl Drop for GraphMemory {
             if self.pool.inner.ctx.bind().is_ok() {
                 let _ = device::synchronize();
             }
-            let mut st = self.pool.inner.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut st = self
+                .pool
+                .inner
+                .state
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             let _ = st.alloc.release_graph(fp);
         }
     }
@@ -201,7 +208,8 @@ impl Pool {
             initial_bytes: opts.initial_bytes,
             max_bytes,
         };
-        let (alloc, initial) = Allocator::new(cfg).inspect_err(|_| dm::unreserve(base, va_bytes))?;
+        let (alloc, initial) =
+            Allocator::new(cfg).inspect_err(|_| dm::unreserve(base, va_bytes))?;
         let shared = PoolShared {
             ctx: ctx.clone(),
             base,
@@ -281,7 +289,10 @@ impl Pool {
     pub fn trim(&self) -> Result<()> {
         let sh = &*self.inner;
         let mut st = sh.state.lock().unwrap();
-        ensure_state(st.captures.is_empty(), "trim while a capture into the pool is open")?;
+        ensure_state(
+            st.captures.is_empty(),
+            "trim while a capture into the pool is open",
+        )?;
         let plan = st.alloc.plan_trim();
         if plan.is_empty() {
             return Ok(());

@@ -14,7 +14,10 @@ pub fn copy_async(stream: &Stream, dst: u64, src: u64, bytes: usize) -> Result<(
         return Ok(());
     }
     stream.context().bind()?;
-    stream.note("gc_memcpy_async", dm::copy_async(dst, src, bytes, stream.raw()))
+    stream.note(
+        "gc_memcpy_async",
+        dm::copy_async(dst, src, bytes, stream.raw()),
+    )
 }
 
 /// Sets `bytes` bytes at device address `dst` to `value` on `stream`. Zero
@@ -25,5 +28,8 @@ pub fn set_async(stream: &Stream, dst: u64, value: u8, bytes: usize) -> Result<(
         return Ok(());
     }
     stream.context().bind()?;
-    stream.note("gc_memset_async", dm::set_async(dst, value, bytes, stream.raw()))
+    stream.note(
+        "gc_memset_async",
+        dm::set_async(dst, value, bytes, stream.raw()),
+    )
 }

@@ -6,10 +6,10 @@
 //! of the same exec; gc_exec_destroy must not race with other calls on it.
 
 use crate::args::Out;
-use crate::graph::{graph, gc_graph, gc_node};
+use crate::graph::{gc_graph, gc_node, graph};
 use crate::handle::Registry;
 use crate::status::{boundary, gc_status};
-use crate::stream::{stream, gc_stream};
+use crate::stream::{gc_stream, stream};
 use graphcore_core::{instantiate_flags, Exec};
 use std::ffi::c_void;
 
@@ -41,7 +41,11 @@ const _: () = assert!(
 /// an unknown flag is GC_ERROR_INVALID_ARGUMENT. The exec keeps the graph's
 /// functions and pool memory alive; the graph handle may be destroyed.
 #[no_mangle]
-pub extern "C" fn gc_graph_instantiate(graph: *mut gc_graph, flags: u32, exec: *mut *mut gc_exec) -> gc_status {
+pub extern "C" fn gc_graph_instantiate(
+    graph: *mut gc_graph,
+    flags: u32,
+    exec: *mut *mut gc_exec,
+) -> gc_status {
     boundary("gc_graph_instantiate", || {
         let out = Out::new(exec, "exec")?;
         let e = Exec::new(&self::graph(graph, "graph")?, flags)?;
@@ -82,7 +86,11 @@ pub extern "C" fn gc_exec_update(exec: *mut gc_exec, graph: *mut gc_graph) -> gc
 /// Sets new argument values (as gc_launch takes them; copied now) for the
 /// kernel node `node` of the graph the exec was instantiated from.
 #[no_mangle]
-pub extern "C" fn gc_exec_set_kernel_args(exec: *mut gc_exec, node: gc_node, args: *mut *mut c_void) -> gc_status {
+pub extern "C" fn gc_exec_set_kernel_args(
+    exec: *mut gc_exec,
+    node: gc_node,
+    args: *mut *mut c_void,
+) -> gc_status {
     boundary("gc_exec_set_kernel_args", || {
         let e = self::exec(exec)?;
         // SAFETY: the caller passes one pointer per parameter, as documented.

@@ -9,9 +9,9 @@ use crate::args::Out;
 use crate::context::{context, gc_context};
 use crate::handle::Registry;
 use crate::module::{function, gc_dim3, gc_function, launch_config};
-use crate::pool::{pool, gc_pool};
+use crate::pool::{gc_pool, pool};
 use crate::status::{boundary, gc_status};
-use crate::stream::{stream, gc_stream};
+use crate::stream::{gc_stream, stream};
 use graphcore_core::{CaptureMode, Error, Graph, Node};
 use std::ffi::{c_char, c_int, c_void};
 
@@ -96,7 +96,11 @@ fn emit(node: *mut gc_node, n: Node) {
 /// A stream that is already capturing (through graphcore or the CUDA API)
 /// is GC_ERROR_INVALID_STATE.
 #[no_mangle]
-pub extern "C" fn gc_capture_begin(stream: *mut gc_stream, pool: *mut gc_pool, mode: gc_capture_mode) -> gc_status {
+pub extern "C" fn gc_capture_begin(
+    stream: *mut gc_stream,
+    pool: *mut gc_pool,
+    mode: gc_capture_mode,
+) -> gc_status {
     boundary("gc_capture_begin", || {
         let s = self::stream(stream, "stream")?;
         let p = if pool.is_null() {
@@ -108,7 +112,11 @@ pub extern "C" fn gc_capture_begin(stream: *mut gc_stream, pool: *mut gc_pool, m
             GC_CAPTURE_THREAD_LOCAL => CaptureMode::ThreadLocal,
             GC_CAPTURE_GLOBAL => CaptureMode::Global,
             GC_CAPTURE_RELAXED => CaptureMode::Relaxed,
-            m => return Err(Error::invalid_argument(format!("`mode` {m} is not a gc_capture_mode"))),
+            m => {
+                return Err(Error::invalid_argument(format!(
+                    "`mode` {m} is not a gc_capture_mode"
+                )))
+            }
         };
         s.begin_capture(p.as_ref(), mode)
     })
@@ -275,7 +283,11 @@ pub extern "C" fn gc_graph_add_empty(
 /// edge already there, or an edge that would close a cycle is
 /// GC_ERROR_INVALID_ARGUMENT with a message, and the graph is unchanged.
 #[no_mangle]
-pub extern "C" fn gc_graph_add_dependency(graph: *mut gc_graph, from: gc_node, to: gc_node) -> gc_status {
+pub extern "C" fn gc_graph_add_dependency(
+    graph: *mut gc_graph,
+    from: gc_node,
+    to: gc_node,
+) -> gc_status {
     boundary("gc_graph_add_dependency", || {
         self::graph(graph, "graph")?.add_dependency(from.into(), to.into())
     })

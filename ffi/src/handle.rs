@@ -94,11 +94,7 @@ impl<T: Clone> Registry<T> {
         if (h >> KIND_SHIFT) as u8 != self.kind {
             return Err(Error::new(
                 ErrorKind::InvalidHandle,
-                format!(
-                    "`{arg}` is not a {} handle ({})",
-                    self.name,
-                    kind_name(h)
-                ),
+                format!("`{arg}` is not a {} handle ({})", self.name, kind_name(h)),
             ));
         }
         Ok((((h >> INDEX_SHIFT) & INDEX_MASK) as usize, h as u32))
@@ -107,7 +103,10 @@ impl<T: Clone> Registry<T> {
     fn stale(&self, arg: &str) -> Error {
         Error::new(
             ErrorKind::InvalidHandle,
-            format!("`{arg}` is a destroyed (or never valid) {} handle", self.name),
+            format!(
+                "`{arg}` is a destroyed (or never valid) {} handle",
+                self.name
+            ),
         )
     }
 
@@ -161,7 +160,10 @@ mod tests {
             ErrorKind::InvalidArgument
         );
         a.remove(h, "pool").unwrap();
-        assert_eq!(a.get(h, "pool").unwrap_err().kind(), ErrorKind::InvalidHandle);
+        assert_eq!(
+            a.get(h, "pool").unwrap_err().kind(),
+            ErrorKind::InvalidHandle
+        );
         assert_eq!(
             a.remove(h, "pool").unwrap_err().kind(),
             ErrorKind::InvalidHandle
@@ -169,11 +171,16 @@ mod tests {
         // The slot is reused with a new generation: the old handle stays dead.
         let h2 = a.insert(8).unwrap();
         assert_ne!(h, h2);
-        assert_eq!(a.get(h, "pool").unwrap_err().kind(), ErrorKind::InvalidHandle);
+        assert_eq!(
+            a.get(h, "pool").unwrap_err().kind(),
+            ErrorKind::InvalidHandle
+        );
         assert_eq!(*a.get(h2, "pool").unwrap(), 8);
         assert!(a.remove(0, "pool").unwrap().is_none());
         assert_eq!(
-            a.get(0x0300_0000_0000_0001 | (5 << 32), "pool").unwrap_err().kind(),
+            a.get(0x0300_0000_0000_0001 | (5 << 32), "pool")
+                .unwrap_err()
+                .kind(),
             ErrorKind::InvalidHandle
         );
     }

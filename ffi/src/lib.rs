@@ -21,4 +21,3 @@ pub mod pool;
 pub mod status;
 pub mod stream;
 pub mod version;
-

@@ -5,14 +5,18 @@
 use crate::args::Out;
 use crate::context::{context, gc_context};
 use crate::status::{boundary, gc_status};
-use crate::stream::{stream, gc_stream};
+use crate::stream::{gc_stream, stream};
 use std::ffi::{c_int, c_void};
 
 /// Allocates `bytes` of pinned (page-locked) host memory, the kind copies
 /// and graph memcpy nodes need. Free it with gc_host_free on the same
 /// context; memory not freed is freed when the context's last user goes.
 #[no_mangle]
-pub extern "C" fn gc_host_alloc(ctx: *mut gc_context, bytes: usize, ptr: *mut *mut c_void) -> gc_status {
+pub extern "C" fn gc_host_alloc(
+    ctx: *mut gc_context,
+    bytes: usize,
+    ptr: *mut *mut c_void,
+) -> gc_status {
     boundary("gc_host_alloc", || {
         let out = Out::new(ptr, "ptr")?;
         out.set(context(ctx)?.host_alloc(bytes)?);

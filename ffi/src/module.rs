@@ -7,7 +7,7 @@ use crate::args::{bytes, c_str, Out};
 use crate::context::{context, gc_context};
 use crate::handle::Registry;
 use crate::status::{boundary, gc_status};
-use crate::stream::{stream, gc_stream};
+use crate::stream::{gc_stream, stream};
 use graphcore_core::{Function, LaunchConfig, Module};
 use std::ffi::{c_char, c_void};
 
@@ -96,7 +96,11 @@ pub extern "C" fn gc_function_wrap(
 ) -> gc_status {
     boundary("gc_function_wrap", || {
         let out = Out::new(function, "function")?;
-        let name = if name.is_null() { "" } else { c_str(name, "name")? };
+        let name = if name.is_null() {
+            ""
+        } else {
+            c_str(name, "name")?
+        };
         // SAFETY: the caller vouches for `raw` as documented.
         let f = unsafe { Function::wrap(&context(ctx)?, raw as _, name) }?;
         insert_function(f, out)

@@ -111,7 +111,11 @@ pub extern "C" fn gc_pool_create(
 /// past max_bytes or the device's memory, GC_ERROR_OUT_OF_MEMORY and the
 /// pool is unchanged.
 #[no_mangle]
-pub extern "C" fn gc_pool_alloc(pool: *mut gc_pool, bytes: usize, ptr: *mut *mut c_void) -> gc_status {
+pub extern "C" fn gc_pool_alloc(
+    pool: *mut gc_pool,
+    bytes: usize,
+    ptr: *mut *mut c_void,
+) -> gc_status {
     boundary("gc_pool_alloc", || {
         let out = Out::new(ptr, "ptr")?;
         out.set(self::pool(pool)?.alloc(bytes as u64)? as *mut c_void);

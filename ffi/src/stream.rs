@@ -66,7 +66,10 @@ pub extern "C" fn gc_stream_raw(stream: *mut gc_stream, raw: *mut *mut c_void) -
 /// waits on a capturing stream joins its capture (fork); the capturing
 /// stream must wait on it again before gc_capture_end (join).
 #[no_mangle]
-pub extern "C" fn gc_stream_wait_stream(stream: *mut gc_stream, other: *mut gc_stream) -> gc_status {
+pub extern "C" fn gc_stream_wait_stream(
+    stream: *mut gc_stream,
+    other: *mut gc_stream,
+) -> gc_status {
     boundary("gc_stream_wait_stream", || {
         self::stream(stream, "stream")?.wait_stream(&self::stream(other, "other")?)
     })
@@ -76,13 +79,18 @@ pub extern "C" fn gc_stream_wait_stream(stream: *mut gc_stream, other: *mut gc_s
 /// with GC_ERROR_CAPTURE and invalidates the capture (as CUDA does).
 #[no_mangle]
 pub extern "C" fn gc_stream_synchronize(stream: *mut gc_stream) -> gc_status {
-    boundary("gc_stream_synchronize", || self::stream(stream, "stream")?.synchronize())
+    boundary("gc_stream_synchronize", || {
+        self::stream(stream, "stream")?.synchronize()
+    })
 }
 
 /// Writes 1 to *capturing while the stream captures (through graphcore or
 /// not), else 0.
 #[no_mangle]
-pub extern "C" fn gc_stream_is_capturing(stream: *mut gc_stream, capturing: *mut c_int) -> gc_status {
+pub extern "C" fn gc_stream_is_capturing(
+    stream: *mut gc_stream,
+    capturing: *mut c_int,
+) -> gc_status {
     boundary("gc_stream_is_capturing", || {
         let out = Out::new(capturing, "capturing")?;
         out.set(self::stream(stream, "stream")?.is_capturing()? as c_int);

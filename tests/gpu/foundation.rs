@@ -15,7 +15,10 @@ fn context_reports_the_device() {
     let (free, total) = c.memory_info().unwrap();
     assert!(free > 0 && free <= total && total == c.total_memory());
     assert_eq!(
-        Context::new(graphcore_core::device_count().unwrap()).err().unwrap().kind(),
+        Context::new(graphcore_core::device_count().unwrap())
+            .err()
+            .unwrap()
+            .kind(),
         ErrorKind::InvalidArgument
     );
 }
@@ -64,11 +67,17 @@ fn pool_statistics_and_trim_on_real_memory() {
     assert_eq!(e.kind(), ErrorKind::OutOfMemory);
     assert_eq!(p.stats().block_count, 10);
     // A pointer not from the pool, and a double free.
-    assert_eq!(p.free(blocks[0] + 256).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(
+        p.free(blocks[0] + 256).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
     for &b in &blocks {
         p.free(b).unwrap();
     }
-    assert_eq!(p.free(blocks[0]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(
+        p.free(blocks[0]).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
     let big = p.alloc(40 << 20).unwrap();
     p.free(big).unwrap();
     assert!(p.stats().reserved_bytes >= 40 << 20);
@@ -78,7 +87,10 @@ fn pool_statistics_and_trim_on_real_memory() {
     assert_eq!(st.allocated_bytes, 0);
     assert!(st.reserved_bytes < 40 << 20);
     let (free_after, _) = c.memory_info().unwrap();
-    assert!(free_after > free_before, "trim returned memory to the driver");
+    assert!(
+        free_after > free_before,
+        "trim returned memory to the driver"
+    );
     assert_eq!(st.peak_allocated_bytes >= 40 << 20, true);
 }
 
@@ -131,7 +143,10 @@ DONE:
 
 /// A user kernel from PTX, launched directly and through a wrapped handle.
 pub(crate) fn add_one(c: &Context) -> Function {
-    Module::load(c, USER_PTX.as_bytes()).unwrap().function("add_one").unwrap()
+    Module::load(c, USER_PTX.as_bytes())
+        .unwrap()
+        .function("add_one")
+        .unwrap()
 }
 
 #[test]
@@ -171,7 +186,9 @@ fn modules_wrapped_functions_and_borrowed_streams() {
     let e = unsafe { f.launch(&s, &bad, args.as_mut_ptr()) }.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     // Malformed PTX carries the JIT log.
-    let e = Module::load(&c, b".version 7.0\n.target sm_75\n.entry broken(").err().unwrap();
+    let e = Module::load(&c, b".version 7.0\n.target sm_75\n.entry broken(")
+        .err()
+        .unwrap();
     assert!(e.message().contains("JIT log"), "{}", e.message());
     // Streams wait on each other.
     let other = Stream::new(&c).unwrap();

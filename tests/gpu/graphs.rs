@@ -20,7 +20,11 @@ fn capture_in_each_mode_replays_the_work() {
     let s = Stream::new(&c).unwrap();
     let p = pool(&c);
     let n = 4099;
-    for mode in [CaptureMode::ThreadLocal, CaptureMode::Global, CaptureMode::Relaxed] {
+    for mode in [
+        CaptureMode::ThreadLocal,
+        CaptureMode::Global,
+        CaptureMode::Relaxed,
+    ] {
         let buf = p.alloc(n as u64 * 4).unwrap();
         let x = random(seed(), n);
         upload(&s, buf, &x);
@@ -63,12 +67,19 @@ fn capture_allocates_from_the_pool_and_shares_it_between_graphs() {
     scale(&s, out1, scratch, n, 2.0);
     p.free(scratch).unwrap();
     let g1 = s.end_capture().unwrap();
-    assert_eq!(g1.pool_bytes(), n as u64 * 4, "graph 1 holds its output only");
+    assert_eq!(
+        g1.pool_bytes(),
+        n as u64 * 4,
+        "graph 1 holds its output only"
+    );
 
     // Graph 2 reuses graph 1's freed scratch.
     s.begin_capture(Some(&p), CaptureMode::ThreadLocal).unwrap();
     let scratch2 = p.alloc(n as u64 * 4).unwrap();
-    assert_eq!(scratch2, scratch, "a later capture reuses blocks freed in an earlier one");
+    assert_eq!(
+        scratch2, scratch,
+        "a later capture reuses blocks freed in an earlier one"
+    );
     let out2 = p.alloc(n as u64 * 4).unwrap();
     scale(&s, scratch2, input, n, 3.0);
     scale(&s, out2, scratch2, n, 1.0);
@@ -93,7 +104,11 @@ fn capture_allocates_from_the_pool_and_shares_it_between_graphs() {
     p.free(eager).unwrap();
     drop(p);
     e1.launch(&s).unwrap();
-    assert_eq!(download(&s, out1, n), want1, "graph memory outlives the pool handle");
+    assert_eq!(
+        download(&s, out1, n),
+        want1,
+        "graph memory outlives the pool handle"
+    );
     drop((e1, e2, g1, g2));
 }
 
@@ -118,10 +133,20 @@ fn fork_join_and_unjoined_streams() {
     s.wait_stream(&side).unwrap(); // join
     let g = s.end_capture().unwrap();
     assert_eq!(g.node_count(), 2);
-    assert_eq!(g.desc().edges().count(), 0, "the two branches are independent");
+    assert_eq!(
+        g.desc().edges().count(),
+        0,
+        "the two branches are independent"
+    );
     Exec::new(&g, 0).unwrap().launch(&s).unwrap();
-    assert_eq!(download(&s, a, n), x.iter().map(|v| v * 2.0).collect::<Vec<_>>());
-    assert_eq!(download(&s, b, n), x.iter().map(|v| v * 4.0).collect::<Vec<_>>());
+    assert_eq!(
+        download(&s, a, n),
+        x.iter().map(|v| v * 2.0).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        download(&s, b, n),
+        x.iter().map(|v| v * 4.0).collect::<Vec<_>>()
+    );
 
     // A side stream that never rejoins: a clear error, and both usable.
     s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
@@ -132,7 +157,10 @@ fn fork_join_and_unjoined_streams() {
     assert!(e.message().contains("rejoin"), "{}", e.message());
     scale(&s, a, a, n, 1.0);
     s.synchronize().unwrap();
-    assert!(!side.is_capturing().unwrap(), "the side stream left the capture");
+    assert!(
+        !side.is_capturing().unwrap(),
+        "the side stream left the capture"
+    );
     scale(&side, b, b, n, 1.0);
     side.synchronize().unwrap();
 }
@@ -152,7 +180,11 @@ fn broken_capture_names_the_call_and_rolls_the_pool_back() {
     assert_eq!(e.kind(), ErrorKind::Capture);
     let e = s.end_capture().err().unwrap();
     assert_eq!(e.kind(), ErrorKind::Capture);
-    assert!(e.message().contains("gc_stream_synchronize"), "{}", e.message());
+    assert!(
+        e.message().contains("gc_stream_synchronize"),
+        "{}",
+        e.message()
+    );
     let after = p.stats();
     assert_eq!(after.allocated_bytes, before.allocated_bytes);
     assert_eq!(after.reserved_bytes, before.reserved_bytes);
@@ -164,14 +196,22 @@ fn broken_capture_names_the_call_and_rolls_the_pool_back() {
     scale(&s, keep, keep, 1024, 1.0);
     s.end_capture().unwrap();
     // Misuse: end without begin, and a second begin.
-    assert_eq!(s.end_capture().err().unwrap().kind(), ErrorKind::InvalidState);
+    assert_eq!(
+        s.end_capture().err().unwrap().kind(),
+        ErrorKind::InvalidState
+    );
     s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
     assert_eq!(
-        s.begin_capture(None, CaptureMode::ThreadLocal).unwrap_err().kind(),
+        s.begin_capture(None, CaptureMode::ThreadLocal)
+            .unwrap_err()
+            .kind(),
         ErrorKind::InvalidState
     );
     assert_eq!(s.end_capture().unwrap().node_count(), 0);
-    assert_eq!(s.end_capture().err().unwrap().kind(), ErrorKind::InvalidState);
+    assert_eq!(
+        s.end_capture().err().unwrap().kind(),
+        ErrorKind::InvalidState
+    );
 }
 
 static HOST_CALLS: AtomicU32 = AtomicU32::new(0);
@@ -202,7 +242,10 @@ fn every_node_kind_in_an_explicit_graph() {
         shared_bytes: 0,
     };
     let (mut a0, mut a1) = (dev, n as u32);
-    let mut args = [&mut a0 as *mut u64 as *mut c_void, &mut a1 as *mut u32 as *mut c_void];
+    let mut args = [
+        &mut a0 as *mut u64 as *mut c_void,
+        &mut a1 as *mut u32 as *mut c_void,
+    ];
     // SAFETY: args match add_one(u64, u32) and are copied at add time.
     unsafe { child.add_kernel(&f, &cfg, args.as_mut_ptr(), &[]).unwrap() };
 
@@ -213,19 +256,36 @@ fn every_node_kind_in_an_explicit_graph() {
     let join = g.add_empty(&[kid, set]).unwrap();
     let mut weight = 5u32;
     // SAFETY: count_call reads one u32 that outlives the graph's runs.
-    let host = unsafe { g.add_host(count_call, &mut weight as *mut u32 as *mut c_void, &[join]) }.unwrap();
+    let host =
+        unsafe { g.add_host(count_call, &mut weight as *mut u32 as *mut c_void, &[join]) }.unwrap();
     let copy_out = g.add_memcpy(hout.addr(), dev, n * 4, &[host]).unwrap();
     assert_eq!(g.node_count(), 6);
-    assert!(matches!(g.desc().node(copy_out.index as usize), NodeKind::Memcpy { direction: "DtoH", .. }));
+    assert!(matches!(
+        g.desc().node(copy_out.index as usize),
+        NodeKind::Memcpy {
+            direction: "DtoH",
+            ..
+        }
+    ));
 
     // Pageable host memory is refused when the node is added.
     let pageable = vec![0f32; n];
-    let e = g.add_memcpy(dev, pageable.as_ptr() as u64, n * 4, &[]).unwrap_err();
+    let e = g
+        .add_memcpy(dev, pageable.as_ptr() as u64, n * 4, &[])
+        .unwrap_err();
     assert!(e.message().contains("pageable"), "{}", e.message());
     // Foreign nodes and cycles are refused.
     let other = Graph::new(&c).unwrap();
-    assert!(other.add_empty(&[join]).unwrap_err().message().contains("another graph"));
-    assert!(g.add_dependency(copy_out, copy_in).unwrap_err().message().contains("cycle"));
+    assert!(other
+        .add_empty(&[join])
+        .unwrap_err()
+        .message()
+        .contains("another graph"));
+    assert!(g
+        .add_dependency(copy_out, copy_in)
+        .unwrap_err()
+        .message()
+        .contains("cycle"));
     assert_eq!(g.node_count(), 6);
 
     let e = Exec::new(&g, graphcore_core::instantiate_flags::UPLOAD).unwrap();
@@ -237,7 +297,10 @@ fn every_node_kind_in_an_explicit_graph() {
     assert_eq!(HOST_CALLS.load(Ordering::SeqCst), 5);
     assert!(download(&s, zeroed, n).iter().all(|&v| v == 0.0));
     // An empty graph cannot be instantiated.
-    assert_eq!(Exec::new(&other, 0).err().unwrap().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(
+        Exec::new(&other, 0).err().unwrap().kind(),
+        ErrorKind::InvalidArgument
+    );
 
     // DOT output parses back to the same nodes and edges.
     let dot = g.to_dot("every_kind");
@@ -265,12 +328,18 @@ fn update_and_set_args_change_results() {
     let e = Exec::new(&build(2.0), 0).unwrap();
     upload(&s, buf, &x);
     e.launch(&s).unwrap();
-    assert_eq!(download(&s, buf, n), x.iter().map(|v| v * 2.0).collect::<Vec<_>>());
+    assert_eq!(
+        download(&s, buf, n),
+        x.iter().map(|v| v * 2.0).collect::<Vec<_>>()
+    );
 
     e.update(&build(-1.0)).unwrap();
     upload(&s, buf, &x);
     e.launch(&s).unwrap();
-    assert_eq!(download(&s, buf, n), x.iter().map(|v| -v).collect::<Vec<_>>());
+    assert_eq!(
+        download(&s, buf, n),
+        x.iter().map(|v| -v).collect::<Vec<_>>()
+    );
 
     // Another topology: refused, naming the node; the exec still works.
     s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
@@ -281,7 +350,10 @@ fn update_and_set_args_change_results() {
     assert!(err.message().contains("nodes"), "{}", err.message());
     upload(&s, buf, &x);
     e.launch(&s).unwrap();
-    assert_eq!(download(&s, buf, n), x.iter().map(|v| -v).collect::<Vec<_>>());
+    assert_eq!(
+        download(&s, buf, n),
+        x.iter().map(|v| -v).collect::<Vec<_>>()
+    );
 
     // set_kernel_args on node 0 of the source graph: alpha = 10.
     let node = graphcore_core::Node {
@@ -299,7 +371,10 @@ fn update_and_set_args_change_results() {
     unsafe { e.set_kernel_args(node, args.as_mut_ptr()).unwrap() };
     upload(&s, buf, &x);
     e.launch(&s).unwrap();
-    assert_eq!(download(&s, buf, n), x.iter().map(|v| v * 10.0).collect::<Vec<_>>());
+    assert_eq!(
+        download(&s, buf, n),
+        x.iter().map(|v| v * 10.0).collect::<Vec<_>>()
+    );
 }
 
 #[test]

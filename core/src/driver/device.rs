@@ -17,7 +17,10 @@ pub(crate) fn get(ordinal: i32) -> Result<CUdevice> {
     init()?;
     let mut dev = 0;
     // SAFETY: writes one device handle.
-    check(unsafe { sys::cuDeviceGet(&mut dev, ordinal) }, "cuDeviceGet")?;
+    check(
+        unsafe { sys::cuDeviceGet(&mut dev, ordinal) },
+        "cuDeviceGet",
+    )?;
     Ok(dev)
 }
 

@@ -242,7 +242,10 @@ pub(crate) fn read_node(n: CUgraphNode) -> Result<RawNode> {
     use sys::CUgraphNodeType as T;
     let mut t = T::CU_GRAPH_NODE_TYPE_EMPTY;
     // SAFETY: writes the node's type.
-    check(unsafe { sys::cuGraphNodeGetType(n, &mut t) }, "cuGraphNodeGetType")?;
+    check(
+        unsafe { sys::cuGraphNodeGetType(n, &mut t) },
+        "cuGraphNodeGetType",
+    )?;
     Ok(match t {
         T::CU_GRAPH_NODE_TYPE_KERNEL => {
             // SAFETY: a plain C struct filled by the driver.
@@ -402,7 +405,11 @@ pub(crate) fn exec_update(
 ///
 /// # Safety
 /// `p.args` must hold one valid pointer per parameter of `p.func`.
-pub(crate) unsafe fn exec_set_kernel(e: CUgraphExec, n: CUgraphNode, p: &KernelParams) -> Result<()> {
+pub(crate) unsafe fn exec_set_kernel(
+    e: CUgraphExec,
+    n: CUgraphNode,
+    p: &KernelParams,
+) -> Result<()> {
     let raw = kernel_raw(p);
     check(
         sys::cuGraphExecKernelNodeSetParams_v2(e, n, &raw),

@@ -58,7 +58,10 @@ pub(crate) fn init() -> Result<()> {
 fn driver_version_raw() -> Result<i32> {
     let mut v = 0;
     // SAFETY: writes one int.
-    check(unsafe { sys::cuDriverGetVersion(&mut v) }, "cuDriverGetVersion")?;
+    check(
+        unsafe { sys::cuDriverGetVersion(&mut v) },
+        "cuDriverGetVersion",
+    )?;
     Ok(v)
 }
 

@@ -8,12 +8,7 @@ pub(crate) fn create() -> Result<CUstream> {
     let mut s = std::ptr::null_mut();
     // SAFETY: writes one stream handle.
     check(
-        unsafe {
-            sys::cuStreamCreate(
-                &mut s,
-                sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
-            )
-        },
+        unsafe { sys::cuStreamCreate(&mut s, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32) },
         "cuStreamCreate",
     )?;
     Ok(s)
@@ -28,7 +23,10 @@ pub(crate) fn destroy(s: CUstream) {
 /// Waits for the stream's work.
 pub(crate) fn synchronize(s: CUstream) -> Result<()> {
     // SAFETY: s is a live stream.
-    check(unsafe { sys::cuStreamSynchronize(s) }, "cuStreamSynchronize")
+    check(
+        unsafe { sys::cuStreamSynchronize(s) },
+        "cuStreamSynchronize",
+    )
 }
 
 /// Creates an event without timing (for ordering only) or with timing.
@@ -40,7 +38,10 @@ pub(crate) fn event_create(timing: bool) -> Result<CUevent> {
     };
     let mut e = std::ptr::null_mut();
     // SAFETY: writes one event handle.
-    check(unsafe { sys::cuEventCreate(&mut e, flags) }, "cuEventCreate")?;
+    check(
+        unsafe { sys::cuEventCreate(&mut e, flags) },
+        "cuEventCreate",
+    )?;
     Ok(e)
 }
 
@@ -59,7 +60,10 @@ pub(crate) fn event_record(e: CUevent, s: CUstream) -> Result<()> {
 /// Makes `s` wait for the work recorded in `e`.
 pub(crate) fn wait_event(s: CUstream, e: CUevent) -> Result<()> {
     // SAFETY: live stream and event.
-    check(unsafe { sys::cuStreamWaitEvent(s, e, 0) }, "cuStreamWaitEvent")
+    check(
+        unsafe { sys::cuStreamWaitEvent(s, e, 0) },
+        "cuStreamWaitEvent",
+    )
 }
 
 /// Capture modes, as CUDA defines them.
@@ -127,4 +131,3 @@ pub(crate) fn capture_status(s: CUstream) -> Result<CaptureStatus> {
         S::CU_STREAM_CAPTURE_STATUS_INVALIDATED => CaptureStatus::Invalidated,
     })
 }
-

@@ -128,10 +128,7 @@ impl GraphDesc {
                 "dependency {i} is node {d}, but the graph has {} nodes",
                 self.nodes.len()
             );
-            ensure_arg!(
-                !deps[..i].contains(&d),
-                "dependency {i} repeats node {d}"
-            );
+            ensure_arg!(!deps[..i].contains(&d), "dependency {i} repeats node {d}");
         }
         Ok(())
     }
@@ -168,7 +165,10 @@ impl GraphDesc {
     /// it is not a self-loop, not already there, and closes no cycle.
     pub fn check_edge(&self, from: usize, to: usize) -> Result<()> {
         let n = self.nodes.len();
-        ensure_arg!(from < n, "`from` is node {from}, but the graph has {n} nodes");
+        ensure_arg!(
+            from < n,
+            "`from` is node {from}, but the graph has {n} nodes"
+        );
         ensure_arg!(to < n, "`to` is node {to}, but the graph has {n} nodes");
         ensure_arg!(from != to, "node {from} cannot depend on itself");
         ensure_arg!(
@@ -259,7 +259,10 @@ mod tests {
     fn topology_difference_names_the_node() {
         let a = chain(3);
         assert_eq!(a.topology_difference(&chain(3)), None);
-        assert!(a.topology_difference(&chain(4)).unwrap().contains("4 nodes"));
+        assert!(a
+            .topology_difference(&chain(4))
+            .unwrap()
+            .contains("4 nodes"));
         let mut b = GraphDesc::new();
         b.push(NodeKind::Empty, &[]);
         b.push(NodeKind::Host, &[0]);

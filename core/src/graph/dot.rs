@@ -25,7 +25,9 @@ fn label(kind: &NodeKind) -> String {
             direction,
             ..
         } => format!("memcpy {direction}\\n{}", bytes(*n)),
-        NodeKind::Memset { bytes: n, value, .. } => format!("memset 0x{value:02x}\\n{}", bytes(*n)),
+        NodeKind::Memset {
+            bytes: n, value, ..
+        } => format!("memset 0x{value:02x}\\n{}", bytes(*n)),
         NodeKind::Host => "host callback".into(),
         NodeKind::Child { nodes } => format!("child graph\\n{nodes} nodes"),
         NodeKind::Empty => "empty".into(),

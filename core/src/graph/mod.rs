@@ -294,7 +294,14 @@ impl Graph {
         }
         let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
-        let raw = dg::add_memcpy(self.inner.raw, &raw_deps, dst, src, bytes, self.inner.ctx.inner.raw)?;
+        let raw = dg::add_memcpy(
+            self.inner.raw,
+            &raw_deps,
+            dst,
+            src,
+            bytes,
+            self.inner.ctx.inner.raw,
+        )?;
         let kind = NodeKind::Memcpy {
             dst,
             src,
@@ -315,7 +322,14 @@ impl Graph {
         );
         let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
-        let raw = dg::add_memset(self.inner.raw, &raw_deps, dst, value, bytes, self.inner.ctx.inner.raw)?;
+        let raw = dg::add_memset(
+            self.inner.raw,
+            &raw_deps,
+            dst,
+            value,
+            bytes,
+            self.inner.ctx.inner.raw,
+        )?;
         Ok(self.push(&mut st, NodeKind::Memset { dst, value, bytes }, &idx, raw))
     }
 

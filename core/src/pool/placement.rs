@@ -151,13 +151,13 @@ impl Allocator {
                 if end > u1 + b {
                     continue;
                 }
-                if cand.map_or(true, |(p, s)| (pages, start) < (p, s)) {
+                if cand.is_none_or(|(p, s)| (pages, start) < (p, s)) {
                     cand = Some((pages, start));
                 }
             }
             if let Some((pages, start)) = cand {
                 let key = (pages, a + len + b, start);
-                if best.map_or(true, |b| key < b) {
+                if best.is_none_or(|b| key < b) {
                     best = Some(key);
                 }
             }
