@@ -33,6 +33,8 @@ pub struct Allocator {
     /// Live graphs: serial -> (capture id, touched pages).
     pub(crate) graphs: BTreeMap<u64, (CaptureId, Vec<PageRange>)>,
     next_graph: u64,
+    /// log2(granularity).
+    shift: u32,
     /// Bumped by every change; plans carry the value they were made against.
     generation: u64,
     pub(crate) allocated: u64,
@@ -53,11 +55,11 @@ impl Allocator {
         if !cfg.alignment.is_power_of_two() {
             return Err(config_error("alignment", cfg.alignment, "a power of two"));
         }
-        if cfg.granularity == 0 || cfg.granularity % cfg.alignment != 0 {
+        if !cfg.granularity.is_power_of_two() || cfg.granularity < cfg.alignment {
             return Err(config_error(
                 "granularity",
                 cfg.granularity,
-                "a nonzero multiple of alignment",
+                "a power of two, at least alignment",
             ));
         }
         if cfg.va_bytes == 0 || cfg.va_bytes % cfg.granularity != 0 {
@@ -89,6 +91,7 @@ impl Allocator {
             captures: BTreeMap::new(),
             graphs: BTreeMap::new(),
             next_graph: 0,
+            shift: cfg.granularity.trailing_zeros(),
             generation: 0,
             allocated: 0,
             peak_allocated: 0,
@@ -183,9 +186,8 @@ impl Allocator {
             "stale AllocPlan: the pool changed between plan_alloc and commit_alloc"
         );
         self.generation += 1;
-        let g = self.cfg.granularity;
         let (off, size) = (plan.offset, plan.size);
-        let (p0, p1) = (off / g, (off + size - 1) / g + 1);
+        let (p0, p1) = (off >> self.shift, ((off + size - 1) >> self.shift) + 1);
         let mut rezone = false;
         if let Some(r) = plan.new_pages {
             self.map_pages(r);
@@ -223,10 +225,9 @@ impl Allocator {
     /// Frees the live block at `offset`; returns its size. An offset that is
     /// not the start of a live block is an error and changes nothing.
     pub fn free(&mut self, offset: u64) -> Result<u64, PoolError> {
-        let g = self.cfg.granularity;
-        let pages = &self.pages;
+        let (pages, shift) = (&self.pages, self.shift);
         let uniform = |size: u64| {
-            let (p0, p1) = (offset / g, (offset + size - 1) / g + 1);
+            let (p0, p1) = (offset >> shift, ((offset + size - 1) >> shift) + 1);
             let z = pages.zone(p0);
             (p0 + 1..p1).all(|p| pages.zone(p) == z).then_some(z)
         };

@@ -52,7 +52,7 @@ pub enum Owner {
 /// Sizes that shape a pool. All values are in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PoolConfig {
-    /// Physical page size: the unit of mapping. A nonzero multiple of
+    /// Physical page size: the unit of mapping. A power of two, at least
     /// `alignment` (2 MiB by default, as CUDA's VMM granularity).
     pub granularity: u64,
     /// Alignment of every block's offset and size; a power of two (256).
