@@ -1,5 +1,5 @@
 //! The block map: the whole address range cut into live and free blocks,
-//! with best-fit indexes of the free blocks, one per zone.
+//! with size-class indexes of the free blocks, one per zone.
 
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
