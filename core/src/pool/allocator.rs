@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::blocks::{BlockMap, State};
+use super::blocks::{class, BlockMap, State};
 use super::pages::{PageTable, Zone};
 use super::plan::{pages_to_ranges, AllocPlan, Footprint, PagePlan, PageRange};
 use super::{CaptureId, Owner, PoolConfig, PoolError, PoolStats};
@@ -33,6 +33,8 @@ pub struct Allocator {
     /// Live graphs: serial -> (capture id, touched pages).
     pub(crate) graphs: BTreeMap<u64, (CaptureId, Vec<PageRange>)>,
     next_graph: u64,
+    /// log2(granularity).
+    shift: u32,
     /// Bumped by every change; plans carry the value they were made against.
     generation: u64,
     pub(crate) allocated: u64,
@@ -53,11 +55,11 @@ impl Allocator {
         if !cfg.alignment.is_power_of_two() {
             return Err(config_error("alignment", cfg.alignment, "a power of two"));
         }
-        if cfg.granularity == 0 || cfg.granularity % cfg.alignment != 0 {
+        if !cfg.granularity.is_power_of_two() || cfg.granularity < cfg.alignment {
             return Err(config_error(
                 "granularity",
                 cfg.granularity,
-                "a nonzero multiple of alignment",
+                "a power of two, at least alignment",
             ));
         }
         if cfg.va_bytes == 0 || cfg.va_bytes % cfg.granularity != 0 {
@@ -89,6 +91,7 @@ impl Allocator {
             captures: BTreeMap::new(),
             graphs: BTreeMap::new(),
             next_graph: 0,
+            shift: cfg.granularity.trailing_zeros(),
             generation: 0,
             allocated: 0,
             peak_allocated: 0,
@@ -183,9 +186,8 @@ impl Allocator {
             "stale AllocPlan: the pool changed between plan_alloc and commit_alloc"
         );
         self.generation += 1;
-        let g = self.cfg.granularity;
         let (off, size) = (plan.offset, plan.size);
-        let (p0, p1) = (off / g, (off + size - 1) / g + 1);
+        let (p0, p1) = (off >> self.shift, ((off + size - 1) >> self.shift) + 1);
         let mut rezone = false;
         if let Some(r) = plan.new_pages {
             self.map_pages(r);
@@ -223,10 +225,20 @@ impl Allocator {
     /// Frees the live block at `offset`; returns its size. An offset that is
     /// not the start of a live block is an error and changes nothing.
     pub fn free(&mut self, offset: u64) -> Result<u64, PoolError> {
-        let (size, owner) = self
-            .blocks
-            .remove_live(offset)
-            .ok_or(PoolError::NotAllocated { offset })?;
+        let (pages, shift) = (&self.pages, self.shift);
+        let uniform = |size: u64| {
+            let (p0, p1) = (offset >> shift, ((offset + size - 1) >> shift) + 1);
+            let z = pages.zone(p0);
+            (p0 + 1..p1).all(|p| pages.zone(p) == z).then_some(z)
+        };
+        let (size, owner) = match self.blocks.free_at(offset, uniform) {
+            Ok(freed) => freed,
+            Err(None) => return Err(PoolError::NotAllocated { offset }),
+            Err(Some((size, owner))) => {
+                self.free_piecewise(offset, size);
+                (size, owner)
+            }
+        };
         self.generation += 1;
         if let Owner::Capture(id) = owner {
             if let Some(cap) = self.captures.get_mut(&id) {
@@ -235,13 +247,19 @@ impl Allocator {
                 }
             }
         }
+        self.allocated -= size;
+        self.free_count += 1;
+        Ok(size)
+    }
+
+    /// Frees a live block whose pages are of several zones, cutting it where
+    /// the zone changes.
+    fn free_piecewise(&mut self, offset: u64, size: u64) {
         let g = self.cfg.granularity;
-        let (p0, p1) = (offset / g, (offset + size - 1) / g + 1);
-        let end = offset + size;
-        let mut cur = offset;
-        let mut p = p0;
+        self.blocks.remove_live(offset);
+        let (end, p1) = (offset + size, (offset + size - 1) / g + 1);
+        let (mut cur, mut p) = (offset, offset / g);
         while cur < end {
-            // Cut the freed range where the zone of its pages changes.
             let z = self.pages.zone(p);
             p += 1;
             while p < p1 && self.pages.zone(p) == z {
@@ -251,9 +269,6 @@ impl Allocator {
             self.blocks.insert_free(cur, stop - cur, z);
             cur = stop;
         }
-        self.allocated -= size;
-        self.free_count += 1;
-        Ok(size)
     }
 
     /// The live block containing byte `addr_offset`: `(start, size)`.
@@ -404,8 +419,10 @@ impl Allocator {
         let g = self.cfg.granularity;
         let mut ranges: Vec<PageRange> = self
             .blocks
-            .at_least(Zone::Clean, g)
-            .filter_map(|(o, s)| {
+            // A block is indexed at most one class below its own.
+            .holes_from(Zone::Clean, class(g).saturating_sub(1))
+            .filter_map(|(_, o)| {
+                let s = self.blocks.size_at(o);
                 let (first, end) = (o.div_ceil(g), (o + s) / g);
                 (first < end).then_some(PageRange {
                     start: first,

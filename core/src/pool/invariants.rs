@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::blocks::State;
+use super::blocks::{class, class_lower, State};
 use super::pages::Zone;
 use super::{Allocator, Owner};
 
@@ -140,7 +140,13 @@ impl Allocator {
                             "free block {off}+{} of zone {z:?} past the page table",
                             b.size
                         );
-                        index.insert((z, off, b.size));
+                        let (c, lower) = (b.cls, class_lower(b.cls));
+                        ensure!(
+                            lower <= b.size && class(b.size) <= c + 1,
+                            "free block {off}+{} indexed under class {c} (from {lower})",
+                            b.size
+                        );
+                        index.insert((z, off, c));
                         free_mapped += 1;
                     }
                     let last = p1.min(table.max(p0));

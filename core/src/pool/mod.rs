@@ -9,8 +9,11 @@
 //! * Allocation is two-phase: [`Allocator::plan_alloc`] (pure) says where a
 //!   block goes and which pages must be newly mapped; the driver maps them and
 //!   calls [`Allocator::commit_alloc`]. A failed mapping just drops the plan.
-//! * Blocks are sub-allocated best-fit with splitting and coalescing, every
-//!   offset and size a multiple of [`PoolConfig::alignment`].
+//! * Blocks are sub-allocated with splitting and coalescing (the placement
+//!   policy and its measurements are in `placement.rs`), every offset and
+//!   size a multiple of [`PoolConfig::alignment`]. Free space is coalesced
+//!   per zone: two adjacent free blocks always lie on pages of different
+//!   zones (so across a zone boundary they stay two blocks).
 //! * Captures taint the pages their allocations touch. Eager allocations never
 //!   land on a page touched by an open capture or a live graph; a capture
 //!   never lands on a page touched by another open capture. Free space is kept
@@ -52,7 +55,7 @@ pub enum Owner {
 /// Sizes that shape a pool. All values are in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PoolConfig {
-    /// Physical page size: the unit of mapping. A nonzero multiple of
+    /// Physical page size: the unit of mapping. A power of two, at least
     /// `alignment` (2 MiB by default, as CUDA's VMM granularity).
     pub granularity: u64,
     /// Alignment of every block's offset and size; a power of two (256).

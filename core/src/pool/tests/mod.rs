@@ -5,7 +5,7 @@ mod props;
 mod trace;
 mod unit;
 
-use super::blocks::Block;
+use super::blocks::State;
 use super::{Allocator, Owner, PoolConfig};
 
 /// Small pages so tests cross page boundaries cheaply.
@@ -35,7 +35,11 @@ pub(crate) fn alloc(a: &mut Allocator, size: u64, owner: Owner) -> u64 {
     off
 }
 
-/// Every block, in address order (layout comparison for rollback).
-pub(crate) fn layout(a: &Allocator) -> Vec<(u64, Block)> {
-    a.blocks.iter().collect()
+/// Blocks as `layout` lists them.
+pub(crate) type Layout = Vec<(u64, u64, State)>;
+
+/// Every block, in address order: (offset, size, state), for comparing
+/// layouts (index classes may differ after a rollback, by hysteresis).
+pub(crate) fn layout(a: &Allocator) -> Layout {
+    a.blocks.iter().map(|(o, b)| (o, b.size, b.state)).collect()
 }

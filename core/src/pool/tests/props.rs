@@ -6,8 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
 
-use super::{layout, small, G};
-use crate::pool::blocks::Block;
+use super::{layout, small, Layout, G};
 use crate::pool::{Allocator, CaptureId, Footprint, Owner, PoolError, PoolStats};
 
 #[derive(Clone, Debug)]
@@ -73,7 +72,7 @@ struct Cap {
     live_bytes: u64,
     peak: u64,
     /// State at `begin_capture`, while nothing but this capture acted since.
-    quiet: Option<(PoolStats, Vec<(u64, Block)>)>,
+    quiet: Option<(PoolStats, Layout)>,
 }
 
 struct Model {

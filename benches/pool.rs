@@ -1,0 +1,93 @@
+//! Hot path of the pool logic: alloc + free of a 4 KiB block in a warm pool
+//! (the block comes back from, and returns to, free space on mapped pages).
+//! Pure CPU: no GPU involved. Target: median <= 50 ns per alloc + free.
+//!
+//! Run: `cargo bench --bench pool`. Besides criterion's report, prints the
+//! median of 201 samples of 10,000 alloc + free pairs each.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use criterion::Criterion;
+use graphcore_core::pool::{Allocator, Owner, PoolConfig};
+
+/// A pool with 64 MiB mapped and `live` blocks of mixed sizes scattered over
+/// it (every other one freed again, to leave holes), plus one warm-up
+/// alloc + free of the benched size.
+fn warm_pool(live: usize) -> Allocator {
+    let cfg = PoolConfig {
+        initial_bytes: 64 << 20,
+        ..PoolConfig::default()
+    };
+    let (mut a, _) = Allocator::new(cfg).expect("config");
+    let mut offs = Vec::new();
+    for i in 0..2 * live {
+        let size = 512 + (i as u64 * 7919) % 16384;
+        let plan = a.plan_alloc(size, Owner::Eager).expect("alloc");
+        offs.push(a.commit_alloc(plan));
+    }
+    for off in offs.iter().step_by(2) {
+        a.free(*off).expect("free");
+    }
+    alloc_free(&mut a);
+    a
+}
+
+#[inline]
+fn alloc_free(a: &mut Allocator) {
+    let plan = a.plan_alloc(black_box(4096), Owner::Eager).expect("alloc");
+    let off = a.commit_alloc(plan);
+    a.free(black_box(off)).expect("free");
+}
+
+/// Median over samples of the mean time of one alloc + free, in ns.
+fn median_ns(a: &mut Allocator) -> f64 {
+    const SAMPLES: usize = 201;
+    const ITERS: u32 = 10_000;
+    let mut samples: Vec<f64> = (0..SAMPLES)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..ITERS {
+                alloc_free(a);
+            }
+            t.elapsed().as_nanos() as f64 / f64::from(ITERS)
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    samples[SAMPLES / 2]
+}
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    let mut group = c.benchmark_group("pool");
+    for live in [0usize, 1000] {
+        let mut a = warm_pool(live);
+        group.bench_function(format!("alloc_free_4k/{live}_live_blocks"), |b| {
+            b.iter(|| alloc_free(&mut a))
+        });
+    }
+    group.finish();
+    c.final_summary();
+    let mut lines = Vec::new();
+    for live in [0usize, 1000] {
+        let mut a = warm_pool(live);
+        let ns = median_ns(&mut a);
+        println!("pool alloc+free 4 KiB, warm pool, {live} live blocks: median {ns:.1} ns (target <= 50)");
+        lines.push(format!(
+            "    {{ \"live_blocks\": {live}, \"median_ns\": {ns:.1} }}"
+        ));
+    }
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            let line = info.lines().find(|l| l.starts_with("model name"))?;
+            Some(line.split(':').nth(1)?.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".to_string());
+    let json = format!(
+        "{{\n  \"bench\": \"pool alloc+free 4 KiB\",\n  \"cpu\": \"{cpu}\",\n  \"target_ns\": 50,\n  \"results\": [\n{}\n  ]\n}}\n",
+        lines.join(",\n")
+    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/results/pool.json");
+    std::fs::write(path, json).expect("write results");
+}
