@@ -68,7 +68,7 @@ impl Value {
 
     /// The value as the 8-byte slot a launch passes a pointer to (the low
     /// bytes hold 4-byte values, little-endian, as the GPU reads them).
-    pub const fn to_slot(self) -> u64 {
+    pub fn to_slot(self) -> u64 {
         match self {
             Value::Ptr(v) | Value::U64(v) => v,
             Value::F32(v) => v.to_bits() as u64,
