@@ -138,6 +138,50 @@ pub struct Call {
 }
 
 impl Call {
+    /// A launch of `kernel` with `args`, in parameter order.
+    ///
+    /// # Panics
+    ///
+    /// If `args` does not match the kernel's parameter list in number and
+    /// kinds (a programming error: the typed constructors in [`ops`] always
+    /// match).
+    pub fn new(
+        kernel: &'static KernelInfo,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_bytes: u32,
+        args: &[Value],
+    ) -> Call {
+        assert_eq!(
+            args.len(),
+            kernel.args.len(),
+            "{}: wrong number of arguments",
+            kernel.name
+        );
+        for (v, (name, kind)) in args.iter().zip(kernel.args) {
+            assert_eq!(v.kind(), *kind, "{}: argument {name}", kernel.name);
+        }
+        let mut a = [Value::U64(0); MAX_ARGS];
+        a[..args.len()].copy_from_slice(args);
+        Call {
+            kernel,
+            grid,
+            block,
+            shared_bytes,
+            args: a,
+            nargs: args.len(),
+        }
+    }
+
+    /// Total threads launched (grid x block), for coverage checks.
+    pub fn threads(&self) -> u64 {
+        self.grid
+            .iter()
+            .chain(&self.block)
+            .map(|&d| d as u64)
+            .product()
+    }
+
     /// The arguments in use.
     pub fn args(&self) -> &[Value] {
         &self.args[..self.nargs]
