@@ -37,3 +37,21 @@ __device__ __forceinline__ bool gc_aligned16(const void *a, const void *b, const
 // Global thread index and grid stride for grid-stride loops (64-bit).
 __device__ __forceinline__ u64 gc_tid() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ u64 gc_stride() { return (u64)gridDim.x * blockDim.x; }
+
+// 16-byte load from shared memory as one ld.shared.v4.f32. Written as inline
+// PTX because NVVM 12.0's load vectorizer is not deterministic on plain
+// float4 reads of shared memory here (it sometimes adds a redundant
+// ld.shared.v2), which would make the generated PTX differ from run to run.
+// `volatile` + "memory": never moved across barriers or other memory accesses.
+__device__ __forceinline__ float4 gc_lds4(const float *p) {
+#ifdef __CUDA_ARCH__
+    float4 v;
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"((u32)__cvta_generic_to_shared(p))
+                 : "memory");
+    return v;
+#else
+    return *reinterpret_cast<const float4 *>(p);  // CPU emulation (kernels/emu)
+#endif
+}

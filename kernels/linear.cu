@@ -361,7 +361,7 @@ __device__ __forceinline__ void gc_gemm(float *cmat, const float *a, const float
             float av[TM], bv[TN];
 #pragma unroll
             for (int h = 0; h < TM / 4; ++h) {
-                const float4 v = *reinterpret_cast<const float4 *>(arow + 4 * ty + h * (BM / 2));
+                const float4 v = gc_lds4(arow + 4 * ty + h * (BM / 2));
                 av[4 * h] = v.x;
                 av[4 * h + 1] = v.y;
                 av[4 * h + 2] = v.z;
@@ -369,7 +369,7 @@ __device__ __forceinline__ void gc_gemm(float *cmat, const float *a, const float
             }
 #pragma unroll
             for (int h = 0; h < TN / 4; ++h) {
-                const float4 v = *reinterpret_cast<const float4 *>(brow + 4 * tx + h * (BN / 2));
+                const float4 v = gc_lds4(brow + 4 * tx + h * (BN / 2));
                 bv[4 * h] = v.x;
                 bv[4 * h + 1] = v.y;
                 bv[4 * h + 2] = v.z;
