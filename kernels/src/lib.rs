@@ -6,6 +6,15 @@
 //! arguments, and decides launch configurations ([`Call`]) for the typed
 //! operations in [`ops`]. The driver layer in `graphcore-core` loads the PTX
 //! and launches what a [`Call`] says.
+//!
+//! Tools (none needs a GPU):
+//! - `python3 kernels/gen_ptx.py` regenerates the PTX with NVRTC 12.0
+//!   (`--check` compares instead, as CI does; `--stats 90` prints ptxas
+//!   register, spill and shared-memory use for sm_90);
+//! - `python3 kernels/emu/run.py` runs every kernel's CUDA source on the CPU
+//!   (one OS thread per CUDA thread) against a float64 reference, over odd
+//!   sizes, misaligned pointers and every launch variant, and checks the
+//!   bitwise promises (chain == standalone kernels, fused SGD == unfused).
 
 #![forbid(unsafe_code)]
 
