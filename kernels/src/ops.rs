@@ -1,1 +1,1415 @@
 //! Typed operations: size checks and launch configurations.
+//!
+//! Every constructor checks its arguments and returns the [`Call`] to launch,
+//! or a [`SizeError`] saying what was wrong (then nothing may be launched):
+//!
+//! - pointers are device addresses (`u64`): null is refused (except where an
+//!   argument is documented as optional, `0` = absent), and so is an address
+//!   that is not a multiple of 4 (the size of an `f32`);
+//! - element counts and matrix sizes must be non-zero, and the byte extent of
+//!   every buffer must fit in the 64-bit address space;
+//! - matrices: every `rows * cols` (or `rows * ld`) must be below 2^32, the
+//!   kernels' 32-bit index range;
+//! - an output may not partly overlap an input. Elementwise operations allow
+//!   exact in-place use (output == input, same length); the linear layers and
+//!   GEMM allow no overlap at all.
+//!
+//! `sms` is the device's multiprocessor count (`CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT`);
+//! launch shapes are chosen from it. The same sizes and `sms` always give the
+//! same [`Call`], so results are reproducible bit for bit.
+
+use crate::table::kernel;
+use crate::{Call, SizeError, Value};
+
+/// Chain opcode: `v = c` (same result as [`fill`]).
+pub const OP_FILL: u32 = 1;
+/// Chain opcode: `v = v * c` (same result as [`scale`]).
+pub const OP_MUL: u32 = 2;
+/// Chain opcode: `v = v + c` (same result as [`add_scalar`]).
+pub const OP_ADD: u32 = 3;
+/// Chain opcode: `v = relu(v)`; the constant is ignored (same result as [`relu`]).
+pub const OP_RELU: u32 = 4;
+/// Chain opcode: `v = max(v, c)` (clamp from below; a NaN in `v` propagates).
+pub const OP_MAX: u32 = 5;
+/// Chain opcode: `v = min(v, c)` (clamp from above; a NaN in `v` propagates).
+pub const OP_MIN: u32 = 6;
+/// Most operations one [`chain`] call applies.
+pub const MAX_CHAIN_OPS: usize = 8;
+
+/// Threads per block of the elementwise and reduction kernels.
+pub const BLOCK: u32 = 256;
+/// Largest m the small-batch linear path handles.
+pub const SMALL_BATCH_MAX_M: u32 = 64;
+
+/// Blocks per multiprocessor at most for grid-stride kernels.
+const STRIDE_WAVES: u64 = 8;
+/// Blocks per multiprocessor at most for the MSE kernel (fewer partial sums).
+const MSE_WAVES: u64 = 4;
+const MAX_GRID_X: u64 = (1 << 31) - 1;
+const F32: u64 = 4;
+
+// ---------------------------------------------------------------------------
+// Checks
+
+/// A buffer for overlap checks: name, address, byte length.
+#[derive(Clone, Copy)]
+struct Region {
+    name: &'static str,
+    addr: u64,
+    bytes: u64,
+}
+
+struct Check(&'static str);
+
+impl Check {
+    fn err(&self, msg: impl core::fmt::Display) -> SizeError {
+        SizeError(format!("{}: {msg}", self.0))
+    }
+
+    fn sms(&self, sms: u32) -> Result<(), SizeError> {
+        if sms == 0 {
+            return Err(self.err("sms (multiprocessor count) must be > 0"));
+        }
+        Ok(())
+    }
+
+    fn nonzero(&self, name: &str, v: u64) -> Result<(), SizeError> {
+        if v == 0 {
+            return Err(self.err(format_args!("{name} must be > 0")));
+        }
+        Ok(())
+    }
+
+    /// Byte length of `n` floats.
+    fn floats(&self, name: &str, n: u64) -> Result<u64, SizeError> {
+        self.nonzero(name, n)?;
+        n.checked_mul(F32)
+            .ok_or_else(|| self.err(format_args!("{name} = {n} floats overflows the byte count")))
+    }
+
+    /// `rows * cols` elements, below 2^32.
+    fn elems(&self, what: &str, rows: u64, cols: u64) -> Result<u64, SizeError> {
+        let e = rows.saturating_mul(cols);
+        if e > u32::MAX as u64 {
+            return Err(self.err(format_args!(
+                "{what} has {rows} x {cols} elements; at most 2^32 - 1 are supported"
+            )));
+        }
+        Ok(e)
+    }
+
+    /// A required buffer of `bytes` at `addr`.
+    fn buf(&self, name: &'static str, addr: u64, bytes: u64) -> Result<Region, SizeError> {
+        if addr == 0 {
+            return Err(self.err(format_args!("{name} is a null pointer")));
+        }
+        self.opt_buf(name, addr, bytes)
+    }
+
+    /// An optional buffer (`addr == 0`: absent, an empty region).
+    fn opt_buf(&self, name: &'static str, addr: u64, bytes: u64) -> Result<Region, SizeError> {
+        if addr == 0 {
+            return Ok(Region {
+                name,
+                addr,
+                bytes: 0,
+            });
+        }
+        if addr % F32 != 0 {
+            return Err(self.err(format_args!("{name} = {addr:#x} is not 4-byte aligned")));
+        }
+        if addr.checked_add(bytes).is_none() {
+            return Err(self.err(format_args!(
+                "{name} = {addr:#x} + {bytes} bytes runs past the address space"
+            )));
+        }
+        Ok(Region { name, addr, bytes })
+    }
+
+    /// `out` and `input` must not overlap, except exactly (same address and
+    /// length) when `in_place` is allowed.
+    fn apart(&self, out: Region, input: Region, in_place: bool) -> Result<(), SizeError> {
+        if out.bytes == 0 || input.bytes == 0 {
+            return Ok(());
+        }
+        let overlap = out.addr < input.addr + input.bytes && input.addr < out.addr + out.bytes;
+        if !overlap || (in_place && out.addr == input.addr && out.bytes == input.bytes) {
+            return Ok(());
+        }
+        Err(self.err(format_args!(
+            "{} and {} overlap{}",
+            out.name,
+            input.name,
+            if in_place {
+                " (only exact in-place use is allowed)"
+            } else {
+                ""
+            }
+        )))
+    }
+}
+
+fn ceil_div(a: u64, b: u64) -> u64 {
+    a.div_ceil(b)
+}
+
+/// Grid for a grid-stride kernel over `n` floats (float4 units), at most
+/// `STRIDE_WAVES` blocks per SM.
+fn stride_grid(n: u64, sms: u32, waves: u64) -> u32 {
+    let units = ceil_div(n, 4);
+    let want = ceil_div(units, BLOCK as u64);
+    want.min(sms as u64 * waves).clamp(1, MAX_GRID_X) as u32
+}
+
+fn grid_stride_call(name: &str, n: u64, sms: u32, args: &[Value]) -> Call {
+    Call::new(
+        kernel(name),
+        [stride_grid(n, sms, STRIDE_WAVES), 1, 1],
+        [BLOCK, 1, 1],
+        0,
+        args,
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Elementwise
+
+/// `y[i] = value`, `i < n`.
+pub fn fill(y: u64, n: u64, value: f32, sms: u32) -> Result<Call, SizeError> {
+    let c = Check("fill");
+    c.sms(sms)?;
+    let bytes = c.floats("n", n)?;
+    c.buf("y", y, bytes)?;
+    Ok(grid_stride_call(
+        "gc_fill_f32",
+        n,
+        sms,
+        &[Value::Ptr(y), Value::U64(n), Value::F32(value)],
+    ))
+}
+
+/// Checks a unary elementwise operation `y = f(x)` over `n` floats.
+fn unary(op: &'static str, y: u64, x: u64, n: u64, sms: u32) -> Result<(), SizeError> {
+    let c = Check(op);
+    c.sms(sms)?;
+    let bytes = c.floats("n", n)?;
+    let y = c.buf("y", y, bytes)?;
+    let x = c.buf("x", x, bytes)?;
+    c.apart(y, x, true)
+}
+
+/// Checks a binary elementwise operation `out = f(a, b)` over `n` floats.
+fn binary(
+    op: &'static str,
+    names: [&'static str; 3],
+    ptrs: [u64; 3],
+    n: u64,
+    sms: u32,
+) -> Result<(), SizeError> {
+    let c = Check(op);
+    c.sms(sms)?;
+    let bytes = c.floats("n", n)?;
+    let out = c.buf(names[0], ptrs[0], bytes)?;
+    let a = c.buf(names[1], ptrs[1], bytes)?;
+    let b = c.buf(names[2], ptrs[2], bytes)?;
+    c.apart(out, a, true)?;
+    c.apart(out, b, true)
+}
+
+/// `y[i] = x[i]`.
+pub fn copy(y: u64, x: u64, n: u64, sms: u32) -> Result<Call, SizeError> {
+    unary("copy", y, x, n, sms)?;
+    Ok(grid_stride_call(
+        "gc_copy_f32",
+        n,
+        sms,
+        &[Value::Ptr(y), Value::Ptr(x), Value::U64(n)],
+    ))
+}
+
+/// `y[i] = alpha * x[i]`.
+pub fn scale(y: u64, x: u64, n: u64, alpha: f32, sms: u32) -> Result<Call, SizeError> {
+    unary("scale", y, x, n, sms)?;
+    Ok(grid_stride_call(
+        "gc_scale_f32",
+        n,
+        sms,
+        &[
+            Value::Ptr(y),
+            Value::Ptr(x),
+            Value::U64(n),
+            Value::F32(alpha),
+        ],
+    ))
+}
+
+/// `y[i] = x[i] + c`.
+pub fn add_scalar(y: u64, x: u64, n: u64, c: f32, sms: u32) -> Result<Call, SizeError> {
+    unary("add_scalar", y, x, n, sms)?;
+    Ok(grid_stride_call(
+        "gc_add_scalar_f32",
+        n,
+        sms,
+        &[Value::Ptr(y), Value::Ptr(x), Value::U64(n), Value::F32(c)],
+    ))
+}
+
+/// `y[i] = fmaf(alpha, x[i], y[i])`.
+pub fn axpy(y: u64, x: u64, n: u64, alpha: f32, sms: u32) -> Result<Call, SizeError> {
+    unary("axpy", y, x, n, sms)?;
+    Ok(grid_stride_call(
+        "gc_axpy_f32",
+        n,
+        sms,
+        &[
+            Value::Ptr(y),
+            Value::Ptr(x),
+            Value::U64(n),
+            Value::F32(alpha),
+        ],
+    ))
+}
+
+/// `z[i] = x[i] + y[i]`.
+pub fn add(z: u64, x: u64, y: u64, n: u64, sms: u32) -> Result<Call, SizeError> {
+    binary("add", ["z", "x", "y"], [z, x, y], n, sms)?;
+    Ok(grid_stride_call(
+        "gc_add_f32",
+        n,
+        sms,
+        &[Value::Ptr(z), Value::Ptr(x), Value::Ptr(y), Value::U64(n)],
+    ))
+}
+
+/// `z[i] = x[i] * y[i]`.
+pub fn mul(z: u64, x: u64, y: u64, n: u64, sms: u32) -> Result<Call, SizeError> {
+    binary("mul", ["z", "x", "y"], [z, x, y], n, sms)?;
+    Ok(grid_stride_call(
+        "gc_mul_f32",
+        n,
+        sms,
+        &[Value::Ptr(z), Value::Ptr(x), Value::Ptr(y), Value::U64(n)],
+    ))
+}
+
+/// `y[i] = relu(x[i])` (NaN propagates, -0 becomes +0).
+pub fn relu(y: u64, x: u64, n: u64, sms: u32) -> Result<Call, SizeError> {
+    unary("relu", y, x, n, sms)?;
+    Ok(grid_stride_call(
+        "gc_relu_f32",
+        n,
+        sms,
+        &[Value::Ptr(y), Value::Ptr(x), Value::U64(n)],
+    ))
+}
+
+/// `dx[i] = x[i] > 0 ? dy[i] : 0`.
+pub fn relu_backward(dx: u64, dy: u64, x: u64, n: u64, sms: u32) -> Result<Call, SizeError> {
+    binary("relu_backward", ["dx", "dy", "x"], [dx, dy, x], n, sms)?;
+    Ok(grid_stride_call(
+        "gc_relu_backward_f32",
+        n,
+        sms,
+        &[Value::Ptr(dx), Value::Ptr(dy), Value::Ptr(x), Value::U64(n)],
+    ))
+}
+
+/// `w[i] = fmaf(-lr, g[i], w[i])` (an SGD step).
+pub fn sgd(w: u64, g: u64, n: u64, lr: f32, sms: u32) -> Result<Call, SizeError> {
+    let c = Check("sgd");
+    c.sms(sms)?;
+    let bytes = c.floats("n", n)?;
+    let wr = c.buf("w", w, bytes)?;
+    let gr = c.buf("g", g, bytes)?;
+    c.apart(wr, gr, false)?;
+    Ok(grid_stride_call(
+        "gc_sgd_f32",
+        n,
+        sms,
+        &[Value::Ptr(w), Value::Ptr(g), Value::U64(n), Value::F32(lr)],
+    ))
+}
+
+/// `y[r, c] = x[r, c] + b[c]` for row-major `rows x cols` matrices.
+pub fn bias_add(y: u64, x: u64, b: u64, rows: u32, cols: u32, sms: u32) -> Result<Call, SizeError> {
+    let c = Check("bias_add");
+    c.sms(sms)?;
+    c.nonzero("rows", rows as u64)?;
+    c.nonzero("cols", cols as u64)?;
+    let n = c.elems("x", rows as u64, cols as u64)?;
+    let yr = c.buf("y", y, n * F32)?;
+    let xr = c.buf("x", x, n * F32)?;
+    let br = c.buf("b", b, cols as u64 * F32)?;
+    c.apart(yr, xr, true)?;
+    c.apart(yr, br, false)?;
+    Ok(grid_stride_call(
+        "gc_bias_add_f32",
+        n,
+        sms,
+        &[
+            Value::Ptr(y),
+            Value::Ptr(x),
+            Value::Ptr(b),
+            Value::U32(rows),
+            Value::U32(cols),
+        ],
+    ))
+}
+
+/// Applies up to [`MAX_CHAIN_OPS`] operations `(opcode, constant)` to every
+/// element in one pass: `y[i] = op_last(... op_first(x[i]))`. Opcodes are the
+/// `OP_*` constants; each gives bitwise the result of its standalone kernel.
+/// When the first operation is [`OP_FILL`], `x` is not read and may be 0.
+/// An empty list copies `x` to `y`.
+pub fn chain(y: u64, x: u64, n: u64, ops: &[(u32, f32)], sms: u32) -> Result<Call, SizeError> {
+    let c = Check("chain");
+    c.sms(sms)?;
+    if ops.len() > MAX_CHAIN_OPS {
+        return Err(c.err(format_args!(
+            "{} operations; at most {MAX_CHAIN_OPS} per call",
+            ops.len()
+        )));
+    }
+    let mut packed = 0u32;
+    let mut consts = [0.0f32; MAX_CHAIN_OPS];
+    for (i, &(op, k)) in ops.iter().enumerate() {
+        if !(OP_FILL..=OP_MIN).contains(&op) {
+            return Err(c.err(format_args!("operation {i}: unknown opcode {op}")));
+        }
+        packed |= op << (4 * i);
+        consts[i] = k;
+    }
+    let bytes = c.floats("n", n)?;
+    let yr = c.buf("y", y, bytes)?;
+    let reads_x = ops.first().map(|&(op, _)| op) != Some(OP_FILL);
+    let xr = if reads_x {
+        c.buf("x", x, bytes)?
+    } else {
+        c.opt_buf("x", x, bytes)?
+    };
+    c.apart(yr, xr, true)?;
+    let mut args = vec![
+        Value::Ptr(y),
+        Value::Ptr(x),
+        Value::U64(n),
+        Value::U32(packed),
+        Value::U32(ops.len() as u32),
+    ];
+    args.extend(consts.iter().map(|&k| Value::F32(k)));
+    Ok(grid_stride_call("gc_chain_f32", n, sms, &args))
+}
+
+// ---------------------------------------------------------------------------
+// Reductions
+
+/// Block shape (32, TY) for the column sums: about 4 rows per thread, TY a
+/// power of two up to 32.
+/// `lr: None` is bias_grad, `Some(lr)` bias_sgd.
+fn column_sum_call(
+    out: u64,
+    dy: u64,
+    rows: u32,
+    cols: u32,
+    lr: Option<f32>,
+    sms: u32,
+) -> Result<Call, SizeError> {
+    let (op, name) = match lr {
+        None => ("bias_grad", "gc_bias_grad_f32"),
+        Some(_) => ("bias_sgd", "gc_bias_sgd_f32"),
+    };
+    let c = Check(op);
+    c.sms(sms)?;
+    c.nonzero("rows", rows as u64)?;
+    c.nonzero("cols", cols as u64)?;
+    let n = c.elems("dy", rows as u64, cols as u64)?;
+    let out_name = if lr.is_some() { "b" } else { "db" };
+    let o = c.buf(out_name, out, cols as u64 * F32)?;
+    let d = c.buf("dy", dy, n * F32)?;
+    c.apart(o, d, false)?;
+    let ty = ceil_div(rows as u64, 4).next_power_of_two().min(32) as u32;
+    let mut args = vec![
+        Value::Ptr(out),
+        Value::Ptr(dy),
+        Value::U32(rows),
+        Value::U32(cols),
+    ];
+    if let Some(lr) = lr {
+        args.push(Value::F32(lr));
+    }
+    Ok(Call::new(
+        kernel(name),
+        [ceil_div(cols as u64, 32) as u32, 1, 1],
+        [32, ty, 1],
+        0,
+        &args,
+    ))
+}
+
+/// `db[c] = sum over r of dy[r, c]` (row-major `rows x cols`), deterministic.
+pub fn bias_grad(db: u64, dy: u64, rows: u32, cols: u32, sms: u32) -> Result<Call, SizeError> {
+    column_sum_call(db, dy, rows, cols, None, sms)
+}
+
+/// `b[c] -= lr * sum over r of dy[r, c]`, bitwise equal to [`bias_grad`]
+/// followed by [`sgd`], without the intermediate buffer.
+pub fn bias_sgd(
+    b: u64,
+    dy: u64,
+    rows: u32,
+    cols: u32,
+    lr: f32,
+    sms: u32,
+) -> Result<Call, SizeError> {
+    column_sum_call(b, dy, rows, cols, Some(lr), sms)
+}
+
+fn mse_blocks(n: u64, sms: u32) -> u32 {
+    stride_grid(n, sms.max(1), MSE_WAVES)
+}
+
+/// Bytes of workspace [`mse`] needs for `n` elements on a device with `sms`
+/// multiprocessors: a counter (16 bytes) and one partial sum per block.
+/// The workspace must be zeroed once before its first use; the kernel leaves
+/// it zeroed after every launch.
+pub fn mse_workspace_bytes(n: u64, sms: u32) -> u64 {
+    16 + F32 * mse_blocks(n, sms) as u64
+}
+
+/// Sum-of-squares loss and its gradient:
+/// `loss[0] = sum (pred[i] - target[i])^2` and, when `grad != 0`,
+/// `grad[i] = 2 * grad_scale * (pred[i] - target[i])` (`grad_scale = 1/n`
+/// gives the gradient of the mean). `workspace` holds at least
+/// [`mse_workspace_bytes`]`(n, sms)` bytes (`workspace_bytes` says how many),
+/// zeroed before the first launch and not shared with a concurrent launch.
+#[allow(clippy::too_many_arguments)]
+pub fn mse(
+    loss: u64,
+    grad: u64,
+    pred: u64,
+    target: u64,
+    n: u64,
+    grad_scale: f32,
+    workspace: u64,
+    workspace_bytes: u64,
+    sms: u32,
+) -> Result<Call, SizeError> {
+    let c = Check("mse");
+    c.sms(sms)?;
+    let bytes = c.floats("n", n)?;
+    let need = mse_workspace_bytes(n, sms);
+    if workspace_bytes < need {
+        return Err(c.err(format_args!(
+            "workspace has {workspace_bytes} bytes; {need} are needed (mse_workspace_bytes)"
+        )));
+    }
+    let l = c.buf("loss", loss, F32)?;
+    let g = c.opt_buf("grad", grad, bytes)?;
+    let p = c.buf("pred", pred, bytes)?;
+    let t = c.buf("target", target, bytes)?;
+    let w = c.buf("workspace", workspace, need)?;
+    for other in [g, p, t, w] {
+        c.apart(l, other, false)?;
+    }
+    for other in [g, p, t] {
+        c.apart(w, other, false)?;
+    }
+    c.apart(g, p, true)?;
+    c.apart(g, t, true)?;
+    let grid = mse_blocks(n, sms);
+    Ok(Call::new(
+        kernel("gc_mse_f32"),
+        [grid, 1, 1],
+        [BLOCK, 1, 1],
+        0,
+        &[
+            Value::Ptr(loss),
+            Value::Ptr(grad),
+            Value::Ptr(pred),
+            Value::Ptr(target),
+            Value::U64(n),
+            Value::F32(grad_scale),
+            Value::Ptr(workspace),
+        ],
+    ))
+}
+
+// ---------------------------------------------------------------------------
+// Linear layers and GEMM
+
+/// A general matrix product for [`gemm`]:
+/// `C = act(alpha * op(A) . op(B) + beta * C + bias[col])`, row-major, with
+/// `op(A)` `m x k` (`A` stored `k x m` when `trans_a`), `op(B)` `k x n` (`B`
+/// stored `n x k` when `trans_b`), `C` `m x n`, and leading dimensions (row
+/// strides, in elements) `lda`, `ldb`, `ldc`. `bias` may be 0. With
+/// `beta == 0`, `C` is not read.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Gemm {
+    /// Output `m x n`, row stride `ldc`.
+    pub c: u64,
+    /// Left operand.
+    pub a: u64,
+    /// Right operand.
+    pub b: u64,
+    /// Optional per-column bias (length `n`), 0 for none.
+    pub bias: u64,
+    /// Rows of `C` and `op(A)`.
+    pub m: u32,
+    /// Columns of `C` and `op(B)`.
+    pub n: u32,
+    /// The reduction length.
+    pub k: u32,
+    /// Row stride of `A` as stored.
+    pub lda: u32,
+    /// Row stride of `B` as stored.
+    pub ldb: u32,
+    /// Row stride of `C`.
+    pub ldc: u32,
+    /// `A` is stored `k x m`.
+    pub trans_a: bool,
+    /// `B` is stored `n x k`.
+    pub trans_b: bool,
+    /// Apply ReLU last.
+    pub relu: bool,
+    /// Scale of the product.
+    pub alpha: f32,
+    /// Scale of the old `C` (0: `C` is write-only).
+    pub beta: f32,
+}
+
+/// Block tile edge of `gc_gemm_f32`'s `tile` values.
+const GEMM_TILES: [u32; 2] = [64, 32];
+
+/// The tile for an `m x n` output: 64 x 64 when that still gives about a
+/// wave of blocks, else 32 x 32.
+fn gemm_tile(m: u32, n: u32, sms: u32) -> u32 {
+    let blocks64 = ceil_div(m as u64, 64) * ceil_div(n as u64, 64);
+    if blocks64 * 4 >= sms as u64 * 3 {
+        0
+    } else {
+        1
+    }
+}
+
+/// Checks a stored matrix of `rows x cols` with row stride `ld`; returns its region.
+fn matrix(
+    c: &Check,
+    name: &'static str,
+    addr: u64,
+    rows: u32,
+    cols: u32,
+    ld: u32,
+) -> Result<Region, SizeError> {
+    if ld < cols {
+        return Err(c.err(format_args!(
+            "leading dimension of {name} ({ld}) is less than its {cols} columns"
+        )));
+    }
+    c.elems(name, rows as u64, ld as u64)?;
+    let bytes = ((rows as u64 - 1) * ld as u64 + cols as u64) * F32;
+    c.buf(name, addr, bytes)
+}
+
+fn gemm_checked(c: &Check, g: &Gemm, sms: u32) -> Result<Call, SizeError> {
+    c.sms(sms)?;
+    c.nonzero("m", g.m as u64)?;
+    c.nonzero("n", g.n as u64)?;
+    c.nonzero("k", g.k as u64)?;
+    let (ar, ac) = if g.trans_a { (g.k, g.m) } else { (g.m, g.k) };
+    let (br, bc) = if g.trans_b { (g.n, g.k) } else { (g.k, g.n) };
+    let a = matrix(c, "a", g.a, ar, ac, g.lda)?;
+    let b = matrix(c, "b", g.b, br, bc, g.ldb)?;
+    let out = matrix(c, "c", g.c, g.m, g.n, g.ldc)?;
+    let bias = c.opt_buf("bias", g.bias, g.n as u64 * F32)?;
+    for input in [a, b, bias] {
+        c.apart(out, input, false)?;
+    }
+    let tile = gemm_tile(g.m, g.n, sms);
+    let t = GEMM_TILES[tile as usize] as u64;
+    let blocks = ceil_div(g.m as u64, t) * ceil_div(g.n as u64, t);
+    if blocks > MAX_GRID_X {
+        return Err(c.err(format_args!("{blocks} blocks exceed the grid limit")));
+    }
+    let flags = g.trans_a as u32 | (g.trans_b as u32) << 1 | (g.relu as u32) << 2;
+    Ok(Call::new(
+        kernel("gc_gemm_f32"),
+        [blocks as u32, 1, 1],
+        [256, 1, 1],
+        0,
+        &[
+            Value::Ptr(g.c),
+            Value::Ptr(g.a),
+            Value::Ptr(g.b),
+            Value::Ptr(g.bias),
+            Value::U32(g.m),
+            Value::U32(g.n),
+            Value::U32(g.k),
+            Value::U32(g.lda),
+            Value::U32(g.ldb),
+            Value::U32(g.ldc),
+            Value::U32(flags),
+            Value::F32(g.alpha),
+            Value::F32(g.beta),
+            Value::U32(tile),
+        ],
+    ))
+}
+
+/// The generic tiled GEMM ([`Gemm`] says what it computes). Deterministic:
+/// the same sizes and `sms` give the same bits.
+pub fn gemm(g: &Gemm, sms: u32) -> Result<Call, SizeError> {
+    gemm_checked(&Check("gemm"), g, sms)
+}
+
+/// Columns per block for `gc_linear_small_f32`, from a rough H100-like cost
+/// model (per-SM L2 read rate, aggregate L2 rate, FMA rate at half of peak):
+/// each block reads all of x (`m x k`) and `cpb` rows of W, so fewer columns
+/// per block spread W over more SMs but read x more often.
+fn small_cols_per_block(m: u32, n: u32, k: u32, sms: u32, vec_kn: bool) -> u32 {
+    const SM_BYTES_PER_CLK: f64 = 64.0;
+    const L2_BYTES_PER_CLK_PER_SM: f64 = 30.0;
+    const FMA_PER_CLK: f64 = 64.0;
+    let (m, n, k, sms) = (m as f64, n as u64, k as f64, sms as f64);
+    let groups = if m <= 8.0 {
+        1.0
+    } else if m <= 16.0 {
+        2.0
+    } else if m <= 32.0 {
+        4.0
+    } else {
+        8.0
+    };
+    let rows = (m / groups).ceil().min(8.0) * groups;
+    let candidates: &[u32] = if vec_kn { &[8, 4] } else { &[8, 4, 2, 1] };
+    let mut best = (f64::INFINITY, 8);
+    for &cpb in candidates {
+        let blocks = ceil_div(n, cpb as u64) as f64;
+        let waves = (blocks / sms).ceil();
+        let bytes = (m + cpb as f64) * k * 4.0;
+        let cols = if cpb > 4 { 8.0 } else { 4.0 };
+        let per_block = (bytes / SM_BYTES_PER_CLK).max(rows * cols * k / FMA_PER_CLK);
+        let t = (waves * per_block).max(blocks * bytes / (L2_BYTES_PER_CLK_PER_SM * sms));
+        if t < best.0 {
+            best = (t, cpb);
+        }
+    }
+    best.1
+}
+
+/// Checks the sizes of a linear layer: x `m x k`, W `n x k`, y `m x n`.
+fn linear_sizes(c: &Check, m: u32, n: u32, k: u32) -> Result<(), SizeError> {
+    c.nonzero("m", m as u64)?;
+    c.nonzero("n", n as u64)?;
+    c.nonzero("k", k as u64)?;
+    c.elems("x (m x k)", m as u64, k as u64)?;
+    c.elems("w (n x k)", n as u64, k as u64)?;
+    c.elems("y (m x n)", m as u64, n as u64)?;
+    Ok(())
+}
+
+/// `gc_linear_small_f32` call: `y (m x out) = x (m x red) . W`, W laid out
+/// `out x red` (`kn == false`) or `red x out` (`kn == true`).
+#[allow(clippy::too_many_arguments)]
+fn small_call(
+    y: u64,
+    x: u64,
+    w: u64,
+    b: u64,
+    m: u32,
+    out: u32,
+    red: u32,
+    relu: bool,
+    kn: bool,
+    sms: u32,
+) -> Call {
+    let vec_kn = kn && out % 4 == 0;
+    let cpb = small_cols_per_block(m, out, red, sms, vec_kn);
+    let flags = relu as u32 | (kn as u32) << 1;
+    Call::new(
+        kernel("gc_linear_small_f32"),
+        [ceil_div(out as u64, cpb as u64) as u32, 1, 1],
+        [256, 1, 1],
+        0,
+        &[
+            Value::Ptr(y),
+            Value::Ptr(x),
+            Value::Ptr(w),
+            Value::Ptr(b),
+            Value::U32(m),
+            Value::U32(out),
+            Value::U32(red),
+            Value::U32(flags),
+            Value::U32(cpb),
+        ],
+    )
+}
+
+/// Linear layer forward: `y = x . W^T + b`, then ReLU when `relu`.
+/// x is `m x k`, W is `n x k` (PyTorch's layout), b has `n` entries (0 for
+/// no bias), y is `m x n`; all row-major. `m <= 64` takes the small-batch
+/// kernel (W read once, spread over all SMs), larger `m` the tiled GEMM.
+#[allow(clippy::too_many_arguments)]
+pub fn linear(
+    y: u64,
+    x: u64,
+    w: u64,
+    b: u64,
+    m: u32,
+    n: u32,
+    k: u32,
+    relu: bool,
+    sms: u32,
+) -> Result<Call, SizeError> {
+    let c = Check("linear");
+    c.sms(sms)?;
+    linear_sizes(&c, m, n, k)?;
+    if m > SMALL_BATCH_MAX_M {
+        return gemm_checked(
+            &c,
+            &Gemm {
+                c: y,
+                a: x,
+                b: w,
+                bias: b,
+                m,
+                n,
+                k,
+                lda: k,
+                ldb: k,
+                ldc: n,
+                trans_a: false,
+                trans_b: true,
+                relu,
+                alpha: 1.0,
+                beta: 0.0,
+            },
+            sms,
+        );
+    }
+    let yr = c.buf("y", y, m as u64 * n as u64 * F32)?;
+    let xr = c.buf("x", x, m as u64 * k as u64 * F32)?;
+    let wr = c.buf("w", w, n as u64 * k as u64 * F32)?;
+    let br = c.opt_buf("b", b, n as u64 * F32)?;
+    for input in [xr, wr, br] {
+        c.apart(yr, input, false)?;
+    }
+    Ok(small_call(y, x, w, b, m, n, k, relu, false, sms))
+}
+
+/// Input gradient of a linear layer: `dx = dy . W` with dy `m x n`, W `n x k`,
+/// dx `m x k`.
+pub fn linear_backward_input(
+    dx: u64,
+    dy: u64,
+    w: u64,
+    m: u32,
+    n: u32,
+    k: u32,
+    sms: u32,
+) -> Result<Call, SizeError> {
+    let c = Check("linear_backward_input");
+    c.sms(sms)?;
+    linear_sizes(&c, m, n, k)?;
+    if m > SMALL_BATCH_MAX_M {
+        return gemm_checked(
+            &c,
+            &Gemm {
+                c: dx,
+                a: dy,
+                b: w,
+                bias: 0,
+                m,
+                n: k,
+                k: n,
+                lda: n,
+                ldb: k,
+                ldc: k,
+                trans_a: false,
+                trans_b: false,
+                relu: false,
+                alpha: 1.0,
+                beta: 0.0,
+            },
+            sms,
+        );
+    }
+    let dxr = c.buf("dx", dx, m as u64 * k as u64 * F32)?;
+    let dyr = c.buf("dy", dy, m as u64 * n as u64 * F32)?;
+    let wr = c.buf("w", w, n as u64 * k as u64 * F32)?;
+    c.apart(dxr, dyr, false)?;
+    c.apart(dxr, wr, false)?;
+    Ok(small_call(dx, dy, w, 0, m, k, n, false, true, sms))
+}
+
+/// The weight-gradient GEMM `W' = alpha * dy^T . x + beta * W'` (n x k).
+#[allow(clippy::too_many_arguments)]
+fn weight_gemm(
+    c: &Check,
+    out: u64,
+    dy: u64,
+    x: u64,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    beta: f32,
+    sms: u32,
+) -> Result<Call, SizeError> {
+    c.sms(sms)?;
+    linear_sizes(c, m, n, k)?;
+    gemm_checked(
+        c,
+        &Gemm {
+            c: out,
+            a: dy,
+            b: x,
+            bias: 0,
+            m: n,
+            n: k,
+            k: m,
+            lda: n,
+            ldb: k,
+            ldc: k,
+            trans_a: true,
+            trans_b: false,
+            relu: false,
+            alpha,
+            beta,
+        },
+        sms,
+    )
+}
+
+/// Weight gradient of a linear layer: `dw = dy^T . x` with dy `m x n`, x
+/// `m x k`, dw `n x k` (overwritten).
+pub fn linear_backward_weight(
+    dw: u64,
+    dy: u64,
+    x: u64,
+    m: u32,
+    n: u32,
+    k: u32,
+    sms: u32,
+) -> Result<Call, SizeError> {
+    weight_gemm(
+        &Check("linear_backward_weight"),
+        dw,
+        dy,
+        x,
+        m,
+        n,
+        k,
+        1.0,
+        0.0,
+        sms,
+    )
+}
+
+/// Fused weight gradient and SGD step: `W -= lr * dy^T . x`, in place on W
+/// (`n x k`), without materialising the gradient. Bitwise equal to
+/// [`linear_backward_weight`] followed by [`sgd`] with the same sizes and `sms`.
+#[allow(clippy::too_many_arguments)]
+pub fn linear_weight_sgd(
+    w: u64,
+    dy: u64,
+    x: u64,
+    m: u32,
+    n: u32,
+    k: u32,
+    lr: f32,
+    sms: u32,
+) -> Result<Call, SizeError> {
+    weight_gemm(
+        &Check("linear_weight_sgd"),
+        w,
+        dy,
+        x,
+        m,
+        n,
+        k,
+        -lr,
+        1.0,
+        sms,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMS: u32 = 132;
+    // Buffers far enough apart for 2^40 floats each.
+    const A: u64 = 1 << 44;
+    const B: u64 = 2 << 44;
+    const C: u64 = 3 << 44;
+    const D: u64 = 4 << 44;
+    const WS: u64 = 5 << 44;
+
+    fn err<T: core::fmt::Debug>(r: Result<T, SizeError>, needle: &str) {
+        match r {
+            Ok(v) => panic!("expected an error containing {needle:?}, got {v:?}"),
+            Err(e) => assert!(
+                e.0.contains(needle),
+                "{:?} does not contain {needle:?}",
+                e.0
+            ),
+        }
+    }
+
+    fn arg(call: &Call, name: &str) -> Value {
+        let i = call
+            .kernel
+            .args
+            .iter()
+            .position(|(n, _)| *n == name)
+            .expect(name);
+        call.args()[i]
+    }
+
+    fn u32_arg(call: &Call, name: &str) -> u32 {
+        match arg(call, name) {
+            Value::U32(v) => v,
+            v => panic!("{name} = {v:?}"),
+        }
+    }
+
+    /// Grid-stride coverage: within limits, and every thread gets work.
+    fn check_stride(call: &Call, n: u64, sms: u32) {
+        let [gx, gy, gz] = call.grid;
+        assert_eq!((gy, gz), (1, 1));
+        assert_eq!(call.block, [BLOCK, 1, 1]);
+        assert!(gx >= 1 && gx as u64 <= MAX_GRID_X);
+        assert!(gx as u64 <= sms as u64 * STRIDE_WAVES);
+        let units = n.div_ceil(4);
+        // Threads x iterations x 4 floats cover n.
+        let iters = units.div_ceil(call.threads());
+        assert!(call.threads() * iters * 4 >= n);
+        // No block entirely idle.
+        assert!((gx as u64 - 1) * BLOCK as u64 * 4 < n.max(1));
+        assert_eq!(call.shared_bytes, 0);
+    }
+
+    #[test]
+    fn elementwise_configs_cover_every_size() {
+        let sizes = [
+            1u64,
+            2,
+            3,
+            4,
+            5,
+            7,
+            255,
+            256,
+            1023,
+            1024,
+            1025,
+            (1 << 20) + 3,
+            1 << 40,
+        ];
+        for &n in &sizes {
+            for sms in [1, 2, 132] {
+                check_stride(&fill(A, n, 1.0, sms).unwrap(), n, sms);
+                check_stride(&copy(A, B, n, sms).unwrap(), n, sms);
+                check_stride(&scale(A, B, n, 2.0, sms).unwrap(), n, sms);
+                check_stride(&add_scalar(A, A, n, 2.0, sms).unwrap(), n, sms);
+                check_stride(&axpy(A, B, n, 2.0, sms).unwrap(), n, sms);
+                check_stride(&add(A, B, C, n, sms).unwrap(), n, sms);
+                check_stride(&mul(A, A, A, n, sms).unwrap(), n, sms);
+                check_stride(&relu(A, B, n, sms).unwrap(), n, sms);
+                check_stride(&relu_backward(A, B, C, n, sms).unwrap(), n, sms);
+                check_stride(&sgd(A, B, n, 0.1, sms).unwrap(), n, sms);
+                check_stride(&chain(A, B, n, &[(OP_MUL, 2.0)], sms).unwrap(), n, sms);
+            }
+        }
+    }
+
+    #[test]
+    fn elementwise_rejects_bad_arguments() {
+        err(scale(A, B, 0, 1.0, SMS), "n must be > 0");
+        err(scale(0, B, 8, 1.0, SMS), "y is a null pointer");
+        err(scale(A, 0, 8, 1.0, SMS), "x is a null pointer");
+        err(scale(A + 2, B, 8, 1.0, SMS), "not 4-byte aligned");
+        err(scale(A, B + 1, 8, 1.0, SMS), "not 4-byte aligned");
+        err(scale(A, B, u64::MAX / 4 + 1, 1.0, SMS), "overflows");
+        err(scale(u64::MAX - 7, B, 4, 1.0, SMS), "address space");
+        err(scale(A, B, 8, 1.0, 0), "sms");
+        // Partial overlap refused, exact in-place allowed.
+        err(scale(A + 4, A, 8, 1.0, SMS), "overlap");
+        assert!(scale(A, A, 8, 1.0, SMS).is_ok());
+        assert!(scale(A + 32, A, 8, 1.0, SMS).is_ok());
+        err(add(A, A + 4, B, 8, SMS), "overlap");
+        err(relu_backward(A, B, A + 8, 8, SMS), "overlap");
+        err(sgd(A, A, 8, 0.1, SMS), "overlap");
+        err(fill(0, 8, 1.0, SMS), "null");
+        // Misaligned to 16 bytes is fine (the kernel has a scalar path).
+        assert!(add(A + 4, B + 8, C + 12, 5, SMS).is_ok());
+    }
+
+    #[test]
+    fn elementwise_arguments_are_in_order() {
+        let call = scale(A, B, 77, 2.5, SMS).unwrap();
+        assert_eq!(call.kernel.name, "gc_scale_f32");
+        assert_eq!(
+            call.args(),
+            &[
+                Value::Ptr(A),
+                Value::Ptr(B),
+                Value::U64(77),
+                Value::F32(2.5)
+            ]
+        );
+        let call = add(A, B, C, 9, SMS).unwrap();
+        assert_eq!(
+            call.args(),
+            &[Value::Ptr(A), Value::Ptr(B), Value::Ptr(C), Value::U64(9)]
+        );
+    }
+
+    #[test]
+    fn bias_add_checks_and_covers() {
+        for (rows, cols) in [(1, 1), (64, 1024), (3, 7), (100_000, 10)] {
+            let call = bias_add(A, B, C, rows, cols, SMS).unwrap();
+            check_stride(&call, rows as u64 * cols as u64, SMS);
+        }
+        err(bias_add(A, B, C, 0, 4, SMS), "rows must be > 0");
+        err(bias_add(A, B, C, 4, 0, SMS), "cols must be > 0");
+        err(bias_add(A, B, C, 1 << 16, 1 << 16, SMS), "2^32");
+        err(bias_add(A, B, 0, 4, 4, SMS), "b is a null pointer");
+        err(bias_add(A, B, A + 16, 4, 4, SMS), "overlap");
+        assert!(bias_add(A, A, C, 4, 4, SMS).is_ok());
+    }
+
+    #[test]
+    fn chain_packs_opcodes() {
+        let ops = [
+            (OP_FILL, 1.5),
+            (OP_ADD, 2.0),
+            (OP_MUL, -3.0),
+            (OP_RELU, 0.0),
+            (OP_MAX, 0.5),
+        ];
+        let call = chain(A, 0, 10, &ops, SMS).unwrap();
+        assert_eq!(call.kernel.name, "gc_chain_f32");
+        assert_eq!(u32_arg(&call, "ops"), 0x54231);
+        assert_eq!(u32_arg(&call, "count"), 5);
+        assert_eq!(arg(&call, "c0"), Value::F32(1.5));
+        assert_eq!(arg(&call, "c2"), Value::F32(-3.0));
+        assert_eq!(arg(&call, "c7"), Value::F32(0.0));
+        let eight = [(OP_MIN, 1.0); 8];
+        let call = chain(A, B, 10, &eight, SMS).unwrap();
+        assert_eq!(u32_arg(&call, "ops"), 0x6666_6666);
+        assert!(chain(A, B, 10, &[], SMS).is_ok());
+        err(chain(A, B, 10, &[(OP_MUL, 1.0); 9], SMS), "at most 8");
+        err(chain(A, B, 10, &[(0, 1.0)], SMS), "unknown opcode 0");
+        err(chain(A, B, 10, &[(7, 1.0)], SMS), "unknown opcode 7");
+        // x may be null only when the first op is FILL.
+        err(
+            chain(A, 0, 10, &[(OP_MUL, 1.0)], SMS),
+            "x is a null pointer",
+        );
+        err(
+            chain(A, 0, 10, &[(OP_MUL, 1.0), (OP_FILL, 1.0)], SMS),
+            "x is a null pointer",
+        );
+        err(chain(A, A + 4, 10, &[(OP_MUL, 1.0)], SMS), "overlap");
+    }
+
+    #[test]
+    fn column_sums() {
+        for (rows, cols) in [(1, 1), (64, 1024), (1000, 3), (5, 33), (1 << 20, 1)] {
+            for call in [
+                bias_grad(A, B, rows, cols, SMS).unwrap(),
+                bias_sgd(A, B, rows, cols, 0.1, SMS).unwrap(),
+            ] {
+                assert_eq!(call.block[0], 32);
+                assert!((1..=32).contains(&call.block[1]));
+                assert!(call.block[1].is_power_of_two());
+                assert_eq!(call.grid[0] as u64 * 32, (cols as u64).div_ceil(32) * 32);
+                assert!(call.grid[0] as u64 * 32 >= cols as u64);
+            }
+            // Same block shape for both, so bias_sgd == bias_grad + sgd bitwise.
+            assert_eq!(
+                bias_grad(A, B, rows, cols, SMS).unwrap().block,
+                bias_sgd(A, B, rows, cols, 0.1, SMS).unwrap().block
+            );
+        }
+        err(bias_grad(A, B, 0, 3, SMS), "rows must be > 0");
+        err(bias_grad(A, B, 1 << 20, 1 << 12, SMS), "2^32");
+        err(bias_grad(A, A, 4, 4, SMS), "overlap");
+        err(bias_sgd(0, B, 4, 4, 0.1, SMS), "b is a null pointer");
+    }
+
+    #[test]
+    fn mse_workspace_and_grid() {
+        for n in [1u64, 5, 1024, 1 << 20, (1 << 20) + 3, 1 << 36] {
+            for sms in [1, 132] {
+                let ws = mse_workspace_bytes(n, sms);
+                let call = mse(A, B, C, D, n, 1.0, WS, ws, sms).unwrap();
+                assert_eq!(ws, 16 + 4 * call.grid[0] as u64);
+                assert!(call.grid[0] as u64 <= sms as u64 * MSE_WAVES);
+                assert_eq!(call.block, [BLOCK, 1, 1]);
+                err(mse(A, B, C, D, n, 1.0, WS, ws - 1, sms), "workspace has");
+            }
+        }
+        let ws = mse_workspace_bytes(100, SMS);
+        assert!(mse(A, 0, C, D, 100, 1.0, WS, ws, SMS).is_ok());
+        assert!(mse(A, C, C, D, 100, 1.0, WS, ws, SMS).is_ok());
+        err(mse(A, B, C, D, 0, 1.0, WS, ws, SMS), "n must be > 0");
+        err(mse(0, B, C, D, 100, 1.0, WS, ws, SMS), "loss is a null");
+        err(mse(A, B, C, D, 100, 1.0, 0, ws, SMS), "workspace is a null");
+        err(mse(C + 4, B, C, D, 100, 1.0, WS, ws, SMS), "overlap");
+        err(mse(A, B, C, D, 100, 1.0, D + 8, ws, SMS), "overlap");
+        err(mse(A, C + 4, C, D, 100, 1.0, WS, ws, SMS), "overlap");
+    }
+
+    #[test]
+    fn linear_picks_path_and_covers_columns() {
+        for m in [1, 2, 8, 9, 16, 17, 32, 33, 64] {
+            for n in [1, 3, 10, 256, 512, 1000, 1024, 4096] {
+                for k in [1, 3, 1024] {
+                    let call = linear(A, B, C, D, m, n, k, true, SMS).unwrap();
+                    assert_eq!(call.kernel.name, "gc_linear_small_f32");
+                    let cpb = u32_arg(&call, "cols_per_block");
+                    assert!((1..=8).contains(&cpb));
+                    assert!(call.grid[0] as u64 * cpb as u64 >= n as u64);
+                    assert!(((call.grid[0] - 1) * cpb) < n);
+                    assert_eq!(call.block, [256, 1, 1]);
+                    assert_eq!(u32_arg(&call, "flags"), 1);
+                    let back = linear_backward_input(A, B, C, m, n, k, SMS).unwrap();
+                    assert_eq!(back.kernel.name, "gc_linear_small_f32");
+                    let cpb = u32_arg(&back, "cols_per_block");
+                    assert!(back.grid[0] as u64 * cpb as u64 >= k as u64);
+                    assert_eq!(u32_arg(&back, "flags"), 2);
+                    assert_eq!(u32_arg(&back, "n"), k);
+                    assert_eq!(u32_arg(&back, "k"), n);
+                    if k % 4 == 0 {
+                        assert_eq!(cpb % 4, 0, "vector path for the k x n layout");
+                    }
+                }
+            }
+        }
+        // The big-M path.
+        let call = linear(A, B, C, 0, 65, 1024, 1024, false, SMS).unwrap();
+        assert_eq!(call.kernel.name, "gc_gemm_f32");
+        assert_eq!(u32_arg(&call, "flags"), 2);
+        assert_eq!(arg(&call, "bias"), Value::Ptr(0));
+        let call = linear_backward_input(A, B, C, 65, 1024, 512, SMS).unwrap();
+        assert_eq!(call.kernel.name, "gc_gemm_f32");
+        assert_eq!(
+            (
+                u32_arg(&call, "m"),
+                u32_arg(&call, "n"),
+                u32_arg(&call, "k")
+            ),
+            (65, 512, 1024)
+        );
+    }
+
+    #[test]
+    fn small_batch_choice_is_sane() {
+        // Batch 1 and 64 on a 1024 x 1024 layer: 8 columns per block, 128 blocks.
+        assert_eq!(small_cols_per_block(1, 1024, 1024, SMS, false), 8);
+        assert_eq!(small_cols_per_block(64, 1024, 1024, SMS, false), 8);
+        // Narrower layers use fewer columns per block to fill the SMs.
+        assert!(small_cols_per_block(4, 256, 1024, SMS, false) < 8);
+        assert!([4, 8].contains(&small_cols_per_block(4, 256, 1024, SMS, true)));
+    }
+
+    #[test]
+    fn linear_rejects_bad_arguments() {
+        err(linear(A, B, C, D, 0, 4, 4, false, SMS), "m must be > 0");
+        err(linear(A, B, C, D, 4, 0, 4, false, SMS), "n must be > 0");
+        err(linear(A, B, C, D, 4, 4, 0, false, SMS), "k must be > 0");
+        err(linear(A, B, C, D, 1 << 16, 4, 1 << 16, false, SMS), "2^32");
+        err(linear(A, B, C, D, 4, 1 << 16, 1 << 16, false, SMS), "2^32");
+        err(linear(0, B, C, D, 4, 4, 4, false, SMS), "y is a null");
+        err(linear(A, B, 0, D, 4, 4, 4, false, SMS), "w is a null");
+        err(linear(A, B, C, D + 1, 4, 4, 4, false, SMS), "aligned");
+        err(linear(A, A, C, D, 4, 4, 4, false, SMS), "overlap");
+        err(linear(A, B, A + 60, D, 4, 4, 4, false, SMS), "overlap");
+        err(linear(A, B, C, A + 4, 4, 4, 4, false, SMS), "overlap");
+        err(linear(A, A, C, D, 100, 4, 4, false, SMS), "overlap");
+        assert!(linear(A, B, C, 0, 4, 4, 4, false, SMS).is_ok());
+        err(linear_backward_input(A, A, C, 4, 4, 4, SMS), "overlap");
+        err(linear_backward_weight(A, B, A, 4, 4, 4, SMS), "overlap");
+        err(linear_weight_sgd(A, A, C, 4, 4, 4, 0.1, SMS), "overlap");
+        err(linear_backward_weight(A, B, C, 4, 4, 4, 0), "sms");
+    }
+
+    #[test]
+    fn weight_update_matches_weight_gradient() {
+        for (m, n, k) in [(64, 1024, 1024), (1, 10, 3), (200, 33, 7)] {
+            let g = linear_backward_weight(A, B, C, m, n, k, SMS).unwrap();
+            let s = linear_weight_sgd(A, B, C, m, n, k, 0.1, SMS).unwrap();
+            assert_eq!(g.grid, s.grid);
+            assert_eq!(u32_arg(&g, "tile"), u32_arg(&s, "tile"));
+            assert_eq!(arg(&s, "alpha"), Value::F32(-0.1));
+            assert_eq!(arg(&s, "beta"), Value::F32(1.0));
+            assert_eq!(arg(&g, "alpha"), Value::F32(1.0));
+            assert_eq!(arg(&g, "beta"), Value::F32(0.0));
+            assert_eq!(u32_arg(&g, "flags"), 1, "dy is read transposed");
+            assert_eq!(
+                (u32_arg(&g, "m"), u32_arg(&g, "n"), u32_arg(&g, "k")),
+                (n, k, m)
+            );
+        }
+    }
+
+    #[test]
+    fn gemm_checks_and_tiles() {
+        let base = Gemm {
+            c: A,
+            a: B,
+            b: C,
+            bias: 0,
+            m: 100,
+            n: 70,
+            k: 33,
+            lda: 33,
+            ldb: 70,
+            ldc: 70,
+            trans_a: false,
+            trans_b: false,
+            relu: false,
+            alpha: 1.0,
+            beta: 0.0,
+        };
+        for (m, n) in [
+            (1, 1),
+            (64, 64),
+            (65, 1024),
+            (1024, 1024),
+            (4096, 4096),
+            (1, 1 << 20),
+        ] {
+            for sms in [1, 132] {
+                let g = Gemm {
+                    m,
+                    n,
+                    ldc: n,
+                    ldb: n,
+                    ..base
+                };
+                let call = gemm(&g, sms).unwrap();
+                let t = GEMM_TILES[u32_arg(&call, "tile") as usize] as u64;
+                assert_eq!(
+                    call.grid,
+                    [
+                        ((m as u64).div_ceil(t) * (n as u64).div_ceil(t)) as u32,
+                        1,
+                        1
+                    ]
+                );
+                assert_eq!(call.block, [256, 1, 1]);
+            }
+        }
+        assert_eq!(
+            u32_arg(
+                &gemm(
+                    &Gemm {
+                        m: 1024,
+                        n: 1024,
+                        ldb: 1024,
+                        ldc: 1024,
+                        ..base
+                    },
+                    SMS
+                )
+                .unwrap(),
+                "tile"
+            ),
+            0
+        );
+        assert_eq!(
+            u32_arg(
+                &gemm(
+                    &Gemm {
+                        m: 128,
+                        n: 1024,
+                        ldb: 1024,
+                        ldc: 1024,
+                        ..base
+                    },
+                    SMS
+                )
+                .unwrap(),
+                "tile"
+            ),
+            1
+        );
+        err(
+            gemm(&Gemm { lda: 32, ..base }, SMS),
+            "leading dimension of a",
+        );
+        err(
+            gemm(&Gemm { ldb: 69, ..base }, SMS),
+            "leading dimension of b",
+        );
+        err(
+            gemm(&Gemm { ldc: 69, ..base }, SMS),
+            "leading dimension of c",
+        );
+        // Transposed A is k x m: lda >= m.
+        err(
+            gemm(
+                &Gemm {
+                    trans_a: true,
+                    ..base
+                },
+                SMS,
+            ),
+            "leading dimension of a",
+        );
+        assert!(gemm(
+            &Gemm {
+                trans_a: true,
+                lda: 100,
+                ..base
+            },
+            SMS
+        )
+        .is_ok());
+        assert!(gemm(
+            &Gemm {
+                trans_b: true,
+                ldb: 33,
+                ..base
+            },
+            SMS
+        )
+        .is_ok());
+        err(gemm(&Gemm { m: 0, ..base }, SMS), "m must be > 0");
+        err(gemm(&Gemm { c: B + 4, ..base }, SMS), "overlap");
+        err(
+            gemm(
+                &Gemm {
+                    bias: A + 8,
+                    ..base
+                },
+                SMS,
+            ),
+            "overlap",
+        );
+        err(
+            gemm(
+                &Gemm {
+                    m: 1 << 20,
+                    k: 1 << 12,
+                    lda: 1 << 12,
+                    ..base
+                },
+                SMS,
+            ),
+            "2^32",
+        );
+        assert!(gemm(
+            &Gemm {
+                bias: D,
+                relu: true,
+                beta: 1.0,
+                ..base
+            },
+            SMS
+        )
+        .is_ok());
+    }
+}

@@ -1,0 +1,415 @@
+// check.cpp: checks every built-in kernel on the CPU through emu.hpp against a
+// float64 reference (or bit for bit where the kernel's contract says so), over
+// awkward sizes, misaligned pointers and every launch variant the kernels
+// accept. Build and run with `python3 kernels/emu/run.py` (needs g++ >= 11).
+#include "emu.hpp"
+
+#include "../elementwise.cu"
+#include "../linear.cu"
+#include "../reduce.cu"
+
+#include <cstdio>
+#include <random>
+#include <string>
+
+static int failures = 0;
+static int checks = 0;
+static std::mt19937_64 rng(12345);
+
+#define CHECK(cond, ...)                                                                                               \
+    do {                                                                                                               \
+        ++checks;                                                                                                      \
+        if (!(cond)) {                                                                                                 \
+            if (++failures <= 40) {                                                                                    \
+                std::printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                        \
+                std::printf(__VA_ARGS__);                                                                              \
+                std::printf("\n");                                                                                     \
+            }                                                                                                          \
+        }                                                                                                              \
+    } while (0)
+
+static float rnd(float lo = -1.0f, float hi = 1.0f) {
+    return std::uniform_real_distribution<float>(lo, hi)(rng);
+}
+
+// A buffer whose data starts `offset` floats after a 256-byte boundary.
+struct Buf {
+    std::vector<float> store;
+    float *p;
+    size_t n;
+    Buf(size_t n_, unsigned offset = 0, float poison = NAN) : store(n_ + 64 + offset + 8, poison), n(n_) {
+        auto base = reinterpret_cast<uintptr_t>(store.data());
+        base = (base + 255) & ~uintptr_t(255);
+        p = reinterpret_cast<float *>(base) + offset;
+    }
+    void random(float lo = -1.0f, float hi = 1.0f) {
+        for (size_t i = 0; i < n; ++i) p[i] = rnd(lo, hi);
+    }
+    float &operator[](size_t i) { return p[i]; }
+};
+
+static bool same_bits(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
+
+static uint3 g1(unsigned x) { return uint3{x, 1, 1}; }
+
+// ---------------------------------------------------------------------------
+// Elementwise kernels: exact (one IEEE operation per element).
+static void check_elementwise() {
+    const size_t sizes[] = {1, 2, 3, 4, 5, 7, 8, 31, 257, 1000, 4099, (1u << 20) + 3};
+    for (size_t n : sizes) {
+        for (unsigned off : {0u, 1u}) {
+            const unsigned grid = n > 100000 ? 64 : (n % 3) + 1;
+            Buf x(n, off), y(n, off), z(n, off), o(n, off);
+            x.random(-2, 2);
+            y.random(-2, 2);
+            // Some exact zeros, negative zeros for relu.
+            x[0] = 0.0f;
+            if (n > 1) x[1] = -0.0f;
+            const float a = rnd(-3, 3), c = rnd(-3, 3);
+            auto expect = [&](const char *name, auto f) {
+                bool ok = true;
+                size_t bad = 0;
+                for (size_t i = 0; i < n && ok; ++i)
+                    if (!same_bits(o[i], f(i))) ok = false, bad = i;
+                CHECK(ok, "%s n=%zu off=%u at %zu: got %g want %g", name, n, off, bad, o[bad], f(bad));
+                // Nothing written past the end.
+                CHECK(std::isnan(o.p[n]), "%s n=%zu off=%u wrote past the end", name, n, off);
+            };
+            emu::launch(gc_fill_f32, g1(grid), g1(256), o.p, (u64)n, a);
+            expect("fill", [&](size_t) { return a; });
+            emu::launch(gc_copy_f32, g1(grid), g1(256), o.p, (const float *)x.p, (u64)n);
+            expect("copy", [&](size_t i) { return x[i]; });
+            emu::launch(gc_scale_f32, g1(grid), g1(256), o.p, (const float *)x.p, (u64)n, a);
+            expect("scale", [&](size_t i) { return x[i] * a; });
+            emu::launch(gc_add_scalar_f32, g1(grid), g1(256), o.p, (const float *)x.p, (u64)n, c);
+            expect("add_scalar", [&](size_t i) { return x[i] + c; });
+            for (size_t i = 0; i < n; ++i) o[i] = y[i];
+            emu::launch(gc_axpy_f32, g1(grid), g1(256), o.p, (const float *)x.p, (u64)n, a);
+            expect("axpy", [&](size_t i) { return std::fmaf(a, x[i], y[i]); });
+            emu::launch(gc_add_f32, g1(grid), g1(256), o.p, (const float *)x.p, (const float *)y.p, (u64)n);
+            expect("add", [&](size_t i) { return x[i] + y[i]; });
+            emu::launch(gc_mul_f32, g1(grid), g1(256), o.p, (const float *)x.p, (const float *)y.p, (u64)n);
+            expect("mul", [&](size_t i) { return x[i] * y[i]; });
+            emu::launch(gc_relu_f32, g1(grid), g1(256), o.p, (const float *)x.p, (u64)n);
+            expect("relu", [&](size_t i) { return x[i] > 0.0f ? x[i] : 0.0f; });
+            emu::launch(gc_relu_backward_f32, g1(grid), g1(256), o.p, (const float *)y.p, (const float *)x.p,
+                        (u64)n);
+            expect("relu_backward", [&](size_t i) { return x[i] > 0.0f ? y[i] : 0.0f; });
+            for (size_t i = 0; i < n; ++i) o[i] = y[i];
+            emu::launch(gc_sgd_f32, g1(grid), g1(256), o.p, (const float *)x.p, (u64)n, a);
+            expect("sgd", [&](size_t i) { return std::fmaf(-a, x[i], y[i]); });
+            // In place.
+            for (size_t i = 0; i < n; ++i) o[i] = x[i];
+            emu::launch(gc_scale_f32, g1(grid), g1(256), o.p, (const float *)o.p, (u64)n, a);
+            expect("scale in place", [&](size_t i) { return x[i] * a; });
+            for (size_t i = 0; i < n; ++i) o[i] = x[i];
+            emu::launch(gc_mul_f32, g1(grid), g1(256), o.p, (const float *)o.p, (const float *)o.p, (u64)n);
+            expect("mul in place", [&](size_t i) { return x[i] * x[i]; });
+            // x misaligned relative to y (one aligned, one not).
+            if (off == 0 && n > 1) {
+                emu::launch(gc_add_scalar_f32, g1(grid), g1(256), o.p, (const float *)(x.p + 1), (u64)(n - 1), c);
+                bool ok = true;
+                for (size_t i = 0; i + 1 < n; ++i) ok &= same_bits(o[i], x[i + 1] + c);
+                CHECK(ok, "add_scalar mixed alignment n=%zu", n);
+            }
+        }
+    }
+    // NaN handling of relu (propagates) and relu_backward.
+    Buf x(4), o(4);
+    x[0] = NAN, x[1] = -0.0f, x[2] = -1.0f, x[3] = 2.0f;
+    emu::launch(gc_relu_f32, g1(1), g1(256), o.p, (const float *)x.p, (u64)4);
+    CHECK(std::isnan(o[0]) && same_bits(o[1], 0.0f) && same_bits(o[2], 0.0f) && o[3] == 2.0f, "relu specials");
+}
+
+// bias_add over shapes, aligned and not.
+static void check_bias_add() {
+    const unsigned shapes[][2] = {{1, 1}, {1, 7}, {3, 4}, {5, 12}, {17, 3}, {64, 1024}, {33, 1001}, {2, 260}};
+    for (auto &s : shapes)
+        for (unsigned off : {0u, 1u})
+            for (unsigned grid : {1u, 3u, 16u}) {
+                const unsigned rows = s[0], cols = s[1];
+                Buf x(rows * cols, off), y(rows * cols, off), b(cols, off);
+                x.random();
+                b.random();
+                emu::launch(gc_bias_add_f32, g1(grid), g1(256), y.p, (const float *)x.p, (const float *)b.p, rows, cols);
+                bool ok = true;
+                for (unsigned r = 0; r < rows; ++r)
+                    for (unsigned c = 0; c < cols; ++c) ok &= same_bits(y[r * cols + c], x[r * cols + c] + b[c]);
+                CHECK(ok && std::isnan(y.p[rows * cols]), "bias_add %ux%u off=%u grid=%u", rows, cols, off, grid);
+            }
+}
+
+// ---------------------------------------------------------------------------
+// Chains: bitwise equal to the standalone kernels run one after another.
+static void check_chain() {
+    const u32 FILL = 1, MUL = 2, ADD = 3, RELU = 4, MAX = 5, MIN = 6;
+    for (int trial = 0; trial < 60; ++trial) {
+        const size_t n = (trial % 5 == 0) ? 1 : 1 + rng() % 3000;
+        const unsigned off = trial % 2, grid = 1 + trial % 4;
+        const u32 count = trial % 9;
+        u32 ops = 0;
+        float c[8] = {};
+        for (u32 i = 0; i < count; ++i) {
+            u32 op = 2 + rng() % 5;  // MUL..MIN
+            if (i == 0 && trial % 7 == 3) op = FILL;
+            ops |= op << (4 * i);
+            c[i] = rnd(-2, 2);
+        }
+        Buf x(n, off), y(n, off), s(n, off), t(n, off);
+        x.random(-3, 3);
+        x[0] = -0.0f;
+        if (n > 2) x[2] = NAN;
+        emu::launch(gc_chain_f32, g1(grid), g1(256), y.p, (const float *)x.p, (u64)n, ops, count, c[0], c[1], c[2],
+                    c[3], c[4], c[5], c[6], c[7]);
+        // Reference: standalone kernels, ping-ponging between s and t.
+        float *cur = x.p;
+        for (size_t i = 0; i < n; ++i) s[i] = x[i];
+        cur = s.p;
+        for (u32 i = 0; i < count; ++i) {
+            const u32 op = (ops >> (4 * i)) & 15;
+            float *dst = (cur == s.p) ? t.p : s.p;
+            switch (op) {
+            case FILL: emu::launch(gc_fill_f32, g1(3), g1(256), dst, (u64)n, c[i]); break;
+            case MUL: emu::launch(gc_scale_f32, g1(2), g1(256), dst, (const float *)cur, (u64)n, c[i]); break;
+            case ADD: emu::launch(gc_add_scalar_f32, g1(2), g1(256), dst, (const float *)cur, (u64)n, c[i]); break;
+            case RELU: emu::launch(gc_relu_f32, g1(2), g1(256), dst, (const float *)cur, (u64)n); break;
+            case MAX:
+                for (size_t e = 0; e < n; ++e) dst[e] = (cur[e] <= c[i]) ? c[i] : cur[e];
+                break;
+            case MIN:
+                for (size_t e = 0; e < n; ++e) dst[e] = (cur[e] >= c[i]) ? c[i] : cur[e];
+                break;
+            }
+            cur = dst;
+        }
+        bool ok = true;
+        size_t bad = 0;
+        for (size_t i = 0; i < n && ok; ++i)
+            if (!same_bits(y[i], cur[i])) ok = false, bad = i;
+        CHECK(ok && std::isnan(y.p[n]), "chain trial %d n=%zu ops=%x count=%u at %zu: %g vs %g", trial, n, ops, count,
+              bad, y[bad], cur[bad]);
+    }
+    // FILL first: x is not read (null).
+    Buf y(10);
+    emu::launch(gc_chain_f32, g1(1), g1(256), y.p, (const float *)nullptr, (u64)10, (1u | (3u << 4)), 2u, 1.5f, 2.0f,
+                0.f, 0.f, 0.f, 0.f, 0.f, 0.f);
+    bool ok = true;
+    for (int i = 0; i < 10; ++i) ok &= y[i] == 3.5f;
+    CHECK(ok, "chain FILL then ADD with null x");
+}
+
+// ---------------------------------------------------------------------------
+// Column sums and MSE.
+static void check_bias_grad() {
+    const unsigned shapes[][2] = {{1, 1}, {1, 40}, {7, 3}, {64, 1024}, {100, 33}, {513, 70}, {3, 1}};
+    for (auto &s : shapes)
+        for (unsigned ty : {1u, 3u, 8u, 32u})
+            for (unsigned off : {0u, 1u}) {
+                const unsigned rows = s[0], cols = s[1];
+                Buf dy(rows * cols, off), db(cols, off), b(cols, off), b2(cols, off);
+                dy.random();
+                b.random();
+                for (unsigned c = 0; c < cols; ++c) b2[c] = b[c];
+                const uint3 grid = g1((cols + 31) / 32), block{32, ty, 1};
+                emu::launch(gc_bias_grad_f32, grid, block, db.p, (const float *)dy.p, rows, cols);
+                bool ok = true;
+                for (unsigned c = 0; c < cols; ++c) {
+                    double ref = 0, mag = 0;
+                    for (unsigned r = 0; r < rows; ++r) ref += dy[r * cols + c], mag += std::fabs(dy[r * cols + c]);
+                    ok &= std::fabs(db[c] - ref) <= 1e-6 * mag + 1e-30;
+                }
+                CHECK(ok && std::isnan(db.p[cols]), "bias_grad %ux%u ty=%u", rows, cols, ty);
+                const float lr = 0.05f;
+                emu::launch(gc_bias_sgd_f32, grid, block, b.p, (const float *)dy.p, rows, cols, lr);
+                emu::launch(gc_sgd_f32, g1(1), g1(256), b2.p, (const float *)db.p, (u64)cols, lr);
+                ok = true;
+                for (unsigned c = 0; c < cols; ++c) ok &= same_bits(b[c], b2[c]);
+                CHECK(ok, "bias_sgd == bias_grad + sgd bitwise %ux%u ty=%u", rows, cols, ty);
+            }
+}
+
+static void check_mse() {
+    const size_t sizes[] = {1, 2, 5, 255, 256, 1023, 4097, 100003, (1u << 20) + 3};
+    for (size_t n : sizes)
+        for (unsigned off : {0u, 1u})
+            for (unsigned grid : {1u, 2u, 7u}) {
+                if (n > 200000 && grid != 7) continue;
+                Buf p(n, off), t(n, off), g(n, off), loss(1), ws(4 + grid, 0, 0.0f);
+                p.random(-2, 2);
+                t.random(-2, 2);
+                const float gs = 0.5f;
+                std::memset(ws.p, 0, 4);
+                emu::launch(gc_mse_f32, g1(grid), g1(256), loss.p, g.p, (const float *)p.p, (const float *)t.p, (u64)n,
+                            gs, (void *)ws.p);
+                double ref = 0, mag = 0;
+                bool gok = true;
+                for (size_t i = 0; i < n; ++i) {
+                    const float d = p[i] - t[i];
+                    ref += (double)d * d;
+                    mag += (double)d * d;
+                    gok &= same_bits(g[i], d * (2.0f * gs));
+                }
+                CHECK(std::fabs(loss[0] - ref) <= 2e-6 * mag * std::log2(n + 2.0) + 1e-30,
+                      "mse loss n=%zu off=%u grid=%u: %.9g vs %.9g", n, off, grid, loss[0], ref);
+                CHECK(gok && std::isnan(g.p[n]), "mse grad n=%zu off=%u grid=%u", n, off, grid);
+                unsigned counter;
+                std::memcpy(&counter, ws.p, 4);
+                CHECK(counter == 0, "mse counter not reset");
+                // Replay: same bits; and without grad.
+                const float first = loss[0];
+                emu::launch(gc_mse_f32, g1(grid), g1(256), loss.p, (float *)nullptr, (const float *)p.p,
+                            (const float *)t.p, (u64)n, gs, (void *)ws.p);
+                CHECK(same_bits(first, loss[0]), "mse replay differs n=%zu", n);
+            }
+}
+
+// ---------------------------------------------------------------------------
+// Linear layers and GEMM against float64.
+struct Mat {
+    unsigned rows, cols, ld;
+    Buf buf;
+    Mat(unsigned r, unsigned c, unsigned ld_, unsigned off) : rows(r), cols(c), ld(ld_), buf(size_t(r) * ld_, off) {
+        buf.random();
+    }
+    float &at(unsigned r, unsigned c) { return buf[size_t(r) * ld + c]; }
+};
+
+static bool close(float got, double ref, double mag, double tol) {
+    return std::fabs(got - ref) <= tol * mag + 1e-30;
+}
+
+static void check_linear_small() {
+    const unsigned ms[] = {1, 2, 3, 8, 9, 16, 17, 31, 33, 64};
+    const unsigned ns[] = {1, 3, 8, 13, 40};
+    const unsigned ks[] = {1, 3, 4, 7, 64, 129, 260};
+    int trial = 0;
+    for (unsigned m : ms)
+        for (unsigned n : ns)
+            for (unsigned k : ks) {
+                ++trial;
+                const bool kn = trial % 2;
+                const unsigned off = (trial / 2) % 3 == 2;
+                const unsigned cpb = kn && (trial % 3) ? (trial % 6 < 3 ? 4 : 8) : 1 + trial % 8;
+                const bool relu = trial % 4 == 1, bias = trial % 5 != 0;
+                Buf x(m * k, off), w(n * k, off), b(n, off), y(m * n, off);
+                x.random();
+                w.random();
+                b.random();
+                const u32 flags = (relu ? 1u : 0u) | (kn ? 2u : 0u);
+                emu::launch(gc_linear_small_f32, g1((n + cpb - 1) / cpb), g1(256), y.p, (const float *)x.p,
+                            (const float *)w.p, (const float *)(bias ? b.p : nullptr), m, n, k, flags, cpb);
+                bool ok = true;
+                unsigned bi = 0, bj = 0;
+                double want = 0;
+                for (unsigned i = 0; i < m; ++i)
+                    for (unsigned j = 0; j < n; ++j) {
+                        double ref = bias ? b[j] : 0.0, mag = bias ? std::fabs(b[j]) : 0.0;
+                        for (unsigned r = 0; r < k; ++r) {
+                            const double wv = kn ? w[size_t(r) * n + j] : w[size_t(j) * k + r];
+                            ref += (double)x[size_t(i) * k + r] * wv;
+                            mag += std::fabs((double)x[size_t(i) * k + r] * wv);
+                        }
+                        if (relu && ref < 0) ref = 0;
+                        if (ok && !close(y[size_t(i) * n + j], ref, mag, 1e-6)) ok = false, bi = i, bj = j, want = ref;
+                    }
+                CHECK(ok && std::isnan(y.p[m * n]), "linear_small m=%u n=%u k=%u kn=%d off=%u cpb=%u relu=%d bias=%d at (%u,%u): %g vs %g",
+                      m, n, k, kn, off, cpb, relu, bias, bi, bj, ok ? 0.f : y[bi * n + bj], want);
+            }
+}
+
+// Runs gc_gemm_f32 and compares with float64.
+static void gemm_case(unsigned m, unsigned n, unsigned k, bool ta, bool tb, unsigned tile, float alpha, float beta,
+                      bool bias, bool relu, unsigned pad, unsigned off) {
+    // op(A) is m x k; stored A is (ta ? k x m : m x k) with leading dim lda.
+    const unsigned ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+    Mat A(ar, ac, ac + pad, off), B(br, bc, bc + pad, off), C(m, n, n + pad, off), C0(m, n, n + pad, 0);
+    Buf bv(n, off);
+    bv.random();
+    for (unsigned i = 0; i < m; ++i)
+        for (unsigned j = 0; j < C.ld; ++j) C0.at(i, j) = C.at(i, j) = (beta == 0.0f && j < n) ? NAN : rnd();
+    const unsigned tm = tile == 0 ? 64 : 32;
+    const unsigned blocks = ((m + tm - 1) / tm) * ((n + tm - 1) / tm);
+    const u32 flags = (ta ? 1u : 0u) | (tb ? 2u : 0u) | (relu ? 4u : 0u);
+    emu::launch(gc_gemm_f32, g1(blocks), g1(256), C.buf.p, (const float *)A.buf.p, (const float *)B.buf.p,
+                (const float *)(bias ? bv.p : nullptr), m, n, k, A.ld, B.ld, C.ld, flags, alpha, beta, tile);
+    bool ok = true;
+    unsigned bi = 0, bj = 0;
+    double want = 0;
+    for (unsigned i = 0; i < m; ++i)
+        for (unsigned j = 0; j < n; ++j) {
+            double acc = 0, mag = 0;
+            for (unsigned r = 0; r < k; ++r) {
+                const double av = ta ? A.at(r, i) : A.at(i, r), bb = tb ? B.at(j, r) : B.at(r, j);
+                acc += av * bb;
+                mag += std::fabs(av * bb);
+            }
+            double ref = alpha * acc, rmag = std::fabs(alpha) * mag;
+            if (beta != 0.0f) ref += beta * (double)C0.at(i, j), rmag += std::fabs(beta * (double)C0.at(i, j));
+            if (bias) ref += bv[j], rmag += std::fabs(bv[j]);
+            if (relu && ref < 0) ref = 0;
+            if (ok && !close(C.at(i, j), ref, rmag, 1e-6)) ok = false, bi = i, bj = j, want = ref;
+        }
+    // Padding columns untouched.
+    bool pad_ok = true;
+    for (unsigned i = 0; i < m; ++i)
+        for (unsigned j = n; j < C.ld; ++j) pad_ok &= same_bits(C.at(i, j), C0.at(i, j)) || (std::isnan(C.at(i, j)) && std::isnan(C0.at(i, j)));
+    CHECK(ok && pad_ok, "gemm m=%u n=%u k=%u ta=%d tb=%d tile=%u alpha=%g beta=%g bias=%d relu=%d pad=%u off=%u at (%u,%u): %g vs %g",
+          m, n, k, ta, tb, tile, alpha, beta, bias, relu, pad, off, bi, bj, ok ? 0.f : C.at(bi, bj), want);
+}
+
+static void check_gemm() {
+    const unsigned dims[][3] = {{1, 1, 1}, {65, 7, 33}, {3, 70, 5}, {64, 64, 64}, {100, 37, 129}, {130, 66, 31}, {31, 97, 200}};
+    int trial = 0;
+    for (auto &d : dims)
+        for (int t = 0; t < 4; ++t)
+            for (unsigned tile : {0u, 1u}) {
+                ++trial;
+                const bool ta = t & 1, tb = t & 2;
+                const float alpha = (trial % 3 == 0) ? -0.25f : 1.0f, beta = (trial % 4 == 1) ? 1.0f : (trial % 4 == 2 ? 0.5f : 0.0f);
+                gemm_case(d[0], d[1], d[2], ta, tb, tile, alpha, beta, trial % 2 == 0, trial % 3 == 1, trial % 5 == 0 ? 3 : 0,
+                          trial % 7 == 0);
+            }
+}
+
+// The fused weight update is bitwise equal to backward_weight + sgd.
+static void check_weight_sgd_bitwise() {
+    const unsigned m = 70, n = 45, k = 67;  // dW (n x k) = dY^T (n x m) . X (m x k)
+    for (unsigned tile : {0u, 1u}) {
+        Buf dy(m * n), x(m * k), w(n * k), w2(n * k), dw(n * k);
+        dy.random();
+        x.random();
+        w.random();
+        for (unsigned i = 0; i < n * k; ++i) w2[i] = w[i];
+        const unsigned tm = tile == 0 ? 64 : 32, blocks = ((n + tm - 1) / tm) * ((k + tm - 1) / tm);
+        const float lr = 0.01f;
+        emu::launch(gc_gemm_f32, g1(blocks), g1(256), dw.p, (const float *)dy.p, (const float *)x.p, (const float *)nullptr,
+                    n, k, m, n, k, k, 1u, 1.0f, 0.0f, tile);
+        emu::launch(gc_sgd_f32, g1(3), g1(256), w2.p, (const float *)dw.p, (u64)(n * k), lr);
+        emu::launch(gc_gemm_f32, g1(blocks), g1(256), w.p, (const float *)dy.p, (const float *)x.p, (const float *)nullptr,
+                    n, k, m, n, k, k, 1u, -lr, 1.0f, tile);
+        bool ok = true;
+        for (unsigned i = 0; i < n * k; ++i) ok &= same_bits(w[i], w2[i]);
+        CHECK(ok, "fused weight sgd != backward_weight + sgd (tile %u)", tile);
+    }
+}
+
+int main(int argc, char **argv) {
+    const std::string only = argc > 1 ? argv[1] : "";
+    auto run = [&](const char *name, void (*f)()) {
+        if (!only.empty() && only != name) return;
+        const int before = failures;
+        f();
+        std::printf("%-20s %s\n", name, failures == before ? "ok" : "FAILED");
+        std::fflush(stdout);
+    };
+    run("elementwise", check_elementwise);
+    run("bias_add", check_bias_add);
+    run("chain", check_chain);
+    run("bias_grad", check_bias_grad);
+    run("mse", check_mse);
+    run("linear_small", check_linear_small);
+    run("gemm", check_gemm);
+    run("weight_sgd", check_weight_sgd_bitwise);
+    std::printf("%d checks, %d failures\n", checks, failures);
+    return failures ? 1 : 0;
+}
