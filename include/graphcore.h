@@ -37,6 +37,41 @@
 #define GC_INSTANTIATE_USE_NODE_PRIORITY 4
 
 /**
+ * Chain opcode: v = value (a fill; the input is not read when first).
+ */
+#define GC_CHAIN_FILL 1
+
+/**
+ * Chain opcode: v = v * value (bitwise as gc_op_scale).
+ */
+#define GC_CHAIN_MUL 2
+
+/**
+ * Chain opcode: v = v + value (bitwise as gc_op_add_scalar).
+ */
+#define GC_CHAIN_ADD 3
+
+/**
+ * Chain opcode: v = max(v, 0) (bitwise as gc_op_relu).
+ */
+#define GC_CHAIN_RELU 4
+
+/**
+ * Chain opcode: v = max(v, value).
+ */
+#define GC_CHAIN_MAX 5
+
+/**
+ * Chain opcode: v = min(v, value).
+ */
+#define GC_CHAIN_MIN 6
+
+/**
+ * Most operations one gc_op_chain call applies.
+ */
+#define GC_CHAIN_MAX_OPS 8
+
+/**
  * Major version; the SONAME is libgraphcore.so.<major>.
  */
 #define GC_VERSION_MAJOR 0
@@ -243,6 +278,20 @@ typedef struct gc_dim3 {
  * graphcore.
  */
 typedef void (*gc_host_fn)(void *user_data);
+
+/**
+ * One operation of gc_op_chain: an opcode (GC_CHAIN_*) and its constant.
+ */
+typedef struct gc_chain_op {
+    /**
+     * GC_CHAIN_FILL, GC_CHAIN_MUL, GC_CHAIN_ADD, GC_CHAIN_RELU, GC_CHAIN_MAX or GC_CHAIN_MIN.
+     */
+    uint32_t op;
+    /**
+     * The constant (ignored by GC_CHAIN_RELU).
+     */
+    float value;
+} gc_chain_op;
 
 /**
  * Options of gc_pool_create (NULL means all defaults).
@@ -619,6 +668,186 @@ enum gc_status gc_function_destroy(struct gc_function *function);
 enum gc_status gc_module_destroy(struct gc_module *module);
 
 /**
+ * Applies up to GC_CHAIN_MAX_OPS operations to each of n elements in one
+ * pass, in registers: y[i] = op_last(... op_first(x[i])). y may be x.
+ */
+enum gc_status gc_op_chain(struct gc_stream *stream,
+                           float *y,
+                           const float *x,
+                           uint64_t n,
+                           const struct gc_chain_op *ops_,
+                           uint32_t count);
+
+/**
+ * Writes to *bytes the workspace gc_op_mse needs for n elements on ctx's
+ * device.
+ */
+enum gc_status gc_op_mse_workspace_bytes(struct gc_context *ctx, uint64_t n, uint64_t *bytes);
+
+/**
+ * Fills y[0..n) with value.
+ */
+enum gc_status gc_op_fill(struct gc_stream *stream, float *y, uint64_t n, float value);
+
+/**
+ * y = x (n floats).
+ */
+enum gc_status gc_op_copy(struct gc_stream *stream, float *y, const float *x, uint64_t n);
+
+/**
+ * y = alpha * x; y may be x.
+ */
+enum gc_status gc_op_scale(struct gc_stream *stream,
+                           float *y,
+                           const float *x,
+                           uint64_t n,
+                           float alpha);
+
+/**
+ * y = x + c; y may be x.
+ */
+enum gc_status gc_op_add_scalar(struct gc_stream *stream,
+                                float *y,
+                                const float *x,
+                                uint64_t n,
+                                float c);
+
+/**
+ * y = alpha * x + y (one fused multiply-add).
+ */
+enum gc_status gc_op_axpy(struct gc_stream *stream,
+                          float *y,
+                          const float *x,
+                          uint64_t n,
+                          float alpha);
+
+/**
+ * z = x + y.
+ */
+enum gc_status gc_op_add(struct gc_stream *stream,
+                         float *z,
+                         const float *x,
+                         const float *y,
+                         uint64_t n);
+
+/**
+ * z = x * y.
+ */
+enum gc_status gc_op_mul(struct gc_stream *stream,
+                         float *z,
+                         const float *x,
+                         const float *y,
+                         uint64_t n);
+
+/**
+ * y = max(x, 0).
+ */
+enum gc_status gc_op_relu(struct gc_stream *stream, float *y, const float *x, uint64_t n);
+
+/**
+ * dx = x > 0 ? dy : 0.
+ */
+enum gc_status gc_op_relu_backward(struct gc_stream *stream,
+                                   float *dx,
+                                   const float *dy,
+                                   const float *x,
+                                   uint64_t n);
+
+/**
+ * w -= lr * g (one fused multiply-add per element).
+ */
+enum gc_status gc_op_sgd(struct gc_stream *stream, float *w, const float *g, uint64_t n, float lr);
+
+/**
+ * y[r][c] = x[r][c] + b[c] for a row-major rows x cols matrix.
+ */
+enum gc_status gc_op_bias_add(struct gc_stream *stream,
+                              float *y,
+                              const float *x,
+                              const float *b,
+                              uint32_t rows,
+                              uint32_t cols);
+
+/**
+ * y = x * W^T + b, then ReLU if relu != 0: x is m x k, W is n x k (PyTorch's layout), b has n floats (NULL: no bias), y is m x n, all row-major. m <= 64 takes the small-batch path (W read once across all SMs); larger m the tiled path.
+ */
+enum gc_status gc_op_linear(struct gc_stream *stream,
+                            float *y,
+                            const float *x,
+                            const float *w,
+                            const float *b,
+                            uint32_t m,
+                            uint32_t n,
+                            uint32_t k,
+                            int relu);
+
+/**
+ * Input gradient of linear: dx = dy * W (dy m x n, W n x k, dx m x k).
+ */
+enum gc_status gc_op_linear_backward_input(struct gc_stream *stream,
+                                           float *dx,
+                                           const float *dy,
+                                           const float *w,
+                                           uint32_t m,
+                                           uint32_t n,
+                                           uint32_t k);
+
+/**
+ * Weight gradient of linear: dw = dy^T * x (dy m x n, x m x k, dw n x k).
+ */
+enum gc_status gc_op_linear_backward_weight(struct gc_stream *stream,
+                                            float *dw,
+                                            const float *dy,
+                                            const float *x,
+                                            uint32_t m,
+                                            uint32_t n,
+                                            uint32_t k);
+
+/**
+ * Weight gradient and SGD fused: w -= lr * dy^T * x, without materialising the gradient (bitwise equal to linear_backward_weight then sgd).
+ */
+enum gc_status gc_op_linear_weight_sgd(struct gc_stream *stream,
+                                       float *w,
+                                       const float *dy,
+                                       const float *x,
+                                       uint32_t m,
+                                       uint32_t n,
+                                       uint32_t k,
+                                       float lr);
+
+/**
+ * Bias gradient: db[c] = sum over rows of dy[r][c] (fixed order).
+ */
+enum gc_status gc_op_bias_grad(struct gc_stream *stream,
+                               float *db,
+                               const float *dy,
+                               uint32_t rows,
+                               uint32_t cols);
+
+/**
+ * Bias gradient and SGD fused: b[c] -= lr * sum over rows of dy[r][c].
+ */
+enum gc_status gc_op_bias_sgd(struct gc_stream *stream,
+                              float *b,
+                              const float *dy,
+                              uint32_t rows,
+                              uint32_t cols,
+                              float lr);
+
+/**
+ * Sum-of-squares loss, as (pred - target).pow(2).sum(): loss[0] = sum (pred[i] - target[i])^2, and, when grad is not NULL, grad[i] = 2 * grad_scale * (pred[i] - target[i]). workspace holds workspace_bytes >= gc_op_mse_workspace_bytes(n) bytes, zeroed once before first use (the kernel leaves it zeroed); do not share it between concurrent launches. Deterministic: fixed-order reduction.
+ */
+enum gc_status gc_op_mse(struct gc_stream *stream,
+                         float *loss,
+                         float *grad,
+                         const float *pred,
+                         const float *target,
+                         uint64_t n,
+                         float grad_scale,
+                         void *workspace,
+                         uint64_t workspace_bytes);
+
+/**
  * Creates a pool on ctx's device (options may be NULL). initial_bytes over
  * max_bytes is GC_ERROR_INVALID_ARGUMENT.
  */
@@ -744,4 +973,38 @@ uint32_t gc_version(void);
  * Built-in kernels (gc_kernel_builtin names and their parameters, in order;
  * pass them to gc_launch or gc_graph_add_kernel as void *args[]):
  *
+ * gc_fill_f32(float *y, uint64_t n, float value)
+ *     y[i] = value for i < n (bitwise equal to chain opcode FILL). Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
+ * gc_copy_f32(float *y, float *x, uint64_t n)
+ *     y[i] = x[i] for i < n. Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
+ * gc_scale_f32(float *y, float *x, uint64_t n, float alpha)
+ *     y[i] = alpha * x[i] (one rounding, __fmul_rn; bitwise equal to chain opcode MUL). Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
+ * gc_add_scalar_f32(float *y, float *x, uint64_t n, float c)
+ *     y[i] = x[i] + c (__fadd_rn; bitwise equal to chain opcode ADD). Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
+ * gc_axpy_f32(float *y, float *x, uint64_t n, float alpha)
+ *     y[i] = fmaf(alpha, x[i], y[i]). Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
+ * gc_add_f32(float *z, float *x, float *y, uint64_t n)
+ *     z[i] = x[i] + y[i]. Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
+ * gc_mul_f32(float *z, float *x, float *y, uint64_t n)
+ *     z[i] = x[i] * y[i]. Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
+ * gc_relu_f32(float *y, float *x, uint64_t n)
+ *     y[i] = x[i] <= 0 ? +0 : x[i] (NaN propagates, as in PyTorch; bitwise equal to chain opcode RELU). Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
+ * gc_relu_backward_f32(float *dx, float *dy, float *x, uint64_t n)
+ *     dx[i] = x[i] > 0 ? dy[i] : 0 (x is the ReLU's input or output). Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
+ * gc_sgd_f32(float *w, float *g, uint64_t n, float lr)
+ *     w[i] = fmaf(-lr, g[i], w[i]) (SGD step, one rounding). Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
+ * gc_bias_add_f32(float *y, float *x, float *b, uint32_t rows, uint32_t cols)
+ *     y[r, c] = x[r, c] + b[c] for row-major rows x cols x and y (rows * cols < 2^32). float4 path when cols % 4 == 0 and y, x, b are 16-byte aligned. Launch: block 256, any grid (grid-stride over the flattened matrix). y == x is allowed.
+ * gc_chain_f32(float *y, float *x, uint64_t n, uint32_t ops, uint32_t count, float c0, float c1, float c2, float c3, float c4, float c5, float c6, float c7)
+ *     y[i] = op_{count-1}(...op_0(x[i])...), all in registers, one pass. Op k is the 4-bit opcode (ops >> 4k) & 15 with constant ck, count <= 8: 1 FILL v=c, 2 MUL v=v*c, 3 ADD v=v+c, 4 RELU, 5 MAX v=max(v,c), 6 MIN v=min(v,c) (MAX/MIN propagate a NaN in v); other opcodes leave v unchanged. Each opcode is bitwise equal to its standalone kernel (fill, scale, add_scalar, relu). When op 0 is FILL, x is not read and may be null; count == 0 copies. Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
+ * gc_linear_small_f32(float *y, float *x, float *w, float *b, uint32_t m, uint32_t n, uint32_t k, uint32_t flags, uint32_t cols_per_block)
+ *     Small-batch linear, m <= 64: y[i, j] = act(sum_r x[i, r] * W(r, j) + b[j]) with x m x k, y m x n (row-major), W(r, j) = w[j * k + r] (w is n x k, PyTorch layout) or, with flags bit 1, w[r * n + j] (w is k x n: y = x . w, for the input gradient). flags bit 0: ReLU. b may be null. Reads W once over the grid; float4 loads when k % 4 == 0 and x, w are 16-byte aligned (k x n layout: also n % 4 == 0 and cols_per_block % 4 == 0), scalar otherwise; deterministic fixed-order reduction. Launch: block 256, grid ceil(n / cols_per_block), cols_per_block in 1..8, no dynamic shared memory. y must not overlap x, w or b.
+ * gc_gemm_f32(float *c, float *a, float *b, float *bias, uint32_t m, uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, uint32_t flags, float alpha, float beta, uint32_t tile)
+ *     Tiled GEMM: C = act(alpha * op(A) . op(B) + beta * C + bias[col]), C m x n (ldc), op(A) m x k: a[i * lda + r], or a[r * lda + i] with flags bit 0 (A stored k x m); op(B) k x n: b[r * ldb + j], or b[j * ldb + r] with flags bit 1 (B stored n x k). flags bit 2: ReLU. bias may be null. beta == 0: C is not read; else the result is fmaf(alpha, acc, beta * C), so alpha = -lr, beta = 1 is bitwise the SGD step on the alpha = 1, beta = 0 result. Deterministic. Every rows * ld must be < 2^32. Launch: block 256, 1-D grid of ceil(m / T) * ceil(n / T) blocks with T = 64 for tile 0, 32 for tile 1; no dynamic shared memory. C must not overlap A, B or bias.
+ * gc_bias_grad_f32(float *db, float *dy, uint32_t rows, uint32_t cols)
+ *     db[c] = sum over r of dy[r, c] (dy row-major rows x cols), summed in a fixed order (deterministic). Launch: block (32, TY, 1) with TY in 1..32, grid ceil(cols / 32).
+ * gc_bias_sgd_f32(float *b, float *dy, uint32_t rows, uint32_t cols, float lr)
+ *     b[c] = fmaf(-lr, sum over r of dy[r, c], b[c]): bitwise equal to gc_bias_grad_f32 then gc_sgd_f32 with the same block shape. Launch: block (32, TY, 1) with TY in 1..32, grid ceil(cols / 32).
+ * gc_mse_f32(float *loss, float *grad, float *pred, float *target, uint64_t n, float grad_scale, float *workspace)
+ *     loss[0] = sum_i (pred[i] - target[i])^2 (PyTorch's (y_pred - y).pow(2).sum()); when grad is not null, grad[i] = (pred[i] - target[i]) * (2 * grad_scale). Deterministic: per-block partial sums in workspace, added in a fixed order by the last block to finish. workspace: a u32 counter at byte 0 that must be zero before the first launch (the kernel leaves it zero, so replays work), partial sums from byte 16: at least 16 + 4 * gridDim.x bytes. Launch: block 256, any grid. grad may equal pred or target.
  */

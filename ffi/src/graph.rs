@@ -65,7 +65,7 @@ pub const GC_CAPTURE_GLOBAL: gc_capture_mode = 1;
 /// No call is checked.
 pub const GC_CAPTURE_RELAXED: gc_capture_mode = 2;
 
-fn deps<'a>(p: *const gc_node, n: usize) -> graphcore_core::Result<Vec<Node>> {
+fn deps(p: *const gc_node, n: usize) -> graphcore_core::Result<Vec<Node>> {
     if n == 0 {
         return Ok(Vec::new());
     }
@@ -75,7 +75,7 @@ fn deps<'a>(p: *const gc_node, n: usize) -> graphcore_core::Result<Vec<Node>> {
         )));
     }
     // SAFETY: the caller passes `n` readable nodes.
-    let s: &'a [gc_node] = unsafe { std::slice::from_raw_parts(p, n) };
+    let s: &[gc_node] = unsafe { std::slice::from_raw_parts(p, n) };
     Ok(s.iter().map(|&d| d.into()).collect())
 }
 

@@ -150,7 +150,7 @@ mod tests {
         let a: Registry<u32> = Registry::new(3, "gc_pool");
         let b: Registry<u32> = Registry::new(2, "gc_stream");
         let h = a.insert(7).unwrap();
-        assert_eq!(*a.get(h, "pool").unwrap(), 7);
+        assert_eq!(a.get(h, "pool").unwrap(), 7);
         assert_eq!(
             b.get(h, "stream").unwrap_err().kind(),
             ErrorKind::InvalidHandle
@@ -175,7 +175,7 @@ mod tests {
             a.get(h, "pool").unwrap_err().kind(),
             ErrorKind::InvalidHandle
         );
-        assert_eq!(*a.get(h2, "pool").unwrap(), 8);
+        assert_eq!(a.get(h2, "pool").unwrap(), 8);
         assert!(a.remove(0, "pool").unwrap().is_none());
         assert_eq!(
             a.get(0x0300_0000_0000_0001 | (5 << 32), "pool")

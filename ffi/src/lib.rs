@@ -17,6 +17,7 @@ pub mod graph;
 mod handle;
 pub mod memory;
 pub mod module;
+pub mod ops;
 pub mod pool;
 pub mod status;
 pub mod stream;
