@@ -3,9 +3,8 @@
 // kernel nodes, and a borrowed cudaStream_t (gc_stream_wrap) on which
 // graphcore captures the sample's <<<>>> launches and a cuBLAS call.
 //
-// Built where nvcc exists (the GPU machine):
-//   nvcc -O2 -arch=sm_90 -Iinclude c_examples/forward_backward.cu \
-//        -Ltarget/release -lgraphcore -lcublas -o forward_backward_cu
+// Built where nvcc exists (the GPU machine), by `make examples` or
+// scripts/gpu-check: nvcc ... -lgraphcore -lcublas.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cstdio>

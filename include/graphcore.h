@@ -442,6 +442,12 @@ enum gc_status gc_exec_update(struct gc_exec *exec, struct gc_graph *graph);
 enum gc_status gc_exec_set_kernel_args(struct gc_exec *exec, struct gc_node node, void **args);
 
 /**
+ * Writes the underlying CUgraphExec (a cudaGraphExec_t) to *raw, for CUDA
+ * calls graphcore does not wrap. graphcore still owns it: do not destroy it.
+ */
+enum gc_status gc_exec_raw(struct gc_exec *exec, void **raw);
+
+/**
  * Destroys the exec (work already launched completes). NULL is a no-op.
  */
 enum gc_status gc_exec_destroy(struct gc_exec *exec);
@@ -560,6 +566,13 @@ enum gc_status gc_graph_add_dependency(struct gc_graph *graph,
 enum gc_status gc_graph_node_count(struct gc_graph *graph, size_t *count);
 
 /**
+ * Writes the underlying CUgraph (a cudaGraph_t) to *raw, for CUDA calls
+ * graphcore does not wrap. graphcore still owns it: do not destroy it, and
+ * add nodes only through graphcore (its description would go stale).
+ */
+enum gc_status gc_graph_raw(struct gc_graph *graph, void **raw);
+
+/**
  * Writes the pool bytes the graph holds to *bytes: what its capture (and
  * its child graphs' captures) allocated from the pool and had not freed
  * when the capture ended. 0 for graphs without pool memory.
@@ -655,6 +668,12 @@ enum gc_status gc_launch(struct gc_function *function,
                          struct gc_dim3 block,
                          uint32_t shared_bytes,
                          void **args);
+
+/**
+ * Writes the underlying CUfunction (usable as a cudaFunction_t) to *raw.
+ * It stays valid while the gc_function (or a graph using it) lives.
+ */
+enum gc_status gc_function_raw(struct gc_function *function, void **raw);
 
 /**
  * Drops a function handle. NULL is a no-op.

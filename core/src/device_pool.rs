@@ -109,6 +109,9 @@ impl PoolShared {
     }
 
     fn owner(st: &PoolState) -> Owner {
+        if st.captures.is_empty() {
+            return Owner::Eager;
+        }
         let me = std::thread::current().id();
         st.captures
             .iter()

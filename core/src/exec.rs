@@ -88,6 +88,11 @@ impl Exec {
         Ok(exec)
     }
 
+    /// The raw `CUgraphExec` (for interop; graphcore still owns it).
+    pub fn raw(&self) -> CUgraphExec {
+        self.inner.raw
+    }
+
     /// The graph the exec was instantiated from.
     pub fn graph(&self) -> &Graph {
         &self.inner.source

@@ -9,7 +9,7 @@ use crate::args::Out;
 use crate::graph::{gc_graph, gc_node, graph};
 use crate::handle::Registry;
 use crate::status::{boundary, gc_status};
-use crate::stream::{gc_stream, stream};
+use crate::stream::{gc_stream, stream, STREAMS};
 use graphcore_core::{instantiate_flags, Exec};
 use std::ffi::c_void;
 
@@ -68,7 +68,9 @@ pub extern "C" fn gc_exec_upload(exec: *mut gc_exec, stream: *mut gc_stream) -> 
 #[no_mangle]
 pub extern "C" fn gc_exec_launch(exec: *mut gc_exec, stream: *mut gc_stream) -> gc_status {
     boundary("gc_exec_launch", || {
-        self::exec(exec)?.launch(&self::stream(stream, "stream")?)
+        EXECS.with(exec as u64, "exec", |e| {
+            STREAMS.with(stream as u64, "stream", |s| e.launch(s))
+        })
     })
 }
 
@@ -95,6 +97,17 @@ pub extern "C" fn gc_exec_set_kernel_args(
         let e = self::exec(exec)?;
         // SAFETY: the caller passes one pointer per parameter, as documented.
         unsafe { e.set_kernel_args(node.into(), args) }
+    })
+}
+
+/// Writes the underlying CUgraphExec (a cudaGraphExec_t) to *raw, for CUDA
+/// calls graphcore does not wrap. graphcore still owns it: do not destroy it.
+#[no_mangle]
+pub extern "C" fn gc_exec_raw(exec: *mut gc_exec, raw: *mut *mut c_void) -> gc_status {
+    boundary("gc_exec_raw", || {
+        let out = Out::new(raw, "raw")?;
+        out.set(self::exec(exec)?.raw() as *mut c_void);
+        Ok(())
     })
 }
 

@@ -303,6 +303,18 @@ pub extern "C" fn gc_graph_node_count(graph: *mut gc_graph, count: *mut usize) -
     })
 }
 
+/// Writes the underlying CUgraph (a cudaGraph_t) to *raw, for CUDA calls
+/// graphcore does not wrap. graphcore still owns it: do not destroy it, and
+/// add nodes only through graphcore (its description would go stale).
+#[no_mangle]
+pub extern "C" fn gc_graph_raw(graph: *mut gc_graph, raw: *mut *mut c_void) -> gc_status {
+    boundary("gc_graph_raw", || {
+        let out = Out::new(raw, "raw")?;
+        out.set(self::graph(graph, "graph")?.raw() as *mut c_void);
+        Ok(())
+    })
+}
+
 /// Writes the pool bytes the graph holds to *bytes: what its capture (and
 /// its child graphs' captures) allocated from the pool and had not freed
 /// when the capture ended. 0 for graphs without pool memory.

@@ -123,6 +123,21 @@ impl<T: Clone> Registry<T> {
         }
     }
 
+    /// Runs `f` on the object behind `h` under the table's read lock,
+    /// without cloning it: for short, hot calls (pool alloc/free, launch).
+    /// Creating or destroying handles of this kind waits until `f` returns.
+    pub(crate) fn with<R>(&self, h: u64, arg: &str, f: impl FnOnce(&T) -> Result<R>) -> Result<R> {
+        let (index, generation) = self.decode(h, arg)?;
+        let t = self.table.read().unwrap_or_else(|e| e.into_inner());
+        match t.slots.get(index) {
+            Some(Slot {
+                generation: g,
+                value: Some(v),
+            }) if *g == generation => f(v),
+            _ => Err(self.stale(arg)),
+        }
+    }
+
     /// Removes handle `h`; NULL is a no-op (`Ok(None)`).
     pub(crate) fn remove(&self, h: u64, arg: &str) -> Result<Option<T>> {
         if h == 0 {

@@ -144,6 +144,17 @@ pub extern "C" fn gc_launch(
     })
 }
 
+/// Writes the underlying CUfunction (usable as a cudaFunction_t) to *raw.
+/// It stays valid while the gc_function (or a graph using it) lives.
+#[no_mangle]
+pub extern "C" fn gc_function_raw(function: *mut gc_function, raw: *mut *mut c_void) -> gc_status {
+    boundary("gc_function_raw", || {
+        let out = Out::new(raw, "raw")?;
+        out.set(self::function(function)?.raw() as *mut c_void);
+        Ok(())
+    })
+}
+
 /// Drops a function handle. NULL is a no-op.
 #[no_mangle]
 pub extern "C" fn gc_function_destroy(function: *mut gc_function) -> gc_status {

@@ -118,7 +118,8 @@ pub extern "C" fn gc_pool_alloc(
 ) -> gc_status {
     boundary("gc_pool_alloc", || {
         let out = Out::new(ptr, "ptr")?;
-        out.set(self::pool(pool)?.alloc(bytes as u64)? as *mut c_void);
+        let p = POOLS.with(pool as u64, "pool", |p| p.alloc(bytes as u64))?;
+        out.set(p as *mut c_void);
         Ok(())
     })
 }
@@ -129,7 +130,9 @@ pub extern "C" fn gc_pool_alloc(
 /// freed, is GC_ERROR_INVALID_ARGUMENT and nothing changes.
 #[no_mangle]
 pub extern "C" fn gc_pool_free(pool: *mut gc_pool, ptr: *mut c_void) -> gc_status {
-    boundary("gc_pool_free", || self::pool(pool)?.free(ptr as u64))
+    boundary("gc_pool_free", || {
+        POOLS.with(pool as u64, "pool", |p| p.free(ptr as u64))
+    })
 }
 
 /// Fills *stats (set stats->struct_size = sizeof(gc_pool_statistics)).

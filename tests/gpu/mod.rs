@@ -3,6 +3,7 @@
 
 mod foundation;
 mod graphs;
+mod kernels;
 
 use graphcore_core::{Context, Pool, PoolOptions, Stream};
 

@@ -64,16 +64,35 @@ pub(crate) unsafe fn add_kernel(
 }
 
 fn memcpy_raw(dst: u64, src: u64, bytes: usize) -> sys::CUDA_MEMCPY3D {
-    // SAFETY: a plain C struct; zero is the default of every field.
-    let mut c: sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
-    c.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED;
-    c.srcDevice = src;
-    c.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED;
-    c.dstDevice = dst;
-    c.WidthInBytes = bytes;
-    c.Height = 1;
-    c.Depth = 1;
-    c
+    // Every field spelled out: the memory-type enums have no zero value.
+    let unified = sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED;
+    sys::CUDA_MEMCPY3D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: unified,
+        srcHost: std::ptr::null(),
+        srcDevice: src,
+        srcArray: std::ptr::null_mut(),
+        reserved0: std::ptr::null_mut(),
+        srcPitch: 0,
+        srcHeight: 0,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: unified,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: dst,
+        dstArray: std::ptr::null_mut(),
+        reserved1: std::ptr::null_mut(),
+        dstPitch: 0,
+        dstHeight: 0,
+        WidthInBytes: bytes,
+        Height: 1,
+        Depth: 1,
+    }
 }
 
 /// Adds a 1-D copy node between unified addresses (device or pinned host).
@@ -183,6 +202,9 @@ pub(crate) fn nodes(g: CUgraph) -> Result<Vec<CUgraphNode>> {
         unsafe { sys::cuGraphGetNodes(g, std::ptr::null_mut(), &mut n) },
         "cuGraphGetNodes",
     )?;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
     let mut v = vec![std::ptr::null_mut(); n];
     // SAFETY: v has room for n nodes.
     check(
@@ -201,6 +223,9 @@ pub(crate) fn edges(g: CUgraph) -> Result<Vec<(CUgraphNode, CUgraphNode)>> {
         unsafe { sys::cuGraphGetEdges(g, std::ptr::null_mut(), std::ptr::null_mut(), &mut n) },
         "cuGraphGetEdges",
     )?;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
     let mut from = vec![std::ptr::null_mut(); n];
     let mut to = vec![std::ptr::null_mut(); n];
     // SAFETY: both arrays have room for n nodes.
@@ -264,8 +289,7 @@ pub(crate) fn read_node(n: CUgraphNode) -> Result<RawNode> {
             }
         }
         T::CU_GRAPH_NODE_TYPE_MEMCPY => {
-            // SAFETY: a plain C struct filled by the driver.
-            let mut c: sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
+            let mut c = memcpy_raw(0, 0, 0);
             // SAFETY: n is a memcpy node.
             check(
                 unsafe { sys::cuGraphMemcpyNodeGetParams(n, &mut c) },

@@ -186,6 +186,11 @@ impl Graph {
         &self.inner.ctx
     }
 
+    /// The raw `CUgraph` (for interop; graphcore still owns it).
+    pub fn raw(&self) -> CUgraph {
+        self.inner.raw
+    }
+
     pub(crate) fn state(&self) -> MutexGuard<'_, GraphState> {
         self.inner.state.lock().unwrap()
     }

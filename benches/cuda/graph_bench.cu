@@ -1,0 +1,249 @@
+// graphcore's graph path vs raw CUDA driver calls, side by side in one run:
+//   1. replay overhead: CPU time of gc_exec_launch vs cuGraphLaunch of the
+//      same exec, graphs of 1, 10, 100, 1000 kernel nodes;
+//   2. device time of a graph built node by node vs the same work captured;
+//   3. instantiate: gc_graph_instantiate vs cuGraphInstantiateWithFlags;
+//      gc_exec_update on a 1000-node graph vs re-instantiating it;
+//   4. the 100-pair forward/backward chain: graph replay vs eager launches.
+// Medians; a table on stdout and JSON in $OUT/graph_bench.json.
+// Built with nvcc on the GPU machine (scripts/bench-gpu):
+//   nvcc -O2 -Iinclude benches/cuda/graph_bench.cu -lcuda -lgraphcore
+#include <cuda.h>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+#include "graphcore.h"
+
+#define TRY(call)                                                                  \
+    do {                                                                           \
+        gc_status st_ = (call);                                                    \
+        if (st_ != GC_SUCCESS) {                                                   \
+            std::fprintf(stderr, "%s: %s\n", #call, gc_last_error());              \
+            std::exit(1);                                                          \
+        }                                                                          \
+    } while (0)
+#define CU(call)                                                                   \
+    do {                                                                           \
+        CUresult r_ = (call);                                                      \
+        if (r_ != CUDA_SUCCESS) {                                                  \
+            const char *s_;                                                        \
+            cuGetErrorName(r_, &s_);                                               \
+            std::fprintf(stderr, "%s: %s\n", #call, s_);                           \
+            std::exit(1);                                                          \
+        }                                                                          \
+    } while (0)
+
+using clk = std::chrono::steady_clock;
+static double ns_since(clk::time_point t) {
+    return std::chrono::duration<double, std::nano>(clk::now() - t).count();
+}
+static double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+static gc_stream *stream;
+static CUstream raw_stream;
+static float *buf;
+static const uint64_t N = 256;
+
+// A graph of `nodes` dependent scale kernels, by capture.
+static gc_graph *captured_chain(int nodes, float alpha) {
+    gc_graph *g;
+    TRY(gc_capture_begin(stream, NULL, GC_CAPTURE_THREAD_LOCAL));
+    for (int i = 0; i < nodes; i++) TRY(gc_op_scale(stream, buf, buf, N, i % 2 ? 1.0f / alpha : alpha));
+    TRY(gc_capture_end(stream, &g));
+    return g;
+}
+
+// The same graph built node by node with the built-in kernel.
+static gc_graph *built_chain(gc_context *ctx, gc_function *scale, int nodes, float alpha) {
+    gc_graph *g;
+    TRY(gc_graph_create(ctx, &g));
+    gc_node prev{};
+    for (int i = 0; i < nodes; i++) {
+        float a = i % 2 ? 1.0f / alpha : alpha;
+        uint64_t n = N;
+        float *p = buf;
+        void *args[] = {&p, &p, &n, &a};
+        gc_node node;
+        gc_dim3 grid = {1, 1, 1}, block = {256, 1, 1};
+        TRY(gc_graph_add_kernel(g, scale, grid, block, 0, args, i ? &prev : NULL, i ? 1 : 0, &node));
+        prev = node;
+    }
+    return g;
+}
+
+// GPU time of one replay of `e`, by events around many replays.
+static double device_us(gc_exec *e, int reps) {
+    CUevent a, b;
+    CU(cuEventCreate(&a, 0));
+    CU(cuEventCreate(&b, 0));
+    std::vector<double> t;
+    for (int r = 0; r < 7; r++) {
+        CU(cuEventRecord(a, raw_stream));
+        for (int i = 0; i < reps; i++) TRY(gc_exec_launch(e, stream));
+        CU(cuEventRecord(b, raw_stream));
+        CU(cuEventSynchronize(b));
+        float ms;
+        CU(cuEventElapsedTime(&ms, a, b));
+        t.push_back(ms * 1000.0 / reps);
+    }
+    cuEventDestroy(a);
+    cuEventDestroy(b);
+    return median(t);
+}
+
+int main() {
+    gc_context *ctx;
+    gc_pool *pool;
+    TRY(gc_context_create(0, &ctx));
+    TRY(gc_stream_create(ctx, &stream));
+    TRY(gc_pool_create(ctx, NULL, &pool));
+    TRY(gc_stream_raw(stream, (void **)&raw_stream));
+    TRY(gc_pool_alloc(pool, N * sizeof(float), (void **)&buf));
+    TRY(gc_op_fill(stream, buf, N, 1.0f));
+    gc_function *scale;
+    TRY(gc_kernel_builtin(ctx, "gc_scale_f32", &scale));
+    std::string json = "{\n";
+    char line[512];
+
+    // 1. Replay overhead: the CPU time of the launch call itself.
+    std::printf("replay overhead (CPU time of one launch call, median of 2000)\n");
+    std::printf("%8s %14s %14s %8s\n", "nodes", "gc_exec_launch", "cuGraphLaunch", "ratio");
+    json += "  \"launch_overhead\": [\n";
+    int sizes[] = {1, 10, 100, 1000};
+    for (int si = 0; si < 4; si++) {
+        int nodes = sizes[si];
+        gc_graph *g = captured_chain(nodes, 2.0f);
+        gc_exec *e;
+        TRY(gc_graph_instantiate(g, GC_INSTANTIATE_UPLOAD, &e));
+        CUgraphExec raw;
+        TRY(gc_exec_raw(e, (void **)&raw));
+        std::vector<double> ours, theirs;
+        for (int i = 0; i < 2100; i++) {
+            auto t = clk::now();
+            TRY(gc_exec_launch(e, stream));
+            double a = ns_since(t);
+            CU(cuStreamSynchronize(raw_stream));
+            t = clk::now();
+            CU(cuGraphLaunch(raw, raw_stream));
+            double b = ns_since(t);
+            CU(cuStreamSynchronize(raw_stream));
+            if (i >= 100) {
+                ours.push_back(a);
+                theirs.push_back(b);
+            }
+        }
+        double a = median(ours), b = median(theirs);
+        std::printf("%8d %11.0f ns %11.0f ns %7.3fx\n", nodes, a, b, a / b);
+        std::snprintf(line, sizeof line, "    {\"nodes\": %d, \"gc_exec_launch_ns\": %.0f, \"cuGraphLaunch_ns\": %.0f}%s\n",
+                      nodes, a, b, si < 3 ? "," : "");
+        json += line;
+        TRY(gc_exec_destroy(e));
+        TRY(gc_graph_destroy(g));
+    }
+    json += "  ],\n";
+
+    // 2. Device time: built vs captured (100 nodes).
+    {
+        gc_graph *gb = built_chain(ctx, scale, 100, 2.0f), *gcap = captured_chain(100, 2.0f);
+        gc_exec *eb, *ec;
+        TRY(gc_graph_instantiate(gb, GC_INSTANTIATE_UPLOAD, &eb));
+        TRY(gc_graph_instantiate(gcap, GC_INSTANTIATE_UPLOAD, &ec));
+        double b1 = device_us(eb, 50), c1 = device_us(ec, 50), b2 = device_us(eb, 50), c2 = device_us(ec, 50);
+        double b = std::min(b1, b2), c = std::min(c1, c2);
+        std::printf("\ndevice time of a 100-kernel graph: built %.1f us, captured %.1f us (ratio %.3f; spread %.1f%%)\n",
+                    b, c, b / c, 100.0 * std::abs(b1 - b2) / b);
+        std::snprintf(line, sizeof line, "  \"device_time_us\": {\"built\": %.2f, \"captured\": %.2f},\n", b, c);
+        json += line;
+        TRY(gc_exec_destroy(eb));
+        TRY(gc_exec_destroy(ec));
+        TRY(gc_graph_destroy(gb));
+        TRY(gc_graph_destroy(gcap));
+    }
+
+    // 3. Instantiate and update, 1000 nodes.
+    {
+        gc_graph *g = captured_chain(1000, 2.0f), *g2 = captured_chain(1000, 4.0f);
+        CUgraph rawg;
+        TRY(gc_graph_raw(g, (void **)&rawg));
+        std::vector<double> ours, theirs, update;
+        for (int i = 0; i < 21; i++) {
+            auto t = clk::now();
+            gc_exec *e;
+            TRY(gc_graph_instantiate(g, 0, &e));
+            ours.push_back(ns_since(t));
+            t = clk::now();
+            CUgraphExec re;
+            CU(cuGraphInstantiateWithFlags(&re, rawg, 0));
+            theirs.push_back(ns_since(t));
+            CU(cuGraphExecDestroy(re));
+            t = clk::now();
+            TRY(gc_exec_update(e, i % 2 ? g : g2));
+            update.push_back(ns_since(t));
+            TRY(gc_exec_destroy(e));
+        }
+        double a = median(ours), b = median(theirs), u = median(update);
+        std::printf("\ninstantiate 1000 nodes: gc %.0f us, cuGraphInstantiateWithFlags %.0f us (ratio %.3f)\n",
+                    a / 1e3, b / 1e3, a / b);
+        std::printf("gc_exec_update 1000 nodes: %.0f us, %.1fx faster than re-instantiating\n", u / 1e3, a / u);
+        std::snprintf(line, sizeof line,
+                      "  \"instantiate_1000_us\": {\"gc\": %.1f, \"raw\": %.1f},\n  \"update_1000_us\": %.1f,\n",
+                      a / 1e3, b / 1e3, u / 1e3);
+        json += line;
+        TRY(gc_graph_destroy(g));
+        TRY(gc_graph_destroy(g2));
+    }
+
+    // 4. The 100-pair forward/backward chain over 1024 floats.
+    {
+        float *d;
+        TRY(gc_pool_alloc(pool, 1024 * sizeof(float), (void **)&d));
+        TRY(gc_op_fill(stream, d, 1024, 1.0f));
+        gc_graph *g;
+        TRY(gc_capture_begin(stream, NULL, GC_CAPTURE_THREAD_LOCAL));
+        for (int i = 0; i < 100; i++) {
+            TRY(gc_op_scale(stream, d, d, 1024, 2.0f));
+            TRY(gc_op_scale(stream, d, d, 1024, 0.5f));
+        }
+        TRY(gc_capture_end(stream, &g));
+        gc_exec *e;
+        TRY(gc_graph_instantiate(g, GC_INSTANTIATE_UPLOAD, &e));
+        std::vector<double> eager, replay;
+        for (int r = 0; r < 300; r++) {
+            auto t = clk::now();
+            for (int i = 0; i < 100; i++) {
+                TRY(gc_op_scale(stream, d, d, 1024, 2.0f));
+                TRY(gc_op_scale(stream, d, d, 1024, 0.5f));
+            }
+            TRY(gc_stream_synchronize(stream));
+            eager.push_back(ns_since(t) / 1e3);
+            t = clk::now();
+            TRY(gc_exec_launch(e, stream));
+            TRY(gc_stream_synchronize(stream));
+            replay.push_back(ns_since(t) / 1e3);
+        }
+        double a = median(eager), b = median(replay);
+        std::printf("\n100 forward/backward pairs, 1024 floats: eager %.1f us, graph %.1f us: %.1fx faster\n", a, b, a / b);
+        std::snprintf(line, sizeof line, "  \"chain_100_pairs_us\": {\"eager\": %.1f, \"graph\": %.1f}\n", a, b);
+        json += line;
+        TRY(gc_exec_destroy(e));
+        TRY(gc_graph_destroy(g));
+    }
+    json += "}\n";
+    const char *out = std::getenv("OUT");
+    std::string path = std::string(out ? out : ".") + "/graph_bench.json";
+    if (FILE *f = std::fopen(path.c_str(), "w")) {
+        std::fputs(json.c_str(), f);
+        std::fclose(f);
+    }
+    TRY(gc_function_destroy(scale));
+    TRY(gc_pool_destroy(pool));
+    TRY(gc_stream_destroy(stream));
+    TRY(gc_context_destroy(ctx));
+    return 0;
+}

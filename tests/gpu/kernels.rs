@@ -1,0 +1,489 @@
+//! Every built-in kernel against a float64 CPU reference, on fresh random
+//! inputs, with the output poisoned (all bits set: NaN) before each run.
+//! Bounds: elementwise results within 1 ulp-ish (2e-7 relative); linear
+//! layers and reductions ‖out − ref‖ / ‖ref‖ ≤ 1e-5.
+
+use super::*;
+use graphcore_core::kernels::ops::{self, OP_ADD, OP_FILL, OP_MAX, OP_MIN, OP_MUL, OP_RELU};
+use graphcore_core::{launch_op, CaptureMode, Exec};
+
+/// Sizes that hit every path: one element, primes, non-multiples of 4 and
+/// of the block size, and a large one with a tail.
+const SIZES: [usize; 6] = [1, 7, 1021, 4099, 65_537, (1 << 20) + 3];
+
+/// A launch decided by `ops`, or why it was refused.
+type Planned = Result<graphcore_core::kernels::Call, graphcore_core::kernels::SizeError>;
+
+/// An operation under test: its name, how to launch it writing to an
+/// output address, and the float64 reference.
+type Case<'a> = (&'a str, Box<dyn Fn(u64) -> Planned + 'a>, Vec<f64>);
+
+struct Dev {
+    s: Stream,
+    p: Pool,
+    sms: u32,
+}
+
+impl Dev {
+    fn new() -> Dev {
+        let c = ctx();
+        Dev {
+            s: Stream::new(&c).unwrap(),
+            p: pool(&c),
+            sms: c.sm_count(),
+        }
+    }
+    /// A device buffer of `n` floats (plus one, so `misaligned` can shift
+    /// the start by one float).
+    fn buf(&self, n: usize) -> u64 {
+        self.p.alloc((n as u64 + 1) * 4).unwrap()
+    }
+    fn put(&self, values: &[f32], shift: bool) -> u64 {
+        let b = self.buf(values.len()) + if shift { 4 } else { 0 };
+        upload(&self.s, b, values);
+        b
+    }
+    fn poisoned(&self, n: usize, shift: bool) -> u64 {
+        let b = self.buf(n) + if shift { 4 } else { 0 };
+        graphcore_core::set_async(&self.s, b, 0xff, n * 4).unwrap();
+        b
+    }
+    fn get(&self, b: u64, n: usize) -> Vec<f32> {
+        download(&self.s, b, n)
+    }
+    fn run(&self, call: Planned) {
+        launch_op(&self.s, call, "test").unwrap();
+    }
+}
+
+/// Elementwise check: every element within 2e-7 relative (or exact).
+fn close(out: &[f32], want: &[f64], what: &str, seed: u64) {
+    assert_eq!(out.len(), want.len());
+    for (i, (&o, &w)) in out.iter().zip(want).enumerate() {
+        let tol = 2e-7 * w.abs().max(1e-30);
+        assert!(
+            (o as f64 - w).abs() <= tol || (o.is_nan() && w.is_nan()),
+            "{what}: element {i} is {o}, reference {w} (seed {seed})"
+        );
+    }
+}
+
+/// Norm-wise relative error ‖out − ref‖ / ‖ref‖.
+fn rel_err(out: &[f32], want: &[f64]) -> f64 {
+    assert!(
+        out.iter().all(|v| v.is_finite()),
+        "output has NaN/inf (unwritten?)"
+    );
+    let num: f64 = out
+        .iter()
+        .zip(want)
+        .map(|(&o, &w)| (o as f64 - w).powi(2))
+        .sum();
+    let den: f64 = want.iter().map(|w| w * w).sum();
+    (num / den.max(1e-300)).sqrt()
+}
+
+fn f64s(v: &[f32]) -> Vec<f64> {
+    v.iter().map(|&x| x as f64).collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn elementwise_kernels_match_float64() {
+    let d = Dev::new();
+    let seed = seed();
+    for &n in &SIZES {
+        for shift in [false, true] {
+            let x = random(seed ^ n as u64, n);
+            let yv = random(seed.rotate_left(7) ^ n as u64, n);
+            let (xb, yb) = (d.put(&x, shift), d.put(&yv, shift));
+            let nn = n as u64;
+            let (xf, yf) = (f64s(&x), f64s(&yv));
+            let cases: Vec<Case> = vec![
+                (
+                    "fill",
+                    Box::new(|o| ops::fill(o, nn, 0.75, d.sms)),
+                    vec![0.75; n],
+                ),
+                (
+                    "copy",
+                    Box::new(|o| ops::copy(o, xb, nn, d.sms)),
+                    xf.clone(),
+                ),
+                (
+                    "scale",
+                    Box::new(|o| ops::scale(o, xb, nn, -1.5, d.sms)),
+                    xf.iter().map(|v| v * -1.5).collect(),
+                ),
+                (
+                    "add_scalar",
+                    Box::new(|o| ops::add_scalar(o, xb, nn, 0.25, d.sms)),
+                    xf.iter().map(|v| ((v + 0.25) as f32) as f64).collect(),
+                ),
+                (
+                    "add",
+                    Box::new(|o| ops::add(o, xb, yb, nn, d.sms)),
+                    xf.iter()
+                        .zip(&yf)
+                        .map(|(a, b)| ((a + b) as f32) as f64)
+                        .collect(),
+                ),
+                (
+                    "mul",
+                    Box::new(|o| ops::mul(o, xb, yb, nn, d.sms)),
+                    xf.iter().zip(&yf).map(|(a, b)| a * b).collect(),
+                ),
+                (
+                    "relu",
+                    Box::new(|o| ops::relu(o, xb, nn, d.sms)),
+                    xf.iter().map(|v| v.max(0.0)).collect(),
+                ),
+                (
+                    "relu_backward",
+                    Box::new(|o| ops::relu_backward(o, yb, xb, nn, d.sms)),
+                    xf.iter()
+                        .zip(&yf)
+                        .map(|(x, dy)| if *x > 0.0 { *dy } else { 0.0 })
+                        .collect(),
+                ),
+            ];
+            for (name, op, want) in cases {
+                let out = d.poisoned(n, shift);
+                d.run(op(out));
+                close(
+                    &d.get(out, n),
+                    &want,
+                    &format!("{name} n={n} shift={shift}"),
+                    seed,
+                );
+            }
+            // In place: axpy and sgd update their first operand.
+            let acc = d.put(&yv, shift);
+            d.run(ops::axpy(acc, xb, nn, 0.5, d.sms));
+            let want: Vec<f64> = xf.iter().zip(&yf).map(|(x, y)| 0.5 * x + y).collect();
+            close(&d.get(acc, n), &want, &format!("axpy n={n}"), seed);
+            let w = d.put(&yv, shift);
+            d.run(ops::sgd(w, xb, nn, 1e-3, d.sms));
+            let want: Vec<f64> = xf
+                .iter()
+                .zip(&yf)
+                .map(|(g, w)| w - 1e-3f32 as f64 * g)
+                .collect();
+            close(&d.get(w, n), &want, &format!("sgd n={n}"), seed);
+            let inplace = d.put(&x, shift);
+            d.run(ops::scale(inplace, inplace, nn, 3.0, d.sms));
+            close(
+                &d.get(inplace, n),
+                &xf.iter().map(|v| v * 3.0).collect::<Vec<_>>(),
+                "scale in place",
+                seed,
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bias_add_and_chain_match_float64() {
+    let d = Dev::new();
+    let seed = seed();
+    for (rows, cols) in [(1, 1), (3, 37), (64, 1024), (200, 10)] {
+        let n = rows * cols;
+        let x = random(seed ^ n as u64, n);
+        let b = random(seed ^ 99, cols);
+        let (xb, bb) = (d.put(&x, false), d.put(&b, false));
+        let out = d.poisoned(n, false);
+        d.run(ops::bias_add(out, xb, bb, rows as u32, cols as u32, d.sms));
+        let want: Vec<f64> = (0..n).map(|i| (x[i] + b[i % cols]) as f64).collect();
+        close(&d.get(out, n), &want, "bias_add", seed);
+    }
+    // Random chains of 1..=8 operations.
+    let mut r = seed;
+    for &n in &SIZES {
+        r = r
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let len = 1 + (r >> 60) as usize % 8;
+        let codes = [OP_FILL, OP_MUL, OP_ADD, OP_RELU, OP_MAX, OP_MIN];
+        let program: Vec<(u32, f32)> = (0..len)
+            .map(|i| {
+                let k = ((r >> (i * 7)) % codes.len() as u64) as usize;
+                (codes[k], ((r >> (i * 5)) % 17) as f32 * 0.25 - 2.0)
+            })
+            .collect();
+        let x = random(r, n);
+        let xb = d.put(&x, n % 2 == 1);
+        let out = d.poisoned(n, n % 2 == 1);
+        d.run(ops::chain(out, xb, n as u64, &program, d.sms));
+        let want: Vec<f64> = x
+            .iter()
+            .map(|&v| {
+                let mut v = v;
+                for &(op, c) in &program {
+                    v = match op {
+                        OP_FILL => c,
+                        OP_MUL => v * c,
+                        OP_ADD => v + c,
+                        OP_RELU => v.max(0.0),
+                        OP_MAX => v.max(c),
+                        _ => v.min(c),
+                    };
+                }
+                v as f64
+            })
+            .collect();
+        close(&d.get(out, n), &want, &format!("chain {program:?}"), seed);
+    }
+}
+
+/// y = x·Wᵀ + b (ReLU optional), in float64.
+fn linear_ref(
+    x: &[f32],
+    w: &[f32],
+    b: &[f32],
+    m: usize,
+    n: usize,
+    k: usize,
+    relu: bool,
+) -> Vec<f64> {
+    let mut y = vec![0f64; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let mut acc = b[j] as f64;
+            for t in 0..k {
+                acc += x[i * k + t] as f64 * w[j * k + t] as f64;
+            }
+            y[i * n + j] = if relu { acc.max(0.0) } else { acc };
+        }
+    }
+    y
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn linear_forward_matches_float64_on_every_shape() {
+    let d = Dev::new();
+    let seed = seed();
+    for m in [1usize, 3, 8, 32, 64, 200] {
+        for (k, n) in [
+            (1024usize, 512usize),
+            (512, 256),
+            (256, 10),
+            (1024, 1024),
+            (1000, 37),
+        ] {
+            let relu = (m + n) % 2 == 0;
+            let x = random(seed ^ (m * k) as u64, m * k);
+            let w: Vec<f32> = random(seed ^ (n * k) as u64, n * k)
+                .iter()
+                .map(|v| v / (k as f32).sqrt())
+                .collect();
+            let b = random(seed ^ n as u64, n);
+            let (xb, wb, bb) = (d.put(&x, false), d.put(&w, false), d.put(&b, false));
+            let out = d.poisoned(m * n, false);
+            d.run(ops::linear(
+                out, xb, wb, bb, m as u32, n as u32, k as u32, relu, d.sms,
+            ));
+            let e = rel_err(&d.get(out, m * n), &linear_ref(&x, &w, &b, m, n, k, relu));
+            assert!(
+                e <= 1e-5,
+                "linear m={m} k={k} n={n} relu={relu}: rel err {e:e} (seed {seed})"
+            );
+            for buf in [xb, wb, bb, out] {
+                d.p.free(buf).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn backward_and_update_kernels_match_float64() {
+    let d = Dev::new();
+    let seed = seed();
+    for (m, n, k) in [
+        (1usize, 10usize, 256usize),
+        (64, 1024, 1024),
+        (200, 37, 1000),
+        (3, 512, 1024),
+    ] {
+        let dy = random(seed ^ 1 ^ m as u64, m * n);
+        let x = random(seed ^ 2 ^ k as u64, m * k);
+        let w = random(seed ^ 3 ^ n as u64, n * k);
+        let (dyb, xb, wb) = (d.put(&dy, false), d.put(&x, false), d.put(&w, false));
+        // dX = dY·W
+        let dx = d.poisoned(m * k, false);
+        d.run(ops::linear_backward_input(
+            dx, dyb, wb, m as u32, n as u32, k as u32, d.sms,
+        ));
+        let want: Vec<f64> = (0..m * k)
+            .map(|ij| {
+                (0..n)
+                    .map(|t| dy[ij / k * n + t] as f64 * w[t * k + ij % k] as f64)
+                    .sum()
+            })
+            .collect();
+        let e = rel_err(&d.get(dx, m * k), &want);
+        assert!(e <= 1e-5, "dX m={m} n={n} k={k}: {e:e} (seed {seed})");
+        // dW = dYᵀ·X
+        let dw = d.poisoned(n * k, false);
+        d.run(ops::linear_backward_weight(
+            dw, dyb, xb, m as u32, n as u32, k as u32, d.sms,
+        ));
+        let dw_ref: Vec<f64> = (0..n * k)
+            .map(|ij| {
+                (0..m)
+                    .map(|t| dy[t * n + ij / k] as f64 * x[t * k + ij % k] as f64)
+                    .sum()
+            })
+            .collect();
+        let e = rel_err(&d.get(dw, n * k), &dw_ref);
+        assert!(e <= 1e-5, "dW m={m} n={n} k={k}: {e:e} (seed {seed})");
+        // W -= lr·dYᵀ·X, fused, bitwise equal to dW then sgd.
+        let lr = 1e-3f32;
+        let (w1, w2) = (d.put(&w, false), d.put(&w, false));
+        d.run(ops::linear_weight_sgd(
+            w1, dyb, xb, m as u32, n as u32, k as u32, lr, d.sms,
+        ));
+        d.run(ops::sgd(w2, dw, (n * k) as u64, lr, d.sms));
+        let (a, b) = (d.get(w1, n * k), d.get(w2, n * k));
+        assert!(
+            a.iter().zip(&b).all(|(p, q)| p.to_bits() == q.to_bits()),
+            "fused weight SGD differs"
+        );
+        let want: Vec<f64> = w
+            .iter()
+            .zip(&dw_ref)
+            .map(|(&w, g)| w as f64 - lr as f64 * g)
+            .collect();
+        assert!(rel_err(&a, &want) <= 1e-6);
+        // Bias gradient and fused bias SGD.
+        let db = d.poisoned(n, false);
+        d.run(ops::bias_grad(db, dyb, m as u32, n as u32, d.sms));
+        let db_ref: Vec<f64> = (0..n)
+            .map(|j| (0..m).map(|i| dy[i * n + j] as f64).sum())
+            .collect();
+        assert!(rel_err(&d.get(db, n), &db_ref) <= 1e-5, "bias_grad");
+        let bias = random(seed ^ 4, n);
+        let (b1, b2) = (d.put(&bias, false), d.put(&bias, false));
+        d.run(ops::bias_sgd(b1, dyb, m as u32, n as u32, lr, d.sms));
+        d.run(ops::sgd(b2, db, n as u64, lr, d.sms));
+        let (p, q) = (d.get(b1, n), d.get(b2, n));
+        assert!(
+            p.iter().zip(&q).all(|(a, b)| a.to_bits() == b.to_bits()),
+            "fused bias SGD differs"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn mse_loss_gradient_and_finite_differences() {
+    let d = Dev::new();
+    let seed = seed();
+    for &n in &[1usize, 1021, 65_536, (1 << 20) + 3] {
+        let pred = random(seed ^ n as u64, n);
+        let target = random(seed ^ 77 ^ n as u64, n);
+        let (pb, tb) = (d.put(&pred, false), d.put(&target, false));
+        let ws_bytes = ops::mse_workspace_bytes(n as u64, d.sms);
+        let ws = d.p.alloc(ws_bytes).unwrap();
+        graphcore_core::set_async(&d.s, ws, 0, ws_bytes as usize).unwrap();
+        let (loss, grad) = (d.poisoned(1, false), d.poisoned(n, false));
+        d.run(ops::mse(
+            loss, grad, pb, tb, n as u64, 1.0, ws, ws_bytes, d.sms,
+        ));
+        let want: f64 = pred
+            .iter()
+            .zip(&target)
+            .map(|(p, t)| (*p as f64 - *t as f64).powi(2))
+            .sum();
+        let l32 = d.get(loss, 1)[0];
+        let l = l32 as f64;
+        assert!(
+            (l - want).abs() <= 1e-5 * want,
+            "mse n={n}: {l} vs {want} (seed {seed})"
+        );
+        let g = d.get(grad, n);
+        let gref: Vec<f64> = pred
+            .iter()
+            .zip(&target)
+            .map(|(p, t)| 2.0 * (*p as f64 - *t as f64))
+            .collect();
+        close(&g, &gref, "mse gradient", seed);
+        // Finite differences on a few elements: dL/dp_i ≈ (L(p+h) − L(p−h)) / 2h.
+        if n <= 1021 {
+            for i in [0, n / 2, n - 1] {
+                let h = 1e-2f32;
+                let lp = |delta: f32| {
+                    let mut q = pred.clone();
+                    q[i] += delta;
+                    q.iter()
+                        .zip(&target)
+                        .map(|(p, t)| (*p as f64 - *t as f64).powi(2))
+                        .sum::<f64>()
+                };
+                let fd = (lp(h) - lp(-h)) / (2.0 * h as f64);
+                assert!(
+                    (fd - g[i] as f64).abs() <= 1e-3 * fd.abs().max(1.0),
+                    "finite difference at {i}"
+                );
+            }
+        }
+        // Replays of the same launch give the same bits (fixed-order sums).
+        d.run(ops::mse(
+            loss, grad, pb, tb, n as u64, 1.0, ws, ws_bytes, d.sms,
+        ));
+        assert_eq!(
+            d.get(loss, 1)[0].to_bits(),
+            l32.to_bits(),
+            "mse replay differs"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn replays_are_bitwise_deterministic() {
+    let d = Dev::new();
+    let seed = seed();
+    let (m, n, k) = (64usize, 1024usize, 1024usize);
+    let x = d.put(&random(seed, m * k), false);
+    let w = d.put(&random(seed ^ 1, n * k), false);
+    let b = d.put(&random(seed ^ 2, n), false);
+    let t = d.put(&random(seed ^ 3, m * n), false);
+    let y = d.buf(m * n);
+    let grad = d.buf(m * n);
+    let loss = d.buf(1);
+    let ws_bytes = ops::mse_workspace_bytes((m * n) as u64, d.sms);
+    let ws = d.p.alloc(ws_bytes).unwrap();
+    graphcore_core::set_async(&d.s, ws, 0, ws_bytes as usize).unwrap();
+    d.s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
+    d.run(ops::linear(
+        y, x, w, b, m as u32, n as u32, k as u32, false, d.sms,
+    ));
+    d.run(ops::mse(
+        loss,
+        grad,
+        y,
+        t,
+        (m * n) as u64,
+        1.0,
+        ws,
+        ws_bytes,
+        d.sms,
+    ));
+    let dw = d.buf(n * k);
+    d.run(ops::linear_backward_weight(
+        dw, grad, x, m as u32, n as u32, k as u32, d.sms,
+    ));
+    let g = d.s.end_capture().unwrap();
+    let e = Exec::new(&g, 0).unwrap();
+    e.launch(&d.s).unwrap();
+    let first = (d.get(y, m * n), d.get(loss, 1), d.get(dw, n * k));
+    for _ in 0..3 {
+        e.launch(&d.s).unwrap();
+        let again = (d.get(y, m * n), d.get(loss, 1), d.get(dw, n * k));
+        let same = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(p, q)| p.to_bits() == q.to_bits());
+        assert!(same(&first.0, &again.0) && same(&first.1, &again.1) && same(&first.2, &again.2));
+    }
+}
