@@ -66,7 +66,10 @@ impl Stream {
             pool,
             breaker: None,
         };
-        if let Err(e) = ds::begin_capture(self.raw(), mode) {
+        if let Err(e) = self
+            .context()
+            .open_capture(|| ds::begin_capture(self.raw(), mode))
+        {
             state.abort_pool();
             return Err(e);
         }
@@ -85,7 +88,9 @@ impl Stream {
             )
         })?;
         self.context().bind()?;
-        match ds::end_capture(self.raw()) {
+        let ended = ds::end_capture(self.raw());
+        self.context().close_capture();
+        match ended {
             Ok(raw) => {
                 let memory = match state.pool.take() {
                     Some((pool, id)) => Some(pool.end_capture(id)?),

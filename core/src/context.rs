@@ -25,6 +25,11 @@ pub(crate) struct ContextInner {
     pub(crate) builtins: OnceLock<Builtins>,
     /// Live pinned host allocations: address → bytes.
     host: Mutex<HashMap<usize, usize>>,
+    /// Captures graphcore has open in this context. A device-wide
+    /// synchronize invalidates every capture on the device, from any thread
+    /// and in any mode, so graphcore only synchronizes under this lock with
+    /// no capture open.
+    open_captures: Mutex<usize>,
 }
 
 // SAFETY: CUDA contexts may be used from any thread; the raw handle is only
@@ -58,8 +63,27 @@ pub fn driver_version() -> Result<i32> {
 }
 
 impl Context {
-    /// Retains the primary context of device `ordinal`.
+    /// The context of device `ordinal`: its primary context, retained. All
+    /// `Context` values of one device share one state (built-in kernels,
+    /// open captures), as they share the primary context.
     pub fn new(ordinal: i32) -> Result<Context> {
+        // The primary context is process-wide in CUDA; so is this table.
+        static LIVE: Mutex<Vec<(i32, std::sync::Weak<ContextInner>)>> = Mutex::new(Vec::new());
+        let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        live.retain(|(_, w)| w.strong_count() > 0);
+        if let Some(inner) = live
+            .iter()
+            .find(|(o, _)| *o == ordinal)
+            .and_then(|(_, w)| w.upgrade())
+        {
+            return Ok(Context { inner });
+        }
+        let ctx = Self::create(ordinal)?;
+        live.push((ordinal, Arc::downgrade(&ctx.inner)));
+        Ok(ctx)
+    }
+
+    fn create(ordinal: i32) -> Result<Context> {
         let n = device::count()?;
         if n == 0 {
             return Err(Error::new(ErrorKind::NoDevice, "no CUDA device is present"));
@@ -78,6 +102,7 @@ impl Context {
             info,
             builtins: OnceLock::new(),
             host: Mutex::new(HashMap::new()),
+            open_captures: Mutex::new(0),
         };
         device::set_current(raw)?;
         Ok(Context {
@@ -152,6 +177,37 @@ impl Context {
         driver::memory::host_free(p)?;
         host.remove(&(p as usize));
         Ok(())
+    }
+
+    /// Counts a capture as open while `f` begins it (`f` failing undoes it);
+    /// waits while graphcore synchronizes the device.
+    pub(crate) fn open_capture<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let mut open = self.inner.open_captures.lock().unwrap();
+        let r = f();
+        if r.is_ok() {
+            *open += 1;
+        }
+        r
+    }
+
+    /// Counts a capture as closed.
+    pub(crate) fn close_capture(&self) {
+        let mut open = self.inner.open_captures.lock().unwrap();
+        *open = open.saturating_sub(1);
+    }
+
+    /// Synchronizes the device unless a graphcore capture is open in this
+    /// context (a device-wide synchronize would invalidate it). Returns
+    /// whether it synchronized.
+    pub(crate) fn synchronize_unless_capturing(&self) -> Result<bool> {
+        let open = self.inner.open_captures.lock().unwrap();
+        if *open > 0 {
+            return Ok(false);
+        }
+        self.bind()?;
+        device::synchronize()?;
+        drop(open);
+        Ok(true)
     }
 
     /// True when `self` and `other` are the same context.

@@ -125,9 +125,11 @@ impl Drop for PoolShared {
         if self.ctx.bind().is_err() {
             return;
         }
-        // Nothing can still use the memory: every graph holding part of it
-        // holds this pool. Work in flight on freed blocks is waited for.
-        let _ = device::synchronize();
+        // Every graph using the memory holds this pool, so none is left;
+        // wait for launches still in flight (unless a capture is open, which
+        // a device-wide synchronize would break: then the caller must have
+        // waited, as documented).
+        let _ = self.ctx.synchronize_unless_capturing();
         let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         for (&p, &h) in st.pages.iter() {
             dm::unmap(self.base + p * self.granularity, self.granularity);
@@ -161,10 +163,9 @@ impl Drop for GraphMemory {
     fn drop(&mut self) {
         if let Some(fp) = self.footprint.take() {
             // Launches of the graph may still run: the memory goes back to
-            // eager use only once they are done (like cudaFree).
-            if self.pool.inner.ctx.bind().is_ok() {
-                let _ = device::synchronize();
-            }
+            // eager use once they are done (unless a capture is open; then
+            // the caller must have waited, as documented).
+            let _ = self.pool.inner.ctx.synchronize_unless_capturing();
             let mut st = self
                 .pool
                 .inner

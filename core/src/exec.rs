@@ -5,7 +5,7 @@ use crate::context::Context;
 use crate::driver::graph::{self as dg, KernelParams, RawNode};
 use crate::driver::CUgraphExec;
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
-use crate::graph::{Graph, Node, NodeKind};
+use crate::graph::{Graph, GraphDesc, Node, NodeKind};
 use crate::stream::Stream;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
@@ -40,6 +40,9 @@ struct ExecInner {
     source: Graph,
     /// The graph of the last update, kept alive for the memory it uses.
     updated_from: Mutex<Option<Graph>>,
+    /// What each node does now (the source's description, then each
+    /// update's): lets an update skip nodes whose parameters stay the same.
+    current: Mutex<GraphDesc>,
 }
 
 // SAFETY: exec handles may be used from any thread; state is locked.
@@ -80,6 +83,7 @@ impl Exec {
                 raw,
                 source: graph.clone(),
                 updated_from: Mutex::new(None),
+                current: Mutex::new(graph.desc()),
             }),
         };
         if flags & flags::UPLOAD != 0 {
@@ -113,42 +117,145 @@ impl Exec {
         Ok(())
     }
 
-    /// Launches the exec on `stream`: no allocation, no lock.
+    /// Launches the exec on `stream`: no allocation, no lock. The stream
+    /// names the context, so no context is made current for a launch on a
+    /// stream of graphcore's or a borrowed one (the legacy default stream,
+    /// NULL, needs it).
     pub fn launch(&self, stream: &Stream) -> Result<()> {
         self.check_stream(stream)?;
-        self.inner.ctx.bind()?;
+        if stream.raw().is_null() {
+            self.inner.ctx.bind()?;
+        }
         stream.note("gc_exec_launch", dg::launch(self.inner.raw, stream.raw()))
     }
 
     /// Updates the exec in place with `graph`'s parameters. `graph` must
     /// have the same topology (nodes of the same kinds, same edges); the
     /// first difference is named in the error and the exec is unchanged.
+    /// Only nodes whose parameters differ from the exec's are set (each
+    /// with CUDA's per-node exec setters); graphs with child or other nodes
+    /// go through `cuGraphExecUpdate`.
     pub fn update(&self, graph: &Graph) -> Result<()> {
         ensure_arg!(
             graph.context().same(&self.inner.ctx),
             "the graph belongs to another context"
         );
-        let mismatch = |m: String| Err(Error::new(ErrorKind::UpdateMismatch, m));
-        let ours = self.inner.source.desc();
         let theirs = graph.desc();
-        if let Some(diff) = ours.topology_difference(&theirs) {
-            return mismatch(diff);
+        let mut current = self.inner.current.lock().unwrap();
+        if let Some(diff) = current.topology_difference(&theirs) {
+            return Err(Error::new(ErrorKind::UpdateMismatch, diff));
         }
         self.inner.ctx.bind()?;
+        let simple = (0..theirs.len())
+            .all(|i| !matches!(theirs.node(i), NodeKind::Child { .. } | NodeKind::Other(_)));
+        if simple {
+            self.update_nodes(graph, &current, &theirs)?;
+        } else {
+            self.update_whole(graph)?;
+        }
+        *current = theirs;
+        *self.inner.updated_from.lock().unwrap() = Some(graph.clone());
+        Ok(())
+    }
+
+    /// Sets, node by node, the parameters of `graph` that differ from the
+    /// exec's. Kernel functions must stay the same (checked before anything
+    /// is set, so a refusal leaves the exec unchanged).
+    fn update_nodes(&self, graph: &Graph, current: &GraphDesc, theirs: &GraphDesc) -> Result<()> {
+        let source = self.inner.source.state();
+        let new = graph.state();
+        let changed: Vec<usize> = (0..theirs.len())
+            .filter(|&i| {
+                let same_known = current.node(i) == theirs.node(i)
+                    && !matches!(theirs.node(i), NodeKind::Host)
+                    && !matches!(theirs.node(i), NodeKind::Kernel { builtin: None, .. });
+                !same_known
+            })
+            .collect();
+        let mut reads = Vec::with_capacity(changed.len());
+        for &i in &changed {
+            let raw = dg::read_node(new.nodes[i])?;
+            if let RawNode::Kernel { func, .. } = raw {
+                let RawNode::Kernel { func: old, .. } = dg::read_node(source.nodes[i])? else {
+                    unreachable!("same topology: node {i} is a kernel in both");
+                };
+                if func != old {
+                    return Err(Error::new(
+                        ErrorKind::UpdateMismatch,
+                        format!(
+                            "node {i} launches another kernel ({}); the exec is unchanged",
+                            match theirs.node(i) {
+                                NodeKind::Kernel { name, .. } => name.as_str(),
+                                _ => "?",
+                            }
+                        ),
+                    ));
+                }
+            }
+            reads.push((i, raw));
+        }
+        let ctx = self.inner.ctx.inner.raw;
+        let e = self.inner.raw;
+        for (i, raw) in reads {
+            let n = source.nodes[i];
+            let r = match raw {
+                RawNode::Kernel {
+                    func,
+                    grid,
+                    block,
+                    shared_bytes,
+                    args,
+                } => {
+                    let p = KernelParams {
+                        func,
+                        grid,
+                        block,
+                        shared_bytes,
+                        args,
+                    };
+                    // SAFETY: `args` is the driver's own copy for this node.
+                    unsafe { dg::exec_set_kernel(e, n, &p) }
+                }
+                RawNode::Memcpy { dst, src, bytes } => {
+                    dg::exec_set_memcpy(e, n, dst, src, bytes, ctx)
+                }
+                RawNode::Memset { dst, value, bytes } => {
+                    dg::exec_set_memset(e, n, dst, value, bytes, ctx)
+                }
+                RawNode::Host { f, user_data } => dg::exec_set_host(e, n, f, user_data),
+                RawNode::Empty | RawNode::Child(_) | RawNode::Other(_) => Ok(()),
+            };
+            if let Err(err) = r {
+                // Leave the exec consistent: try CUDA's whole-graph update.
+                self.update_whole(graph).map_err(|_| {
+                    err.context(&format!(
+                        "node {i}: the exec may be partly updated; update it again or re-instantiate"
+                    ))
+                })?;
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// `cuGraphExecUpdate` with the whole graph.
+    fn update_whole(&self, graph: &Graph) -> Result<()> {
         if let Err((e, refused)) = dg::exec_update(self.inner.raw, graph.inner.raw) {
             let Some(r) = refused else { return Err(e) };
             let st = graph.state();
             let at = st.nodes.iter().position(|&n| n == r.node);
-            return mismatch(match at {
-                Some(i) => format!(
-                    "node {i} ({}): {}; the exec is unchanged",
-                    st.desc.node(i).kind_name(),
-                    r.reason
-                ),
-                None => format!("{}; the exec is unchanged", r.reason),
-            });
+            return Err(Error::new(
+                ErrorKind::UpdateMismatch,
+                match at {
+                    Some(i) => format!(
+                        "node {i} ({}): {}; the exec is unchanged",
+                        st.desc.node(i).kind_name(),
+                        r.reason
+                    ),
+                    None => format!("{}; the exec is unchanged", r.reason),
+                },
+            ));
         }
-        *self.inner.updated_from.lock().unwrap() = Some(graph.clone());
         Ok(())
     }
 
@@ -190,6 +297,21 @@ impl Exec {
             shared_bytes,
             args,
         };
-        dg::exec_set_kernel(self.inner.raw, st.nodes[i], &params)
+        dg::exec_set_kernel(self.inner.raw, st.nodes[i], &params)?;
+        // Keep the record of what the node does now (built-ins only: their
+        // argument layout is known).
+        let mut current = self.inner.current.lock().unwrap();
+        if let NodeKind::Kernel {
+            builtin: Some(k), ..
+        } = current.node(i)
+        {
+            let k = *k;
+            let mut node = current.node(i).clone();
+            if let NodeKind::Kernel { args: values, .. } = &mut node {
+                *values = crate::graph::builtin_args(k, args);
+            }
+            current.set_node(i, node);
+        }
+        Ok(())
     }
 }

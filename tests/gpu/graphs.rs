@@ -409,3 +409,38 @@ fn eight_threads_replay_eight_execs_concurrently() {
         assert!(download(s, *buf, n).iter().all(|&v| v == want), "exec {i}");
     }
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn destroying_graphs_and_pools_does_not_break_another_threads_capture() {
+    // A device-wide synchronize invalidates every capture on the device;
+    // graphcore must not issue one while a capture of its own is open.
+    let c = ctx();
+    let s = Stream::new(&c).unwrap();
+    let p = pool(&c);
+    let n = 4096;
+    let buf = p.alloc(n as u64 * 4).unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !stop.load(Ordering::SeqCst) {
+                let q = pool(&c);
+                let t = Stream::new(&c).unwrap();
+                t.begin_capture(Some(&q), CaptureMode::Relaxed).unwrap();
+                let b = q.alloc(1 << 16).unwrap();
+                scale(&t, b, b, 1 << 14, 2.0);
+                let g = t.end_capture().unwrap();
+                drop((g, q)); // releases graph memory and the pool
+            }
+        });
+        for _ in 0..50 {
+            s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
+            for _ in 0..20 {
+                scale(&s, buf, buf, n, 1.0);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            s.end_capture().unwrap();
+        }
+        stop.store(true, Ordering::SeqCst);
+    });
+}

@@ -256,7 +256,10 @@ pub(crate) enum RawNode {
         value: u8,
         bytes: usize,
     },
-    Host,
+    Host {
+        f: Option<HostFn>,
+        user_data: *mut c_void,
+    },
     Child(CUgraph),
     Empty,
     Other(&'static str),
@@ -322,7 +325,21 @@ pub(crate) fn read_node(n: CUgraphNode) -> Result<RawNode> {
                 bytes: p.width * p.elementSize as usize * p.height.max(1),
             }
         }
-        T::CU_GRAPH_NODE_TYPE_HOST => RawNode::Host,
+        T::CU_GRAPH_NODE_TYPE_HOST => {
+            let mut p = sys::CUDA_HOST_NODE_PARAMS {
+                fn_: None,
+                userData: std::ptr::null_mut(),
+            };
+            // SAFETY: n is a host node.
+            check(
+                unsafe { sys::cuGraphHostNodeGetParams(n, &mut p) },
+                "cuGraphHostNodeGetParams",
+            )?;
+            RawNode::Host {
+                f: p.fn_,
+                user_data: p.userData,
+            }
+        }
         T::CU_GRAPH_NODE_TYPE_GRAPH => {
             let mut child = std::ptr::null_mut();
             // SAFETY: n is a child-graph node.
@@ -438,5 +455,64 @@ pub(crate) unsafe fn exec_set_kernel(
     check(
         sys::cuGraphExecKernelNodeSetParams_v2(e, n, &raw),
         "cuGraphExecKernelNodeSetParams",
+    )
+}
+
+/// Sets new parameters for copy node `n` of `e`.
+pub(crate) fn exec_set_memcpy(
+    e: CUgraphExec,
+    n: CUgraphNode,
+    dst: u64,
+    src: u64,
+    bytes: usize,
+    ctx: CUcontext,
+) -> Result<()> {
+    let c = memcpy_raw(dst, src, bytes);
+    // SAFETY: n is a memcpy node of the graph e was made from.
+    check(
+        unsafe { sys::cuGraphExecMemcpyNodeSetParams(e, n, &c, ctx) },
+        "cuGraphExecMemcpyNodeSetParams",
+    )
+}
+
+/// Sets new parameters for memset node `n` of `e`.
+pub(crate) fn exec_set_memset(
+    e: CUgraphExec,
+    n: CUgraphNode,
+    dst: u64,
+    value: u8,
+    bytes: usize,
+    ctx: CUcontext,
+) -> Result<()> {
+    let p = sys::CUDA_MEMSET_NODE_PARAMS {
+        dst,
+        pitch: 0,
+        value: value as u32,
+        elementSize: 1,
+        width: bytes,
+        height: 1,
+    };
+    // SAFETY: n is a memset node of the graph e was made from.
+    check(
+        unsafe { sys::cuGraphExecMemsetNodeSetParams(e, n, &p, ctx) },
+        "cuGraphExecMemsetNodeSetParams",
+    )
+}
+
+/// Sets a new callback for host node `n` of `e`.
+pub(crate) fn exec_set_host(
+    e: CUgraphExec,
+    n: CUgraphNode,
+    f: Option<HostFn>,
+    user_data: *mut c_void,
+) -> Result<()> {
+    let p = sys::CUDA_HOST_NODE_PARAMS {
+        fn_: f,
+        userData: user_data,
+    };
+    // SAFETY: n is a host node of the graph e was made from.
+    check(
+        unsafe { sys::cuGraphExecHostNodeSetParams(e, n, &p) },
+        "cuGraphExecHostNodeSetParams",
     )
 }

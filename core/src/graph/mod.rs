@@ -79,7 +79,7 @@ fn next_graph_id() -> u64 {
 ///
 /// # Safety
 /// `args` must hold one valid pointer per parameter of `k`.
-unsafe fn builtin_args(k: &KernelInfo, args: *mut *mut c_void) -> Vec<Value> {
+pub(crate) unsafe fn builtin_args(k: &KernelInfo, args: *mut *mut c_void) -> Vec<Value> {
     if args.is_null() {
         return Vec::new();
     }
@@ -450,7 +450,7 @@ fn describe(ctx: &Context, raw: RawNode) -> Result<NodeKind> {
             direction: direction(memory_kind(dst), memory_kind(src)),
         },
         RawNode::Memset { dst, value, bytes } => NodeKind::Memset { dst, value, bytes },
-        RawNode::Host => NodeKind::Host,
+        RawNode::Host { .. } => NodeKind::Host,
         RawNode::Child(g) => NodeKind::Child {
             nodes: dg::nodes(g)?.len(),
         },
