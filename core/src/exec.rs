@@ -162,8 +162,9 @@ impl Exec {
     /// exec's. Kernel functions must stay the same (checked before anything
     /// is set, so a refusal leaves the exec unchanged).
     fn update_nodes(&self, graph: &Graph, current: &GraphDesc, theirs: &GraphDesc) -> Result<()> {
-        let source = self.inner.source.state();
-        let new = graph.state();
+        // Copies of the node handles: `graph` may be the source itself.
+        let source_nodes = self.inner.source.state().nodes.clone();
+        let new_nodes = graph.state().nodes.clone();
         let changed: Vec<usize> = (0..theirs.len())
             .filter(|&i| {
                 let same_known = current.node(i) == theirs.node(i)
@@ -174,9 +175,9 @@ impl Exec {
             .collect();
         let mut reads = Vec::with_capacity(changed.len());
         for &i in &changed {
-            let raw = dg::read_node(new.nodes[i])?;
+            let raw = dg::read_node(new_nodes[i])?;
             if let RawNode::Kernel { func, .. } = raw {
-                let RawNode::Kernel { func: old, .. } = dg::read_node(source.nodes[i])? else {
+                let RawNode::Kernel { func: old, .. } = dg::read_node(source_nodes[i])? else {
                     unreachable!("same topology: node {i} is a kernel in both");
                 };
                 if func != old {
@@ -197,7 +198,7 @@ impl Exec {
         let ctx = self.inner.ctx.inner.raw;
         let e = self.inner.raw;
         for (i, raw) in reads {
-            let n = source.nodes[i];
+            let n = source_nodes[i];
             let r = match raw {
                 RawNode::Kernel {
                     func,
