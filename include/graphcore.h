@@ -72,6 +72,11 @@
 #define GC_CHAIN_MAX_OPS 8
 
 /**
+ * Most buckets one runner holds.
+ */
+#define GC_RUNNER_MAX_BUCKETS 16
+
+/**
  * Major version; the SONAME is libgraphcore.so.<major>.
  */
 #define GC_VERSION_MAJOR 0
@@ -184,6 +189,11 @@ typedef struct gc_module gc_module;
  * PyTorch-style statistics.
  */
 typedef struct gc_pool gc_pool;
+
+/**
+ * A family of graphs keyed by batch size, sharing one pool.
+ */
+typedef struct gc_runner gc_runner;
 
 /**
  * A CUDA stream: created by graphcore, or a borrowed CUstream/cudaStream_t.
@@ -359,6 +369,58 @@ typedef struct gc_pool_statistics {
      */
     uint64_t free_count;
 } gc_pool_statistics;
+
+/**
+ * Records one bucket's work on `stream` for `batch` rows (graphcore's
+ * gc_op_* calls, gc_launch, your own kernels on gc_stream_raw(stream)...).
+ * Called for the warm-up runs, then once under capture. Return GC_SUCCESS,
+ * or the failing call's status to abort gc_runner_capture.
+ */
+typedef enum gc_status (*gc_record_fn)(struct gc_stream *stream, uint32_t batch, void *user_data);
+
+/**
+ * One bucket in gc_runner_statistics.
+ */
+typedef struct gc_runner_bucket {
+    /**
+     * Rows the bucket's graph was captured for.
+     */
+    uint32_t batch;
+    /**
+     * Nodes in its graph.
+     */
+    uint32_t node_count;
+    /**
+     * Microseconds from the start of its capture to its uploaded exec.
+     */
+    double capture_us;
+    /**
+     * Pool bytes its capture allocated and still held when it ended.
+     */
+    uint64_t pool_bytes;
+} gc_runner_bucket;
+
+/**
+ * A runner's statistics: its buckets, smallest first, and its pool's.
+ */
+typedef struct gc_runner_statistics {
+    /**
+     * Set to sizeof(gc_runner_statistics) before calling gc_runner_stats.
+     */
+    size_t struct_size;
+    /**
+     * Buckets in use in `buckets`.
+     */
+    uint32_t bucket_count;
+    /**
+     * The buckets.
+     */
+    struct gc_runner_bucket buckets[GC_RUNNER_MAX_BUCKETS];
+    /**
+     * The shared pool's statistics.
+     */
+    struct gc_pool_statistics pool;
+} gc_runner_statistics;
 
 /**
  * Unsafe calls from the capturing thread invalidate the capture (default).
@@ -909,6 +971,51 @@ enum gc_status gc_pool_trim(struct gc_pool *pool);
  * no-op.
  */
 enum gc_status gc_pool_destroy(struct gc_pool *pool);
+
+/**
+ * Creates a runner whose graphs share `pool` (NULL: a new pool of its own).
+ */
+enum gc_status gc_runner_create(struct gc_context *ctx,
+                                struct gc_pool *pool,
+                                struct gc_runner **runner);
+
+/**
+ * Captures one graph per bucket size in `buckets` (`n` of them, at most
+ * GC_RUNNER_MAX_BUCKETS in all): `record` runs `warmup_runs` times per
+ * bucket eagerly on the runner's side stream, then once per bucket under
+ * capture, largest first, into the shared pool; each graph is instantiated
+ * and uploaded. If `record` fails or breaks a capture, this call fails with
+ * that error, adds no bucket, and leaves no pool growth behind.
+ */
+enum gc_status gc_runner_capture(struct gc_runner *runner,
+                                 const uint32_t *buckets,
+                                 size_t n,
+                                 gc_record_fn record,
+                                 void *user_data,
+                                 uint32_t warmup_runs);
+
+/**
+ * Replays the smallest bucket of at least `rows` rows on `stream` and
+ * writes its size to *bucket (the caller pads its input to it). More rows
+ * than the largest bucket is GC_ERROR_NO_BUCKET: run that batch eagerly.
+ */
+enum gc_status gc_runner_replay(struct gc_runner *runner,
+                                uint32_t rows,
+                                struct gc_stream *stream,
+                                uint32_t *bucket);
+
+/**
+ * Fills *stats (set stats->struct_size = sizeof(gc_runner_statistics)):
+ * per bucket its capture time, node count and pool bytes, and the pool's
+ * totals.
+ */
+enum gc_status gc_runner_stats(struct gc_runner *runner, struct gc_runner_statistics *stats);
+
+/**
+ * Destroys the runner and its graphs (their pool memory returns to the
+ * pool). NULL is a no-op.
+ */
+enum gc_status gc_runner_destroy(struct gc_runner *runner);
 
 /**
  * The name of a status constant ("GC_ERROR_INVALID_ARGUMENT"), or

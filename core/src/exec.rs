@@ -132,73 +132,91 @@ impl Exec {
     /// Updates the exec in place with `graph`'s parameters. `graph` must
     /// have the same topology (nodes of the same kinds, same edges); the
     /// first difference is named in the error and the exec is unchanged.
-    /// Only nodes whose parameters differ from the exec's are set (each
-    /// with CUDA's per-node exec setters); graphs with child or other nodes
-    /// go through `cuGraphExecUpdate`.
+    /// When few nodes change, only they are set (CUDA's per-node exec
+    /// setters); otherwise, or with child or other nodes, the whole graph
+    /// goes through `cuGraphExecUpdate`.
     pub fn update(&self, graph: &Graph) -> Result<()> {
         ensure_arg!(
             graph.context().same(&self.inner.ctx),
             "the graph belongs to another context"
         );
-        let theirs = graph.desc();
         let mut current = self.inner.current.lock().unwrap();
-        if let Some(diff) = current.topology_difference(&theirs) {
-            return Err(Error::new(ErrorKind::UpdateMismatch, diff));
-        }
+        // The exec's record and the new graph are separate locks (the new
+        // graph may be the source itself: its lock is taken only here).
+        let (changed, new_nodes, whole) = {
+            let st = graph.state();
+            let theirs = &st.desc;
+            if let Some(diff) = current.topology_difference(theirs) {
+                return Err(Error::new(ErrorKind::UpdateMismatch, diff));
+            }
+            let whole = (0..theirs.len()).any(|i| {
+                matches!(theirs.node(i), NodeKind::Child { .. } | NodeKind::Other(_))
+            });
+            let changed: Vec<(usize, NodeKind)> = (0..theirs.len())
+                .filter(|&i| {
+                    // Host callbacks and user kernels carry parameters the
+                    // description does not record: always set them.
+                    matches!(
+                        theirs.node(i),
+                        NodeKind::Host | NodeKind::Kernel { builtin: None, .. }
+                    ) || current.node(i) != theirs.node(i)
+                })
+                .map(|i| (i, theirs.node(i).clone()))
+                .collect();
+            let nodes: Vec<_> = changed.iter().map(|(i, _)| st.nodes[*i]).collect();
+            let whole = whole || changed.len() * 4 > theirs.len().max(4);
+            (changed, nodes, whole)
+        };
         self.inner.ctx.bind()?;
-        let simple = (0..theirs.len())
-            .all(|i| !matches!(theirs.node(i), NodeKind::Child { .. } | NodeKind::Other(_)));
-        if simple {
-            self.update_nodes(graph, &current, &theirs)?;
-        } else {
+        if whole {
             self.update_whole(graph)?;
+        } else {
+            self.update_nodes(graph, &changed, &new_nodes)?;
         }
-        *current = theirs;
+        for (i, kind) in changed {
+            current.set_node(i, kind);
+        }
         *self.inner.updated_from.lock().unwrap() = Some(graph.clone());
         Ok(())
     }
 
-    /// Sets, node by node, the parameters of `graph` that differ from the
-    /// exec's. Kernel functions must stay the same (checked before anything
-    /// is set, so a refusal leaves the exec unchanged).
-    fn update_nodes(&self, graph: &Graph, current: &GraphDesc, theirs: &GraphDesc) -> Result<()> {
-        // Copies of the node handles: `graph` may be the source itself.
-        let source_nodes = self.inner.source.state().nodes.clone();
-        let new_nodes = graph.state().nodes.clone();
-        let changed: Vec<usize> = (0..theirs.len())
-            .filter(|&i| {
-                let same_known = current.node(i) == theirs.node(i)
-                    && !matches!(theirs.node(i), NodeKind::Host)
-                    && !matches!(theirs.node(i), NodeKind::Kernel { builtin: None, .. });
-                !same_known
-            })
-            .collect();
+    /// Sets the parameters of the `changed` nodes (read from `graph`'s
+    /// `new_nodes`). Kernel functions must stay the same (checked before
+    /// anything is set, so a refusal leaves the exec unchanged).
+    fn update_nodes(
+        &self,
+        graph: &Graph,
+        changed: &[(usize, NodeKind)],
+        new_nodes: &[crate::driver::CUgraphNode],
+    ) -> Result<()> {
+        let source_nodes: Vec<_> = {
+            let st = self.inner.source.state();
+            changed.iter().map(|(i, _)| st.nodes[*i]).collect()
+        };
         let mut reads = Vec::with_capacity(changed.len());
-        for &i in &changed {
-            let raw = dg::read_node(new_nodes[i])?;
+        for (k, (i, kind)) in changed.iter().enumerate() {
+            let raw = dg::read_node(new_nodes[k])?;
             if let RawNode::Kernel { func, .. } = raw {
-                let RawNode::Kernel { func: old, .. } = dg::read_node(source_nodes[i])? else {
+                let RawNode::Kernel { func: old, .. } = dg::read_node(source_nodes[k])? else {
                     unreachable!("same topology: node {i} is a kernel in both");
                 };
                 if func != old {
+                    let name = match kind {
+                        NodeKind::Kernel { name, .. } => name.as_str(),
+                        _ => "?",
+                    };
                     return Err(Error::new(
                         ErrorKind::UpdateMismatch,
-                        format!(
-                            "node {i} launches another kernel ({}); the exec is unchanged",
-                            match theirs.node(i) {
-                                NodeKind::Kernel { name, .. } => name.as_str(),
-                                _ => "?",
-                            }
-                        ),
+                        format!("node {i} launches another kernel ({name}); the exec is unchanged"),
                     ));
                 }
             }
-            reads.push((i, raw));
+            reads.push(raw);
         }
         let ctx = self.inner.ctx.inner.raw;
         let e = self.inner.raw;
-        for (i, raw) in reads {
-            let n = source_nodes[i];
+        for (k, raw) in reads.into_iter().enumerate() {
+            let n = source_nodes[k];
             let r = match raw {
                 RawNode::Kernel {
                     func,
@@ -228,12 +246,12 @@ impl Exec {
             };
             if let Err(err) = r {
                 // Leave the exec consistent: try CUDA's whole-graph update.
-                self.update_whole(graph).map_err(|_| {
+                return self.update_whole(graph).map_err(|_| {
                     err.context(&format!(
-                        "node {i}: the exec may be partly updated; update it again or re-instantiate"
+                        "node {}: the exec may be partly updated; update it again or re-instantiate",
+                        changed[k].0
                     ))
-                })?;
-                return Ok(());
+                });
             }
         }
         Ok(())

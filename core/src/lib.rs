@@ -17,6 +17,7 @@ pub mod graph;
 mod memory;
 mod module;
 pub mod pool;
+mod runner;
 mod stream;
 
 pub use context::{device_count, driver_version, Context};
@@ -28,6 +29,7 @@ pub use graph::{Graph, Node};
 pub use graphcore_kernels as kernels;
 pub use memory::{copy_async, set_async};
 pub use module::{launch_op, Function, LaunchConfig, Module};
+pub use runner::{Bucket, Record, Runner};
 pub use stream::Stream;
 
 /// The host callback type of graph host nodes: `fn(user_data)`.

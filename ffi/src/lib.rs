@@ -19,6 +19,7 @@ pub mod memory;
 pub mod module;
 pub mod ops;
 pub mod pool;
+pub mod runner;
 pub mod status;
 pub mod stream;
 pub mod version;

@@ -139,21 +139,26 @@ pub extern "C" fn gc_pool_free(pool: *mut gc_pool, ptr: *mut c_void) -> gc_statu
 #[no_mangle]
 pub extern "C" fn gc_pool_stats(pool: *mut gc_pool, stats: *mut gc_pool_statistics) -> gc_status {
     boundary("gc_pool_stats", || {
-        let s = self::pool(pool)?.stats();
-        let v = gc_pool_statistics {
-            struct_size: std::mem::size_of::<gc_pool_statistics>(),
-            allocated_bytes: s.allocated_bytes,
-            reserved_bytes: s.reserved_bytes,
-            peak_allocated_bytes: s.peak_allocated_bytes,
-            peak_reserved_bytes: s.peak_reserved_bytes,
-            segment_count: s.segment_count,
-            block_count: s.block_count,
-            free_block_count: s.free_block_count,
-            alloc_count: s.alloc_count,
-            free_count: s.free_count,
-        };
+        let v = pool_statistics(&self::pool(pool)?);
         write_versioned(stats, &v, "stats")
     })
+}
+
+/// A pool's statistics in their C form.
+pub(crate) fn pool_statistics(p: &Pool) -> gc_pool_statistics {
+    let s = p.stats();
+    gc_pool_statistics {
+        struct_size: std::mem::size_of::<gc_pool_statistics>(),
+        allocated_bytes: s.allocated_bytes,
+        reserved_bytes: s.reserved_bytes,
+        peak_allocated_bytes: s.peak_allocated_bytes,
+        peak_reserved_bytes: s.peak_reserved_bytes,
+        segment_count: s.segment_count,
+        block_count: s.block_count,
+        free_block_count: s.free_block_count,
+        alloc_count: s.alloc_count,
+        free_count: s.free_count,
+    }
 }
 
 /// Returns device memory that holds no live block and no live graph's

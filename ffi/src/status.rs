@@ -104,6 +104,52 @@ impl From<ErrorKind> for gc_status {
     }
 }
 
+impl gc_status {
+    /// The error kind of a failure status (`None` for GC_SUCCESS).
+    pub(crate) fn kind(self) -> Option<ErrorKind> {
+        Some(match self {
+            gc_status::GC_SUCCESS => return None,
+            gc_status::GC_ERROR_INVALID_ARGUMENT => ErrorKind::InvalidArgument,
+            gc_status::GC_ERROR_INVALID_HANDLE => ErrorKind::InvalidHandle,
+            gc_status::GC_ERROR_OUT_OF_MEMORY => ErrorKind::OutOfMemory,
+            gc_status::GC_ERROR_NO_DRIVER => ErrorKind::NoDriver,
+            gc_status::GC_ERROR_NO_DEVICE => ErrorKind::NoDevice,
+            gc_status::GC_ERROR_NOT_SUPPORTED => ErrorKind::NotSupported,
+            gc_status::GC_ERROR_CUDA => ErrorKind::Cuda,
+            gc_status::GC_ERROR_CAPTURE => ErrorKind::Capture,
+            gc_status::GC_ERROR_INVALID_STATE => ErrorKind::InvalidState,
+            gc_status::GC_ERROR_NOT_FOUND => ErrorKind::NotFound,
+            gc_status::GC_ERROR_UPDATE_MISMATCH => ErrorKind::UpdateMismatch,
+            gc_status::GC_ERROR_NO_BUCKET => ErrorKind::NoBucket,
+            gc_status::GC_ERROR_DEVICE_FAULT => ErrorKind::DeviceFault,
+            gc_status::GC_ERROR_PANIC => ErrorKind::Panic,
+        })
+    }
+
+    /// The status a C callback returned, as a core result: a failure keeps
+    /// this thread's last error message (set by the graphcore call that
+    /// failed inside the callback, if any).
+    pub(crate) fn into_result(self, what: &str) -> Result<(), Error> {
+        match self.kind() {
+            None => Ok(()),
+            Some(kind) => {
+                let last = LAST.with(|l| l.borrow().message.to_string_lossy().into_owned());
+                let cuda = LAST.with(|l| l.borrow().cuda);
+                let msg = if last.is_empty() {
+                    format!("{what} returned {}", self.name().to_string_lossy())
+                } else {
+                    format!("{what} returned {}: {last}", self.name().to_string_lossy())
+                };
+                Err(if cuda != 0 {
+                    Error::from_cuda(kind, cuda as u32, msg)
+                } else {
+                    Error::new(kind, msg)
+                })
+            }
+        }
+    }
+}
+
 struct LastError {
     message: CString,
     cuda: c_int,

@@ -207,11 +207,9 @@ impl GraphDesc {
                     a.kind_name()
                 ));
             }
-            let mut da = self.deps[i].clone();
-            let mut db = other.deps[i].clone();
-            da.sort_unstable();
-            db.sort_unstable();
-            if da != db {
+            let (da, db) = (&self.deps[i], &other.deps[i]);
+            // Dependency lists are short and repeat-free: compare as sets.
+            if da.len() != db.len() || !da.iter().all(|d| db.contains(d)) {
                 return Some(format!(
                     "node {i} depends on nodes {db:?}; in the exec it depends on {da:?}"
                 ));

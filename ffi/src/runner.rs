@@ -1,0 +1,204 @@
+//! Bucketed graphs: one graph per batch size sharing one pool.
+//!
+//! Thread safety: gc_runner_replay may run from several threads at once on
+//! one runner; gc_runner_capture excludes replays while it runs;
+//! gc_runner_destroy must not race with other calls on the same handle.
+
+use crate::args::{write_versioned, Out, Versioned};
+use crate::context::{context, gc_context};
+use crate::handle::Registry;
+use crate::pool::{gc_pool, gc_pool_statistics, pool_statistics, POOLS};
+use crate::status::{boundary, gc_status};
+use crate::stream::{gc_stream, STREAMS};
+use graphcore_core::{Error, Runner};
+use std::ffi::c_void;
+use std::sync::{Arc, RwLock};
+
+/// A family of graphs keyed by batch size, sharing one pool.
+pub struct gc_runner;
+
+/// Most buckets one runner holds.
+pub const GC_RUNNER_MAX_BUCKETS: usize = 16;
+
+/// Records one bucket's work on `stream` for `batch` rows (graphcore's
+/// gc_op_* calls, gc_launch, your own kernels on gc_stream_raw(stream)...).
+/// Called for the warm-up runs, then once under capture. Return GC_SUCCESS,
+/// or the failing call's status to abort gc_runner_capture.
+pub type gc_record_fn = Option<
+    unsafe extern "C" fn(stream: *mut gc_stream, batch: u32, user_data: *mut c_void) -> gc_status,
+>;
+
+pub(crate) struct RunnerEntry {
+    runner: RwLock<Runner>,
+    /// The handle of the runner's side stream, handed to record functions.
+    stream: u64,
+}
+
+impl Drop for RunnerEntry {
+    fn drop(&mut self) {
+        let _ = STREAMS.remove(self.stream, "stream");
+    }
+}
+
+pub(crate) static RUNNERS: Registry<Arc<RunnerEntry>> = Registry::new(8, "gc_runner");
+
+/// One bucket in gc_runner_statistics.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct gc_runner_bucket {
+    /// Rows the bucket's graph was captured for.
+    pub batch: u32,
+    /// Nodes in its graph.
+    pub node_count: u32,
+    /// Microseconds from the start of its capture to its uploaded exec.
+    pub capture_us: f64,
+    /// Pool bytes its capture allocated and still held when it ended.
+    pub pool_bytes: u64,
+}
+
+/// A runner's statistics: its buckets, smallest first, and its pool's.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct gc_runner_statistics {
+    /// Set to sizeof(gc_runner_statistics) before calling gc_runner_stats.
+    pub struct_size: usize,
+    /// Buckets in use in `buckets`.
+    pub bucket_count: u32,
+    /// The buckets.
+    pub buckets: [gc_runner_bucket; GC_RUNNER_MAX_BUCKETS],
+    /// The shared pool's statistics.
+    pub pool: gc_pool_statistics,
+}
+
+impl Versioned for gc_runner_statistics {
+    const V1_SIZE: usize = std::mem::size_of::<Self>();
+}
+
+/// Creates a runner whose graphs share `pool` (NULL: a new pool of its own).
+#[no_mangle]
+pub extern "C" fn gc_runner_create(
+    ctx: *mut gc_context,
+    pool: *mut gc_pool,
+    runner: *mut *mut gc_runner,
+) -> gc_status {
+    boundary("gc_runner_create", || {
+        let out = Out::new(runner, "runner")?;
+        let c = context(ctx)?;
+        let p = if pool.is_null() {
+            None
+        } else {
+            Some(POOLS.get(pool as u64, "pool")?)
+        };
+        let r = Runner::new(&c, p.as_ref())?;
+        let stream = STREAMS.insert(r.stream().clone())?;
+        let entry = Arc::new(RunnerEntry {
+            runner: RwLock::new(r),
+            stream,
+        });
+        out.set(RUNNERS.insert(entry)? as *mut gc_runner);
+        Ok(())
+    })
+}
+
+/// Captures one graph per bucket size in `buckets` (`n` of them, at most
+/// GC_RUNNER_MAX_BUCKETS in all): `record` runs `warmup_runs` times per
+/// bucket eagerly on the runner's side stream, then once per bucket under
+/// capture, largest first, into the shared pool; each graph is instantiated
+/// and uploaded. If `record` fails or breaks a capture, this call fails with
+/// that error, adds no bucket, and leaves no pool growth behind.
+#[no_mangle]
+pub extern "C" fn gc_runner_capture(
+    runner: *mut gc_runner,
+    buckets: *const u32,
+    n: usize,
+    record: gc_record_fn,
+    user_data: *mut c_void,
+    warmup_runs: u32,
+) -> gc_status {
+    boundary("gc_runner_capture", || {
+        let entry = RUNNERS.get(runner as u64, "runner")?;
+        let record = record.ok_or_else(|| Error::invalid_argument("`record` is NULL"))?;
+        if buckets.is_null() || n == 0 {
+            return Err(Error::invalid_argument("`buckets` is NULL or `n` is 0"));
+        }
+        // SAFETY: the caller passes `n` readable sizes.
+        let sizes = unsafe { std::slice::from_raw_parts(buckets, n) };
+        let mut r = entry.runner.write().unwrap_or_else(|e| e.into_inner());
+        if r.buckets().len() + n > GC_RUNNER_MAX_BUCKETS {
+            return Err(Error::invalid_argument(format!(
+                "a runner holds at most {GC_RUNNER_MAX_BUCKETS} buckets"
+            )));
+        }
+        let stream = entry.stream as *mut gc_stream;
+        let mut call = |_: &graphcore_core::Stream, batch: u32| {
+            // SAFETY: the caller vouches for `record` and `user_data`.
+            unsafe { record(stream, batch, user_data) }.into_result("the record function")
+        };
+        r.capture(sizes, &mut call, warmup_runs)
+    })
+}
+
+/// Replays the smallest bucket of at least `rows` rows on `stream` and
+/// writes its size to *bucket (the caller pads its input to it). More rows
+/// than the largest bucket is GC_ERROR_NO_BUCKET: run that batch eagerly.
+#[no_mangle]
+pub extern "C" fn gc_runner_replay(
+    runner: *mut gc_runner,
+    rows: u32,
+    stream: *mut gc_stream,
+    bucket: *mut u32,
+) -> gc_status {
+    boundary("gc_runner_replay", || {
+        let out = Out::new(bucket, "bucket")?;
+        let b = RUNNERS.with(runner as u64, "runner", |entry| {
+            STREAMS.with(stream as u64, "stream", |s| {
+                entry
+                    .runner
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .replay(rows, s)
+            })
+        })?;
+        out.set(b);
+        Ok(())
+    })
+}
+
+/// Fills *stats (set stats->struct_size = sizeof(gc_runner_statistics)):
+/// per bucket its capture time, node count and pool bytes, and the pool's
+/// totals.
+#[no_mangle]
+pub extern "C" fn gc_runner_stats(
+    runner: *mut gc_runner,
+    stats: *mut gc_runner_statistics,
+) -> gc_status {
+    boundary("gc_runner_stats", || {
+        let entry = RUNNERS.get(runner as u64, "runner")?;
+        let r = entry.runner.read().unwrap_or_else(|e| e.into_inner());
+        let mut v = gc_runner_statistics {
+            struct_size: std::mem::size_of::<gc_runner_statistics>(),
+            bucket_count: r.buckets().len() as u32,
+            pool: pool_statistics(r.pool()),
+            ..Default::default()
+        };
+        for (d, b) in v.buckets.iter_mut().zip(r.buckets()) {
+            *d = gc_runner_bucket {
+                batch: b.batch,
+                node_count: b.node_count as u32,
+                capture_us: b.capture_us,
+                pool_bytes: b.pool_bytes,
+            };
+        }
+        write_versioned(stats, &v, "stats")
+    })
+}
+
+/// Destroys the runner and its graphs (their pool memory returns to the
+/// pool). NULL is a no-op.
+#[no_mangle]
+pub extern "C" fn gc_runner_destroy(runner: *mut gc_runner) -> gc_status {
+    boundary("gc_runner_destroy", || {
+        RUNNERS.remove(runner as u64, "runner")?;
+        Ok(())
+    })
+}
