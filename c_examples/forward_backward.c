@@ -14,42 +14,11 @@
  * be launched at all, only the gc_exec made from it.)
  *
  * Build and run: make example */
-#define _POSIX_C_SOURCE 200809L
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include "graphcore.h"
+#include "common.h"
 
 #define N 1024
 #define PAIRS 100
 #define REPS 200
-
-#define TRY(call)                                                                  \
-    do {                                                                           \
-        gc_status st_ = (call);                                                    \
-        if (st_ != GC_SUCCESS) {                                                   \
-            fprintf(stderr, "%s failed: %s\n  %s\n", #call, gc_status_name((int)st_), \
-                    gc_last_error());                                              \
-            exit(1);                                                               \
-        }                                                                          \
-    } while (0)
-
-static double now_us(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 /* The forward and backward kernels are graphcore's built-in scale kernel,
  * gc_scale_f32(y, x, n, alpha), with alpha 2 and 0.5. */

@@ -149,9 +149,8 @@ impl Exec {
             if let Some(diff) = current.topology_difference(theirs) {
                 return Err(Error::new(ErrorKind::UpdateMismatch, diff));
             }
-            let whole = (0..theirs.len()).any(|i| {
-                matches!(theirs.node(i), NodeKind::Child { .. } | NodeKind::Other(_))
-            });
+            let whole = (0..theirs.len())
+                .any(|i| matches!(theirs.node(i), NodeKind::Child { .. } | NodeKind::Other(_)));
             let changed: Vec<(usize, NodeKind)> = (0..theirs.len())
                 .filter(|&i| {
                     // Host callbacks and user kernels carry parameters the

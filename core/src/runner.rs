@@ -74,16 +74,8 @@ impl Runner {
     /// added, the graphs of this call are gone, and the pool has given back
     /// the memory this call mapped (it is trimmed).
     pub fn capture(&mut self, batches: &[u32], record: &mut Record, warmup: u32) -> Result<()> {
-        ensure_arg!(!batches.is_empty(), "no buckets given");
-        let mut order: Vec<u32> = batches.to_vec();
-        order.sort_unstable_by(|a, b| b.cmp(a));
-        for (i, &b) in order.iter().enumerate() {
-            ensure_arg!(b > 0, "bucket sizes must be at least 1");
-            ensure_arg!(
-                !order[..i].contains(&b) && !self.buckets.iter().any(|x| x.batch == b),
-                "bucket {b} is given twice"
-            );
-        }
+        let existing: Vec<u32> = self.buckets.iter().map(|b| b.batch).collect();
+        let order = capture_order(&existing, batches)?;
         let reserved_before = self.pool.stats().reserved_bytes;
         match self.capture_all(&order, record, warmup) {
             Ok(mut new) => {
@@ -147,9 +139,9 @@ impl Runner {
 
     /// The bucket a replay of `rows` rows uses.
     pub fn bucket_for(&self, rows: u32) -> Result<&Bucket> {
-        self.buckets
-            .iter()
-            .find(|b| b.batch >= rows)
+        let batches = self.buckets.iter().map(|b| b.batch);
+        bucket_index(batches, rows)
+            .map(|i| &self.buckets[i])
             .ok_or_else(|| {
                 Error::new(
                     ErrorKind::NoBucket,
@@ -162,5 +154,60 @@ impl Runner {
                     },
                 )
             })
+    }
+}
+
+/// The order to capture new buckets in (largest first), after checking them
+/// against each other and the buckets a runner already has.
+fn capture_order(existing: &[u32], batches: &[u32]) -> Result<Vec<u32>> {
+    ensure_arg!(!batches.is_empty(), "no buckets given");
+    let mut order: Vec<u32> = batches.to_vec();
+    order.sort_unstable_by(|a, b| b.cmp(a));
+    for (i, &b) in order.iter().enumerate() {
+        ensure_arg!(b > 0, "bucket sizes must be at least 1");
+        ensure_arg!(
+            !order[..i].contains(&b) && !existing.contains(&b),
+            "bucket {b} is given twice"
+        );
+    }
+    Ok(order)
+}
+
+/// The index of the smallest of `batches` (ascending) holding `rows` rows.
+fn bucket_index(batches: impl Iterator<Item = u32>, rows: u32) -> Option<usize> {
+    batches
+        .enumerate()
+        .find(|&(_, b)| b >= rows)
+        .map(|(i, _)| i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_captured_largest_first_and_checked() {
+        assert_eq!(
+            capture_order(&[], &[4, 1, 32, 16]).unwrap(),
+            vec![32, 16, 4, 1]
+        );
+        assert!(capture_order(&[], &[]).is_err());
+        assert!(capture_order(&[], &[0, 4]).is_err());
+        assert!(capture_order(&[], &[4, 4]).is_err());
+        assert!(capture_order(&[8], &[8, 2]).is_err());
+        assert_eq!(capture_order(&[8], &[2]).unwrap(), vec![2]);
+    }
+
+    #[test]
+    fn replay_picks_the_smallest_bucket_that_holds_the_rows() {
+        let b = [1u32, 4, 16, 32];
+        let pick = |rows| bucket_index(b.iter().copied(), rows);
+        assert_eq!(pick(1), Some(0));
+        assert_eq!(pick(2), Some(1));
+        assert_eq!(pick(4), Some(1));
+        assert_eq!(pick(5), Some(2));
+        assert_eq!(pick(32), Some(3));
+        assert_eq!(pick(33), None);
+        assert_eq!(bucket_index(std::iter::empty(), 1), None);
     }
 }

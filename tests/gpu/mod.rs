@@ -4,6 +4,7 @@
 mod foundation;
 mod graphs;
 mod kernels;
+mod runner;
 
 use graphcore_core::{Context, Pool, PoolOptions, Stream};
 

@@ -1,0 +1,294 @@
+/* The PyTorch notes' CUDAGraphModel in C: a 1024 -> 512 -> 256 -> 10 MLP
+ * with ReLU between, served with one graph per batch size (1, 4, 16, 32)
+ * in one shared pool through a gc_runner, static input and output buffers,
+ * and an eager fallback above 32 rows.
+ *
+ * Weights are initialised as torch.nn.Linear does (uniform +-1/sqrt(in))
+ * from a fixed seed, or read from a file (--data FILE: W1, b1, W2, b2, W3,
+ * b3, then 64x1024 inputs, float32, row-major, as
+ * benches/side_by_side/mlp_vs_torch.py writes them). Outputs are checked
+ * against an eager run and a float64 CPU reference; memory is reported as
+ * the notes report it; timings are printed (--json FILE writes them;
+ * --dump FILE writes the graph's outputs for the first 32 inputs).
+ *
+ * Build and run: make examples && c_examples/build/mlp_inference */
+#include "common.h"
+
+#define IN 1024
+#define H1 512
+#define H2 256
+#define OUT 10
+#define MAX_ROWS 64
+#define NBUCKETS 4
+static const uint32_t BUCKETS[NBUCKETS] = {1, 4, 16, 32};
+
+typedef struct {
+    gc_pool *pool;
+    float *w1, *b1, *w2, *b2, *w3, *b3;
+    float *x, *y; /* the static input (32 rows) and output */
+} mlp;
+
+/* The forward pass for `rows` rows of m->x into m->y; the hidden
+ * activations are scratch from the pool, freed at the end (inside a
+ * capture they are reused by the next bucket's capture). */
+static gc_status forward(gc_stream *s, uint32_t rows, void *user) {
+    mlp *m = user;
+    float *h1, *h2;
+    gc_status st;
+    if ((st = gc_pool_alloc(m->pool, (size_t)rows * H1 * sizeof(float), (void **)&h1))) return st;
+    if ((st = gc_pool_alloc(m->pool, (size_t)rows * H2 * sizeof(float), (void **)&h2))) return st;
+    if ((st = gc_op_linear(s, h1, m->x, m->w1, m->b1, rows, H1, IN, 1))) return st;
+    if ((st = gc_op_linear(s, h2, h1, m->w2, m->b2, rows, H2, H1, 1))) return st;
+    if ((st = gc_op_linear(s, m->y, h2, m->w3, m->b3, rows, OUT, H2, 0))) return st;
+    if ((st = gc_pool_free(m->pool, h1))) return st;
+    return gc_pool_free(m->pool, h2);
+}
+
+/* float64 reference of one row. */
+static void reference(const float *w1, const float *b1, const float *w2, const float *b2,
+                      const float *w3, const float *b3, const float *x, double *y) {
+    double h1[H1], h2[H2];
+    for (int j = 0; j < H1; j++) {
+        double a = b1[j];
+        for (int k = 0; k < IN; k++) a += (double)x[k] * w1[(size_t)j * IN + k];
+        h1[j] = a > 0 ? a : 0;
+    }
+    for (int j = 0; j < H2; j++) {
+        double a = b2[j];
+        for (int k = 0; k < H1; k++) a += h1[k] * w2[(size_t)j * H1 + k];
+        h2[j] = a > 0 ? a : 0;
+    }
+    for (int j = 0; j < OUT; j++) {
+        double a = b3[j];
+        for (int k = 0; k < H2; k++) a += h2[k] * w3[(size_t)j * H2 + k];
+        y[j] = a;
+    }
+}
+
+static float *device_copy(gc_context *ctx, gc_stream *s, gc_pool *pool, const float *h, size_t n) {
+    float *d;
+    TRY(gc_pool_alloc(pool, n * sizeof(float), (void **)&d));
+    upload(ctx, s, d, h, n);
+    return d;
+}
+
+int main(int argc, char **argv) {
+    const char *data = NULL, *json = NULL, *dump = NULL;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--data")) data = argv[i + 1];
+        else if (!strcmp(argv[i], "--json")) json = argv[i + 1];
+        else if (!strcmp(argv[i], "--dump")) dump = argv[i + 1];
+    }
+    int devices;
+    gc_status st = gc_device_count(&devices);
+    if (st != GC_SUCCESS) {
+        fprintf(stderr, "mlp_inference: %s\n  %s\n", gc_status_name((int)st), gc_last_error());
+        return 2;
+    }
+
+    /* Host copies of the weights and of 64 input rows. */
+    size_t sizes[7] = {(size_t)H1 * IN, H1, (size_t)H2 * H1, H2, (size_t)OUT * H2, OUT,
+                       (size_t)MAX_ROWS * IN};
+    float *h[7];
+    for (int i = 0; i < 7; i++) h[i] = malloc(sizes[i] * sizeof(float));
+    if (data) {
+        FILE *f = fopen(data, "rb");
+        if (!f) {
+            fprintf(stderr, "cannot open %s\n", data);
+            return 1;
+        }
+        for (int i = 0; i < 7; i++) read_floats(f, h[i], sizes[i], "the MLP data");
+        fclose(f);
+    } else {
+        uint64_t seed = 42;
+        int fan_in[6] = {IN, IN, H1, H1, H2, H2};
+        for (int i = 0; i < 6; i++) fill_uniform(h[i], sizes[i], 1.0f / sqrtf((float)fan_in[i]), &seed);
+        fill_uniform(h[6], sizes[6], 1.0f, &seed);
+    }
+
+    gc_context *ctx;
+    gc_stream *s;
+    gc_pool *pool;
+    TRY(gc_context_create(0, &ctx));
+    TRY(gc_stream_create(ctx, &s));
+    TRY(gc_pool_create(ctx, NULL, &pool));
+    printf("memory (pool statistics, as the PyTorch notes print them):\n");
+    print_memory(pool, "model ready (empty)");
+
+    mlp m = {pool, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    float **params[6] = {&m.w1, &m.b1, &m.w2, &m.b2, &m.w3, &m.b3};
+    for (int i = 0; i < 6; i++) *params[i] = device_copy(ctx, s, pool, h[i], sizes[i]);
+    print_memory(pool, "weights");
+    float *inputs = device_copy(ctx, s, pool, h[6], sizes[6]); /* where requests come from */
+    TRY(gc_pool_alloc(pool, (size_t)32 * IN * sizeof(float), (void **)&m.x));
+    TRY(gc_pool_alloc(pool, (size_t)MAX_ROWS * OUT * sizeof(float), (void **)&m.y));
+    float *results;
+    TRY(gc_pool_alloc(pool, (size_t)MAX_ROWS * OUT * sizeof(float), (void **)&results));
+    print_memory(pool, "static inputs");
+
+    /* One graph per bucket, largest first, into the shared pool. */
+    gc_runner *runner;
+    TRY(gc_runner_create(ctx, pool, &runner));
+    TRY(gc_memcpy_async(s, m.x, inputs, (size_t)32 * IN * sizeof(float)));
+    TRY(gc_stream_synchronize(s));
+    double t0 = now_us();
+    TRY(gc_runner_capture(runner, BUCKETS, NBUCKETS, forward, &m, 3));
+    double capture_all_us = now_us() - t0;
+    print_memory(pool, "graph capture done");
+    gc_runner_statistics rs;
+    memset(&rs, 0, sizeof rs);
+    rs.struct_size = sizeof rs;
+    TRY(gc_runner_stats(runner, &rs));
+    printf("buckets (captured largest first, %.0f us for all four, warm-up included):\n", capture_all_us);
+    for (uint32_t i = 0; i < rs.bucket_count; i++)
+        printf("  batch %2u: %u nodes, captured in %6.0f us, holds %llu pool bytes\n", rs.buckets[i].batch,
+               rs.buckets[i].node_count, rs.buckets[i].capture_us, (unsigned long long)rs.buckets[i].pool_bytes);
+
+    /* What the graphs alone reserve: shared pool vs the batch-32 graph alone
+     * vs four separate pools. */
+    uint64_t alone32 = 0, separate = 0;
+    for (int i = 0; i < NBUCKETS; i++) {
+        gc_pool *p;
+        gc_runner *r;
+        gc_runner_statistics one;
+        TRY(gc_pool_create(ctx, NULL, &p));
+        mlp m1 = m;
+        m1.pool = p;
+        TRY(gc_runner_create(ctx, p, &r));
+        TRY(gc_runner_capture(r, &BUCKETS[i], 1, forward, &m1, 0));
+        memset(&one, 0, sizeof one);
+        one.struct_size = sizeof one;
+        TRY(gc_runner_stats(r, &one));
+        separate += one.pool.reserved_bytes;
+        if (BUCKETS[i] == 32) alone32 = one.pool.reserved_bytes;
+        TRY(gc_runner_destroy(r));
+        TRY(gc_pool_destroy(p));
+    }
+    gc_pool *shared_only;
+    gc_runner *shared_runner;
+    gc_runner_statistics sh;
+    TRY(gc_pool_create(ctx, NULL, &shared_only));
+    mlp m2 = m;
+    m2.pool = shared_only;
+    TRY(gc_runner_create(ctx, shared_only, &shared_runner));
+    TRY(gc_runner_capture(shared_runner, BUCKETS, NBUCKETS, forward, &m2, 0));
+    memset(&sh, 0, sizeof sh);
+    sh.struct_size = sizeof sh;
+    TRY(gc_runner_stats(shared_runner, &sh));
+    uint64_t shared = sh.pool.reserved_bytes;
+    TRY(gc_runner_destroy(shared_runner));
+    TRY(gc_pool_destroy(shared_only));
+    printf("graph memory: 4 buckets in one pool reserve %.1f MB; the batch-32 graph alone %.1f MB "
+           "(%.2fx); four separate pools would reserve %.1f MB\n",
+           shared / 1048576.0, alone32 / 1048576.0, (double)shared / (double)alone32, separate / 1048576.0);
+
+    /* Serve requests of several sizes: copy in, replay (or eager above 32),
+     * copy out; compare with the eager path and the CPU reference. */
+    int ok = 1;
+    uint32_t requests[] = {1, 3, 4, 16, 20, 32, 50};
+    float *y_graph = malloc((size_t)MAX_ROWS * OUT * sizeof(float));
+    float *y_eager = malloc((size_t)MAX_ROWS * OUT * sizeof(float));
+    double max_ref_err = 0, max_eager_err = 0;
+    for (size_t r = 0; r < sizeof requests / sizeof *requests; r++) {
+        uint32_t n = requests[r], bucket = 0;
+        const char *how;
+        TRY(gc_memcpy_async(s, m.x, inputs, (size_t)(n < 32 ? n : 32) * IN * sizeof(float)));
+        st = gc_runner_replay(runner, n, s, &bucket);
+        if (st == GC_ERROR_NO_BUCKET) {
+            mlp big = m;
+            big.x = inputs;
+            TRY(forward(s, n, &big));
+            how = "eager fallback";
+        } else {
+            TRY(st);
+            how = "graph";
+        }
+        TRY(gc_memcpy_async(s, results, m.y, (size_t)n * OUT * sizeof(float)));
+        download(ctx, s, y_graph, results, (size_t)n * OUT);
+        mlp eager = m;
+        eager.x = inputs;
+        eager.y = results;
+        TRY(forward(s, n, &eager));
+        download(ctx, s, y_eager, results, (size_t)n * OUT);
+        double worst = 0, worst_eager = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            double ref[OUT];
+            reference(h[0], h[1], h[2], h[3], h[4], h[5], h[6] + (size_t)i * IN, ref);
+            for (int j = 0; j < OUT; j++) {
+                double g = y_graph[i * OUT + j], e = y_eager[i * OUT + j];
+                double scale = fabs(ref[j]) > 1e-3 ? fabs(ref[j]) : 1e-3;
+                worst = fmax(worst, fabs(g - ref[j]) / scale);
+                worst_eager = fmax(worst_eager, fabs(g - e) / scale);
+            }
+        }
+        if (dump && n == 32) { /* the graph's outputs for the first 32 inputs */
+            FILE *f = fopen(dump, "wb");
+            if (f) {
+                fwrite(y_graph, sizeof(float), (size_t)32 * OUT, f);
+                fclose(f);
+            }
+        }
+        max_ref_err = fmax(max_ref_err, worst);
+        max_eager_err = fmax(max_eager_err, worst_eager);
+        int good = worst <= 1e-4 && worst_eager <= 1e-5;
+        ok &= good;
+        printf("  %2u rows -> %-14s bucket %2u: max rel err vs float64 %.1e, vs eager %.1e %s\n", n, how,
+               bucket, worst, worst_eager, good ? "" : "(TOO LARGE)");
+    }
+
+    /* Timings, end to end as the notes do it: copy the input into the
+     * static buffer, replay, copy the output out, all on the device. */
+    printf("timings (median per request over 7 runs of 1000, end to end):\n");
+    printf("  %5s %12s %12s %8s\n", "batch", "graph", "eager", "speedup");
+    char json_rows[4][160];
+    for (int b = 0; b < NBUCKETS; b++) {
+        uint32_t n = BUCKETS[b], bucket;
+        double graph_t[7], eager_t[7];
+        mlp eager = m;
+        eager.x = inputs;
+        eager.y = results;
+        for (int rep = 0; rep < 7; rep++) {
+            double t = now_us();
+            for (int i = 0; i < 1000; i++) {
+                TRY(gc_memcpy_async(s, m.x, inputs, (size_t)n * IN * sizeof(float)));
+                TRY(gc_runner_replay(runner, n, s, &bucket));
+                TRY(gc_memcpy_async(s, results, m.y, (size_t)n * OUT * sizeof(float)));
+            }
+            TRY(gc_stream_synchronize(s));
+            graph_t[rep] = (now_us() - t) / 1000;
+            t = now_us();
+            for (int i = 0; i < 1000; i++) TRY(forward(s, n, &eager));
+            TRY(gc_stream_synchronize(s));
+            eager_t[rep] = (now_us() - t) / 1000;
+        }
+        double g = median(graph_t, 7), e = median(eager_t, 7);
+        printf("  %5u %9.2f us %9.2f us %7.2fx\n", n, g, e, e / g);
+        snprintf(json_rows[b], sizeof json_rows[b], "{\"batch\": %u, \"graph_us\": %.3f, \"eager_us\": %.3f}", n, g, e);
+    }
+    if (json) {
+        FILE *f = fopen(json, "w");
+        if (f) {
+            fprintf(f, "{\"capture_all_us\": %.1f, \"shared_reserved\": %llu, \"alone32_reserved\": %llu, "
+                       "\"separate_reserved\": %llu, \"max_rel_err_vs_fp64\": %.3e, \"max_rel_err_vs_eager\": %.3e,\n"
+                       " \"buckets\": [",
+                    capture_all_us, (unsigned long long)shared, (unsigned long long)alone32,
+                    (unsigned long long)separate, max_ref_err, max_eager_err);
+            for (uint32_t i = 0; i < rs.bucket_count; i++)
+                fprintf(f, "%s{\"batch\": %u, \"capture_us\": %.1f, \"nodes\": %u}", i ? ", " : "",
+                        rs.buckets[i].batch, rs.buckets[i].capture_us, rs.buckets[i].node_count);
+            fprintf(f, "],\n \"timings\": [%s, %s, %s, %s]}\n", json_rows[0], json_rows[1], json_rows[2],
+                    json_rows[3]);
+            fclose(f);
+        }
+    }
+
+    TRY(gc_runner_destroy(runner));
+    TRY(gc_pool_destroy(pool));
+    TRY(gc_stream_destroy(s));
+    TRY(gc_context_destroy(ctx));
+    for (int i = 0; i < 7; i++) free(h[i]);
+    free(y_graph);
+    free(y_eager);
+    printf("mlp_inference: %s\n", ok ? "outputs correct" : "FAILED");
+    return ok ? 0 : 1;
+}
