@@ -149,14 +149,14 @@ int main(int argc, char **argv) {
             worst = fmax(worst, rel);
             if (i == 1) first = lg;
             last = lg;
-            printf("  step %4d  loss (graph) %12.4f   loss (eager) %12.4f   rel diff %.1e\n", i, lg, le, rel);
+            printf("  step %4d  loss (graph) %12.6g   loss (eager) %12.6g   rel diff %.1e\n", i, lg, le, rel);
             jl += (size_t)snprintf(json_losses + jl, sizeof json_losses - jl, "%s[%d, %.6g, %.6g]",
                                    jl ? ", " : "", i, lg, le);
             if (i == 500) print_memory(pool, "training");
         }
     }
     ok &= worst <= 1e-4 && last < first;
-    printf("loss %s: %.4f -> %.4f; graph vs eager trajectories agree within %.1e\n",
+    printf("loss %s: %.6g -> %.6g; graph vs eager trajectories agree within %.1e\n",
            last < first ? "falls" : "DOES NOT FALL", first, last, worst);
 
     /* Timing: replay vs eager steps. */

@@ -25,24 +25,14 @@ pub(crate) struct ContextInner {
     pub(crate) builtins: OnceLock<Builtins>,
     /// Live pinned host allocations: address → bytes.
     host: Mutex<HashMap<usize, usize>>,
-    /// Captures graphcore has open in this context, and releases waiting
-    /// for none to be open (see [`CaptureGate`]).
-    gate: Mutex<CaptureGate>,
+    /// Captures graphcore has open in this context. A device-wide
+    /// synchronize (cuCtxSynchronize) from any thread invalidates every
+    /// capture on the device, in any mode (measured: benches/cuda/
+    /// capture_probe.cu; freeing pinned memory, unloading modules, mapping
+    /// and unmapping memory do not), so graphcore synchronizes only under
+    /// this lock with no capture open.
+    open_captures: Mutex<usize>,
 }
-
-/// A device-wide synchronize, and calls that imply one (freeing pinned host
-/// memory, unloading a module, ...), invalidate every capture on the device,
-/// from any thread and in any mode. graphcore therefore synchronizes only
-/// when none of its captures is open in the context, and defers such
-/// releases until the last open capture ends.
-#[derive(Default)]
-struct CaptureGate {
-    open: usize,
-    deferred: Vec<Deferred>,
-}
-
-/// A release that waits for no capture to be open.
-pub(crate) type Deferred = Box<dyn FnOnce() + Send>;
 
 // SAFETY: CUDA contexts may be used from any thread; the raw handle is only
 // passed to the driver.
@@ -53,10 +43,6 @@ unsafe impl Sync for ContextInner {}
 impl Drop for ContextInner {
     fn drop(&mut self) {
         if device::set_current(self.raw).is_ok() {
-            let gate = self.gate.get_mut().unwrap_or_else(|e| e.into_inner());
-            for release in gate.deferred.drain(..) {
-                release();
-            }
             let host = self.host.get_mut().unwrap_or_else(|e| e.into_inner());
             for (&p, _) in host.iter() {
                 let _ = driver::memory::host_free(p as *mut c_void);
@@ -118,7 +104,7 @@ impl Context {
             info,
             builtins: OnceLock::new(),
             host: Mutex::new(HashMap::new()),
-            gate: Mutex::new(CaptureGate::default()),
+            open_captures: Mutex::new(0),
         };
         device::set_current(raw)?;
         Ok(Context {
@@ -189,58 +175,39 @@ impl Context {
             host.contains_key(&(p as usize)),
             "{p:p} is not pinned host memory from gc_host_alloc of this context (never allocated, or already freed)"
         );
+        self.bind()?;
+        driver::memory::host_free(p)?;
         host.remove(&(p as usize));
-        let p = p as usize;
-        self.release(move || {
-            let _ = driver::memory::host_free(p as *mut c_void);
-        });
         Ok(())
     }
 
     /// Counts a capture as open while `f` begins it (`f` failing undoes it);
     /// waits while graphcore synchronizes the device.
     pub(crate) fn open_capture<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        let mut gate = self.inner.gate.lock().unwrap();
+        let mut open = self.inner.open_captures.lock().unwrap();
         let r = f();
         if r.is_ok() {
-            gate.open += 1;
+            *open += 1;
         }
         r
     }
 
-    /// Counts a capture as closed; when none is left open, runs the
-    /// releases that waited (the calling thread has the context current).
+    /// Counts a capture as closed.
     pub(crate) fn close_capture(&self) {
-        let mut gate = self.inner.gate.lock().unwrap();
-        gate.open = gate.open.saturating_sub(1);
-        if gate.open == 0 {
-            for release in gate.deferred.drain(..) {
-                release();
-            }
-        }
-    }
-
-    /// Runs `release` now, or, while a graphcore capture is open in this
-    /// context, when the last one ends (see [`CaptureGate`]).
-    pub(crate) fn release(&self, release: impl FnOnce() + Send + 'static) {
-        let mut gate = self.inner.gate.lock().unwrap();
-        if gate.open == 0 && self.bind().is_ok() {
-            release();
-        } else {
-            gate.deferred.push(Box::new(release));
-        }
+        let mut open = self.inner.open_captures.lock().unwrap();
+        *open = open.saturating_sub(1);
     }
 
     /// Synchronizes the device unless a graphcore capture is open in this
-    /// context (see [`CaptureGate`]). Returns whether it synchronized.
+    /// context (it would invalidate it). Returns whether it synchronized.
     pub(crate) fn synchronize_unless_capturing(&self) -> Result<bool> {
-        let gate = self.inner.gate.lock().unwrap();
-        if gate.open > 0 {
+        let open = self.inner.open_captures.lock().unwrap();
+        if *open > 0 {
             return Ok(false);
         }
         self.bind()?;
         device::synchronize()?;
-        drop(gate);
+        drop(open);
         Ok(true)
     }
 

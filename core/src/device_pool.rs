@@ -125,19 +125,18 @@ impl Drop for PoolShared {
         // Every graph using the memory holds this pool, so none is left;
         // wait for launches still in flight (unless a capture is open, which
         // a device-wide synchronize would break: then the caller must have
-        // waited, as documented), and give the memory back once no capture
-        // is open.
+        // waited, as documented).
         let _ = self.ctx.synchronize_unless_capturing();
+        if self.ctx.bind().is_err() {
+            return;
+        }
         let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
-        let pages: Vec<(u64, dm::PhysHandle)> = st.pages.drain().collect();
-        let (base, va_bytes, granularity) = (self.base, self.va_bytes, self.granularity);
-        self.ctx.release(move || {
-            for (p, h) in pages {
-                dm::unmap(base + p * granularity, granularity);
-                dm::release_physical(h);
-            }
-            dm::unreserve(base, va_bytes);
-        });
+        for (&p, &h) in st.pages.iter() {
+            dm::unmap(self.base + p * self.granularity, self.granularity);
+            dm::release_physical(h);
+        }
+        st.pages.clear();
+        dm::unreserve(self.base, self.va_bytes);
     }
 }
 

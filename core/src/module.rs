@@ -27,10 +27,9 @@ unsafe impl Sync for ModuleInner {}
 
 impl Drop for ModuleInner {
     fn drop(&mut self) {
-        // Unloading implies a device-wide synchronization: not while a
-        // capture is open.
-        let raw = self.raw as usize;
-        self.ctx.release(move || dm::unload(raw as CUmodule));
+        if self.ctx.bind().is_ok() {
+            dm::unload(self.raw);
+        }
     }
 }
 
