@@ -516,3 +516,41 @@ pub(crate) fn exec_set_host(
         "cuGraphExecHostNodeSetParams",
     )
 }
+
+/// A copy of graph `g` (nodes, parameters and edges).
+pub(crate) fn clone(g: CUgraph) -> Result<CUgraph> {
+    let mut c = std::ptr::null_mut();
+    // SAFETY: writes one graph handle.
+    check(unsafe { sys::cuGraphClone(&mut c, g) }, "cuGraphClone")?;
+    Ok(c)
+}
+
+/// The node of clone `c` that copies node `n` of the original graph.
+pub(crate) fn find_in_clone(n: CUgraphNode, c: CUgraph) -> Result<CUgraphNode> {
+    let mut out = std::ptr::null_mut();
+    // SAFETY: n is a node of the graph c was cloned from.
+    check(
+        unsafe { sys::cuGraphNodeFindInClone(&mut out, n, c) },
+        "cuGraphNodeFindInClone",
+    )?;
+    Ok(out)
+}
+
+/// Sets new launch parameters of kernel node `n` of a (not instantiated)
+/// graph.
+///
+/// # Safety
+/// `p.args` must hold one valid pointer per parameter of `p.func`.
+pub(crate) unsafe fn set_kernel(n: CUgraphNode, p: &KernelParams) -> Result<()> {
+    let raw = kernel_raw(p);
+    check(
+        sys::cuGraphKernelNodeSetParams_v2(n, &raw),
+        "cuGraphKernelNodeSetParams",
+    )
+}
+
+/// Removes node `n` and its edges from its graph.
+pub(crate) fn destroy_node(n: CUgraphNode) -> Result<()> {
+    // SAFETY: n is a node of a live graph.
+    check(unsafe { sys::cuGraphDestroyNode(n) }, "cuGraphDestroyNode")
+}

@@ -5,6 +5,7 @@
 
 mod desc;
 mod dot;
+pub mod fuse;
 
 pub use desc::{GraphDesc, NodeKind};
 pub use dot::to_dot;

@@ -1,0 +1,508 @@
+//! Elementwise fusion, planned on a graph's description (pure: no CUDA).
+//!
+//! graphcore knows what its elementwise kernels compute, so a chain of them
+//! that works along one buffer can run as one launch of the fused chain
+//! kernel (`gc_chain_f32`, up to [`MAX_CHAIN_OPS`] operations in registers,
+//! each bitwise equal to its standalone kernel). A chain is a maximal path
+//! of built-in elementwise nodes (fill, copy, scale, add_scalar, relu, and
+//! the chain kernel itself) over the same element count where each node
+//! but the first works in place on the previous node's output, and each
+//! link is the only edge out of its first node and into its second. Anything
+//! else (other kernels, copies, branches, a second consumer, another buffer
+//! or count) bounds a chain; a chain of one node stays as it is.
+
+use super::desc::{GraphDesc, NodeKind};
+use graphcore_kernels::ops::{self, MAX_CHAIN_OPS, OP_ADD, OP_FILL, OP_MUL, OP_RELU};
+use graphcore_kernels::{find, Call, SizeError, Value};
+
+/// One elementwise operation as a fused chain applies it: opcode and
+/// constant (the `graphcore_kernels::ops::OP_*` codes).
+pub type ChainOp = (u32, f32);
+
+/// What a built-in elementwise node computes: `y = ops(x)` over `n`
+/// floats (`x` is `None` when the first operation is a fill).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Elementwise {
+    /// Output address.
+    pub y: u64,
+    /// Input address (`None`: the node reads no input).
+    pub x: Option<u64>,
+    /// Element count.
+    pub n: u64,
+    /// The operations, in order.
+    pub ops: Vec<ChainOp>,
+}
+
+fn ptr(v: &Value) -> Option<u64> {
+    match v {
+        Value::Ptr(p) => Some(*p),
+        _ => None,
+    }
+}
+
+fn float(v: &Value) -> Option<f32> {
+    match v {
+        Value::F32(f) => Some(*f),
+        _ => None,
+    }
+}
+
+fn count(v: &Value) -> Option<u64> {
+    match v {
+        Value::U64(n) => Some(*n),
+        _ => None,
+    }
+}
+
+/// What node `kind` computes, if it is a built-in elementwise kernel
+/// fusion understands.
+pub fn elementwise(kind: &NodeKind) -> Option<Elementwise> {
+    let NodeKind::Kernel {
+        builtin: Some(k),
+        args,
+        ..
+    } = kind
+    else {
+        return None;
+    };
+    let a = args.as_slice();
+    let unary = |op: Option<ChainOp>| -> Option<Elementwise> {
+        Some(Elementwise {
+            y: ptr(a.first()?)?,
+            x: Some(ptr(a.get(1)?)?),
+            n: count(a.get(2)?)?,
+            ops: op.into_iter().collect(),
+        })
+    };
+    match k.name {
+        "gc_fill_f32" => Some(Elementwise {
+            y: ptr(a.first()?)?,
+            x: None,
+            n: count(a.get(1)?)?,
+            ops: vec![(OP_FILL, float(a.get(2)?)?)],
+        }),
+        "gc_copy_f32" => unary(None),
+        "gc_scale_f32" => unary(Some((OP_MUL, float(a.get(3)?)?))),
+        "gc_add_scalar_f32" => unary(Some((OP_ADD, float(a.get(3)?)?))),
+        "gc_relu_f32" => unary(Some((OP_RELU, 0.0))),
+        "gc_chain_f32" => {
+            let (Value::U32(packed), Value::U32(len)) = (a.get(3)?, a.get(4)?) else {
+                return None;
+            };
+            let len = *len as usize;
+            if len > MAX_CHAIN_OPS {
+                return None;
+            }
+            let ops: Vec<ChainOp> = (0..len)
+                .map(|i| Some(((packed >> (4 * i)) & 15, float(a.get(5 + i)?)?)))
+                .collect::<Option<_>>()?;
+            let x = ptr(a.get(1)?)?;
+            let reads = !matches!(ops.first(), Some(&(OP_FILL, _)));
+            Some(Elementwise {
+                y: ptr(a.first()?)?,
+                x: (reads || x != 0).then_some(x),
+                n: count(a.get(2)?)?,
+                ops,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// One launch of the chain kernel replacing part of a chain.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Segment {
+    /// Output address.
+    pub y: u64,
+    /// Input address (`None` when the first operation is a fill).
+    pub x: Option<u64>,
+    /// Element count.
+    pub n: u64,
+    /// At most [`MAX_CHAIN_OPS`] operations.
+    pub ops: Vec<ChainOp>,
+}
+
+/// A fused chain: the nodes it replaces (in order) and the chain-kernel
+/// launches that replace them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chain {
+    /// The source graph's nodes, first to last.
+    pub nodes: Vec<usize>,
+    /// The launches, first to last (at least one).
+    pub segments: Vec<Segment>,
+}
+
+/// All chains of a graph.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FusionPlan {
+    /// Chains of two nodes or more, in the order of their first node.
+    pub chains: Vec<Chain>,
+}
+
+impl FusionPlan {
+    /// Nodes removed by fusion.
+    pub fn fused_away(&self) -> usize {
+        self.chains
+            .iter()
+            .map(|c| c.nodes.len() - c.segments.len())
+            .sum()
+    }
+}
+
+/// Splits a chain's operations into launches of at most
+/// [`MAX_CHAIN_OPS`]; the first reads `x`, the rest work in place on `y`.
+fn segments(y: u64, x: Option<u64>, n: u64, ops: &[ChainOp]) -> Vec<Segment> {
+    if ops.is_empty() {
+        return vec![Segment {
+            y,
+            x,
+            n,
+            ops: Vec::new(),
+        }];
+    }
+    ops.chunks(MAX_CHAIN_OPS)
+        .enumerate()
+        .map(|(i, part)| Segment {
+            y,
+            x: if i == 0 { x } else { Some(y) },
+            n,
+            ops: part.to_vec(),
+        })
+        .collect()
+}
+
+/// Plans the fusion of `desc`'s elementwise chains.
+pub fn plan(desc: &GraphDesc) -> FusionPlan {
+    let n = desc.len();
+    let mut users = vec![Vec::new(); n];
+    for (from, to) in desc.edges() {
+        users[from].push(to);
+    }
+    let elems: Vec<Option<Elementwise>> = (0..n).map(|i| elementwise(desc.node(i))).collect();
+    // `next[i]`: the node that continues a chain after `i`, if any.
+    let link = |i: usize| -> Option<usize> {
+        let a = elems[i].as_ref()?;
+        let &[j] = users[i].as_slice() else {
+            return None;
+        };
+        let b = elems[j].as_ref()?;
+        let in_place = b.x.is_none() || b.x == Some(a.y);
+        (desc.deps(j) == [i] && b.y == a.y && b.n == a.n && in_place).then_some(j)
+    };
+    let next: Vec<Option<usize>> = (0..n).map(link).collect();
+    let mut has_prev = vec![false; n];
+    for j in next.iter().flatten() {
+        has_prev[*j] = true;
+    }
+    let mut chains = Vec::new();
+    for start in 0..n {
+        if has_prev[start] || next[start].is_none() {
+            continue;
+        }
+        let mut nodes = vec![start];
+        while let Some(j) = next[*nodes.last().unwrap()] {
+            nodes.push(j);
+        }
+        let first = elems[start].as_ref().unwrap();
+        let ops: Vec<ChainOp> = nodes
+            .iter()
+            .flat_map(|&i| elems[i].as_ref().unwrap().ops.iter().copied())
+            .collect();
+        // A fill anywhere makes the chain independent of its input.
+        let last_fill = ops.iter().rposition(|&(op, _)| op == OP_FILL);
+        let (x, ops) = match last_fill {
+            Some(f) => (None, ops[f..].to_vec()),
+            None => (first.x, ops),
+        };
+        chains.push(Chain {
+            segments: segments(first.y, x, first.n, &ops),
+            nodes,
+        });
+    }
+    FusionPlan { chains }
+}
+
+/// The launch of one segment: the chain kernel's configuration and
+/// arguments for a device with `sms` multiprocessors.
+pub fn segment_call(seg: &Segment, sms: u32) -> Result<Call, SizeError> {
+    ops::chain(seg.y, seg.x.unwrap_or(0), seg.n, &seg.ops, sms)
+}
+
+/// The description of the fused graph: each chain's nodes replaced by its
+/// segments (chained in place), everything else as it was. Also returns,
+/// for each node of `desc`, its index in the fused graph (`None` for nodes
+/// fused away).
+pub fn apply(
+    desc: &GraphDesc,
+    plan: &FusionPlan,
+    sms: u32,
+) -> Result<(GraphDesc, Vec<Option<usize>>), SizeError> {
+    let n = desc.len();
+    // Where each node sits in a chain: (chain, position).
+    let mut place = vec![None; n];
+    for (c, chain) in plan.chains.iter().enumerate() {
+        for (k, &i) in chain.nodes.iter().enumerate() {
+            place[i] = Some((c, k));
+        }
+    }
+    let mut map: Vec<Option<usize>> = vec![None; n];
+    // The new index standing for a node as a dependency: a chain's last
+    // carrier stands for every node of the chain.
+    let mut stands_for = vec![0usize; n];
+    let mut out = GraphDesc::new();
+    let chain_info = find("gc_chain_f32");
+    for i in 0..n {
+        match place[i] {
+            Some((c, k)) => {
+                let chain = &plan.chains[c];
+                let s = chain.segments.len();
+                if k < s {
+                    let seg = &chain.segments[k];
+                    let call = segment_call(seg, sms)?;
+                    let deps: Vec<usize> = if k == 0 {
+                        desc.deps(i).iter().map(|&d| stands_for[d]).collect()
+                    } else {
+                        vec![stands_for[chain.nodes[k - 1]]]
+                    };
+                    let kind = NodeKind::Kernel {
+                        name: format!("gc_chain_f32 (fused nodes {:?})", chain.nodes),
+                        grid: call.grid,
+                        block: call.block,
+                        shared_bytes: call.shared_bytes,
+                        builtin: chain_info,
+                        args: call.args().to_vec(),
+                    };
+                    let new = out.push(kind, &deps);
+                    map[i] = Some(new);
+                    stands_for[i] = new;
+                } else {
+                    stands_for[i] = stands_for[chain.nodes[s - 1]];
+                }
+                if k + 1 == chain.nodes.len() {
+                    let last = stands_for[chain.nodes[s - 1]];
+                    for &j in &chain.nodes {
+                        stands_for[j] = last;
+                    }
+                }
+            }
+            None => {
+                let deps: Vec<usize> = desc.deps(i).iter().map(|&d| stands_for[d]).collect();
+                let new = out.push(desc.node(i).clone(), &deps);
+                map[i] = Some(new);
+                stands_for[i] = new;
+            }
+        }
+    }
+    Ok((out, map))
+}
+
+/// True when `a` and `b` fuse the same nodes into the same number of
+/// launches (so an exec fused by one can be updated with the other).
+pub fn same_shape(a: &FusionPlan, b: &FusionPlan) -> bool {
+    a.chains.len() == b.chains.len()
+        && a
+            .chains
+            .iter()
+            .zip(&b.chains)
+            .all(|(x, y)| x.nodes == y.nodes && x.segments.len() == y.segments.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(name: &str, args: Vec<Value>) -> NodeKind {
+        NodeKind::Kernel {
+            name: name.into(),
+            grid: [1, 1, 1],
+            block: [256, 1, 1],
+            shared_bytes: 0,
+            builtin: find(name),
+            args,
+        }
+    }
+    fn scale(y: u64, x: u64, n: u64, a: f32) -> NodeKind {
+        kernel(
+            "gc_scale_f32",
+            vec![Value::Ptr(y), Value::Ptr(x), Value::U64(n), Value::F32(a)],
+        )
+    }
+    fn relu(y: u64, x: u64, n: u64) -> NodeKind {
+        kernel(
+            "gc_relu_f32",
+            vec![Value::Ptr(y), Value::Ptr(x), Value::U64(n)],
+        )
+    }
+    fn fill(y: u64, n: u64, v: f32) -> NodeKind {
+        kernel(
+            "gc_fill_f32",
+            vec![Value::Ptr(y), Value::U64(n), Value::F32(v)],
+        )
+    }
+    /// A linear graph of `kinds`, each depending on the previous.
+    fn line(kinds: Vec<NodeKind>) -> GraphDesc {
+        let mut g = GraphDesc::new();
+        for (i, k) in kinds.into_iter().enumerate() {
+            let deps: Vec<usize> = if i == 0 { vec![] } else { vec![i - 1] };
+            g.push(k, &deps);
+        }
+        g
+    }
+
+    #[test]
+    fn a_linear_chain_becomes_one_launch() {
+        let g = line(vec![
+            scale(200, 100, 64, 2.0),
+            scale(200, 200, 64, 0.5),
+            relu(200, 200, 64),
+        ]);
+        let p = plan(&g);
+        assert_eq!(p.chains.len(), 1);
+        assert_eq!(p.chains[0].nodes, vec![0, 1, 2]);
+        assert_eq!(
+            p.chains[0].segments,
+            vec![Segment {
+                y: 200,
+                x: Some(100),
+                n: 64,
+                ops: vec![(OP_MUL, 2.0), (OP_MUL, 0.5), (OP_RELU, 0.0)]
+            }]
+        );
+        assert_eq!(p.fused_away(), 2);
+    }
+
+    #[test]
+    fn long_chains_use_as_few_launches_as_possible() {
+        let g = line((0..20).map(|i| scale(8, 8, 4, i as f32)).collect());
+        let p = plan(&g);
+        let lens: Vec<usize> = p.chains[0].segments.iter().map(|s| s.ops.len()).collect();
+        assert_eq!(lens, vec![8, 8, 4]);
+        assert_eq!(p.chains[0].segments[1].x, Some(8), "later launches work in place");
+        assert_eq!(p.fused_away(), 17);
+    }
+
+    #[test]
+    fn fills_start_chains_without_input() {
+        let g = line(vec![fill(8, 4, 1.0), scale(8, 8, 4, 3.0)]);
+        let s = &plan(&g).chains[0].segments[0];
+        assert_eq!(s.x, None);
+        assert_eq!(s.ops, vec![(OP_FILL, 1.0), (OP_MUL, 3.0)]);
+        // A fill in the middle drops what came before it.
+        let g = line(vec![scale(8, 8, 4, 3.0), fill(8, 4, 1.0), relu(8, 8, 4)]);
+        let s = &plan(&g).chains[0].segments[0];
+        assert_eq!(s.ops, vec![(OP_FILL, 1.0), (OP_RELU, 0.0)]);
+    }
+
+    #[test]
+    fn other_buffers_counts_and_kernels_bound_chains() {
+        // Output to another buffer: the intermediate would be lost.
+        assert!(plan(&line(vec![scale(8, 8, 4, 2.0), scale(16, 8, 4, 2.0)]))
+            .chains
+            .is_empty());
+        // Another count.
+        assert!(plan(&line(vec![scale(8, 8, 4, 2.0), scale(8, 8, 5, 2.0)]))
+            .chains
+            .is_empty());
+        // A user kernel in between splits the chain.
+        let user = NodeKind::Kernel {
+            name: "mine".into(),
+            grid: [1, 1, 1],
+            block: [1, 1, 1],
+            shared_bytes: 0,
+            builtin: None,
+            args: vec![],
+        };
+        let g = line(vec![
+            scale(8, 8, 4, 2.0),
+            scale(8, 8, 4, 2.0),
+            user,
+            scale(8, 8, 4, 2.0),
+            scale(8, 8, 4, 2.0),
+        ]);
+        let p = plan(&g);
+        let nodes: Vec<Vec<usize>> = p.chains.iter().map(|c| c.nodes.clone()).collect();
+        assert_eq!(nodes, vec![vec![0, 1], vec![3, 4]]);
+    }
+
+    #[test]
+    fn branches_and_second_consumers_bound_chains() {
+        let mut g = GraphDesc::new();
+        let a = g.push(scale(8, 8, 4, 2.0), &[]);
+        let b = g.push(scale(8, 8, 4, 2.0), &[a]);
+        g.push(scale(8, 8, 4, 2.0), &[a]); // a second consumer of `a`
+        let d = g.push(scale(8, 8, 4, 2.0), &[b]);
+        let p = plan(&g);
+        assert_eq!(p.chains.len(), 1);
+        assert_eq!(p.chains[0].nodes, vec![b, d]);
+        // A join: a node with two predecessors starts no link into it.
+        let mut g = GraphDesc::new();
+        let a = g.push(scale(8, 8, 4, 2.0), &[]);
+        let e = g.push(NodeKind::Empty, &[]);
+        g.push(scale(8, 8, 4, 2.0), &[a, e]);
+        assert!(plan(&g).chains.is_empty());
+    }
+
+    #[test]
+    fn chain_kernels_are_read_back() {
+        let mut args = vec![
+            Value::Ptr(8),
+            Value::Ptr(8),
+            Value::U64(4),
+            Value::U32(OP_MUL | OP_RELU << 4),
+            Value::U32(2),
+        ];
+        args.extend((0..8).map(|i| Value::F32(i as f32)));
+        let k = kernel("gc_chain_f32", args);
+        let e = elementwise(&k).unwrap();
+        assert_eq!(e.ops, vec![(OP_MUL, 0.0), (OP_RELU, 1.0)]);
+        let g = line(vec![k, scale(8, 8, 4, 3.0)]);
+        assert_eq!(plan(&g).chains[0].segments[0].ops.len(), 3);
+    }
+}
+
+#[cfg(test)]
+mod apply_tests {
+    use super::*;
+
+    fn scale(y: u64, x: u64, n: u64, a: f32) -> NodeKind {
+        NodeKind::Kernel {
+            name: "gc_scale_f32".into(),
+            grid: [1, 1, 1],
+            block: [256, 1, 1],
+            shared_bytes: 0,
+            builtin: find("gc_scale_f32"),
+            args: vec![Value::Ptr(y), Value::Ptr(x), Value::U64(n), Value::F32(a)],
+        }
+    }
+
+    #[test]
+    fn the_fused_graph_keeps_the_other_nodes_and_edges() {
+        // memcpy -> s0 -> s1 -> ... -> s9 -> memcpy, plus a branch from the
+        // first copy to an empty node.
+        let mut g = GraphDesc::new();
+        let copy = NodeKind::Memcpy {
+            dst: 8,
+            src: 1,
+            bytes: 16,
+            direction: "HtoD",
+        };
+        let a = g.push(copy.clone(), &[]);
+        let mut prev = a;
+        for i in 0..10 {
+            prev = g.push(scale(8, 8, 4, i as f32), &[prev]);
+        }
+        let out = g.push(copy, &[prev]);
+        let side = g.push(NodeKind::Empty, &[a]);
+        let p = plan(&g);
+        assert_eq!(p.chains[0].segments.len(), 2);
+        let (f, map) = apply(&g, &p, 132).unwrap();
+        assert_eq!(f.len(), g.len() - 8);
+        assert_eq!(f.edges().count(), 4);
+        let last = map[2].unwrap();
+        assert_eq!(f.deps(map[out].unwrap()), &[last]);
+        assert_eq!(f.deps(map[side].unwrap()), &[map[a].unwrap()]);
+        assert!(map[5].is_none());
+        assert!(matches!(f.node(last), NodeKind::Kernel { name, .. } if name.starts_with("gc_chain_f32")));
+        assert!(same_shape(&p, &plan(&g)));
+    }
+}
