@@ -215,13 +215,106 @@ impl LiveTable {
 /// Number of size classes (`class(u64::MAX)` is 511).
 const CLASSES: usize = 512;
 
+/// A short class list grows into a B-tree past this many blocks...
+const SHORT_MAX: usize = 128;
+/// ...and a long one shrinks back below this many.
+const LONG_MIN: usize = 32;
+
+/// The free blocks of one size class and zone, by offset: while short, a
+/// vector sorted by descending offset, so the lowest-offset block (the one
+/// the small-block path takes and gives back) is at its end and moves in
+/// O(1); when long, a B-tree, so no operation costs more than O(log n).
+#[derive(Debug)]
+enum ClassList {
+    Short(Vec<(u64, u32)>),
+    Long(BTreeMap<u64, u32>),
+}
+
+impl ClassList {
+    fn len(&self) -> usize {
+        match self {
+            ClassList::Short(v) => v.len(),
+            ClassList::Long(t) => t.len(),
+        }
+    }
+
+    #[inline]
+    fn insert(&mut self, off: u64, node: u32) {
+        match self {
+            ClassList::Short(v) => {
+                if v.last().is_none_or(|&(o, _)| o > off) {
+                    v.push((off, node));
+                    return;
+                }
+                let i = v.partition_point(|&(o, _)| o > off);
+                v.insert(i, (off, node));
+                if v.len() > SHORT_MAX {
+                    *self = ClassList::Long(v.iter().copied().collect());
+                }
+            }
+            ClassList::Long(t) => {
+                t.insert(off, node);
+            }
+        }
+    }
+
+    /// Removes `off`; true when it was there.
+    #[inline]
+    fn remove(&mut self, off: u64) -> bool {
+        match self {
+            ClassList::Short(v) => {
+                if v.last().is_some_and(|&(o, _)| o == off) {
+                    v.pop();
+                    return true;
+                }
+                match v.binary_search_by(|&(o, _)| off.cmp(&o)) {
+                    Ok(i) => {
+                        v.remove(i);
+                        true
+                    }
+                    Err(_) => false,
+                }
+            }
+            ClassList::Long(t) => {
+                let found = t.remove(&off).is_some();
+                if t.len() < LONG_MIN {
+                    *self = ClassList::Short(t.iter().rev().map(|(&o, &i)| (o, i)).collect());
+                }
+                found
+            }
+        }
+    }
+
+    /// The lowest-offset block: `(offset, node)`.
+    #[inline]
+    fn first(&self) -> Option<(u64, u32)> {
+        match self {
+            ClassList::Short(v) => v.last().copied(),
+            ClassList::Long(t) => t.first_key_value().map(|(&o, &i)| (o, i)),
+        }
+    }
+
+    /// The blocks in offset order: `(offset, node)`.
+    fn iter(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        let (short, long) = match self {
+            ClassList::Short(v) => (Some(v.iter().rev()), None),
+            ClassList::Long(t) => (None, Some(t.iter())),
+        };
+        short
+            .into_iter()
+            .flatten()
+            .copied()
+            .chain(long.into_iter().flatten().map(|(&o, &i)| (o, i)))
+    }
+}
+
 /// The free blocks of one mapped zone, segregated by size class: per class
 /// an ordered map offset -> node, and a bitmap of the nonempty classes, so
 /// the first hole of a class or above is a bit scan and a leftmost descent.
 #[derive(Debug)]
 struct ClassIndex {
     bits: [u64; CLASSES / 64],
-    lists: Box<[BTreeMap<u64, u32>]>,
+    lists: Box<[ClassList]>,
     len: usize,
 }
 
@@ -229,7 +322,7 @@ impl ClassIndex {
     fn new() -> Self {
         ClassIndex {
             bits: [0; CLASSES / 64],
-            lists: (0..CLASSES).map(|_| BTreeMap::new()).collect(),
+            lists: (0..CLASSES).map(|_| ClassList::Short(Vec::new())).collect(),
             len: 0,
         }
     }
@@ -246,8 +339,8 @@ impl ClassIndex {
     fn remove(&mut self, c: u16, off: u64) -> bool {
         let c = usize::from(c);
         let list = &mut self.lists[c];
-        let found = list.remove(&off).is_some();
-        if list.is_empty() {
+        let found = list.remove(off);
+        if list.len() == 0 {
             self.bits[c >> 6] &= !(1 << (c & 63));
         }
         self.len -= usize::from(found);
@@ -273,7 +366,7 @@ impl ClassIndex {
     #[inline]
     fn first(&self, from: u16) -> Option<(u16, u64, u32)> {
         let c = self.next_class(usize::from(from))?;
-        let (&off, &node) = self.lists[c].first_key_value()?;
+        let (off, node) = self.lists[c].first()?;
         Some((c as u16, off, node))
     }
 
@@ -285,7 +378,7 @@ impl ClassIndex {
             next = c + 1;
             Some(c)
         })
-        .flat_map(move |c| self.lists[c].iter().map(move |(&o, &i)| (c as u16, o, i)))
+        .flat_map(move |c| self.lists[c].iter().map(move |(o, i)| (c as u16, o, i)))
     }
 }
 
@@ -945,10 +1038,25 @@ impl BlockMap {
             linked[j as usize] && n.off == off && n.state == State::Free(zone) && n.cls == c
         };
         let class_ok = |zone: Zone, ix: &ClassIndex| {
-            let bits = (0..CLASSES)
-                .all(|c| (ix.bits[c >> 6] >> (c & 63) & 1) == u64::from(!ix.lists[c].is_empty()));
-            let len = ix.lists.iter().map(BTreeMap::len).sum::<usize>() == ix.len;
-            bits && len && ix.iter_from(0).all(|(c, o, j)| entry(zone, o, c, j))
+            let mut total = 0;
+            for (c, l) in ix.lists.iter().enumerate() {
+                let n = l.len();
+                if (ix.bits[c >> 6] >> (c & 63) & 1) != u64::from(n > 0) {
+                    return false;
+                }
+                if n == 0 {
+                    continue;
+                }
+                total += n;
+                let mut last = None;
+                for (o, j) in l.iter() {
+                    if last.is_some_and(|p| p >= o) || !entry(zone, o, c as u16, j) {
+                        return false;
+                    }
+                    last = Some(o);
+                }
+            }
+            total == ix.len
         };
         let ok = class_ok(Zone::Clean, &self.clean)
             && class_ok(Zone::Graph, &self.graph)
