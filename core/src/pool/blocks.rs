@@ -828,9 +828,13 @@ impl BlockMap {
         })
     }
 
-    /// The node holding byte `addr`.
+    /// The node holding byte `addr`: the live block starting there, else a
+    /// walk from the block holding the page's first byte.
     #[inline]
     fn locate(&self, addr: u64) -> Option<u32> {
+        if let Some(i) = self.live.get(addr) {
+            return Some(i);
+        }
         let mut i = match self.pdir.get((addr >> self.shift) as usize) {
             Some(&i) => i,
             None => self.node(SENTINEL).prev,
