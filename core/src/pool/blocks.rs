@@ -4,10 +4,11 @@
 //! Blocks are nodes of a slab, linked to their address neighbours in a
 //! circular list (closed by a sentinel), so splitting a block and merging it
 //! with its neighbours need no ordered search. Live blocks are found by
-//! offset through a hash map. A page directory names, per page of the page
-//! table, the block holding the page's first byte: lookups by address
-//! (`containing`) start there, off the hot path. Only the free indexes are
-//! ordered, by (size class, offset), for placement.
+//! offset through an open-addressing hash table. A page directory names, per
+//! page of the page table, the block holding the page's first byte: lookups
+//! by address (`containing`) start there, off the hot path. Only the free
+//! indexes are ordered, by (size class, offset), for placement: per zone a
+//! bitmap of nonempty classes and per class a list by offset.
 
 use std::collections::BTreeMap;
 
