@@ -155,6 +155,7 @@ impl Allocator {
     /// Placement (see `placement.rs`): free space on mapped pages first (for
     /// a capture, space it or live graphs already tainted before clean
     /// space); otherwise the spot that maps the fewest new pages.
+    #[inline]
     pub fn plan_alloc(&self, size: u64, owner: Owner) -> Result<AllocPlan, PoolError> {
         let align = self.cfg.alignment;
         let size = match size.checked_add(align - 1) {
@@ -189,6 +190,7 @@ impl Allocator {
     ///
     /// # Panics
     /// If the pool changed since the plan was made (a caller bug).
+    #[inline]
     pub fn commit_alloc(&mut self, plan: AllocPlan) -> u64 {
         assert_eq!(
             plan.generation, self.generation,
@@ -233,6 +235,7 @@ impl Allocator {
 
     /// Frees the live block at `offset`; returns its size. An offset that is
     /// not the start of a live block is an error and changes nothing.
+    #[inline]
     pub fn free(&mut self, offset: u64) -> Result<u64, PoolError> {
         let pages = &self.pages;
         let Some((size, owner)) = self.blocks.free_at(offset, |p| pages.zone(p)) else {
