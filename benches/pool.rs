@@ -3,7 +3,26 @@
 //! Pure CPU: no GPU involved. Target: median <= 50 ns per alloc + free.
 //!
 //! Run: `cargo bench --bench pool`. Besides criterion's report, prints the
-//! median of 201 samples of 10,000 alloc + free pairs each.
+//! median of 201 samples of 10,000 alloc + free pairs each, and writes it to
+//! benches/results/pool.json with the figures from before the last change.
+//!
+//! Medians on this machine (AMD EPYC, 2 vCPUs; before and after measured
+//! back to back: absolute timings drift by up to ~1.5x with host load):
+//!
+//! | pool logic                                               | 0 live  | 1,000 live |
+//! |----------------------------------------------------------|---------|------------|
+//! | ordered maps: blocks by offset, (class, offset) per zone | 61.0 ns | 139.8 ns   |
+//! | linked blocks, live hash table, class bitmap + lists     | 32.6 ns | 28.7 ns    |
+//!
+//! Before, an alloc + free made ~7 ordered-map lookups and updates. Now
+//! blocks are linked to their address neighbours (a slab), so splitting and
+//! coalescing follow links; free finds the block in a hash table; the first
+//! hole of a class or above is a bit scan plus the end of a short vector
+//! sorted by descending offset (B-tree when long); the three calls are
+//! `#[inline]`. Placement is unchanged.
+//! With 1,000 live blocks the 4 KiB block exactly fills the lowest hole of
+//! its class, so each alloc + free also removes and re-adds that hole's
+//! index entry: two B-tree updates before, a pop and a push now.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -39,6 +58,15 @@ fn alloc_free(a: &mut Allocator) {
     let off = a.commit_alloc(plan);
     a.free(black_box(off)).expect("free");
 }
+
+/// Medians before the change described above: (live blocks, ns).
+const BEFORE: [(usize, f64); 2] = [(0, 61.0), (1000, 139.8)];
+
+/// What the change was.
+const CHANGE: &str = "blocks linked to their address neighbours in a slab (no ordered search to split or coalesce), \
+live blocks in an offset hash table, free index per zone as a bitmap of size classes with per-class lists \
+(short vectors sorted by descending offset, B-tree when long) instead of BTreeMap by offset + BTreeSet<(class, offset)>; \
+plan_alloc, commit_alloc and free #[inline]; placement unchanged";
 
 /// Median over samples of the mean time of one alloc + free, in ns.
 fn median_ns(a: &mut Allocator) -> f64 {
@@ -84,9 +112,14 @@ fn main() {
             Some(line.split(':').nth(1)?.trim().to_string())
         })
         .unwrap_or_else(|| "unknown".to_string());
+    let before: Vec<String> = BEFORE
+        .iter()
+        .map(|(live, ns)| format!("    {{ \"live_blocks\": {live}, \"median_ns\": {ns:.1} }}"))
+        .collect();
     let json = format!(
-        "{{\n  \"bench\": \"pool alloc+free 4 KiB\",\n  \"cpu\": \"{cpu}\",\n  \"target_ns\": 50,\n  \"results\": [\n{}\n  ]\n}}\n",
-        lines.join(",\n")
+        "{{\n  \"bench\": \"pool alloc+free 4 KiB\",\n  \"cpu\": \"{cpu}\",\n  \"target_ns\": 50,\n  \"results\": [\n{}\n  ],\n  \"before\": [\n{}\n  ],\n  \"change\": \"{CHANGE}\"\n}}\n",
+        lines.join(",\n"),
+        before.join(",\n")
     );
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/results/pool.json");
     std::fs::write(path, json).expect("write results");

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::blocks::{class, BlockMap, State};
+use super::blocks::{class, BlockMap, State, NIL};
 use super::pages::{PageTable, Zone};
 use super::plan::{pages_to_ranges, AllocPlan, Footprint, PagePlan, PageRange};
 use super::{CaptureId, Owner, PoolConfig, PoolError, PoolStats};
@@ -87,7 +87,11 @@ impl Allocator {
         let mut a = Allocator {
             cfg,
             pages: PageTable::default(),
-            blocks: BlockMap::new(cfg.va_bytes),
+            blocks: BlockMap::new(
+                cfg.va_bytes,
+                cfg.granularity.trailing_zeros(),
+                cfg.alignment.trailing_zeros(),
+            ),
             captures: BTreeMap::new(),
             graphs: BTreeMap::new(),
             next_graph: 0,
@@ -127,6 +131,7 @@ impl Allocator {
 
     fn map_pages(&mut self, r: PageRange) {
         self.pages.map(r);
+        self.blocks.extend_pages(self.pages.len());
         self.peak_reserved = self.peak_reserved.max(self.reserved());
     }
 
@@ -134,7 +139,7 @@ impl Allocator {
     fn rezone(&mut self, p0: u64, p1: u64) {
         let g = self.cfg.granularity;
         let pages = &self.pages;
-        self.blocks.rezone(p0 * g, p1 * g, g, |p| pages.zone(p));
+        self.blocks.rezone(p0 * g, p1 * g, |p| pages.zone(p));
     }
 
     /// Rezones each maximal run of the given (sorted) pages.
@@ -150,6 +155,7 @@ impl Allocator {
     /// Placement (see `placement.rs`): free space on mapped pages first (for
     /// a capture, space it or live graphs already tainted before clean
     /// space); otherwise the spot that maps the fewest new pages.
+    #[inline]
     pub fn plan_alloc(&self, size: u64, owner: Owner) -> Result<AllocPlan, PoolError> {
         let align = self.cfg.alignment;
         let size = match size.checked_add(align - 1) {
@@ -162,15 +168,19 @@ impl Allocator {
             }
         }
         let mapped = self.place_mapped(size, owner);
-        let (offset, new_pages) = match mapped {
-            Some(offset) => (offset, None),
-            None => self.plan_growth(size, owner)?,
+        let (offset, hole, new_pages) = match mapped {
+            Some((offset, hole)) => (offset, hole, None),
+            None => {
+                let (offset, new_pages) = self.plan_growth(size, owner)?;
+                (offset, NIL, new_pages)
+            }
         };
         Ok(AllocPlan {
             offset,
             size,
             owner,
             new_pages,
+            hole,
             generation: self.generation,
         })
     }
@@ -180,6 +190,7 @@ impl Allocator {
     ///
     /// # Panics
     /// If the pool changed since the plan was made (a caller bug).
+    #[inline]
     pub fn commit_alloc(&mut self, plan: AllocPlan) -> u64 {
         assert_eq!(
             plan.generation, self.generation,
@@ -215,7 +226,7 @@ impl Allocator {
         if rezone {
             self.rezone(p0, p1);
         }
-        self.blocks.carve(off, size, plan.owner);
+        self.blocks.carve(off, size, plan.owner, plan.hole);
         self.allocated += size;
         self.peak_allocated = self.peak_allocated.max(self.allocated);
         self.alloc_count += 1;
@@ -224,20 +235,11 @@ impl Allocator {
 
     /// Frees the live block at `offset`; returns its size. An offset that is
     /// not the start of a live block is an error and changes nothing.
+    #[inline]
     pub fn free(&mut self, offset: u64) -> Result<u64, PoolError> {
-        let (pages, shift) = (&self.pages, self.shift);
-        let uniform = |size: u64| {
-            let (p0, p1) = (offset >> shift, ((offset + size - 1) >> shift) + 1);
-            let z = pages.zone(p0);
-            (p0 + 1..p1).all(|p| pages.zone(p) == z).then_some(z)
-        };
-        let (size, owner) = match self.blocks.free_at(offset, uniform) {
-            Ok(freed) => freed,
-            Err(None) => return Err(PoolError::NotAllocated { offset }),
-            Err(Some((size, owner))) => {
-                self.free_piecewise(offset, size);
-                (size, owner)
-            }
+        let pages = &self.pages;
+        let Some((size, owner)) = self.blocks.free_at(offset, |p| pages.zone(p)) else {
+            return Err(PoolError::NotAllocated { offset });
         };
         self.generation += 1;
         if let Owner::Capture(id) = owner {
@@ -250,25 +252,6 @@ impl Allocator {
         self.allocated -= size;
         self.free_count += 1;
         Ok(size)
-    }
-
-    /// Frees a live block whose pages are of several zones, cutting it where
-    /// the zone changes.
-    fn free_piecewise(&mut self, offset: u64, size: u64) {
-        let g = self.cfg.granularity;
-        self.blocks.remove_live(offset);
-        let (end, p1) = (offset + size, (offset + size - 1) / g + 1);
-        let (mut cur, mut p) = (offset, offset / g);
-        while cur < end {
-            let z = self.pages.zone(p);
-            p += 1;
-            while p < p1 && self.pages.zone(p) == z {
-                p += 1;
-            }
-            let stop = (p * g).min(end);
-            self.blocks.insert_free(cur, stop - cur, z);
-            cur = stop;
-        }
     }
 
     /// The live block containing byte `addr_offset`: `(start, size)`.
@@ -421,8 +404,8 @@ impl Allocator {
             .blocks
             // A block is indexed at most one class below its own.
             .holes_from(Zone::Clean, class(g).saturating_sub(1))
-            .filter_map(|(_, o)| {
-                let s = self.blocks.size_at(o);
+            .filter_map(|(_, o, i)| {
+                let s = self.blocks.size_of(i);
                 let (first, end) = (o.div_ceil(g), (o + s) / g);
                 (first < end).then_some(PageRange {
                     start: first,

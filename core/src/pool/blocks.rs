@@ -1,8 +1,16 @@
 //! The block map: the whole address range cut into live and free blocks,
 //! with size-class indexes of the free blocks, one per zone.
+//!
+//! Blocks are nodes of a slab, linked to their address neighbours in a
+//! circular list (closed by a sentinel), so splitting a block and merging it
+//! with its neighbours need no ordered search. Live blocks are found by
+//! offset through an open-addressing hash table. A page directory names, per
+//! page of the page table, the block holding the page's first byte: lookups
+//! by address (`containing`) start there, off the hot path. Only the free
+//! indexes are ordered, by (size class, offset), for placement: per zone a
+//! bitmap of nonempty classes and per class a list by offset.
 
-use std::collections::btree_map::Entry;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use super::pages::Zone;
 use super::{CaptureId, Owner};
@@ -16,7 +24,7 @@ pub(crate) enum State {
     Live(Owner),
 }
 
-/// A block: `size` bytes from its offset (the map key).
+/// A block: `size` bytes from its offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Block {
     pub size: u64,
@@ -26,26 +34,352 @@ pub(crate) struct Block {
     pub cls: u16,
 }
 
-impl Block {
-    fn live(size: u64, owner: Owner) -> Block {
+/// No node: no hint, or a gap being filled.
+pub(crate) const NIL: u32 = u32::MAX;
+
+/// The node closing the circular address-ordered list: its `next` is the
+/// first block, its `prev` the last. Live and empty, so nothing merges with
+/// it and no address lies in it.
+const SENTINEL: u32 = 0;
+
+/// A block in the slab, linked to its address neighbours.
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    off: u64,
+    size: u64,
+    prev: u32,
+    next: u32,
+    state: State,
+    cls: u16,
+}
+
+impl Node {
+    #[inline]
+    fn block(&self) -> Block {
         Block {
-            size,
-            state: State::Live(owner),
-            cls: 0,
+            size: self.size,
+            state: self.state,
+            cls: self.cls,
         }
     }
 
-    fn free(size: u64, zone: Zone) -> Block {
-        let cls = if zone == Zone::Unmapped {
-            0
-        } else {
-            class(size)
-        };
-        Block {
-            size,
-            state: State::Free(zone),
-            cls,
+    #[inline]
+    fn end(&self) -> u64 {
+        self.off + self.size
+    }
+}
+
+/// The class a new free block of `zone` is indexed under.
+#[inline]
+fn fresh_class(zone: Zone, size: u64) -> u16 {
+    if zone == Zone::Unmapped {
+        0
+    } else {
+        class(size)
+    }
+}
+
+/// The live blocks by offset: an open-addressing hash table (linear
+/// probing, Fibonacci hashing of `offset >> align_shift`, deletion by
+/// backward shift, at most half full), cheaper than a general hash map for
+/// the one insert and one remove of each alloc + free.
+#[derive(Debug)]
+struct LiveTable {
+    /// `(offset, node)`; `EMPTY` offsets mark free slots.
+    slots: Vec<(u64, u32)>,
+    len: usize,
+    /// 64 - log2(slots.len()).
+    hash_shift: u32,
+    /// log2(alignment): low offset bits that are always zero.
+    align_shift: u32,
+}
+
+/// A free slot of the live table (no block starts at `u64::MAX`: offsets
+/// are aligned and below `va_bytes`).
+const EMPTY: u64 = u64::MAX;
+
+impl LiveTable {
+    fn new(align_shift: u32) -> Self {
+        LiveTable {
+            slots: vec![(EMPTY, 0); 16],
+            len: 0,
+            hash_shift: 64 - 4,
+            align_shift,
         }
+    }
+
+    #[inline]
+    fn home(&self, off: u64) -> usize {
+        ((off >> self.align_shift).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.hash_shift) as usize
+    }
+
+    #[inline]
+    fn mask(&self) -> usize {
+        self.slots.len() - 1
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    fn get(&self, off: u64) -> Option<u32> {
+        if off == EMPTY {
+            return None;
+        }
+        let mut i = self.home(off);
+        loop {
+            let (k, v) = self.slots[i];
+            if k == off {
+                return Some(v);
+            }
+            if k == EMPTY {
+                return None;
+            }
+            i = (i + 1) & self.mask();
+        }
+    }
+
+    /// Adds `off` (not present).
+    #[inline]
+    fn insert(&mut self, off: u64, node: u32) {
+        if 2 * (self.len + 1) > self.slots.len() {
+            self.grow();
+        }
+        let mut i = self.home(off);
+        while self.slots[i].0 != EMPTY {
+            debug_assert_ne!(self.slots[i].0, off, "live block inserted twice");
+            i = (i + 1) & self.mask();
+        }
+        self.slots[i] = (off, node);
+        self.len += 1;
+    }
+
+    /// Removes `off`, returning its node.
+    #[inline]
+    fn remove(&mut self, off: u64) -> Option<u32> {
+        if off == EMPTY {
+            return None;
+        }
+        let mask = self.mask();
+        let mut i = self.home(off);
+        let node = loop {
+            let (k, v) = self.slots[i];
+            if k == off {
+                break v;
+            }
+            if k == EMPTY {
+                return None;
+            }
+            i = (i + 1) & mask;
+        };
+        // Backward shift: pull later entries of the probe run into the hole
+        // when their home lies at or before it.
+        let (mut hole, mut j) = (i, (i + 1) & mask);
+        loop {
+            let (k, v) = self.slots[j];
+            if k == EMPTY {
+                break;
+            }
+            let h = self.home(k);
+            if (j.wrapping_sub(h) & mask) >= (j.wrapping_sub(hole) & mask) {
+                self.slots[hole] = (k, v);
+                hole = j;
+            }
+            j = (j + 1) & mask;
+        }
+        self.slots[hole] = (EMPTY, 0);
+        self.len -= 1;
+        Some(node)
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let cap = 2 * self.slots.len();
+        let old = std::mem::replace(&mut self.slots, vec![(EMPTY, 0); cap]);
+        self.hash_shift -= 1;
+        let mask = self.mask();
+        for (k, v) in old.into_iter().filter(|&(k, _)| k != EMPTY) {
+            let mut i = self.home(k);
+            while self.slots[i].0 != EMPTY {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = (k, v);
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.slots.iter().copied().filter(|&(k, _)| k != EMPTY)
+    }
+}
+
+/// Number of size classes (`class(u64::MAX)` is 511).
+const CLASSES: usize = 512;
+
+/// A short class list grows into a B-tree past this many blocks...
+const SHORT_MAX: usize = 128;
+/// ...and a long one shrinks back below this many.
+const LONG_MIN: usize = 32;
+
+/// The free blocks of one size class and zone, by offset: while short, a
+/// vector sorted by descending offset, so the lowest-offset block (the one
+/// the small-block path takes and gives back) is at its end and moves in
+/// O(1); when long, a B-tree, so no operation costs more than O(log n).
+#[derive(Debug)]
+enum ClassList {
+    Short(Vec<(u64, u32)>),
+    Long(BTreeMap<u64, u32>),
+}
+
+impl ClassList {
+    fn len(&self) -> usize {
+        match self {
+            ClassList::Short(v) => v.len(),
+            ClassList::Long(t) => t.len(),
+        }
+    }
+
+    #[inline]
+    fn insert(&mut self, off: u64, node: u32) {
+        match self {
+            ClassList::Short(v) => {
+                if v.last().is_none_or(|&(o, _)| o > off) {
+                    v.push((off, node));
+                    return;
+                }
+                let i = v.partition_point(|&(o, _)| o > off);
+                v.insert(i, (off, node));
+                if v.len() > SHORT_MAX {
+                    *self = ClassList::Long(v.iter().copied().collect());
+                }
+            }
+            ClassList::Long(t) => {
+                t.insert(off, node);
+            }
+        }
+    }
+
+    /// Removes `off`; true when it was there.
+    #[inline]
+    fn remove(&mut self, off: u64) -> bool {
+        match self {
+            ClassList::Short(v) => {
+                if v.last().is_some_and(|&(o, _)| o == off) {
+                    v.pop();
+                    return true;
+                }
+                match v.binary_search_by(|&(o, _)| off.cmp(&o)) {
+                    Ok(i) => {
+                        v.remove(i);
+                        true
+                    }
+                    Err(_) => false,
+                }
+            }
+            ClassList::Long(t) => {
+                let found = t.remove(&off).is_some();
+                if t.len() < LONG_MIN {
+                    *self = ClassList::Short(t.iter().rev().map(|(&o, &i)| (o, i)).collect());
+                }
+                found
+            }
+        }
+    }
+
+    /// The lowest-offset block: `(offset, node)`.
+    #[inline]
+    fn first(&self) -> Option<(u64, u32)> {
+        match self {
+            ClassList::Short(v) => v.last().copied(),
+            ClassList::Long(t) => t.first_key_value().map(|(&o, &i)| (o, i)),
+        }
+    }
+
+    /// The blocks in offset order: `(offset, node)`.
+    fn iter(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        let (short, long) = match self {
+            ClassList::Short(v) => (Some(v.iter().rev()), None),
+            ClassList::Long(t) => (None, Some(t.iter())),
+        };
+        short
+            .into_iter()
+            .flatten()
+            .copied()
+            .chain(long.into_iter().flatten().map(|(&o, &i)| (o, i)))
+    }
+}
+
+/// The free blocks of one mapped zone, segregated by size class: per class
+/// an ordered map offset -> node, and a bitmap of the nonempty classes, so
+/// the first hole of a class or above is a bit scan and a leftmost descent.
+#[derive(Debug)]
+struct ClassIndex {
+    bits: [u64; CLASSES / 64],
+    lists: Box<[ClassList]>,
+    len: usize,
+}
+
+impl ClassIndex {
+    fn new() -> Self {
+        ClassIndex {
+            bits: [0; CLASSES / 64],
+            lists: (0..CLASSES).map(|_| ClassList::Short(Vec::new())).collect(),
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn insert(&mut self, c: u16, off: u64, node: u32) {
+        let c = usize::from(c);
+        self.bits[c >> 6] |= 1 << (c & 63);
+        self.lists[c].insert(off, node);
+        self.len += 1;
+    }
+
+    #[inline]
+    fn remove(&mut self, c: u16, off: u64) -> bool {
+        let c = usize::from(c);
+        let list = &mut self.lists[c];
+        let found = list.remove(off);
+        if list.len() == 0 {
+            self.bits[c >> 6] &= !(1 << (c & 63));
+        }
+        self.len -= usize::from(found);
+        found
+    }
+
+    /// The first nonempty class from `from` up.
+    #[inline]
+    fn next_class(&self, from: usize) -> Option<usize> {
+        let mut w = from >> 6;
+        let mut m = *self.bits.get(w)? & (!0u64 << (from & 63));
+        loop {
+            if m != 0 {
+                return Some((w << 6) | m.trailing_zeros() as usize);
+            }
+            w += 1;
+            m = *self.bits.get(w)?;
+        }
+    }
+
+    /// The lowest-offset block of the first nonempty class from `from` up:
+    /// `(class, offset, node)`.
+    #[inline]
+    fn first(&self, from: u16) -> Option<(u16, u64, u32)> {
+        let c = self.next_class(usize::from(from))?;
+        let (off, node) = self.lists[c].first()?;
+        Some((c as u16, off, node))
+    }
+
+    /// Blocks in classes from `from` up, in (class, offset) order.
+    fn iter_from(&self, from: u16) -> impl Iterator<Item = (u16, u64, u32)> + '_ {
+        let mut next = usize::from(from);
+        std::iter::from_fn(move || {
+            let c = self.next_class(next)?;
+            next = c + 1;
+            Some(c)
+        })
+        .flat_map(move |c| self.lists[c].iter().map(move |(o, i)| (c as u16, o, i)))
     }
 }
 
@@ -94,41 +428,82 @@ pub(crate) fn class_up(size: u64) -> u16 {
     }
 }
 
-/// Blocks keyed by offset, covering `0..va_bytes` without gaps, and the free
-/// indexes, one per zone, keyed by (size class, offset). A free block that
-/// shrinks or grows within its class keeps its index entry, so splitting a
-/// block from the end of a hole and merging it back touch no index.
+/// Blocks covering `0..va_bytes` without gaps (a slab of nodes linked in
+/// address order), the live blocks by offset, the page directory, and the
+/// free indexes, one per zone, keyed by (size class, offset). A free block
+/// that shrinks or grows within its class keeps its index entry, so
+/// splitting a block from the end of a hole and merging it back touch no
+/// ordered structure at all.
 #[derive(Debug)]
 pub(crate) struct BlockMap {
-    map: BTreeMap<u64, Block>,
-    clean: BTreeSet<(u16, u64)>,
-    graph: BTreeSet<(u16, u64)>,
-    open: BTreeSet<(CaptureId, u16, u64)>,
-    /// Offsets of free blocks of the unmapped zone (maximal unmapped runs).
-    unmapped: BTreeSet<u64>,
-    live: u64,
+    /// Slot `SENTINEL` is the sentinel; released slots have size 0.
+    nodes: Vec<Node>,
+    /// Released slots, for reuse.
+    spare: Vec<u32>,
+    /// Live blocks: offset -> node.
+    live: LiveTable,
+    /// Per page `p` of the page table: the node holding byte `p << shift`.
+    /// Pages past it lie in the last node (all unmapped: one free block).
+    pdir: Vec<u32>,
+    /// log2(granularity).
+    shift: u32,
+    clean: ClassIndex,
+    graph: ClassIndex,
+    /// Per open capture with free blocks.
+    open: BTreeMap<CaptureId, ClassIndex>,
+    /// Free blocks of the unmapped zone (maximal unmapped runs), by offset.
+    unmapped: BTreeMap<u64, u32>,
     free_mapped: u64,
 }
 
 impl BlockMap {
-    /// One free, unmapped block covering `0..va_bytes`.
-    pub fn new(va_bytes: u64) -> Self {
-        let mut m = BlockMap {
-            map: BTreeMap::new(),
-            clean: BTreeSet::new(),
-            graph: BTreeSet::new(),
-            open: BTreeSet::new(),
-            unmapped: BTreeSet::new(),
-            live: 0,
-            free_mapped: 0,
+    /// One free, unmapped block covering `0..va_bytes`; pages of
+    /// `1 << shift` bytes, offsets multiples of `1 << align_shift`.
+    pub fn new(va_bytes: u64, shift: u32, align_shift: u32) -> Self {
+        let sentinel = Node {
+            off: va_bytes,
+            size: 0,
+            prev: 1,
+            next: 1,
+            state: State::Live(Owner::Eager),
+            cls: 0,
         };
-        m.insert_free(0, va_bytes, Zone::Unmapped);
-        m
+        let all = Node {
+            off: 0,
+            size: va_bytes,
+            prev: SENTINEL,
+            next: SENTINEL,
+            state: State::Free(Zone::Unmapped),
+            cls: 0,
+        };
+        BlockMap {
+            nodes: vec![sentinel, all],
+            spare: Vec::new(),
+            live: LiveTable::new(align_shift),
+            pdir: Vec::new(),
+            shift,
+            clean: ClassIndex::new(),
+            graph: ClassIndex::new(),
+            open: BTreeMap::new(),
+            unmapped: BTreeMap::from([(0, 1)]),
+            free_mapped: 0,
+        }
     }
 
     /// Number of live blocks.
     pub fn live_count(&self) -> u64 {
-        self.live
+        self.live.len() as u64
+    }
+
+    /// The index of a mapped zone, if it has one.
+    #[inline]
+    fn index(&self, zone: Zone) -> Option<&ClassIndex> {
+        match zone {
+            Zone::Unmapped => None,
+            Zone::Clean => Some(&self.clean),
+            Zone::Graph => Some(&self.graph),
+            Zone::Open(id) => self.open.get(&id),
+        }
     }
 
     /// Number of free blocks on mapped pages.
@@ -137,16 +512,103 @@ impl BlockMap {
     }
 
     #[inline]
-    fn index_insert(&mut self, zone: Zone, off: u64, c: u16) {
+    fn node(&self, i: u32) -> &Node {
+        &self.nodes[i as usize]
+    }
+
+    #[inline]
+    fn node_mut(&mut self, i: u32) -> &mut Node {
+        &mut self.nodes[i as usize]
+    }
+
+    /// A new, unlinked node.
+    #[inline]
+    fn new_node(&mut self, off: u64, size: u64, state: State, cls: u16) -> u32 {
+        let n = Node {
+            off,
+            size,
+            prev: NIL,
+            next: NIL,
+            state,
+            cls,
+        };
+        match self.spare.pop() {
+            Some(i) => {
+                self.nodes[i as usize] = n;
+                i
+            }
+            None => {
+                self.nodes.push(n);
+                u32::try_from(self.nodes.len() - 1).expect("fewer than 2^32 blocks")
+            }
+        }
+    }
+
+    /// Returns an unlinked node's slot.
+    #[inline]
+    fn release(&mut self, i: u32) {
+        let n = self.node_mut(i);
+        n.size = 0;
+        n.state = State::Live(Owner::Eager);
+        self.spare.push(i);
+    }
+
+    /// Links node `i` right after node `p`.
+    #[inline]
+    fn link_after(&mut self, p: u32, i: u32) {
+        let next = self.node(p).next;
+        let n = self.node_mut(i);
+        n.prev = p;
+        n.next = next;
+        self.node_mut(p).next = i;
+        self.node_mut(next).prev = i;
+    }
+
+    /// Unlinks node `i` (its neighbours become adjacent in the list).
+    #[inline]
+    fn unlink(&mut self, i: u32) {
+        let Node { prev, next, .. } = *self.node(i);
+        self.node_mut(prev).next = next;
+        self.node_mut(next).prev = prev;
+    }
+
+    /// Points the directory entries of the pages starting in `lo..hi` at
+    /// node `i`.
+    #[inline]
+    fn point_pages(&mut self, lo: u64, hi: u64, i: u32) {
+        let (s, mask) = (self.shift, (1u64 << self.shift) - 1);
+        let p0 = (lo >> s) + u64::from(lo & mask != 0);
+        let p1 = (hi >> s) + u64::from(hi & mask != 0);
+        let p1 = p1.min(self.pdir.len() as u64);
+        if p0 < p1 {
+            self.pdir[p0 as usize..p1 as usize].fill(i);
+        }
+    }
+
+    /// Grows the page directory to `pages` entries (the page table grew;
+    /// the new pages lie in the last node).
+    pub fn extend_pages(&mut self, pages: u64) {
+        if (self.pdir.len() as u64) < pages {
+            let last = self.node(SENTINEL).prev;
+            self.pdir.resize(pages as usize, last);
+        }
+    }
+
+    #[inline]
+    fn index_insert(&mut self, zone: Zone, off: u64, c: u16, i: u32) {
         match zone {
             Zone::Unmapped => {
-                self.unmapped.insert(off);
+                self.unmapped.insert(off, i);
                 return;
             }
-            Zone::Clean => self.clean.insert((c, off)),
-            Zone::Graph => self.graph.insert((c, off)),
-            Zone::Open(id) => self.open.insert((id, c, off)),
-        };
+            Zone::Clean => self.clean.insert(c, off, i),
+            Zone::Graph => self.graph.insert(c, off, i),
+            Zone::Open(id) => self
+                .open
+                .entry(id)
+                .or_insert_with(ClassIndex::new)
+                .insert(c, off, i),
+        }
         self.free_mapped += 1;
     }
 
@@ -155,294 +617,483 @@ impl BlockMap {
         let found = match zone {
             Zone::Unmapped => {
                 let found = self.unmapped.remove(&off);
-                debug_assert!(found, "free index out of sync");
+                debug_assert!(found.is_some(), "free index out of sync");
                 return;
             }
-            Zone::Clean => self.clean.remove(&(c, off)),
-            Zone::Graph => self.graph.remove(&(c, off)),
-            Zone::Open(id) => self.open.remove(&(id, c, off)),
+            Zone::Clean => self.clean.remove(c, off),
+            Zone::Graph => self.graph.remove(c, off),
+            Zone::Open(id) => match self.open.get_mut(&id) {
+                Some(ix) => {
+                    let found = ix.remove(c, off);
+                    if ix.len == 0 {
+                        self.open.remove(&id);
+                    }
+                    found
+                }
+                None => false,
+            },
         };
         debug_assert!(found, "free index out of sync");
         self.free_mapped -= 1;
     }
 
-    /// The free block at `off`, indexed under `old`, moves to class `new`
-    /// (from [`reclass`]; the block's `cls` is already updated).
+    /// The free block (node `i`, at `off`), indexed under `old`, moves to
+    /// class `new` (from [`reclass`]; the node's `cls` is already updated).
     #[inline]
-    fn index_move(&mut self, zone: Zone, off: u64, old: u16, new: Option<u16>) {
+    fn index_move(&mut self, zone: Zone, off: u64, old: u16, new: Option<u16>, i: u32) {
         if let Some(new) = new {
             self.index_remove(zone, off, old);
-            self.index_insert(zone, off, new);
+            self.index_insert(zone, off, new, i);
         }
     }
 
     /// Free blocks of `zone` (not `Unmapped`) in classes from `from` up, in
-    /// (class, offset) order: `(class, offset)`.
+    /// (class, offset) order: `(class, offset, node)`.
     #[inline]
-    pub fn holes_from(&self, zone: Zone, from: u16) -> impl Iterator<Item = (u16, u64)> + '_ {
-        let (mut clean, mut graph, mut open) = (None, None, None);
-        match zone {
-            Zone::Unmapped => {}
-            Zone::Clean => clean = Some(self.clean.range((from, 0)..)),
-            Zone::Graph => graph = Some(self.graph.range((from, 0)..)),
-            Zone::Open(c) => open = Some(self.open.range((c, from, 0)..=(c, u16::MAX, u64::MAX))),
-        }
-        clean
+    pub fn holes_from(&self, zone: Zone, from: u16) -> impl Iterator<Item = (u16, u64, u32)> + '_ {
+        self.index(zone)
             .into_iter()
-            .flatten()
-            .copied()
-            .chain(graph.into_iter().flatten().copied())
-            .chain(open.into_iter().flatten().map(|&(_, c, o)| (c, o)))
+            .flat_map(move |ix| ix.iter_from(from))
     }
 
     /// The first free block of `zone` (not `Unmapped`) in classes from
-    /// `from` up, lowest class then lowest offset, and its size:
-    /// `(class, offset, size)`.
+    /// `from` up, lowest class then lowest offset: `(class, offset, size,
+    /// node)`.
     #[inline]
-    pub fn first_hole(&self, zone: Zone, from: u16) -> Option<(u16, u64, u64)> {
-        let (c, off) = match zone {
-            Zone::Unmapped => None,
-            Zone::Clean => self.clean.range((from, 0)..).next().copied(),
-            Zone::Graph => self.graph.range((from, 0)..).next().copied(),
-            Zone::Open(id) => self
-                .open
-                .range((id, from, 0)..=(id, u16::MAX, u64::MAX))
-                .next()
-                .map(|&(_, c, o)| (c, o)),
-        }?;
-        Some((c, off, self.size_at(off)))
+    pub fn first_hole(&self, zone: Zone, from: u16) -> Option<(u16, u64, u64, u32)> {
+        let (c, off, i) = self.index(zone)?.first(from)?;
+        Some((c, off, self.node(i).size, i))
     }
 
-    /// Frees the live block at `off` if there is one: `zone_of(size)` gives
-    /// the zone of all its pages, or `None` when they differ (then nothing
-    /// changes and `Err(Some((size, owner)))` comes back for a piecewise
-    /// free). `Err(None)`: no live block starts at `off`. On success the
-    /// block is free space merged with free neighbours of its zone.
+    /// Size of the block of node `i`.
     #[inline]
-    pub fn free_at(
-        &mut self,
-        off: u64,
-        zone_of: impl FnOnce(u64) -> Option<Zone>,
-    ) -> Result<(u64, Owner), Option<(u64, Owner)>> {
-        let mut range = self.map.range_mut(..=off);
-        let (size, owner) = match range.next_back() {
-            Some((&k, b)) if k == off => match b.state {
-                State::Live(owner) => (b.size, owner),
-                State::Free(_) => return Err(None),
-            },
-            _ => return Err(None),
+    pub fn size_of(&self, i: u32) -> u64 {
+        self.node(i).size
+    }
+
+    /// Frees the live block at `off`, if there is one, into free space
+    /// merged with free neighbours of its zone; `zone_of(page)` gives page
+    /// zones. A block whose pages are of several zones is cut where the zone
+    /// changes. `None` (and no change): no live block starts at `off`.
+    #[inline]
+    pub fn free_at(&mut self, off: u64, zone_of: impl Fn(u64) -> Zone) -> Option<(u64, Owner)> {
+        let i = self.live.remove(off)?;
+        let n = *self.node(i);
+        let State::Live(owner) = n.state else {
+            unreachable!("live map names a free block")
         };
-        let Some(zone) = zone_of(size) else {
-            return Err(Some((size, owner)));
-        };
-        // Merge left in place when the block before is free space of the zone.
+        let (p0, p1) = (off >> self.shift, ((n.end() - 1) >> self.shift) + 1);
+        let zone = zone_of(p0);
+        if (p0 + 1..p1).all(|p| zone_of(p) == zone) {
+            self.free_whole(i, zone);
+        } else {
+            self.free_pieces(i, zone_of);
+        }
+        Some((n.size, owner))
+    }
+
+    /// Frees live node `i` (out of the live map), all of whose pages are of
+    /// `zone`, merging it with free neighbours of that zone.
+    #[inline]
+    fn free_whole(&mut self, i: u32, zone: Zone) {
+        let Node {
+            off,
+            size,
+            prev,
+            next,
+            ..
+        } = *self.node(i);
         let end = off + size;
-        let left = match range.next_back() {
-            Some((&lo, b)) if b.state == State::Free(zone) => {
+        // Merge left in place when the block before is free space of the zone.
+        let left = {
+            let b = self.node_mut(prev);
+            if b.state == State::Free(zone) {
                 let old = b.cls;
                 b.size += size;
                 let new = reclass(zone, old, b.size);
                 b.cls = new.unwrap_or(old);
-                Some((lo, old, new))
+                Some((b.off, old, new))
+            } else {
+                None
             }
-            _ => None,
         };
         let mut right = None;
-        if let Entry::Occupied(e) = self.map.entry(end) {
-            if e.get().state == State::Free(zone) {
-                let r = e.remove();
-                self.index_remove(zone, end, r.cls);
-                right = Some(r.size);
-            }
+        let r = *self.node(next);
+        if r.state == State::Free(zone) {
+            self.index_remove(zone, r.off, r.cls);
+            self.unlink(next);
+            self.release(next);
+            right = Some(r.size);
         }
         if let Some((lo, old, new)) = left {
-            self.map.remove(&off);
-            self.index_move(zone, lo, old, new);
+            self.unlink(i);
+            self.release(i);
+            self.index_move(zone, lo, old, new, prev);
+            self.point_pages(off, end, prev);
             if let Some(extra) = right {
-                self.grow_free(lo, extra);
+                self.grow_free(prev, extra);
             }
         } else {
-            let b = Block::free(size + right.unwrap_or(0), zone);
-            *self.map.get_mut(&off).expect("freed block") = b;
-            self.index_insert(zone, off, b.cls);
+            let size = size + right.unwrap_or(0);
+            let cls = fresh_class(zone, size);
+            let n = self.node_mut(i);
+            n.size = size;
+            n.state = State::Free(zone);
+            n.cls = cls;
+            self.index_insert(zone, off, cls, i);
+            if right.is_some() {
+                self.point_pages(end, off + size, i);
+            }
         }
-        self.live -= 1;
-        Ok((size, owner))
     }
 
-    /// Grows the free block at `off` by `extra` bytes (merged after it).
-    fn grow_free(&mut self, off: u64, extra: u64) {
-        let b = self.map.get_mut(&off).expect("free block");
+    /// Frees live node `i` (out of the live map), whose pages are of several
+    /// zones, cutting it where the zone changes.
+    fn free_pieces(&mut self, i: u32, zone_of: impl Fn(u64) -> Zone) {
+        let Node {
+            off,
+            size,
+            prev,
+            next,
+            ..
+        } = *self.node(i);
+        self.unlink(i);
+        self.release(i);
+        let (g, end) = (1u64 << self.shift, off + size);
+        let p1 = ((end - 1) >> self.shift) + 1;
+        let (mut cur, mut p, mut left) = (off, off >> self.shift, prev);
+        while cur < end {
+            let z = zone_of(p);
+            p += 1;
+            while p < p1 && zone_of(p) == z {
+                p += 1;
+            }
+            let stop = (p * g).min(end);
+            let right = if stop == end { next } else { NIL };
+            left = self.fill(left, right, cur, stop - cur, z);
+            cur = stop;
+        }
+    }
+
+    /// Grows the free node `i` by `extra` bytes (merged after it).
+    fn grow_free(&mut self, i: u32, extra: u64) {
+        let b = self.node_mut(i);
         let State::Free(zone) = b.state else {
             unreachable!("grow_free of a live block")
         };
-        let old = b.cls;
+        let (old, off, end) = (b.cls, b.off, b.end());
         b.size += extra;
         let new = reclass(zone, old, b.size);
         b.cls = new.unwrap_or(old);
-        self.index_move(zone, off, old, new);
+        self.index_move(zone, off, old, new, i);
+        self.point_pages(end, end + extra, i);
     }
 
-    /// Size of the block at `off` (which must exist).
+    /// Fills the gap `off..off + size` between node `left` (ending at `off`)
+    /// and node `right` (starting at `off + size`; `NIL`: more gap) with
+    /// free space of `zone`, merged with free neighbours of that zone.
+    /// Returns the node now ending the filled space.
+    fn fill(&mut self, left: u32, right: u32, off: u64, mut size: u64, zone: Zone) -> u32 {
+        if right != NIL {
+            let r = *self.node(right);
+            debug_assert_eq!(r.off, off + size);
+            if r.state == State::Free(zone) {
+                self.index_remove(zone, r.off, r.cls);
+                self.unlink(right);
+                self.release(right);
+                size += r.size;
+            }
+        }
+        if self.node(left).state == State::Free(zone) {
+            debug_assert_eq!(self.node(left).end(), off);
+            self.grow_free(left, size);
+            return left;
+        }
+        let cls = fresh_class(zone, size);
+        let i = self.new_node(off, size, State::Free(zone), cls);
+        self.link_after(left, i);
+        self.index_insert(zone, off, cls, i);
+        self.point_pages(off, off + size, i);
+        i
+    }
+
+    /// The unmapped runs, in address order: `(offset, size, block before,
+    /// block after)`.
+    pub fn unmapped_runs(
+        &self,
+    ) -> impl Iterator<Item = (u64, u64, Option<Block>, Option<Block>)> + '_ {
+        self.unmapped.iter().map(|(&o, &i)| {
+            let n = self.node(i);
+            let side = |j: u32| (j != SENTINEL).then(|| self.node(j).block());
+            (o, n.size, side(n.prev), side(n.next))
+        })
+    }
+
+    /// The node holding byte `addr`: the live block starting there, else a
+    /// walk from the block holding the page's first byte.
     #[inline]
-    pub fn size_at(&self, off: u64) -> u64 {
-        self.map[&off].size
-    }
-
-    /// The unmapped runs, in address order: `(offset, size)`.
-    pub fn unmapped_runs(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.unmapped.iter().map(|&o| (o, self.map[&o].size))
-    }
-
-    /// The block starting at `off`.
-    #[inline]
-    pub fn at(&self, off: u64) -> Option<Block> {
-        self.map.get(&off).copied()
-    }
-
-    /// The block ending at `end` (`end` must be a block boundary).
-    #[inline]
-    pub fn ending_at(&self, end: u64) -> Option<(u64, Block)> {
-        self.map.range(..end).next_back().map(|(&o, &b)| (o, b))
+    fn locate(&self, addr: u64) -> Option<u32> {
+        if let Some(i) = self.live.get(addr) {
+            return Some(i);
+        }
+        let mut i = match self.pdir.get((addr >> self.shift) as usize) {
+            Some(&i) => i,
+            None => self.node(SENTINEL).prev,
+        };
+        loop {
+            let n = self.node(i);
+            if i == SENTINEL || addr < n.off {
+                return None;
+            }
+            if addr - n.off < n.size {
+                return Some(i);
+            }
+            i = n.next;
+        }
     }
 
     /// The block containing byte `addr`.
     #[inline]
     pub fn containing(&self, addr: u64) -> Option<(u64, Block)> {
-        self.map
-            .range(..=addr)
-            .next_back()
-            .map(|(&o, &b)| (o, b))
-            .filter(|&(o, b)| addr - o < b.size)
+        self.locate(addr).map(|i| {
+            let n = self.node(i);
+            (n.off, n.block())
+        })
     }
 
     /// All blocks in address order.
     pub fn iter(&self) -> impl Iterator<Item = (u64, Block)> + '_ {
-        self.map.iter().map(|(&o, &b)| (o, b))
+        let mut i = self.node(SENTINEL).next;
+        std::iter::from_fn(move || {
+            (i != SENTINEL).then(|| {
+                let n = self.node(i);
+                i = n.next;
+                (n.off, n.block())
+            })
+        })
     }
 
     /// The index entries, for invariant checks: `(zone, offset, class)`
     /// (class 0 for unmapped runs, whose index holds offsets only).
     pub fn index_entries(&self) -> impl Iterator<Item = (Zone, u64, u16)> + '_ {
-        let clean = self.clean.iter().map(|&(c, o)| (Zone::Clean, o, c));
-        let graph = self.graph.iter().map(|&(c, o)| (Zone::Graph, o, c));
-        let open = self.open.iter().map(|&(id, c, o)| (Zone::Open(id), o, c));
-        let unmapped = self.unmapped.iter().map(|&o| (Zone::Unmapped, o, 0));
+        let clean = self.clean.iter_from(0).map(|(c, o, _)| (Zone::Clean, o, c));
+        let graph = self.graph.iter_from(0).map(|(c, o, _)| (Zone::Graph, o, c));
+        let open = self
+            .open
+            .iter()
+            .flat_map(|(&id, ix)| ix.iter_from(0).map(move |(c, o, _)| (Zone::Open(id), o, c)));
+        let unmapped = self.unmapped.keys().map(|&o| (Zone::Unmapped, o, 0));
         clean.chain(graph).chain(open).chain(unmapped)
     }
 
-    /// Adds free space `off..off + size` (not in the map) of `zone`, merged
-    /// with free neighbours of the same zone.
-    pub fn insert_free(&mut self, off: u64, mut size: u64, zone: Zone) {
-        let end = off + size;
-        if let Entry::Occupied(e) = self.map.entry(end) {
-            if e.get().state == State::Free(zone) {
-                let right = e.remove();
-                self.index_remove(zone, end, right.cls);
-                size += right.size;
-            }
-        }
-        if let Some((&lo, b)) = self.map.range(..off).next_back() {
-            if b.state == State::Free(zone) {
-                debug_assert_eq!(lo + b.size, off);
-                self.grow_free(lo, size);
-                return;
-            }
-        }
-        let b = Block::free(size, zone);
-        self.map.insert(off, b);
-        self.index_insert(zone, off, b.cls);
-    }
-
     /// Makes `off..off + size` a live block of `owner`. The range must lie
-    /// inside one free block, which is split around it.
-    pub fn carve(&mut self, off: u64, size: u64, owner: Owner) {
-        let (&start, b) = self
-            .map
-            .range_mut(..=off)
-            .next_back()
-            .expect("carve below the first block");
-        let State::Free(zone) = b.state else {
-            panic!("carve into a live block at {start}");
+    /// inside one free block, which is split around it; `hint` is its node
+    /// when known (from the plan), else `NIL`.
+    #[inline]
+    pub fn carve(&mut self, off: u64, size: u64, owner: Owner, hint: u32) {
+        let valid =
+            |n: &Node| matches!(n.state, State::Free(_)) && n.off <= off && off - n.off < n.size;
+        let h = match self.nodes.get(hint as usize) {
+            Some(n) if valid(n) => hint,
+            _ => self.locate(off).expect("carve past the range"),
         };
-        let (free_size, old) = (b.size, b.cls);
+        let n = *self.node(h);
+        let State::Free(zone) = n.state else {
+            panic!("carve into a live block at {}", n.off);
+        };
+        let (start, free_end, old) = (n.off, n.end(), n.cls);
         assert!(
-            off + size <= start + free_size,
-            "carve of {off}+{size} overruns the free block {start}+{free_size}"
+            off + size <= free_end,
+            "carve of {off}+{size} overruns the free block {start}+{}",
+            n.size
         );
-        let live = Block::live(size, owner);
-        if start == off {
-            *b = live;
+        let live = State::Live(owner);
+        let tail = free_end - (off + size);
+        let i = if start == off {
             self.index_remove(zone, start, old);
+            if tail > 0 {
+                // The hole's node keeps the tail (and its page entries).
+                let cls = fresh_class(zone, tail);
+                let b = self.node_mut(h);
+                b.off = off + size;
+                b.size = tail;
+                b.cls = cls;
+                self.index_insert(zone, off + size, cls, h);
+                let i = self.new_node(off, size, live, 0);
+                self.link_after(n.prev, i);
+                self.point_pages(off, off + size, i);
+                i
+            } else {
+                let b = self.node_mut(h);
+                b.state = live;
+                b.cls = 0;
+                h
+            }
         } else {
+            let b = self.node_mut(h);
             b.size = off - start;
             let new = reclass(zone, old, b.size);
             b.cls = new.unwrap_or(old);
-            self.index_move(zone, start, old, new);
-            self.map.insert(off, live);
-        }
-        let tail = start + free_size - (off + size);
-        if tail > 0 {
-            let b = Block::free(tail, zone);
-            self.map.insert(off + size, b);
-            self.index_insert(zone, off + size, b.cls);
-        }
-        self.live += 1;
-    }
-
-    /// Removes the live block at `off`, leaving a hole the caller must fill
-    /// with `insert_free`. `None` (and no change) if no live block starts there.
-    #[inline]
-    pub fn remove_live(&mut self, off: u64) -> Option<(u64, Owner)> {
-        match self.map.entry(off) {
-            Entry::Occupied(e) => match e.get().state {
-                State::Live(owner) => {
-                    let size = e.remove().size;
-                    self.live -= 1;
-                    Some((size, owner))
-                }
-                State::Free(_) => None,
-            },
-            Entry::Vacant(_) => None,
-        }
+            self.index_move(zone, start, old, new, h);
+            let i = self.new_node(off, size, live, 0);
+            self.link_after(h, i);
+            self.point_pages(off, off + size, i);
+            if tail > 0 {
+                let cls = fresh_class(zone, tail);
+                let t = self.new_node(off + size, tail, State::Free(zone), cls);
+                self.link_after(i, t);
+                self.index_insert(zone, off + size, cls, t);
+                self.point_pages(off + size, free_end, t);
+            }
+            i
+        };
+        self.live.insert(off, i);
     }
 
     /// Re-cuts the free space overlapping bytes `lo..hi` (page-aligned) after
     /// the zones of those pages changed: `zone_of(page)` gives the new zones;
     /// zones outside `lo..hi` must not have changed.
-    pub fn rezone(&mut self, lo: u64, hi: u64, granularity: u64, zone_of: impl Fn(u64) -> Zone) {
-        let first = self.map.range(..=lo).next_back().map_or(lo, |(&o, _)| o);
-        let frees: Vec<(u64, u64, Zone, u16)> = self
-            .map
-            .range(first..hi)
-            .filter_map(|(&o, b)| match b.state {
-                State::Free(z) if o + b.size > lo => Some((o, b.size, z, b.cls)),
-                _ => None,
-            })
-            .collect();
-        for &(o, _, z, c) in &frees {
-            self.map.remove(&o);
-            self.index_remove(z, o, c);
+    pub fn rezone(&mut self, lo: u64, hi: u64, zone_of: impl Fn(u64) -> Zone) {
+        let (s, g) = (self.shift, 1u64 << self.shift);
+        let mut frees: Vec<u32> = Vec::new();
+        let mut i = self.locate(lo).expect("rezone past the range");
+        while i != SENTINEL && self.node(i).off < hi {
+            if matches!(self.node(i).state, State::Free(_)) {
+                frees.push(i);
+            }
+            i = self.node(i).next;
         }
-        for (start, size, old, _) in frees {
-            let end = start + size;
+        for (k, &f) in frees.iter().enumerate() {
+            let n = *self.node(f);
+            let State::Free(old) = n.state else {
+                unreachable!()
+            };
+            // A later free block right after this one is a gap until filled.
+            let next = if frees.get(k + 1) == Some(&n.next) {
+                NIL
+            } else {
+                n.next
+            };
+            self.index_remove(old, n.off, n.cls);
+            self.unlink(f);
+            self.release(f);
+            let (start, end) = (n.off, n.end());
+            let mut left = n.prev;
+            let right = |stop: u64| if stop == end { next } else { NIL };
             if start < lo {
-                self.insert_free(start, lo - start, old);
+                left = self.fill(left, right(lo), start, lo - start, old);
             }
             let (a, b) = (start.max(lo), end.min(hi));
             let mut cur = a;
             while cur < b {
-                let z = zone_of(cur / granularity);
-                let mut stop = ((cur / granularity + 1) * granularity).min(b);
-                while stop < b && zone_of(stop / granularity) == z {
-                    stop = (stop + granularity).min(b);
+                let z = zone_of(cur >> s);
+                let mut stop = (((cur >> s) + 1) << s).min(b);
+                while stop < b && zone_of(stop >> s) == z {
+                    stop = (stop + g).min(b);
                 }
-                self.insert_free(cur, stop - cur, z);
+                left = self.fill(left, right(stop), cur, stop - cur, z);
                 cur = stop;
             }
             if end > hi {
-                self.insert_free(hi, end - hi, old);
+                self.fill(left, next, hi, end - hi, old);
             }
         }
+    }
+
+    /// Checks the links, the live map, the index values and the page
+    /// directory against the blocks; `Err` names the first fault.
+    pub fn check_structure(&self) -> Result<(), String> {
+        let mut linked = vec![false; self.nodes.len()];
+        let (mut i, mut prev, mut cursor, mut live) =
+            (self.node(SENTINEL).next, SENTINEL, 0u64, 0usize);
+        while i != SENTINEL {
+            let n = self.node(i);
+            if linked[i as usize] || n.prev != prev || n.off != cursor || n.size == 0 {
+                return Err(format!("block list broken at node {i} (offset {})", n.off));
+            }
+            linked[i as usize] = true;
+            if let State::Live(_) = n.state {
+                live += 1;
+                if self.live.get(n.off) != Some(i) {
+                    return Err(format!("live block {} not in the live map", n.off));
+                }
+            }
+            (prev, cursor, i) = (i, n.end(), n.next);
+        }
+        if self.node(SENTINEL).prev != prev || cursor != self.node(SENTINEL).off {
+            return Err("block list does not close at the end of the range".into());
+        }
+        if live != self.live.len() {
+            return Err(format!(
+                "live map holds {} blocks, the list {live}",
+                self.live.len()
+            ));
+        }
+        let spare_ok = self
+            .spare
+            .iter()
+            .all(|&j| !linked[j as usize] && self.node(j).size == 0);
+        if !spare_ok
+            || linked.iter().filter(|&&l| l).count() + self.spare.len() + 1 != self.nodes.len()
+        {
+            return Err("spare slots out of sync".into());
+        }
+        let entry = |zone: Zone, off: u64, c: u16, j: u32| {
+            let n = self.node(j);
+            linked[j as usize] && n.off == off && n.state == State::Free(zone) && n.cls == c
+        };
+        let class_ok = |zone: Zone, ix: &ClassIndex| {
+            let mut total = 0;
+            for (c, l) in ix.lists.iter().enumerate() {
+                let n = l.len();
+                if (ix.bits[c >> 6] >> (c & 63) & 1) != u64::from(n > 0) {
+                    return false;
+                }
+                if n == 0 {
+                    continue;
+                }
+                total += n;
+                let mut last = None;
+                for (o, j) in l.iter() {
+                    if last.is_some_and(|p| p >= o) || !entry(zone, o, c as u16, j) {
+                        return false;
+                    }
+                    last = Some(o);
+                }
+            }
+            total == ix.len
+        };
+        let ok = class_ok(Zone::Clean, &self.clean)
+            && class_ok(Zone::Graph, &self.graph)
+            && self
+                .open
+                .iter()
+                .all(|(&id, ix)| ix.len > 0 && class_ok(Zone::Open(id), ix))
+            && self
+                .unmapped
+                .iter()
+                .all(|(&o, &j)| entry(Zone::Unmapped, o, 0, j))
+            && self.live.iter().all(|(o, j)| {
+                linked[j as usize]
+                    && self.node(j).off == o
+                    && matches!(self.node(j).state, State::Live(_))
+            });
+        if !ok {
+            return Err("a free index or the live table names the wrong node".into());
+        }
+        for (p, &j) in self.pdir.iter().enumerate() {
+            let a = (p as u64) << self.shift;
+            let n = self.node(j);
+            if !linked[j as usize] || a < n.off || a - n.off >= n.size {
+                return Err(format!(
+                    "page directory entry {p} names node {j}, not holding it"
+                ));
+            }
+        }
+        let last = self.node(self.node(SENTINEL).prev);
+        if (self.pdir.len() as u64) << self.shift < last.off {
+            return Err("pages past the directory are not all in the last block".into());
+        }
+        Ok(())
     }
 }

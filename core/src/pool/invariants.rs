@@ -163,6 +163,7 @@ impl Allocator {
             "blocks end at {cursor}, range is {}",
             cfg.va_bytes
         );
+        self.blocks.check_structure()?;
         let actual: BTreeSet<_> = self.blocks.index_entries().collect();
         ensure!(
             actual == index,

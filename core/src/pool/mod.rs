@@ -11,7 +11,10 @@
 //!   calls [`Allocator::commit_alloc`]. A failed mapping just drops the plan.
 //! * Blocks are sub-allocated with splitting and coalescing (the placement
 //!   policy and its measurements are in `placement.rs`), every offset and
-//!   size a multiple of [`PoolConfig::alignment`]. Free space is coalesced
+//!   size a multiple of [`PoolConfig::alignment`]. Blocks are linked to
+//!   their address neighbours, live ones found by offset through a hash
+//!   table, free ones indexed per zone by size class (`blocks.rs`), so an
+//!   alloc + free needs no ordered search by offset. Free space is coalesced
 //!   per zone: two adjacent free blocks always lie on pages of different
 //!   zones (so across a zone boundary they stay two blocks).
 //! * Captures taint the pages their allocations touch. Eager allocations never

@@ -11,7 +11,8 @@
 //! (64 KiB with 2 MiB pages) take the lowest hole of the first class that
 //! surely holds them (a good fit), placed at the hole's *end*: the hole keeps
 //! its offset and, by the index's hysteresis, its index entry, so the hot
-//! path is a few ordered-map operations. Larger blocks take the lowest-offset
+//! path is a bit scan, one leftmost descent of a class's map and a few
+//! neighbour-link updates (see `blocks.rs`). Larger blocks take the lowest-offset
 //! hole among the 32 tightest indexed holes that waste less than two pages,
 //! else the tightest hole, placed at its start. This keeps big blocks packed
 //! low in the arena without splitting big holes for small requests.
@@ -55,6 +56,8 @@ struct Fit {
     rank: (u8, u16, u64),
     /// Where the block goes.
     at: u64,
+    /// The hole's node.
+    hole: u32,
 }
 
 impl Allocator {
@@ -71,58 +74,62 @@ impl Allocator {
                 let own = class(size);
                 self.blocks
                     .holes_from(zone, own)
-                    .take_while(|&(k, _)| k == own)
+                    .take_while(|&(k, _, _)| k == own)
                     .take(WINDOW_HOLES)
-                    .map(|(k, off)| (k, off, self.blocks.size_at(off)))
-                    .find(|&(_, _, hole)| hole >= size)
+                    .map(|(k, off, i)| (k, off, self.blocks.size_of(i), i))
+                    .find(|&(_, _, hole, _)| hole >= size)
             });
-            return hole.map(|(k, off, hole)| Fit {
+            return hole.map(|(k, off, hole, i)| Fit {
                 rank: (0, k, off),
                 at: off + hole - size,
+                hole: i,
             });
         }
         // Large: the lowest hole wasting less than two pages, among the
         // tightest; else the tightest hole. Placed at the hole's start.
         let limit = size.saturating_add(2 * g);
-        let mut best: Option<u64> = None;
-        let mut other: Option<(u16, u64)> = None;
+        let mut best: Option<(u64, u32)> = None;
+        let mut other: Option<(u16, u64, u32)> = None;
         // A hole is indexed at most one class below its own: start there.
         let from = class(size).saturating_sub(1);
-        for (k, off) in self.blocks.holes_from(zone, from).take(WINDOW_HOLES) {
-            let hole = self.blocks.size_at(off);
+        for (k, off, i) in self.blocks.holes_from(zone, from).take(WINDOW_HOLES) {
+            let hole = self.blocks.size_of(i);
             if hole < size {
                 continue;
             }
             if hole < limit {
-                best = Some(best.map_or(off, |b| b.min(off)));
+                best = Some(best.map_or((off, i), |b| b.min((off, i))));
             } else if other.is_none() {
-                other = Some((k, off));
+                other = Some((k, off, i));
             }
             if class_lower(k) >= limit && (best.is_some() || other.is_some()) {
                 break;
             }
         }
-        if let Some(off) = best {
+        if let Some((off, i)) = best {
             return Some(Fit {
                 rank: (0, 0, off),
                 at: off,
+                hole: i,
             });
         }
         other
             .or_else(|| {
                 self.blocks
                     .holes_from(zone, class_up(limit))
-                    .find(|&(_, off)| self.blocks.size_at(off) >= size)
+                    .find(|&(_, _, i)| self.blocks.size_of(i) >= size)
             })
-            .map(|(k, off)| Fit {
+            .map(|(k, off, i)| Fit {
                 rank: (1, k, off),
                 at: off,
+                hole: i,
             })
     }
 
-    /// Step 1: the offset of a hole on mapped pages that `owner` may use.
+    /// Step 1: the offset of a hole on mapped pages that `owner` may use,
+    /// and the hole's node.
     #[inline]
-    pub(crate) fn place_mapped(&self, size: u64, owner: Owner) -> Option<u64> {
+    pub(crate) fn place_mapped(&self, size: u64, owner: Owner) -> Option<(u64, u32)> {
         let fit = match owner {
             Owner::Eager => self.fit(Zone::Clean, size),
             Owner::Capture(id) => {
@@ -135,7 +142,7 @@ impl Allocator {
                 tainted.or_else(|| self.fit(Zone::Clean, size))
             }
         };
-        fit.map(|f| f.at)
+        fit.map(|f| (f.at, f.hole))
     }
 
     /// Whether free space of `zone` (mapped) may hold a block of `owner`.
@@ -160,17 +167,16 @@ impl Allocator {
         let g = self.cfg.granularity;
         // (new pages, capacity, offset)
         let mut best: Option<(u64, u64, u64)> = None;
-        for (u0, len) in self.blocks.unmapped_runs() {
+        for (u0, len, before, after) in self.blocks.unmapped_runs() {
             let u1 = u0 + len;
-            let side = |b: Option<(u64, Block)>| match b {
-                Some((_, blk)) => match blk.state {
+            let side = |b: Option<Block>| match b {
+                Some(blk) => match blk.state {
                     State::Free(z) if Self::usable(z, owner) => blk.size,
                     _ => 0,
                 },
                 None => 0,
             };
-            let a = side(self.blocks.ending_at(u0));
-            let b = side(self.blocks.at(u1).map(|blk| (u1, blk)));
+            let (a, b) = (side(before), side(after));
             if size > a + len + b {
                 continue;
             }

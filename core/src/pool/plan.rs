@@ -74,6 +74,8 @@ pub struct AllocPlan {
     pub(crate) size: u64,
     pub(crate) owner: Owner,
     pub(crate) new_pages: Option<PageRange>,
+    /// The free block it goes into, when known (a hint checked at commit).
+    pub(crate) hole: u32,
     pub(crate) generation: u64,
 }
 
