@@ -37,6 +37,17 @@
 #define GC_INSTANTIATE_USE_NODE_PRIORITY 4
 
 /**
+ * gc_graph_instantiate flag: fuse chains of graphcore's elementwise
+ * kernels (fill, copy, scale, add_scalar, relu, chain) that work along one
+ * buffer into launches of the fused chain kernel (up to 8 operations each)
+ * before instantiating. Results are bitwise equal to the unfused graph's;
+ * gc_exec_stats reports what was fused. Off by default: the exec's nodes
+ * then no longer match the graph's one to one (profilers show the chain
+ * kernel), which only this flag opts into.
+ */
+#define GC_INSTANTIATE_FUSE_ELEMENTWISE 8
+
+/**
  * Chain opcode: v = value (a fill; the input is not read when first).
  */
 #define GC_CHAIN_FILL 1
@@ -241,6 +252,32 @@ typedef struct gc_device_info {
      */
     int driver_version;
 } gc_device_info;
+
+/**
+ * What an exec holds, filled in by gc_exec_stats.
+ */
+typedef struct gc_exec_statistics {
+    /**
+     * Set to sizeof(gc_exec_statistics) before the call.
+     */
+    size_t struct_size;
+    /**
+     * Nodes of the graph the exec was instantiated from.
+     */
+    uint64_t graph_nodes;
+    /**
+     * Nodes removed by GC_INSTANTIATE_FUSE_ELEMENTWISE.
+     */
+    uint64_t fused_away;
+    /**
+     * Nodes of the graph that was instantiated.
+     */
+    uint64_t instantiated_nodes;
+    /**
+     * Elementwise chains fused.
+     */
+    uint64_t chains;
+} gc_exec_statistics;
 
 /**
  * A node of a graph: the graph's id and the node's index in it (nodes are
@@ -469,6 +506,18 @@ enum gc_status gc_context_synchronize(struct gc_context *ctx);
  * modules, graphs) keep it alive until they are destroyed. NULL is a no-op.
  */
 enum gc_status gc_context_destroy(struct gc_context *ctx);
+
+/**
+ * Fills *stats (set stats->struct_size = sizeof(gc_exec_statistics)):
+ * node counts before and after fusion.
+ */
+enum gc_status gc_exec_stats(struct gc_exec *exec, struct gc_exec_statistics *stats);
+
+/**
+ * Writes the graph that was instantiated (after fusion, if any) to `path`
+ * in Graphviz DOT.
+ */
+enum gc_status gc_exec_write_dot(struct gc_exec *exec, const char *path);
 
 /**
  * Instantiates `graph` (flags: GC_INSTANTIATE_*, or 0). An empty graph or
@@ -1123,6 +1172,8 @@ uint32_t gc_version(void);
  *     y[r, c] = x[r, c] + b[c] for row-major rows x cols x and y (rows * cols < 2^32). float4 path when cols % 4 == 0 and y, x, b are 16-byte aligned. Launch: block 256, any grid (grid-stride over the flattened matrix). y == x is allowed.
  * gc_chain_f32(float *y, float *x, uint64_t n, uint32_t ops, uint32_t count, float c0, float c1, float c2, float c3, float c4, float c5, float c6, float c7)
  *     y[i] = op_{count-1}(...op_0(x[i])...), all in registers, one pass. Op k is the 4-bit opcode (ops >> 4k) & 15 with constant ck, count <= 8: 1 FILL v=c, 2 MUL v=v*c, 3 ADD v=v+c, 4 RELU, 5 MAX v=max(v,c), 6 MIN v=min(v,c) (MAX/MIN propagate a NaN in v); other opcodes leave v unchanged. Each opcode is bitwise equal to its standalone kernel (fill, scale, add_scalar, relu). When op 0 is FILL, x is not read and may be null; count == 0 copies. Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
+ * gc_chain_program_f32(float *y, float *x, uint64_t n, float *program, uint32_t count)
+ *     Like gc_chain_f32 for any number of operations: program[2k] is op k's opcode and program[2k+1] the bits of its constant (unsigned ints in device memory), k < count; launch with count * 8 bytes of dynamic shared memory. Bitwise equal to the standalone kernels. Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
  * gc_linear_small_f32(float *y, float *x, float *w, float *b, uint32_t m, uint32_t n, uint32_t k, uint32_t flags, uint32_t cols_per_block)
  *     Small-batch linear, m <= 64: y[i, j] = act(sum_r x[i, r] * W(r, j) + b[j]) with x m x k, y m x n (row-major), W(r, j) = w[j * k + r] (w is n x k, PyTorch layout) or, with flags bit 1, w[r * n + j] (w is k x n: y = x . w, for the input gradient). flags bit 0: ReLU. b may be null. Reads W once over the grid; float4 loads when k % 4 == 0 and x, w are 16-byte aligned (k x n layout: also n % 4 == 0 and cols_per_block % 4 == 0), scalar otherwise; deterministic fixed-order reduction. Launch: block 256, grid ceil(n / cols_per_block), cols_per_block in 1..8, no dynamic shared memory. y must not overlap x, w or b.
  * gc_gemm_f32(float *c, float *a, float *b, float *bias, uint32_t m, uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, uint32_t flags, float alpha, float beta, uint32_t tile)

@@ -247,3 +247,53 @@ extern "C" __global__ void __launch_bounds__(GC_BLOCK)
             y[i] = gc_chain_apply(reads_x ? x[i] : 0.0f, ops, count, c0, c1, c2, c3, c4, c5, c6, c7, op1);
     }
 }
+
+// ---------------------------------------------------------------------------
+// The chain kernel with its program in device memory, for chains longer than
+// gc_chain_f32's 8 operations: program[2k] is op k's opcode (as above) and
+// program[2k + 1] the bits of its constant, k < count. The program is staged
+// in shared memory (count * 8 bytes of dynamic shared memory); every thread
+// takes the same branch for each operation, so decoding costs a few uniform
+// instructions per operation, amortised over the 8 elements (two float4) a
+// thread carries. Same per-element arithmetic as gc_chain_f32, so the result
+// is bitwise equal to running the standalone kernels one after another.
+extern "C" __global__ void __launch_bounds__(GC_BLOCK)
+    gc_chain_program_f32(float *y, const float *x, u64 n, const u32 *program, u32 count) {
+    extern __shared__ u32 prog[];
+    for (u32 k = threadIdx.x; k < 2 * count; k += blockDim.x) prog[k] = program[k];
+    __syncthreads();
+    const bool reads_x = !(count > 0 && prog[0] == GC_OP_FILL);
+    const u64 tid = gc_tid(), stride = gc_stride();
+    const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (gc_aligned16(y) && (!reads_x || gc_aligned16(x))) {
+        const u64 nv = n >> 2;
+        float4 *y4 = reinterpret_cast<float4 *>(y);
+        const float4 *x4 = reinterpret_cast<const float4 *>(x);
+        for (u64 i = tid; i < nv; i += 2 * stride) {
+            const u64 j = i + stride;
+            const bool two = j < nv;
+            float4 a = reads_x ? x4[i] : zero;
+            float4 b = (two && reads_x) ? x4[j] : zero;
+            for (u32 k = 0; k < count; k++) {
+                const u32 op = prog[2 * k];
+                const float c = __uint_as_float(prog[2 * k + 1]);
+                a = gc_op4(op, a, c);
+                b = gc_op4(op, b, c);
+            }
+            y4[i] = a;
+            if (two) y4[j] = b;
+        }
+        const u64 t = (nv << 2) + tid;
+        if (t < n) {
+            float v = reads_x ? x[t] : 0.0f;
+            for (u32 k = 0; k < count; k++) v = gc_op(prog[2 * k], v, __uint_as_float(prog[2 * k + 1]));
+            y[t] = v;
+        }
+    } else {
+        for (u64 i = tid; i < n; i += stride) {
+            float v = reads_x ? x[i] : 0.0f;
+            for (u32 k = 0; k < count; k++) v = gc_op(prog[2 * k], v, __uint_as_float(prog[2 * k + 1]));
+            y[i] = v;
+        }
+    }
+}

@@ -250,10 +250,83 @@ int main() {
         }
         double a = median(eager), b = median(replay);
         std::printf("\n100 forward/backward pairs, 1024 floats: eager %.1f us, graph %.1f us: %.1fx faster\n", a, b, a / b);
-        std::snprintf(line, sizeof line, "  \"chain_100_pairs_us\": {\"eager\": %.1f, \"graph\": %.1f}\n", a, b);
+        std::snprintf(line, sizeof line, "  \"chain_100_pairs_us\": {\"eager\": %.1f, \"graph\": %.1f}", a, b);
         json += line;
         TRY(gc_exec_destroy(e));
         TRY(gc_graph_destroy(g));
+    }
+    // 5. Fusion: the 100-pair chain over 1024 floats and over 64 Mi floats,
+    //    fused graph vs unfused graph vs eager, GPU time by events.
+    {
+        json += ",\n  \"fusion\": [\n";
+        std::printf("\nfusion, 100 forward/backward pairs (GPU time per chain, median):\n");
+        std::printf("%12s %12s %12s %12s %10s %14s\n", "floats", "eager", "graph", "fused", "fused/graph",
+                    "fused BW/copy");
+        uint64_t counts[] = {1024, 64ull << 20};
+        for (int ci = 0; ci < 2; ci++) {
+            uint64_t n = counts[ci];
+            float *d;
+            TRY(gc_pool_alloc(pool, n * sizeof(float), (void **)&d));
+            TRY(gc_op_fill(stream, d, n, 1.0f));
+            gc_graph *g;
+            TRY(gc_capture_begin(stream, NULL, GC_CAPTURE_THREAD_LOCAL));
+            for (int i = 0; i < 100; i++) {
+                TRY(gc_op_scale(stream, d, d, n, 2.0f));
+                TRY(gc_op_scale(stream, d, d, n, 0.5f));
+            }
+            TRY(gc_capture_end(stream, &g));
+            gc_exec *plain, *fused;
+            TRY(gc_graph_instantiate(g, GC_INSTANTIATE_UPLOAD, &plain));
+            TRY(gc_graph_instantiate(g, GC_INSTANTIATE_UPLOAD | GC_INSTANTIATE_FUSE_ELEMENTWISE, &fused));
+            int reps = n > 4096 ? 3 : 50;
+            double t_plain = device_us(plain, reps), t_fused = device_us(fused, reps);
+            // Eager: the same 200 launches, timed with events.
+            CUevent a, b;
+            CU(cuEventCreate(&a, 0));
+            CU(cuEventCreate(&b, 0));
+            std::vector<double> te;
+            for (int r = 0; r < 5; r++) {
+                CU(cuEventRecord(a, raw_stream));
+                for (int i = 0; i < 100; i++) {
+                    TRY(gc_op_scale(stream, d, d, n, 2.0f));
+                    TRY(gc_op_scale(stream, d, d, n, 0.5f));
+                }
+                CU(cuEventRecord(b, raw_stream));
+                CU(cuEventSynchronize(b));
+                float ms;
+                CU(cuEventElapsedTime(&ms, a, b));
+                te.push_back(ms * 1000.0);
+            }
+            // One device-to-device copy of the same buffer: the bandwidth bar.
+            float *d2;
+            TRY(gc_pool_alloc(pool, n * sizeof(float), (void **)&d2));
+            std::vector<double> tc;
+            for (int r = 0; r < 5; r++) {
+                CU(cuEventRecord(a, raw_stream));
+                CU(cuMemcpyDtoDAsync((CUdeviceptr)d2, (CUdeviceptr)d, n * sizeof(float), raw_stream));
+                CU(cuEventRecord(b, raw_stream));
+                CU(cuEventSynchronize(b));
+                float ms;
+                CU(cuEventElapsedTime(&ms, a, b));
+                tc.push_back(ms * 1000.0);
+            }
+            double t_eager = median(te), t_copy = median(tc);
+            std::printf("%12llu %9.1f us %9.1f us %9.1f us %9.1fx %13.2f\n", (unsigned long long)n, t_eager, t_plain,
+                        t_fused, t_plain / t_fused, t_copy / t_fused);
+            std::snprintf(line, sizeof line,
+                          "    {\"floats\": %llu, \"eager_us\": %.2f, \"graph_us\": %.2f, \"fused_us\": %.2f, "
+                          "\"copy_us\": %.2f}%s\n",
+                          (unsigned long long)n, t_eager, t_plain, t_fused, t_copy, ci == 0 ? "," : "");
+            json += line;
+            cuEventDestroy(a);
+            cuEventDestroy(b);
+            TRY(gc_exec_destroy(plain));
+            TRY(gc_exec_destroy(fused));
+            TRY(gc_graph_destroy(g));
+            TRY(gc_pool_free(pool, d));
+            TRY(gc_pool_free(pool, d2));
+        }
+        json += "  ]\n";
     }
     json += "}\n";
     const char *out = std::getenv("OUT");

@@ -5,7 +5,8 @@ use crate::context::Context;
 use crate::driver::graph::{self as dg, KernelParams, RawNode};
 use crate::driver::CUgraphExec;
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
-use crate::graph::{Graph, GraphDesc, Node, NodeKind};
+use crate::graph::fuse;
+use crate::graph::{Fused, Graph, GraphDesc, Node, NodeKind};
 use crate::stream::Stream;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
@@ -21,8 +22,12 @@ pub mod flags {
     /// Launch nodes in the order of their priorities
     /// (CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY).
     pub const USE_NODE_PRIORITY: u32 = 4;
+    /// Fuse chains of graphcore's elementwise kernels into launches of the
+    /// chain kernel before instantiating (see `graph::fuse`); results are
+    /// bitwise equal to the unfused graph's.
+    pub const FUSE_ELEMENTWISE: u32 = 8;
     /// Every flag this version knows.
-    pub const ALL: u32 = UPLOAD | AUTO_FREE_ON_LAUNCH | USE_NODE_PRIORITY;
+    pub const ALL: u32 = UPLOAD | AUTO_FREE_ON_LAUNCH | USE_NODE_PRIORITY | FUSE_ELEMENTWISE;
 }
 
 /// An instantiated graph. Launching is lock-free and allocation-free;
@@ -43,6 +48,21 @@ struct ExecInner {
     /// What each node does now (the source's description, then each
     /// update's): lets an update skip nodes whose parameters stay the same.
     current: Mutex<GraphDesc>,
+    /// The fused copy that was instantiated, when fusion applied.
+    fused: Mutex<Option<Fused>>,
+}
+
+/// What an exec holds: node counts before and after fusion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExecStats {
+    /// Nodes of the graph it was instantiated from.
+    pub graph_nodes: usize,
+    /// Nodes fusion removed.
+    pub fused_away: usize,
+    /// Nodes of the graph that was instantiated.
+    pub instantiated_nodes: usize,
+    /// Chains fused.
+    pub chains: usize,
 }
 
 // SAFETY: exec handles may be used from any thread; state is locked.
@@ -76,7 +96,13 @@ impl Exec {
         if flags & flags::USE_NODE_PRIORITY != 0 {
             cuda |= dg::flags::USE_NODE_PRIORITY;
         }
-        let raw = dg::instantiate(graph.inner.raw, cuda)?;
+        let fused = if flags & flags::FUSE_ELEMENTWISE != 0 {
+            graph.fused()?
+        } else {
+            None
+        };
+        let target = fused.as_ref().map_or(graph.inner.raw, |f| f.raw);
+        let raw = dg::instantiate(target, cuda)?;
         let exec = Exec {
             inner: Arc::new(ExecInner {
                 ctx,
@@ -84,6 +110,7 @@ impl Exec {
                 source: graph.clone(),
                 updated_from: Mutex::new(None),
                 current: Mutex::new(graph.desc()),
+                fused: Mutex::new(fused),
             }),
         };
         if flags & flags::UPLOAD != 0 {
@@ -95,6 +122,33 @@ impl Exec {
     /// The raw `CUgraphExec` (for interop; graphcore still owns it).
     pub fn raw(&self) -> CUgraphExec {
         self.inner.raw
+    }
+
+    /// Node counts before and after fusion.
+    pub fn stats(&self) -> ExecStats {
+        let graph_nodes = self.inner.current.lock().unwrap().len();
+        match &*self.inner.fused.lock().unwrap() {
+            Some(f) => ExecStats {
+                graph_nodes,
+                fused_away: f.plan.fused_away(),
+                instantiated_nodes: f.desc.len(),
+                chains: f.plan.chains.len(),
+            },
+            None => ExecStats {
+                graph_nodes,
+                fused_away: 0,
+                instantiated_nodes: graph_nodes,
+                chains: 0,
+            },
+        }
+    }
+
+    /// The graph that was instantiated (fused, if fusion applied), in DOT.
+    pub fn to_dot(&self, name: &str) -> String {
+        match &*self.inner.fused.lock().unwrap() {
+            Some(f) => crate::graph::to_dot(&f.desc, name),
+            None => crate::graph::to_dot(&self.inner.current.lock().unwrap(), name),
+        }
     }
 
     /// The graph the exec was instantiated from.
@@ -141,6 +195,9 @@ impl Exec {
             "the graph belongs to another context"
         );
         let mut current = self.inner.current.lock().unwrap();
+        if self.inner.fused.lock().unwrap().is_some() {
+            return self.update_fused(graph, &mut current);
+        }
         // The exec's record and the new graph are separate locks (the new
         // graph may be the source itself: its lock is taken only here).
         let (changed, new_nodes, whole) = {
@@ -258,16 +315,27 @@ impl Exec {
 
     /// `cuGraphExecUpdate` with the whole graph.
     fn update_whole(&self, graph: &Graph) -> Result<()> {
-        if let Err((e, refused)) = dg::exec_update(self.inner.raw, graph.inner.raw) {
+        let st = graph.state();
+        self.update_raw(graph.inner.raw, &st.nodes, &st.desc)
+    }
+
+    /// `cuGraphExecUpdate` with graph `raw` (whose nodes and description
+    /// name the node CUDA blames).
+    fn update_raw(
+        &self,
+        raw: crate::driver::CUgraph,
+        nodes: &[crate::driver::CUgraphNode],
+        desc: &GraphDesc,
+    ) -> Result<()> {
+        if let Err((e, refused)) = dg::exec_update(self.inner.raw, raw) {
             let Some(r) = refused else { return Err(e) };
-            let st = graph.state();
-            let at = st.nodes.iter().position(|&n| n == r.node);
+            let at = nodes.iter().position(|&n| n == r.node);
             return Err(Error::new(
                 ErrorKind::UpdateMismatch,
                 match at {
                     Some(i) => format!(
                         "node {i} ({}): {}; the exec is unchanged",
-                        st.desc.node(i).kind_name(),
+                        desc.node(i).kind_name(),
                         r.reason
                     ),
                     None => format!("{}; the exec is unchanged", r.reason),
@@ -277,8 +345,41 @@ impl Exec {
         Ok(())
     }
 
+    /// Updates a fused exec: `graph` must fuse the same way (same chains,
+    /// same number of launches each); its fused copy then updates the exec
+    /// as a whole.
+    fn update_fused(&self, graph: &Graph, current: &mut GraphDesc) -> Result<()> {
+        let theirs = graph.desc();
+        if let Some(diff) = current.topology_difference(&theirs) {
+            return Err(Error::new(ErrorKind::UpdateMismatch, diff));
+        }
+        let mismatch = || {
+            Error::new(
+                ErrorKind::UpdateMismatch,
+                "the graph fuses differently from the one this exec was instantiated from \
+                 (other chains, or chains needing another number of launches); \
+                 re-instantiate it; the exec is unchanged",
+            )
+        };
+        let mut new = graph.fused()?.ok_or_else(mismatch)?;
+        let mut fused = self.inner.fused.lock().unwrap();
+        let ours = fused.as_mut().expect("a fused exec");
+        if !fuse::same_shape(&ours.plan, &new.plan) {
+            return Err(mismatch());
+        }
+        self.inner.ctx.bind()?;
+        self.update_raw(new.raw, &new.nodes, &new.desc)?;
+        ours.adopt(&mut new);
+        *current = theirs;
+        *self.inner.updated_from.lock().unwrap() = Some(graph.clone());
+        Ok(())
+    }
+
     /// Sets new argument values for kernel node `node` (a node of the graph
-    /// the exec was instantiated from); the values are copied now.
+    /// the exec was instantiated from); the values are copied now. In a
+    /// fused exec, a node fused into a chain updates the chain kernel's
+    /// program, as long as the chain stays the same (same buffers, count and
+    /// number of launches); otherwise the error says to re-instantiate.
     ///
     /// # Safety
     /// `args` must hold one valid pointer per parameter of the node's
@@ -289,14 +390,17 @@ impl Exec {
             node.graph == source.id(),
             "`node` is not a node of the graph this exec was instantiated from"
         );
-        let st = source.state();
         let i = node.index as usize;
-        ensure_arg!(i < st.desc.len(), "`node` {i} does not exist");
-        ensure_arg!(
-            matches!(st.desc.node(i), NodeKind::Kernel { .. }),
-            "node {i} is a {} node, not a kernel node",
-            st.desc.node(i).kind_name()
-        );
+        let raw_node = {
+            let st = source.state();
+            ensure_arg!(i < st.desc.len(), "`node` {i} does not exist");
+            ensure_arg!(
+                matches!(st.desc.node(i), NodeKind::Kernel { .. }),
+                "node {i} is a {} node, not a kernel node",
+                st.desc.node(i).kind_name()
+            );
+            st.nodes[i]
+        };
         self.inner.ctx.bind()?;
         let RawNode::Kernel {
             func,
@@ -304,9 +408,30 @@ impl Exec {
             block,
             shared_bytes,
             ..
-        } = dg::read_node(st.nodes[i])?
+        } = dg::read_node(raw_node)?
         else {
             unreachable!("node {i} is a kernel node");
+        };
+        let mut current = self.inner.current.lock().unwrap();
+        // The node as it will be (built-ins only: their layout is known).
+        let mut updated = current.node(i).clone();
+        if let NodeKind::Kernel {
+            builtin: Some(k),
+            args: values,
+            ..
+        } = &mut updated
+        {
+            *values = crate::graph::builtin_args(k, args);
+        }
+        let mut fused = self.inner.fused.lock().unwrap();
+        let exec_node = match fused.as_mut() {
+            None => raw_node,
+            Some(f) => {
+                if let Some(c) = f.plan.chains.iter().position(|c| c.nodes.contains(&i)) {
+                    return self.set_chain_args(f, &mut current, c, i, updated);
+                }
+                f.nodes[f.map[i].expect("a node outside chains is kept")]
+            }
         };
         let params = KernelParams {
             func,
@@ -315,21 +440,54 @@ impl Exec {
             shared_bytes,
             args,
         };
-        dg::exec_set_kernel(self.inner.raw, st.nodes[i], &params)?;
-        // Keep the record of what the node does now (built-ins only: their
-        // argument layout is known).
-        let mut current = self.inner.current.lock().unwrap();
-        if let NodeKind::Kernel {
-            builtin: Some(k), ..
-        } = current.node(i)
-        {
-            let k = *k;
-            let mut node = current.node(i).clone();
-            if let NodeKind::Kernel { args: values, .. } = &mut node {
-                *values = crate::graph::builtin_args(k, args);
-            }
-            current.set_node(i, node);
+        dg::exec_set_kernel(self.inner.raw, exec_node, &params)?;
+        current.set_node(i, updated);
+        Ok(())
+    }
+
+    /// Re-plans chain `c` of a fused exec with node `i` as `updated`, and
+    /// sets the chain kernel's new program.
+    fn set_chain_args(
+        &self,
+        f: &mut Fused,
+        current: &mut GraphDesc,
+        c: usize,
+        i: usize,
+        updated: NodeKind,
+    ) -> Result<()> {
+        let mut trial = current.clone();
+        trial.set_node(i, updated);
+        let plan = fuse::plan(&trial);
+        if !fuse::same_shape(&f.plan, &plan) {
+            return Err(Error::new(
+                ErrorKind::UpdateMismatch,
+                format!(
+                    "node {i} was fused into a chain kernel with nodes {:?}, and the new arguments \
+                     change that chain (its buffer, count or number of launches); instantiate \
+                     without GC_INSTANTIATE_FUSE_ELEMENTWISE to change them, or re-instantiate",
+                    f.plan.chains[c].nodes
+                ),
+            ));
         }
+        let sms = self.inner.ctx.sm_count();
+        let chain = &plan.chains[c];
+        // New programs in new buffers: a launch in flight keeps reading the
+        // old ones (freed with the exec).
+        let mut programs = Vec::with_capacity(chain.segments.len());
+        for seg in &chain.segments {
+            programs.push(f.program_for(seg)?);
+        }
+        for (k, seg) in chain.segments.iter().enumerate() {
+            let node = f.nodes[f.map[chain.nodes[k]].expect("a chain carrier is kept")];
+            f.set_segment(node, seg, programs[k], Some(self.inner.raw))?;
+        }
+        f.programs[c] = programs;
+        let all = f.programs.clone();
+        f.desc = fuse::apply(&trial, &plan, sms, &|c, k| all[c][k])
+            .map_err(|e| Error::invalid_argument(e.0))?
+            .0;
+        f.plan = plan;
+        *current = trial;
         Ok(())
     }
 }

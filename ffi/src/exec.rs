@@ -5,13 +5,13 @@
 //! gc_exec_update and gc_exec_set_kernel_args must not race with a launch
 //! of the same exec; gc_exec_destroy must not race with other calls on it.
 
-use crate::args::Out;
+use crate::args::{write_versioned, Out, Versioned};
 use crate::graph::{gc_graph, gc_node, graph};
 use crate::handle::Registry;
 use crate::status::{boundary, gc_status};
 use crate::stream::{gc_stream, stream, STREAMS};
 use graphcore_core::{instantiate_flags, Exec};
-use std::ffi::c_void;
+use std::ffi::{c_char, c_void};
 
 /// An instantiated, launchable graph.
 pub struct gc_exec;
@@ -30,12 +30,74 @@ pub const GC_INSTANTIATE_UPLOAD: u32 = 1;
 pub const GC_INSTANTIATE_AUTO_FREE_ON_LAUNCH: u32 = 2;
 /// gc_graph_instantiate flag: launch nodes in the order of their priority.
 pub const GC_INSTANTIATE_USE_NODE_PRIORITY: u32 = 4;
+/// gc_graph_instantiate flag: fuse chains of graphcore's elementwise
+/// kernels (fill, copy, scale, add_scalar, relu, chain) that work along one
+/// buffer into launches of the fused chain kernel (up to 8 operations each)
+/// before instantiating. Results are bitwise equal to the unfused graph's;
+/// gc_exec_stats reports what was fused. Off by default: the exec's nodes
+/// then no longer match the graph's one to one (profilers show the chain
+/// kernel), which only this flag opts into.
+pub const GC_INSTANTIATE_FUSE_ELEMENTWISE: u32 = 8;
 
 const _: () = assert!(
     GC_INSTANTIATE_UPLOAD == instantiate_flags::UPLOAD
         && GC_INSTANTIATE_AUTO_FREE_ON_LAUNCH == instantiate_flags::AUTO_FREE_ON_LAUNCH
         && GC_INSTANTIATE_USE_NODE_PRIORITY == instantiate_flags::USE_NODE_PRIORITY
+        && GC_INSTANTIATE_FUSE_ELEMENTWISE == instantiate_flags::FUSE_ELEMENTWISE
 );
+
+/// What an exec holds, filled in by gc_exec_stats.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct gc_exec_statistics {
+    /// Set to sizeof(gc_exec_statistics) before the call.
+    pub struct_size: usize,
+    /// Nodes of the graph the exec was instantiated from.
+    pub graph_nodes: u64,
+    /// Nodes removed by GC_INSTANTIATE_FUSE_ELEMENTWISE.
+    pub fused_away: u64,
+    /// Nodes of the graph that was instantiated.
+    pub instantiated_nodes: u64,
+    /// Elementwise chains fused.
+    pub chains: u64,
+}
+
+impl Versioned for gc_exec_statistics {
+    const V1_SIZE: usize = std::mem::size_of::<Self>();
+}
+
+/// Fills *stats (set stats->struct_size = sizeof(gc_exec_statistics)):
+/// node counts before and after fusion.
+#[no_mangle]
+pub extern "C" fn gc_exec_stats(exec: *mut gc_exec, stats: *mut gc_exec_statistics) -> gc_status {
+    boundary("gc_exec_stats", || {
+        let st = self::exec(exec)?.stats();
+        let v = gc_exec_statistics {
+            struct_size: std::mem::size_of::<gc_exec_statistics>(),
+            graph_nodes: st.graph_nodes as u64,
+            fused_away: st.fused_away as u64,
+            instantiated_nodes: st.instantiated_nodes as u64,
+            chains: st.chains as u64,
+        };
+        write_versioned(stats, &v, "stats")
+    })
+}
+
+/// Writes the graph that was instantiated (after fusion, if any) to `path`
+/// in Graphviz DOT.
+#[no_mangle]
+pub extern "C" fn gc_exec_write_dot(exec: *mut gc_exec, path: *const c_char) -> gc_status {
+    boundary("gc_exec_write_dot", || {
+        let p = crate::args::c_str(path, "path")?;
+        let e = self::exec(exec)?;
+        let name = std::path::Path::new(p)
+            .file_stem()
+            .map_or("exec".into(), |s| s.to_string_lossy().into_owned());
+        std::fs::write(p, e.to_dot(&name)).map_err(|err| {
+            graphcore_core::Error::invalid_argument(format!("cannot write {p}: {err}"))
+        })
+    })
+}
 
 /// Instantiates `graph` (flags: GC_INSTANTIATE_*, or 0). An empty graph or
 /// an unknown flag is GC_ERROR_INVALID_ARGUMENT. The exec keeps the graph's

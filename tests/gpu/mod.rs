@@ -2,6 +2,7 @@
 //! machine through scripts/gpu-check (`--include-ignored`).
 
 mod foundation;
+mod fusion;
 mod graphs;
 mod kernels;
 mod runner;

@@ -1,9 +1,11 @@
 //! Elementwise fusion, planned on a graph's description (pure: no CUDA).
 //!
 //! graphcore knows what its elementwise kernels compute, so a chain of them
-//! that works along one buffer can run as one launch of the fused chain
-//! kernel (`gc_chain_f32`, up to [`MAX_CHAIN_OPS`] operations in registers,
-//! each bitwise equal to its standalone kernel). A chain is a maximal path
+//! that works along one buffer can run as one launch of a fused chain
+//! kernel: `gc_chain_f32` for up to [`MAX_CHAIN_OPS`] operations passed as
+//! arguments, `gc_chain_program_f32` for longer chains (up to
+//! [`MAX_PROGRAM_OPS`], read from a program in device memory); each
+//! operation is bitwise equal to its standalone kernel. A chain is a maximal path
 //! of built-in elementwise nodes (fill, copy, scale, add_scalar, relu, and
 //! the chain kernel itself) over the same element count where each node
 //! but the first works in place on the previous node's output, and each
@@ -12,7 +14,9 @@
 //! or count) bounds a chain; a chain of one node stays as it is.
 
 use super::desc::{GraphDesc, NodeKind};
-use graphcore_kernels::ops::{self, MAX_CHAIN_OPS, OP_ADD, OP_FILL, OP_MUL, OP_RELU};
+use graphcore_kernels::ops::{
+    self, MAX_CHAIN_OPS, MAX_PROGRAM_OPS, OP_ADD, OP_FILL, OP_MUL, OP_RELU,
+};
 use graphcore_kernels::{find, Call, SizeError, Value};
 
 /// One elementwise operation as a fused chain applies it: opcode and
@@ -109,7 +113,7 @@ pub fn elementwise(kind: &NodeKind) -> Option<Elementwise> {
     }
 }
 
-/// One launch of the chain kernel replacing part of a chain.
+/// One launch of a chain kernel replacing part of a chain.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Segment {
     /// Output address.
@@ -118,8 +122,16 @@ pub struct Segment {
     pub x: Option<u64>,
     /// Element count.
     pub n: u64,
-    /// At most [`MAX_CHAIN_OPS`] operations.
+    /// The operations (more than [`MAX_CHAIN_OPS`]: a program launch).
     pub ops: Vec<ChainOp>,
+}
+
+impl Segment {
+    /// True when the segment runs as `gc_chain_program_f32`, its operations
+    /// read from a program in device memory.
+    pub fn needs_program(&self) -> bool {
+        self.ops.len() > MAX_CHAIN_OPS
+    }
 }
 
 /// A fused chain: the nodes it replaces (in order) and the chain-kernel
@@ -149,8 +161,8 @@ impl FusionPlan {
     }
 }
 
-/// Splits a chain's operations into launches of at most
-/// [`MAX_CHAIN_OPS`]; the first reads `x`, the rest work in place on `y`.
+/// Splits a chain's operations into launches (one, unless there are more
+/// than [`MAX_PROGRAM_OPS`]); the first reads `x`, the rest work in place.
 fn segments(y: u64, x: Option<u64>, n: u64, ops: &[ChainOp]) -> Vec<Segment> {
     if ops.is_empty() {
         return vec![Segment {
@@ -160,7 +172,7 @@ fn segments(y: u64, x: Option<u64>, n: u64, ops: &[ChainOp]) -> Vec<Segment> {
             ops: Vec::new(),
         }];
     }
-    ops.chunks(MAX_CHAIN_OPS)
+    ops.chunks(MAX_PROGRAM_OPS)
         .enumerate()
         .map(|(i, part)| Segment {
             y,
@@ -222,20 +234,38 @@ pub fn plan(desc: &GraphDesc) -> FusionPlan {
     FusionPlan { chains }
 }
 
-/// The launch of one segment: the chain kernel's configuration and
-/// arguments for a device with `sms` multiprocessors.
-pub fn segment_call(seg: &Segment, sms: u32) -> Result<Call, SizeError> {
-    ops::chain(seg.y, seg.x.unwrap_or(0), seg.n, &seg.ops, sms)
+/// The launch of one segment on a device with `sms` multiprocessors;
+/// `program` is the device address of its program (the words of
+/// `ops::chain_program_words`) when it [needs one](Segment::needs_program).
+pub fn segment_call(seg: &Segment, sms: u32, program: u64) -> Result<Call, SizeError> {
+    let x = seg.x.unwrap_or(0);
+    if seg.needs_program() {
+        let fill_first = seg.ops.first().is_some_and(|&(op, _)| op == OP_FILL);
+        ops::chain_program(
+            seg.y,
+            x,
+            seg.n,
+            program,
+            seg.ops.len() as u32,
+            fill_first,
+            sms,
+        )
+    } else {
+        ops::chain(seg.y, x, seg.n, &seg.ops, sms)
+    }
 }
 
 /// The description of the fused graph: each chain's nodes replaced by its
 /// segments (chained in place), everything else as it was. Also returns,
 /// for each node of `desc`, its index in the fused graph (`None` for nodes
 /// fused away).
+/// `program(c, k)` is the device address of segment `k` of chain `c`'s
+/// program (used only by segments that need one).
 pub fn apply(
     desc: &GraphDesc,
     plan: &FusionPlan,
     sms: u32,
+    program: &dyn Fn(usize, usize) -> u64,
 ) -> Result<(GraphDesc, Vec<Option<usize>>), SizeError> {
     let n = desc.len();
     // Where each node sits in a chain: (chain, position).
@@ -250,7 +280,7 @@ pub fn apply(
     // carrier stands for every node of the chain.
     let mut stands_for = vec![0usize; n];
     let mut out = GraphDesc::new();
-    let chain_info = find("gc_chain_f32");
+    let kernels = (find("gc_chain_f32"), find("gc_chain_program_f32"));
     for i in 0..n {
         match place[i] {
             Some((c, k)) => {
@@ -258,18 +288,28 @@ pub fn apply(
                 let s = chain.segments.len();
                 if k < s {
                     let seg = &chain.segments[k];
-                    let call = segment_call(seg, sms)?;
+                    let call = segment_call(seg, sms, program(c, k))?;
                     let deps: Vec<usize> = if k == 0 {
                         desc.deps(i).iter().map(|&d| stands_for[d]).collect()
                     } else {
                         vec![stands_for[chain.nodes[k - 1]]]
                     };
+                    let info = if seg.needs_program() {
+                        kernels.1
+                    } else {
+                        kernels.0
+                    };
                     let kind = NodeKind::Kernel {
-                        name: format!("gc_chain_f32 (fused nodes {:?})", chain.nodes),
+                        name: format!(
+                            "{} (fused nodes {:?}, {} ops)",
+                            call.kernel.name,
+                            chain.nodes,
+                            seg.ops.len()
+                        ),
                         grid: call.grid,
                         block: call.block,
                         shared_bytes: call.shared_bytes,
-                        builtin: chain_info,
+                        builtin: info,
                         args: call.args().to_vec(),
                     };
                     let new = out.push(kind, &deps);
@@ -300,8 +340,7 @@ pub fn apply(
 /// launches (so an exec fused by one can be updated with the other).
 pub fn same_shape(a: &FusionPlan, b: &FusionPlan) -> bool {
     a.chains.len() == b.chains.len()
-        && a
-            .chains
+        && a.chains
             .iter()
             .zip(&b.chains)
             .all(|(x, y)| x.nodes == y.nodes && x.segments.len() == y.segments.len())
@@ -376,9 +415,19 @@ mod tests {
         let g = line((0..20).map(|i| scale(8, 8, 4, i as f32)).collect());
         let p = plan(&g);
         let lens: Vec<usize> = p.chains[0].segments.iter().map(|s| s.ops.len()).collect();
-        assert_eq!(lens, vec![8, 8, 4]);
-        assert_eq!(p.chains[0].segments[1].x, Some(8), "later launches work in place");
-        assert_eq!(p.fused_away(), 17);
+        assert_eq!(lens, vec![20], "one program launch");
+        assert!(p.chains[0].segments[0].needs_program());
+        assert_eq!(p.fused_away(), 19);
+        let g = line(
+            (0..MAX_PROGRAM_OPS + 3)
+                .map(|i| scale(8, 8, 4, i as f32))
+                .collect(),
+        );
+        let segs = &plan(&g).chains[0].segments;
+        assert_eq!(segs.len(), 2);
+        assert_eq!(segs[1].ops.len(), 3);
+        assert!(!segs[1].needs_program());
+        assert_eq!(segs[1].x, Some(8), "later launches work in place");
     }
 
     #[test]
@@ -494,15 +543,17 @@ mod apply_tests {
         let out = g.push(copy, &[prev]);
         let side = g.push(NodeKind::Empty, &[a]);
         let p = plan(&g);
-        assert_eq!(p.chains[0].segments.len(), 2);
-        let (f, map) = apply(&g, &p, 132).unwrap();
-        assert_eq!(f.len(), g.len() - 8);
-        assert_eq!(f.edges().count(), 4);
-        let last = map[2].unwrap();
+        assert_eq!(p.chains[0].segments.len(), 1);
+        let (f, map) = apply(&g, &p, 132, &|_, _| 4096).unwrap();
+        assert_eq!(f.len(), g.len() - 9);
+        assert_eq!(f.edges().count(), 3);
+        let last = map[1].unwrap();
         assert_eq!(f.deps(map[out].unwrap()), &[last]);
         assert_eq!(f.deps(map[side].unwrap()), &[map[a].unwrap()]);
         assert!(map[5].is_none());
-        assert!(matches!(f.node(last), NodeKind::Kernel { name, .. } if name.starts_with("gc_chain_f32")));
+        assert!(
+            matches!(f.node(last), NodeKind::Kernel { name, .. } if name.starts_with("gc_chain_program_f32"))
+        );
         assert!(same_shape(&p, &plan(&g)));
     }
 }

@@ -408,6 +408,74 @@ impl Graph {
         Ok(())
     }
 
+    /// A copy of this graph with its elementwise chains fused (see
+    /// [`fuse`]), or `None` when nothing fuses.
+    pub(crate) fn fused(&self) -> Result<Option<Fused>> {
+        let (desc, sources) = {
+            let st = self.state();
+            (st.desc.clone(), st.nodes.clone())
+        };
+        let plan = fuse::plan(&desc);
+        if plan.chains.is_empty() {
+            return Ok(None);
+        }
+        let ctx = &self.inner.ctx;
+        let sms = ctx.sm_count();
+        ctx.bind()?;
+        let raw = dg::clone(self.inner.raw)?;
+        let mut f = Fused {
+            ctx: ctx.clone(),
+            raw,
+            plan,
+            desc: GraphDesc::new(),
+            nodes: Vec::new(),
+            map: Vec::new(),
+            programs: Vec::new(),
+            owned: Vec::new(),
+        };
+        let plan = f.plan.clone();
+        f.programs = plan
+            .chains
+            .iter()
+            .map(|c| c.segments.iter().map(|seg| f.program_for(seg)).collect())
+            .collect::<Result<_>>()?;
+        let programs = f.programs.clone();
+        (f.desc, f.map) = fuse::apply(&desc, &f.plan, sms, &|c, k| programs[c][k])
+            .map_err(|e| Error::invalid_argument(e.0))?;
+        let clones: Vec<CUgraphNode> = sources
+            .iter()
+            .map(|&n| dg::find_in_clone(n, raw))
+            .collect::<Result<_>>()?;
+        for (ci, c) in f.plan.chains.iter().enumerate() {
+            let carriers = c.segments.len();
+            for (k, seg) in c.segments.iter().enumerate() {
+                f.set_segment(clones[c.nodes[k]], seg, f.programs[ci][k], None)?;
+            }
+            let last = *c.nodes.last().unwrap();
+            let users: Vec<usize> = desc
+                .edges()
+                .filter(|&(from, _)| from == last)
+                .map(|(_, to)| to)
+                .collect();
+            for &gone in &c.nodes[carriers..] {
+                dg::destroy_node(clones[gone])?;
+            }
+            if carriers < c.nodes.len() {
+                let keep = clones[c.nodes[carriers - 1]];
+                for u in users {
+                    dg::add_dependency(raw, keep, clones[u])?;
+                }
+            }
+        }
+        f.nodes = vec![std::ptr::null_mut(); f.desc.len()];
+        for (old, new) in f.map.iter().enumerate() {
+            if let Some(new) = new {
+                f.nodes[*new] = clones[old];
+            }
+        }
+        Ok(Some(f))
+    }
+
     /// The graph in Graphviz DOT.
     pub fn to_dot(&self, name: &str) -> String {
         to_dot(&self.state().desc, name)
@@ -420,6 +488,99 @@ impl Graph {
             .map_or("graph".into(), |s| s.to_string_lossy().into_owned());
         std::fs::write(path, self.to_dot(&name))
             .map_err(|e| Error::invalid_argument(format!("cannot write {}: {e}", path.display())))
+    }
+}
+
+/// A graph's fused copy: the CUDA graph, the plan it follows, its
+/// description, and its nodes (indexed as the description).
+pub(crate) struct Fused {
+    ctx: Context,
+    pub(crate) raw: CUgraph,
+    pub(crate) plan: fuse::FusionPlan,
+    pub(crate) desc: GraphDesc,
+    pub(crate) nodes: Vec<CUgraphNode>,
+    /// For each node of the source graph, its index in `desc` (`None`:
+    /// fused away).
+    pub(crate) map: Vec<Option<usize>>,
+    /// Per chain and segment, the device address of its program (0 for
+    /// segments that need none).
+    pub(crate) programs: Vec<Vec<u64>>,
+    /// Every program buffer made for this fused graph, freed with it.
+    owned: Vec<u64>,
+}
+
+impl Fused {
+    /// Takes over `other`'s plan, description and program buffers (an exec
+    /// made from `self` was updated with `other`, so its nodes now read
+    /// `other`'s programs).
+    pub(crate) fn adopt(&mut self, other: &mut Fused) {
+        self.plan = other.plan.clone();
+        self.desc = other.desc.clone();
+        self.programs = other.programs.clone();
+        self.owned.append(&mut other.owned);
+    }
+
+    /// A new device buffer holding `seg`'s program, if it needs one (0
+    /// otherwise). Buffers live as long as the fused graph.
+    pub(crate) fn program_for(&mut self, seg: &fuse::Segment) -> Result<u64> {
+        if !seg.needs_program() {
+            return Ok(0);
+        }
+        let words = graphcore_kernels::ops::chain_program_words(&seg.ops);
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        self.ctx.bind()?;
+        let p = crate::driver::memory::alloc(bytes.len())?;
+        self.owned.push(p);
+        crate::driver::memory::copy_to_device(p, &bytes)?;
+        Ok(p)
+    }
+
+    /// Makes `node` launch the chain kernel for `seg` (with its program at
+    /// `program`): in the fused graph (`exec` `None`) or in an exec made
+    /// from it.
+    pub(crate) fn set_segment(
+        &self,
+        node: CUgraphNode,
+        seg: &fuse::Segment,
+        program: u64,
+        exec: Option<crate::driver::CUgraphExec>,
+    ) -> Result<()> {
+        let sms = self.ctx.sm_count();
+        let call =
+            fuse::segment_call(seg, sms, program).map_err(|e| Error::invalid_argument(e.0))?;
+        let func = self.ctx.builtin_raw(call.kernel)?;
+        let mut args = crate::module::ArgBuffer::new(call.args());
+        let mut ptrs = args.pointers();
+        let p = KernelParams {
+            func,
+            grid: call.grid,
+            block: call.block,
+            shared_bytes: call.shared_bytes,
+            args: ptrs.as_mut_ptr(),
+        };
+        // SAFETY: the slots hold one value per parameter of the kernel.
+        unsafe {
+            match exec {
+                None => dg::set_kernel(node, &p),
+                Some(e) => dg::exec_set_kernel(e, node, &p),
+            }
+        }
+    }
+}
+
+// SAFETY: CUDA graph handles may be used from any thread.
+unsafe impl Send for Fused {}
+// SAFETY: as above; changes go through the owning exec's lock.
+unsafe impl Sync for Fused {}
+
+impl Drop for Fused {
+    fn drop(&mut self) {
+        if self.ctx.bind().is_ok() {
+            dg::destroy(self.raw);
+            for &p in &self.owned {
+                crate::driver::memory::free(p);
+            }
+        }
     }
 }
 
