@@ -361,7 +361,7 @@ impl Exec {
                  re-instantiate it; the exec is unchanged",
             )
         };
-        let mut new = graph.fused()?.ok_or_else(mismatch)?;
+        let new = graph.fused()?.ok_or_else(mismatch)?;
         let mut fused = self.inner.fused.lock().unwrap();
         let ours = fused.as_mut().expect("a fused exec");
         if !fuse::same_shape(&ours.plan, &new.plan) {
@@ -369,7 +369,7 @@ impl Exec {
         }
         self.inner.ctx.bind()?;
         self.update_raw(new.raw, &new.nodes, &new.desc)?;
-        ours.adopt(&mut new);
+        ours.adopt(&new);
         *current = theirs;
         *self.inner.updated_from.lock().unwrap() = Some(graph.clone());
         Ok(())
@@ -471,19 +471,24 @@ impl Exec {
         }
         let sms = self.inner.ctx.sm_count();
         let chain = &plan.chains[c];
-        // New programs in new buffers: a launch in flight keeps reading the
-        // old ones (freed with the exec).
-        let mut programs = Vec::with_capacity(chain.segments.len());
-        for seg in &chain.segments {
-            programs.push(f.program_for(seg)?);
+        // A generated kernel takes its constants as arguments: a new one is
+        // needed only when the operations themselves change.
+        let mut kernels = Vec::with_capacity(chain.segments.len());
+        for (k, seg) in chain.segments.iter().enumerate() {
+            let old_ops = &f.plan.chains[c].segments[k].ops;
+            let same_code = old_ops.iter().map(|o| o.0).eq(seg.ops.iter().map(|o| o.0));
+            kernels.push(if same_code {
+                f.kernels[c][k].clone()
+            } else {
+                f.kernel_for(seg)?
+            });
         }
         for (k, seg) in chain.segments.iter().enumerate() {
             let node = f.nodes[f.map[chain.nodes[k]].expect("a chain carrier is kept")];
-            f.set_segment(node, seg, programs[k], Some(self.inner.raw))?;
+            f.set_segment(node, seg, kernels[k].as_ref(), Some(self.inner.raw))?;
         }
-        f.programs[c] = programs;
-        let all = f.programs.clone();
-        f.desc = fuse::apply(&trial, &plan, sms, &|c, k| all[c][k])
+        f.kernels[c] = kernels;
+        f.desc = fuse::apply(&trial, &plan, sms)
             .map_err(|e| Error::invalid_argument(e.0))?
             .0;
         f.plan = plan;

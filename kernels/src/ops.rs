@@ -399,62 +399,6 @@ pub fn chain(y: u64, x: u64, n: u64, ops: &[(u32, f32)], sms: u32) -> Result<Cal
     Ok(grid_stride_call("gc_chain_f32", n, sms, &args))
 }
 
-/// Most operations one [`chain_program`] call applies (its program is
-/// staged in 8 bytes of shared memory per operation).
-pub const MAX_PROGRAM_OPS: usize = 4096;
-
-/// The device-memory program of [`chain_program`] for `ops`: for each
-/// operation its opcode, then the bits of its constant.
-pub fn chain_program_words(ops: &[(u32, f32)]) -> Vec<u32> {
-    ops.iter().flat_map(|&(op, k)| [op, k.to_bits()]).collect()
-}
-
-/// Like [`chain`], for any number of operations up to [`MAX_PROGRAM_OPS`]:
-/// the operations are read from `program` in device memory (the words of
-/// [`chain_program_words`], `count` operations), so one launch applies them
-/// all in one pass over memory. The caller checks that the program matches
-/// `ops`' rules (known opcodes); `first_is_fill` says whether `x` is read.
-pub fn chain_program(
-    y: u64,
-    x: u64,
-    n: u64,
-    program: u64,
-    count: u32,
-    first_is_fill: bool,
-    sms: u32,
-) -> Result<Call, SizeError> {
-    let c = Check("chain_program");
-    c.sms(sms)?;
-    if count as usize > MAX_PROGRAM_OPS {
-        return Err(c.err(format_args!(
-            "{count} operations; at most {MAX_PROGRAM_OPS} per call"
-        )));
-    }
-    let bytes = c.floats("n", n)?;
-    let yr = c.buf("y", y, bytes)?;
-    let xr = if first_is_fill {
-        c.opt_buf("x", x, bytes)?
-    } else {
-        c.buf("x", x, bytes)?
-    };
-    c.apart(yr, xr, true)?;
-    c.buf("program", program, count.max(1) as u64 * 8)?;
-    let mut call = grid_stride_call(
-        "gc_chain_program_f32",
-        n,
-        sms,
-        &[
-            Value::Ptr(y),
-            Value::Ptr(x),
-            Value::U64(n),
-            Value::Ptr(program),
-            Value::U32(count),
-        ],
-    );
-    call.shared_bytes = count * 8;
-    Ok(call)
-}
-
 // ---------------------------------------------------------------------------
 // Reductions
 

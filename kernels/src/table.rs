@@ -140,20 +140,6 @@ opcode (ops >> 4k) & 15 with constant ck, count <= 8: 1 FILL v=c, 2 MUL v=v*c, 3
 unchanged. Each opcode is bitwise equal to its standalone kernel (fill, scale, add_scalar, relu). \
 When op 0 is FILL, x is not read and may be null; count == 0 copies.", grid_stride!()),
     },
-    KernelInfo {
-        name: "gc_chain_program_f32",
-        module: ELEMENTWISE,
-        args: &[
-            ("y", Ptr),
-            ("x", Ptr),
-            ("n", U64),
-            ("program", Ptr),
-            ("count", U32),
-        ],
-        doc: concat!("Like gc_chain_f32 for any number of operations: program[2k] is op k's \
-opcode and program[2k+1] the bits of its constant (unsigned ints in device memory), k < count; \
-launch with count * 8 bytes of dynamic shared memory. Bitwise equal to the standalone kernels.", grid_stride!()),
-    },
     // ----------------------------------------------------------------- linear
     KernelInfo {
         name: "gc_linear_small_f32",

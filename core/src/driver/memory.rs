@@ -169,27 +169,3 @@ pub(crate) fn unmap(va: CUdeviceptr, bytes: u64) {
     // SAFETY: the range is mapped and no longer used by the device.
     unsafe { sys::cuMemUnmap(va, bytes as usize) };
 }
-
-/// Allocates `bytes` of device memory outside any pool (for graphcore's own
-/// small buffers, such as fused chain programs).
-pub(crate) fn alloc(bytes: usize) -> Result<CUdeviceptr> {
-    let mut p: CUdeviceptr = 0;
-    // SAFETY: writes one address.
-    check(unsafe { sys::cuMemAlloc_v2(&mut p, bytes) }, "cuMemAlloc")?;
-    Ok(p)
-}
-
-/// Frees memory from [`alloc`].
-pub(crate) fn free(p: CUdeviceptr) {
-    // SAFETY: p came from `alloc` and is freed once.
-    unsafe { sys::cuMemFree_v2(p) };
-}
-
-/// Copies `src` to device address `dst` (synchronously).
-pub(crate) fn copy_to_device(dst: CUdeviceptr, src: &[u8]) -> Result<()> {
-    // SAFETY: dst has room for src (the caller allocated it so).
-    check(
-        unsafe { sys::cuMemcpyHtoD_v2(dst, src.as_ptr() as *const c_void, src.len()) },
-        "cuMemcpyHtoD",
-    )
-}

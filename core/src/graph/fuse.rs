@@ -1,11 +1,11 @@
 //! Elementwise fusion, planned on a graph's description (pure: no CUDA).
 //!
 //! graphcore knows what its elementwise kernels compute, so a chain of them
-//! that works along one buffer can run as one launch of a fused chain
-//! kernel: `gc_chain_f32` for up to [`MAX_CHAIN_OPS`] operations passed as
-//! arguments, `gc_chain_program_f32` for longer chains (up to
-//! [`MAX_PROGRAM_OPS`], read from a program in device memory); each
-//! operation is bitwise equal to its standalone kernel. A chain is a maximal path
+//! that works along one buffer can run as one launch: of the built-in chain
+//! kernel (`gc_chain_f32`) for up to [`MAX_CHAIN_OPS`] operations, of a
+//! kernel generated for the chain ([`super::jit`], up to
+//! [`jit::MAX_OPS`] operations per launch) for longer ones; each operation
+//! is bitwise equal to its standalone kernel. A chain is a maximal path
 //! of built-in elementwise nodes (fill, copy, scale, add_scalar, relu, and
 //! the chain kernel itself) over the same element count where each node
 //! but the first works in place on the previous node's output, and each
@@ -14,9 +14,8 @@
 //! or count) bounds a chain; a chain of one node stays as it is.
 
 use super::desc::{GraphDesc, NodeKind};
-use graphcore_kernels::ops::{
-    self, MAX_CHAIN_OPS, MAX_PROGRAM_OPS, OP_ADD, OP_FILL, OP_MUL, OP_RELU,
-};
+use super::jit;
+use graphcore_kernels::ops::{self, MAX_CHAIN_OPS, OP_ADD, OP_FILL, OP_MUL, OP_RELU};
 use graphcore_kernels::{find, Call, SizeError, Value};
 
 /// One elementwise operation as a fused chain applies it: opcode and
@@ -122,14 +121,14 @@ pub struct Segment {
     pub x: Option<u64>,
     /// Element count.
     pub n: u64,
-    /// The operations (more than [`MAX_CHAIN_OPS`]: a program launch).
+    /// The operations (more than [`MAX_CHAIN_OPS`]: a generated kernel).
     pub ops: Vec<ChainOp>,
 }
 
 impl Segment {
-    /// True when the segment runs as `gc_chain_program_f32`, its operations
-    /// read from a program in device memory.
-    pub fn needs_program(&self) -> bool {
+    /// True when the segment runs as a kernel generated for it
+    /// ([`jit::chain_ptx`]) rather than the built-in chain kernel.
+    pub fn is_generated(&self) -> bool {
         self.ops.len() > MAX_CHAIN_OPS
     }
 }
@@ -162,7 +161,7 @@ impl FusionPlan {
 }
 
 /// Splits a chain's operations into launches (one, unless there are more
-/// than [`MAX_PROGRAM_OPS`]); the first reads `x`, the rest work in place.
+/// than [`jit::MAX_OPS`]); the first reads `x`, the rest work in place.
 fn segments(y: u64, x: Option<u64>, n: u64, ops: &[ChainOp]) -> Vec<Segment> {
     if ops.is_empty() {
         return vec![Segment {
@@ -172,7 +171,7 @@ fn segments(y: u64, x: Option<u64>, n: u64, ops: &[ChainOp]) -> Vec<Segment> {
             ops: Vec::new(),
         }];
     }
-    ops.chunks(MAX_PROGRAM_OPS)
+    ops.chunks(jit::MAX_OPS)
         .enumerate()
         .map(|(i, part)| Segment {
             y,
@@ -234,38 +233,57 @@ pub fn plan(desc: &GraphDesc) -> FusionPlan {
     FusionPlan { chains }
 }
 
-/// The launch of one segment on a device with `sms` multiprocessors;
-/// `program` is the device address of its program (the words of
-/// `ops::chain_program_words`) when it [needs one](Segment::needs_program).
-pub fn segment_call(seg: &Segment, sms: u32, program: u64) -> Result<Call, SizeError> {
-    let x = seg.x.unwrap_or(0);
-    if seg.needs_program() {
-        let fill_first = seg.ops.first().is_some_and(|&(op, _)| op == OP_FILL);
-        ops::chain_program(
-            seg.y,
-            x,
-            seg.n,
-            program,
-            seg.ops.len() as u32,
-            fill_first,
-            sms,
-        )
+/// The launch of a segment that runs as the built-in chain kernel, on a
+/// device with `sms` multiprocessors.
+pub fn segment_call(seg: &Segment, sms: u32) -> Result<Call, SizeError> {
+    ops::chain(seg.y, seg.x.unwrap_or(0), seg.n, &seg.ops, sms)
+}
+
+/// The argument values of a generated segment's kernel: y, x, n, then one
+/// constant per operation.
+pub fn generated_args(seg: &Segment) -> Vec<Value> {
+    let mut v = vec![
+        Value::Ptr(seg.y),
+        Value::Ptr(seg.x.unwrap_or(0)),
+        Value::U64(seg.n),
+    ];
+    v.extend(seg.ops.iter().map(|&(_, c)| Value::F32(c)));
+    v
+}
+
+/// What a segment's node does, for the fused graph's description.
+fn segment_kind(seg: &Segment, nodes: &[usize], sms: u32) -> Result<NodeKind, SizeError> {
+    let label = |name: &str| format!("{name} (fused nodes {nodes:?}, {} ops)", seg.ops.len());
+    Ok(if seg.is_generated() {
+        NodeKind::Kernel {
+            name: label(jit::ENTRY),
+            grid: [jit::grid(seg.n, sms), 1, 1],
+            block: [jit::BLOCK, 1, 1],
+            shared_bytes: 0,
+            builtin: None,
+            args: generated_args(seg),
+        }
     } else {
-        ops::chain(seg.y, x, seg.n, &seg.ops, sms)
-    }
+        let call = segment_call(seg, sms)?;
+        NodeKind::Kernel {
+            name: label(call.kernel.name),
+            grid: call.grid,
+            block: call.block,
+            shared_bytes: call.shared_bytes,
+            builtin: find(call.kernel.name),
+            args: call.args().to_vec(),
+        }
+    })
 }
 
 /// The description of the fused graph: each chain's nodes replaced by its
 /// segments (chained in place), everything else as it was. Also returns,
 /// for each node of `desc`, its index in the fused graph (`None` for nodes
 /// fused away).
-/// `program(c, k)` is the device address of segment `k` of chain `c`'s
-/// program (used only by segments that need one).
 pub fn apply(
     desc: &GraphDesc,
     plan: &FusionPlan,
     sms: u32,
-    program: &dyn Fn(usize, usize) -> u64,
 ) -> Result<(GraphDesc, Vec<Option<usize>>), SizeError> {
     let n = desc.len();
     // Where each node sits in a chain: (chain, position).
@@ -280,7 +298,6 @@ pub fn apply(
     // carrier stands for every node of the chain.
     let mut stands_for = vec![0usize; n];
     let mut out = GraphDesc::new();
-    let kernels = (find("gc_chain_f32"), find("gc_chain_program_f32"));
     for i in 0..n {
         match place[i] {
             Some((c, k)) => {
@@ -288,30 +305,12 @@ pub fn apply(
                 let s = chain.segments.len();
                 if k < s {
                     let seg = &chain.segments[k];
-                    let call = segment_call(seg, sms, program(c, k))?;
                     let deps: Vec<usize> = if k == 0 {
                         desc.deps(i).iter().map(|&d| stands_for[d]).collect()
                     } else {
                         vec![stands_for[chain.nodes[k - 1]]]
                     };
-                    let info = if seg.needs_program() {
-                        kernels.1
-                    } else {
-                        kernels.0
-                    };
-                    let kind = NodeKind::Kernel {
-                        name: format!(
-                            "{} (fused nodes {:?}, {} ops)",
-                            call.kernel.name,
-                            chain.nodes,
-                            seg.ops.len()
-                        ),
-                        grid: call.grid,
-                        block: call.block,
-                        shared_bytes: call.shared_bytes,
-                        builtin: info,
-                        args: call.args().to_vec(),
-                    };
+                    let kind = segment_kind(seg, &chain.nodes, sms)?;
                     let new = out.push(kind, &deps);
                     map[i] = Some(new);
                     stands_for[i] = new;
@@ -415,18 +414,18 @@ mod tests {
         let g = line((0..20).map(|i| scale(8, 8, 4, i as f32)).collect());
         let p = plan(&g);
         let lens: Vec<usize> = p.chains[0].segments.iter().map(|s| s.ops.len()).collect();
-        assert_eq!(lens, vec![20], "one program launch");
-        assert!(p.chains[0].segments[0].needs_program());
+        assert_eq!(lens, vec![20], "one generated launch");
+        assert!(p.chains[0].segments[0].is_generated());
         assert_eq!(p.fused_away(), 19);
         let g = line(
-            (0..MAX_PROGRAM_OPS + 3)
+            (0..jit::MAX_OPS + 3)
                 .map(|i| scale(8, 8, 4, i as f32))
                 .collect(),
         );
         let segs = &plan(&g).chains[0].segments;
         assert_eq!(segs.len(), 2);
         assert_eq!(segs[1].ops.len(), 3);
-        assert!(!segs[1].needs_program());
+        assert!(!segs[1].is_generated());
         assert_eq!(segs[1].x, Some(8), "later launches work in place");
     }
 
@@ -544,7 +543,7 @@ mod apply_tests {
         let side = g.push(NodeKind::Empty, &[a]);
         let p = plan(&g);
         assert_eq!(p.chains[0].segments.len(), 1);
-        let (f, map) = apply(&g, &p, 132, &|_, _| 4096).unwrap();
+        let (f, map) = apply(&g, &p, 132).unwrap();
         assert_eq!(f.len(), g.len() - 9);
         assert_eq!(f.edges().count(), 3);
         let last = map[1].unwrap();
@@ -552,7 +551,7 @@ mod apply_tests {
         assert_eq!(f.deps(map[side].unwrap()), &[map[a].unwrap()]);
         assert!(map[5].is_none());
         assert!(
-            matches!(f.node(last), NodeKind::Kernel { name, .. } if name.starts_with("gc_chain_program_f32"))
+            matches!(f.node(last), NodeKind::Kernel { name, .. } if name.starts_with("gc_fused_chain"))
         );
         assert!(same_shape(&p, &plan(&g)));
     }

@@ -6,6 +6,7 @@
 mod desc;
 mod dot;
 pub mod fuse;
+pub mod jit;
 
 pub use desc::{GraphDesc, NodeKind};
 pub use dot::to_dot;
@@ -430,18 +431,16 @@ impl Graph {
             desc: GraphDesc::new(),
             nodes: Vec::new(),
             map: Vec::new(),
-            programs: Vec::new(),
-            owned: Vec::new(),
+            kernels: Vec::new(),
         };
-        let plan = f.plan.clone();
-        f.programs = plan
+        f.kernels = f
+            .plan
             .chains
             .iter()
-            .map(|c| c.segments.iter().map(|seg| f.program_for(seg)).collect())
+            .map(|c| c.segments.iter().map(|seg| f.kernel_for(seg)).collect())
             .collect::<Result<_>>()?;
-        let programs = f.programs.clone();
-        (f.desc, f.map) = fuse::apply(&desc, &f.plan, sms, &|c, k| programs[c][k])
-            .map_err(|e| Error::invalid_argument(e.0))?;
+        (f.desc, f.map) =
+            fuse::apply(&desc, &f.plan, sms).map_err(|e| Error::invalid_argument(e.0))?;
         let clones: Vec<CUgraphNode> = sources
             .iter()
             .map(|&n| dg::find_in_clone(n, raw))
@@ -449,7 +448,7 @@ impl Graph {
         for (ci, c) in f.plan.chains.iter().enumerate() {
             let carriers = c.segments.len();
             for (k, seg) in c.segments.iter().enumerate() {
-                f.set_segment(clones[c.nodes[k]], seg, f.programs[ci][k], None)?;
+                f.set_segment(clones[c.nodes[k]], seg, f.kernels[ci][k].as_ref(), None)?;
             }
             let last = *c.nodes.last().unwrap();
             let users: Vec<usize> = desc
@@ -502,63 +501,75 @@ pub(crate) struct Fused {
     /// For each node of the source graph, its index in `desc` (`None`:
     /// fused away).
     pub(crate) map: Vec<Option<usize>>,
-    /// Per chain and segment, the device address of its program (0 for
-    /// segments that need none).
-    pub(crate) programs: Vec<Vec<u64>>,
-    /// Every program buffer made for this fused graph, freed with it.
-    owned: Vec<u64>,
+    /// Per chain and segment, the kernel generated for it (`None` for
+    /// segments that run as the built-in chain kernel).
+    pub(crate) kernels: Vec<Vec<Option<Function>>>,
 }
 
 impl Fused {
-    /// Takes over `other`'s plan, description and program buffers (an exec
-    /// made from `self` was updated with `other`, so its nodes now read
-    /// `other`'s programs).
-    pub(crate) fn adopt(&mut self, other: &mut Fused) {
+    /// Takes over `other`'s plan, description and kernels (an exec made
+    /// from `self` was updated with `other`).
+    pub(crate) fn adopt(&mut self, other: &Fused) {
         self.plan = other.plan.clone();
         self.desc = other.desc.clone();
-        self.programs = other.programs.clone();
-        self.owned.append(&mut other.owned);
+        self.kernels = other.kernels.clone();
     }
 
-    /// A new device buffer holding `seg`'s program, if it needs one (0
-    /// otherwise). Buffers live as long as the fused graph.
-    pub(crate) fn program_for(&mut self, seg: &fuse::Segment) -> Result<u64> {
-        if !seg.needs_program() {
-            return Ok(0);
+    /// The kernel generated for `seg`, if it needs one (see [`jit`]).
+    pub(crate) fn kernel_for(&self, seg: &fuse::Segment) -> Result<Option<Function>> {
+        if !seg.is_generated() {
+            return Ok(None);
         }
-        let words = graphcore_kernels::ops::chain_program_words(&seg.ops);
-        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        self.ctx.bind()?;
-        let p = crate::driver::memory::alloc(bytes.len())?;
-        self.owned.push(p);
-        crate::driver::memory::copy_to_device(p, &bytes)?;
-        Ok(p)
+        let ptx = jit::chain_ptx(&seg.ops);
+        let module = crate::module::Module::load(&self.ctx, ptx.as_bytes())?;
+        Ok(Some(module.function(jit::ENTRY)?))
     }
 
-    /// Makes `node` launch the chain kernel for `seg` (with its program at
-    /// `program`): in the fused graph (`exec` `None`) or in an exec made
-    /// from it.
+    /// Makes `node` launch `seg`: the generated `kernel`, or the built-in
+    /// chain kernel when `kernel` is `None`; in the fused graph (`exec`
+    /// `None`) or in an exec made from it.
     pub(crate) fn set_segment(
         &self,
         node: CUgraphNode,
         seg: &fuse::Segment,
-        program: u64,
+        kernel: Option<&Function>,
         exec: Option<crate::driver::CUgraphExec>,
     ) -> Result<()> {
         let sms = self.ctx.sm_count();
-        let call =
-            fuse::segment_call(seg, sms, program).map_err(|e| Error::invalid_argument(e.0))?;
-        let func = self.ctx.builtin_raw(call.kernel)?;
-        let mut args = crate::module::ArgBuffer::new(call.args());
-        let mut ptrs = args.pointers();
+        let (func, grid, block, shared_bytes, values) = match kernel {
+            Some(k) => (
+                k.raw(),
+                [jit::grid(seg.n, sms), 1, 1],
+                [jit::BLOCK, 1, 1],
+                0,
+                fuse::generated_args(seg),
+            ),
+            None => {
+                let call =
+                    fuse::segment_call(seg, sms).map_err(|e| Error::invalid_argument(e.0))?;
+                let func = self.ctx.builtin_raw(call.kernel)?;
+                (
+                    func,
+                    call.grid,
+                    call.block,
+                    call.shared_bytes,
+                    call.args().to_vec(),
+                )
+            }
+        };
+        let mut slots: Vec<u64> = values.iter().map(|v| v.to_slot()).collect();
+        let mut ptrs: Vec<*mut c_void> = slots
+            .iter_mut()
+            .map(|s| s as *mut u64 as *mut c_void)
+            .collect();
         let p = KernelParams {
             func,
-            grid: call.grid,
-            block: call.block,
-            shared_bytes: call.shared_bytes,
+            grid,
+            block,
+            shared_bytes,
             args: ptrs.as_mut_ptr(),
         };
-        // SAFETY: the slots hold one value per parameter of the kernel.
+        // SAFETY: one slot per kernel parameter, each holding its value.
         unsafe {
             match exec {
                 None => dg::set_kernel(node, &p),
@@ -577,9 +588,6 @@ impl Drop for Fused {
     fn drop(&mut self) {
         if self.ctx.bind().is_ok() {
             dg::destroy(self.raw);
-            for &p in &self.owned {
-                crate::driver::memory::free(p);
-            }
         }
     }
 }
