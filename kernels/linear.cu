@@ -258,56 +258,265 @@ extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS)
 //   the SGD step fmaf(-lr, g, w) applied to g = (the same GEMM with alpha = 1,
 //   beta = 0), so a fused weight update is bitwise equal to the unfused one.
 //
-// Launch: block 256 threads, 1-D grid of ceil(m / BM) * ceil(n / BN) blocks,
-// no dynamic shared memory; `tile` picks the block tile:
-//   tile 0: BM = BN = 64, thread tile 8 x 8;   tile 1: BM = BN = 32, 4 x 4.
-// Block b computes the output tile (b / ceil(n / BN), b % ceil(n / BN)).
+// Launch: block 256 threads, 1-D grid of ceil(m / T) * ceil(n / T) blocks,
+// no dynamic shared memory; `tile` picks the block tile T x T:
+//   tile 0: T = 128, thread tile 8 x 8, K chunks of 8;
+//   tile 1: T = 64,  thread tile 4 x 4, K chunks of 16;
+//   tile 2: T = 32,  thread tile 4 x 4 in 4 K-slices (below).
+// Block b computes the output tile (b / ceil(n / T), b % ceil(n / T)).
 //
-// Thread mapping: the 256 threads form KS = 4 K-slices of 64 threads (slice =
-// tid / 64). The block stages op(A) and op(B) in BK = 32 wide K chunks in
-// shared memory (k-major, As[r][i], Bs[r][j]; guarded loads, zeros past the
-// edges; the next chunk is fetched into registers while the current one is
-// used); slice s multiplies rows r = 8 s .. 8 s + 7 of each chunk. Within a
-// slice, thread (ty, tx) = (t / (BN/TN), t % (BN/TN)) owns rows
-// {4 ty .. 4 ty + 3} (+ BM/2 for TM = 8) and columns {4 tx .. 4 tx + 3}
-// (+ BN/2 for TN = 8), read as float4 from shared memory. At the end slices
-// 1, 2, 3 hand their tiles to slice 0 through shared memory, added in that
-// order, and slice 0 applies the epilogue.
+// Tiles 0 and 1: thread (ty, tx) = (t / 16, t % 16) owns rows
+// {4 ty .. 4 ty + 3} (+ T/2 for tile 0) and columns {4 tx .. 4 tx + 3}
+// (+ T/2), and adds its products in increasing r, one fmaf each: the result
+// does not depend on the tile. op(A) and op(B) chunks are staged k-major in
+// shared memory (two buffers: the next chunk is fetched into registers while
+// the current one is used; one barrier per chunk) with float4 global loads
+// along the contiguous index when its leading dimension is a multiple of 4 and
+// the pointer 16-byte aligned (guarded scalar loads at the edges and
+// otherwise; zeros past the edges). The epilogue reads (beta != 0) and writes
+// C as float4 when ldc % 4 == 0 and c is 16-byte aligned.
+//
+// Tile 2 (small outputs): the 256 threads form 4 K-slices of 64 threads
+// (slice = tid / 64); chunks of 32 are staged in shared memory and slice s
+// multiplies rows r = 8 s .. 8 s + 7 of each chunk; thread (ty, tx) =
+// (t / 8, t % 8) of a slice owns rows {4 ty .. 4 ty + 3} and columns
+// {4 tx .. 4 tx + 3}. At the end slices 1, 2, 3 hand their tiles to slice 0
+// through shared memory, added in that order, and slice 0 applies the
+// epilogue.
 // ===========================================================================
 
 #define GC_GEMM_THREADS 256
-#define GC_GEMM_BK 32
-#define GC_GEMM_KS 4
 #define GC_GEMM_TRANS_A 1u
 #define GC_GEMM_TRANS_B 2u
 #define GC_GEMM_RELU 4u
-// Shared memory: two staged chunks of BK x (64 + 4) floats; the slice
-// reduction reuses it as a 64 x 64 tile.
-#define GC_GEMM_LDS (64 + 4)
-#define GC_GEMM_SMEM (2 * GC_GEMM_BK * GC_GEMM_LDS)
+// Shared memory (floats): tiles 0 and 1 stage 2 x 2 chunks of BK x (T + 4)
+// (tile 1 is the larger), tile 2 two chunks of 32 x (32 + 4).
+#define GC_GEMM_SMEM (2 * 2 * 16 * (64 + 4))
 
-template <int BM, int BN, int TM, int TN>
-__device__ __forceinline__ void gc_gemm(float *cmat, const float *a, const float *bm, const float *bias, u32 m,
-                                        u32 n, u32 k, u32 lda, u32 ldb, u32 ldc, u32 flags, float alpha,
-                                        float beta, float *smem) {
-    constexpr int BK = GC_GEMM_BK;
-    constexpr int LDS = BM > BN ? BM + 4 : BN + 4;  // row length of As / Bs
-    constexpr int TPS = (BM / TM) * (BN / TN);       // threads per slice
-    static_assert(TPS * GC_GEMM_KS == GC_GEMM_THREADS, "tile must use 4 slices of the block");
-    constexpr int RPS = BK / GC_GEMM_KS;             // chunk rows per slice
-    constexpr int LA = BM * BK / GC_GEMM_THREADS;    // A elements staged per thread
+// Epilogue for one output: alpha acc (+ beta c) (+ bias) (ReLU).
+__device__ __forceinline__ float gc_gemm_out(float acc, float alpha, float beta, float cold, const float *bias,
+                                             u32 j, bool relu) {
+    float v = beta == 0.0f ? __fmul_rn(alpha, acc) : fmaf(alpha, acc, __fmul_rn(beta, cold));
+    if (bias != nullptr) v = __fadd_rn(v, __ldg(bias + j));
+    return relu ? gc_relu(v) : v;
+}
+
+template <int BM, int BN, int TM, int TN, int BK, int NT>
+__device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const float *bm, const float *bias, u32 m,
+                                            u32 n, u32 k, u32 lda, u32 ldb, u32 ldc, u32 flags, float alpha,
+                                            float beta, float *smem) {
+    constexpr int LA = BM + 4, LB = BN + 4;  // k-major rows of As / Bs
+    constexpr int A4 = BM * BK / 4 / NT;  // float4 groups per thread
+    constexpr int B4 = BN * BK / 4 / NT;
+    constexpr int TX = BN / TN;
+    static_assert((BM / TM) * (BN / TN) == NT, "one thread tile per thread");
+    static_assert(A4 >= 1 && B4 >= 1, "whole float4 groups");
+    float *As = smem;                // [2][BK][LA]
+    float *Bs = smem + 2 * BK * LA;  // [2][BK][LB]
+
+    const u32 tid = threadIdx.x;
+    const u32 tiles_n = (n + BN - 1) / BN;
+    const u32 i0 = (blockIdx.x / tiles_n) * BM, j0 = (blockIdx.x % tiles_n) * BN;
+    const bool ta = flags & GC_GEMM_TRANS_A, tb = flags & GC_GEMM_TRANS_B;
+    const bool va = (lda & 3) == 0 && gc_aligned16(a), vb = (ldb & 3) == 0 && gc_aligned16(bm);
+    const u32 ty = tid / TX, tx = tid % TX;
+
+    // Staging map for group e = tid + 256 q of a chunk: along the contiguous
+    // index, 4 elements: A transposed (k x m): r = e / (BM/4), i = 4 (e % (BM/4));
+    // A plain (m x k): i = e / (BK/4), r = 4 (e % (BK/4)); likewise for B.
+    float4 ra[A4], rb[B4];
+    auto fetch = [&](u32 r0) {
+#pragma unroll
+        for (int q = 0; q < A4; ++q) {
+            const u32 e = tid + NT * q;
+            if (ta) {
+                const u32 gr = r0 + e / (BM / 4), gi = i0 + 4 * (e % (BM / 4));
+                const float *p = a + gr * lda + gi;
+                if (gr < k && va && gi + 3 < m) {
+                    ra[q] = __ldg(reinterpret_cast<const float4 *>(p));
+                } else {
+                    const bool in = gr < k;
+                    ra[q].x = in && gi < m ? __ldg(p) : 0.0f;
+                    ra[q].y = in && gi + 1 < m ? __ldg(p + 1) : 0.0f;
+                    ra[q].z = in && gi + 2 < m ? __ldg(p + 2) : 0.0f;
+                    ra[q].w = in && gi + 3 < m ? __ldg(p + 3) : 0.0f;
+                }
+            } else {
+                const u32 gi = i0 + e / (BK / 4), gr = r0 + 4 * (e % (BK / 4));
+                const float *p = a + gi * lda + gr;
+                if (gi < m && va && gr + 3 < k) {
+                    ra[q] = __ldg(reinterpret_cast<const float4 *>(p));
+                } else {
+                    const bool in = gi < m;
+                    ra[q].x = in && gr < k ? __ldg(p) : 0.0f;
+                    ra[q].y = in && gr + 1 < k ? __ldg(p + 1) : 0.0f;
+                    ra[q].z = in && gr + 2 < k ? __ldg(p + 2) : 0.0f;
+                    ra[q].w = in && gr + 3 < k ? __ldg(p + 3) : 0.0f;
+                }
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < B4; ++q) {
+            const u32 e = tid + NT * q;
+            if (!tb) {
+                const u32 gr = r0 + e / (BN / 4), gj = j0 + 4 * (e % (BN / 4));
+                const float *p = bm + gr * ldb + gj;
+                if (gr < k && vb && gj + 3 < n) {
+                    rb[q] = __ldg(reinterpret_cast<const float4 *>(p));
+                } else {
+                    const bool in = gr < k;
+                    rb[q].x = in && gj < n ? __ldg(p) : 0.0f;
+                    rb[q].y = in && gj + 1 < n ? __ldg(p + 1) : 0.0f;
+                    rb[q].z = in && gj + 2 < n ? __ldg(p + 2) : 0.0f;
+                    rb[q].w = in && gj + 3 < n ? __ldg(p + 3) : 0.0f;
+                }
+            } else {
+                const u32 gj = j0 + e / (BK / 4), gr = r0 + 4 * (e % (BK / 4));
+                const float *p = bm + gj * ldb + gr;
+                if (gj < n && vb && gr + 3 < k) {
+                    rb[q] = __ldg(reinterpret_cast<const float4 *>(p));
+                } else {
+                    const bool in = gj < n;
+                    rb[q].x = in && gr < k ? __ldg(p) : 0.0f;
+                    rb[q].y = in && gr + 1 < k ? __ldg(p + 1) : 0.0f;
+                    rb[q].z = in && gr + 2 < k ? __ldg(p + 2) : 0.0f;
+                    rb[q].w = in && gr + 3 < k ? __ldg(p + 3) : 0.0f;
+                }
+            }
+        }
+    };
+    auto stage = [&](u32 buf) {
+        float *as = As + buf * BK * LA, *bs = Bs + buf * BK * LB;
+#pragma unroll
+        for (int q = 0; q < A4; ++q) {
+            const u32 e = tid + NT * q;
+            if (ta) {
+                gc_sts4(as + (e / (BM / 4)) * LA + 4 * (e % (BM / 4)), ra[q]);
+            } else {
+                float *p = as + 4 * (e % (BK / 4)) * LA + e / (BK / 4);
+                p[0] = ra[q].x;
+                p[LA] = ra[q].y;
+                p[2 * LA] = ra[q].z;
+                p[3 * LA] = ra[q].w;
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < B4; ++q) {
+            const u32 e = tid + NT * q;
+            if (!tb) {
+                gc_sts4(bs + (e / (BN / 4)) * LB + 4 * (e % (BN / 4)), rb[q]);
+            } else {
+                float *p = bs + 4 * (e % (BK / 4)) * LB + e / (BK / 4);
+                p[0] = rb[q].x;
+                p[LB] = rb[q].y;
+                p[2 * LB] = rb[q].z;
+                p[3 * LB] = rb[q].w;
+            }
+        }
+    };
+
+    // Row / column of acc[i][j] inside the block tile.
+    auto trow = [&](int i) { return 4 * ty + (i & 3) + (i >> 2) * (BM / 2); };
+    auto tcol = [&](int j) { return 4 * tx + (j & 3) + (j >> 2) * (BN / 2); };
+    const bool vc = (ldc & 3) == 0 && gc_aligned16(cmat);
+
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+
+    const u32 chunks = (k + BK - 1) / BK;
+    fetch(0);
+    stage(0);
+    __syncthreads();
+    for (u32 ch = 0; ch < chunks; ++ch) {
+        const u32 buf = ch & 1u;
+        if (ch + 1 < chunks) fetch((ch + 1) * BK);
+        const float *as = As + buf * BK * LA, *bs = Bs + buf * BK * LB;
+#pragma unroll
+        for (int rr = 0; rr < BK; ++rr) {
+            float av[TM], bv[TN];
+#pragma unroll
+            for (int h = 0; h < TM / 4; ++h) {
+                const float4 v = gc_lds4(as + rr * LA + 4 * ty + h * (BM / 2));
+                av[4 * h] = v.x;
+                av[4 * h + 1] = v.y;
+                av[4 * h + 2] = v.z;
+                av[4 * h + 3] = v.w;
+            }
+#pragma unroll
+            for (int h = 0; h < TN / 4; ++h) {
+                const float4 v = gc_lds4(bs + rr * LB + 4 * tx + h * (BN / 2));
+                bv[4 * h] = v.x;
+                bv[4 * h + 1] = v.y;
+                bv[4 * h + 2] = v.z;
+                bv[4 * h + 3] = v.w;
+            }
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+        }
+        if (ch + 1 < chunks) stage(buf ^ 1u);
+        __syncthreads();
+    }
+
+    const bool relu = flags & GC_GEMM_RELU;
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const u32 gi = i0 + trow(i);
+        if (gi >= m) continue;
+#pragma unroll
+        for (int h = 0; h < TN / 4; ++h) {
+            const u32 gj = j0 + tcol(4 * h);
+            float *p = cmat + gi * ldc + gj;
+            float old[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            if (vc && gj + 3 < n) {
+                if (beta != 0.0f) {
+                    const float4 v = *reinterpret_cast<const float4 *>(p);
+                    old[0] = v.x;
+                    old[1] = v.y;
+                    old[2] = v.z;
+                    old[3] = v.w;
+                }
+                float4 o;
+                o.x = gc_gemm_out(acc[i][4 * h], alpha, beta, old[0], bias, gj, relu);
+                o.y = gc_gemm_out(acc[i][4 * h + 1], alpha, beta, old[1], bias, gj + 1, relu);
+                o.z = gc_gemm_out(acc[i][4 * h + 2], alpha, beta, old[2], bias, gj + 2, relu);
+                o.w = gc_gemm_out(acc[i][4 * h + 3], alpha, beta, old[3], bias, gj + 3, relu);
+                *reinterpret_cast<float4 *>(p) = o;
+            } else {
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                    if (gj + q >= n) break;
+                    if (beta != 0.0f) old[q] = p[q];
+                    p[q] = gc_gemm_out(acc[i][4 * h + q], alpha, beta, old[q], bias, gj + q, relu);
+                }
+            }
+        }
+    }
+}
+
+// Tile 2: 32 x 32 output tile, 4 K-slices (see above).
+__device__ __forceinline__ void gc_gemm_sliced(float *cmat, const float *a, const float *bm, const float *bias, u32 m,
+                                               u32 n, u32 k, u32 lda, u32 ldb, u32 ldc, u32 flags, float alpha,
+                                               float beta, float *smem) {
+    constexpr int BM = 32, BN = 32, TM = 4, TN = 4, BK = 32, KS = 4;
+    constexpr int LDS = BN + 4;
+    constexpr int TPS = (BM / TM) * (BN / TN);     // threads per slice
+    constexpr int RPS = BK / KS;                   // chunk rows per slice
+    constexpr int LA = BM * BK / GC_GEMM_THREADS;  // A elements staged per thread
     constexpr int LB = BN * BK / GC_GEMM_THREADS;
     constexpr int TX = BN / TN;
-    float *As = smem;              // [BK][LDS]
-    float *Bs = smem + BK * LDS;   // [BK][LDS]
+    float *As = smem;             // [BK][LDS]
+    float *Bs = smem + BK * LDS;  // [BK][LDS]
 
     const u32 tid = threadIdx.x;
     const u32 tiles_n = (n + BN - 1) / BN;
     const u32 i0 = (blockIdx.x / tiles_n) * BM, j0 = (blockIdx.x % tiles_n) * BN;
     const bool ta = flags & GC_GEMM_TRANS_A, tb = flags & GC_GEMM_TRANS_B;
 
-    // Staging map: element e = tid + 256 q of the chunk; the index that is
-    // contiguous in global memory varies fastest across threads.
     float ra[LA], rb[LB];
     auto fetch = [&](u32 r0) {
 #pragma unroll
@@ -356,29 +565,13 @@ __device__ __forceinline__ void gc_gemm(float *cmat, const float *a, const float
         if (ch + 1 < chunks) fetch((ch + 1) * BK);
 #pragma unroll
         for (int rr = 0; rr < RPS; ++rr) {
-            const float *arow = As + (slice * RPS + rr) * LDS;
-            const float *brow = Bs + (slice * RPS + rr) * LDS;
-            float av[TM], bv[TN];
-#pragma unroll
-            for (int h = 0; h < TM / 4; ++h) {
-                const float4 v = gc_lds4(arow + 4 * ty + h * (BM / 2));
-                av[4 * h] = v.x;
-                av[4 * h + 1] = v.y;
-                av[4 * h + 2] = v.z;
-                av[4 * h + 3] = v.w;
-            }
-#pragma unroll
-            for (int h = 0; h < TN / 4; ++h) {
-                const float4 v = gc_lds4(brow + 4 * tx + h * (BN / 2));
-                bv[4 * h] = v.x;
-                bv[4 * h + 1] = v.y;
-                bv[4 * h + 2] = v.z;
-                bv[4 * h + 3] = v.w;
-            }
+            const float4 av = gc_lds4(As + (slice * RPS + rr) * LDS + 4 * ty);
+            const float4 bv = gc_lds4(Bs + (slice * RPS + rr) * LDS + 4 * tx);
+            const float a4[4] = {av.x, av.y, av.z, av.w}, b4[4] = {bv.x, bv.y, bv.z, bv.w};
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a4[i], b4[j], acc[i][j]);
         }
         __syncthreads();
         if (ch + 1 < chunks) {
@@ -387,58 +580,52 @@ __device__ __forceinline__ void gc_gemm(float *cmat, const float *a, const float
         }
     }
 
-    // Row / column of acc[i][j] inside the block tile.
-    auto trow = [&](int i) { return 4 * ty + (i & 3) + (i >> 2) * (BM / 2); };
-    auto tcol = [&](int j) { return 4 * tx + (j & 3) + (j >> 2) * (BN / 2); };
-
     // Slices 1..3 hand their partial tiles to slice 0, in order.
     float *red = smem;  // [BM][BN], fits in the staging buffers
 #pragma unroll 1
-    for (u32 s = 1; s < GC_GEMM_KS; ++s) {
+    for (u32 s = 1; s < KS; ++s) {
         if (slice == s) {
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
-                for (int j = 0; j < TN; ++j) red[trow(i) * BN + tcol(j)] = acc[i][j];
+                for (int j = 0; j < TN; ++j) red[(4 * ty + i) * BN + 4 * tx + j] = acc[i][j];
         }
         __syncthreads();
         if (slice == 0) {
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] = __fadd_rn(acc[i][j], red[trow(i) * BN + tcol(j)]);
+                for (int j = 0; j < TN; ++j) acc[i][j] = __fadd_rn(acc[i][j], red[(4 * ty + i) * BN + 4 * tx + j]);
         }
         __syncthreads();
     }
     if (slice != 0) return;
 
+    const bool relu = flags & GC_GEMM_RELU;
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
-        const u32 gi = i0 + trow(i);
+        const u32 gi = i0 + 4 * ty + i;
         if (gi >= m) continue;
 #pragma unroll
         for (int j = 0; j < TN; ++j) {
-            const u32 gj = j0 + tcol(j);
+            const u32 gj = j0 + 4 * tx + j;
             if (gj >= n) continue;
-            float v;
-            if (beta == 0.0f)
-                v = __fmul_rn(alpha, acc[i][j]);
-            else
-                v = fmaf(alpha, acc[i][j], __fmul_rn(beta, cmat[gi * ldc + gj]));
-            if (bias != nullptr) v = __fadd_rn(v, bias[gj]);
-            if (flags & GC_GEMM_RELU) v = gc_relu(v);
-            cmat[gi * ldc + gj] = v;
+            float *p = cmat + gi * ldc + gj;
+            p[0] = gc_gemm_out(acc[i][j], alpha, beta, beta != 0.0f ? p[0] : 0.0f, bias, gj, relu);
         }
     }
 }
 
-extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS)
+// At most 128 registers (2 blocks per SM; tile 0 needs about that many).
+extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
     gc_gemm_f32(float *c, const float *a, const float *b, const float *bias, u32 m, u32 n, u32 k, u32 lda,
                 u32 ldb, u32 ldc, u32 flags, float alpha, float beta, u32 tile) {
     __shared__ __align__(16) float smem[GC_GEMM_SMEM];
     if (m == 0 || n == 0 || k == 0) return;
     if (tile == 0)
-        gc_gemm<64, 64, 8, 8>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta, smem);
-    else
-        gc_gemm<32, 32, 4, 4>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta, smem);
+        gc_gemm_reg<128, 128, 8, 8, 8, GC_GEMM_THREADS>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta, smem);
+    else if (tile == 1)
+        gc_gemm_reg<64, 64, 4, 4, 16, GC_GEMM_THREADS>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta, smem);
+    else if (tile == 2)
+        gc_gemm_sliced(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta, smem);
 }

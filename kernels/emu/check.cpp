@@ -317,6 +317,8 @@ static void check_linear_small() {
             }
 }
 
+static const unsigned GEMM_T[3] = {128, 64, 32};
+
 // Runs gc_gemm_f32 and compares with float64.
 static void gemm_case(unsigned m, unsigned n, unsigned k, bool ta, bool tb, unsigned tile, float alpha, float beta,
                       bool bias, bool relu, unsigned pad, unsigned off) {
@@ -327,7 +329,7 @@ static void gemm_case(unsigned m, unsigned n, unsigned k, bool ta, bool tb, unsi
     bv.random();
     for (unsigned i = 0; i < m; ++i)
         for (unsigned j = 0; j < C.ld; ++j) C0.at(i, j) = C.at(i, j) = (beta == 0.0f && j < n) ? NAN : rnd();
-    const unsigned tm = tile == 0 ? 64 : 32;
+    const unsigned tm = GEMM_T[tile];
     const unsigned blocks = ((m + tm - 1) / tm) * ((n + tm - 1) / tm);
     const u32 flags = (ta ? 1u : 0u) | (tb ? 2u : 0u) | (relu ? 4u : 0u);
     emu::launch(gc_gemm_f32, g1(blocks), g1(256), C.buf.p, (const float *)A.buf.p, (const float *)B.buf.p,
@@ -362,7 +364,7 @@ static void check_gemm() {
     int trial = 0;
     for (auto &d : dims)
         for (int t = 0; t < 4; ++t)
-            for (unsigned tile : {0u, 1u}) {
+            for (unsigned tile : {0u, 1u, 2u}) {
                 ++trial;
                 const bool ta = t & 1, tb = t & 2;
                 const float alpha = (trial % 3 == 0) ? -0.25f : 1.0f, beta = (trial % 4 == 1) ? 1.0f : (trial % 4 == 2 ? 0.5f : 0.0f);
@@ -374,13 +376,13 @@ static void check_gemm() {
 // The fused weight update is bitwise equal to backward_weight + sgd.
 static void check_weight_sgd_bitwise() {
     const unsigned m = 70, n = 45, k = 67;  // dW (n x k) = dY^T (n x m) . X (m x k)
-    for (unsigned tile : {0u, 1u}) {
+    for (unsigned tile : {0u, 1u, 2u}) {
         Buf dy(m * n), x(m * k), w(n * k), w2(n * k), dw(n * k);
         dy.random();
         x.random();
         w.random();
         for (unsigned i = 0; i < n * k; ++i) w2[i] = w[i];
-        const unsigned tm = tile == 0 ? 64 : 32, blocks = ((n + tm - 1) / tm) * ((k + tm - 1) / tm);
+        const unsigned tm = GEMM_T[tile], blocks = ((n + tm - 1) / tm) * ((k + tm - 1) / tm);
         const float lr = 0.01f;
         emu::launch(gc_gemm_f32, g1(blocks), g1(256), dw.p, (const float *)dy.p, (const float *)x.p, (const float *)nullptr,
                     n, k, m, n, k, k, 1u, 1.0f, 0.0f, tile);

@@ -577,16 +577,20 @@ pub struct Gemm {
 }
 
 /// Block tile edge of `gc_gemm_f32`'s `tile` values.
-const GEMM_TILES: [u32; 2] = [64, 32];
+const GEMM_TILES: [u32; 3] = [128, 64, 32];
 
-/// The tile for an `m x n` output: 64 x 64 when that still gives about a
-/// wave of blocks, else 32 x 32.
-fn gemm_tile(m: u32, n: u32, sms: u32) -> u32 {
-    let blocks64 = ceil_div(m as u64, 64) * ceil_div(n as u64, 64);
-    if blocks64 * 4 >= sms as u64 * 3 {
+/// The tile for an `m x n` output with reduction length `k`: 128 x 128
+/// when that still fills every SM, else 64 x 64 when that gives half a wave
+/// of blocks or the reduction is short, else the 32 x 32 tile that splits K
+/// over 4 slices of the block (small outputs, long reductions).
+fn gemm_tile(m: u32, n: u32, k: u32, sms: u32) -> u32 {
+    let blocks = |t: u64| ceil_div(m as u64, t) * ceil_div(n as u64, t);
+    if blocks(128) >= sms as u64 {
         0
-    } else {
+    } else if blocks(64) * 2 >= sms as u64 || k < 256 {
         1
+    } else {
+        2
     }
 }
 
@@ -623,7 +627,7 @@ fn gemm_checked(c: &Check, g: &Gemm, sms: u32) -> Result<Call, SizeError> {
     for input in [a, b, bias] {
         c.apart(out, input, false)?;
     }
-    let tile = gemm_tile(g.m, g.n, sms);
+    let tile = gemm_tile(g.m, g.n, g.k, sms);
     let t = GEMM_TILES[tile as usize] as u64;
     let blocks = ceil_div(g.m as u64, t) * ceil_div(g.n as u64, t);
     if blocks > MAX_GRID_X {
@@ -1290,6 +1294,7 @@ mod tests {
                     ..base
                 };
                 let call = gemm(&g, sms).unwrap();
+                assert_eq!(call.kernel.name, "gc_gemm_f32");
                 let t = GEMM_TILES[u32_arg(&call, "tile") as usize] as u64;
                 assert_eq!(
                     call.grid,
@@ -1302,40 +1307,26 @@ mod tests {
                 assert_eq!(call.block, [256, 1, 1]);
             }
         }
-        assert_eq!(
-            u32_arg(
-                &gemm(
-                    &Gemm {
-                        m: 1024,
-                        n: 1024,
-                        ldb: 1024,
-                        ldc: 1024,
-                        ..base
-                    },
-                    SMS
-                )
-                .unwrap(),
-                "tile"
-            ),
-            0
-        );
-        assert_eq!(
-            u32_arg(
-                &gemm(
-                    &Gemm {
-                        m: 128,
-                        n: 1024,
-                        ldb: 1024,
-                        ldc: 1024,
-                        ..base
-                    },
-                    SMS
-                )
-                .unwrap(),
-                "tile"
-            ),
-            1
-        );
+        // 128 x 128 tiles when they fill the SMs, 64 x 64 for half a wave or
+        // a short K (the weight gradient), else 32 x 32 with split K.
+        assert_eq!(gemm_tile(4096, 1024, 1024, SMS), 0);
+        assert_eq!(gemm_tile(1024, 1024, 1024, SMS), 1);
+        assert_eq!(gemm_tile(1024, 1024, 64, SMS), 1);
+        assert_eq!(gemm_tile(128, 1024, 33, SMS), 1);
+        assert_eq!(gemm_tile(128, 1024, 1024, SMS), 2);
+        assert_eq!(gemm_tile(1, 1, 1, 1), 0);
+        let call = gemm(
+            &Gemm {
+                m: 1024,
+                n: 1024,
+                ldb: 1024,
+                ldc: 1024,
+                ..base
+            },
+            SMS,
+        )
+        .unwrap();
+        assert_eq!(u32_arg(&call, "tile"), 1);
         err(
             gemm(&Gemm { lda: 32, ..base }, SMS),
             "leading dimension of a",

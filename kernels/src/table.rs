@@ -188,7 +188,10 @@ b[r * ldb + j], or b[j * ldb + r] with flags bit 1 (B stored n x k). flags bit 2
 be null. beta == 0: C is not read; else the result is fmaf(alpha, acc, beta * C), so alpha = -lr, \
 beta = 1 is bitwise the SGD step on the alpha = 1, beta = 0 result. Deterministic. Every \
 rows * ld must be < 2^32. Launch: block 256, 1-D grid of ceil(m / T) * ceil(n / T) blocks with \
-T = 64 for tile 0, 32 for tile 1; no dynamic shared memory. C must not overlap A, B or bias.",
+T = 128 for tile 0, 64 for tile 1 (each thread sums its outputs in increasing k: results do not \
+depend on the tile), 32 for tile 2 (K split over 4 slices of the block); no dynamic shared \
+memory. float4 loads and stores where leading dimensions are multiples of 4 and pointers \
+16-byte aligned. C must not overlap A, B or bias.",
     },
     // ----------------------------------------------------------------- reduce
     KernelInfo {
