@@ -1,7 +1,8 @@
 // linear.cu: linear layers and GEMM.
 //
-//   gc_linear_small_f32  y = x . W^T (+ b) (ReLU), or y = x . W, for M <= 64
-//                        rows: reads W once, spread over every SM.
+//   gc_linear_small_f32  y = x . W^T (+ b) (ReLU), or y = x . W, for small m
+//                        (the launcher uses it for m <= 64): split-K over
+//                        the threads of a block, register tiles, shuffles.
 //   gc_gemm_f32          C = alpha op(A) op(B) + beta C (+ bias[col]) (ReLU),
 //                        any M, N, K, transposes and leading dimensions.
 //
@@ -11,238 +12,287 @@
 #include "common.cuh"
 
 // ===========================================================================
-// gc_linear_small_f32(y, x, w, b, m, n, k, flags, cols_per_block)
+// gc_linear_small_f32(y, x, w, b, m, n, k, flags, config)
 //
-//   y[i, j] = act( sum_r x[i, r] * W(r, j) + b[j] ),  i < m <= 64, j < n, r < k
+//   y[i, j] = act( sum_r x[i, r] * W(r, j) + b[j] ),  i < m, j < n, r < k
 //   W(r, j) = w[j * k + r]   flags bit 1 clear: w is n x k (PyTorch weight);
 //           = w[r * n + j]   flags bit 1 set:   w is k x n (y = x . w, as the
 //                            input gradient dx = dy . W needs);
 //   act = ReLU when flags bit 0 is set; b may be null (no bias).
 //
-// Launch: block 256 threads, grid ceil(n / cols_per_block), cols_per_block in
-// 1..8; 16 KiB static shared memory. Block bx owns output columns
-// j0 = bx * cols_per_block .. j0 + cols_per_block - 1, for all m rows, so W is
-// read exactly once over the grid and each block streams its columns of W
-// while every block reads all of x (which stays in L2).
+// config = LR | LC << 2 | LGR << 4 | LGC << 6 (each a base-2 logarithm):
+// thread tile R x C = 2^LR x 2^LC (R, C <= 8), GR x GC = 2^LGR x 2^LGC tile
+// groups per block (GR * GC <= 8). For the k x n layout C must be 4 or 8.
 //
-// Thread mapping inside a block (all decided from m, uniform per warp):
-//   GM  = m-groups: 1, 2, 4 or 8 (m <= 8, 16, 32, 64); m-group g owns rows
-//         g, g + GM, g + 2 GM, ... (8 rows), so a thread's register tile is
-//         8 rows x 8 columns (acc[8][8]).
-//   GMW = min(GM, 4) m-groups per warp, MH = GM / GMW warps per slice set,
-//   KSW = 32 / GMW lanes per m-group: lane = mgw * KSW + ks.
-//   Warp w: m-half mh = w % MH (m-group g = mh * GMW + mgw) and slot w / MH.
-//   K-slice s = (w / MH) * KSW + ks of S = (8 / MH) * KSW slices: the thread
-//   takes reduction steps u = s, s + S, s + 2 S, ... where a step is 4
-//   consecutive r (float4 loads of x and W, when k % 4 == 0 and the pointers
-//   are 16-byte aligned, and for the k x n layout also n % 4 == 0 and
-//   cols_per_block % 4 == 0) or 1 r otherwise (scalar loads). Lanes of one
-//   m-group read consecutive steps: a warp reads contiguous runs of each W
-//   row. The next step's loads are issued before the current step's FMAs
-//   (register double buffering).
-// Reduction, in a fixed order: a butterfly over the KSW lanes of each m-group
-// (__shfl_xor_sync, offsets KSW/2 .. 1), lane ks == 0 writes its 8 x 8 tile to
-// shared memory, then thread t sums output (t / cpb, t % cpb) over the warps
-// of its m-half in increasing warp order and applies bias and ReLU.
+// Launch: block 256 threads (8 warps), grid (ceil(n / (C GC)), ceil(m / (R GR))),
+// 2 KiB static shared memory. Block (bx, by) computes the block tile of rows
+// (by GR + gr) R .. + R - 1 and columns (bx GC + gc) C .. + C - 1 for its
+// groups g = gr GC + gc; group g is the WG = 8 / (GR GC) consecutive warps
+// g WG .. g WG + WG - 1, and its 32 WG threads split the reduction: thread s of
+// the group takes the steps u = s, s + 32 WG, s + 64 WG, ... in that order,
+// where a step is 4 consecutive r (float4 loads of x and W, when k % 4 == 0
+// and x, w are 16-byte aligned; for the k x n layout also n % 4 == 0) or one r
+// (scalar loads). Lanes of a warp read consecutive steps, so a warp reads
+// contiguous runs of each x and W row. Rows past m and columns past n are
+// clamped to the last one (computed, never stored).
+//
+// Reduction, in a fixed order: each warp reduces its V = R C sums over its 32
+// lanes by a halving exchange (__shfl_xor_sync with offsets 16 .. 1; at each
+// offset a lane keeps one half of its values, adds the partner's copy of that
+// half, and hands over the other half), which leaves sum (r, c) = value
+// index r C + c in lane index / max(V / 32, 1) (V < 32: in every lane of that
+// index's group of 32 / V lanes). With one warp per group the lanes store
+// directly; otherwise every warp writes its sums to shared memory and after
+// one barrier a thread adds the WG warps' sums in increasing warp order.
+// Bias and ReLU come last.
 // ===========================================================================
 
 #define GC_SMALL_THREADS 256
-#define GC_SMALL_MAX_M 64
+#define GC_SMALL_WARPS 8
+#define GC_SMALL_MAX_V 64
 #define GC_LIN_RELU 1u
 #define GC_LIN_W_KN 2u
 
-enum { GC_W_NK = 0, GC_W_KN_VEC = 1, GC_W_KN_SCALAR = 2 };
+enum { GC_W_NK = 0, GC_W_KN = 1 };
 
-struct GcSmallMap {
-    u32 gm, gmw, mh_count, ksw, mg, ks, slice, slices;
-};
 
-__device__ __forceinline__ GcSmallMap gc_small_map(u32 m) {
-    GcSmallMap p;
-    p.gm = m <= 8 ? 1u : m <= 16 ? 2u : m <= 32 ? 4u : 8u;
-    p.gmw = p.gm < 4u ? p.gm : 4u;
-    p.mh_count = p.gm / p.gmw;
-    p.ksw = 32u / p.gmw;
-    const u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-    const u32 mh = warp % p.mh_count, slot = warp / p.mh_count;
-    p.mg = mh * p.gmw + lane / p.ksw;
-    p.ks = lane % p.ksw;
-    p.slice = slot * p.ksw + p.ks;
-    p.slices = (8u / p.mh_count) * p.ksw;
-    return p;
-}
-
-// Loads W for reduction step u: wv[q][c] = W(KV*u + q, j0 + c). Columns
-// past n are clamped to the last one (their results are never stored).
-template <int KV, int LAYOUT>
-__device__ __forceinline__ void gc_small_load_w(float (&wv)[KV][8], const float *w, u32 n, u32 k, u32 j0,
-                                                bool hi, u32 u) {
+// Loads step u: xv[r][q] = x[i0 + r, KV u + q], wv[c][q] = W(KV u + q, j0 + c)
+// (rows and columns clamped to the matrix).
+template <int R, int C, int KV, int LAYOUT>
+__device__ __forceinline__ void gc_small_load(float (&xv)[R][KV], float (&wv)[C][KV], const float *x,
+                                              const float *w, u32 m, u32 n, u32 k, u32 i0, u32 j0, u32 u) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const u32 row = min(i0 + r, m - 1);
+        if (KV == 4) {
+            const float4 v = __ldg(reinterpret_cast<const float4 *>(x + row * k) + u);
+            xv[r][0] = v.x;
+            xv[r][1 % KV] = v.y;
+            xv[r][2 % KV] = v.z;
+            xv[r][3 % KV] = v.w;
+        } else {
+            xv[r][0] = __ldg(x + row * k + u);
+        }
+    }
     if (LAYOUT == GC_W_NK) {
 #pragma unroll
-        for (int c = 0; c < 8; ++c) {
-            if (c < 4 || hi) {
-                const u32 j = min(j0 + c, n - 1);
-                if (KV == 4) {
-                    const float4 v = __ldg(reinterpret_cast<const float4 *>(w + j * k) + u);
-                    wv[0][c] = v.x;
-                    wv[1 % KV][c] = v.y;
-                    wv[2 % KV][c] = v.z;
-                    wv[3 % KV][c] = v.w;
-                } else {
-                    wv[0][c] = __ldg(w + j * k + u);
-                }
+        for (int c = 0; c < C; ++c) {
+            const u32 col = min(j0 + c, n - 1);
+            if (KV == 4) {
+                const float4 v = __ldg(reinterpret_cast<const float4 *>(w + col * k) + u);
+                wv[c][0] = v.x;
+                wv[c][1 % KV] = v.y;
+                wv[c][2 % KV] = v.z;
+                wv[c][3 % KV] = v.w;
+            } else {
+                wv[c][0] = __ldg(w + col * k + u);
             }
         }
-    } else if (LAYOUT == GC_W_KN_VEC) {
+    } else if (KV == 4) {
+        // k x n, C % 4 == 0, n % 4 == 0: float4 along the columns.
+        const u32 last = (n >> 2) - 1;
 #pragma unroll
         for (int q = 0; q < KV; ++q) {
             const float4 *row = reinterpret_cast<const float4 *>(w + (KV * u + q) * n);
-            const u32 last = (n >> 2) - 1;
-            const float4 a = __ldg(row + min(j0 >> 2, last));
-            wv[q][0] = a.x;
-            wv[q][1] = a.y;
-            wv[q][2] = a.z;
-            wv[q][3] = a.w;
-            if (hi) {
-                const float4 b = __ldg(row + min((j0 >> 2) + 1, last));
-                wv[q][4] = b.x;
-                wv[q][5] = b.y;
-                wv[q][6] = b.z;
-                wv[q][7] = b.w;
+#pragma unroll
+            for (int c4 = 0; c4 < C / 4; ++c4) {
+                const float4 v = __ldg(row + min((j0 >> 2) + c4, last));
+                wv[(4 * c4) % C][q] = v.x;
+                wv[(4 * c4 + 1) % C][q] = v.y;
+                wv[(4 * c4 + 2) % C][q] = v.z;
+                wv[(4 * c4 + 3) % C][q] = v.w;
             }
         }
     } else {
 #pragma unroll
-        for (int q = 0; q < KV; ++q) {
+        for (int c = 0; c < C; ++c) wv[c][0] = __ldg(w + u * n + min(j0 + c, n - 1));
+    }
+}
+
+// The halving exchange, from offset 16 >> L on (see the reduction above).
+template <int V, int L>
+__device__ __forceinline__ void gc_small_exchange(float (&acc)[V], u32 lane) {
+    if constexpr (L < 5) {
+        constexpr int o = 16 >> L;
+        constexpr int live = V >> L;  // sums still held per lane
+        if constexpr (live >= 2) {
+            constexpr int h = live / 2;
+            const bool up = (lane & o) != 0;
 #pragma unroll
-            for (int c = 0; c < 8; ++c) {
-                if (c < 4 || hi) wv[q][c] = __ldg(w + (KV * u + q) * n + min(j0 + c, n - 1));
+            for (int i = 0; i < h; ++i) {
+                const float send = up ? acc[i] : acc[i + h];
+                const float keep = up ? acc[i + h] : acc[i];
+                acc[i] = __fadd_rn(keep, __shfl_xor_sync(0xffffffffu, send, o));
             }
+        } else {
+            acc[0] = __fadd_rn(acc[0], __shfl_xor_sync(0xffffffffu, acc[0], o));
         }
+        gc_small_exchange<V, L + 1>(acc, lane);
     }
 }
 
-// Loads x[row, KV*u .. KV*u + KV - 1] for one row into xv.
-template <int KV>
-__device__ __forceinline__ void gc_small_load_x(float (&xv)[KV], const float *x, u32 k, u32 row, u32 u) {
-    if (KV == 4) {
-        const float4 v = __ldg(reinterpret_cast<const float4 *>(x + row * k) + u);
-        xv[0] = v.x;
-        xv[1 % KV] = v.y;
-        xv[2 % KV] = v.z;
-        xv[3 % KV] = v.w;
-    } else {
-        xv[0] = __ldg(x + row * k + u);
-    }
-}
-
-template <int KV, int LAYOUT>
-__device__ __forceinline__ void gc_linear_small(float *y, const float *x, const float *w, const float *b,
-                                                u32 m, u32 n, u32 k, u32 flags, u32 cpb,
-                                                float (*red)[GC_SMALL_MAX_M][8]) {
-    const GcSmallMap p = gc_small_map(m);
-    const u32 j0 = blockIdx.x * cpb;
-    const bool hi = cpb > 4;  // columns 4..7 in use
-    const u32 steps = k / KV;
-
-    float acc[8][8];
-#pragma unroll
-    for (int i = 0; i < 8; ++i)
-#pragma unroll
-        for (int c = 0; c < 8; ++c) acc[i][c] = 0.0f;
-
-    // W is streamed from DRAM: the next step's W is loaded before the current
-    // step's FMAs. x (small, L2-resident) is loaded at the top of each step.
-    float wc[KV][8], wn[KV][8];
+template <int R, int C, int KV>
+__device__ __forceinline__ void gc_small_fma(float (&acc)[R * C], const float (&xv)[R][KV],
+                                             const float (&wv)[C][KV]) {
 #pragma unroll
     for (int q = 0; q < KV; ++q)
 #pragma unroll
-        for (int c = 0; c < 8; ++c) wc[q][c] = wn[q][c] = 0.0f;
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+            for (int c = 0; c < C; ++c) acc[r * C + c] = fmaf(xv[r][q], wv[c][q], acc[r * C + c]);
+}
 
-    u32 u = p.slice;
-    if (u < steps) gc_small_load_w<KV, LAYOUT>(wc, w, n, k, j0, hi, u);
-    for (; u < steps; u += p.slices) {
-        float xv[8][KV];
+template <int R, int C, int KV, int LAYOUT>
+__device__ __forceinline__ void gc_linear_small(float *y, const float *x, const float *w, const float *b, u32 m,
+                                                u32 n, u32 k, u32 flags, u32 lgr, u32 lgc,
+                                                float (*red)[GC_SMALL_MAX_V]) {
+    constexpr int V = R * C;
+    constexpr int NV = V >= 32 ? V / 32 : 1;        // sums per lane after the exchange
+    constexpr int LV = V >= 32 ? 5 : (V >= 16 ? 4 : V >= 8 ? 3 : V >= 4 ? 2 : V >= 2 ? 1 : 0);
+    // Steps per loop trip: enough loads in flight for small tiles.
+    // Steps per loop trip (loads in flight): 1 x 1 tiles take 8 steps in
+    // guarded batches (one trip covers K <= 1024 with one warp per column);
+    // larger tiles fewer, with a tail loop.
+    constexpr bool GUARD = R * C == 1;
+    constexpr int U = GUARD ? 8 : (R + C <= 4) ? 4 : (R + C <= 8 ? 2 : 1);
+    const u32 gc = 1u << lgc, groups = 1u << (lgr + lgc);
+    const u32 wg = GC_SMALL_WARPS >> (lgr + lgc);  // warps per group
+    const u32 tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
+    const u32 g = warp / wg;
+    const u32 i0 = ((blockIdx.y << lgr) + (g >> lgc)) * R;
+    const u32 j0 = ((blockIdx.x << lgc) + (g & (gc - 1))) * C;
+    const u32 S = 32u * wg;
+    const u32 steps = k / KV;
+
+    // Bias of the outputs this thread stores (fetched early).
+    float bias[2];
+    u32 out_idx[2];  // value index (wg == 1) or output of the block (wg > 1)
 #pragma unroll
-        for (int i = 0; i < 8; ++i)
-            if (i * p.gm < m) gc_small_load_x<KV>(xv[i], x, k, min(p.mg + p.gm * i, m - 1), u);
-        const u32 un = u + p.slices;
-        if (un < steps) gc_small_load_w<KV, LAYOUT>(wn, w, n, k, j0, hi, un);
+    for (int t = 0; t < 2; ++t) {
+        u32 col;
+        if (wg == 1) {
+            out_idx[t] = V >= 32 ? lane * NV + t : lane >> (5 - LV);
+            col = j0 + out_idx[t] % C;
+        } else {
+            out_idx[t] = tid + GC_SMALL_THREADS * t;
+            const u32 gg = out_idx[t] / V;
+            col = ((blockIdx.x << lgc) + (gg & (gc - 1))) * C + (out_idx[t] % V) % C;
+        }
+        bias[t] = (b != nullptr && col < n) ? __ldg(b + col) : 0.0f;
+    }
+
+    float acc[V];
 #pragma unroll
-        for (int i = 0; i < 8; ++i) {
-            if (i * p.gm < m) {
+    for (int v = 0; v < V; ++v) acc[v] = 0.0f;
+
+    u32 u = (warp % wg) * 32u + lane;
+    if constexpr (GUARD) {
+        // Batches of U steps, all loads issued first (guarded at the end of K).
+        for (; u < steps; u += U * S) {
+            float xv[U][R][KV], wv[U][C][KV];
 #pragma unroll
-                for (int c = 0; c < 4; ++c)
+            for (int t = 0; t < U; ++t)
+                if (t == 0 || u + t * S < steps)
+                    gc_small_load<R, C, KV, LAYOUT>(xv[t], wv[t], x, w, m, n, k, i0, j0, u + t * S);
 #pragma unroll
-                    for (int q = 0; q < KV; ++q) acc[i][c] = fmaf(xv[i][q], wc[q][c], acc[i][c]);
-                if (hi) {
+            for (int t = 0; t < U; ++t)
+                if (t == 0 || u + t * S < steps) gc_small_fma<R, C, KV>(acc, xv[t], wv[t]);
+        }
+    } else {
+        if (U > 1) {
+            for (; u + (U - 1) * S < steps; u += U * S) {
+                float xv[U][R][KV], wv[U][C][KV];
 #pragma unroll
-                    for (int c = 4; c < 8; ++c)
+                for (int t = 0; t < U; ++t)
+                    gc_small_load<R, C, KV, LAYOUT>(xv[t], wv[t], x, w, m, n, k, i0, j0, u + t * S);
 #pragma unroll
-                        for (int q = 0; q < KV; ++q) acc[i][c] = fmaf(xv[i][q], wc[q][c], acc[i][c]);
+                for (int t = 0; t < U; ++t) gc_small_fma<R, C, KV>(acc, xv[t], wv[t]);
+            }
+        }
+        for (; u < steps; u += S) {
+            float xv[R][KV], wv[C][KV];
+            gc_small_load<R, C, KV, LAYOUT>(xv, wv, x, w, m, n, k, i0, j0, u);
+            gc_small_fma<R, C, KV>(acc, xv, wv);
+        }
+    }
+
+    gc_small_exchange<V, 0>(acc, lane);
+
+    const bool relu = flags & GC_LIN_RELU;
+    if (wg == 1) {
+        // One warp per group: lanes store their sums.
+        if (V >= 32 || (lane & ((32u >> LV) - 1)) == 0) {
+#pragma unroll
+            for (int t = 0; t < NV; ++t) {
+                const u32 row = i0 + out_idx[t] / C, col = j0 + out_idx[t] % C;
+                if (row < m && col < n) {
+                    float v = acc[t];
+                    if (b != nullptr) v = __fadd_rn(v, bias[t]);
+                    y[row * n + col] = relu ? gc_relu(v) : v;
                 }
             }
         }
-#pragma unroll
-        for (int q = 0; q < KV; ++q)
-#pragma unroll
-            for (int c = 0; c < 8; ++c) wc[q][c] = wn[q][c];
+        return;
     }
-
-    // Butterfly over the KSW lanes of each m-group (all lanes take part).
-    for (u32 o = p.ksw >> 1; o > 0; o >>= 1) {
+    if (V >= 32) {
 #pragma unroll
-        for (int i = 0; i < 8; ++i) {
-            if (i * p.gm < m) {
-#pragma unroll
-                for (int c = 0; c < 8; ++c)
-                    if (c < 4 || hi) acc[i][c] = __fadd_rn(acc[i][c], __shfl_xor_sync(0xffffffffu, acc[i][c], o));
-            }
-        }
-    }
-    const u32 warp = threadIdx.x >> 5;
-    if (p.ks == 0) {
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-            const u32 row = p.mg + p.gm * i;
-            if (row < m) {
-#pragma unroll
-                for (int c = 0; c < 8; ++c) red[warp][row][c] = acc[i][c];
-            }
-        }
+        for (int t = 0; t < NV; ++t) red[warp][lane * NV + t] = acc[t];
+    } else if ((lane & ((32u >> LV) - 1)) == 0) {
+        red[warp][lane >> (5 - LV)] = acc[0];
     }
     __syncthreads();
-
-    const u32 outs = m * cpb;
-    for (u32 o = threadIdx.x; o < outs; o += GC_SMALL_THREADS) {
-        const u32 row = o / cpb, c = o - row * cpb, j = j0 + c;
-        if (j >= n) continue;
-        const u32 mh = (row % p.gm) / p.gmw;
-        float t = red[mh][row][c];
-        for (u32 wi = mh + p.mh_count; wi < 8; wi += p.mh_count) t = __fadd_rn(t, red[wi][row][c]);
-        if (b != nullptr) t = __fadd_rn(t, b[j]);
-        if (flags & GC_LIN_RELU) t = gc_relu(t);
-        y[row * n + j] = t;
+#pragma unroll
+    for (int t = 0; t < 2; ++t) {
+        const u32 o = out_idx[t];
+        if (o >= groups * V) break;
+        const u32 gg = o / V, idx = o % V;
+        const u32 row = (((blockIdx.y << lgr) + (gg >> lgc)) * R) + idx / C;
+        const u32 col = (((blockIdx.x << lgc) + (gg & (gc - 1))) * C) + idx % C;
+        if (row >= m || col >= n) continue;
+        float v = red[gg * wg][idx];
+        for (u32 wi = 1; wi < wg; ++wi) v = __fadd_rn(v, red[gg * wg + wi][idx]);
+        if (b != nullptr) v = __fadd_rn(v, bias[t]);
+        y[row * n + col] = relu ? gc_relu(v) : v;
     }
 }
 
-extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS)
+// One thread-tile case of the dispatch: (R, C) with the layouts it serves.
+#define GC_SMALL_CASE(R_, C_, NK_, KN_)                                                                    \
+    case (R_) * 16 + (C_):                                                                                 \
+        if (kn) {                                                                                          \
+            if constexpr (KN_) {                                                                           \
+                if (vec)                                                                                   \
+                    gc_linear_small<R_, C_, 4, GC_W_KN>(y, x, w, b, m, n, k, flags, lgr, lgc, red);        \
+                else                                                                                       \
+                    gc_linear_small<R_, C_, 1, GC_W_KN>(y, x, w, b, m, n, k, flags, lgr, lgc, red);        \
+            }                                                                                              \
+        } else if constexpr (NK_) {                                                                        \
+            if (vec)                                                                                       \
+                gc_linear_small<R_, C_, 4, GC_W_NK>(y, x, w, b, m, n, k, flags, lgr, lgc, red);            \
+            else                                                                                           \
+                gc_linear_small<R_, C_, 1, GC_W_NK>(y, x, w, b, m, n, k, flags, lgr, lgc, red);            \
+        }                                                                                                  \
+        break;
+
+// At most 128 registers (2 blocks of 256 threads per SM): the largest thread
+// tile, 8 x 4, needs about that many.
+extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
     gc_linear_small_f32(float *y, const float *x, const float *w, const float *b, u32 m, u32 n, u32 k, u32 flags,
-                        u32 cols_per_block) {
-    __shared__ float red[8][GC_SMALL_MAX_M][8];  // per-warp 8 x 8 tiles, 16 KiB
-    const u32 cpb = cols_per_block;
-    if (m == 0 || m > GC_SMALL_MAX_M || n == 0 || k == 0 || cpb == 0 || cpb > 8) return;
-    const bool xv = (k & 3) == 0 && gc_aligned16(x);
-    if (flags & GC_LIN_W_KN) {
-        if (xv && (n & 3) == 0 && (cpb & 3) == 0 && gc_aligned16(w))
-            gc_linear_small<4, GC_W_KN_VEC>(y, x, w, b, m, n, k, flags, cpb, red);
-        else
-            gc_linear_small<1, GC_W_KN_SCALAR>(y, x, w, b, m, n, k, flags, cpb, red);
-    } else {
-        if (xv && gc_aligned16(w))
-            gc_linear_small<4, GC_W_NK>(y, x, w, b, m, n, k, flags, cpb, red);
-        else
-            gc_linear_small<1, GC_W_NK>(y, x, w, b, m, n, k, flags, cpb, red);
+                        u32 config) {
+    __shared__ float red[GC_SMALL_WARPS][GC_SMALL_MAX_V];  // per-warp sums, 2 KiB
+    const u32 lr = config & 3u, lc = (config >> 2) & 3u, lgr = (config >> 4) & 3u, lgc = (config >> 6) & 3u;
+    if (m == 0 || n == 0 || k == 0 || lgr + lgc > 3 || config >> 8 != 0) return;
+    const bool kn = flags & GC_LIN_W_KN;
+    const bool vx = (k & 3) == 0 && gc_aligned16(x, w);
+    const bool vec = kn ? vx && (n & 3) == 0 : vx;
+    // Thread tiles (R x C): n x k layout 1x1, 4x1, 4x4, 8x4; k x n layout 1x4, 4x4, 8x4.
+    switch ((1u << lr) * 16 + (1u << lc)) {
+        GC_SMALL_CASE(1, 1, true, false)
+        GC_SMALL_CASE(1, 4, false, true)
+        GC_SMALL_CASE(4, 1, true, false)
+        GC_SMALL_CASE(4, 4, true, true)
+        GC_SMALL_CASE(8, 4, true, true)
+    default: break;
     }
 }
 

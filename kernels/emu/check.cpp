@@ -278,6 +278,14 @@ static bool close(float got, double ref, double mag, double tol) {
     return std::fabs(got - ref) <= tol * mag + 1e-30;
 }
 
+// A gc_linear_small_f32 config: thread tile 2^lr x 2^lc, 2^lgr x 2^lgc groups.
+struct SmallCfg {
+    unsigned lr, lc, lgr, lgc;
+    u32 packed() const { return lr | lc << 2 | lgr << 4 | lgc << 6; }
+    unsigned bm() const { return (1u << lr) << lgr; }
+    unsigned bn() const { return (1u << lc) << lgc; }
+};
+
 static void check_linear_small() {
     const unsigned ms[] = {1, 2, 3, 8, 9, 16, 17, 31, 33, 64};
     const unsigned ns[] = {1, 3, 8, 13, 40};
@@ -289,15 +297,24 @@ static void check_linear_small() {
                 ++trial;
                 const bool kn = trial % 2;
                 const unsigned off = (trial / 2) % 3 == 2;
-                const unsigned cpb = kn && (trial % 3) ? (trial % 6 < 3 ? 4 : 8) : 1 + trial % 8;
+                // The supported thread tiles (log2 rows, log2 columns) of each layout.
+                static const unsigned nk_tiles[][2] = {{0, 0}, {2, 0}, {2, 2}, {3, 2}};
+                static const unsigned kn_tiles[][2] = {{0, 2}, {2, 2}, {3, 2}};
+                const unsigned *tile = kn ? kn_tiles[rng() % 3] : nk_tiles[rng() % 4];
+                SmallCfg cfg;
+                cfg.lr = tile[0];
+                cfg.lc = tile[1];
+                cfg.lgr = rng() % 4;
+                cfg.lgc = rng() % (4 - cfg.lgr);
                 const bool relu = trial % 4 == 1, bias = trial % 5 != 0;
                 Buf x(m * k, off), w(n * k, off), b(n, off), y(m * n, off);
                 x.random();
                 w.random();
                 b.random();
                 const u32 flags = (relu ? 1u : 0u) | (kn ? 2u : 0u);
-                emu::launch(gc_linear_small_f32, g1((n + cpb - 1) / cpb), g1(256), y.p, (const float *)x.p,
-                            (const float *)w.p, (const float *)(bias ? b.p : nullptr), m, n, k, flags, cpb);
+                emu::launch(gc_linear_small_f32, uint3{(n + cfg.bn() - 1) / cfg.bn(), (m + cfg.bm() - 1) / cfg.bm(), 1},
+                            g1(256), y.p, (const float *)x.p, (const float *)w.p, (const float *)(bias ? b.p : nullptr), m,
+                            n, k, flags, cfg.packed());
                 bool ok = true;
                 unsigned bi = 0, bj = 0;
                 double want = 0;
@@ -312,8 +329,9 @@ static void check_linear_small() {
                         if (relu && ref < 0) ref = 0;
                         if (ok && !close(y[size_t(i) * n + j], ref, mag, 1e-6)) ok = false, bi = i, bj = j, want = ref;
                     }
-                CHECK(ok && std::isnan(y.p[m * n]), "linear_small m=%u n=%u k=%u kn=%d off=%u cpb=%u relu=%d bias=%d at (%u,%u): %g vs %g",
-                      m, n, k, kn, off, cpb, relu, bias, bi, bj, ok ? 0.f : y[bi * n + bj], want);
+                CHECK(ok && std::isnan(y.p[m * n]),
+                      "linear_small m=%u n=%u k=%u kn=%d off=%u cfg=%u/%u/%u/%u relu=%d bias=%d at (%u,%u): %g vs %g", m, n,
+                      k, kn, off, cfg.lr, cfg.lc, cfg.lgr, cfg.lgc, relu, bias, bi, bj, ok ? 0.f : y[bi * n + bj], want);
             }
 }
 
