@@ -1,8 +1,9 @@
 // linear.cu: linear layers and GEMM.
 //
 //   gc_linear_small_f32  y = x . W^T (+ b) (ReLU), or y = x . W, for small m
-//                        (the launcher uses it for m <= 64): split-K over
-//                        the threads of a block, register tiles, shuffles.
+//                        (the launcher: m <= 256 forward, m <= 64 input
+//                        gradient): split-K over the threads of a block,
+//                        register tiles, shuffles.
 //   gc_gemm_f32          C = alpha op(A) op(B) + beta C (+ bias[col]) (ReLU),
 //                        any M, N, K, transposes and leading dimensions.
 //
@@ -21,8 +22,9 @@
 //   act = ReLU when flags bit 0 is set; b may be null (no bias).
 //
 // config = LR | LC << 2 | LGR << 4 | LGC << 6 (each a base-2 logarithm):
-// thread tile R x C = 2^LR x 2^LC (R, C <= 8), GR x GC = 2^LGR x 2^LGC tile
-// groups per block (GR * GC <= 8). For the k x n layout C must be 4 or 8.
+// thread tile R x C = 2^LR x 2^LC, GR x GC = 2^LGR x 2^LGC tile groups per
+// block (GR * GC <= 8). Thread tiles: n x k layout 1x1, 4x1, 4x4, 8x4; k x n
+// layout 1x4, 4x4, 8x4 (any other tile: the kernel does nothing).
 //
 // Launch: block 256 threads (8 warps), grid (ceil(n / (C GC)), ceil(m / (R GR))),
 // 2 KiB static shared memory. Block (bx, by) computes the block tile of rows
@@ -33,15 +35,17 @@
 // where a step is 4 consecutive r (float4 loads of x and W, when k % 4 == 0
 // and x, w are 16-byte aligned; for the k x n layout also n % 4 == 0) or one r
 // (scalar loads). Lanes of a warp read consecutive steps, so a warp reads
-// contiguous runs of each x and W row. Rows past m and columns past n are
-// clamped to the last one (computed, never stored).
+// contiguous runs of each x and W row; a thread issues the loads of several
+// steps before their FMAs (1 x 1 tiles: batches of 8). Rows past m and
+// columns past n are clamped to the last one (computed, never stored).
 //
 // Reduction, in a fixed order: each warp reduces its V = R C sums over its 32
 // lanes by a halving exchange (__shfl_xor_sync with offsets 16 .. 1; at each
 // offset a lane keeps one half of its values, adds the partner's copy of that
-// half, and hands over the other half), which leaves sum (r, c) = value
-// index r C + c in lane index / max(V / 32, 1) (V < 32: in every lane of that
-// index's group of 32 / V lanes). With one warp per group the lanes store
+// half, and hands over the other half), which leaves the sum of value index
+// v = r C + c in lane v / (V / 32), slot v % (V / 32) when V >= 32, and in
+// each of the lanes v (32 / V) .. v (32 / V) + 32 / V - 1 when V < 32 (the
+// last levels are then plain butterflies). With one warp per group the lanes store
 // directly; otherwise every warp writes its sums to shared memory and after
 // one barrier a thread adds the WG warps' sums in increasing warp order.
 // Bias and ReLU come last.
