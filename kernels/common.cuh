@@ -55,3 +55,14 @@ __device__ __forceinline__ float4 gc_lds4(const float *p) {
     return *reinterpret_cast<const float4 *>(p);  // CPU emulation (kernels/emu)
 #endif
 }
+
+// 16-byte store to shared memory as one st.shared.v4.f32 (see gc_lds4).
+__device__ __forceinline__ void gc_sts4(float *p, float4 v) {
+#ifdef __CUDA_ARCH__
+    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"((u32)__cvta_generic_to_shared(p)), "f"(v.x),
+                 "f"(v.y), "f"(v.z), "f"(v.w)
+                 : "memory");
+#else
+    *reinterpret_cast<float4 *>(p) = v;  // CPU emulation (kernels/emu)
+#endif
+}

@@ -280,7 +280,7 @@ pub extern "C" fn gc_op_bias_add(
     })
 }
 
-/// y = x * W^T + b, then ReLU if relu != 0: x is m x k, W is n x k (PyTorch's layout), b has n floats (NULL: no bias), y is m x n, all row-major. m <= 64 takes the small-batch path (W read once across all SMs); larger m the tiled path.
+/// y = x * W^T + b, then ReLU if relu != 0: x is m x k, W is n x k (PyTorch's layout), b has n floats (NULL: no bias), y is m x n, all row-major. m <= 256 takes the small-batch path (K split across the threads of each block); larger m the tiled GEMM.
 #[no_mangle]
 pub extern "C" fn gc_op_linear(
     stream: *mut gc_stream,

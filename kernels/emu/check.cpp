@@ -278,6 +278,14 @@ static bool close(float got, double ref, double mag, double tol) {
     return std::fabs(got - ref) <= tol * mag + 1e-30;
 }
 
+// A gc_linear_small_f32 config: thread tile 2^lr x 2^lc, 2^lgr x 2^lgc groups.
+struct SmallCfg {
+    unsigned lr, lc, lgr, lgc;
+    u32 packed() const { return lr | lc << 2 | lgr << 4 | lgc << 6; }
+    unsigned bm() const { return (1u << lr) << lgr; }
+    unsigned bn() const { return (1u << lc) << lgc; }
+};
+
 static void check_linear_small() {
     const unsigned ms[] = {1, 2, 3, 8, 9, 16, 17, 31, 33, 64};
     const unsigned ns[] = {1, 3, 8, 13, 40};
@@ -289,15 +297,24 @@ static void check_linear_small() {
                 ++trial;
                 const bool kn = trial % 2;
                 const unsigned off = (trial / 2) % 3 == 2;
-                const unsigned cpb = kn && (trial % 3) ? (trial % 6 < 3 ? 4 : 8) : 1 + trial % 8;
+                // The supported thread tiles (log2 rows, log2 columns) of each layout.
+                static const unsigned nk_tiles[][2] = {{0, 0}, {2, 0}, {2, 2}, {3, 2}};
+                static const unsigned kn_tiles[][2] = {{0, 2}, {2, 2}, {3, 2}};
+                const unsigned *tile = kn ? kn_tiles[rng() % 3] : nk_tiles[rng() % 4];
+                SmallCfg cfg;
+                cfg.lr = tile[0];
+                cfg.lc = tile[1];
+                cfg.lgr = rng() % 4;
+                cfg.lgc = rng() % (4 - cfg.lgr);
                 const bool relu = trial % 4 == 1, bias = trial % 5 != 0;
                 Buf x(m * k, off), w(n * k, off), b(n, off), y(m * n, off);
                 x.random();
                 w.random();
                 b.random();
                 const u32 flags = (relu ? 1u : 0u) | (kn ? 2u : 0u);
-                emu::launch(gc_linear_small_f32, g1((n + cpb - 1) / cpb), g1(256), y.p, (const float *)x.p,
-                            (const float *)w.p, (const float *)(bias ? b.p : nullptr), m, n, k, flags, cpb);
+                emu::launch(gc_linear_small_f32, uint3{(n + cfg.bn() - 1) / cfg.bn(), (m + cfg.bm() - 1) / cfg.bm(), 1},
+                            g1(256), y.p, (const float *)x.p, (const float *)w.p, (const float *)(bias ? b.p : nullptr), m,
+                            n, k, flags, cfg.packed());
                 bool ok = true;
                 unsigned bi = 0, bj = 0;
                 double want = 0;
@@ -312,10 +329,13 @@ static void check_linear_small() {
                         if (relu && ref < 0) ref = 0;
                         if (ok && !close(y[size_t(i) * n + j], ref, mag, 1e-6)) ok = false, bi = i, bj = j, want = ref;
                     }
-                CHECK(ok && std::isnan(y.p[m * n]), "linear_small m=%u n=%u k=%u kn=%d off=%u cpb=%u relu=%d bias=%d at (%u,%u): %g vs %g",
-                      m, n, k, kn, off, cpb, relu, bias, bi, bj, ok ? 0.f : y[bi * n + bj], want);
+                CHECK(ok && std::isnan(y.p[m * n]),
+                      "linear_small m=%u n=%u k=%u kn=%d off=%u cfg=%u/%u/%u/%u relu=%d bias=%d at (%u,%u): %g vs %g", m, n,
+                      k, kn, off, cfg.lr, cfg.lc, cfg.lgr, cfg.lgc, relu, bias, bi, bj, ok ? 0.f : y[bi * n + bj], want);
             }
 }
+
+static const unsigned GEMM_T[3] = {128, 64, 32};
 
 // Runs gc_gemm_f32 and compares with float64.
 static void gemm_case(unsigned m, unsigned n, unsigned k, bool ta, bool tb, unsigned tile, float alpha, float beta,
@@ -327,7 +347,7 @@ static void gemm_case(unsigned m, unsigned n, unsigned k, bool ta, bool tb, unsi
     bv.random();
     for (unsigned i = 0; i < m; ++i)
         for (unsigned j = 0; j < C.ld; ++j) C0.at(i, j) = C.at(i, j) = (beta == 0.0f && j < n) ? NAN : rnd();
-    const unsigned tm = tile == 0 ? 64 : 32;
+    const unsigned tm = GEMM_T[tile];
     const unsigned blocks = ((m + tm - 1) / tm) * ((n + tm - 1) / tm);
     const u32 flags = (ta ? 1u : 0u) | (tb ? 2u : 0u) | (relu ? 4u : 0u);
     emu::launch(gc_gemm_f32, g1(blocks), g1(256), C.buf.p, (const float *)A.buf.p, (const float *)B.buf.p,
@@ -362,7 +382,7 @@ static void check_gemm() {
     int trial = 0;
     for (auto &d : dims)
         for (int t = 0; t < 4; ++t)
-            for (unsigned tile : {0u, 1u}) {
+            for (unsigned tile : {0u, 1u, 2u}) {
                 ++trial;
                 const bool ta = t & 1, tb = t & 2;
                 const float alpha = (trial % 3 == 0) ? -0.25f : 1.0f, beta = (trial % 4 == 1) ? 1.0f : (trial % 4 == 2 ? 0.5f : 0.0f);
@@ -374,13 +394,13 @@ static void check_gemm() {
 // The fused weight update is bitwise equal to backward_weight + sgd.
 static void check_weight_sgd_bitwise() {
     const unsigned m = 70, n = 45, k = 67;  // dW (n x k) = dY^T (n x m) . X (m x k)
-    for (unsigned tile : {0u, 1u}) {
+    for (unsigned tile : {0u, 1u, 2u}) {
         Buf dy(m * n), x(m * k), w(n * k), w2(n * k), dw(n * k);
         dy.random();
         x.random();
         w.random();
         for (unsigned i = 0; i < n * k; ++i) w2[i] = w[i];
-        const unsigned tm = tile == 0 ? 64 : 32, blocks = ((n + tm - 1) / tm) * ((k + tm - 1) / tm);
+        const unsigned tm = GEMM_T[tile], blocks = ((n + tm - 1) / tm) * ((k + tm - 1) / tm);
         const float lr = 0.01f;
         emu::launch(gc_gemm_f32, g1(blocks), g1(256), dw.p, (const float *)dy.p, (const float *)x.p, (const float *)nullptr,
                     n, k, m, n, k, k, 1u, 1.0f, 0.0f, tile);

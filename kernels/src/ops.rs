@@ -38,8 +38,11 @@ pub const MAX_CHAIN_OPS: usize = 8;
 
 /// Threads per block of the elementwise and reduction kernels.
 pub const BLOCK: u32 = 256;
-/// Largest m the small-batch linear path handles.
-pub const SMALL_BATCH_MAX_M: u32 = 64;
+/// Largest m for which the linear forward takes the small-batch kernel
+/// (larger m: the tiled GEMM).
+pub const SMALL_BATCH_MAX_M: u32 = 256;
+/// Largest m for which the input gradient takes the small-batch kernel.
+pub const SMALL_BACKWARD_MAX_M: u32 = 64;
 
 /// Blocks per multiprocessor at most for grid-stride kernels.
 const STRIDE_WAVES: u64 = 8;
@@ -577,16 +580,20 @@ pub struct Gemm {
 }
 
 /// Block tile edge of `gc_gemm_f32`'s `tile` values.
-const GEMM_TILES: [u32; 2] = [64, 32];
+const GEMM_TILES: [u32; 3] = [128, 64, 32];
 
-/// The tile for an `m x n` output: 64 x 64 when that still gives about a
-/// wave of blocks, else 32 x 32.
-fn gemm_tile(m: u32, n: u32, sms: u32) -> u32 {
-    let blocks64 = ceil_div(m as u64, 64) * ceil_div(n as u64, 64);
-    if blocks64 * 4 >= sms as u64 * 3 {
+/// The tile for an `m x n` output with reduction length `k`: 128 x 128
+/// when that still fills every SM, else 64 x 64 when that gives half a wave
+/// of blocks or the reduction is short, else the 32 x 32 tile that splits K
+/// over 4 slices of the block (small outputs, long reductions).
+fn gemm_tile(m: u32, n: u32, k: u32, sms: u32) -> u32 {
+    let blocks = |t: u64| ceil_div(m as u64, t) * ceil_div(n as u64, t);
+    if blocks(128) >= sms as u64 {
         0
-    } else {
+    } else if blocks(64) * 2 >= sms as u64 || k < 256 {
         1
+    } else {
+        2
     }
 }
 
@@ -623,7 +630,7 @@ fn gemm_checked(c: &Check, g: &Gemm, sms: u32) -> Result<Call, SizeError> {
     for input in [a, b, bias] {
         c.apart(out, input, false)?;
     }
-    let tile = gemm_tile(g.m, g.n, sms);
+    let tile = gemm_tile(g.m, g.n, g.k, sms);
     let t = GEMM_TILES[tile as usize] as u64;
     let blocks = ceil_div(g.m as u64, t) * ceil_div(g.n as u64, t);
     if blocks > MAX_GRID_X {
@@ -660,39 +667,110 @@ pub fn gemm(g: &Gemm, sms: u32) -> Result<Call, SizeError> {
     gemm_checked(&Check("gemm"), g, sms)
 }
 
-/// Columns per block for `gc_linear_small_f32`, from a rough H100-like cost
-/// model (per-SM L2 read rate, aggregate L2 rate, FMA rate at half of peak):
-/// each block reads all of x (`m x k`) and `cpb` rows of W, so fewer columns
-/// per block spread W over more SMs but read x more often.
-fn small_cols_per_block(m: u32, n: u32, k: u32, sms: u32, vec_kn: bool) -> u32 {
-    const SM_BYTES_PER_CLK: f64 = 64.0;
-    const L2_BYTES_PER_CLK_PER_SM: f64 = 30.0;
-    const FMA_PER_CLK: f64 = 64.0;
-    let (m, n, k, sms) = (m as f64, n as u64, k as f64, sms as f64);
-    let groups = if m <= 8.0 {
-        1.0
-    } else if m <= 16.0 {
-        2.0
-    } else if m <= 32.0 {
-        4.0
+/// Launch shape of `gc_linear_small_f32`: thread tile `2^lr x 2^lc`
+/// (rows x columns) and `2^lgr x 2^lgc` tile groups per block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SmallConfig {
+    lr: u32,
+    lc: u32,
+    lgr: u32,
+    lgc: u32,
+}
+
+impl SmallConfig {
+    /// The kernel's `config` argument.
+    fn packed(self) -> u32 {
+        self.lr | self.lc << 2 | self.lgr << 4 | self.lgc << 6
+    }
+    /// Rows and columns of a block tile.
+    fn block_tile(self) -> (u64, u64) {
+        (1 << (self.lr + self.lgr), 1 << (self.lc + self.lgc))
+    }
+    fn grid(self, m: u32, n: u32) -> [u32; 2] {
+        let (bm, bn) = self.block_tile();
+        [ceil_div(n as u64, bn) as u32, ceil_div(m as u64, bm) as u32]
+    }
+}
+
+/// Picks the launch shape of `gc_linear_small_f32` for `y (m x n) = x (m x k) . W`
+/// (`kn`: W stored `k x n`), as measured on an H100 (kernels/TUNING.md):
+///
+/// - one row (`n x k` layout): 1 x 1 tiles, one warp per output column (8 per
+///   block, fewer for narrower outputs): a warp reads a whole row of W with
+///   up to 8 float4 loads per lane in flight and reduces it with shuffles;
+/// - otherwise thread tile 4 x 4 (4 x 1 for narrow outputs, 8 x 4 from 33
+///   rows on; the `k x n` layout always has 4 columns) and groups: each
+///   block's threads split K, but no more of them than there are float4
+///   steps (so a short K gets more, smaller groups); among the shapes whose
+///   block tile does not run past the matrix, the one with the fewest blocks
+///   that still fills every SM, else the one with the most blocks; ties go
+///   to more row groups (x rows shared in a block).
+fn small_config(m: u32, n: u32, k: u32, sms: u32, kn: bool) -> SmallConfig {
+    if m == 1 && !kn {
+        let lgc = (n as u64).next_power_of_two().trailing_zeros().min(3);
+        return SmallConfig {
+            lr: 0,
+            lc: 0,
+            lgr: 0,
+            lgc,
+        };
+    }
+    let (lr, lc) = if kn {
+        (
+            if m == 1 {
+                0
+            } else if m > 32 {
+                3
+            } else {
+                2
+            },
+            2,
+        )
+    } else if n < 64 {
+        (2, 0)
+    } else if m > 32 {
+        (3, 2)
     } else {
-        8.0
+        (2, 2)
     };
-    let rows = (m / groups).ceil().min(8.0) * groups;
-    let candidates: &[u32] = if vec_kn { &[8, 4] } else { &[8, 4, 2, 1] };
-    let mut best = (f64::INFINITY, 8);
-    for &cpb in candidates {
-        let blocks = ceil_div(n, cpb as u64) as f64;
-        let waves = (blocks / sms).ceil();
-        let bytes = (m + cpb as f64) * k * 4.0;
-        let cols = if cpb > 4 { 8.0 } else { 4.0 };
-        let per_block = (bytes / SM_BYTES_PER_CLK).max(rows * cols * k / FMA_PER_CLK);
-        let t = (waves * per_block).max(blocks * bytes / (L2_BYTES_PER_CLK_PER_SM * sms));
-        if t < best.0 {
-            best = (t, cpb);
+    let rows = (m as u64).next_power_of_two().max(1 << lr);
+    let cols = (n as u64).next_power_of_two().max(1 << lc);
+    let steps = ceil_div(k as u64, 4).max(32);
+    let sms = sms as u64;
+    let mut shapes = Vec::new();
+    for lgr in 0..=3 {
+        for lgc in 0..=3 - lgr {
+            let c = SmallConfig { lr, lc, lgr, lgc };
+            let (bm, bn) = c.block_tile();
+            if bm > rows || bn > cols {
+                continue;
+            }
+            let lanes = 32u64 << (3 - lgr - lgc);
+            let blocks = ceil_div(m as u64, bm) * ceil_div(n as u64, bn);
+            shapes.push((c, lanes <= steps, blocks));
         }
     }
-    best.1
+    if shapes.iter().any(|s| s.1) {
+        shapes.retain(|s| s.1);
+    }
+    let full = shapes.iter().any(|s| s.2 >= sms);
+    let key = |s: &(SmallConfig, bool, u64)| {
+        let b = if full {
+            if s.2 >= sms {
+                s.2
+            } else {
+                u64::MAX
+            }
+        } else {
+            u64::MAX - s.2
+        };
+        (b, 3 - s.0.lgr)
+    };
+    shapes
+        .iter()
+        .min_by_key(|s| key(s))
+        .expect("lgr = lgc = 0 always fits")
+        .0
 }
 
 /// Checks the sizes of a linear layer: x `m x k`, W `n x k`, y `m x n`.
@@ -721,12 +799,12 @@ fn small_call(
     kn: bool,
     sms: u32,
 ) -> Call {
-    let vec_kn = kn && out % 4 == 0;
-    let cpb = small_cols_per_block(m, out, red, sms, vec_kn);
+    let config = small_config(m, out, red, sms, kn);
+    let [gx, gy] = config.grid(m, out);
     let flags = relu as u32 | (kn as u32) << 1;
     Call::new(
         kernel("gc_linear_small_f32"),
-        [ceil_div(out as u64, cpb as u64) as u32, 1, 1],
+        [gx, gy, 1],
         [256, 1, 1],
         0,
         &[
@@ -738,15 +816,16 @@ fn small_call(
             Value::U32(out),
             Value::U32(red),
             Value::U32(flags),
-            Value::U32(cpb),
+            Value::U32(config.packed()),
         ],
     )
 }
 
 /// Linear layer forward: `y = x . W^T + b`, then ReLU when `relu`.
 /// x is `m x k`, W is `n x k` (PyTorch's layout), b has `n` entries (0 for
-/// no bias), y is `m x n`; all row-major. `m <= 64` takes the small-batch
-/// kernel (W read once, spread over all SMs), larger `m` the tiled GEMM.
+/// no bias), y is `m x n`; all row-major. `m <=` [`SMALL_BATCH_MAX_M`] takes
+/// the small-batch kernel (K split over the threads of a block), larger `m`
+/// the tiled GEMM.
 #[allow(clippy::too_many_arguments)]
 pub fn linear(
     y: u64,
@@ -796,7 +875,8 @@ pub fn linear(
 }
 
 /// Input gradient of a linear layer: `dx = dy . W` with dy `m x n`, W `n x k`,
-/// dx `m x k`.
+/// dx `m x k`. `m <=` [`SMALL_BACKWARD_MAX_M`] takes the small-batch kernel,
+/// larger `m` the tiled GEMM.
 pub fn linear_backward_input(
     dx: u64,
     dy: u64,
@@ -809,7 +889,7 @@ pub fn linear_backward_input(
     let c = Check("linear_backward_input");
     c.sms(sms)?;
     linear_sizes(&c, m, n, k)?;
-    if m > SMALL_BATCH_MAX_M {
+    if m > SMALL_BACKWARD_MAX_M {
         return gemm_checked(
             &c,
             &Gemm {
@@ -1161,34 +1241,57 @@ mod tests {
         err(mse(A, C + 4, C, D, 100, 1.0, WS, ws, SMS), "overlap");
     }
 
+    /// The (thread tile, groups) of a `gc_linear_small_f32` call, checked:
+    /// a supported tile, at most 8 groups, a grid that covers `m x n`
+    /// without blocks entirely past it.
+    fn small_shape(call: &Call, m: u32, n: u32, kn: bool) -> SmallConfig {
+        assert_eq!(call.kernel.name, "gc_linear_small_f32");
+        assert_eq!(call.block, [256, 1, 1]);
+        let packed = u32_arg(call, "config");
+        assert_eq!(packed >> 8, 0);
+        let c = SmallConfig {
+            lr: packed & 3,
+            lc: (packed >> 2) & 3,
+            lgr: (packed >> 4) & 3,
+            lgc: (packed >> 6) & 3,
+        };
+        assert_eq!(c.packed(), packed);
+        assert!(c.lgr + c.lgc <= 3);
+        let tiles: &[(u32, u32)] = if kn {
+            &[(1, 4), (4, 4), (8, 4)]
+        } else {
+            &[(1, 1), (4, 1), (4, 4), (8, 4)]
+        };
+        assert!(tiles.contains(&(1 << c.lr, 1 << c.lc)), "{c:?}");
+        let (bm, bn) = c.block_tile();
+        let [gx, gy, gz] = call.grid;
+        assert_eq!(gz, 1);
+        assert!(gx as u64 * bn >= n as u64 && (gx as u64 - 1) * bn < n as u64);
+        assert!(gy as u64 * bm >= m as u64 && (gy as u64 - 1) * bm < m as u64);
+        c
+    }
+
     #[test]
     fn linear_picks_path_and_covers_columns() {
-        for m in [1, 2, 8, 9, 16, 17, 32, 33, 64] {
+        for m in [1, 2, 8, 9, 16, 17, 32, 33, 64, 65, 100, 128, 255, 256] {
             for n in [1, 3, 10, 256, 512, 1000, 1024, 4096] {
                 for k in [1, 3, 1024] {
                     let call = linear(A, B, C, D, m, n, k, true, SMS).unwrap();
-                    assert_eq!(call.kernel.name, "gc_linear_small_f32");
-                    let cpb = u32_arg(&call, "cols_per_block");
-                    assert!((1..=8).contains(&cpb));
-                    assert!(call.grid[0] as u64 * cpb as u64 >= n as u64);
-                    assert!(((call.grid[0] - 1) * cpb) < n);
-                    assert_eq!(call.block, [256, 1, 1]);
+                    small_shape(&call, m, n, false);
                     assert_eq!(u32_arg(&call, "flags"), 1);
+                    if m > SMALL_BACKWARD_MAX_M {
+                        continue;
+                    }
                     let back = linear_backward_input(A, B, C, m, n, k, SMS).unwrap();
-                    assert_eq!(back.kernel.name, "gc_linear_small_f32");
-                    let cpb = u32_arg(&back, "cols_per_block");
-                    assert!(back.grid[0] as u64 * cpb as u64 >= k as u64);
+                    small_shape(&back, m, k, true);
                     assert_eq!(u32_arg(&back, "flags"), 2);
                     assert_eq!(u32_arg(&back, "n"), k);
                     assert_eq!(u32_arg(&back, "k"), n);
-                    if k % 4 == 0 {
-                        assert_eq!(cpb % 4, 0, "vector path for the k x n layout");
-                    }
                 }
             }
         }
-        // The big-M path.
-        let call = linear(A, B, C, 0, 65, 1024, 1024, false, SMS).unwrap();
+        // The big-M paths.
+        let call = linear(A, B, C, 0, 257, 1024, 1024, false, SMS).unwrap();
         assert_eq!(call.kernel.name, "gc_gemm_f32");
         assert_eq!(u32_arg(&call, "flags"), 2);
         assert_eq!(arg(&call, "bias"), Value::Ptr(0));
@@ -1206,12 +1309,36 @@ mod tests {
 
     #[test]
     fn small_batch_choice_is_sane() {
-        // Batch 1 and 64 on a 1024 x 1024 layer: 8 columns per block, 128 blocks.
-        assert_eq!(small_cols_per_block(1, 1024, 1024, SMS, false), 8);
-        assert_eq!(small_cols_per_block(64, 1024, 1024, SMS, false), 8);
-        // Narrower layers use fewer columns per block to fill the SMs.
-        assert!(small_cols_per_block(4, 256, 1024, SMS, false) < 8);
-        assert!([4, 8].contains(&small_cols_per_block(4, 256, 1024, SMS, true)));
+        let pick = |m, n, k| small_config(m, n, k, SMS, false);
+        // One row: a warp per column, 8 per block.
+        let c = pick(1, 1024, 1024);
+        assert_eq!((c.lr, c.lc, c.lgr, c.lgc), (0, 0, 0, 3));
+        let c = pick(1, 3, 1024);
+        assert_eq!((c.lr, c.lc, c.lgr, c.lgc), (0, 0, 0, 2));
+        // 8 rows: 4 x 4 tiles, both row tiles in one block.
+        let c = pick(8, 1024, 1024);
+        assert_eq!((c.lr, c.lc, c.lgr, c.lgc), (2, 2, 1, 0));
+        // 64 rows: 8 x 4 tiles, at least a block per SM.
+        let c = pick(64, 1024, 1024);
+        assert_eq!((c.lr, c.lc), (3, 2));
+        assert!(c.grid(64, 1024).iter().product::<u32>() >= SMS);
+        // A short K gets more groups: no more K lanes than float4 steps.
+        let c = pick(8, 10, 256);
+        assert_eq!((c.lr, c.lc), (2, 0));
+        assert!(32 << (3 - c.lgr - c.lgc) <= 64);
+        // Every shape: a tile group never lies wholly past the matrix.
+        for m in 1..=64 {
+            for n in [1, 2, 5, 63, 64, 100, 4096] {
+                for k in [1, 4, 100, 4096] {
+                    for kn in [false, true] {
+                        let c = small_config(m, n, k, SMS, kn);
+                        let (bm, bn) = c.block_tile();
+                        assert!(bm <= (m as u64).next_power_of_two().max(1 << c.lr));
+                        assert!(bn <= (n as u64).next_power_of_two().max(1 << c.lc));
+                    }
+                }
+            }
+        }
     }
 
     #[test]
@@ -1290,6 +1417,7 @@ mod tests {
                     ..base
                 };
                 let call = gemm(&g, sms).unwrap();
+                assert_eq!(call.kernel.name, "gc_gemm_f32");
                 let t = GEMM_TILES[u32_arg(&call, "tile") as usize] as u64;
                 assert_eq!(
                     call.grid,
@@ -1302,40 +1430,26 @@ mod tests {
                 assert_eq!(call.block, [256, 1, 1]);
             }
         }
-        assert_eq!(
-            u32_arg(
-                &gemm(
-                    &Gemm {
-                        m: 1024,
-                        n: 1024,
-                        ldb: 1024,
-                        ldc: 1024,
-                        ..base
-                    },
-                    SMS
-                )
-                .unwrap(),
-                "tile"
-            ),
-            0
-        );
-        assert_eq!(
-            u32_arg(
-                &gemm(
-                    &Gemm {
-                        m: 128,
-                        n: 1024,
-                        ldb: 1024,
-                        ldc: 1024,
-                        ..base
-                    },
-                    SMS
-                )
-                .unwrap(),
-                "tile"
-            ),
-            1
-        );
+        // 128 x 128 tiles when they fill the SMs, 64 x 64 for half a wave or
+        // a short K (the weight gradient), else 32 x 32 with split K.
+        assert_eq!(gemm_tile(4096, 1024, 1024, SMS), 0);
+        assert_eq!(gemm_tile(1024, 1024, 1024, SMS), 1);
+        assert_eq!(gemm_tile(1024, 1024, 64, SMS), 1);
+        assert_eq!(gemm_tile(128, 1024, 33, SMS), 1);
+        assert_eq!(gemm_tile(128, 1024, 1024, SMS), 2);
+        assert_eq!(gemm_tile(1, 1, 1, 1), 0);
+        let call = gemm(
+            &Gemm {
+                m: 1024,
+                n: 1024,
+                ldb: 1024,
+                ldc: 1024,
+                ..base
+            },
+            SMS,
+        )
+        .unwrap();
+        assert_eq!(u32_arg(&call, "tile"), 1);
         err(
             gemm(&Gemm { lda: 32, ..base }, SMS),
             "leading dimension of a",

@@ -153,15 +153,18 @@ When op 0 is FILL, x is not read and may be null; count == 0 copies.", grid_stri
             ("n", U32),
             ("k", U32),
             ("flags", U32),
-            ("cols_per_block", U32),
+            ("config", U32),
         ],
-        doc: "Small-batch linear, m <= 64: y[i, j] = act(sum_r x[i, r] * W(r, j) + b[j]) with x m x k, \
+        doc: "Small-batch linear: y[i, j] = act(sum_r x[i, r] * W(r, j) + b[j]) with x m x k, \
 y m x n (row-major), W(r, j) = w[j * k + r] (w is n x k, PyTorch layout) or, with flags bit 1, \
 w[r * n + j] (w is k x n: y = x . w, for the input gradient). flags bit 0: ReLU. b may be null. \
-Reads W once over the grid; float4 loads when k % 4 == 0 and x, w are 16-byte aligned (k x n \
-layout: also n % 4 == 0 and cols_per_block % 4 == 0), scalar otherwise; deterministic \
-fixed-order reduction. Launch: block 256, grid ceil(n / cols_per_block), cols_per_block in 1..8, \
-no dynamic shared memory. y must not overlap x, w or b.",
+config = LR | LC << 2 | LGR << 4 | LGC << 6: thread tile 2^LR x 2^LC (rows x columns; n x k \
+layout 1x1, 1x2, 4x1, 4x4 or 8x4, k x n layout 1x4, 4x4 or 8x4; other tiles do nothing) and \
+2^LGR x 2^LGC tile groups per block (LGR + LGC <= 3); the threads of a group split K. float4 \
+loads when k % 4 == 0 and x, w are 16-byte aligned (k x n layout: also n % 4 == 0), scalar \
+otherwise; deterministic fixed-order reduction (warp shuffles, then shared memory). Launch: \
+block 256, grid (ceil(n / 2^(LC+LGC)), ceil(m / 2^(LR+LGR))), no dynamic shared memory. \
+y must not overlap x, w or b.",
     },
     KernelInfo {
         name: "gc_gemm_f32",
@@ -188,7 +191,10 @@ b[r * ldb + j], or b[j * ldb + r] with flags bit 1 (B stored n x k). flags bit 2
 be null. beta == 0: C is not read; else the result is fmaf(alpha, acc, beta * C), so alpha = -lr, \
 beta = 1 is bitwise the SGD step on the alpha = 1, beta = 0 result. Deterministic. Every \
 rows * ld must be < 2^32. Launch: block 256, 1-D grid of ceil(m / T) * ceil(n / T) blocks with \
-T = 64 for tile 0, 32 for tile 1; no dynamic shared memory. C must not overlap A, B or bias.",
+T = 128 for tile 0, 64 for tile 1 (each thread sums its outputs in increasing k: results do not \
+depend on the tile), 32 for tile 2 (K split over 4 slices of the block); no dynamic shared \
+memory. float4 loads and stores where leading dimensions are multiples of 4 and pointers \
+16-byte aligned. C must not overlap A, B or bias.",
     },
     // ----------------------------------------------------------------- reduce
     KernelInfo {
