@@ -111,7 +111,7 @@ mlp_rel = float(np.abs(gc_out32 - torch_out32).max() / max(np.abs(torch_out32).m
 # ---------------------------------------------------------------- training
 torch.manual_seed(1)
 model = torch.nn.Linear(1024, 1024).cuda()
-x = torch.rand(64, 1024, device="cuda") * 2 - 1
+x = (torch.rand(64, 1024, device="cuda") * 2 - 1) * 0.1  # see c_examples/train_step.c
 y = torch.rand(64, 1024, device="cuda") * 2 - 1
 train_file = os.path.join(tmp, "train.bin")
 with open(train_file, "wb") as f:

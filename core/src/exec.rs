@@ -9,7 +9,7 @@ use crate::graph::fuse;
 use crate::graph::{Fused, Graph, GraphDesc, Node, NodeKind};
 use crate::stream::Stream;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// Options of [`Exec::new`], as bits.
 pub mod flags {
@@ -47,7 +47,8 @@ struct ExecInner {
     updated_from: Mutex<Option<Graph>>,
     /// What each node does now (the source's description, then each
     /// update's): lets an update skip nodes whose parameters stay the same.
-    current: Mutex<GraphDesc>,
+    /// (Made from the source on first need, to keep instantiation lean.)
+    current: OnceLock<Mutex<GraphDesc>>,
     /// The fused copy that was instantiated, when fusion applied.
     fused: Mutex<Option<Fused>>,
 }
@@ -109,7 +110,7 @@ impl Exec {
                 raw,
                 source: graph.clone(),
                 updated_from: Mutex::new(None),
-                current: Mutex::new(graph.desc()),
+                current: OnceLock::new(),
                 fused: Mutex::new(fused),
             }),
         };
@@ -124,9 +125,19 @@ impl Exec {
         self.inner.raw
     }
 
+    /// What each node does now: the source's description until the first
+    /// update or argument change.
+    fn current(&self) -> MutexGuard<'_, GraphDesc> {
+        self.inner
+            .current
+            .get_or_init(|| Mutex::new(self.inner.source.desc()))
+            .lock()
+            .unwrap()
+    }
+
     /// Node counts before and after fusion.
     pub fn stats(&self) -> ExecStats {
-        let graph_nodes = self.inner.current.lock().unwrap().len();
+        let graph_nodes = self.inner.source.node_count();
         match &*self.inner.fused.lock().unwrap() {
             Some(f) => ExecStats {
                 graph_nodes,
@@ -147,7 +158,7 @@ impl Exec {
     pub fn to_dot(&self, name: &str) -> String {
         match &*self.inner.fused.lock().unwrap() {
             Some(f) => crate::graph::to_dot(&f.desc, name),
-            None => crate::graph::to_dot(&self.inner.current.lock().unwrap(), name),
+            None => crate::graph::to_dot(&self.current().clone(), name),
         }
     }
 
@@ -194,7 +205,7 @@ impl Exec {
             graph.context().same(&self.inner.ctx),
             "the graph belongs to another context"
         );
-        let mut current = self.inner.current.lock().unwrap();
+        let mut current = self.current();
         if self.inner.fused.lock().unwrap().is_some() {
             return self.update_fused(graph, &mut current);
         }
@@ -412,7 +423,7 @@ impl Exec {
         else {
             unreachable!("node {i} is a kernel node");
         };
-        let mut current = self.inner.current.lock().unwrap();
+        let mut current = self.current();
         // The node as it will be (built-ins only: their layout is known).
         let mut updated = current.node(i).clone();
         if let NodeKind::Kernel {
