@@ -8,13 +8,16 @@
 
 CARGO    ?= cargo
 CC       ?= cc
+CXX      ?= c++
 NVCC     ?= nvcc
 PYTHON   ?= python3
 RELEASE  := target/release
 EXBUILD  := c_examples/build
 CFLAGS_EX := -std=c11 -O2 -Wall -Wextra -Werror -pedantic -Iinclude
+CXXFLAGS_EX := -std=c++17 -O2 -Wall -Wextra -Werror -pedantic -Iinclude
 LDFLAGS_EX := -L$(RELEASE) -Wl,-rpath,$(abspath $(RELEASE)) -lgraphcore -lm
-EXAMPLES := $(patsubst c_examples/%.c,$(EXBUILD)/%,$(wildcard c_examples/*.c))
+EXAMPLES := $(patsubst c_examples/%.c,$(EXBUILD)/%,$(wildcard c_examples/*.c)) \
+            $(patsubst c_examples/%.cpp,$(EXBUILD)/%_cpp,$(wildcard c_examples/*.cpp))
 CU_EXAMPLES := $(patsubst c_examples/%.cu,$(EXBUILD)/%_cu,$(wildcard c_examples/*.cu))
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 MAIN_EXAMPLE ?= forward_backward
@@ -30,6 +33,10 @@ lib:
 $(EXBUILD)/%: c_examples/%.c include/graphcore.h lib
 	@mkdir -p $(EXBUILD)
 	$(CC) $(CFLAGS_EX) $< -o $@ $(LDFLAGS_EX)
+
+$(EXBUILD)/%_cpp: c_examples/%.cpp include/graphcore.h include/graphcore.hpp lib
+	@mkdir -p $(EXBUILD)
+	$(CXX) $(CXXFLAGS_EX) $< -o $@ $(LDFLAGS_EX)
 
 $(EXBUILD)/%_cu: c_examples/%.cu include/graphcore.h lib
 	@mkdir -p $(EXBUILD)
