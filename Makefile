@@ -2,6 +2,12 @@
 #
 #   make example   build everything (release) and run the main example
 #   make test      the whole test suite (what CI runs)
+#   make install   install the library, headers, pkg-config and CMake files:
+#                  make install PREFIX=/usr/local [DESTDIR=/staging]
+#                  (INSTALL_FROM=DIR installs DIR's libgraphcore.so/.a
+#                  instead of building; LIBDIR, INCLUDEDIR: scripts/install)
+#   make uninstall remove exactly what make install installed (same PREFIX,
+#                  DESTDIR)
 #   make header    regenerate include/graphcore.h from ffi/
 #   make ptx       regenerate kernels/ptx/*.ptx from kernels/*.cu (NVRTC 12.0)
 #   make gpu-check stage everything for the GPU machine (scripts/gpu-check)
@@ -21,8 +27,15 @@ EXAMPLES := $(patsubst c_examples/%.c,$(EXBUILD)/%,$(wildcard c_examples/*.c)) \
 CU_EXAMPLES := $(patsubst c_examples/%.cu,$(EXBUILD)/%_cu,$(wildcard c_examples/*.cu))
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 MAIN_EXAMPLE ?= forward_backward
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+LIBDIR   ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+INSTALL_FROM ?=
+INSTALL_ENV = PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' LIBDIR='$(LIBDIR)' \
+              INCLUDEDIR='$(INCLUDEDIR)' FROM='$(or $(INSTALL_FROM),$(RELEASE))'
 
-.PHONY: all lib examples example test lint header ptx check-ptx gpu-check clean
+.PHONY: all lib examples example test lint header ptx check-ptx gpu-check clean install uninstall
 
 all: lib examples
 
@@ -71,6 +84,14 @@ ptx:
 
 gpu-check:
 	scripts/gpu-check
+
+# Builds the release library first unless INSTALL_FROM names a folder that
+# already holds libgraphcore.so and libgraphcore.a.
+install: $(if $(INSTALL_FROM),,lib)
+	$(INSTALL_ENV) scripts/install install
+
+uninstall:
+	$(INSTALL_ENV) scripts/install uninstall
 
 clean:
 	$(CARGO) clean

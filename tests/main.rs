@@ -5,5 +5,6 @@
 mod c_abi;
 mod gpu;
 mod header;
+mod install;
 mod support;
 mod version;
