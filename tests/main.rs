@@ -6,5 +6,6 @@ mod c_abi;
 mod gpu;
 mod header;
 mod install;
+mod python;
 mod support;
 mod version;
