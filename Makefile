@@ -2,24 +2,40 @@
 #
 #   make example   build everything (release) and run the main example
 #   make test      the whole test suite (what CI runs)
+#   make install   install the library, headers, pkg-config and CMake files:
+#                  make install PREFIX=/usr/local [DESTDIR=/staging]
+#                  (INSTALL_FROM=DIR installs DIR's libgraphcore.so/.a
+#                  instead of building; LIBDIR, INCLUDEDIR: scripts/install)
+#   make uninstall remove exactly what make install installed (same PREFIX,
+#                  DESTDIR)
 #   make header    regenerate include/graphcore.h from ffi/
 #   make ptx       regenerate kernels/ptx/*.ptx from kernels/*.cu (NVRTC 12.0)
 #   make gpu-check stage everything for the GPU machine (scripts/gpu-check)
 
 CARGO    ?= cargo
 CC       ?= cc
+CXX      ?= c++
 NVCC     ?= nvcc
 PYTHON   ?= python3
 RELEASE  := target/release
 EXBUILD  := c_examples/build
 CFLAGS_EX := -std=c11 -O2 -Wall -Wextra -Werror -pedantic -Iinclude
+CXXFLAGS_EX := -std=c++17 -O2 -Wall -Wextra -Werror -pedantic -Iinclude
 LDFLAGS_EX := -L$(RELEASE) -Wl,-rpath,$(abspath $(RELEASE)) -lgraphcore -lm
-EXAMPLES := $(patsubst c_examples/%.c,$(EXBUILD)/%,$(wildcard c_examples/*.c))
+EXAMPLES := $(patsubst c_examples/%.c,$(EXBUILD)/%,$(wildcard c_examples/*.c)) \
+            $(patsubst c_examples/%.cpp,$(EXBUILD)/%_cpp,$(wildcard c_examples/*.cpp))
 CU_EXAMPLES := $(patsubst c_examples/%.cu,$(EXBUILD)/%_cu,$(wildcard c_examples/*.cu))
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 MAIN_EXAMPLE ?= forward_backward
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+LIBDIR   ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+INSTALL_FROM ?=
+INSTALL_ENV = PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' LIBDIR='$(LIBDIR)' \
+              INCLUDEDIR='$(INCLUDEDIR)' FROM='$(or $(INSTALL_FROM),$(RELEASE))'
 
-.PHONY: all lib examples example test lint header ptx check-ptx gpu-check clean
+.PHONY: all lib examples example test lint header ptx check-ptx gpu-check clean install uninstall
 
 all: lib examples
 
@@ -30,6 +46,10 @@ lib:
 $(EXBUILD)/%: c_examples/%.c include/graphcore.h lib
 	@mkdir -p $(EXBUILD)
 	$(CC) $(CFLAGS_EX) $< -o $@ $(LDFLAGS_EX)
+
+$(EXBUILD)/%_cpp: c_examples/%.cpp include/graphcore.h include/graphcore.hpp lib
+	@mkdir -p $(EXBUILD)
+	$(CXX) $(CXXFLAGS_EX) $< -o $@ $(LDFLAGS_EX)
 
 $(EXBUILD)/%_cu: c_examples/%.cu include/graphcore.h lib
 	@mkdir -p $(EXBUILD)
@@ -64,6 +84,14 @@ ptx:
 
 gpu-check:
 	scripts/gpu-check
+
+# Builds the release library first unless INSTALL_FROM names a folder that
+# already holds libgraphcore.so and libgraphcore.a.
+install: $(if $(INSTALL_FROM),,lib)
+	$(INSTALL_ENV) scripts/install install
+
+uninstall:
+	$(INSTALL_ENV) scripts/install uninstall
 
 clean:
 	$(CARGO) clean

@@ -1,15 +1,17 @@
 //! The C ABI as C programs see it: tests/c/*.c compiled with
-//! `-std=c11 -Wall -Wextra -Werror -pedantic` under AddressSanitizer and
-//! UBSan, linked against libgraphcore.so, and run. Each prints
-//! "N passed, M failed"; without a driver they check the no-driver path,
-//! with one (on the GPU machine) the full argument and state checks.
+//! `-std=c11 -Wall -Wextra -Werror -pedantic` (tests/c/*.cpp, for the
+//! headers and graphcore.hpp, with `-std=c++17` and the same warnings) under
+//! AddressSanitizer and UBSan, linked against libgraphcore.so, and run. Each
+//! prints "N passed, M failed"; without a driver they check the no-driver
+//! path, with one (on the GPU machine) the full argument and state checks.
 
 use crate::support::{lib_dir, repo};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Compiles `src` (C or C++) against the header and the library.
-fn compile(src: &Path, out: &Path, cpp: bool) -> Result<(), String> {
+/// Compiles `src` (C or C++) against the header and the library, with
+/// `extra` flags after the common ones.
+fn compile(src: &Path, out: &Path, cpp: bool, extra: &[&str]) -> Result<(), String> {
     let root = repo();
     let lib = linkable_lib();
     let (cc, std) = if cpp {
@@ -27,6 +29,7 @@ fn compile(src: &Path, out: &Path, cpp: bool) -> Result<(), String> {
     .args(["-Wall", "-Wextra", "-Werror", "-pedantic", "-g", "-O1"])
     .args(["-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
     .arg("-fno-omit-frame-pointer")
+    .args(extra)
     .arg(format!("-I{}", root.join("include").display()))
     .arg(format!("-I{}", root.join("tests/c").display()))
     .arg(src)
@@ -93,11 +96,16 @@ fn build_dir() -> PathBuf {
     d
 }
 
-/// Compiles and runs tests/c/<name>.c; checks its summary line.
-fn c_test(name: &str) {
-    let src = repo().join("tests/c").join(format!("{name}.c"));
+/// Compiles and runs tests/c/<file> (C, or C++17 for *.cpp); checks its
+/// summary line.
+fn c_test(file: &str) {
+    let src = repo().join("tests/c").join(file);
+    let (name, cpp) = match file.strip_suffix(".cpp") {
+        Some(name) => (name, true),
+        None => (file.trim_end_matches(".c"), false),
+    };
     let exe = build_dir().join(name);
-    compile(&src, &exe, false).unwrap_or_else(|e| panic!("{e}"));
+    compile(&src, &exe, cpp, &[]).unwrap_or_else(|e| panic!("{e}"));
     let out = run(&exe);
     let summary = out
         .lines()
@@ -110,12 +118,29 @@ fn c_test(name: &str) {
 
 #[test]
 fn abi() {
-    c_test("abi");
+    c_test("abi.c");
 }
 
+/// graphcore.hpp: owners, errors, the capture guard, dependency lists.
+#[test]
+fn hpp() {
+    c_test("hpp.cpp");
+}
+
+/// graphcore.h and graphcore.hpp compile as C++17 with every warning an
+/// error, including the stricter ones C++ users often turn on.
 #[test]
 fn header_compiles_as_cpp17() {
     let exe = build_dir().join("header_cpp");
-    compile(&repo().join("tests/c/header.cpp"), &exe, true).unwrap_or_else(|e| panic!("{e}"));
+    let strict = [
+        "-Wshadow",
+        "-Wconversion",
+        "-Wsign-conversion",
+        "-Wold-style-cast",
+        "-Wnon-virtual-dtor",
+        "-Wzero-as-null-pointer-constant",
+    ];
+    compile(&repo().join("tests/c/header.cpp"), &exe, true, &strict)
+        .unwrap_or_else(|e| panic!("{e}"));
     run(&exe);
 }

@@ -5,5 +5,7 @@
 mod c_abi;
 mod gpu;
 mod header;
+mod install;
+mod python;
 mod support;
 mod version;

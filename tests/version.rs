@@ -1,6 +1,7 @@
 //! The version agrees everywhere: Cargo.toml, the header's GC_VERSION_*
-//! macros, gc_version() (checked by tests/c/abi.c against the macros) and
-//! the SONAME of libgraphcore.so.
+//! macros, gc_version() (checked by tests/c/abi.c against the macros), the
+//! SONAME of libgraphcore.so and the Python binding's __version__ (which
+//! python/pyproject.toml takes). scripts/install reads Cargo.toml itself.
 
 use crate::support::{lib_dir, repo};
 use std::process::Command;
@@ -38,5 +39,18 @@ fn soname_is_major_version() {
         text.lines()
             .any(|l| l.contains("(SONAME)") && l.contains(&want)),
         "SONAME is not {want}:\n{text}"
+    );
+}
+
+#[test]
+fn python_version_matches_cargo() {
+    let init = std::fs::read_to_string(repo().join("python/graphcore/__init__.py")).unwrap();
+    let line = init
+        .lines()
+        .find(|l| l.starts_with("__version__ = "))
+        .expect("__version__ missing from python/graphcore/__init__.py");
+    assert_eq!(
+        line,
+        format!("__version__ = \"{}\"", env!("CARGO_PKG_VERSION"))
     );
 }

@@ -1,0 +1,354 @@
+/*
+ * graphcore.hpp: a header-only C++17 layer over graphcore.h (the C API,
+ * which documents every call). It adds ownership and errors, nothing else:
+ *
+ *  - graphcore::context, stream, pool, module, function, graph, exec and
+ *    runner own one handle each: move-only, gc_<thing>_destroy on
+ *    destruction. Their constructors call the matching create function (and
+ *    throw on failure); each also adopts a handle you already have
+ *    (explicit T(gc_thing *)), gives it back with release(), and converts
+ *    implicitly to its C handle, so every gc_* call takes it as it is.
+ *  - graphcore::check(status) throws graphcore::error, a std::runtime_error
+ *    carrying the gc_status, gc_last_error()'s text and
+ *    gc_last_cuda_result().
+ *  - graphcore::capture owns an open stream capture: end() gives the graph;
+ *    a capture still open when the guard goes (an exception) is ended and
+ *    its graph destroyed, so the stream is usable again.
+ *  - graphcore::graph_add_kernel and the other graph_add_* calls take the
+ *    dependencies as a std::vector<gc_node> or a braced list and return the
+ *    new node.
+ *
+ *      graphcore::context ctx(0);
+ *      graphcore::stream s(ctx);
+ *      graphcore::pool pool(ctx);
+ *      graphcore::capture cap(s, pool);
+ *      graphcore::check(gc_op_scale(s, x, x, n, 2.0f));
+ *      graphcore::graph g = cap.end();
+ *      graphcore::exec e(g, GC_INSTANTIATE_UPLOAD);
+ *      graphcore::check(gc_exec_launch(e, s));
+ *
+ * Thread safety is that of the C calls underneath. Destroy failures are
+ * ignored in destructors (call gc_*_destroy(x.release()) to see them).
+ */
+#ifndef GRAPHCORE_HPP
+#define GRAPHCORE_HPP
+
+#if __cplusplus < 201703L && !(defined(_MSVC_LANG) && _MSVC_LANG >= 201703L)
+#error "graphcore.hpp needs C++17 or newer"
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graphcore.h"
+
+namespace graphcore {
+
+/* ------------------------------------------------------------------ errors */
+
+/** A failed graphcore call: its status, message and CUDA result. */
+class error : public std::runtime_error {
+public:
+    /** what() is "<status name>: <message>". */
+    error(gc_status status, const std::string &message, int cuda_result = 0)
+        : std::runtime_error(std::string(gc_status_name(static_cast<int>(status))) + ": " +
+                             message),
+          status_(status),
+          cuda_result_(cuda_result),
+          prefix_(std::strlen(gc_status_name(static_cast<int>(status))) + 2) {}
+
+    /** The status the call returned. */
+    gc_status status() const noexcept { return status_; }
+    /** Its name, as gc_status_name gives it ("GC_ERROR_NO_DRIVER"). */
+    const char *status_name() const noexcept { return gc_status_name(static_cast<int>(status_)); }
+    /** gc_last_error()'s text at the time of the failure. */
+    const char *message() const noexcept { return what() + prefix_; }
+    /** gc_last_cuda_result() at the time of the failure (0 if not CUDA's). */
+    int cuda_result() const noexcept { return cuda_result_; }
+
+private:
+    gc_status status_;
+    int cuda_result_;
+    std::size_t prefix_;
+};
+
+/** Throws graphcore::error unless status is GC_SUCCESS. */
+inline void check(gc_status status) {
+    if (status != GC_SUCCESS) {
+        throw error(status, gc_last_error(), gc_last_cuda_result());
+    }
+}
+
+/* ------------------------------------------------------------------ owners */
+
+namespace detail {
+
+/** Owns one handle; Destroy releases it. Move-only. */
+template <typename Handle, gc_status (*Destroy)(Handle *)>
+class owner {
+public:
+    using handle_type = Handle;
+
+    owner() noexcept = default;
+    /** Adopts `handle` (may be NULL). */
+    explicit owner(Handle *handle) noexcept : h_(handle) {}
+    owner(owner &&other) noexcept : h_(std::exchange(other.h_, nullptr)) {}
+    owner &operator=(owner &&other) noexcept {
+        if (this != &other) {
+            reset(std::exchange(other.h_, nullptr));
+        }
+        return *this;
+    }
+    owner(const owner &) = delete;
+    owner &operator=(const owner &) = delete;
+    ~owner() { reset(); }
+
+    /** The C handle (still owned). */
+    Handle *get() const noexcept { return h_; }
+    /** The C handle (still owned), for gc_* calls. */
+    operator Handle *() const noexcept { return h_; }
+    /** Gives up ownership: the caller destroys the handle. */
+    Handle *release() noexcept { return std::exchange(h_, nullptr); }
+    /** Destroys the owned handle (if any) and adopts `handle`. */
+    void reset(Handle *handle = nullptr) noexcept {
+        Handle *old = std::exchange(h_, handle);
+        if (old != nullptr) {
+            (void)Destroy(old);
+        }
+    }
+
+protected:
+    Handle *h_ = nullptr;
+};
+
+}  // namespace detail
+
+/** A device's primary context: gc_context_create / gc_context_destroy. */
+class context : public detail::owner<gc_context, gc_context_destroy> {
+public:
+    using owner::owner;
+    context() noexcept = default;
+    /** gc_context_create(device). */
+    explicit context(int device) { check(gc_context_create(device, &h_)); }
+};
+
+/** A stream: gc_stream_create or gc_stream_wrap / gc_stream_destroy. */
+class stream : public detail::owner<gc_stream, gc_stream_destroy> {
+public:
+    using owner::owner;
+    stream() noexcept = default;
+    /** gc_stream_create(ctx): a stream graphcore owns. */
+    explicit stream(gc_context *ctx) { check(gc_stream_create(ctx, &h_)); }
+    /** gc_stream_wrap(ctx, raw): borrows a CUstream / cudaStream_t. */
+    static stream wrap(gc_context *ctx, void *raw) {
+        gc_stream *s = nullptr;
+        check(gc_stream_wrap(ctx, raw, &s));
+        return stream(s);
+    }
+};
+
+/** A device memory pool: gc_pool_create / gc_pool_destroy. */
+class pool : public detail::owner<gc_pool, gc_pool_destroy> {
+public:
+    using owner::owner;
+    pool() noexcept = default;
+    /** gc_pool_create(ctx, options); NULL options are the defaults. */
+    explicit pool(gc_context *ctx, const gc_pool_options *options = nullptr) {
+        check(gc_pool_create(ctx, options, &h_));
+    }
+};
+
+/** A loaded module image: gc_module_load / gc_module_destroy. */
+class module : public detail::owner<gc_module, gc_module_destroy> {
+public:
+    using owner::owner;
+    module() noexcept = default;
+    /** gc_module_load(ctx, image, size): PTX, cubin or fatbin. */
+    module(gc_context *ctx, const void *image, std::size_t size) {
+        check(gc_module_load(ctx, image, size, &h_));
+    }
+};
+
+/** A kernel: gc_module_function, gc_kernel_builtin or gc_function_wrap /
+ * gc_function_destroy. */
+class function : public detail::owner<gc_function, gc_function_destroy> {
+public:
+    using owner::owner;
+    function() noexcept = default;
+    /** gc_module_function(module, name). */
+    function(gc_module *module, const char *name) {
+        check(gc_module_function(module, name, &h_));
+    }
+    /** gc_kernel_builtin(ctx, name). */
+    static function builtin(gc_context *ctx, const char *name) {
+        gc_function *f = nullptr;
+        check(gc_kernel_builtin(ctx, name, &f));
+        return function(f);
+    }
+    /** gc_function_wrap(ctx, raw, name): a CUfunction / cudaFunction_t. */
+    static function wrap(gc_context *ctx, void *raw, const char *name = nullptr) {
+        gc_function *f = nullptr;
+        check(gc_function_wrap(ctx, raw, name, &f));
+        return function(f);
+    }
+};
+
+/** A graph: gc_graph_create (or adopt gc_capture_end's) / gc_graph_destroy. */
+class graph : public detail::owner<gc_graph, gc_graph_destroy> {
+public:
+    using owner::owner;
+    graph() noexcept = default;
+    /** gc_graph_create(ctx): an empty graph to add nodes to. */
+    explicit graph(gc_context *ctx) { check(gc_graph_create(ctx, &h_)); }
+};
+
+/** An instantiated graph: gc_graph_instantiate / gc_exec_destroy. */
+class exec : public detail::owner<gc_exec, gc_exec_destroy> {
+public:
+    using owner::owner;
+    exec() noexcept = default;
+    /** gc_graph_instantiate(graph, flags). */
+    explicit exec(gc_graph *graph, std::uint32_t flags = 0) {
+        check(gc_graph_instantiate(graph, flags, &h_));
+    }
+};
+
+/** Graphs per batch size: gc_runner_create / gc_runner_destroy. */
+class runner : public detail::owner<gc_runner, gc_runner_destroy> {
+public:
+    using owner::owner;
+    runner() noexcept = default;
+    /** gc_runner_create(ctx, pool); NULL: a pool of its own. */
+    explicit runner(gc_context *ctx, gc_pool *pool = nullptr) {
+        check(gc_runner_create(ctx, pool, &h_));
+    }
+};
+
+/** An open capture: gc_capture_begin now, gc_capture_end in end() (or,
+ * discarding the graph, when the guard goes while still open). */
+class capture {
+public:
+    /** gc_capture_begin(stream, pool, mode). */
+    explicit capture(gc_stream *stream, gc_pool *pool = nullptr,
+                     gc_capture_mode mode = GC_CAPTURE_THREAD_LOCAL)
+        : stream_(stream) {
+        check(gc_capture_begin(stream, pool, mode));
+    }
+    capture(const capture &) = delete;
+    capture &operator=(const capture &) = delete;
+    ~capture() {
+        if (stream_ != nullptr) {
+            gc_graph *g = nullptr;
+            if (gc_capture_end(stream_, &g) == GC_SUCCESS) {
+                (void)gc_graph_destroy(g);
+            }
+        }
+    }
+    /** gc_capture_end: the captured graph. Once only; on failure (an
+     * invalidated capture) it throws and the stream is usable again. */
+    graph end() {
+        gc_graph *g = nullptr;
+        check(gc_capture_end(std::exchange(stream_, nullptr), &g));
+        return graph(g);
+    }
+
+private:
+    gc_stream *stream_;
+};
+
+/* ---------------------------------------- graph building with dependency lists */
+
+/** gc_graph_add_kernel after the nodes in `deps`; returns the new node. */
+inline gc_node graph_add_kernel(gc_graph *graph, gc_function *function, gc_dim3 grid,
+                                gc_dim3 block, std::uint32_t shared_bytes, void **args,
+                                const std::vector<gc_node> &deps) {
+    gc_node node{};
+    check(gc_graph_add_kernel(graph, function, grid, block, shared_bytes, args, deps.data(),
+                              deps.size(), &node));
+    return node;
+}
+inline gc_node graph_add_kernel(gc_graph *graph, gc_function *function, gc_dim3 grid,
+                                gc_dim3 block, std::uint32_t shared_bytes, void **args,
+                                std::initializer_list<gc_node> deps = {}) {
+    gc_node node{};
+    check(gc_graph_add_kernel(graph, function, grid, block, shared_bytes, args, deps.begin(),
+                              deps.size(), &node));
+    return node;
+}
+
+/** gc_graph_add_memcpy after the nodes in `deps`; returns the new node. */
+inline gc_node graph_add_memcpy(gc_graph *graph, void *dst, const void *src, std::size_t bytes,
+                                const std::vector<gc_node> &deps) {
+    gc_node node{};
+    check(gc_graph_add_memcpy(graph, dst, src, bytes, deps.data(), deps.size(), &node));
+    return node;
+}
+inline gc_node graph_add_memcpy(gc_graph *graph, void *dst, const void *src, std::size_t bytes,
+                                std::initializer_list<gc_node> deps = {}) {
+    gc_node node{};
+    check(gc_graph_add_memcpy(graph, dst, src, bytes, deps.begin(), deps.size(), &node));
+    return node;
+}
+
+/** gc_graph_add_memset after the nodes in `deps`; returns the new node. */
+inline gc_node graph_add_memset(gc_graph *graph, void *dst, int value, std::size_t bytes,
+                                const std::vector<gc_node> &deps) {
+    gc_node node{};
+    check(gc_graph_add_memset(graph, dst, value, bytes, deps.data(), deps.size(), &node));
+    return node;
+}
+inline gc_node graph_add_memset(gc_graph *graph, void *dst, int value, std::size_t bytes,
+                                std::initializer_list<gc_node> deps = {}) {
+    gc_node node{};
+    check(gc_graph_add_memset(graph, dst, value, bytes, deps.begin(), deps.size(), &node));
+    return node;
+}
+
+/** gc_graph_add_host after the nodes in `deps`; returns the new node. */
+inline gc_node graph_add_host(gc_graph *graph, gc_host_fn fn, void *user_data,
+                              const std::vector<gc_node> &deps) {
+    gc_node node{};
+    check(gc_graph_add_host(graph, fn, user_data, deps.data(), deps.size(), &node));
+    return node;
+}
+inline gc_node graph_add_host(gc_graph *graph, gc_host_fn fn, void *user_data,
+                              std::initializer_list<gc_node> deps = {}) {
+    gc_node node{};
+    check(gc_graph_add_host(graph, fn, user_data, deps.begin(), deps.size(), &node));
+    return node;
+}
+
+/** gc_graph_add_child after the nodes in `deps`; returns the new node. */
+inline gc_node graph_add_child(gc_graph *graph, gc_graph *child, const std::vector<gc_node> &deps) {
+    gc_node node{};
+    check(gc_graph_add_child(graph, child, deps.data(), deps.size(), &node));
+    return node;
+}
+inline gc_node graph_add_child(gc_graph *graph, gc_graph *child,
+                               std::initializer_list<gc_node> deps = {}) {
+    gc_node node{};
+    check(gc_graph_add_child(graph, child, deps.begin(), deps.size(), &node));
+    return node;
+}
+
+/** gc_graph_add_empty after the nodes in `deps`; returns the new node. */
+inline gc_node graph_add_empty(gc_graph *graph, const std::vector<gc_node> &deps) {
+    gc_node node{};
+    check(gc_graph_add_empty(graph, deps.data(), deps.size(), &node));
+    return node;
+}
+inline gc_node graph_add_empty(gc_graph *graph, std::initializer_list<gc_node> deps = {}) {
+    gc_node node{};
+    check(gc_graph_add_empty(graph, deps.begin(), deps.size(), &node));
+    return node;
+}
+
+}  // namespace graphcore
+
+#endif /* GRAPHCORE_HPP */

@@ -1,0 +1,256 @@
+"""The binding on a GPU: pools, pinned buffers, typed kernels, built and
+captured graphs, exec updates, host nodes, runners, modules, and capture
+around PyTorch work. Each test takes the `ctx` fixture: skipped without a
+driver, a failure on the GPU machine (GC_GPU=1) if there is none."""
+import ctypes as C
+import pytest
+
+import graphcore as gc
+
+N = 1024
+
+
+def upload(ctx, stream, dst, values):
+    with ctx.host_alloc(4 * len(values)) as h:
+        h.as_array(C.c_float)[:] = values
+        gc.memcpy_async(stream, dst, h, 4 * len(values))
+        stream.synchronize()
+
+
+def download(ctx, stream, src, n):
+    with ctx.host_alloc(4 * n) as h:
+        gc.memcpy_async(stream, h, src, 4 * n)
+        stream.synchronize()
+        return list(h.view("f"))
+
+
+def test_context_info(ctx):
+    info = ctx.info()
+    assert info.name and info.sm_count > 0 and info.total_bytes > 0
+    assert info.driver_version >= 12000
+    assert gc.device_count() >= 1
+    ctx.synchronize()
+
+
+def test_pool(ctx):
+    with gc.Pool(ctx, initial_bytes=4 << 20, max_bytes=8 << 20) as pool:
+        a = pool.alloc(1000)
+        assert a % 256 == 0
+        st = pool.stats()
+        assert st.allocated_bytes >= 1000 and st.reserved_bytes >= 4 << 20
+        assert st.alloc_count == 1 and st.as_dict()["alloc_count"] == 1
+        with pytest.raises(gc.OutOfMemoryError):
+            pool.alloc(64 << 20)
+        pool.free(a)
+        with pytest.raises(gc.InvalidArgumentError, match="gc_pool_free"):
+            pool.free(a)
+        pool.trim()
+        assert pool.stats().allocated_bytes == 0
+    with pytest.raises(gc.InvalidArgumentError):
+        gc.Pool(ctx, initial_bytes=8 << 20, max_bytes=4 << 20)
+
+
+def test_host_buffer_and_typed_kernels(ctx, stream, pool):
+    x, y = pool.alloc(4 * N), pool.alloc(4 * N)
+    upload(ctx, stream, x, [float(i) for i in range(N)])
+    gc.op_scale(stream, y, x, N, 2.0)
+    gc.op_add_scalar(stream, y, y, N, 1.0)
+    gc.op_chain(stream, y, y, N, [(gc.CHAIN_MUL, 0.5), (gc.CHAIN_MIN, 100.0)])
+    out = download(ctx, stream, y, N)
+    assert out == [min((2.0 * i + 1.0) * 0.5, 100.0) for i in range(N)]
+    ws = pool.alloc(ctx.mse_workspace_bytes(N))
+    loss = pool.alloc(4)
+    gc.memset_async(stream, ws, 0, ctx.mse_workspace_bytes(N))
+    gc.op_mse(stream, loss, None, x, x, N, 1.0, ws, ctx.mse_workspace_bytes(N))
+    assert download(ctx, stream, loss, 1) == [0.0]
+
+
+def scale_args(ptr, alpha, n=N):
+    return [gc.ptr(ptr), gc.ptr(ptr), C.c_uint64(n), C.c_float(alpha)]
+
+
+def test_built_graph_update_and_kernel_args(ctx, stream, pool):
+    d = pool.alloc(4 * N)
+    fill = gc.Function.builtin(ctx, "gc_fill_f32")
+    scale = gc.Function.builtin(ctx, "gc_scale_f32")
+
+    def build(alpha, extra=False):
+        g = gc.Graph(ctx)
+        clear = g.add_memset(d, 0, 4 * N)
+        f = g.add_kernel(fill, 4, 256, [gc.ptr(d), C.c_uint64(N), C.c_float(3.0)], deps=clear)
+        s = g.add_kernel(scale, 4, 256, scale_args(d, alpha), deps=[f])
+        if extra:
+            g.add_empty(deps=[s])
+        return g, s
+
+    g, s = build(2.0)
+    assert len(g) == 3
+    e = g.instantiate(gc.INSTANTIATE_UPLOAD)
+    e.launch(stream)
+    assert download(ctx, stream, d, 4) == [6.0] * 4
+    e.set_kernel_args(s, scale_args(d, 4.0))
+    e.launch(stream)
+    assert download(ctx, stream, d, 4) == [12.0] * 4
+    g2, _ = build(0.5)
+    e.update(g2)
+    e.launch(stream)
+    assert download(ctx, stream, d, 4) == [1.5] * 4
+    g3, _ = build(1.0, extra=True)
+    with pytest.raises(gc.UpdateMismatchError):
+        e.update(g3)
+    e.launch(stream)  # unchanged, still usable
+    assert download(ctx, stream, d, 4) == [1.5] * 4
+    with pytest.raises(gc.InvalidArgumentError):
+        g.add_dependency(s, s)
+    assert e.raw and g.raw
+    for obj in (e, g, g2, g3):
+        obj.close()
+
+
+def test_capture(ctx, stream, pool):
+    d = pool.alloc(4 * N)
+    with gc.capture(stream, pool) as cap:
+        assert stream.is_capturing
+        gc.op_fill(stream, d, N, 1.0)
+        tmp = pool.alloc(4 * N)  # belongs to the capture
+        gc.op_scale(stream, tmp, d, N, 3.0)
+        gc.op_copy(stream, d, tmp, N)
+        pool.free(tmp)
+    assert not stream.is_capturing
+    graph = cap.graph
+    assert graph.node_count == 3 and graph.pool_bytes == 0
+    e = graph.instantiate()
+    e.upload(stream)
+    e.launch(stream)
+    assert download(ctx, stream, d, 2) == [3.0, 3.0]
+    # A broken capture: the error names the call; the stream works after.
+    with pytest.raises(gc.CaptureError):
+        with gc.capture(stream, pool):
+            gc.op_fill(stream, d, N, 5.0)
+            stream.synchronize()
+    assert not stream.is_capturing
+    gc.op_fill(stream, d, N, 7.0)
+    assert download(ctx, stream, d, 1) == [7.0]
+    # An exception inside the block propagates; the capture is ended.
+    with pytest.raises(KeyError):
+        with gc.capture(stream) as cap2:
+            gc.op_fill(stream, d, N, 9.0)
+            raise KeyError("inside")
+    assert not stream.is_capturing
+    with pytest.raises(gc.InvalidStateError):
+        cap2.graph
+    # Fork/join across streams, and begin/end without `with`.
+    with gc.Stream(ctx) as side:
+        gc.begin_capture(stream, pool)
+        side.wait_stream(stream)
+        gc.op_fill(side, d, N, 2.0)
+        stream.wait_stream(side)
+        g = gc.end_capture(stream)
+        assert g.node_count >= 1
+        g.instantiate().launch(stream)
+        assert download(ctx, stream, d, 1) == [2.0]
+
+
+def test_host_node(ctx, stream):
+    calls = []
+    g = gc.Graph(ctx)
+    a = g.add_host(lambda: calls.append("a"))
+    g.add_host(lambda: calls.append("b"), deps=[a])
+    e = g.instantiate()
+    del g  # the exec keeps the callbacks alive
+    e.launch(stream)
+    e.launch(stream)
+    stream.synchronize()
+    assert calls == ["a", "b", "a", "b"]
+
+
+def test_child_graph(ctx, stream, pool):
+    d = pool.alloc(4 * N)
+    child = gc.Graph(ctx)
+    child.add_memset(d, 0, 4 * N)
+    parent = gc.Graph(ctx)
+    c = parent.add_child(child)
+    parent.add_kernel(gc.Function.builtin(ctx, "gc_add_scalar_f32"), 4, 256,
+                      [gc.ptr(d), gc.ptr(d), C.c_uint64(N), C.c_float(1.25)], deps=[c])
+    parent.instantiate().launch(stream)
+    assert download(ctx, stream, d, 1) == [1.25]
+
+
+def test_runner(ctx, stream, pool):
+    x, y = pool.alloc(64 * 4), pool.alloc(64 * 4)
+    upload(ctx, stream, x, [float(i) for i in range(64)])
+    seen = []
+
+    def record(s, batch):
+        assert isinstance(s, gc.Stream)
+        seen.append(batch)
+        gc.op_scale(s, y, x, batch, 2.0)
+
+    with gc.Runner(ctx, pool) as r:
+        r.capture([1, 4, 16], record, warmup_runs=1)
+        assert sorted(set(seen)) == [1, 4, 16]
+        assert r.replay(3, stream) == 4
+        assert download(ctx, stream, y, 4) == [0.0, 2.0, 4.0, 6.0]
+        with pytest.raises(gc.NoBucketError):
+            r.replay(17, stream)
+        st = r.stats()
+        assert st.bucket_count == 3 and [st.buckets[i].batch for i in range(3)] == [1, 4, 16]
+
+    def broken(s, batch):
+        raise ValueError("record failed for %d" % batch)
+
+    with gc.Runner(ctx, pool) as r:
+        with pytest.raises(ValueError, match="record failed"):
+            r.capture([2], broken)
+        assert r.stats().bucket_count == 0
+
+
+PTX = (".version 7.0\n.target sm_75\n.address_size 64\n"
+       ".visible .entry noop()\n{\n ret;\n}\n")
+
+
+def test_module(ctx, stream):
+    with gc.Module(ctx, PTX) as m:
+        f = m.function("noop")
+        with pytest.raises(gc.NotFoundError):
+            m.function("missing")
+    gc.launch(f, stream, 1, 1)  # the function keeps the module loaded
+    stream.synchronize()
+    wrapped = gc.Function.wrap(ctx, f.raw, "noop again")
+    gc.launch(wrapped, stream, (1, 1), (32,))
+    stream.synchronize()
+    with pytest.raises(gc.CudaError) as info:
+        gc.Module(ctx, PTX.replace("ret;", "bogus;"))
+    assert info.value.cuda_result != 0 and "JIT log" in info.value.message
+
+
+def test_capture_around_pytorch(ctx, pool, torch):
+    """graphcore captures PyTorch work on a torch stream (static tensors,
+    in-place and out= ops so nothing allocates during the capture) together
+    with its own kernels; replays see new input values."""
+    n = 4096
+    ts = torch.cuda.Stream()
+    x = torch.randn(n, device="cuda")
+    y = torch.empty(n, device="cuda")
+    with torch.cuda.stream(ts):  # warm up on the side stream, as the notes do
+        torch.mul(x, 2.0, out=y)
+        y.relu_()
+    ts.synchronize()
+    with gc.capture(ts, pool) as cap, torch.cuda.stream(ts):
+        torch.mul(x, 2.0, out=y)          # PyTorch's kernel
+        gc.op_add_scalar(cap.stream, y, y, n, 1.0)  # graphcore's, on the same stream
+        y.relu_()
+    exec_ = cap.graph.instantiate(gc.INSTANTIATE_UPLOAD)
+    for _ in range(2):
+        x.copy_(torch.randn(n, device="cuda"))  # new data in the static input
+        torch.cuda.synchronize()
+        exec_.launch(cap.stream)
+        cap.stream.synchronize()
+        assert torch.equal(y, torch.relu(x * 2.0 + 1.0))
+    # And the other way round: PyTorch on graphcore's stream.
+    with gc.Stream(ctx) as gs:
+        with torch.cuda.stream(torch.cuda.ExternalStream(gs.raw)):
+            y.zero_()
+        gc.op_add_scalar(gs, y, y, n, 3.0)
+        gs.synchronize()
+        assert bool((y == 3.0).all())

@@ -1,0 +1,39 @@
+//! The Python binding's tests (python/tests, pytest) against the library
+//! this suite tests (GRAPHCORE_LIB). Without a driver they check the
+//! binding against the header, error mapping, argument checks and handle
+//! lifetimes, and skip the GPU tests (pytest lists them as skipped); on the
+//! GPU machine (GC_GPU=1) the GPU tests must run. python3 and pytest are
+//! required: without them the test fails and says what to install.
+
+use crate::support::{lib_dir, repo};
+use std::process::Command;
+
+#[test]
+fn pytest() {
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let probe = Command::new(&python)
+        .args(["-c", "import pytest"])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {python} ({e}): install python3"));
+    assert!(
+        probe.status.success(),
+        "pytest is missing for {python}: install it (python3 -m pip install pytest)\n{}",
+        String::from_utf8_lossy(&probe.stderr)
+    );
+    let out = Command::new(&python)
+        .args(["-m", "pytest", "-p", "no:cacheprovider", "-rs", "-q"])
+        .arg(repo().join("python/tests"))
+        .current_dir(repo())
+        .env("GRAPHCORE_LIB", lib_dir().join("libgraphcore.so"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("run pytest");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    assert!(
+        out.status.success(),
+        "python/tests failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
