@@ -22,6 +22,29 @@
         }                                                                           \
     } while (0)
 
+/* Exits with graphcore's own message (exit code 2) when there is no usable
+ * driver or device; otherwise makes the context, a stream and a pool. */
+static inline void open_gpu(const char *program, gc_context **ctx, gc_stream **s, gc_pool **pool) {
+    int devices = 0;
+    gc_status st = gc_device_count(&devices);
+    if (st != GC_SUCCESS) {
+        fprintf(stderr, "%s: %s\n  %s\n", program, gc_status_name((int)st), gc_last_error());
+        exit(2);
+    }
+    TRY(gc_context_create(0, ctx));
+    TRY(gc_stream_create(*ctx, s));
+    TRY(gc_pool_create(*ctx, NULL, pool));
+}
+
+/* A runner's statistics. */
+static inline gc_runner_statistics runner_stats(gc_runner *r) {
+    gc_runner_statistics st;
+    memset(&st, 0, sizeof st);
+    st.struct_size = sizeof st;
+    TRY(gc_runner_stats(r, &st));
+    return st;
+}
+
 static inline double now_us(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);

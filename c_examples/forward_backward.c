@@ -53,18 +53,10 @@ static int same(const float *a, const float *b) {
 }
 
 int main(void) {
-    int devices = 0;
-    gc_status st = gc_device_count(&devices);
-    if (st != GC_SUCCESS) {
-        fprintf(stderr, "forward_backward: %s\n  %s\n", gc_status_name((int)st), gc_last_error());
-        return 2;
-    }
     gc_context *ctx;
     gc_stream *stream;
     gc_pool *pool;
-    TRY(gc_context_create(0, &ctx));
-    TRY(gc_stream_create(ctx, &stream));
-    TRY(gc_pool_create(ctx, NULL, &pool));
+    open_gpu("forward_backward", &ctx, &stream, &pool);
     gc_device_info info;
     memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;

@@ -79,12 +79,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--json")) json = argv[i + 1];
         else if (!strcmp(argv[i], "--dump")) dump = argv[i + 1];
     }
-    int devices;
-    gc_status st = gc_device_count(&devices);
-    if (st != GC_SUCCESS) {
-        fprintf(stderr, "mlp_inference: %s\n  %s\n", gc_status_name((int)st), gc_last_error());
-        return 2;
-    }
+    gc_context *ctx;
+    gc_stream *s;
+    gc_pool *pool;
+    open_gpu("mlp_inference", &ctx, &s, &pool);
 
     /* Host copies of the weights and of 64 input rows. */
     size_t sizes[7] = {(size_t)H1 * IN, H1, (size_t)H2 * H1, H2, (size_t)OUT * H2, OUT,
@@ -106,12 +104,6 @@ int main(int argc, char **argv) {
         fill_uniform(h[6], sizes[6], 1.0f, &seed);
     }
 
-    gc_context *ctx;
-    gc_stream *s;
-    gc_pool *pool;
-    TRY(gc_context_create(0, &ctx));
-    TRY(gc_stream_create(ctx, &s));
-    TRY(gc_pool_create(ctx, NULL, &pool));
     printf("memory (pool statistics, as the PyTorch notes print them):\n");
     print_memory(pool, "model ready (empty)");
 
@@ -135,10 +127,7 @@ int main(int argc, char **argv) {
     TRY(gc_runner_capture(runner, BUCKETS, NBUCKETS, forward, &m, 3));
     double capture_all_us = now_us() - t0;
     print_memory(pool, "graph capture done");
-    gc_runner_statistics rs;
-    memset(&rs, 0, sizeof rs);
-    rs.struct_size = sizeof rs;
-    TRY(gc_runner_stats(runner, &rs));
+    gc_runner_statistics rs = runner_stats(runner);
     printf("buckets (captured largest first, %.0f us for all four, warm-up included):\n", capture_all_us);
     for (uint32_t i = 0; i < rs.bucket_count; i++)
         printf("  batch %2u: %u nodes, captured in %6.0f us, holds %llu pool bytes\n", rs.buckets[i].batch,
@@ -150,15 +139,12 @@ int main(int argc, char **argv) {
     for (int i = 0; i < NBUCKETS; i++) {
         gc_pool *p;
         gc_runner *r;
-        gc_runner_statistics one;
         TRY(gc_pool_create(ctx, NULL, &p));
         mlp m1 = m;
         m1.pool = p;
         TRY(gc_runner_create(ctx, p, &r));
         TRY(gc_runner_capture(r, &BUCKETS[i], 1, forward, &m1, 0));
-        memset(&one, 0, sizeof one);
-        one.struct_size = sizeof one;
-        TRY(gc_runner_stats(r, &one));
+        gc_runner_statistics one = runner_stats(r);
         separate += one.pool.reserved_bytes;
         if (BUCKETS[i] == 32) alone32 = one.pool.reserved_bytes;
         TRY(gc_runner_destroy(r));
@@ -166,15 +152,12 @@ int main(int argc, char **argv) {
     }
     gc_pool *shared_only;
     gc_runner *shared_runner;
-    gc_runner_statistics sh;
     TRY(gc_pool_create(ctx, NULL, &shared_only));
     mlp m2 = m;
     m2.pool = shared_only;
     TRY(gc_runner_create(ctx, shared_only, &shared_runner));
     TRY(gc_runner_capture(shared_runner, BUCKETS, NBUCKETS, forward, &m2, 0));
-    memset(&sh, 0, sizeof sh);
-    sh.struct_size = sizeof sh;
-    TRY(gc_runner_stats(shared_runner, &sh));
+    gc_runner_statistics sh = runner_stats(shared_runner);
     uint64_t shared = sh.pool.reserved_bytes;
     TRY(gc_runner_destroy(shared_runner));
     TRY(gc_pool_destroy(shared_only));
@@ -193,7 +176,7 @@ int main(int argc, char **argv) {
         uint32_t n = requests[r], bucket = 0;
         const char *how;
         TRY(gc_memcpy_async(s, m.x, inputs, (size_t)(n < 32 ? n : 32) * IN * sizeof(float)));
-        st = gc_runner_replay(runner, n, s, &bucket);
+        gc_status st = gc_runner_replay(runner, n, s, &bucket);
         if (st == GC_ERROR_NO_BUCKET) {
             mlp big = m;
             big.x = inputs;

@@ -55,12 +55,10 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--data")) data = argv[i + 1];
         else if (!strcmp(argv[i], "--json")) json = argv[i + 1];
     }
-    int devices;
-    gc_status st = gc_device_count(&devices);
-    if (st != GC_SUCCESS) {
-        fprintf(stderr, "train_step: %s\n  %s\n", gc_status_name((int)st), gc_last_error());
-        return 2;
-    }
+    gc_context *ctx;
+    gc_stream *s, *side;
+    gc_pool *pool;
+    open_gpu("train_step", &ctx, &s, &pool);
     size_t sizes[4] = {(size_t)D * D, D, (size_t)N * D, (size_t)N * D};
     float *h[4];
     for (int i = 0; i < 4; i++) h[i] = malloc(sizes[i] * sizeof(float));
@@ -80,13 +78,7 @@ int main(int argc, char **argv) {
         fill_uniform(h[3], sizes[3], 1.0f, &seed);
     }
 
-    gc_context *ctx;
-    gc_stream *s, *side;
-    gc_pool *pool;
-    TRY(gc_context_create(0, &ctx));
-    TRY(gc_stream_create(ctx, &s));
     TRY(gc_stream_create(ctx, &side));
-    TRY(gc_pool_create(ctx, NULL, &pool));
     printf("memory (pool statistics, as the PyTorch notes print them):\n");
     print_memory(pool, "before static inputs");
 
