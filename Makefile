@@ -5,6 +5,7 @@
 #   make header    regenerate include/graphcore.h from ffi/
 #   make ptx       regenerate kernels/ptx/*.ptx from kernels/*.cu (NVRTC 12.0)
 #   make gpu-check stage everything for the GPU machine (scripts/gpu-check)
+#   make fuzz      fuzz every target for FUZZ_SECS (default 60) each (fuzz/run)
 
 CARGO    ?= cargo
 CC       ?= cc
@@ -19,7 +20,7 @@ CU_EXAMPLES := $(patsubst c_examples/%.cu,$(EXBUILD)/%_cu,$(wildcard c_examples/
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 MAIN_EXAMPLE ?= forward_backward
 
-.PHONY: all lib examples example test lint header ptx check-ptx gpu-check clean
+.PHONY: all lib examples example test lint header ptx check-ptx gpu-check fuzz clean
 
 all: lib examples
 
@@ -48,6 +49,8 @@ example: examples
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) fmt --manifest-path fuzz/Cargo.toml -- --check
+	$(CARGO) clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
 
 check-ptx:
 	$(PYTHON) kernels/gen_ptx.py --check
@@ -64,6 +67,9 @@ ptx:
 
 gpu-check:
 	scripts/gpu-check
+
+fuzz:
+	fuzz/run
 
 clean:
 	$(CARGO) clean
