@@ -6,6 +6,7 @@
 //! would silently corrupt the neighbouring block, or fault on an unmapped
 //! page and kill the context).
 
+use crate::context::Context;
 use crate::driver::memory as dm;
 use crate::error::{ensure_arg, Error, Result};
 use crate::stream::Stream;
@@ -39,10 +40,14 @@ pub(crate) fn check_range(
     Ok(())
 }
 
-/// Checks `addr .. addr + bytes` against every live pool of the stream's
-/// context.
-fn check_pools(stream: &Stream, arg: &str, addr: u64, bytes: usize) -> Result<()> {
-    let pools = stream.context().pools();
+/// Checks `addr .. addr + bytes` (`bytes > 0`), named `arg` in errors,
+/// against every live pool of `ctx`: an overrun of the live block it starts
+/// in, or a range wrapping the address space, is
+/// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument). For
+/// every operation that writes or reads a caller's range (copies, sets,
+/// graph copy and set nodes).
+pub(crate) fn check_pool_range(ctx: &Context, arg: &str, addr: u64, bytes: usize) -> Result<()> {
+    let pools = ctx.pools();
     check_range(arg, addr, bytes, |a| {
         pools.iter().find_map(|p| p.block_of(a))
     })
@@ -59,8 +64,8 @@ pub fn copy_async(stream: &Stream, dst: u64, src: u64, bytes: usize) -> Result<(
     if bytes == 0 {
         return Ok(());
     }
-    check_pools(stream, "dst", dst, bytes)?;
-    check_pools(stream, "src", src, bytes)?;
+    check_pool_range(stream.context(), "dst", dst, bytes)?;
+    check_pool_range(stream.context(), "src", src, bytes)?;
     stream.context().bind()?;
     stream.note(
         "gc_memcpy_async",
@@ -76,7 +81,7 @@ pub fn set_async(stream: &Stream, dst: u64, value: u8, bytes: usize) -> Result<(
     if bytes == 0 {
         return Ok(());
     }
-    check_pools(stream, "dst", dst, bytes)?;
+    check_pool_range(stream.context(), "dst", dst, bytes)?;
     stream.context().bind()?;
     stream.note(
         "gc_memset_async",
