@@ -1,10 +1,13 @@
 //! GPU tests: each is `#[ignore = "needs a CUDA GPU"]` and runs on the GPU
 //! machine through scripts/gpu-check (`--include-ignored`).
 
+mod faults;
 mod foundation;
 mod graphs;
 mod kernels;
+mod leaks;
 mod runner;
+mod stress;
 
 use graphcore_core::{Context, Pool, PoolOptions, Stream};
 
