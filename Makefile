@@ -6,6 +6,8 @@
 #   make ptx       regenerate kernels/ptx/*.ptx from kernels/*.cu (NVRTC 12.0)
 #   make gpu-check stage everything for the GPU machine (scripts/gpu-check)
 #   make fuzz      fuzz every target for FUZZ_SECS (default 60) each (fuzz/run)
+#   make abi-check compare libgraphcore.so's ABI with abi/libgraphcore.abi
+#   make abi-baseline  rewrite abi/libgraphcore.abi from the current build
 
 CARGO    ?= cargo
 CC       ?= cc
@@ -20,7 +22,7 @@ CU_EXAMPLES := $(patsubst c_examples/%.cu,$(EXBUILD)/%_cu,$(wildcard c_examples/
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 MAIN_EXAMPLE ?= forward_backward
 
-.PHONY: all lib examples example test lint header ptx check-ptx gpu-check fuzz clean
+.PHONY: all lib examples example test lint header ptx check-ptx gpu-check fuzz abi-check abi-baseline clean
 
 all: lib examples
 
@@ -70,6 +72,16 @@ gpu-check:
 
 fuzz:
 	fuzz/run
+
+# The ABI baseline comes from the debug build: abidw needs its full debug
+# information (types); the release profile keeps none. See abi/check.sh.
+abi-check:
+	abi/check.sh
+
+abi-baseline:
+	$(CARGO) build -p graphcore-ffi
+	abidw --no-corpus-path --no-comp-dir-path --no-show-locs \
+	  --out-file abi/libgraphcore.abi target/debug/libgraphcore.so
 
 clean:
 	$(CARGO) clean
