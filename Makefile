@@ -11,6 +11,9 @@
 #   make header    regenerate include/graphcore.h from ffi/
 #   make ptx       regenerate kernels/ptx/*.ptx from kernels/*.cu (NVRTC 12.0)
 #   make gpu-check stage everything for the GPU machine (scripts/gpu-check)
+#   make fuzz      fuzz every target for FUZZ_SECS (default 60) each (fuzz/run)
+#   make abi-check compare libgraphcore.so's ABI with abi/libgraphcore.abi
+#   make abi-baseline  rewrite abi/libgraphcore.abi from the current build
 
 CARGO    ?= cargo
 CC       ?= cc
@@ -35,7 +38,7 @@ INSTALL_FROM ?=
 INSTALL_ENV = PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' LIBDIR='$(LIBDIR)' \
               INCLUDEDIR='$(INCLUDEDIR)' FROM='$(or $(INSTALL_FROM),$(RELEASE))'
 
-.PHONY: all lib examples example test lint header ptx check-ptx gpu-check clean install uninstall
+.PHONY: all lib examples example test lint header ptx check-ptx gpu-check fuzz abi-check abi-baseline clean install uninstall
 
 all: lib examples
 
@@ -68,6 +71,8 @@ example: examples
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) fmt --manifest-path fuzz/Cargo.toml -- --check
+	$(CARGO) clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
 
 check-ptx:
 	$(PYTHON) kernels/gen_ptx.py --check
@@ -92,6 +97,19 @@ install: $(if $(INSTALL_FROM),,lib)
 
 uninstall:
 	$(INSTALL_ENV) scripts/install uninstall
+
+fuzz:
+	fuzz/run
+
+# The ABI baseline comes from the debug build: abidw needs its full debug
+# information (types); the release profile keeps none. See abi/check.sh.
+abi-check:
+	abi/check.sh
+
+abi-baseline:
+	$(CARGO) build -p graphcore-ffi
+	abidw --no-corpus-path --no-comp-dir-path --no-show-locs \
+	  --out-file abi/libgraphcore.abi target/debug/libgraphcore.so
 
 clean:
 	$(CARGO) clean

@@ -4,20 +4,44 @@
 //! AddressSanitizer and UBSan, linked against libgraphcore.so, and run. Each
 //! prints "N passed, M failed"; without a driver they check the no-driver
 //! path, with one (on the GPU machine) the full argument and state checks.
+//!
+//! tests/c/bad_input.c is the bad-input suite: it runs one section per
+//! process, prints "covers gc_..." for each function it exercises, and
+//! [`bad_input`] fails unless every function of the header is covered
+//! (so a new export needs its bad-input cases). Without a driver it also
+//! runs under valgrind ([`bad_input_under_valgrind`]).
 
 use crate::support::{lib_dir, repo};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Compiles `src` (C or C++) against the header and the library, with
-/// `extra` flags after the common ones.
+/// Compiles `src` (C or C++) against the header and the library, under
+/// ASan and UBSan, with `extra` flags after the common ones.
 fn compile(src: &Path, out: &Path, cpp: bool, extra: &[&str]) -> Result<(), String> {
+    compile_with(src, out, cpp, true, extra)
+}
+
+/// Compiles `src` against the header and the library; `sanitize` adds
+/// ASan and UBSan (off for valgrind, which cannot run ASan programs, and
+/// for programs that measure their own memory use).
+pub(crate) fn compile_with(
+    src: &Path,
+    out: &Path,
+    cpp: bool,
+    sanitize: bool,
+    extra: &[&str],
+) -> Result<(), String> {
     let root = repo();
     let lib = linkable_lib();
     let (cc, std) = if cpp {
         ("c++", "-std=c++17")
     } else {
         ("cc", "-std=c11")
+    };
+    let sanitizers: &[&str] = if sanitize {
+        &["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
+    } else {
+        &[]
     };
     let output = Command::new(
         std::env::var("CC")
@@ -27,9 +51,9 @@ fn compile(src: &Path, out: &Path, cpp: bool, extra: &[&str]) -> Result<(), Stri
     )
     .arg(std)
     .args(["-Wall", "-Wextra", "-Werror", "-pedantic", "-g", "-O1"])
-    .args(["-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
-    .arg("-fno-omit-frame-pointer")
+    .args(sanitizers)
     .args(extra)
+    .arg("-fno-omit-frame-pointer")
     .arg(format!("-I{}", root.join("include").display()))
     .arg(format!("-I{}", root.join("tests/c").display()))
     .arg(src)
@@ -38,6 +62,7 @@ fn compile(src: &Path, out: &Path, cpp: bool, extra: &[&str]) -> Result<(), Stri
     .arg(format!("-L{}", lib.display()))
     .arg(format!("-Wl,-rpath,{}", lib.display()))
     .arg("-lgraphcore")
+    .arg("-lpthread")
     .output()
     .map_err(|e| format!("cannot run {cc}: {e}"))?;
     if !output.status.success() {
@@ -50,8 +75,8 @@ fn compile(src: &Path, out: &Path, cpp: bool, extra: &[&str]) -> Result<(), Stri
     Ok(())
 }
 
-/// Runs a compiled test program; returns its stdout.
-fn run(exe: &Path) -> String {
+/// The sanitizer settings test programs run with.
+fn sanitizer_env(cmd: &mut Command) -> &mut Command {
     // CUDA maps memory where ASan keeps its shadow gap; the driver's own
     // allocations are not ours to leak-check.
     let gpu = std::env::var_os("GC_GPU").is_some();
@@ -60,9 +85,13 @@ fn run(exe: &Path) -> String {
     } else {
         "protect_shadow_gap=0:detect_leaks=1"
     };
-    let output = Command::new(exe)
-        .env("ASAN_OPTIONS", asan)
+    cmd.env("ASAN_OPTIONS", asan)
         .env("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+}
+
+/// Runs a compiled test program; returns its stdout.
+fn run(exe: &Path) -> String {
+    let output = sanitizer_env(&mut Command::new(exe))
         .output()
         .expect("run test program");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -90,7 +119,7 @@ fn linkable_lib() -> PathBuf {
     dir
 }
 
-fn build_dir() -> PathBuf {
+pub(crate) fn build_dir() -> PathBuf {
     let d = std::env::temp_dir().join(format!("graphcore-c-tests-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -143,4 +172,184 @@ fn header_compiles_as_cpp17() {
     compile(&repo().join("tests/c/header.cpp"), &exe, true, &strict)
         .unwrap_or_else(|e| panic!("{e}"));
     run(&exe);
+}
+
+/// The functions include/graphcore.h declares (its extern "C" block).
+pub(crate) fn header_functions() -> Vec<String> {
+    let header = std::fs::read_to_string(repo().join("include/graphcore.h")).unwrap();
+    let start = header.find("extern \"C\" {").expect("extern \"C\" block");
+    let end = header
+        .rfind("}  // extern \"C\"")
+        .expect("end of extern \"C\"");
+    let mut names: Vec<String> = header[start..end]
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('*') && !l.trim_start().starts_with("/*"))
+        .filter_map(|l| {
+            let open = l.find('(')?;
+            let name = l[..open].rsplit([' ', '*']).next()?;
+            name.starts_with("gc_").then(|| name.to_string())
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    assert!(names.len() > 50, "parsed only {names:?} from the header");
+    names
+}
+
+/// The sections of tests/c/bad_input.c (`--list`).
+fn sections(exe: &Path) -> Vec<String> {
+    let out = sanitizer_env(&mut Command::new(exe))
+        .arg("--list")
+        .output()
+        .expect("run bad_input --list");
+    assert!(out.status.success(), "bad_input --list failed");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Runs each section of bad_input in its own process (`wrap` prefixes the
+/// command, e.g. valgrind); returns the functions the sections covered and
+/// the failures.
+fn run_sections(exe: &Path, wrap: &[&str]) -> (Vec<String>, Vec<String>) {
+    let mut covered = Vec::new();
+    let mut failures = Vec::new();
+    for section in sections(exe) {
+        let mut cmd = match wrap.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(exe);
+                c
+            }
+            None => Command::new(exe),
+        };
+        let out = sanitizer_env(cmd.arg(&section))
+            .output()
+            .expect("run bad_input");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        covered.extend(
+            stdout
+                .lines()
+                .filter_map(|l| l.strip_prefix("covers "))
+                .map(str::to_string),
+        );
+        let summary = stdout.lines().rev().find(|l| l.contains(" passed, "));
+        println!("{}", summary.unwrap_or("(no summary line)"));
+        if !out.status.success() || !summary.is_some_and(|l| l.ends_with(" 0 failed")) {
+            failures.push(format!(
+                "section {section} ({}):\n{}\n{}",
+                out.status,
+                stdout
+                    .lines()
+                    .filter(|l| !l.starts_with("covers "))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                stderr
+            ));
+        }
+    }
+    covered.sort();
+    covered.dedup();
+    (covered, failures)
+}
+
+#[test]
+fn bad_input() {
+    let src = repo().join("tests/c/bad_input.c");
+    let exe = build_dir().join("bad_input");
+    compile(&src, &exe, false, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let (covered, failures) = run_sections(&exe, &[]);
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    let missing: Vec<String> = header_functions()
+        .into_iter()
+        .filter(|f| !covered.contains(f))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "functions of graphcore.h with no bad-input cases in tests/c/bad_input.c: {missing:?}"
+    );
+    println!("bad_input: {} functions covered", covered.len());
+}
+
+/// Every export of libgraphcore.so is in the header, and every function of
+/// the header has a COVER(...) section in the bad-input suite (checked
+/// without running it, so a new export fails here even where the suite
+/// cannot run).
+#[test]
+fn every_export_is_covered_by_the_bad_input_suite() {
+    let out = Command::new("readelf")
+        .args(["--dyn-syms", "--wide"])
+        .arg(lib_dir().join("libgraphcore.so"))
+        .output()
+        .expect("readelf (binutils) is needed for this test");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut exports: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains(" FUNC ") && l.contains(" GLOBAL ") && !l.contains(" UND "))
+        .filter_map(|l| l.split_whitespace().last())
+        .map(|n| n.split('@').next().unwrap().to_string())
+        .filter(|n| n.starts_with("gc_"))
+        .collect();
+    exports.sort();
+    exports.dedup();
+    let header = header_functions();
+    assert_eq!(
+        exports, header,
+        "exports of libgraphcore.so vs include/graphcore.h"
+    );
+    let suite = std::fs::read_to_string(repo().join("tests/c/bad_input.c")).unwrap();
+    let uncovered: Vec<&String> = header
+        .iter()
+        .filter(|f| !suite.contains(&format!("COVER({f})")))
+        .collect();
+    assert!(
+        uncovered.is_empty(),
+        "add COVER(...) sections to tests/c/bad_input.c for {uncovered:?}"
+    );
+}
+
+/// The no-driver bad-input suite under valgrind's memcheck: no invalid
+/// access, no uninitialised read, no leak (definite, indirect or
+/// possible). With a driver (GC_GPU) it does not run: valgrind cannot
+/// follow the CUDA driver. Without valgrind it is skipped, unless
+/// GC_REQUIRE_VALGRIND is set (CI sets it).
+#[test]
+fn bad_input_under_valgrind() {
+    if std::env::var_os("GC_GPU").is_some() {
+        println!("skipped: valgrind does not run with the CUDA driver");
+        return;
+    }
+    let have = Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have {
+        assert!(
+            std::env::var_os("GC_REQUIRE_VALGRIND").is_none(),
+            "valgrind is required (GC_REQUIRE_VALGRIND is set) but not installed"
+        );
+        println!("skipped: valgrind is not installed");
+        return;
+    }
+    let src = repo().join("tests/c/bad_input.c");
+    let exe = build_dir().join("bad_input_plain");
+    compile_with(&src, &exe, false, false, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let supp = repo().join("tests/c/valgrind.supp");
+    let supp_arg = format!("--suppressions={}", supp.display());
+    let (covered, failures) = run_sections(
+        &exe,
+        &[
+            "valgrind",
+            "--quiet",
+            "--error-exitcode=1",
+            "--leak-check=full",
+            "--errors-for-leak-kinds=definite,indirect,possible",
+            "--track-origins=yes",
+            &supp_arg,
+        ],
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert_eq!(covered, header_functions());
 }

@@ -2,12 +2,13 @@
 //! one the CUDA runtime also uses, so pointers, streams and functions pass
 //! freely between graphcore and runtime-API code in the same process.
 
+use crate::device_pool::{Pool, PoolShared};
 use crate::driver::{self, device, CUcontext, CUdevice};
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
 use crate::module::Builtins;
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// A device's primary context, retained for as long as any clone of this
 /// value, or any object made from it, lives. Cheap to clone; `Send + Sync`.
@@ -32,6 +33,9 @@ pub(crate) struct ContextInner {
     /// and unmapping memory do not), so graphcore synchronizes only under
     /// this lock with no capture open.
     open_captures: Mutex<usize>,
+    /// The context's pools (registered by `Pool::new`), so copies and sets
+    /// can check their ranges against live pool blocks.
+    pools: Mutex<Vec<Weak<PoolShared>>>,
 }
 
 // SAFETY: CUDA contexts may be used from any thread; the raw handle is only
@@ -105,6 +109,7 @@ impl Context {
             builtins: OnceLock::new(),
             host: Mutex::new(HashMap::new()),
             open_captures: Mutex::new(0),
+            pools: Mutex::new(Vec::new()),
         };
         device::set_current(raw)?;
         Ok(Context {
@@ -148,10 +153,38 @@ impl Context {
         device::mem_info()
     }
 
-    /// Waits for all work on the device in this context.
+    /// Waits for all work on the device in this context. While a graphcore
+    /// capture is open in the context this is [`ErrorKind::InvalidState`]
+    /// and nothing happens: a device-wide synchronize (cuCtxSynchronize)
+    /// from any thread invalidates every capture on the device.
     pub fn synchronize(&self) -> Result<()> {
-        self.bind()?;
-        device::synchronize()
+        if self.synchronize_unless_capturing()? {
+            return Ok(());
+        }
+        Err(Error::invalid_state(
+            "a stream capture is open in this context, and a device-wide synchronize would \
+             invalidate it: synchronize the streams whose work you need instead, or end the \
+             capture first",
+        ))
+    }
+
+    /// Registers `pool` with its context, so copies and sets refuse ranges
+    /// that overrun its live blocks. `Pool::new` calls this once.
+    #[allow(dead_code)] // until `Pool::new` (device_pool.rs) calls it
+    pub(crate) fn register_pool(&self, pool: &Pool) {
+        let mut pools = self.inner.pools.lock().unwrap_or_else(|e| e.into_inner());
+        pools.retain(|w| w.strong_count() > 0);
+        pools.push(Arc::downgrade(&pool.inner));
+    }
+
+    /// The context's live pools.
+    pub(crate) fn pools(&self) -> Vec<Pool> {
+        let pools = self.inner.pools.lock().unwrap_or_else(|e| e.into_inner());
+        pools
+            .iter()
+            .filter_map(Weak::upgrade)
+            .map(|inner| Pool { inner })
+            .collect()
     }
 
     /// Allocates `bytes` of pinned host memory (usable in copies and in

@@ -1,18 +1,71 @@
 //! Asynchronous copies and sets on a stream.
+//!
+//! Before anything is enqueued, each range is checked: it must not wrap
+//! around the address space, and one that starts inside a live block of a
+//! pool of the stream's context must end inside that block (an overrun
+//! would silently corrupt the neighbouring block, or fault on an unmapped
+//! page and kill the context).
 
+use crate::context::Context;
 use crate::driver::memory as dm;
-use crate::error::{ensure_arg, Result};
+use crate::error::{ensure_arg, Error, Result};
 use crate::stream::Stream;
+
+/// Checks the range `addr .. addr + bytes` named `arg` (`bytes > 0`).
+/// `block_of` gives the live pool block containing an address, as
+/// `(start, size)`; a range starting in one must end in it. Pure, so the
+/// rule is tested without a GPU.
+pub(crate) fn check_range(
+    arg: &str,
+    addr: u64,
+    bytes: usize,
+    block_of: impl Fn(u64) -> Option<(u64, u64)>,
+) -> Result<()> {
+    let bytes = bytes as u64;
+    let end = addr.checked_add(bytes).ok_or_else(|| {
+        Error::invalid_argument(format!(
+            "`{arg}` 0x{addr:x} + {bytes} bytes overflows the address space"
+        ))
+    })?;
+    if let Some((start, size)) = block_of(addr) {
+        let block_end = start + size;
+        ensure_arg!(
+            end <= block_end,
+            "`{arg}` 0x{addr:x} + {bytes} bytes overruns its pool block: the block at 0x{start:x} \
+             has {size} bytes and the range starts {} bytes into it, so it runs {} bytes past its end",
+            addr - start,
+            end - block_end
+        );
+    }
+    Ok(())
+}
+
+/// Checks `addr .. addr + bytes` (`bytes > 0`), named `arg` in errors,
+/// against every live pool of `ctx`: an overrun of the live block it starts
+/// in, or a range wrapping the address space, is
+/// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument). For
+/// every operation that writes or reads a caller's range (copies, sets,
+/// graph copy and set nodes).
+pub(crate) fn check_pool_range(ctx: &Context, arg: &str, addr: u64, bytes: usize) -> Result<()> {
+    let pools = ctx.pools();
+    check_range(arg, addr, bytes, |a| {
+        pools.iter().find_map(|p| p.block_of(a))
+    })
+}
 
 /// Copies `bytes` from `src` to `dst` on `stream`. Either side may be
 /// device memory or host memory (unified addressing); pinned host memory
-/// keeps the copy asynchronous. Zero bytes is a no-op.
+/// keeps the copy asynchronous. Zero bytes is a no-op. A range that starts
+/// in a live pool block and runs past its end is refused, as is one that
+/// wraps around the address space.
 pub fn copy_async(stream: &Stream, dst: u64, src: u64, bytes: usize) -> Result<()> {
     ensure_arg!(dst != 0, "`dst` is NULL");
     ensure_arg!(src != 0, "`src` is NULL");
     if bytes == 0 {
         return Ok(());
     }
+    check_pool_range(stream.context(), "dst", dst, bytes)?;
+    check_pool_range(stream.context(), "src", src, bytes)?;
     stream.context().bind()?;
     stream.note(
         "gc_memcpy_async",
@@ -21,15 +74,69 @@ pub fn copy_async(stream: &Stream, dst: u64, src: u64, bytes: usize) -> Result<(
 }
 
 /// Sets `bytes` bytes at device address `dst` to `value` on `stream`. Zero
-/// bytes is a no-op.
+/// bytes is a no-op. A range that starts in a live pool block and runs past
+/// its end is refused, as is one that wraps around the address space.
 pub fn set_async(stream: &Stream, dst: u64, value: u8, bytes: usize) -> Result<()> {
     ensure_arg!(dst != 0, "`dst` is NULL");
     if bytes == 0 {
         return Ok(());
     }
+    check_pool_range(stream.context(), "dst", dst, bytes)?;
     stream.context().bind()?;
     stream.note(
         "gc_memset_async",
         dm::set_async(dst, value, bytes, stream.raw()),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_range;
+    use crate::error::ErrorKind;
+
+    /// Two live blocks: 0x1000 + 0x400 and 0x2000 + 0x100.
+    fn blocks(a: u64) -> Option<(u64, u64)> {
+        [(0x1000u64, 0x400u64), (0x2000, 0x100)]
+            .into_iter()
+            .find(|&(s, n)| a >= s && a < s + n)
+    }
+
+    #[test]
+    fn ranges_inside_a_block_or_outside_pools_pass() {
+        check_range("dst", 0x1000, 0x400, blocks).unwrap();
+        check_range("dst", 0x1200, 0x200, blocks).unwrap();
+        check_range("dst", 0x13ff, 1, blocks).unwrap();
+        // Not in any pool block: graphcore cannot judge it; CUDA will.
+        check_range("dst", 0x5000, 1 << 20, blocks).unwrap();
+        check_range("src", 0x1400, 0x10000, blocks).unwrap();
+    }
+
+    #[test]
+    fn an_overrun_names_both_sizes_and_the_excess() {
+        let e = check_range("dst", 0x1100, 0x400, blocks).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        let m = e.message();
+        assert!(m.contains("`dst`"), "{m}");
+        assert!(m.contains("1024 bytes overruns"), "{m}"); // the copy's size
+        assert!(m.contains("has 1024 bytes"), "{m}"); // the block's size
+        assert!(m.contains("starts 256 bytes into it"), "{m}");
+        assert!(m.contains("runs 256 bytes past its end"), "{m}");
+        let e = check_range("src", 0x2000, 0x101, blocks).unwrap_err();
+        assert!(e.message().contains("`src`"), "{}", e.message());
+        assert!(
+            e.message().contains("runs 1 bytes past its end"),
+            "{}",
+            e.message()
+        );
+    }
+
+    #[test]
+    fn a_range_wrapping_the_address_space_is_refused() {
+        let e = check_range("dst", u64::MAX - 10, 11, |_| None).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(e.message().contains("overflows"), "{}", e.message());
+        check_range("dst", u64::MAX - 10, 10, |_| None).unwrap();
+        let e = check_range("dst", 1, usize::MAX, |_| None).unwrap_err();
+        assert!(e.message().contains("overflows"), "{}", e.message());
+    }
 }

@@ -1,11 +1,14 @@
 //! GPU tests: each is `#[ignore = "needs a CUDA GPU"]` and runs on the GPU
 //! machine through scripts/gpu-check (`--include-ignored`).
 
+mod faults;
 mod foundation;
 mod fusion;
 mod graphs;
 mod kernels;
+mod leaks;
 mod runner;
+mod stress;
 
 use graphcore_core::{Context, Pool, PoolOptions, Stream};
 

@@ -39,20 +39,33 @@ pub(crate) fn init() -> Result<()> {
         }
         // SAFETY: cuInit takes flags 0 and may be called from any thread.
         check(unsafe { sys::cuInit(0) }, "cuInit")?;
-        let v = driver_version_raw()?;
-        if v < MIN_DRIVER_VERSION {
-            return Err(Error::new(
-                ErrorKind::NotSupported,
-                format!(
-                    "the CUDA driver supports CUDA {}.{}; graphcore needs CUDA 12.0 or newer",
-                    v / 1000,
-                    (v % 1000) / 10
-                ),
-            ));
-        }
-        Ok(())
+        require_version(driver_version_raw()?, MIN_DRIVER_VERSION, "graphcore")
     })
     .clone()
+}
+
+/// "12.4" for 12040: a `cuDriverGetVersion` value as CUDA names versions.
+pub(crate) fn version_text(v: i32) -> String {
+    format!("{}.{}", v / 1000, (v % 1000) / 10)
+}
+
+/// Checks a driver version against what `what` needs (pure: the version
+/// comes from `cuDriverGetVersion`, so this rule is tested without a driver
+/// of every age). Older than `needed` is [`ErrorKind::NotSupported`], with
+/// both versions named.
+pub(crate) fn require_version(have: i32, needed: i32, what: &str) -> Result<()> {
+    if have >= needed {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::NotSupported,
+        format!(
+            "the CUDA driver supports CUDA {} (cuDriverGetVersion = {have}); {what} needs CUDA {} \
+             or newer: update the NVIDIA driver",
+            version_text(have),
+            version_text(needed)
+        ),
+    ))
 }
 
 fn driver_version_raw() -> Result<i32> {
@@ -166,5 +179,65 @@ impl Drop for RelaxedCaptureMode {
         let mut mode = self.0;
         // SAFETY: restores the mode saved by `enter`.
         unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn driver_versions_below_the_baseline_are_not_supported() {
+        for old in [0, 9020, 11080, 11080 + 9, 11990] {
+            let e = require_version(old, MIN_DRIVER_VERSION, "graphcore").unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::NotSupported, "{old}");
+            assert!(e.message().contains("needs CUDA 12.0"), "{}", e.message());
+            assert!(
+                e.message()
+                    .contains(&format!("supports CUDA {}", version_text(old))),
+                "{}",
+                e.message()
+            );
+            assert_eq!(e.cuda_result(), None);
+        }
+        for ok in [12000, 12010, 12040, 13000, i32::MAX] {
+            require_version(ok, MIN_DRIVER_VERSION, "graphcore").unwrap();
+        }
+        // Features beyond the baseline name themselves and their version.
+        let e = require_version(12020, 12030, "graph edge data").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NotSupported);
+        assert!(
+            e.message().contains("graph edge data needs CUDA 12.3"),
+            "{}",
+            e.message()
+        );
+        assert!(e.message().contains("CUDA 12.2"), "{}", e.message());
+    }
+
+    #[test]
+    fn version_text_is_major_dot_minor() {
+        assert_eq!(version_text(12000), "12.0");
+        assert_eq!(version_text(12040), "12.4");
+        assert_eq!(version_text(11080), "11.8");
+        assert_eq!(version_text(13010), "13.1");
+    }
+
+    #[test]
+    fn faults_are_sticky_device_faults() {
+        use sys::CUresult as R;
+        for code in [
+            R::CUDA_ERROR_ILLEGAL_ADDRESS,
+            R::CUDA_ERROR_LAUNCH_FAILED,
+            R::CUDA_ERROR_ILLEGAL_INSTRUCTION,
+            R::CUDA_ERROR_ASSERT,
+        ] {
+            assert_eq!(kind_of(code), ErrorKind::DeviceFault, "{code:?}");
+        }
+        assert_eq!(kind_of(R::CUDA_ERROR_OUT_OF_MEMORY), ErrorKind::OutOfMemory);
+        assert_eq!(
+            kind_of(R::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED),
+            ErrorKind::Capture
+        );
+        assert_eq!(kind_of(R::CUDA_ERROR_INVALID_VALUE), ErrorKind::Cuda);
     }
 }
