@@ -497,7 +497,10 @@ enum gc_status gc_context_create(int device, struct gc_context **ctx);
 enum gc_status gc_context_info(struct gc_context *ctx, struct gc_device_info *info);
 
 /**
- * Waits for all work on the context's device.
+ * Waits for all work on the context's device. While a graphcore capture is
+ * open in the context this is GC_ERROR_INVALID_STATE and nothing happens:
+ * a device-wide synchronize from any thread invalidates every capture on
+ * the device (synchronize the streams you need instead).
  */
 enum gc_status gc_context_synchronize(struct gc_context *ctx);
 

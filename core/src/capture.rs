@@ -32,6 +32,23 @@ impl CaptureState {
     }
 }
 
+/// Ends, and discards, a capture still open on stream `raw` when its
+/// stream goes away: the CUDA capture ends, the pool rolls back, and the
+/// context no longer counts the capture as open.
+pub(crate) fn abandon(
+    mut state: CaptureState,
+    ctx: &crate::context::Context,
+    raw: crate::driver::CUstream,
+) {
+    if ds::capture_status(raw).unwrap_or(CaptureStatus::None) != CaptureStatus::None {
+        if let Ok(g) = ds::end_capture(raw) {
+            crate::driver::graph::destroy(g);
+        }
+    }
+    ctx.close_capture();
+    state.abort_pool();
+}
+
 const AFTER_FAILURE: &str =
     "the stream is usable for eager work and the pool is as it was before gc_capture_begin";
 

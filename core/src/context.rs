@@ -170,7 +170,6 @@ impl Context {
 
     /// Registers `pool` with its context, so copies and sets refuse ranges
     /// that overrun its live blocks. `Pool::new` calls this once.
-    #[allow(dead_code)] // until `Pool::new` (device_pool.rs) calls it
     pub(crate) fn register_pool(&self, pool: &Pool) {
         let mut pools = self.inner.pools.lock().unwrap_or_else(|e| e.into_inner());
         pools.retain(|w| w.strong_count() > 0);

@@ -200,10 +200,18 @@ impl Pool {
             opts.initial_bytes,
             opts.max_bytes
         );
-        let round = |v: u64| v.div_ceil(granularity) * granularity;
+        ensure_arg!(
+            opts.initial_bytes <= ctx.total_memory(),
+            "initial_bytes ({}) exceeds the device's memory ({})",
+            opts.initial_bytes,
+            ctx.total_memory()
+        );
         // Virtual space is cheap: twice the device's memory (or the cap),
-        // so fragmentation of addresses never limits physical use.
-        let want = round(2 * ctx.total_memory().min(max_bytes).max(opts.initial_bytes));
+        // so fragmentation of addresses never limits physical use. (Both
+        // operands are at most the device's memory: no overflow.)
+        let want = (2 * ctx.total_memory().min(max_bytes).max(opts.initial_bytes))
+            .div_ceil(granularity)
+            * granularity;
         let (base, va_bytes) = reserve_halving(want, granularity)?;
         let cfg = PoolConfig {
             granularity,
@@ -233,9 +241,11 @@ impl Pool {
                 shared.map(&mut st, r)?;
             }
         }
-        Ok(Pool {
+        let pool = Pool {
             inner: Arc::new(shared),
-        })
+        };
+        ctx.register_pool(&pool);
+        Ok(pool)
     }
 
     /// Allocates `bytes` (rounded up to 256) and returns the device address.

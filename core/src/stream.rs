@@ -34,6 +34,14 @@ unsafe impl Sync for StreamInner {}
 impl Drop for StreamInner {
     fn drop(&mut self) {
         if self.ctx.bind().is_ok() {
+            let open = self
+                .capture
+                .get_mut()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            if let Some(state) = open {
+                crate::capture::abandon(state, &self.ctx, self.raw);
+            }
             ds::event_destroy(*self.join_event.get_mut().unwrap_or_else(|e| e.into_inner()));
             if self.owned {
                 ds::destroy(self.raw);

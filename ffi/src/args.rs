@@ -53,6 +53,10 @@ pub(crate) trait Versioned: Copy + Default {
     const V1_SIZE: usize;
 }
 
+/// The most bytes a newer header's struct may add to one this version
+/// knows; a larger `struct_size` is taken for garbage (never read).
+const MAX_NEWER_BYTES: usize = 4096;
+
 /// Reads an options struct: NULL gives the defaults; a larger struct from a
 /// newer header is accepted if its extra bytes are zero; a smaller one than
 /// the first version is an error. Fields the caller's version lacks keep
@@ -65,7 +69,7 @@ pub(crate) fn read_options<T: Versioned>(p: *const T, arg: &str) -> Result<T> {
     // SAFETY: the caller's struct starts with a size_t struct_size.
     let given = unsafe { (p as *const usize).read_unaligned() };
     let ours = std::mem::size_of::<T>();
-    if given < T::V1_SIZE {
+    if given < T::V1_SIZE || given > ours + MAX_NEWER_BYTES {
         return Err(Error::invalid_argument(format!(
             "`{arg}->struct_size` is {given}; set it to sizeof the struct ({ours})"
         )));
@@ -86,28 +90,47 @@ pub(crate) fn read_options<T: Versioned>(p: *const T, arg: &str) -> Result<T> {
     Ok(v)
 }
 
-/// Writes a result struct into the caller's, honouring its `struct_size`
-/// (a smaller, older struct gets the fields it has).
-pub(crate) fn write_versioned<T: Versioned>(p: *mut T, v: &T, arg: &str) -> Result<()> {
-    if p.is_null() {
-        return Err(Error::invalid_argument(format!("`{arg}` is NULL")));
+/// A `struct_size`-first result struct of the caller's, checked (not NULL,
+/// a plausible `struct_size`) before any work is done; written with
+/// [`VersionedOut::set`] once the call has succeeded. A smaller, older
+/// struct gets the fields it has.
+pub(crate) struct VersionedOut<T> {
+    p: *mut T,
+    bytes: usize,
+}
+
+impl<T: Versioned> VersionedOut<T> {
+    /// Checks `p` (`arg` names it in errors).
+    pub(crate) fn new(p: *mut T, arg: &str) -> Result<VersionedOut<T>> {
+        if p.is_null() {
+            return Err(Error::invalid_argument(format!("`{arg}` is NULL")));
+        }
+        // SAFETY: the caller's struct starts with a size_t struct_size.
+        let given = unsafe { (p as *const usize).read_unaligned() };
+        let ours = std::mem::size_of::<T>();
+        if given < T::V1_SIZE || given > ours + MAX_NEWER_BYTES {
+            return Err(Error::invalid_argument(format!(
+                "`{arg}->struct_size` is {given}; set it to sizeof the struct ({ours})"
+            )));
+        }
+        Ok(VersionedOut {
+            p,
+            bytes: given.min(ours),
+        })
     }
-    // SAFETY: the caller's struct starts with a size_t struct_size.
-    let given = unsafe { (p as *const usize).read_unaligned() };
-    if given < T::V1_SIZE {
-        return Err(Error::invalid_argument(format!(
-            "`{arg}->struct_size` is {given}; set it to sizeof the struct ({})",
-            std::mem::size_of::<T>()
-        )));
+
+    /// Writes the result (every field after `struct_size` the caller's
+    /// struct has).
+    pub(crate) fn set(self, v: &T) {
+        let skip = std::mem::size_of::<usize>();
+        // SAFETY: writes bytes ≤ the caller's struct_size of plain data;
+        // struct_size itself is kept.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                (v as *const T as *const u8).add(skip),
+                (self.p as *mut u8).add(skip),
+                self.bytes - skip,
+            );
+        }
     }
-    let n = given.min(std::mem::size_of::<T>());
-    // SAFETY: writes n ≤ given bytes of plain data; struct_size is kept.
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            (v as *const T as *const u8).add(8),
-            (p as *mut u8).add(8),
-            n - 8,
-        );
-    }
-    Ok(())
 }

@@ -3,7 +3,7 @@
 //! Thread safety: a gc_context may be used from any number of threads at
 //! once; gc_context_destroy must not race with other calls on the same handle.
 
-use crate::args::{write_versioned, Out, Versioned};
+use crate::args::{Out, Versioned, VersionedOut};
 use crate::handle::Registry;
 use crate::status::{boundary, gc_status};
 use graphcore_core::Context;
@@ -92,6 +92,7 @@ pub extern "C" fn gc_context_create(device: c_int, ctx: *mut *mut gc_context) ->
 #[no_mangle]
 pub extern "C" fn gc_context_info(ctx: *mut gc_context, info: *mut gc_device_info) -> gc_status {
     boundary("gc_context_info", || {
+        let out = VersionedOut::new(info, "info")?;
         let c = context(ctx)?;
         let mut v = gc_device_info::default();
         for (d, s) in v.name.iter_mut().zip(c.device_name().bytes().take(255)) {
@@ -103,11 +104,15 @@ pub extern "C" fn gc_context_info(ctx: *mut gc_context, info: *mut gc_device_inf
         v.total_bytes = c.total_memory();
         v.free_bytes = c.memory_info()?.0;
         v.driver_version = graphcore_core::driver_version()?;
-        write_versioned(info, &v, "info")
+        out.set(&v);
+        Ok(())
     })
 }
 
-/// Waits for all work on the context's device.
+/// Waits for all work on the context's device. While a graphcore capture is
+/// open in the context this is GC_ERROR_INVALID_STATE and nothing happens:
+/// a device-wide synchronize from any thread invalidates every capture on
+/// the device (synchronize the streams you need instead).
 #[no_mangle]
 pub extern "C" fn gc_context_synchronize(ctx: *mut gc_context) -> gc_status {
     boundary("gc_context_synchronize", || context(ctx)?.synchronize())

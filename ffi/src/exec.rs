@@ -5,7 +5,7 @@
 //! gc_exec_update and gc_exec_set_kernel_args must not race with a launch
 //! of the same exec; gc_exec_destroy must not race with other calls on it.
 
-use crate::args::{write_versioned, Out, Versioned};
+use crate::args::{Out, Versioned, VersionedOut};
 use crate::graph::{gc_graph, gc_node, graph};
 use crate::handle::Registry;
 use crate::status::{boundary, gc_status};
@@ -71,6 +71,7 @@ impl Versioned for gc_exec_statistics {
 #[no_mangle]
 pub extern "C" fn gc_exec_stats(exec: *mut gc_exec, stats: *mut gc_exec_statistics) -> gc_status {
     boundary("gc_exec_stats", || {
+        let out = VersionedOut::new(stats, "stats")?;
         let st = self::exec(exec)?.stats();
         let v = gc_exec_statistics {
             struct_size: std::mem::size_of::<gc_exec_statistics>(),
@@ -79,7 +80,8 @@ pub extern "C" fn gc_exec_stats(exec: *mut gc_exec, stats: *mut gc_exec_statisti
             instantiated_nodes: st.instantiated_nodes as u64,
             chains: st.chains as u64,
         };
-        write_versioned(stats, &v, "stats")
+        out.set(&v);
+        Ok(())
     })
 }
 

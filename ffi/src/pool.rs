@@ -5,7 +5,7 @@
 //! other calls on the same handle. Graphs sharing a pool must not run
 //! concurrently (they may share scratch memory).
 
-use crate::args::{read_options, write_versioned, Out, Versioned};
+use crate::args::{read_options, Out, Versioned, VersionedOut};
 use crate::context::{context, gc_context};
 use crate::handle::Registry;
 use crate::status::{boundary, gc_status};
@@ -139,8 +139,9 @@ pub extern "C" fn gc_pool_free(pool: *mut gc_pool, ptr: *mut c_void) -> gc_statu
 #[no_mangle]
 pub extern "C" fn gc_pool_stats(pool: *mut gc_pool, stats: *mut gc_pool_statistics) -> gc_status {
     boundary("gc_pool_stats", || {
-        let v = pool_statistics(&self::pool(pool)?);
-        write_versioned(stats, &v, "stats")
+        let out = VersionedOut::new(stats, "stats")?;
+        out.set(&pool_statistics(&self::pool(pool)?));
+        Ok(())
     })
 }
 

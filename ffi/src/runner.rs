@@ -4,7 +4,7 @@
 //! one runner; gc_runner_capture excludes replays while it runs;
 //! gc_runner_destroy must not race with other calls on the same handle.
 
-use crate::args::{write_versioned, Out, Versioned};
+use crate::args::{Out, Versioned, VersionedOut};
 use crate::context::{context, gc_context};
 use crate::handle::Registry;
 use crate::pool::{gc_pool, gc_pool_statistics, pool_statistics, POOLS};
@@ -173,6 +173,7 @@ pub extern "C" fn gc_runner_stats(
     stats: *mut gc_runner_statistics,
 ) -> gc_status {
     boundary("gc_runner_stats", || {
+        let out = VersionedOut::new(stats, "stats")?;
         let entry = RUNNERS.get(runner as u64, "runner")?;
         let r = entry.runner.read().unwrap_or_else(|e| e.into_inner());
         let mut v = gc_runner_statistics {
@@ -189,7 +190,8 @@ pub extern "C" fn gc_runner_stats(
                 pool_bytes: b.pool_bytes,
             };
         }
-        write_versioned(stats, &v, "stats")
+        out.set(&v);
+        Ok(())
     })
 }
 

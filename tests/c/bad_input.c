@@ -324,11 +324,11 @@ static void context_functions(void) {
     memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;
     BAD_HANDLE_ARG(K_CONTEXT, h, gc_context_info(h, &info), GC_ERROR_INVALID_ARGUMENT);
-    EXPECT2(gc_context_info(fx.ctx, NULL), GC_ERROR_INVALID_ARGUMENT, GC_ERROR_INVALID_HANDLE);
+    EXPECT_STATUS(gc_context_info(fx.ctx, NULL), GC_ERROR_INVALID_ARGUMENT); /* the out-struct is checked first */
     info.struct_size = 0;
-    EXPECT2(gc_context_info(fx.ctx, &info), GC_ERROR_INVALID_ARGUMENT, GC_ERROR_INVALID_HANDLE);
+    EXPECT_STATUS(gc_context_info(fx.ctx, &info), GC_ERROR_INVALID_ARGUMENT); /* the out-struct is checked first */
     info.struct_size = 8;
-    EXPECT2(gc_context_info(fx.ctx, &info), GC_ERROR_INVALID_ARGUMENT, GC_ERROR_INVALID_HANDLE);
+    EXPECT_STATUS(gc_context_info(fx.ctx, &info), GC_ERROR_INVALID_ARGUMENT); /* the out-struct is checked first */
     CHECK(info.name[0] == 0); /* nothing written on failure */
     if (fx.gpu) {
         /* A newer caller's larger struct: the fields we know are filled. */
@@ -637,11 +637,11 @@ static void pool_functions(void) {
 
     COVER(gc_pool_stats);
     BAD_HANDLE_ARG(K_POOL, h, gc_pool_stats(h, &before), GC_ERROR_INVALID_ARGUMENT);
-    EXPECT2(gc_pool_stats(fx.pool, NULL), GC_ERROR_INVALID_ARGUMENT, GC_ERROR_INVALID_HANDLE);
+    EXPECT_STATUS(gc_pool_stats(fx.pool, NULL), GC_ERROR_INVALID_ARGUMENT); /* the out-struct is checked first */
     after.struct_size = 0;
-    EXPECT2(gc_pool_stats(fx.pool, &after), GC_ERROR_INVALID_ARGUMENT, GC_ERROR_INVALID_HANDLE);
+    EXPECT_STATUS(gc_pool_stats(fx.pool, &after), GC_ERROR_INVALID_ARGUMENT); /* the out-struct is checked first */
     after.struct_size = 7;
-    EXPECT2(gc_pool_stats(fx.pool, &after), GC_ERROR_INVALID_ARGUMENT, GC_ERROR_INVALID_HANDLE);
+    EXPECT_STATUS(gc_pool_stats(fx.pool, &after), GC_ERROR_INVALID_ARGUMENT); /* the out-struct is checked first */
     after.struct_size = sizeof after;
     objects_work();
 
@@ -1375,6 +1375,35 @@ static void exec_functions(void) {
     CHECK(raw == &host_word);
     objects_work();
 
+    COVER(gc_exec_stats);
+    gc_exec_statistics es;
+    memset(&es, 0, sizeof es);
+    es.struct_size = sizeof es;
+    EXPECT_STATUS(gc_exec_stats(fx.exec, NULL), GC_ERROR_INVALID_ARGUMENT);
+    BAD_HANDLE_ARG(K_EXEC, h, gc_exec_stats(h, &es), GC_ERROR_INVALID_ARGUMENT);
+    if (fx.gpu) {
+        es.struct_size = 0;
+        check_case = "struct_size 0";
+        EXPECT_STATUS(gc_exec_stats(fx.exec, &es), GC_ERROR_INVALID_ARGUMENT);
+        es.struct_size = (size_t)1 << 40;
+        check_case = "garbage struct_size";
+        EXPECT_STATUS(gc_exec_stats(fx.exec, &es), GC_ERROR_INVALID_ARGUMENT);
+        es.struct_size = sizeof es;
+        EXPECT_OK(gc_exec_stats(fx.exec, &es));
+        CHECK(es.graph_nodes >= 1 && es.instantiated_nodes == es.graph_nodes && es.fused_away == 0);
+    }
+    objects_work();
+
+    COVER(gc_exec_write_dot);
+    EXPECT_STATUS(gc_exec_write_dot(fx.exec, NULL), GC_ERROR_INVALID_ARGUMENT);
+    BAD_HANDLE_ARG(K_EXEC, h, gc_exec_write_dot(h, "/tmp/gc_bad_input_exec.dot"), GC_ERROR_INVALID_ARGUMENT);
+    if (fx.gpu) {
+        check_case = "a path in a folder that does not exist";
+        EXPECT_STATUS(gc_exec_write_dot(fx.exec, "/nonexistent-folder/x.dot"), GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_OK(gc_exec_write_dot(fx.exec, "/tmp/gc_bad_input_exec.dot"));
+    }
+    objects_work();
+
     COVER(gc_exec_destroy);
     EXPECT_OK(gc_exec_destroy(NULL));
     EACH_BAD(K_EXEC, h, EXPECT_STATUS(gc_exec_destroy(h), GC_ERROR_INVALID_HANDLE));
@@ -1745,9 +1774,9 @@ static void runner_functions(void) {
     memset(&rs, 0, sizeof rs);
     rs.struct_size = sizeof rs;
     BAD_HANDLE_ARG(K_RUNNER, h, gc_runner_stats(h, &rs), GC_ERROR_INVALID_ARGUMENT);
-    EXPECT2(gc_runner_stats(fx.runner, NULL), GC_ERROR_INVALID_ARGUMENT, GC_ERROR_INVALID_HANDLE);
+    EXPECT_STATUS(gc_runner_stats(fx.runner, NULL), GC_ERROR_INVALID_ARGUMENT); /* the out-struct is checked first */
     rs.struct_size = 0;
-    EXPECT2(gc_runner_stats(fx.runner, &rs), GC_ERROR_INVALID_ARGUMENT, GC_ERROR_INVALID_HANDLE);
+    EXPECT_STATUS(gc_runner_stats(fx.runner, &rs), GC_ERROR_INVALID_ARGUMENT); /* the out-struct is checked first */
     CHECK(rs.bucket_count == 0);
     objects_work();
 

@@ -45,10 +45,18 @@ fn shape(kind: &NodeKind) -> &'static str {
     }
 }
 
+/// `text` as the inside of a DOT string (quotes and backslashes escaped;
+/// `\n` line breaks kept).
+fn quoted(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace("\\\\n", "\\n")
+        .replace('"', "\\\"")
+}
+
 /// The graph as a DOT digraph named `name`.
 pub fn to_dot(desc: &GraphDesc, name: &str) -> String {
     let mut s = String::new();
-    let name = name.replace('"', "'");
+    let name = quoted(name);
     let _ = writeln!(s, "digraph \"{name}\" {{");
     let _ = writeln!(s, "  rankdir=TB;");
     let _ = writeln!(s, "  node [fontname=\"monospace\", fontsize=10];");
@@ -58,7 +66,7 @@ pub fn to_dot(desc: &GraphDesc, name: &str) -> String {
             s,
             "  n{i} [shape={}, label=\"{i}: {}\"];",
             shape(k),
-            label(k).replace('"', "'")
+            quoted(&label(k))
         );
     }
     for (from, to) in desc.edges() {
@@ -102,5 +110,8 @@ mod tests {
         assert_eq!(dot.lines().filter(|l| l.contains("->")).count(), 3);
         assert!(dot.contains("gc_scale_f32\\ngrid 4x1x1 block 256x1x1"));
         assert!(dot.contains("memcpy HtoD\\n4 KiB"));
+        // Names with quotes and backslashes stay valid DOT strings.
+        let odd = to_dot(&g, "a\"b\\");
+        assert!(odd.starts_with("digraph \"a\\\"b\\\\\" {"), "{odd}");
     }
 }

@@ -299,6 +299,9 @@ impl Graph {
                 "`{name}` (0x{p:x}) is pageable host memory or memory CUDA does not know; graph copies need device memory or pinned host memory (gc_host_alloc)"
             );
         }
+        let ctx = &self.inner.ctx;
+        crate::memory::check_pool_range(ctx, "dst", dst, bytes)?;
+        crate::memory::check_pool_range(ctx, "src", src, bytes)?;
         let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         let raw = dg::add_memcpy(
@@ -327,6 +330,7 @@ impl Graph {
             memory_kind(dst) == MemoryKind::Device,
             "`dst` (0x{dst:x}) is not device memory"
         );
+        crate::memory::check_pool_range(&self.inner.ctx, "dst", dst, bytes)?;
         let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         let raw = dg::add_memset(
