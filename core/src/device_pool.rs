@@ -5,7 +5,7 @@
 //! breaks an open stream capture (it runs in relaxed capture mode).
 
 use crate::context::Context;
-use crate::driver::{self, device, memory as dm};
+use crate::driver::{self, memory as dm};
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
 use crate::pool::{
     Allocator, CaptureId, Footprint, Owner, PagePlan, PageRange, PoolConfig, PoolError, PoolStats,
@@ -300,6 +300,8 @@ impl Pool {
 
     /// Returns physical pages that hold no block and no graph's memory to
     /// the driver (after waiting for the device). Addresses stay reserved.
+    /// While a graphcore capture is open in the context this is
+    /// [`ErrorKind::InvalidState`] (the wait would invalidate it).
     pub fn trim(&self) -> Result<()> {
         let sh = &*self.inner;
         let mut st = sh.state.lock().unwrap();
@@ -311,8 +313,11 @@ impl Pool {
         if plan.is_empty() {
             return Ok(());
         }
-        sh.ctx.bind()?;
-        device::synchronize()?;
+        ensure_state(
+            sh.ctx.synchronize_unless_capturing()?,
+            "trim synchronizes the device, which would invalidate the capture open in this \
+             context; trim after it ends",
+        )?;
         sh.unmap_plan(&mut st, &plan);
         st.alloc.commit_trim(plan);
         Ok(())

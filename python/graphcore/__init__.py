@@ -508,6 +508,10 @@ def _errcheck(result, func, args):
     return result
 
 
+# Functions returning an int that is not a gc_status.
+_UNCHECKED = {"gc_last_cuda_result", "gc_status_name", "gc_last_error", "gc_version"}
+
+
 def _declare(handle):
     for name, (restype, argtypes) in PROTOTYPES.items():
         try:
@@ -519,7 +523,9 @@ def _declare(handle):
             ) from None
         fn.restype = restype
         fn.argtypes = argtypes
-        if restype is _S:
+        # gc_status results are checked; gc_last_cuda_result's int is a
+        # CUresult, not a status (and checking it would recurse).
+        if restype is _S and name not in _UNCHECKED:
             fn.errcheck = _errcheck
 
 

@@ -1262,7 +1262,7 @@ static void exec_functions(void) {
     COVER(gc_graph_instantiate);
     EXPECT_STATUS(gc_graph_instantiate(fx.graph, 0, NULL), GC_ERROR_INVALID_ARGUMENT);
     BAD_HANDLE_ARG(K_GRAPH, h, gc_graph_instantiate(h, 0, &e), GC_ERROR_INVALID_ARGUMENT);
-    const uint32_t flags[] = {8, 0x80000000u, UINT32_MAX};
+    const uint32_t flags[] = {16, 0x80000000u, UINT32_MAX};
     for (size_t i = 0; i < 3; i++) {
         check_case = "unknown instantiate flags";
         EXPECT2(gc_graph_instantiate(fx.graph, flags[i], &e), GC_ERROR_INVALID_ARGUMENT, GC_ERROR_INVALID_HANDLE);

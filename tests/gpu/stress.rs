@@ -138,13 +138,22 @@ fn worker(t: usize, c: &Context, p: &Pool, deadline: Instant, n: &Counts) {
 #[ignore = "needs a CUDA GPU"]
 fn sixteen_threads_allocate_capture_replay_update_and_destroy() {
     let c = ctx();
-    // Warm up what lives as long as the context (built-in kernels).
+    // Warm up what lives as long as the context (built-in kernels) and what
+    // the driver keeps once used (per-stream and graph-launch resources):
+    // one stream per thread, each capturing, instantiating and launching.
     {
-        let s = Stream::new(&c).unwrap();
         let p = pool(&c);
-        let b = p.alloc(N as u64 * 4).unwrap();
-        launch_op(&s, ops::fill(b, N as u64, 0.0, c.sm_count()), "fill").unwrap();
-        s.synchronize().unwrap();
+        let streams: Vec<Stream> = (0..THREADS).map(|_| Stream::new(&c).unwrap()).collect();
+        for s in &streams {
+            let b = p.alloc(N as u64 * 4).unwrap();
+            s.begin_capture(Some(&p), CaptureMode::ThreadLocal).unwrap();
+            launch_op(s, ops::fill(b, N as u64, 0.0, c.sm_count()), "fill").unwrap();
+            let g = s.end_capture().unwrap();
+            let e = Exec::new(&g, 0).unwrap();
+            e.launch(s).unwrap();
+            s.synchronize().unwrap();
+            p.free(b).unwrap();
+        }
     }
     c.synchronize().unwrap();
     let (free_before, _) = c.memory_info().unwrap();
