@@ -407,7 +407,8 @@ impl Allocator {
             .filter_map(|(_, o, i)| {
                 let s = self.blocks.size_of(i);
                 let (first, end) = (o.div_ceil(g), (o + s) / g);
-                (first < end).then_some(PageRange {
+                // Lazily: a hole inside one page has first > end.
+                (first < end).then(|| PageRange {
                     start: first,
                     count: end - first,
                 })

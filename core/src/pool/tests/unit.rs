@@ -554,6 +554,35 @@ fn trim_unmaps_free_untainted_pages_only() {
 }
 
 #[test]
+fn trim_skips_a_large_hole_inside_one_page() {
+    // A clean hole of almost a page (indexed in the classes plan_trim scans)
+    // lying strictly inside page 0: it holds no whole page. plan_trim used
+    // to compute its page count before checking, underflowing (a panic in
+    // debug builds).
+    let cfg = PoolConfig {
+        alignment: 16,
+        ..small(G, NO_CAP)
+    };
+    let mut a = Allocator::new(cfg).unwrap().0;
+    let x = alloc(&mut a, 128, E);
+    let y = alloc(&mut a, G - 128 - 16, E);
+    let z = alloc(&mut a, 16, E);
+    assert_eq!((x, y, z), (0, 128, G - 16));
+    a.free(y).unwrap();
+    a.check_invariants().unwrap();
+    let plan = a.plan_trim();
+    assert!(plan.is_empty(), "{plan:?}");
+    a.commit_trim(plan);
+    assert_eq!(a.stats().reserved_bytes, G);
+    a.free(x).unwrap();
+    a.free(z).unwrap();
+    let plan = a.plan_trim();
+    assert_eq!(plan.ranges(), &[PageRange { start: 0, count: 1 }]);
+    a.commit_trim(plan);
+    a.check_invariants().unwrap();
+}
+
+#[test]
 fn a_block_spanning_zones_frees_into_each_zone() {
     let mut a = pool(0, NO_CAP);
     // An eager block over pages 0..2, ending mid page 2.
