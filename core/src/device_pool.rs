@@ -257,14 +257,22 @@ impl Pool {
         let mut st = sh.state.lock().unwrap();
         let owner = PoolShared::owner(&st);
         let plan = st.alloc.plan_alloc(bytes, owner)?;
-        if let Some(r) = plan.new_pages() {
+        let runs = plan.new_pages();
+        if !runs.is_empty() {
             sh.ctx.bind()?;
-            sh.map(&mut st, r).map_err(|e| {
-                e.context(&format!(
-                    "growing the pool by {} bytes for a {bytes}-byte block",
-                    r.count * sh.granularity
-                ))
-            })?;
+            for (k, &r) in runs.iter().enumerate() {
+                // `map` undoes its own run on failure; undo the runs before
+                // it too, so the pool is unchanged.
+                if let Err(e) = sh.map(&mut st, r) {
+                    for &done in &runs[..k] {
+                        sh.unmap(&mut st, done);
+                    }
+                    return Err(e.context(&format!(
+                        "growing the pool by {} bytes for a {bytes}-byte block",
+                        plan.new_page_count() * sh.granularity
+                    )));
+                }
+            }
         }
         Ok(sh.base + st.alloc.commit_alloc(plan))
     }

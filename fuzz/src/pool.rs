@@ -513,7 +513,9 @@ impl Model {
             .collect();
         let got_new: Vec<u64> = plan
             .new_pages()
-            .map_or(vec![], |r| (r.start..r.end()).collect());
+            .iter()
+            .flat_map(|r| r.start..r.end())
+            .collect();
         ensure!(
             got_new == want_new,
             "block {off}+{sz} needs new pages {want_new:?}, the plan maps {got_new:?}"

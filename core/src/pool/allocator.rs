@@ -169,7 +169,7 @@ impl Allocator {
         }
         let mapped = self.place_mapped(size, owner);
         let (offset, hole, new_pages) = match mapped {
-            Some((offset, hole)) => (offset, hole, None),
+            Some((offset, hole)) => (offset, hole, Vec::new()),
             None => {
                 let (offset, new_pages) = self.plan_growth(size, owner)?;
                 (offset, NIL, new_pages)
@@ -200,14 +200,16 @@ impl Allocator {
         let (off, size) = (plan.offset, plan.size);
         let (p0, p1) = (off >> self.shift, ((off + size - 1) >> self.shift) + 1);
         let mut rezone = false;
-        if let Some(r) = plan.new_pages {
-            self.map_pages(r);
+        if !plan.new_pages.is_empty() {
+            for &r in &plan.new_pages {
+                self.map_pages(r);
+            }
             if let Owner::Capture(id) = plan.owner {
                 self.captures
                     .get_mut(&id)
                     .expect("capture open")
                     .mapped
-                    .push(r);
+                    .extend_from_slice(&plan.new_pages);
             }
             rezone = true;
         }
@@ -407,7 +409,8 @@ impl Allocator {
             .filter_map(|(_, o, i)| {
                 let s = self.blocks.size_of(i);
                 let (first, end) = (o.div_ceil(g), (o + s) / g);
-                (first < end).then_some(PageRange {
+                // Lazily: a hole inside one page has first > end.
+                (first < end).then(|| PageRange {
                     start: first,
                     count: end - first,
                 })

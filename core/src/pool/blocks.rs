@@ -817,16 +817,32 @@ impl BlockMap {
         i
     }
 
-    /// The unmapped runs, in address order: `(offset, size, block before,
-    /// block after)`.
-    pub fn unmapped_runs(
-        &self,
-    ) -> impl Iterator<Item = (u64, u64, Option<Block>, Option<Block>)> + '_ {
-        self.unmapped.iter().map(|(&o, &i)| {
-            let n = self.node(i);
-            let side = |j: u32| (j != SENTINEL).then(|| self.node(j).block());
-            (o, n.size, side(n.prev), side(n.next))
-        })
+    /// The unmapped runs, in address order: `(offset, node)`.
+    pub fn unmapped_nodes(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.unmapped.iter().map(|(&o, &i)| (o, i))
+    }
+
+    /// The maximal run of adjacent free blocks around the free node `i`
+    /// whose zones pass `ok` (node `i`'s must): appends `(offset, end,
+    /// zone)` of each block to `out`, in address order. Adjacent blocks of
+    /// a run differ in zone, so the offsets inside it are page boundaries.
+    pub fn free_run(&self, i: u32, ok: impl Fn(Zone) -> bool, out: &mut Vec<(u64, u64, Zone)>) {
+        let free_ok = |j: u32| match self.node(j).state {
+            State::Free(z) => ok(z).then_some(z),
+            State::Live(_) => None,
+        };
+        debug_assert!(free_ok(i).is_some(), "free_run from a block it excludes");
+        let mut first = i;
+        // The sentinel is live: both walks stop there at the latest.
+        while free_ok(self.node(first).prev).is_some() {
+            first = self.node(first).prev;
+        }
+        let mut j = first;
+        while let Some(z) = free_ok(j) {
+            let n = self.node(j);
+            out.push((n.off, n.end(), z));
+            j = n.next;
+        }
     }
 
     /// The node holding byte `addr`: the live block starting there, else a

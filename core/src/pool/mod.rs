@@ -7,8 +7,10 @@
 //! pointers and performs the mapping and unmapping that the plans describe.
 //!
 //! * Allocation is two-phase: [`Allocator::plan_alloc`] (pure) says where a
-//!   block goes and which pages must be newly mapped; the driver maps them and
-//!   calls [`Allocator::commit_alloc`]. A failed mapping just drops the plan.
+//!   block goes and which runs of pages must be newly mapped (several when
+//!   the block spans mapped free pages between unmapped ones); the driver
+//!   maps them and calls [`Allocator::commit_alloc`]. A failed mapping
+//!   unmaps the runs already mapped and drops the plan.
 //! * Blocks are sub-allocated with splitting and coalescing (the placement
 //!   policy and its measurements are in `placement.rs`), every offset and
 //!   size a multiple of [`PoolConfig::alignment`]. Blocks are linked to

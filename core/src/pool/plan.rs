@@ -65,15 +65,17 @@ impl PagePlan {
 }
 
 /// Where a block will go, made by `plan_alloc` against the current state.
-/// Map [`new_pages`](Self::new_pages), then pass the plan to `commit_alloc`;
-/// to abandon it (mapping failed), drop it.
+/// Map every run of [`new_pages`](Self::new_pages), then pass the plan to
+/// `commit_alloc`; to abandon it (a mapping failed: unmap the runs already
+/// mapped), drop it.
 #[derive(Debug, PartialEq, Eq)]
 #[must_use = "an AllocPlan does nothing until committed"]
 pub struct AllocPlan {
     pub(crate) offset: u64,
     pub(crate) size: u64,
     pub(crate) owner: Owner,
-    pub(crate) new_pages: Option<PageRange>,
+    /// Increasing, disjoint, never adjacent; empty on the hot path.
+    pub(crate) new_pages: Vec<PageRange>,
     /// The free block it goes into, when known (a hint checked at commit).
     pub(crate) hole: u32,
     pub(crate) generation: u64,
@@ -95,9 +97,16 @@ impl AllocPlan {
         self.owner
     }
 
-    /// Pages the driver must map before committing (one run, or none).
-    pub fn new_pages(&self) -> Option<PageRange> {
-        self.new_pages
+    /// Page runs the driver must map before committing, in increasing
+    /// order (none when the block goes on mapped pages; several when it
+    /// spans mapped free pages between unmapped ones).
+    pub fn new_pages(&self) -> &[PageRange] {
+        &self.new_pages
+    }
+
+    /// Total number of pages in [`new_pages`](Self::new_pages).
+    pub fn new_page_count(&self) -> u64 {
+        self.new_pages.iter().map(|r| r.count).sum()
     }
 }
 

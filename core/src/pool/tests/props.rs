@@ -125,8 +125,16 @@ impl Model {
                             .collect();
                         let got: Vec<u64> = plan
                             .new_pages()
-                            .map_or(vec![], |r| (r.start..r.end()).collect());
+                            .iter()
+                            .flat_map(|r| r.start..r.end())
+                            .collect();
                         prop_assert_eq!(&got, &want);
+                        prop_assert_eq!(plan.new_page_count(), got.len() as u64);
+                        // Growth maps the fewest pages any free spot needs.
+                        if !got.is_empty() {
+                            let fewest = self.fewest_new_pages(sz, owner);
+                            prop_assert_eq!(fewest, Some(got.len() as u64));
+                        }
                         self.check_taint(off, sz, owner)?;
                         prop_assert_eq!(self.a.commit_alloc(plan), off);
                         self.driver.extend(got.iter().copied());
@@ -156,8 +164,16 @@ impl Model {
                         prop_assert_eq!(requested, size.div_ceil(256) * 256);
                         prop_assert_eq!((reserved, max), (s.reserved_bytes, self.max));
                         prop_assert!(reserved + needed > max && needed > 0);
+                        // Every free spot needs that many pages or more.
+                        let fewest = self.fewest_new_pages(requested, owner);
+                        prop_assert_eq!(fewest, Some(needed / G));
                     }
-                    Err(PoolError::AddressSpaceExhausted { .. }) => {}
+                    Err(PoolError::AddressSpaceExhausted { requested, .. }) => {
+                        // No free range the owner may use holds the block,
+                        // whatever the zones of its pages.
+                        let fewest = self.fewest_new_pages(requested, owner);
+                        prop_assert_eq!(fewest, None);
+                    }
                     Err(e) => prop_assert!(false, "unexpected {e}"),
                 }
             }
@@ -328,6 +344,44 @@ impl Model {
             }
         }
         self.check()
+    }
+
+    /// Brute force over every aligned offset: the fewest unmapped pages a
+    /// `size`-byte block of `owner` could overlap, on bytes no live block
+    /// holds and pages the taint rule lets it use; `None`: no such spot.
+    fn fewest_new_pages(&self, size: u64, owner: Owner) -> Option<u64> {
+        const A: u64 = 256;
+        let va = self.a.config().va_bytes;
+        let allowed = |p: u64| {
+            self.caps
+                .iter()
+                .all(|c| owner == Owner::Capture(c.id) || !c.touched.contains(&p))
+                && (owner != Owner::Eager || self.graphs.iter().all(|(_, g)| !g.contains(&p)))
+        };
+        // Per aligned slot: free and on an allowed page; prefix counts.
+        let slots = (va / A) as usize;
+        let mut ok = vec![true; slots];
+        for (&o, &(s, _, _)) in &self.live {
+            ok[(o / A) as usize..((o + s) / A) as usize].fill(false);
+        }
+        for (i, v) in ok.iter_mut().enumerate() {
+            *v = *v && allowed(i as u64 * A / G);
+        }
+        let mut bad = vec![0u64; slots + 1];
+        for i in 0..slots {
+            bad[i + 1] = bad[i] + u64::from(!ok[i]);
+        }
+        let n = (size / A) as usize;
+        if size > va {
+            return None;
+        }
+        (0..=slots - n)
+            .filter(|&i| bad[i + n] == bad[i])
+            .map(|i| {
+                let x = i as u64 * A;
+                pages(x, size).filter(|p| !self.driver.contains(p)).count() as u64
+            })
+            .min()
     }
 
     /// Rule 3: eager blocks avoid pages of live graphs and open captures; a
