@@ -21,6 +21,7 @@ import json
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -181,22 +182,9 @@ with open(os.path.join(OUT, "programs_vs_torch.json"), "w") as f:
     json.dump(results, f, indent=1)
 
 try:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(9, 4))
-    idx = np.arange(len(rows))
-    w = 0.27
-    for k, (key, label) in enumerate([("torch_eager_us", "PyTorch eager"), ("torch_graph_us", "PyTorch CUDA graph"),
-                                      ("graphcore_us", "graphcore graph")]):
-        ax.bar(idx + (k - 1) * w, [r[key] for r in rows], w, label=label)
-    ax.set_xticks(idx)
-    ax.set_xticklabels([r["case"] for r in rows])
-    ax.set_ylabel("microseconds per call (lower is better)")
-    ax.set_title(f"PyTorch notes' programs vs graphcore ({results['device']})")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(os.path.join(OUT, "programs_vs_torch.png"), dpi=110)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from chart import draw
+    draw(results, os.path.join(OUT, "programs_vs_torch.png"))
 except Exception as e:  # the chart is a convenience; the JSON is the record
     print("no chart:", e)
 
