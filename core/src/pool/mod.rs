@@ -37,6 +37,8 @@ mod placement;
 mod plan;
 mod stats;
 
+#[cfg(any(test, feature = "model"))]
+pub mod model;
 #[cfg(test)]
 mod tests;
 

@@ -5,7 +5,7 @@ mod props;
 mod trace;
 mod unit;
 
-use super::blocks::State;
+pub(crate) use super::model::layout;
 use super::{Allocator, Owner, PoolConfig};
 
 /// Small pages so tests cross page boundaries cheaply.
@@ -33,13 +33,4 @@ pub(crate) fn alloc(a: &mut Allocator, size: u64, owner: Owner) -> u64 {
     let off = a.commit_alloc(plan);
     a.check_invariants().unwrap();
     off
-}
-
-/// Blocks as `layout` lists them.
-pub(crate) type Layout = Vec<(u64, u64, State)>;
-
-/// Every block, in address order: (offset, size, state), for comparing
-/// layouts (index classes may differ after a rollback, by hysteresis).
-pub(crate) fn layout(a: &Allocator) -> Layout {
-    a.blocks.iter().map(|(o, b)| (o, b.size, b.state)).collect()
 }
