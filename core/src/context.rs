@@ -8,6 +8,7 @@ use crate::error::{ensure_arg, Error, ErrorKind, Result};
 use crate::module::Builtins;
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// A device's primary context, retained for as long as any clone of this
@@ -33,9 +34,10 @@ pub(crate) struct ContextInner {
     /// and unmapping memory do not), so graphcore synchronizes only under
     /// this lock with no capture open.
     open_captures: Mutex<usize>,
-    /// The context's pools (registered by `Pool::new`), so copies and sets
-    /// can check their ranges against live pool blocks.
-    pools: Mutex<Vec<Weak<PoolShared>>>,
+    /// The context's pools (registered by `Pool::new`) with their address
+    /// ranges, so copies and sets can check their ranges against live pool
+    /// blocks.
+    pools: Mutex<Vec<(Range<u64>, Weak<PoolShared>)>>,
 }
 
 // SAFETY: CUDA contexts may be used from any thread; the raw handle is only
@@ -172,18 +174,26 @@ impl Context {
     /// that overrun its live blocks. `Pool::new` calls this once.
     pub(crate) fn register_pool(&self, pool: &Pool) {
         let mut pools = self.inner.pools.lock().unwrap_or_else(|e| e.into_inner());
-        pools.retain(|w| w.strong_count() > 0);
-        pools.push(Arc::downgrade(&pool.inner));
+        pools.retain(|(_, w)| w.strong_count() > 0);
+        pools.push((pool.va_range(), Arc::downgrade(&pool.inner)));
     }
 
-    /// The context's live pools.
-    pub(crate) fn pools(&self) -> Vec<Pool> {
-        let pools = self.inner.pools.lock().unwrap_or_else(|e| e.into_inner());
-        pools
-            .iter()
-            .filter_map(Weak::upgrade)
-            .map(|inner| Pool { inner })
-            .collect()
+    /// The live block containing `addr` in any of the context's pools: its
+    /// address and size. Allocates nothing; the registry lock is released
+    /// before the pool is upgraded, so a pool dropped meanwhile is never
+    /// torn down under it.
+    pub(crate) fn pool_block_of(&self, addr: u64) -> Option<(u64, u64)> {
+        let owner = {
+            let pools = self.inner.pools.lock().unwrap_or_else(|e| e.into_inner());
+            pools
+                .iter()
+                .find(|(range, _)| range.contains(&addr))
+                .map(|(_, w)| w.clone())?
+        };
+        Pool {
+            inner: owner.upgrade()?,
+        }
+        .block_of(addr)
     }
 
     /// Allocates `bytes` of pinned host memory (usable in copies and in

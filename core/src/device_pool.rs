@@ -280,21 +280,26 @@ impl Pool {
     /// Returns a block to the pool. A pointer the pool did not hand out, or
     /// one already freed, is an error and nothing changes.
     pub fn free(&self, ptr: u64) -> Result<()> {
-        let sh = &*self.inner;
         ensure_arg!(
-            ptr >= sh.base && ptr < sh.base + sh.va_bytes,
+            self.va_range().contains(&ptr),
             "0x{ptr:x} does not belong to this pool"
         );
+        let sh = &*self.inner;
         sh.state.lock().unwrap().alloc.free(ptr - sh.base)?;
         Ok(())
     }
 
+    /// The virtual address range the pool reserved.
+    pub(crate) fn va_range(&self) -> std::ops::Range<u64> {
+        self.inner.base..self.inner.base + self.inner.va_bytes
+    }
+
     /// The live block containing `ptr`: its address and size.
     pub fn block_of(&self, ptr: u64) -> Option<(u64, u64)> {
-        let sh = &*self.inner;
-        if ptr < sh.base || ptr >= sh.base + sh.va_bytes {
+        if !self.va_range().contains(&ptr) {
             return None;
         }
+        let sh = &*self.inner;
         let st = sh.state.lock().unwrap();
         st.alloc
             .block_at(ptr - sh.base)

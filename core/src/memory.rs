@@ -47,10 +47,7 @@ pub(crate) fn check_range(
 /// every operation that writes or reads a caller's range (copies, sets,
 /// graph copy and set nodes).
 pub(crate) fn check_pool_range(ctx: &Context, arg: &str, addr: u64, bytes: usize) -> Result<()> {
-    let pools = ctx.pools();
-    check_range(arg, addr, bytes, |a| {
-        pools.iter().find_map(|p| p.block_of(a))
-    })
+    check_range(arg, addr, bytes, |a| ctx.pool_block_of(a))
 }
 
 /// Copies `bytes` from `src` to `dst` on `stream`. Either side may be
