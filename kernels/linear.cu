@@ -355,6 +355,19 @@ __device__ __forceinline__ float gc_gemm_out(float acc, float alpha, float beta,
     return relu ? gc_relu(v) : v;
 }
 
+// Four consecutive floats at p, columns c..c+3 of a row that is in range
+// when `in`, zero past the edge `lim`: one float4 load where the operand is
+// 16-byte aligned (`vec`) and all four are in range, else four scalar ones.
+__device__ __forceinline__ float4 gc_load4(const float *p, bool in, bool vec, u32 c, u32 lim) {
+    if (in && vec && c + 3 < lim) return __ldg(reinterpret_cast<const float4 *>(p));
+    float4 v;
+    v.x = in && c < lim ? __ldg(p) : 0.0f;
+    v.y = in && c + 1 < lim ? __ldg(p + 1) : 0.0f;
+    v.z = in && c + 2 < lim ? __ldg(p + 2) : 0.0f;
+    v.w = in && c + 3 < lim ? __ldg(p + 3) : 0.0f;
+    return v;
+}
+
 template <int BM, int BN, int TM, int TN, int BK, int NT>
 __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const float *bm, const float *bias, u32 m,
                                             u32 n, u32 k, u32 lda, u32 ldb, u32 ldc, u32 flags, float alpha,
@@ -386,27 +399,11 @@ __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const f
             if (ta) {
                 const u32 gr = r0 + e / (BM / 4), gi = i0 + 4 * (e % (BM / 4));
                 const float *p = a + gr * lda + gi;
-                if (gr < k && va && gi + 3 < m) {
-                    ra[q] = __ldg(reinterpret_cast<const float4 *>(p));
-                } else {
-                    const bool in = gr < k;
-                    ra[q].x = in && gi < m ? __ldg(p) : 0.0f;
-                    ra[q].y = in && gi + 1 < m ? __ldg(p + 1) : 0.0f;
-                    ra[q].z = in && gi + 2 < m ? __ldg(p + 2) : 0.0f;
-                    ra[q].w = in && gi + 3 < m ? __ldg(p + 3) : 0.0f;
-                }
+                ra[q] = gc_load4(p, gr < k, va, gi, m);
             } else {
                 const u32 gi = i0 + e / (BK / 4), gr = r0 + 4 * (e % (BK / 4));
                 const float *p = a + gi * lda + gr;
-                if (gi < m && va && gr + 3 < k) {
-                    ra[q] = __ldg(reinterpret_cast<const float4 *>(p));
-                } else {
-                    const bool in = gi < m;
-                    ra[q].x = in && gr < k ? __ldg(p) : 0.0f;
-                    ra[q].y = in && gr + 1 < k ? __ldg(p + 1) : 0.0f;
-                    ra[q].z = in && gr + 2 < k ? __ldg(p + 2) : 0.0f;
-                    ra[q].w = in && gr + 3 < k ? __ldg(p + 3) : 0.0f;
-                }
+                ra[q] = gc_load4(p, gi < m, va, gr, k);
             }
         }
 #pragma unroll
@@ -415,27 +412,11 @@ __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const f
             if (!tb) {
                 const u32 gr = r0 + e / (BN / 4), gj = j0 + 4 * (e % (BN / 4));
                 const float *p = bm + gr * ldb + gj;
-                if (gr < k && vb && gj + 3 < n) {
-                    rb[q] = __ldg(reinterpret_cast<const float4 *>(p));
-                } else {
-                    const bool in = gr < k;
-                    rb[q].x = in && gj < n ? __ldg(p) : 0.0f;
-                    rb[q].y = in && gj + 1 < n ? __ldg(p + 1) : 0.0f;
-                    rb[q].z = in && gj + 2 < n ? __ldg(p + 2) : 0.0f;
-                    rb[q].w = in && gj + 3 < n ? __ldg(p + 3) : 0.0f;
-                }
+                rb[q] = gc_load4(p, gr < k, vb, gj, n);
             } else {
                 const u32 gj = j0 + e / (BK / 4), gr = r0 + 4 * (e % (BK / 4));
                 const float *p = bm + gj * ldb + gr;
-                if (gj < n && vb && gr + 3 < k) {
-                    rb[q] = __ldg(reinterpret_cast<const float4 *>(p));
-                } else {
-                    const bool in = gj < n;
-                    rb[q].x = in && gr < k ? __ldg(p) : 0.0f;
-                    rb[q].y = in && gr + 1 < k ? __ldg(p + 1) : 0.0f;
-                    rb[q].z = in && gr + 2 < k ? __ldg(p + 2) : 0.0f;
-                    rb[q].w = in && gr + 3 < k ? __ldg(p + 3) : 0.0f;
-                }
+                rb[q] = gc_load4(p, gj < n, vb, gr, k);
             }
         }
     };
