@@ -97,22 +97,18 @@ fn fused_chains_are_bitwise_equal_to_unfused() {
     }
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn built_graphs_fuse_around_user_kernels() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
-    let n = 4099usize;
-    let y = p.alloc(n as u64 * 4).unwrap();
+/// Eleven kernel nodes in a line over `n` floats at `y`: five scales
+/// (gc_scale_f32, alpha 1 + i/8 for node i), the user kernel `add_one` (node
+/// 5), five more scales. Fusion makes two chains of it around node 5.
+pub(crate) fn scales_around_a_user_kernel(c: &Context, y: u64, n: usize) -> Graph {
     let scale = c.builtin("gc_scale_f32").unwrap();
-    let user = add_one(&c);
+    let user = add_one(c);
     let cfg = LaunchConfig {
         grid: [8, 1, 1],
         block: [256, 1, 1],
         shared_bytes: 0,
     };
-    let g = Graph::new(&c).unwrap();
+    let g = Graph::new(c).unwrap();
     let mut prev: Option<Node> = None;
     // Five scales, the user kernel, five scales: two chains.
     for i in 0..11 {
@@ -142,6 +138,18 @@ fn built_graphs_fuse_around_user_kernels() {
         };
         prev = Some(node);
     }
+    g
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn built_graphs_fuse_around_user_kernels() {
+    let c = ctx();
+    let s = Stream::new(&c).unwrap();
+    let p = pool(&c);
+    let n = 4099usize;
+    let y = p.alloc(n as u64 * 4).unwrap();
+    let g = scales_around_a_user_kernel(&c, y, n);
     let plain = Exec::new(&g, 0).unwrap();
     let fused = Exec::new(&g, FUSE_ELEMENTWISE).unwrap();
     assert_eq!(fused.stats().chains, 2);

@@ -7,10 +7,13 @@ mod fusion;
 mod graphs;
 mod kernels;
 mod leaks;
+mod locking;
 mod runner;
 mod stress;
 
 use graphcore_core::{Context, Pool, PoolOptions, Stream};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 /// A context on device 0.
 pub(crate) fn ctx() -> Context {
@@ -94,4 +97,38 @@ pub(crate) fn seed() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos() as u64
+}
+
+/// How long [`race`] waits for its threads before calling it a deadlock.
+pub(crate) const WATCHDOG: Duration = Duration::from_secs(20);
+
+/// Runs each of `work` on a thread of its own, all at once, and fails if
+/// one panics or if they are not all done within [`WATCHDOG`] (a deadlock:
+/// the stuck threads are left behind, and the test fails instead of hanging).
+pub(crate) fn race(what: &str, work: Vec<Box<dyn FnOnce() + Send>>) {
+    let (tx, rx) = mpsc::channel();
+    let n = work.len();
+    for (i, w) in work.into_iter().enumerate() {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(w));
+            let _ = tx.send((i, r.err().map(|e| panic_message(&*e))));
+        });
+    }
+    let deadline = Instant::now() + WATCHDOG;
+    for _ in 0..n {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok((_, None)) => {}
+            Ok((i, Some(msg))) => panic!("{what}: thread {i} failed: {msg}"),
+            Err(_) => panic!("{what}: the threads were not done after {WATCHDOG:?}: a deadlock"),
+        }
+    }
+}
+
+fn panic_message(e: &(dyn std::any::Any + Send)) -> String {
+    e.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| e.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into())
 }
