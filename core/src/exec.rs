@@ -38,6 +38,9 @@ pub struct Exec {
     inner: Arc<ExecInner>,
 }
 
+/// Lock order: `current`, then `fused`, then `updated_from` (a thread
+/// holding one of them takes only those after it); graph locks (the source's
+/// or an update's) come after all of them.
 struct ExecInner {
     ctx: Context,
     raw: CUgraphExec,
@@ -156,10 +159,12 @@ impl Exec {
 
     /// The graph that was instantiated (fused, if fusion applied), in DOT.
     pub fn to_dot(&self, name: &str) -> String {
-        match &*self.inner.fused.lock().unwrap() {
-            Some(f) => crate::graph::to_dot(&f.desc, name),
-            None => crate::graph::to_dot(&self.current().clone(), name),
+        // One lock at a time: `fused` is released before `current` is taken
+        // (see the lock order at `ExecInner`).
+        if let Some(f) = &*self.inner.fused.lock().unwrap() {
+            return crate::graph::to_dot(&f.desc, name);
         }
+        crate::graph::to_dot(&self.current(), name)
     }
 
     /// The graph the exec was instantiated from.
