@@ -5,9 +5,12 @@
 
 use super::fusion::scales_around_a_user_kernel;
 use super::*;
+use graphcore_core::graph::NodeKind;
 use graphcore_core::instantiate_flags::FUSE_ELEMENTWISE;
-use graphcore_core::{Exec, Node};
+use graphcore_core::{Exec, Graph, Node};
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
 
 /// How long each racing thread keeps going.
 const RACE: Duration = Duration::from_secs(3);
@@ -78,5 +81,139 @@ fn to_dot_and_set_kernel_args_race_on_one_exec_without_deadlock() {
                 }),
             ],
         );
+    }
+}
+
+/// Driver calls on one graph from several threads at once: instantiating it
+/// plain and fused (cuGraphInstantiate, cuGraphClone), adding it as a child
+/// to other graphs (cuGraphAddChildGraphNode reads it) and adding nodes to
+/// it. CUDA requires calls on one graph to be serialized; every call must
+/// succeed and every count come out right.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn one_graph_instantiated_fused_adopted_and_extended_at_once() {
+    let c = ctx();
+    let p = pool(&c);
+    let n = 4099usize;
+    let y = p.alloc(n as u64 * 4).unwrap();
+    let scratch = p.alloc(1 << 20).unwrap();
+    let g = scales_around_a_user_kernel(&c, y, n);
+    let base = g.node_count();
+    let added = Arc::new(AtomicUsize::new(0));
+    let plain = {
+        let g = g.clone();
+        Box::new(move || {
+            let end = Instant::now() + RACE;
+            while Instant::now() < end {
+                let e = Exec::new(&g, 0).unwrap();
+                assert!(e.stats().graph_nodes >= base);
+            }
+        }) as Box<dyn FnOnce() + Send>
+    };
+    let fused = {
+        let g = g.clone();
+        Box::new(move || {
+            let end = Instant::now() + RACE;
+            while Instant::now() < end {
+                let e = Exec::new(&g, FUSE_ELEMENTWISE).unwrap();
+                // The nodes added meanwhile fuse with nothing.
+                assert_eq!(e.stats().chains, 2);
+            }
+        })
+    };
+    let adopt = {
+        let (g, c) = (g.clone(), c.clone());
+        Box::new(move || {
+            let end = Instant::now() + RACE;
+            while Instant::now() < end {
+                let parent = Graph::new(&c).unwrap();
+                let before = g.node_count();
+                parent.add_child(&g, &[]).unwrap();
+                let after = g.node_count();
+                match parent.desc().node(0) {
+                    NodeKind::Child { nodes } => assert!(
+                        (before..=after).contains(nodes),
+                        "child of {nodes} nodes, the graph had {before}..={after}"
+                    ),
+                    other => panic!("node 0 is {other:?}"),
+                }
+                Exec::new(&parent, 0).unwrap();
+            }
+        })
+    };
+    let grow = {
+        let (g, added) = (g.clone(), added.clone());
+        Box::new(move || {
+            let end = Instant::now() + RACE;
+            let mut i = 0usize;
+            while Instant::now() < end {
+                if i.is_multiple_of(2) {
+                    g.add_memset(scratch, 0, 256, &[]).unwrap();
+                } else {
+                    g.add_empty(&[]).unwrap();
+                }
+                i += 1;
+                added.store(i, Ordering::Relaxed);
+                // Paced, so the graph stays small enough to copy and
+                // instantiate many times over while the race lasts.
+                std::thread::sleep(Duration::from_micros(500));
+            }
+        })
+    };
+    race(
+        "instantiate, fuse, add as child and add nodes on one graph",
+        vec![plain, fused, adopt, grow],
+    );
+    let added = added.load(Ordering::Relaxed);
+    assert!(added > 0);
+    assert_eq!(g.node_count(), base + added);
+    // The graph CUDA holds is the one described: it instantiates, fused and
+    // not, and runs.
+    let s = Stream::new(&c).unwrap();
+    for flags in [0, FUSE_ELEMENTWISE] {
+        let e = Exec::new(&g, flags).unwrap();
+        assert_eq!(e.stats().graph_nodes, base + added);
+        e.launch(&s).unwrap();
+    }
+    s.synchronize().unwrap();
+}
+
+/// Two graphs each added to the other as a child at the same moment, many
+/// times over: add_child locks both graphs (in one order, whichever is the
+/// parent), so the pair never deadlocks.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn two_graphs_adopting_each_other_at_once_do_not_deadlock() {
+    let c = ctx();
+    const PAIRS: usize = 200;
+    let pairs: Vec<(Graph, Graph)> = (0..PAIRS)
+        .map(|_| {
+            let a = Graph::new(&c).unwrap();
+            let b = Graph::new(&c).unwrap();
+            a.add_empty(&[]).unwrap();
+            b.add_empty(&[]).unwrap();
+            (a, b)
+        })
+        .collect();
+    let barrier = Arc::new(Barrier::new(2));
+    let side = |b_into_a: bool| {
+        let (pairs, barrier) = (pairs.clone(), barrier.clone());
+        Box::new(move || {
+            for (a, b) in &pairs {
+                barrier.wait();
+                if b_into_a {
+                    a.add_child(b, &[]).unwrap();
+                } else {
+                    b.add_child(a, &[]).unwrap();
+                }
+            }
+        }) as Box<dyn FnOnce() + Send>
+    };
+    race(
+        "two graphs added to each other as children",
+        vec![side(true), side(false)],
+    );
+    for (a, b) in &pairs {
+        assert_eq!((a.node_count(), b.node_count()), (2, 2));
     }
 }
