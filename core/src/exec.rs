@@ -105,8 +105,12 @@ impl Exec {
         } else {
             None
         };
-        let target = fused.as_ref().map_or(graph.inner.raw, |f| f.raw);
-        let raw = dg::instantiate(target, cuda)?;
+        // CUDA reads the graph while it instantiates it: under its lock (the
+        // guard lives to the end of the match arm).
+        let raw = match &fused {
+            Some(f) => dg::instantiate(f.raw, cuda)?,
+            None => dg::instantiate(graph.state().raw(), cuda)?,
+        };
         let exec = Exec {
             inner: Arc::new(ExecInner {
                 ctx,
@@ -261,18 +265,23 @@ impl Exec {
         changed: &[(usize, NodeKind)],
         new_nodes: &[crate::driver::CUgraphNode],
     ) -> Result<()> {
-        let source_nodes: Vec<_> = {
-            let st = self.inner.source.state();
-            changed.iter().map(|(i, _)| st.nodes[*i]).collect()
+        // Driver calls on a graph's nodes hold that graph's lock, one graph
+        // at a time (`graph` may be the source itself).
+        let reads: Vec<RawNode> = {
+            let _graph = graph.state();
+            new_nodes
+                .iter()
+                .map(|&n| dg::read_node(n))
+                .collect::<Result<_>>()?
         };
-        let mut reads = Vec::with_capacity(changed.len());
+        let source = self.inner.source.state();
+        let source_nodes: Vec<_> = changed.iter().map(|(i, _)| source.nodes[*i]).collect();
         for (k, (i, kind)) in changed.iter().enumerate() {
-            let raw = dg::read_node(new_nodes[k])?;
-            if let RawNode::Kernel { func, .. } = raw {
+            if let RawNode::Kernel { func, .. } = &reads[k] {
                 let RawNode::Kernel { func: old, .. } = dg::read_node(source_nodes[k])? else {
                     unreachable!("same topology: node {i} is a kernel in both");
                 };
-                if func != old {
+                if *func != old {
                     let name = match kind {
                         NodeKind::Kernel { name, .. } => name.as_str(),
                         _ => "?",
@@ -283,10 +292,10 @@ impl Exec {
                     ));
                 }
             }
-            reads.push(raw);
         }
         let ctx = self.inner.ctx.inner.raw;
         let e = self.inner.raw;
+        let mut failed = None;
         for (k, raw) in reads.into_iter().enumerate() {
             let n = source_nodes[k];
             let r = match raw {
@@ -317,14 +326,19 @@ impl Exec {
                 RawNode::Empty | RawNode::Child(_) | RawNode::Other(_) => Ok(()),
             };
             if let Err(err) = r {
-                // Leave the exec consistent: try CUDA's whole-graph update.
-                return self.update_whole(graph).map_err(|_| {
-                    err.context(&format!(
-                        "node {}: the exec may be partly updated; update it again or re-instantiate",
-                        changed[k].0
-                    ))
-                });
+                failed = Some((k, err));
+                break;
             }
+        }
+        drop(source);
+        if let Some((k, err)) = failed {
+            // Leave the exec consistent: try CUDA's whole-graph update.
+            return self.update_whole(graph).map_err(|_| {
+                err.context(&format!(
+                    "node {}: the exec may be partly updated; update it again or re-instantiate",
+                    changed[k].0
+                ))
+            });
         }
         Ok(())
     }
@@ -332,7 +346,7 @@ impl Exec {
     /// `cuGraphExecUpdate` with the whole graph.
     fn update_whole(&self, graph: &Graph) -> Result<()> {
         let st = graph.state();
-        self.update_raw(graph.inner.raw, &st.nodes, &st.desc)
+        self.update_raw(st.raw(), &st.nodes, &st.desc)
     }
 
     /// `cuGraphExecUpdate` with graph `raw` (whose nodes and description
@@ -407,7 +421,7 @@ impl Exec {
             "`node` is not a node of the graph this exec was instantiated from"
         );
         let i = node.index as usize;
-        let raw_node = {
+        let (raw_node, read) = {
             let st = source.state();
             ensure_arg!(i < st.desc.len(), "`node` {i} does not exist");
             ensure_arg!(
@@ -415,16 +429,16 @@ impl Exec {
                 "node {i} is a {} node, not a kernel node",
                 st.desc.node(i).kind_name()
             );
-            st.nodes[i]
+            self.inner.ctx.bind()?;
+            (st.nodes[i], dg::read_node(st.nodes[i])?)
         };
-        self.inner.ctx.bind()?;
         let RawNode::Kernel {
             func,
             grid,
             block,
             shared_bytes,
             ..
-        } = dg::read_node(raw_node)?
+        } = read
         else {
             unreachable!("node {i} is a kernel node");
         };
@@ -456,6 +470,9 @@ impl Exec {
             shared_bytes,
             args,
         };
+        // The driver reads a node of the source under the source's lock (the
+        // fused copy's nodes are under `fused`).
+        let _source = fused.is_none().then(|| source.state());
         dg::exec_set_kernel(self.inner.raw, exec_node, &params)?;
         current.set_node(i, updated);
         Ok(())

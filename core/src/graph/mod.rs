@@ -35,8 +35,11 @@ pub struct Node {
     pub index: u32,
 }
 
-/// A CUDA graph under construction (or captured). Cheap to clone; building
-/// calls on one graph are serialized by a lock. Instantiate it with
+/// A CUDA graph under construction (or captured). Cheap to clone; calls on
+/// one graph are serialized by its lock: CUDA requires every driver call on
+/// a graph (and on its nodes) to be, so graphcore reaches the raw graph only
+/// through the locked state ([`Graph::raw`] hands it out for interop).
+/// Instantiate it with
 /// [`Exec::new`](crate::Exec::new).
 #[derive(Clone)]
 pub struct Graph {
@@ -45,12 +48,15 @@ pub struct Graph {
 
 pub(crate) struct GraphInner {
     pub(crate) ctx: Context,
-    pub(crate) raw: CUgraph,
     pub(crate) id: u64,
     state: Mutex<GraphState>,
 }
 
+/// What the graph's lock guards: the CUDA graph and everything describing
+/// it. Two graph locks are held at once only by [`lock_in_order`].
 pub(crate) struct GraphState {
+    /// The CUDA graph (driver calls on it or its nodes hold the lock).
+    raw: CUgraph,
     pub(crate) desc: GraphDesc,
     pub(crate) nodes: Vec<CUgraphNode>,
     /// Functions launched by kernel nodes (kept loaded).
@@ -66,9 +72,35 @@ unsafe impl Sync for GraphInner {}
 
 impl Drop for GraphInner {
     fn drop(&mut self) {
+        let raw = self.state.get_mut().unwrap_or_else(|e| e.into_inner()).raw;
         if self.ctx.bind().is_ok() {
-            dg::destroy(self.raw);
+            dg::destroy(raw);
         }
+    }
+}
+
+impl GraphState {
+    /// The CUDA graph, for driver calls made under the lock.
+    pub(crate) fn raw(&self) -> CUgraph {
+        self.raw
+    }
+}
+
+/// Locks two distinct graphs' states (`a.1`, `b.1` are their ids), the lower
+/// id first whichever is asked first: the one order for holding two graph
+/// locks, so two threads locking the same pair cannot deadlock. Returns the
+/// guards in the order asked.
+fn lock_in_order<'a, T>(
+    a: (&'a Mutex<T>, u64),
+    b: (&'a Mutex<T>, u64),
+) -> (MutexGuard<'a, T>, MutexGuard<'a, T>) {
+    debug_assert_ne!(a.1, b.1, "two locks of one graph");
+    if a.1 < b.1 {
+        let ga = a.0.lock().unwrap();
+        (ga, b.0.lock().unwrap())
+    } else {
+        let gb = b.0.lock().unwrap();
+        (a.0.lock().unwrap(), gb)
     }
 }
 
@@ -109,11 +141,10 @@ fn direction(dst: MemoryKind, src: MemoryKind) -> &'static str {
 }
 
 impl Graph {
-    fn wrap(ctx: &Context, raw: CUgraph, state: GraphState) -> Graph {
+    fn wrap(ctx: &Context, state: GraphState) -> Graph {
         Graph {
             inner: Arc::new(GraphInner {
                 ctx: ctx.clone(),
-                raw,
                 id: next_graph_id(),
                 state: Mutex::new(state),
             }),
@@ -126,8 +157,8 @@ impl Graph {
         let raw = dg::create()?;
         Ok(Self::wrap(
             ctx,
-            raw,
             GraphState {
+                raw,
                 desc: GraphDesc::new(),
                 nodes: Vec::new(),
                 functions: Vec::new(),
@@ -163,6 +194,7 @@ impl Graph {
                 ordered.push(nodes[i]);
             }
             Ok(GraphState {
+                raw,
                 desc,
                 nodes: ordered,
                 functions: Vec::new(),
@@ -170,7 +202,7 @@ impl Graph {
             })
         };
         match read() {
-            Ok(state) => Ok(Self::wrap(ctx, raw, state)),
+            Ok(state) => Ok(Self::wrap(ctx, state)),
             Err(e) => {
                 dg::destroy(raw);
                 Err(e)
@@ -188,9 +220,10 @@ impl Graph {
         &self.inner.ctx
     }
 
-    /// The raw `CUgraph` (for interop; graphcore still owns it).
+    /// The raw `CUgraph` (for interop; graphcore still owns it). Driver
+    /// calls on it must not overlap graphcore's calls on this graph.
     pub fn raw(&self) -> CUgraph {
-        self.inner.raw
+        self.state().raw
     }
 
     pub(crate) fn state(&self) -> MutexGuard<'_, GraphState> {
@@ -270,7 +303,7 @@ impl Graph {
             shared_bytes: cfg.shared_bytes,
             args,
         };
-        let raw = dg::add_kernel(self.inner.raw, &raw_deps, &params)?;
+        let raw = dg::add_kernel(st.raw, &raw_deps, &params)?;
         let builtin = f.builtin();
         let kind = NodeKind::Kernel {
             name: f.name().to_string(),
@@ -304,14 +337,7 @@ impl Graph {
         crate::memory::check_pool_range(ctx, "src", src, bytes)?;
         let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
-        let raw = dg::add_memcpy(
-            self.inner.raw,
-            &raw_deps,
-            dst,
-            src,
-            bytes,
-            self.inner.ctx.inner.raw,
-        )?;
+        let raw = dg::add_memcpy(st.raw, &raw_deps, dst, src, bytes, self.inner.ctx.inner.raw)?;
         let kind = NodeKind::Memcpy {
             dst,
             src,
@@ -334,7 +360,7 @@ impl Graph {
         let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         let raw = dg::add_memset(
-            self.inner.raw,
+            st.raw,
             &raw_deps,
             dst,
             value,
@@ -357,7 +383,7 @@ impl Graph {
         let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
-        let raw = dg::add_host(self.inner.raw, &raw_deps, f, user_data)?;
+        let raw = dg::add_host(st.raw, &raw_deps, f, user_data)?;
         Ok(self.push(&mut st, NodeKind::Host, &idx, raw))
     }
 
@@ -372,17 +398,19 @@ impl Graph {
             child.context().same(&self.inner.ctx),
             "the child graph belongs to another context"
         );
-        let (functions, memory, nodes) = {
-            let c = child.state();
-            (c.functions.clone(), c.memory.clone(), c.desc.len())
-        };
+        // CUDA reads the child while it copies it: both locks are held.
+        let (mut st, c) = lock_in_order(
+            (&self.inner.state, self.inner.id),
+            (&child.inner.state, child.inner.id),
+        );
+        let nodes = c.desc.len();
         ensure_arg!(nodes > 0, "the child graph has no nodes");
-        let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
-        let raw = dg::add_child(self.inner.raw, &raw_deps, child.inner.raw)?;
-        st.functions.extend(functions);
-        st.memory.extend(memory);
+        let raw = dg::add_child(st.raw, &raw_deps, c.raw)?;
+        st.functions.extend(c.functions.iter().cloned());
+        st.memory.extend(c.memory.iter().cloned());
+        drop(c);
         Ok(self.push(&mut st, NodeKind::Child { nodes }, &idx, raw))
     }
 
@@ -391,7 +419,7 @@ impl Graph {
         let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
-        let raw = dg::add_empty(self.inner.raw, &raw_deps)?;
+        let raw = dg::add_empty(st.raw, &raw_deps)?;
         Ok(self.push(&mut st, NodeKind::Empty, &idx, raw))
     }
 
@@ -408,7 +436,7 @@ impl Graph {
         let (f, t) = (from.index as usize, to.index as usize);
         st.desc.check_edge(f, t)?;
         self.inner.ctx.bind()?;
-        dg::add_dependency(self.inner.raw, st.nodes[f], st.nodes[t])?;
+        dg::add_dependency(st.raw, st.nodes[f], st.nodes[t])?;
         st.desc.add_edge(f, t);
         Ok(())
     }
@@ -416,27 +444,34 @@ impl Graph {
     /// A copy of this graph with its elementwise chains fused (see
     /// [`fuse`]), or `None` when nothing fuses.
     pub(crate) fn fused(&self) -> Result<Option<Fused>> {
-        let (desc, sources) = {
-            let st = self.state();
-            (st.desc.clone(), st.nodes.clone())
-        };
-        let plan = fuse::plan(&desc);
-        if plan.chains.is_empty() {
-            return Ok(None);
-        }
         let ctx = &self.inner.ctx;
         let sms = ctx.sm_count();
-        ctx.bind()?;
-        let raw = dg::clone(self.inner.raw)?;
-        let mut f = Fused {
-            ctx: ctx.clone(),
-            raw,
-            plan,
-            desc: GraphDesc::new(),
-            nodes: Vec::new(),
-            map: Vec::new(),
-            kernels: Vec::new(),
+        // The clone, and the lookups of the graph's nodes in it, read the
+        // graph: under its lock. The rest works on the clone alone.
+        let (desc, mut f, clones) = {
+            let st = self.state();
+            let plan = fuse::plan(&st.desc);
+            if plan.chains.is_empty() {
+                return Ok(None);
+            }
+            ctx.bind()?;
+            let f = Fused {
+                ctx: ctx.clone(),
+                raw: dg::clone(st.raw)?,
+                plan,
+                desc: GraphDesc::new(),
+                nodes: Vec::new(),
+                map: Vec::new(),
+                kernels: Vec::new(),
+            };
+            let clones: Vec<CUgraphNode> = st
+                .nodes
+                .iter()
+                .map(|&n| dg::find_in_clone(n, f.raw))
+                .collect::<Result<_>>()?;
+            (st.desc.clone(), f, clones)
         };
+        let raw = f.raw;
         f.kernels = f
             .plan
             .chains
@@ -445,10 +480,6 @@ impl Graph {
             .collect::<Result<_>>()?;
         (f.desc, f.map) =
             fuse::apply(&desc, &f.plan, sms).map_err(|e| Error::invalid_argument(e.0))?;
-        let clones: Vec<CUgraphNode> = sources
-            .iter()
-            .map(|&n| dg::find_in_clone(n, raw))
-            .collect::<Result<_>>()?;
         for (ci, c) in f.plan.chains.iter().enumerate() {
             let carriers = c.segments.len();
             for (k, seg) in c.segments.iter().enumerate() {
@@ -663,6 +694,49 @@ fn topological(deps: &[Vec<usize>]) -> Vec<usize> {
 
 #[cfg(test)]
 mod tests {
+    use super::lock_in_order;
+    use std::sync::{mpsc, Arc, Mutex};
+    use std::time::Duration;
+
+    #[test]
+    fn lock_in_order_returns_the_guards_as_asked() {
+        let (a, b) = (Mutex::new('a'), Mutex::new('b'));
+        for (ia, ib) in [(1, 2), (2, 1)] {
+            let (ga, gb) = lock_in_order((&a, ia), (&b, ib));
+            assert_eq!((*ga, *gb), ('a', 'b'));
+        }
+    }
+
+    /// Two threads locking one pair, each naming it in the other order,
+    /// many times over: no deadlock (a watchdog fails the test instead).
+    #[test]
+    fn lock_in_order_never_deadlocks_on_one_pair() {
+        let pair = Arc::new((Mutex::new(0u64), Mutex::new(0u64)));
+        let (tx, rx) = mpsc::channel();
+        for flip in [false, true] {
+            let (pair, tx) = (pair.clone(), tx.clone());
+            std::thread::spawn(move || {
+                for _ in 0..100_000 {
+                    let (x, y) = ((&pair.0, 1), (&pair.1, 2));
+                    let (mut g0, mut g1) = if flip {
+                        let (g1, g0) = lock_in_order(y, x);
+                        (g0, g1)
+                    } else {
+                        lock_in_order(x, y)
+                    };
+                    *g0 += 1;
+                    *g1 += 1;
+                }
+                tx.send(()).unwrap();
+            });
+        }
+        for _ in 0..2 {
+            rx.recv_timeout(Duration::from_secs(20))
+                .expect("two threads locking one pair deadlocked");
+        }
+        assert_eq!(*pair.0.lock().unwrap(), 200_000);
+    }
+
     #[test]
     fn topological_orders_dependencies_first() {
         let deps = vec![vec![2], vec![], vec![1], vec![0, 1]];
