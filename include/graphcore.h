@@ -1039,7 +1039,9 @@ enum gc_status gc_runner_create(struct gc_context *ctx,
  * bucket eagerly on the runner's side stream, then once per bucket under
  * capture, largest first, into the shared pool; each graph is instantiated
  * and uploaded. If `record` fails or breaks a capture, this call fails with
- * that error, adds no bucket, and leaves no pool growth behind.
+ * that error, adds no bucket, and leaves no pool growth behind: the blocks
+ * the failed capture allocated are freed. Blocks `record` allocates in
+ * warm-up runs (eagerly) or keeps in a capture are the caller's to free.
  */
 enum gc_status gc_runner_capture(struct gc_runner *runner,
                                  const uint32_t *buckets,

@@ -94,6 +94,22 @@ impl Stream {
         Ok(())
     }
 
+    /// Ends, and discards, the capture begun with
+    /// [`begin_capture`](Self::begin_capture), as a failed capture is
+    /// rolled back: the stream leaves capture mode, the blocks the capture
+    /// allocated from its pool are freed and the pages mapped for it
+    /// unmapped. Without a graphcore capture open this is
+    /// [`ErrorKind::InvalidState`].
+    pub(crate) fn abort_capture(&self) -> Result<()> {
+        self.context().bind()?;
+        let state =
+            self.inner.capture.lock().unwrap().take().ok_or_else(|| {
+                Error::invalid_state("the stream is not capturing through graphcore")
+            })?;
+        abandon(state, self.context(), self.raw());
+        Ok(())
+    }
+
     /// Ends the capture begun with [`begin_capture`](Self::begin_capture)
     /// and returns the graph. A capture that was invalidated, or that a
     /// joined stream did not rejoin, fails with [`ErrorKind::Capture`]

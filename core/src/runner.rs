@@ -71,8 +71,11 @@ impl Runner {
     /// stream (as the PyTorch notes do before capturing), then captures the
     /// buckets largest first into the shared pool, and instantiates and
     /// uploads them. If `record` fails, or breaks a capture, nothing is
-    /// added, the graphs of this call are gone, and the pool has given back
-    /// the memory this call mapped (it is trimmed).
+    /// added, the graphs of this call are gone, the capture that failed is
+    /// rolled back (the blocks it allocated are freed), and the pool has
+    /// given back the memory this call mapped (it is trimmed). Blocks that
+    /// `record` allocates and does not free otherwise are the caller's:
+    /// those of warm-up runs (eager allocations) and those a capture kept.
     pub fn capture(&mut self, batches: &[u32], record: &mut Record, warmup: u32) -> Result<()> {
         let existing: Vec<u32> = self.buckets.iter().map(|b| b.batch).collect();
         let order = capture_order(&existing, batches)?;
@@ -106,8 +109,10 @@ impl Runner {
             let t = Instant::now();
             s.begin_capture(Some(&self.pool), CaptureMode::ThreadLocal)?;
             if let Err(e) = record(s, b) {
-                // End (and discard) the capture; report the record error.
-                let _ = s.end_capture();
+                // Roll the capture back as a broken one is (its blocks freed,
+                // its pages unmapped); report the record's error. (A record
+                // that ended the capture itself left none to abort.)
+                let _ = s.abort_capture();
                 return Err(e.context(&format!("recording bucket {b}")));
             }
             let graph = s

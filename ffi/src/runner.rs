@@ -105,7 +105,9 @@ pub extern "C" fn gc_runner_create(
 /// bucket eagerly on the runner's side stream, then once per bucket under
 /// capture, largest first, into the shared pool; each graph is instantiated
 /// and uploaded. If `record` fails or breaks a capture, this call fails with
-/// that error, adds no bucket, and leaves no pool growth behind.
+/// that error, adds no bucket, and leaves no pool growth behind: the blocks
+/// the failed capture allocated are freed. Blocks `record` allocates in
+/// warm-up runs (eagerly) or keeps in a capture are the caller's to free.
 #[no_mangle]
 pub extern "C" fn gc_runner_capture(
     runner: *mut gc_runner,
