@@ -224,6 +224,38 @@ fn trim_does_not_invalidate_another_threads_capture() {
     assert_eq!(idle.stats().reserved_bytes, 0);
 }
 
+/// gc_pool_trim refuses (GC_ERROR_INVALID_STATE) whenever a graphcore
+/// capture is open in the context, as the header says, even on a pool with
+/// nothing to trim, whether the capture uses another pool or none.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn trim_with_nothing_to_trim_refuses_while_a_capture_is_open() {
+    let c = ctx();
+    let s = Stream::new(&c).unwrap();
+    let capture_pool = pool(&c);
+    let buf = capture_pool.alloc(4096).unwrap();
+    let empty = pool(&c);
+    assert_eq!(empty.stats().reserved_bytes, 0);
+    empty.trim().unwrap();
+    for into in [Some(&capture_pool), None] {
+        s.begin_capture(into, CaptureMode::ThreadLocal).unwrap();
+        scale(&s, buf, buf, 1024, 2.0).unwrap();
+        let trimmed = empty.trim();
+        s.end_capture().unwrap();
+        assert_eq!(
+            trimmed.unwrap_err().kind(),
+            ErrorKind::InvalidState,
+            "trim with nothing to trim, capture into {}",
+            if into.is_some() {
+                "another pool"
+            } else {
+                "no pool"
+            }
+        );
+        empty.trim().unwrap();
+    }
+}
+
 /// A stream destroyed while it captures must not leave its capture open:
 /// the context's count of open captures (which makes device-wide
 /// synchronizes refuse) and the pool's capture slot for the thread.
