@@ -1013,9 +1013,10 @@ enum gc_status gc_pool_stats(struct gc_pool *pool, struct gc_pool_statistics *st
 /**
  * Returns device memory that holds no live block and no live graph's
  * memory to the driver (waits for the device first). Addresses handed out
- * stay valid. While a capture is open in the context this is
- * GC_ERROR_INVALID_STATE and nothing changes (a device-wide wait would
- * invalidate the capture).
+ * stay valid. While a capture begun with gc_capture_begin or
+ * gc_runner_capture is open in the context (into any pool or none) this is
+ * GC_ERROR_INVALID_STATE and nothing changes, even with nothing to trim (a
+ * device-wide wait would invalidate the capture).
  */
 enum gc_status gc_pool_trim(struct gc_pool *pool);
 

@@ -234,6 +234,11 @@ impl Context {
         r
     }
 
+    /// True while graphcore has a capture open in this context.
+    pub(crate) fn capturing(&self) -> bool {
+        *self.inner.open_captures.lock().unwrap() > 0
+    }
+
     /// Counts a capture as closed.
     pub(crate) fn close_capture(&self) {
         let mut open = self.inner.open_captures.lock().unwrap();

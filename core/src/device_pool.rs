@@ -313,14 +313,16 @@ impl Pool {
 
     /// Returns physical pages that hold no block and no graph's memory to
     /// the driver (after waiting for the device). Addresses stay reserved.
-    /// While a graphcore capture is open in the context this is
-    /// [`ErrorKind::InvalidState`] (the wait would invalidate it).
+    /// While a graphcore capture is open in the context (into any pool or
+    /// none) this is [`ErrorKind::InvalidState`], even with nothing to trim
+    /// (the wait would invalidate it).
     pub fn trim(&self) -> Result<()> {
         let sh = &*self.inner;
         let mut st = sh.state.lock().unwrap();
         ensure_state(
-            st.captures.is_empty(),
-            "trim while a capture into the pool is open",
+            st.captures.is_empty() && !sh.ctx.capturing(),
+            "trim while a capture is open in the context (trim synchronizes the device, which \
+             would invalidate it); trim after it ends",
         )?;
         let plan = st.alloc.plan_trim();
         if plan.is_empty() {

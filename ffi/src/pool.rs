@@ -164,9 +164,10 @@ pub(crate) fn pool_statistics(p: &Pool) -> gc_pool_statistics {
 
 /// Returns device memory that holds no live block and no live graph's
 /// memory to the driver (waits for the device first). Addresses handed out
-/// stay valid. While a capture is open in the context this is
-/// GC_ERROR_INVALID_STATE and nothing changes (a device-wide wait would
-/// invalidate the capture).
+/// stay valid. While a capture begun with gc_capture_begin or
+/// gc_runner_capture is open in the context (into any pool or none) this is
+/// GC_ERROR_INVALID_STATE and nothing changes, even with nothing to trim (a
+/// device-wide wait would invalidate the capture).
 #[no_mangle]
 pub extern "C" fn gc_pool_trim(pool: *mut gc_pool) -> gc_status {
     boundary("gc_pool_trim", || self::pool(pool)?.trim())
