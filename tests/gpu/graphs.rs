@@ -444,3 +444,47 @@ fn destroying_graphs_and_pools_does_not_break_another_threads_capture() {
         stop.store(true, Ordering::SeqCst);
     });
 }
+
+/// An exec is the graph as it was instantiated: nodes added to the graph
+/// afterwards are not part of it (its DOT, its statistics, argument changes
+/// and updates all go by the graph it was made from), plain and fused.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn an_exec_ignores_nodes_added_to_its_graph_afterwards() {
+    let c = ctx();
+    let p = pool(&c);
+    let n = 4099usize;
+    let y = p.alloc(n as u64 * 4).unwrap();
+    for flags in [0, graphcore_core::instantiate_flags::FUSE_ELEMENTWISE] {
+        let g = super::fusion::scales_around_a_user_kernel(&c, y, n);
+        let reference = Exec::new(&g, flags).unwrap();
+        let dot = reference.to_dot("g");
+        let stats = reference.stats();
+        let e = Exec::new(&g, flags).unwrap();
+        let last = graphcore_core::Node {
+            graph: g.id(),
+            index: 10,
+        };
+        let user = add_one(&c);
+        let (mut a0, mut a1) = (y, n as u32);
+        let mut args = [
+            &mut a0 as *mut u64 as *mut c_void,
+            &mut a1 as *mut u32 as *mut c_void,
+        ];
+        let cfg = LaunchConfig {
+            grid: [(n as u32).div_ceil(256), 1, 1],
+            block: [256, 1, 1],
+            shared_bytes: 0,
+        };
+        // SAFETY: add_one(u64, u32).
+        let added = unsafe { g.add_kernel(&user, &cfg, args.as_mut_ptr(), &[last]) }.unwrap();
+        assert_eq!(e.to_dot("g"), dot, "flags {flags}");
+        assert_eq!(e.stats(), stats, "flags {flags}");
+        // SAFETY: as above.
+        let err = unsafe { e.set_kernel_args(added, args.as_mut_ptr()) }.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{}", err.message());
+        // An update from a graph built as the exec's was still applies.
+        e.update(&super::fusion::scales_around_a_user_kernel(&c, y, n))
+            .unwrap();
+    }
+}
