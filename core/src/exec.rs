@@ -9,7 +9,7 @@ use crate::graph::fuse;
 use crate::graph::{Fused, Graph, GraphDesc, Node, NodeKind};
 use crate::stream::Stream;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Options of [`Exec::new`], as bits.
 pub mod flags {
@@ -48,10 +48,11 @@ struct ExecInner {
     source: Graph,
     /// The graph of the last update, kept alive for the memory it uses.
     updated_from: Mutex<Option<Graph>>,
-    /// What each node does now (the source's description, then each
-    /// update's): lets an update skip nodes whose parameters stay the same.
-    /// (Made from the source on first need, to keep instantiation lean.)
-    current: OnceLock<Mutex<GraphDesc>>,
+    /// What each node does now (the source's description as instantiated,
+    /// then each update's): lets an update skip nodes whose parameters stay
+    /// the same. (Shared with the source until either changes, to keep
+    /// instantiation lean.)
+    current: Mutex<Arc<GraphDesc>>,
     /// The fused copy that was instantiated, when fusion applied.
     fused: Mutex<Option<Fused>>,
 }
@@ -105,11 +106,14 @@ impl Exec {
         } else {
             None
         };
-        // CUDA reads the graph while it instantiates it: under its lock (the
-        // guard lives to the end of the match arm).
-        let raw = match &fused {
-            Some(f) => dg::instantiate(f.raw, cuda)?,
-            None => dg::instantiate(graph.state().raw(), cuda)?,
+        // CUDA reads the graph while it instantiates it: under its lock,
+        // with the description of the graph it instantiates.
+        let (raw, desc) = match &fused {
+            Some(f) => (dg::instantiate(f.raw, cuda)?, f.source.clone()),
+            None => {
+                let st = graph.state();
+                (dg::instantiate(st.raw(), cuda)?, st.desc.clone())
+            }
         };
         let exec = Exec {
             inner: Arc::new(ExecInner {
@@ -117,7 +121,7 @@ impl Exec {
                 raw,
                 source: graph.clone(),
                 updated_from: Mutex::new(None),
-                current: OnceLock::new(),
+                current: Mutex::new(desc),
                 fused: Mutex::new(fused),
             }),
         };
@@ -132,19 +136,15 @@ impl Exec {
         self.inner.raw
     }
 
-    /// What each node does now: the source's description until the first
-    /// update or argument change.
-    fn current(&self) -> MutexGuard<'_, GraphDesc> {
-        self.inner
-            .current
-            .get_or_init(|| Mutex::new(self.inner.source.desc()))
-            .lock()
-            .unwrap()
+    /// What each node does now: the source's description as instantiated,
+    /// until the first update or argument change.
+    fn current(&self) -> MutexGuard<'_, Arc<GraphDesc>> {
+        self.inner.current.lock().unwrap()
     }
 
     /// Node counts before and after fusion.
     pub fn stats(&self) -> ExecStats {
-        let graph_nodes = self.inner.source.node_count();
+        let graph_nodes = self.current().len();
         match &*self.inner.fused.lock().unwrap() {
             Some(f) => ExecStats {
                 graph_nodes,
@@ -216,7 +216,7 @@ impl Exec {
         );
         let mut current = self.current();
         if self.inner.fused.lock().unwrap().is_some() {
-            return self.update_fused(graph, &mut current);
+            return self.update_fused(graph, Arc::make_mut(&mut current));
         }
         // The exec's record and the new graph are separate locks (the new
         // graph may be the source itself: its lock is taken only here).
@@ -249,6 +249,7 @@ impl Exec {
         } else {
             self.update_nodes(graph, &changed, &new_nodes)?;
         }
+        let current = Arc::make_mut(&mut current);
         for (i, kind) in changed {
             current.set_node(i, kind);
         }
@@ -379,8 +380,7 @@ impl Exec {
     /// same number of launches each); its fused copy then updates the exec
     /// as a whole.
     fn update_fused(&self, graph: &Graph, current: &mut GraphDesc) -> Result<()> {
-        let theirs = graph.desc();
-        if let Some(diff) = current.topology_difference(&theirs) {
+        if let Some(diff) = current.topology_difference(&graph.state().desc) {
             return Err(Error::new(ErrorKind::UpdateMismatch, diff));
         }
         let mismatch = || {
@@ -392,6 +392,11 @@ impl Exec {
             )
         };
         let new = graph.fused()?.ok_or_else(mismatch)?;
+        // The graph as it was fused (it may have changed since the check).
+        let theirs = &*new.source;
+        if let Some(diff) = current.topology_difference(theirs) {
+            return Err(Error::new(ErrorKind::UpdateMismatch, diff));
+        }
         let mut fused = self.inner.fused.lock().unwrap();
         let ours = fused.as_mut().expect("a fused exec");
         if !fuse::same_shape(&ours.plan, &new.plan) {
@@ -400,7 +405,7 @@ impl Exec {
         self.inner.ctx.bind()?;
         self.update_raw(new.raw, &new.nodes, &new.desc)?;
         ours.adopt(&new);
-        *current = theirs;
+        *current = theirs.clone();
         *self.inner.updated_from.lock().unwrap() = Some(graph.clone());
         Ok(())
     }
@@ -421,14 +426,19 @@ impl Exec {
             "`node` is not a node of the graph this exec was instantiated from"
         );
         let i = node.index as usize;
+        let mut current = self.current();
+        ensure_arg!(
+            i < current.len(),
+            "`node` {i} is not in this exec: the graph had {} nodes when it was instantiated",
+            current.len()
+        );
+        ensure_arg!(
+            matches!(current.node(i), NodeKind::Kernel { .. }),
+            "node {i} is a {} node, not a kernel node",
+            current.node(i).kind_name()
+        );
         let (raw_node, read) = {
             let st = source.state();
-            ensure_arg!(i < st.desc.len(), "`node` {i} does not exist");
-            ensure_arg!(
-                matches!(st.desc.node(i), NodeKind::Kernel { .. }),
-                "node {i} is a {} node, not a kernel node",
-                st.desc.node(i).kind_name()
-            );
             self.inner.ctx.bind()?;
             (st.nodes[i], dg::read_node(st.nodes[i])?)
         };
@@ -442,7 +452,6 @@ impl Exec {
         else {
             unreachable!("node {i} is a kernel node");
         };
-        let mut current = self.current();
         // The node as it will be (built-ins only: their layout is known).
         let mut updated = current.node(i).clone();
         if let NodeKind::Kernel {
@@ -458,7 +467,7 @@ impl Exec {
             None => raw_node,
             Some(f) => {
                 if let Some(c) = f.plan.chains.iter().position(|c| c.nodes.contains(&i)) {
-                    return self.set_chain_args(f, &mut current, c, i, updated);
+                    return self.set_chain_args(f, Arc::make_mut(&mut current), c, i, updated);
                 }
                 f.nodes[f.map[i].expect("a node outside chains is kept")]
             }
@@ -474,7 +483,7 @@ impl Exec {
         // fused copy's nodes are under `fused`).
         let _source = fused.is_none().then(|| source.state());
         dg::exec_set_kernel(self.inner.raw, exec_node, &params)?;
-        current.set_node(i, updated);
+        Arc::make_mut(&mut current).set_node(i, updated);
         Ok(())
     }
 

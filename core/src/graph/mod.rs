@@ -57,7 +57,9 @@ pub(crate) struct GraphInner {
 pub(crate) struct GraphState {
     /// The CUDA graph (driver calls on it or its nodes hold the lock).
     raw: CUgraph,
-    pub(crate) desc: GraphDesc,
+    /// Shared with the execs instantiated from the graph (copied when the
+    /// graph changes while they hold it).
+    pub(crate) desc: Arc<GraphDesc>,
     pub(crate) nodes: Vec<CUgraphNode>,
     /// Functions launched by kernel nodes (kept loaded).
     functions: Vec<Function>,
@@ -159,7 +161,7 @@ impl Graph {
             ctx,
             GraphState {
                 raw,
-                desc: GraphDesc::new(),
+                desc: Arc::new(GraphDesc::new()),
                 nodes: Vec::new(),
                 functions: Vec::new(),
                 memory: Vec::new(),
@@ -195,7 +197,7 @@ impl Graph {
             }
             Ok(GraphState {
                 raw,
-                desc,
+                desc: Arc::new(desc),
                 nodes: ordered,
                 functions: Vec::new(),
                 memory: memory.map(Arc::new).into_iter().collect(),
@@ -237,7 +239,7 @@ impl Graph {
 
     /// A copy of the graph's description.
     pub fn desc(&self) -> GraphDesc {
-        self.state().desc.clone()
+        (*self.state().desc).clone()
     }
 
     /// Pool bytes this graph holds: what its capture (and its child graphs'
@@ -267,7 +269,7 @@ impl Graph {
     }
 
     fn push(&self, st: &mut GraphState, kind: NodeKind, deps: &[usize], raw: CUgraphNode) -> Node {
-        let index = st.desc.push(kind, deps);
+        let index = Arc::make_mut(&mut st.desc).push(kind, deps);
         st.nodes.push(raw);
         Node {
             graph: self.inner.id,
@@ -437,7 +439,7 @@ impl Graph {
         st.desc.check_edge(f, t)?;
         self.inner.ctx.bind()?;
         dg::add_dependency(st.raw, st.nodes[f], st.nodes[t])?;
-        st.desc.add_edge(f, t);
+        Arc::make_mut(&mut st.desc).add_edge(f, t);
         Ok(())
     }
 
@@ -458,6 +460,7 @@ impl Graph {
             let f = Fused {
                 ctx: ctx.clone(),
                 raw: dg::clone(st.raw)?,
+                source: st.desc.clone(),
                 plan,
                 desc: GraphDesc::new(),
                 nodes: Vec::new(),
@@ -530,6 +533,8 @@ impl Graph {
 pub(crate) struct Fused {
     ctx: Context,
     pub(crate) raw: CUgraph,
+    /// The description of the graph it is a fused copy of, as it was then.
+    pub(crate) source: Arc<GraphDesc>,
     pub(crate) plan: fuse::FusionPlan,
     pub(crate) desc: GraphDesc,
     pub(crate) nodes: Vec<CUgraphNode>,
