@@ -4,7 +4,7 @@
 //! nothing is launched), and works eagerly or under capture.
 //!
 //! Every export here is one wrapper: its signature (spelled out for
-//! cbindgen) and an [`op!`] body naming the typed operation of
+//! cbindgen) and an `op!` body naming the typed operation of
 //! `graphcore_kernels::ops` it runs; the body takes the export's name from
 //! the function it is in, so the name is written once.
 //!
@@ -42,7 +42,7 @@ macro_rules! op {
     };
 }
 
-/// What [`op!`] runs: the boundary of export `func` around resolving
+/// What `op!` runs: the boundary of export `func` around resolving
 /// `stream`, `plan(sms)` and the launch.
 fn launch<E: Into<Error>>(
     func: &'static str,

@@ -95,7 +95,7 @@ macro_rules! kernels {
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum Kernel {
             $(
-                #[doc = concat!("`", stringify!($entry), "`: ", $doc)]
+                #[doc = concat!("`", stringify!($entry), "` (what it computes: [`Kernel::info`]).")]
                 $variant,
             )*
         }

@@ -1,6 +1,7 @@
 //! Elementwise fusion, planned on a graph's description (pure: no CUDA).
 //!
-//! graphcore knows what its elementwise kernels compute, so a chain of them
+//! graphcore knows what its elementwise kernels compute (each kernel's table
+//! entry declares it: `graphcore_kernels::Kernel::elementwise`), so a chain of them
 //! that works along one buffer can run as one launch: of the built-in chain
 //! kernel (`gc_chain_f32`) for up to [`MAX_CHAIN_OPS`] operations, of a
 //! kernel generated for the chain ([`super::jit`], up to
