@@ -715,6 +715,23 @@ mod tests {
         assert_eq!(gc_op_example(), "gc_op_example");
     }
 
+    #[test]
+    fn chain_lists_are_checked_before_they_are_read() {
+        // Too many operations: refused without reading the (dangling) list.
+        let dangling = std::ptr::NonNull::<gc_chain_op>::dangling().as_ptr();
+        let e = chain_ops(dangling, GC_CHAIN_MAX_OPS + 1).unwrap_err();
+        assert_eq!(e.kind(), graphcore_core::ErrorKind::InvalidArgument);
+        assert_eq!(e.message(), "9 operations; at most 8 per call");
+        let e = chain_ops(std::ptr::null(), 2).unwrap_err();
+        assert_eq!(e.kind(), graphcore_core::ErrorKind::InvalidArgument);
+        assert!(chain_ops(std::ptr::null(), 0).unwrap().is_empty());
+        let list = [gc_chain_op {
+            op: GC_CHAIN_MUL,
+            value: 2.0,
+        }];
+        assert_eq!(chain_ops(list.as_ptr(), 1).unwrap(), [(GC_CHAIN_MUL, 2.0)]);
+    }
+
     /// The message of a refused call names the export once.
     #[test]
     fn messages_carry_one_prefix() {

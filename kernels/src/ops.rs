@@ -48,6 +48,7 @@ struct Region {
     bytes: u64,
 }
 
+/// The multiprocessor count must be at least 1.
 fn positive_sms(sms: u32) -> Result<(), SizeError> {
     if sms == 0 {
         return Err(SizeError::NoMultiprocessors);
@@ -55,6 +56,7 @@ fn positive_sms(sms: u32) -> Result<(), SizeError> {
     Ok(())
 }
 
+/// A count or size must be at least 1.
 fn nonzero(arg: &'static str, v: u64) -> Result<(), SizeError> {
     if v == 0 {
         return Err(SizeError::Zero { arg });
