@@ -28,8 +28,9 @@
 //!    arguments are output, input, count and constant;
 //! 3. one typed operation in [`ops`] that checks sizes and builds the
 //!    [`Call`] from the generated argument struct, and one C wrapper in
-//!    `ffi/src/ops.rs` (the Python binding and the header's kernel list
-//!    follow from the C export and the table).
+//!    `ffi/src/ops.rs` (the header's kernel list follows from the table; the
+//!    Python binding's prototype list gains the export, as its drift test
+//!    demands). `docs/kernels.md` says more.
 //!
 //! Tools (none needs a GPU):
 //! - `python3 kernels/gen_ptx.py` regenerates the PTX with NVRTC 12.0
