@@ -189,7 +189,7 @@ pub static KERNELS: &[KernelInfo] = &TABLE;
 impl Kernel {
     /// The kernel's table entry.
     pub fn info(self) -> &'static KernelInfo {
-        &KERNELS[self as usize]
+        &KERNELS[self.index()]
     }
 
     /// The kernel's entry name (`gc_scale_f32`, ...).
@@ -202,7 +202,8 @@ impl Kernel {
         self as usize
     }
 
-    /// The built-in kernel whose entry name is `name`, if there is one.
+    /// The built-in kernel whose entry name is `name`, if there is one (the
+    /// only lookup by name: for `gc_kernel_builtin`).
     pub fn from_name(name: &str) -> Option<Kernel> {
         KERNELS.iter().find(|k| k.name == name).map(|k| k.kernel)
     }
