@@ -802,33 +802,89 @@ enum gc_status gc_module_destroy(struct gc_module *module);
 
 /**
  * Applies up to GC_CHAIN_MAX_OPS operations to each of n elements in one
- * pass, in registers: y[i] = op_last(... op_first(x[i])). y may be x.
+ * pass, in registers: y[i] = op_last(... op_first(x[i])). ops holds count
+ * operations (it may be NULL when count is 0: y = x); the caller keeps it,
+ * and graphcore reads it only during the call.
+ * Pointers: y and x are device memory of the stream's context (gc_pool_alloc
+ * blocks, cudaMalloc, managed memory; not host memory), 4-byte aligned
+ * (float alignment); when both are 16-byte aligned the float4 path runs.
+ * When the first operation is GC_CHAIN_FILL, x is not read and may be NULL.
+ * In place: y == x is allowed; partly overlapping y and x are refused.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream or y NULL, x NULL unless the
+ * first operation is a fill, ops NULL with count > 0, count >
+ * GC_CHAIN_MAX_OPS (ops is then not read), an unknown opcode, n == 0 or
+ * too large, a pointer not 4-byte aligned, y and x partly overlapping),
+ * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+ * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+ * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+ * built-in kernels on first use, or the launch, failed),
+ * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+ * unusable), GC_ERROR_PANIC (internal error caught).
  */
 enum gc_status gc_op_chain(struct gc_stream *stream,
                            float *y,
                            const float *x,
                            uint64_t n,
-                           const struct gc_chain_op *ops_,
+                           const struct gc_chain_op *ops,
                            uint32_t count);
 
 /**
  * Writes to *bytes the workspace gc_op_mse needs for n elements on ctx's
- * device.
+ * device (a pure computation: nothing is allocated or launched).
+ * Errors: GC_ERROR_INVALID_ARGUMENT (ctx or bytes NULL),
+ * GC_ERROR_INVALID_HANDLE (ctx destroyed or not a context),
+ * GC_ERROR_PANIC (internal error caught).
  */
 enum gc_status gc_op_mse_workspace_bytes(struct gc_context *ctx, uint64_t n, uint64_t *bytes);
 
 /**
  * Fills y[0..n) with value.
+ * Pointers: y is device memory of the stream's context (gc_pool_alloc
+ * blocks, cudaMalloc, managed memory; not host memory), 4-byte aligned
+ * (float alignment); 16-byte aligned takes the float4 path.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream or y NULL, n == 0 or too
+ * large, y not 4-byte aligned), GC_ERROR_INVALID_HANDLE (stream destroyed
+ * or not a stream), GC_ERROR_CAPTURE (the stream's capture refused the
+ * launch; the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or
+ * GC_ERROR_CUDA (loading the built-in kernels on first use, or the launch,
+ * failed), GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+ * unusable), GC_ERROR_PANIC (internal error caught).
  */
 enum gc_status gc_op_fill(struct gc_stream *stream, float *y, uint64_t n, float value);
 
 /**
  * y = x (n floats).
+ * Pointers: y and x are device memory of the stream's context
+ * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+ * 4-byte aligned (float alignment); when both are 16-byte aligned the
+ * float4 path runs.
+ * In place: y == x is allowed; partly overlapping y and x are refused.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream, y or x NULL, n == 0 or too
+ * large, a pointer not 4-byte aligned, y and x partly overlapping),
+ * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+ * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+ * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+ * built-in kernels on first use, or the launch, failed),
+ * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+ * unusable), GC_ERROR_PANIC (internal error caught).
  */
 enum gc_status gc_op_copy(struct gc_stream *stream, float *y, const float *x, uint64_t n);
 
 /**
- * y = alpha * x; y may be x.
+ * y = alpha * x (n floats).
+ * Pointers: y and x are device memory of the stream's context
+ * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+ * 4-byte aligned (float alignment); when both are 16-byte aligned the
+ * float4 path runs.
+ * In place: y == x is allowed; partly overlapping y and x are refused.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream, y or x NULL, n == 0 or too
+ * large, a pointer not 4-byte aligned, y and x partly overlapping),
+ * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+ * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+ * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+ * built-in kernels on first use, or the launch, failed),
+ * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+ * unusable), GC_ERROR_PANIC (internal error caught).
  */
 enum gc_status gc_op_scale(struct gc_stream *stream,
                            float *y,
@@ -837,7 +893,20 @@ enum gc_status gc_op_scale(struct gc_stream *stream,
                            float alpha);
 
 /**
- * y = x + c; y may be x.
+ * y = x + c (n floats).
+ * Pointers: y and x are device memory of the stream's context
+ * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+ * 4-byte aligned (float alignment); when both are 16-byte aligned the
+ * float4 path runs.
+ * In place: y == x is allowed; partly overlapping y and x are refused.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream, y or x NULL, n == 0 or too
+ * large, a pointer not 4-byte aligned, y and x partly overlapping),
+ * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+ * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+ * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+ * built-in kernels on first use, or the launch, failed),
+ * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+ * unusable), GC_ERROR_PANIC (internal error caught).
  */
 enum gc_status gc_op_add_scalar(struct gc_stream *stream,
                                 float *y,
@@ -846,7 +915,20 @@ enum gc_status gc_op_add_scalar(struct gc_stream *stream,
                                 float c);
 
 /**
- * y = alpha * x + y (one fused multiply-add).
+ * y = alpha * x + y (one fused multiply-add per element, n floats).
+ * Pointers: y and x are device memory of the stream's context
+ * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+ * 4-byte aligned (float alignment); when both are 16-byte aligned the
+ * float4 path runs.
+ * In place: y == x is allowed; partly overlapping y and x are refused.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream, y or x NULL, n == 0 or too
+ * large, a pointer not 4-byte aligned, y and x partly overlapping),
+ * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+ * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+ * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+ * built-in kernels on first use, or the launch, failed),
+ * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+ * unusable), GC_ERROR_PANIC (internal error caught).
  */
 enum gc_status gc_op_axpy(struct gc_stream *stream,
                           float *y,
@@ -855,7 +937,20 @@ enum gc_status gc_op_axpy(struct gc_stream *stream,
                           float alpha);
 
 /**
- * z = x + y.
+ * z = x + y (n floats).
+ * Pointers: z, x and y are device memory of the stream's context
+ * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+ * 4-byte aligned (float alignment); when all are 16-byte aligned the
+ * float4 path runs.
+ * In place: z may equal x and/or y; z partly overlapping either is refused.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream, z, x or y NULL, n == 0 or too
+ * large, a pointer not 4-byte aligned, z partly overlapping an input),
+ * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+ * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+ * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+ * built-in kernels on first use, or the launch, failed),
+ * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+ * unusable), GC_ERROR_PANIC (internal error caught).
  */
 enum gc_status gc_op_add(struct gc_stream *stream,
                          float *z,
@@ -864,7 +959,20 @@ enum gc_status gc_op_add(struct gc_stream *stream,
                          uint64_t n);
 
 /**
- * z = x * y.
+ * z = x * y (n floats).
+ * Pointers: z, x and y are device memory of the stream's context
+ * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+ * 4-byte aligned (float alignment); when all are 16-byte aligned the
+ * float4 path runs.
+ * In place: z may equal x and/or y; z partly overlapping either is refused.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream, z, x or y NULL, n == 0 or too
+ * large, a pointer not 4-byte aligned, z partly overlapping an input),
+ * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+ * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+ * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+ * built-in kernels on first use, or the launch, failed),
+ * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+ * unusable), GC_ERROR_PANIC (internal error caught).
  */
 enum gc_status gc_op_mul(struct gc_stream *stream,
                          float *z,
@@ -873,12 +981,39 @@ enum gc_status gc_op_mul(struct gc_stream *stream,
                          uint64_t n);
 
 /**
- * y = max(x, 0).
+ * y = max(x, 0) (n floats; NaN propagates, -0 becomes +0).
+ * Pointers: y and x are device memory of the stream's context
+ * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+ * 4-byte aligned (float alignment); when both are 16-byte aligned the
+ * float4 path runs.
+ * In place: y == x is allowed; partly overlapping y and x are refused.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream, y or x NULL, n == 0 or too
+ * large, a pointer not 4-byte aligned, y and x partly overlapping),
+ * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+ * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+ * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+ * built-in kernels on first use, or the launch, failed),
+ * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+ * unusable), GC_ERROR_PANIC (internal error caught).
  */
 enum gc_status gc_op_relu(struct gc_stream *stream, float *y, const float *x, uint64_t n);
 
 /**
- * dx = x > 0 ? dy : 0.
+ * dx = x > 0 ? dy : 0 (n floats).
+ * Pointers: dx, dy and x are device memory of the stream's context
+ * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+ * 4-byte aligned (float alignment); when all are 16-byte aligned the
+ * float4 path runs.
+ * In place: dx may equal dy and/or x; dx partly overlapping either is
+ * refused.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream, dx, dy or x NULL, n == 0 or
+ * too large, a pointer not 4-byte aligned, dx partly overlapping an input),
+ * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+ * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+ * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+ * built-in kernels on first use, or the launch, failed),
+ * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+ * unusable), GC_ERROR_PANIC (internal error caught).
  */
 enum gc_status gc_op_relu_backward(struct gc_stream *stream,
                                    float *dx,
@@ -887,12 +1022,40 @@ enum gc_status gc_op_relu_backward(struct gc_stream *stream,
                                    uint64_t n);
 
 /**
- * w -= lr * g (one fused multiply-add per element).
+ * w -= lr * g (one fused multiply-add per element, n floats).
+ * Pointers: w and g are device memory of the stream's context
+ * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+ * 4-byte aligned (float alignment); when both are 16-byte aligned the
+ * float4 path runs.
+ * In place: w is updated in place; w and g must not overlap at all.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream, w or g NULL, n == 0 or too
+ * large, a pointer not 4-byte aligned, w and g overlapping),
+ * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+ * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+ * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+ * built-in kernels on first use, or the launch, failed),
+ * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+ * unusable), GC_ERROR_PANIC (internal error caught).
  */
 enum gc_status gc_op_sgd(struct gc_stream *stream, float *w, const float *g, uint64_t n, float lr);
 
 /**
- * y[r][c] = x[r][c] + b[c] for a row-major rows x cols matrix.
+ * y[r][c] = x[r][c] + b[c] for a row-major rows x cols matrix (rows * cols
+ * < 2^32).
+ * Pointers: y, x and b are device memory of the stream's context
+ * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+ * 4-byte aligned (float alignment); the float4 path runs when all are
+ * 16-byte aligned and cols % 4 == 0.
+ * In place: y == x is allowed; y partly overlapping x, or overlapping b,
+ * is refused.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream, y, x or b NULL, rows or cols
+ * 0, rows * cols >= 2^32, a pointer not 4-byte aligned, a refused
+ * overlap), GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+ * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+ * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+ * built-in kernels on first use, or the launch, failed),
+ * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+ * unusable), GC_ERROR_PANIC (internal error caught).
  */
 enum gc_status gc_op_bias_add(struct gc_stream *stream,
                               float *y,
@@ -902,7 +1065,24 @@ enum gc_status gc_op_bias_add(struct gc_stream *stream,
                               uint32_t cols);
 
 /**
- * y = x * W^T + b, then ReLU if relu != 0: x is m x k, W is n x k (PyTorch's layout), b has n floats (NULL: no bias), y is m x n, all row-major. m <= 256 takes the small-batch path (K split across the threads of each block); larger m the tiled GEMM.
+ * y = x * W^T + b, then ReLU if relu != 0: x is m x k, W is n x k (PyTorch's
+ * layout), b has n floats (NULL: no bias), y is m x n, all row-major. m <=
+ * 256 takes the small-batch path (K split across the threads of each
+ * block); larger m the tiled GEMM. Every m * k, n * k and m * n must be
+ * below 2^32.
+ * Pointers: y, x, w and b are device memory of the stream's context
+ * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+ * 4-byte aligned (float alignment); float4 loads where k (and for the
+ * GEMM path n) is a multiple of 4 and the pointers are 16-byte aligned.
+ * In place: not allowed; y must not overlap x, w or b.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream, y, x or w NULL, m, n or k 0,
+ * a matrix of 2^32 elements or more, a pointer not 4-byte aligned, y
+ * overlapping an input), GC_ERROR_INVALID_HANDLE (stream destroyed or not
+ * a stream), GC_ERROR_CAPTURE (the stream's capture refused the launch;
+ * the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA
+ * (loading the built-in kernels on first use, or the launch, failed),
+ * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+ * unusable), GC_ERROR_PANIC (internal error caught).
  */
 enum gc_status gc_op_linear(struct gc_stream *stream,
                             float *y,
@@ -915,7 +1095,22 @@ enum gc_status gc_op_linear(struct gc_stream *stream,
                             int relu);
 
 /**
- * Input gradient of linear: dx = dy * W (dy m x n, W n x k, dx m x k).
+ * Input gradient of linear: dx = dy * W (dy m x n, W n x k, dx m x k,
+ * row-major; every product of two of m, n, k below 2^32). m <= 64 takes
+ * the small-batch path, larger m the tiled GEMM.
+ * Pointers: dx, dy and w are device memory of the stream's context
+ * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+ * 4-byte aligned (float alignment); float4 loads where the sizes are
+ * multiples of 4 and the pointers 16-byte aligned.
+ * In place: not allowed; dx must not overlap dy or w.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream, dx, dy or w NULL, m, n or k 0,
+ * a matrix of 2^32 elements or more, a pointer not 4-byte aligned, dx
+ * overlapping an input), GC_ERROR_INVALID_HANDLE (stream destroyed or not
+ * a stream), GC_ERROR_CAPTURE (the stream's capture refused the launch;
+ * the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA
+ * (loading the built-in kernels on first use, or the launch, failed),
+ * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+ * unusable), GC_ERROR_PANIC (internal error caught).
  */
 enum gc_status gc_op_linear_backward_input(struct gc_stream *stream,
                                            float *dx,
@@ -926,7 +1121,21 @@ enum gc_status gc_op_linear_backward_input(struct gc_stream *stream,
                                            uint32_t k);
 
 /**
- * Weight gradient of linear: dw = dy^T * x (dy m x n, x m x k, dw n x k).
+ * Weight gradient of linear: dw = dy^T * x (dy m x n, x m x k, dw n x k,
+ * row-major, dw overwritten; every product of two of m, n, k below 2^32).
+ * Pointers: dw, dy and x are device memory of the stream's context
+ * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+ * 4-byte aligned (float alignment); float4 loads where the sizes are
+ * multiples of 4 and the pointers 16-byte aligned.
+ * In place: not allowed; dw must not overlap dy or x.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream, dw, dy or x NULL, m, n or k 0,
+ * a matrix of 2^32 elements or more, a pointer not 4-byte aligned, dw
+ * overlapping an input), GC_ERROR_INVALID_HANDLE (stream destroyed or not
+ * a stream), GC_ERROR_CAPTURE (the stream's capture refused the launch;
+ * the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA
+ * (loading the built-in kernels on first use, or the launch, failed),
+ * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+ * unusable), GC_ERROR_PANIC (internal error caught).
  */
 enum gc_status gc_op_linear_backward_weight(struct gc_stream *stream,
                                             float *dw,
@@ -937,7 +1146,22 @@ enum gc_status gc_op_linear_backward_weight(struct gc_stream *stream,
                                             uint32_t k);
 
 /**
- * Weight gradient and SGD fused: w -= lr * dy^T * x, without materialising the gradient (bitwise equal to linear_backward_weight then sgd).
+ * Weight gradient and SGD fused: w -= lr * dy^T * x (dy m x n, x m x k, w
+ * n x k, row-major), without materialising the gradient (bitwise equal to
+ * gc_op_linear_backward_weight then gc_op_sgd).
+ * Pointers: w, dy and x are device memory of the stream's context
+ * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+ * 4-byte aligned (float alignment); float4 loads where the sizes are
+ * multiples of 4 and the pointers 16-byte aligned.
+ * In place: w is updated in place; it must not overlap dy or x.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream, w, dy or x NULL, m, n or k 0,
+ * a matrix of 2^32 elements or more, a pointer not 4-byte aligned, w
+ * overlapping an input), GC_ERROR_INVALID_HANDLE (stream destroyed or not
+ * a stream), GC_ERROR_CAPTURE (the stream's capture refused the launch;
+ * the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA
+ * (loading the built-in kernels on first use, or the launch, failed),
+ * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+ * unusable), GC_ERROR_PANIC (internal error caught).
  */
 enum gc_status gc_op_linear_weight_sgd(struct gc_stream *stream,
                                        float *w,
@@ -949,7 +1173,20 @@ enum gc_status gc_op_linear_weight_sgd(struct gc_stream *stream,
                                        float lr);
 
 /**
- * Bias gradient: db[c] = sum over rows of dy[r][c] (fixed order).
+ * Bias gradient: db[c] = sum over rows of dy[r][c] (dy row-major rows x
+ * cols, rows * cols < 2^32), summed in a fixed order (deterministic).
+ * Pointers: db and dy are device memory of the stream's context
+ * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+ * 4-byte aligned (float alignment).
+ * In place: not allowed; db must not overlap dy.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream, db or dy NULL, rows or cols 0,
+ * rows * cols >= 2^32, a pointer not 4-byte aligned, db overlapping dy),
+ * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+ * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+ * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+ * built-in kernels on first use, or the launch, failed),
+ * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+ * unusable), GC_ERROR_PANIC (internal error caught).
  */
 enum gc_status gc_op_bias_grad(struct gc_stream *stream,
                                float *db,
@@ -958,7 +1195,20 @@ enum gc_status gc_op_bias_grad(struct gc_stream *stream,
                                uint32_t cols);
 
 /**
- * Bias gradient and SGD fused: b[c] -= lr * sum over rows of dy[r][c].
+ * Bias gradient and SGD fused: b[c] -= lr * sum over rows of dy[r][c]
+ * (bitwise equal to gc_op_bias_grad then gc_op_sgd).
+ * Pointers: b and dy are device memory of the stream's context
+ * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+ * 4-byte aligned (float alignment).
+ * In place: b is updated in place; it must not overlap dy.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream, b or dy NULL, rows or cols 0,
+ * rows * cols >= 2^32, a pointer not 4-byte aligned, b overlapping dy),
+ * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+ * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+ * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+ * built-in kernels on first use, or the launch, failed),
+ * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+ * unusable), GC_ERROR_PANIC (internal error caught).
  */
 enum gc_status gc_op_bias_sgd(struct gc_stream *stream,
                               float *b,
@@ -968,7 +1218,27 @@ enum gc_status gc_op_bias_sgd(struct gc_stream *stream,
                               float lr);
 
 /**
- * Sum-of-squares loss, as (pred - target).pow(2).sum(): loss[0] = sum (pred[i] - target[i])^2, and, when grad is not NULL, grad[i] = 2 * grad_scale * (pred[i] - target[i]). workspace holds workspace_bytes >= gc_op_mse_workspace_bytes(n) bytes, zeroed once before first use (the kernel leaves it zeroed); do not share it between concurrent launches. Deterministic: fixed-order reduction.
+ * Sum-of-squares loss, as (pred - target).pow(2).sum(): loss[0] = sum
+ * (pred[i] - target[i])^2, and, when grad is not NULL, grad[i] = 2 *
+ * grad_scale * (pred[i] - target[i]). workspace holds workspace_bytes >=
+ * gc_op_mse_workspace_bytes(n) bytes, zeroed once before first use (the
+ * kernel leaves it zeroed); do not share it between concurrent launches.
+ * Deterministic: fixed-order reduction.
+ * Pointers: loss, grad, pred, target and workspace are device memory of
+ * the stream's context (gc_pool_alloc blocks, cudaMalloc, managed memory;
+ * not host memory), 4-byte aligned (float alignment); when pred, target
+ * and grad are 16-byte aligned the float4 path runs.
+ * In place: grad may equal pred or target; loss and workspace must not
+ * overlap anything else.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream, loss, pred, target or
+ * workspace NULL, n == 0 or too large, workspace_bytes too small, a
+ * pointer not 4-byte aligned, a refused overlap), GC_ERROR_INVALID_HANDLE
+ * (stream destroyed or not a stream), GC_ERROR_CAPTURE (the stream's
+ * capture refused the launch; the capture is now invalid),
+ * GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the built-in kernels on
+ * first use, or the launch, failed), GC_ERROR_DEVICE_FAULT (an earlier
+ * kernel faulted; the context is unusable), GC_ERROR_PANIC (internal error
+ * caught).
  */
 enum gc_status gc_op_mse(struct gc_stream *stream,
                          float *loss,

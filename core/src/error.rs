@@ -107,6 +107,13 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+impl From<graphcore_kernels::SizeError> for Error {
+    /// A built-in operation's refused sizes or pointers: InvalidArgument.
+    fn from(e: graphcore_kernels::SizeError) -> Self {
+        Error::invalid_argument(e.to_string())
+    }
+}
+
 /// Returns an [`ErrorKind::InvalidArgument`] error unless `cond` holds.
 macro_rules! ensure_arg {
     ($cond:expr, $($fmt:tt)+) => {

@@ -530,9 +530,7 @@ impl Exec {
             f.set_segment(node, seg, kernels[k].as_ref(), Some(self.inner.raw))?;
         }
         f.kernels[c] = kernels;
-        f.desc = fuse::apply(&trial, &plan, sms)
-            .map_err(|e| Error::invalid_argument(e.0))?
-            .0;
+        f.desc = fuse::apply(&trial, &plan, sms)?.0;
         f.plan = plan;
         *current = trial;
         Ok(())

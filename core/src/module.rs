@@ -4,7 +4,7 @@ use crate::context::Context;
 use crate::driver::{self, module as dm, CUfunction, CUmodule};
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
 use crate::stream::Stream;
-use graphcore_kernels::{Call, KernelInfo, SizeError, Value, KERNELS, MAX_ARGS, MODULES};
+use graphcore_kernels::{Call, Kernel, KernelInfo, SizeError, Value, KERNELS, MAX_ARGS, MODULES};
 use std::ffi::c_void;
 use std::sync::Arc;
 
@@ -249,7 +249,7 @@ impl Function {
 }
 
 /// The built-in kernels of one context: the loaded modules and one function
-/// per entry of [`KERNELS`].
+/// per entry of [`KERNELS`], indexed by [`Kernel`].
 pub(crate) struct Builtins {
     modules: Vec<CUmodule>,
     functions: Vec<CUfunction>,
@@ -298,21 +298,21 @@ impl Context {
         Ok(self.inner.builtins.get_or_init(|| loaded))
     }
 
-    /// The built-in kernel `name` (see `graphcore_kernels::KERNELS`).
+    /// The built-in kernel called `name` (see `graphcore_kernels::KERNELS`);
+    /// [`ErrorKind::NotFound`] for a name that is not one.
     pub fn builtin(&self, name: &str) -> Result<Function> {
-        let idx = KERNELS.iter().position(|k| k.name == name).ok_or_else(|| {
+        let kernel = Kernel::from_name(name).ok_or_else(|| {
             Error::new(
                 ErrorKind::NotFound,
                 format!("`{name}` is not a built-in kernel of graphcore"),
             )
         })?;
-        let raw = self.builtins()?.functions[idx];
         Ok(Function::from_parts(
             self,
-            raw,
-            name.to_string(),
+            self.builtin_raw(kernel)?,
+            kernel.name().to_string(),
             None,
-            Some(&KERNELS[idx]),
+            Some(kernel.info()),
         ))
     }
 
@@ -327,12 +327,8 @@ impl Context {
     }
 
     /// The loaded function of a built-in kernel.
-    pub(crate) fn builtin_raw(&self, kernel: &'static KernelInfo) -> Result<CUfunction> {
-        let idx = KERNELS
-            .iter()
-            .position(|k| std::ptr::eq(k, kernel))
-            .expect("kernel comes from KERNELS");
-        Ok(self.builtins()?.functions[idx])
+    pub(crate) fn builtin_raw(&self, kernel: Kernel) -> Result<CUfunction> {
+        Ok(self.builtins()?.functions[kernel.index()])
     }
 }
 
@@ -364,14 +360,15 @@ impl ArgBuffer {
 }
 
 /// Launches a built-in operation decided by `graphcore_kernels::ops` on
-/// `stream` (eagerly, or recorded when the stream captures). `call_name`
-/// names the caller in errors.
+/// `stream` (eagerly, or recorded when the stream captures). A refused
+/// operation is an [`ErrorKind::InvalidArgument`] error saying why;
+/// `call_name` names the caller when a launch breaks a capture.
 pub fn launch_op(
     stream: &Stream,
     call: std::result::Result<Call, SizeError>,
     call_name: &'static str,
 ) -> Result<()> {
-    let call = call.map_err(|e| Error::invalid_argument(format!("{call_name}: {}", e.0)))?;
+    let call = call?;
     let ctx = stream.context();
     let raw = ctx.builtin_raw(call.kernel)?;
     let mut args = ArgBuffer::new(call.args());

@@ -3,18 +3,57 @@
 //! overlapping outputs: GC_ERROR_INVALID_ARGUMENT with a message, and
 //! nothing is launched), and works eagerly or under capture.
 //!
+//! Every export here is one wrapper: its signature (spelled out for
+//! cbindgen) and an `op!` body naming the typed operation of
+//! `graphcore_kernels::ops` it runs; the body takes the export's name from
+//! the function it is in, so the name is written once.
+//!
 //! Thread safety: any number of threads may launch on any streams.
 
 use crate::args::Out;
 use crate::context::{context, gc_context};
 use crate::status::{boundary, gc_status};
 use crate::stream::{gc_stream, stream};
-use graphcore_core::kernels::ops;
+use graphcore_core::kernels::{ops, Call, SizeError};
 use graphcore_core::{launch_op, Error};
 use std::ffi::{c_int, c_void};
 
 fn p<T>(ptr: *const T) -> u64 {
     ptr as u64
+}
+
+/// The name of the export whose body this is (the last segment of the path
+/// of an item declared in it), so that a wrapper spells its name once.
+macro_rules! export_name {
+    () => {{
+        fn here() {}
+        let path = std::any::type_name_of_val(&here);
+        let path = path.strip_suffix("::here").unwrap_or(path);
+        path.rsplit("::").next().unwrap_or(path)
+    }};
+}
+
+/// The body of a gc_op_* export: `op!(stream, |sms| plan)` resolves the
+/// stream, plans the launch for its device's multiprocessor count and
+/// launches it, inside the boundary of the export it is written in.
+macro_rules! op {
+    ($stream:expr, $plan:expr) => {
+        launch(export_name!(), $stream, $plan)
+    };
+}
+
+/// What `op!` runs: the boundary of export `func` around resolving
+/// `stream`, `plan(sms)` and the launch.
+fn launch<E: Into<Error>>(
+    func: &'static str,
+    stream: *mut gc_stream,
+    plan: impl FnOnce(u32) -> Result<Call, E>,
+) -> gc_status {
+    boundary(func, || {
+        let s = self::stream(stream, "stream")?;
+        let call = plan(s.context().sm_count()).map_err(Into::into)?;
+        launch_op(&s, Ok(call), func)
+    })
 }
 
 /// One operation of gc_op_chain: an opcode (GC_CHAIN_*) and its constant.
@@ -52,47 +91,76 @@ const _: () = assert!(
         && GC_CHAIN_MAX_OPS as usize == ops::MAX_CHAIN_OPS
 );
 
+/// The `count` operations at `list` as (opcode, constant) pairs; `list` is
+/// read only when `count` is within GC_CHAIN_MAX_OPS.
+fn chain_ops(list: *const gc_chain_op, count: u32) -> Result<Vec<(u32, f32)>, Error> {
+    if count as usize > ops::MAX_CHAIN_OPS {
+        return Err(SizeError::TooManyOps {
+            count: count as usize,
+            max: ops::MAX_CHAIN_OPS,
+        }
+        .into());
+    }
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    if list.is_null() {
+        return Err(Error::invalid_argument(
+            "`ops` is NULL but `count` is not 0",
+        ));
+    }
+    // SAFETY: the caller passes `count` readable operations (at most
+    // GC_CHAIN_MAX_OPS, checked above).
+    let list = unsafe { std::slice::from_raw_parts(list, count as usize) };
+    Ok(list.iter().map(|o| (o.op, o.value)).collect())
+}
+
 /// Applies up to GC_CHAIN_MAX_OPS operations to each of n elements in one
-/// pass, in registers: y[i] = op_last(... op_first(x[i])). y may be x.
+/// pass, in registers: y[i] = op_last(... op_first(x[i])). ops holds count
+/// operations (it may be NULL when count is 0: y = x); the caller keeps it,
+/// and graphcore reads it only during the call.
+/// Pointers: y and x are device memory of the stream's context (gc_pool_alloc
+/// blocks, cudaMalloc, managed memory; not host memory), 4-byte aligned
+/// (float alignment); when both are 16-byte aligned the float4 path runs.
+/// When the first operation is GC_CHAIN_FILL, x is not read and may be NULL.
+/// In place: y == x is allowed; partly overlapping y and x are refused.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or y NULL, x NULL unless the
+/// first operation is a fill, ops NULL with count > 0, count >
+/// GC_CHAIN_MAX_OPS (ops is then not read), an unknown opcode, n == 0 or
+/// too large, a pointer not 4-byte aligned, y and x partly overlapping),
+/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+/// built-in kernels on first use, or the launch, failed),
+/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
 #[no_mangle]
 pub extern "C" fn gc_op_chain(
     stream: *mut gc_stream,
     y: *mut f32,
     x: *const f32,
     n: u64,
-    ops_: *const gc_chain_op,
+    ops: *const gc_chain_op,
     count: u32,
 ) -> gc_status {
-    boundary("gc_op_chain", || {
-        let s = self::stream(stream, "stream")?;
-        if count > 0 && ops_.is_null() {
-            return Err(Error::invalid_argument(
-                "`ops` is NULL but `count` is not 0",
-            ));
-        }
-        let list: Vec<(u32, f32)> = if count == 0 {
-            Vec::new()
-        } else {
-            // SAFETY: the caller passes `count` readable operations.
-            unsafe { std::slice::from_raw_parts(ops_, count as usize) }
-                .iter()
-                .map(|o| (o.op, o.value))
-                .collect()
-        };
-        let sms = s.context().sm_count();
-        launch_op(&s, ops::chain(p(y), p(x), n, &list, sms), "gc_op_chain")
+    op!(stream, |sms| {
+        let list = chain_ops(ops, count)?;
+        Ok::<_, Error>(ops::chain(p(y), p(x), n, &list, sms)?)
     })
 }
 
 /// Writes to *bytes the workspace gc_op_mse needs for n elements on ctx's
-/// device.
+/// device (a pure computation: nothing is allocated or launched).
+/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or bytes NULL),
+/// GC_ERROR_INVALID_HANDLE (ctx destroyed or not a context),
+/// GC_ERROR_PANIC (internal error caught).
 #[no_mangle]
 pub extern "C" fn gc_op_mse_workspace_bytes(
     ctx: *mut gc_context,
     n: u64,
     bytes: *mut u64,
 ) -> gc_status {
-    boundary("gc_op_mse_workspace_bytes", || {
+    boundary(export_name!(), || {
         let out = Out::new(bytes, "bytes")?;
         out.set(ops::mse_workspace_bytes(n, context(ctx)?.sm_count()));
         Ok(())
@@ -100,16 +168,35 @@ pub extern "C" fn gc_op_mse_workspace_bytes(
 }
 
 /// Fills y[0..n) with value.
+/// Pointers: y is device memory of the stream's context (gc_pool_alloc
+/// blocks, cudaMalloc, managed memory; not host memory), 4-byte aligned
+/// (float alignment); 16-byte aligned takes the float4 path.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or y NULL, n == 0 or too
+/// large, y not 4-byte aligned), GC_ERROR_INVALID_HANDLE (stream destroyed
+/// or not a stream), GC_ERROR_CAPTURE (the stream's capture refused the
+/// launch; the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or
+/// GC_ERROR_CUDA (loading the built-in kernels on first use, or the launch,
+/// failed), GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
 #[no_mangle]
 pub extern "C" fn gc_op_fill(stream: *mut gc_stream, y: *mut f32, n: u64, value: f32) -> gc_status {
-    boundary("gc_op_fill", || {
-        let s = self::stream(stream, "stream")?;
-        let sms = s.context().sm_count();
-        launch_op(&s, ops::fill(p(y), n, value, sms), "gc_op_fill")
-    })
+    op!(stream, |sms| ops::fill(p(y), n, value, sms))
 }
 
 /// y = x (n floats).
+/// Pointers: y and x are device memory of the stream's context
+/// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+/// 4-byte aligned (float alignment); when both are 16-byte aligned the
+/// float4 path runs.
+/// In place: y == x is allowed; partly overlapping y and x are refused.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, y or x NULL, n == 0 or too
+/// large, a pointer not 4-byte aligned, y and x partly overlapping),
+/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+/// built-in kernels on first use, or the launch, failed),
+/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
 #[no_mangle]
 pub extern "C" fn gc_op_copy(
     stream: *mut gc_stream,
@@ -117,14 +204,23 @@ pub extern "C" fn gc_op_copy(
     x: *const f32,
     n: u64,
 ) -> gc_status {
-    boundary("gc_op_copy", || {
-        let s = self::stream(stream, "stream")?;
-        let sms = s.context().sm_count();
-        launch_op(&s, ops::copy(p(y), p(x), n, sms), "gc_op_copy")
-    })
+    op!(stream, |sms| ops::copy(p(y), p(x), n, sms))
 }
 
-/// y = alpha * x; y may be x.
+/// y = alpha * x (n floats).
+/// Pointers: y and x are device memory of the stream's context
+/// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+/// 4-byte aligned (float alignment); when both are 16-byte aligned the
+/// float4 path runs.
+/// In place: y == x is allowed; partly overlapping y and x are refused.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, y or x NULL, n == 0 or too
+/// large, a pointer not 4-byte aligned, y and x partly overlapping),
+/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+/// built-in kernels on first use, or the launch, failed),
+/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
 #[no_mangle]
 pub extern "C" fn gc_op_scale(
     stream: *mut gc_stream,
@@ -133,14 +229,23 @@ pub extern "C" fn gc_op_scale(
     n: u64,
     alpha: f32,
 ) -> gc_status {
-    boundary("gc_op_scale", || {
-        let s = self::stream(stream, "stream")?;
-        let sms = s.context().sm_count();
-        launch_op(&s, ops::scale(p(y), p(x), n, alpha, sms), "gc_op_scale")
-    })
+    op!(stream, |sms| ops::scale(p(y), p(x), n, alpha, sms))
 }
 
-/// y = x + c; y may be x.
+/// y = x + c (n floats).
+/// Pointers: y and x are device memory of the stream's context
+/// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+/// 4-byte aligned (float alignment); when both are 16-byte aligned the
+/// float4 path runs.
+/// In place: y == x is allowed; partly overlapping y and x are refused.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, y or x NULL, n == 0 or too
+/// large, a pointer not 4-byte aligned, y and x partly overlapping),
+/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+/// built-in kernels on first use, or the launch, failed),
+/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
 #[no_mangle]
 pub extern "C" fn gc_op_add_scalar(
     stream: *mut gc_stream,
@@ -149,18 +254,23 @@ pub extern "C" fn gc_op_add_scalar(
     n: u64,
     c: f32,
 ) -> gc_status {
-    boundary("gc_op_add_scalar", || {
-        let s = self::stream(stream, "stream")?;
-        let sms = s.context().sm_count();
-        launch_op(
-            &s,
-            ops::add_scalar(p(y), p(x), n, c, sms),
-            "gc_op_add_scalar",
-        )
-    })
+    op!(stream, |sms| ops::add_scalar(p(y), p(x), n, c, sms))
 }
 
-/// y = alpha * x + y (one fused multiply-add).
+/// y = alpha * x + y (one fused multiply-add per element, n floats).
+/// Pointers: y and x are device memory of the stream's context
+/// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+/// 4-byte aligned (float alignment); when both are 16-byte aligned the
+/// float4 path runs.
+/// In place: y == x is allowed; partly overlapping y and x are refused.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, y or x NULL, n == 0 or too
+/// large, a pointer not 4-byte aligned, y and x partly overlapping),
+/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+/// built-in kernels on first use, or the launch, failed),
+/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
 #[no_mangle]
 pub extern "C" fn gc_op_axpy(
     stream: *mut gc_stream,
@@ -169,14 +279,23 @@ pub extern "C" fn gc_op_axpy(
     n: u64,
     alpha: f32,
 ) -> gc_status {
-    boundary("gc_op_axpy", || {
-        let s = self::stream(stream, "stream")?;
-        let sms = s.context().sm_count();
-        launch_op(&s, ops::axpy(p(y), p(x), n, alpha, sms), "gc_op_axpy")
-    })
+    op!(stream, |sms| ops::axpy(p(y), p(x), n, alpha, sms))
 }
 
-/// z = x + y.
+/// z = x + y (n floats).
+/// Pointers: z, x and y are device memory of the stream's context
+/// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+/// 4-byte aligned (float alignment); when all are 16-byte aligned the
+/// float4 path runs.
+/// In place: z may equal x and/or y; z partly overlapping either is refused.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, z, x or y NULL, n == 0 or too
+/// large, a pointer not 4-byte aligned, z partly overlapping an input),
+/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+/// built-in kernels on first use, or the launch, failed),
+/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
 #[no_mangle]
 pub extern "C" fn gc_op_add(
     stream: *mut gc_stream,
@@ -185,14 +304,23 @@ pub extern "C" fn gc_op_add(
     y: *const f32,
     n: u64,
 ) -> gc_status {
-    boundary("gc_op_add", || {
-        let s = self::stream(stream, "stream")?;
-        let sms = s.context().sm_count();
-        launch_op(&s, ops::add(p(z), p(x), p(y), n, sms), "gc_op_add")
-    })
+    op!(stream, |sms| ops::add(p(z), p(x), p(y), n, sms))
 }
 
-/// z = x * y.
+/// z = x * y (n floats).
+/// Pointers: z, x and y are device memory of the stream's context
+/// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+/// 4-byte aligned (float alignment); when all are 16-byte aligned the
+/// float4 path runs.
+/// In place: z may equal x and/or y; z partly overlapping either is refused.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, z, x or y NULL, n == 0 or too
+/// large, a pointer not 4-byte aligned, z partly overlapping an input),
+/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+/// built-in kernels on first use, or the launch, failed),
+/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
 #[no_mangle]
 pub extern "C" fn gc_op_mul(
     stream: *mut gc_stream,
@@ -201,14 +329,23 @@ pub extern "C" fn gc_op_mul(
     y: *const f32,
     n: u64,
 ) -> gc_status {
-    boundary("gc_op_mul", || {
-        let s = self::stream(stream, "stream")?;
-        let sms = s.context().sm_count();
-        launch_op(&s, ops::mul(p(z), p(x), p(y), n, sms), "gc_op_mul")
-    })
+    op!(stream, |sms| ops::mul(p(z), p(x), p(y), n, sms))
 }
 
-/// y = max(x, 0).
+/// y = max(x, 0) (n floats; NaN propagates, -0 becomes +0).
+/// Pointers: y and x are device memory of the stream's context
+/// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+/// 4-byte aligned (float alignment); when both are 16-byte aligned the
+/// float4 path runs.
+/// In place: y == x is allowed; partly overlapping y and x are refused.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, y or x NULL, n == 0 or too
+/// large, a pointer not 4-byte aligned, y and x partly overlapping),
+/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+/// built-in kernels on first use, or the launch, failed),
+/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
 #[no_mangle]
 pub extern "C" fn gc_op_relu(
     stream: *mut gc_stream,
@@ -216,14 +353,24 @@ pub extern "C" fn gc_op_relu(
     x: *const f32,
     n: u64,
 ) -> gc_status {
-    boundary("gc_op_relu", || {
-        let s = self::stream(stream, "stream")?;
-        let sms = s.context().sm_count();
-        launch_op(&s, ops::relu(p(y), p(x), n, sms), "gc_op_relu")
-    })
+    op!(stream, |sms| ops::relu(p(y), p(x), n, sms))
 }
 
-/// dx = x > 0 ? dy : 0.
+/// dx = x > 0 ? dy : 0 (n floats).
+/// Pointers: dx, dy and x are device memory of the stream's context
+/// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+/// 4-byte aligned (float alignment); when all are 16-byte aligned the
+/// float4 path runs.
+/// In place: dx may equal dy and/or x; dx partly overlapping either is
+/// refused.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, dx, dy or x NULL, n == 0 or
+/// too large, a pointer not 4-byte aligned, dx partly overlapping an input),
+/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+/// built-in kernels on first use, or the launch, failed),
+/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
 #[no_mangle]
 pub extern "C" fn gc_op_relu_backward(
     stream: *mut gc_stream,
@@ -232,18 +379,23 @@ pub extern "C" fn gc_op_relu_backward(
     x: *const f32,
     n: u64,
 ) -> gc_status {
-    boundary("gc_op_relu_backward", || {
-        let s = self::stream(stream, "stream")?;
-        let sms = s.context().sm_count();
-        launch_op(
-            &s,
-            ops::relu_backward(p(dx), p(dy), p(x), n, sms),
-            "gc_op_relu_backward",
-        )
-    })
+    op!(stream, |sms| ops::relu_backward(p(dx), p(dy), p(x), n, sms))
 }
 
-/// w -= lr * g (one fused multiply-add per element).
+/// w -= lr * g (one fused multiply-add per element, n floats).
+/// Pointers: w and g are device memory of the stream's context
+/// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+/// 4-byte aligned (float alignment); when both are 16-byte aligned the
+/// float4 path runs.
+/// In place: w is updated in place; w and g must not overlap at all.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, w or g NULL, n == 0 or too
+/// large, a pointer not 4-byte aligned, w and g overlapping),
+/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+/// built-in kernels on first use, or the launch, failed),
+/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
 #[no_mangle]
 pub extern "C" fn gc_op_sgd(
     stream: *mut gc_stream,
@@ -252,14 +404,25 @@ pub extern "C" fn gc_op_sgd(
     n: u64,
     lr: f32,
 ) -> gc_status {
-    boundary("gc_op_sgd", || {
-        let s = self::stream(stream, "stream")?;
-        let sms = s.context().sm_count();
-        launch_op(&s, ops::sgd(p(w), p(g), n, lr, sms), "gc_op_sgd")
-    })
+    op!(stream, |sms| ops::sgd(p(w), p(g), n, lr, sms))
 }
 
-/// y[r][c] = x[r][c] + b[c] for a row-major rows x cols matrix.
+/// y[r][c] = x[r][c] + b[c] for a row-major rows x cols matrix (rows * cols
+/// < 2^32).
+/// Pointers: y, x and b are device memory of the stream's context
+/// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+/// 4-byte aligned (float alignment); the float4 path runs when all are
+/// 16-byte aligned and cols % 4 == 0.
+/// In place: y == x is allowed; y partly overlapping x, or overlapping b,
+/// is refused.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, y, x or b NULL, rows or cols
+/// 0, rows * cols >= 2^32, a pointer not 4-byte aligned, a refused
+/// overlap), GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+/// built-in kernels on first use, or the launch, failed),
+/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
 #[no_mangle]
 pub extern "C" fn gc_op_bias_add(
     stream: *mut gc_stream,
@@ -269,18 +432,34 @@ pub extern "C" fn gc_op_bias_add(
     rows: u32,
     cols: u32,
 ) -> gc_status {
-    boundary("gc_op_bias_add", || {
-        let s = self::stream(stream, "stream")?;
-        let sms = s.context().sm_count();
-        launch_op(
-            &s,
-            ops::bias_add(p(y), p(x), p(b), rows, cols, sms),
-            "gc_op_bias_add",
-        )
-    })
+    op!(stream, |sms| ops::bias_add(
+        p(y),
+        p(x),
+        p(b),
+        rows,
+        cols,
+        sms
+    ))
 }
 
-/// y = x * W^T + b, then ReLU if relu != 0: x is m x k, W is n x k (PyTorch's layout), b has n floats (NULL: no bias), y is m x n, all row-major. m <= 256 takes the small-batch path (K split across the threads of each block); larger m the tiled GEMM.
+/// y = x * W^T + b, then ReLU if relu != 0: x is m x k, W is n x k (PyTorch's
+/// layout), b has n floats (NULL: no bias), y is m x n, all row-major. m <=
+/// 256 takes the small-batch path (K split across the threads of each
+/// block); larger m the tiled GEMM. Every m * k, n * k and m * n must be
+/// below 2^32.
+/// Pointers: y, x, w and b are device memory of the stream's context
+/// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+/// 4-byte aligned (float alignment); float4 loads where k (and for the
+/// GEMM path n) is a multiple of 4 and the pointers are 16-byte aligned.
+/// In place: not allowed; y must not overlap x, w or b.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, y, x or w NULL, m, n or k 0,
+/// a matrix of 2^32 elements or more, a pointer not 4-byte aligned, y
+/// overlapping an input), GC_ERROR_INVALID_HANDLE (stream destroyed or not
+/// a stream), GC_ERROR_CAPTURE (the stream's capture refused the launch;
+/// the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA
+/// (loading the built-in kernels on first use, or the launch, failed),
+/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
 #[no_mangle]
 pub extern "C" fn gc_op_linear(
     stream: *mut gc_stream,
@@ -293,18 +472,35 @@ pub extern "C" fn gc_op_linear(
     k: u32,
     relu: c_int,
 ) -> gc_status {
-    boundary("gc_op_linear", || {
-        let s = self::stream(stream, "stream")?;
-        let sms = s.context().sm_count();
-        launch_op(
-            &s,
-            ops::linear(p(y), p(x), p(w), p(b), m, n, k, relu != 0, sms),
-            "gc_op_linear",
-        )
-    })
+    op!(stream, |sms| ops::linear(
+        p(y),
+        p(x),
+        p(w),
+        p(b),
+        m,
+        n,
+        k,
+        relu != 0,
+        sms
+    ))
 }
 
-/// Input gradient of linear: dx = dy * W (dy m x n, W n x k, dx m x k).
+/// Input gradient of linear: dx = dy * W (dy m x n, W n x k, dx m x k,
+/// row-major; every product of two of m, n, k below 2^32). m <= 64 takes
+/// the small-batch path, larger m the tiled GEMM.
+/// Pointers: dx, dy and w are device memory of the stream's context
+/// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+/// 4-byte aligned (float alignment); float4 loads where the sizes are
+/// multiples of 4 and the pointers 16-byte aligned.
+/// In place: not allowed; dx must not overlap dy or w.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, dx, dy or w NULL, m, n or k 0,
+/// a matrix of 2^32 elements or more, a pointer not 4-byte aligned, dx
+/// overlapping an input), GC_ERROR_INVALID_HANDLE (stream destroyed or not
+/// a stream), GC_ERROR_CAPTURE (the stream's capture refused the launch;
+/// the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA
+/// (loading the built-in kernels on first use, or the launch, failed),
+/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
 #[no_mangle]
 pub extern "C" fn gc_op_linear_backward_input(
     stream: *mut gc_stream,
@@ -315,18 +511,32 @@ pub extern "C" fn gc_op_linear_backward_input(
     n: u32,
     k: u32,
 ) -> gc_status {
-    boundary("gc_op_linear_backward_input", || {
-        let s = self::stream(stream, "stream")?;
-        let sms = s.context().sm_count();
-        launch_op(
-            &s,
-            ops::linear_backward_input(p(dx), p(dy), p(w), m, n, k, sms),
-            "gc_op_linear_backward_input",
-        )
-    })
+    op!(stream, |sms| ops::linear_backward_input(
+        p(dx),
+        p(dy),
+        p(w),
+        m,
+        n,
+        k,
+        sms
+    ))
 }
 
-/// Weight gradient of linear: dw = dy^T * x (dy m x n, x m x k, dw n x k).
+/// Weight gradient of linear: dw = dy^T * x (dy m x n, x m x k, dw n x k,
+/// row-major, dw overwritten; every product of two of m, n, k below 2^32).
+/// Pointers: dw, dy and x are device memory of the stream's context
+/// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+/// 4-byte aligned (float alignment); float4 loads where the sizes are
+/// multiples of 4 and the pointers 16-byte aligned.
+/// In place: not allowed; dw must not overlap dy or x.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, dw, dy or x NULL, m, n or k 0,
+/// a matrix of 2^32 elements or more, a pointer not 4-byte aligned, dw
+/// overlapping an input), GC_ERROR_INVALID_HANDLE (stream destroyed or not
+/// a stream), GC_ERROR_CAPTURE (the stream's capture refused the launch;
+/// the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA
+/// (loading the built-in kernels on first use, or the launch, failed),
+/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
 #[no_mangle]
 pub extern "C" fn gc_op_linear_backward_weight(
     stream: *mut gc_stream,
@@ -337,18 +547,33 @@ pub extern "C" fn gc_op_linear_backward_weight(
     n: u32,
     k: u32,
 ) -> gc_status {
-    boundary("gc_op_linear_backward_weight", || {
-        let s = self::stream(stream, "stream")?;
-        let sms = s.context().sm_count();
-        launch_op(
-            &s,
-            ops::linear_backward_weight(p(dw), p(dy), p(x), m, n, k, sms),
-            "gc_op_linear_backward_weight",
-        )
-    })
+    op!(stream, |sms| ops::linear_backward_weight(
+        p(dw),
+        p(dy),
+        p(x),
+        m,
+        n,
+        k,
+        sms
+    ))
 }
 
-/// Weight gradient and SGD fused: w -= lr * dy^T * x, without materialising the gradient (bitwise equal to linear_backward_weight then sgd).
+/// Weight gradient and SGD fused: w -= lr * dy^T * x (dy m x n, x m x k, w
+/// n x k, row-major), without materialising the gradient (bitwise equal to
+/// gc_op_linear_backward_weight then gc_op_sgd).
+/// Pointers: w, dy and x are device memory of the stream's context
+/// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+/// 4-byte aligned (float alignment); float4 loads where the sizes are
+/// multiples of 4 and the pointers 16-byte aligned.
+/// In place: w is updated in place; it must not overlap dy or x.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, w, dy or x NULL, m, n or k 0,
+/// a matrix of 2^32 elements or more, a pointer not 4-byte aligned, w
+/// overlapping an input), GC_ERROR_INVALID_HANDLE (stream destroyed or not
+/// a stream), GC_ERROR_CAPTURE (the stream's capture refused the launch;
+/// the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA
+/// (loading the built-in kernels on first use, or the launch, failed),
+/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
 #[no_mangle]
 pub extern "C" fn gc_op_linear_weight_sgd(
     stream: *mut gc_stream,
@@ -360,18 +585,32 @@ pub extern "C" fn gc_op_linear_weight_sgd(
     k: u32,
     lr: f32,
 ) -> gc_status {
-    boundary("gc_op_linear_weight_sgd", || {
-        let s = self::stream(stream, "stream")?;
-        let sms = s.context().sm_count();
-        launch_op(
-            &s,
-            ops::linear_weight_sgd(p(w), p(dy), p(x), m, n, k, lr, sms),
-            "gc_op_linear_weight_sgd",
-        )
-    })
+    op!(stream, |sms| ops::linear_weight_sgd(
+        p(w),
+        p(dy),
+        p(x),
+        m,
+        n,
+        k,
+        lr,
+        sms
+    ))
 }
 
-/// Bias gradient: db[c] = sum over rows of dy[r][c] (fixed order).
+/// Bias gradient: db[c] = sum over rows of dy[r][c] (dy row-major rows x
+/// cols, rows * cols < 2^32), summed in a fixed order (deterministic).
+/// Pointers: db and dy are device memory of the stream's context
+/// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+/// 4-byte aligned (float alignment).
+/// In place: not allowed; db must not overlap dy.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, db or dy NULL, rows or cols 0,
+/// rows * cols >= 2^32, a pointer not 4-byte aligned, db overlapping dy),
+/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+/// built-in kernels on first use, or the launch, failed),
+/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
 #[no_mangle]
 pub extern "C" fn gc_op_bias_grad(
     stream: *mut gc_stream,
@@ -380,18 +619,23 @@ pub extern "C" fn gc_op_bias_grad(
     rows: u32,
     cols: u32,
 ) -> gc_status {
-    boundary("gc_op_bias_grad", || {
-        let s = self::stream(stream, "stream")?;
-        let sms = s.context().sm_count();
-        launch_op(
-            &s,
-            ops::bias_grad(p(db), p(dy), rows, cols, sms),
-            "gc_op_bias_grad",
-        )
-    })
+    op!(stream, |sms| ops::bias_grad(p(db), p(dy), rows, cols, sms))
 }
 
-/// Bias gradient and SGD fused: b[c] -= lr * sum over rows of dy[r][c].
+/// Bias gradient and SGD fused: b[c] -= lr * sum over rows of dy[r][c]
+/// (bitwise equal to gc_op_bias_grad then gc_op_sgd).
+/// Pointers: b and dy are device memory of the stream's context
+/// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+/// 4-byte aligned (float alignment).
+/// In place: b is updated in place; it must not overlap dy.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, b or dy NULL, rows or cols 0,
+/// rows * cols >= 2^32, a pointer not 4-byte aligned, b overlapping dy),
+/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+/// built-in kernels on first use, or the launch, failed),
+/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
 #[no_mangle]
 pub extern "C" fn gc_op_bias_sgd(
     stream: *mut gc_stream,
@@ -401,18 +645,37 @@ pub extern "C" fn gc_op_bias_sgd(
     cols: u32,
     lr: f32,
 ) -> gc_status {
-    boundary("gc_op_bias_sgd", || {
-        let s = self::stream(stream, "stream")?;
-        let sms = s.context().sm_count();
-        launch_op(
-            &s,
-            ops::bias_sgd(p(b), p(dy), rows, cols, lr, sms),
-            "gc_op_bias_sgd",
-        )
-    })
+    op!(stream, |sms| ops::bias_sgd(
+        p(b),
+        p(dy),
+        rows,
+        cols,
+        lr,
+        sms
+    ))
 }
 
-/// Sum-of-squares loss, as (pred - target).pow(2).sum(): loss[0] = sum (pred[i] - target[i])^2, and, when grad is not NULL, grad[i] = 2 * grad_scale * (pred[i] - target[i]). workspace holds workspace_bytes >= gc_op_mse_workspace_bytes(n) bytes, zeroed once before first use (the kernel leaves it zeroed); do not share it between concurrent launches. Deterministic: fixed-order reduction.
+/// Sum-of-squares loss, as (pred - target).pow(2).sum(): loss[0] = sum
+/// (pred[i] - target[i])^2, and, when grad is not NULL, grad[i] = 2 *
+/// grad_scale * (pred[i] - target[i]). workspace holds workspace_bytes >=
+/// gc_op_mse_workspace_bytes(n) bytes, zeroed once before first use (the
+/// kernel leaves it zeroed); do not share it between concurrent launches.
+/// Deterministic: fixed-order reduction.
+/// Pointers: loss, grad, pred, target and workspace are device memory of
+/// the stream's context (gc_pool_alloc blocks, cudaMalloc, managed memory;
+/// not host memory), 4-byte aligned (float alignment); when pred, target
+/// and grad are 16-byte aligned the float4 path runs.
+/// In place: grad may equal pred or target; loss and workspace must not
+/// overlap anything else.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, loss, pred, target or
+/// workspace NULL, n == 0 or too large, workspace_bytes too small, a
+/// pointer not 4-byte aligned, a refused overlap), GC_ERROR_INVALID_HANDLE
+/// (stream destroyed or not a stream), GC_ERROR_CAPTURE (the stream's
+/// capture refused the launch; the capture is now invalid),
+/// GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the built-in kernels on
+/// first use, or the launch, failed), GC_ERROR_DEVICE_FAULT (an earlier
+/// kernel faulted; the context is unusable), GC_ERROR_PANIC (internal error
+/// caught).
 #[no_mangle]
 pub extern "C" fn gc_op_mse(
     stream: *mut gc_stream,
@@ -425,23 +688,63 @@ pub extern "C" fn gc_op_mse(
     workspace: *mut c_void,
     workspace_bytes: u64,
 ) -> gc_status {
-    boundary("gc_op_mse", || {
-        let s = self::stream(stream, "stream")?;
-        let sms = s.context().sm_count();
-        launch_op(
-            &s,
-            ops::mse(
-                p(loss),
-                p(grad),
-                p(pred),
-                p(target),
-                n,
-                grad_scale,
-                p(workspace),
-                workspace_bytes,
-                sms,
-            ),
-            "gc_op_mse",
-        )
-    })
+    op!(stream, |sms| ops::mse(
+        p(loss),
+        p(grad),
+        p(pred),
+        p(target),
+        n,
+        grad_scale,
+        p(workspace),
+        workspace_bytes,
+        sms,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::gc_last_error;
+    use std::ffi::CStr;
+
+    #[test]
+    fn export_names_come_from_the_function() {
+        fn gc_op_example() -> &'static str {
+            export_name!()
+        }
+        assert_eq!(gc_op_example(), "gc_op_example");
+    }
+
+    #[test]
+    fn chain_lists_are_checked_before_they_are_read() {
+        // Too many operations: refused without reading the (dangling) list.
+        let dangling = std::ptr::NonNull::<gc_chain_op>::dangling().as_ptr();
+        let e = chain_ops(dangling, GC_CHAIN_MAX_OPS + 1).unwrap_err();
+        assert_eq!(e.kind(), graphcore_core::ErrorKind::InvalidArgument);
+        assert_eq!(e.message(), "9 operations; at most 8 per call");
+        let e = chain_ops(std::ptr::null(), 2).unwrap_err();
+        assert_eq!(e.kind(), graphcore_core::ErrorKind::InvalidArgument);
+        assert!(chain_ops(std::ptr::null(), 0).unwrap().is_empty());
+        let list = [gc_chain_op {
+            op: GC_CHAIN_MUL,
+            value: 2.0,
+        }];
+        assert_eq!(chain_ops(list.as_ptr(), 1).unwrap(), [(GC_CHAIN_MUL, 2.0)]);
+    }
+
+    /// The message of a refused call names the export once.
+    #[test]
+    fn messages_carry_one_prefix() {
+        let st = gc_op_scale(
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            4,
+            1.0,
+        );
+        assert_eq!(st, gc_status::GC_ERROR_INVALID_ARGUMENT);
+        // SAFETY: gc_last_error returns a NUL-terminated string.
+        let msg = unsafe { CStr::from_ptr(gc_last_error()) }.to_str().unwrap();
+        assert_eq!(msg, "gc_op_scale: `stream` is NULL");
+    }
 }

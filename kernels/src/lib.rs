@@ -7,6 +7,31 @@
 //! operations in [`ops`]. The driver layer in `graphcore-core` loads the PTX
 //! and launches what a [`Call`] says.
 //!
+//! Each kernel is declared once, in the table (`src/table.rs`): entry name,
+//! module, parameters (names and kinds), documentation and, for elementwise
+//! kernels, what it means to fusion. From that declaration come the
+//! [`Kernel`] enum (which indexes [`KERNELS`]), the typed argument struct in
+//! [`args`] that [`Call::new`] takes (so an argument list is checked by the
+//! compiler, never at run time), and [`Kernel::elementwise`], which core's
+//! fusion planner reads. Kernels are found by name only for the C call
+//! `gc_kernel_builtin` ([`Kernel::from_name`]); a test keeps kernel names out
+//! of string literals elsewhere.
+//!
+//! Adding an elementwise kernel takes three steps:
+//! 1. the CUDA source: an `extern "C" __global__` function in
+//!    `kernels/elementwise.cu` (then `python3 kernels/gen_ptx.py` and
+//!    `python3 kernels/emu/run.py`);
+//! 2. one entry in the `kernels!` invocation in `src/table.rs`, with its
+//!    parameters exactly as the C signature has them (tests compare the table
+//!    with the `.cu` signatures and the PTX entries) and, if fusion may
+//!    chain it, a `fuse:` clause saying which chain opcode it is and which
+//!    arguments are output, input, count and constant;
+//! 3. one typed operation in [`ops`] that checks sizes and builds the
+//!    [`Call`] from the generated argument struct, and one C wrapper in
+//!    `ffi/src/ops.rs` (the header's kernel list follows from the table; the
+//!    Python binding's prototype list gains the export, as its drift test
+//!    demands). `docs/kernels.md` says more.
+//!
 //! Tools (none needs a GPU):
 //! - `python3 kernels/gen_ptx.py` regenerates the PTX with NVRTC 12.0
 //!   (`--check` compares instead, as CI does; `--stats 90` prints ptxas
@@ -18,10 +43,13 @@
 
 #![forbid(unsafe_code)]
 
+mod error;
+pub mod fusion;
 pub mod ops;
 mod table;
 
-pub use table::{find, KERNELS, MODULES};
+pub use error::SizeError;
+pub use table::{args, Kernel, KernelArgs, KERNELS, MODULES};
 
 /// The kind of one kernel parameter, as the kernel's C signature declares it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -112,9 +140,12 @@ pub struct ModuleInfo {
     pub ptx: &'static str,
 }
 
-/// A built-in kernel: its entry name, module, parameters and documentation.
+/// A built-in kernel's table entry: its entry name, module, parameters and
+/// documentation.
 #[derive(Debug, PartialEq, Eq)]
 pub struct KernelInfo {
+    /// The kernel this entry describes (`KERNELS[kernel.index()]` is this entry).
+    pub kernel: Kernel,
     /// The `extern "C" __global__` entry name (`gc_scale_f32`, ...).
     pub name: &'static str,
     /// Index into [`MODULES`].
@@ -133,7 +164,7 @@ pub const MAX_ARGS: usize = 16;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Call {
     /// The kernel to launch.
-    pub kernel: &'static KernelInfo,
+    pub kernel: Kernel,
     /// Grid dimensions (blocks).
     pub grid: [u32; 3],
     /// Block dimensions (threads).
@@ -147,38 +178,18 @@ pub struct Call {
 }
 
 impl Call {
-    /// A launch of `kernel` with `args`, in parameter order.
-    ///
-    /// # Panics
-    ///
-    /// If `args` does not match the kernel's parameter list in number and
-    /// kinds (a programming error: the typed constructors in [`ops`] always
-    /// match).
-    pub fn new(
-        kernel: &'static KernelInfo,
-        grid: [u32; 3],
-        block: [u32; 3],
-        shared_bytes: u32,
-        args: &[Value],
-    ) -> Call {
-        assert_eq!(
-            args.len(),
-            kernel.args.len(),
-            "{}: wrong number of arguments",
-            kernel.name
-        );
-        for (v, (name, kind)) in args.iter().zip(kernel.args) {
-            assert_eq!(v.kind(), *kind, "{}: argument {name}", kernel.name);
-        }
-        let mut a = [Value::U64(0); MAX_ARGS];
-        a[..args.len()].copy_from_slice(args);
+    /// A launch of the kernel whose typed arguments are `args` (a struct of
+    /// [`args`]: the compiler checks the parameter list).
+    pub fn new<A: KernelArgs>(args: A, grid: [u32; 3], block: [u32; 3], shared_bytes: u32) -> Call {
+        let mut values = [Value::U64(0); MAX_ARGS];
+        let nargs = args.values(&mut values);
         Call {
-            kernel,
+            kernel: A::KERNEL,
             grid,
             block,
             shared_bytes,
-            args: a,
-            nargs: args.len(),
+            args: values,
+            nargs,
         }
     }
 
@@ -194,15 +205,5 @@ impl Call {
     /// The arguments in use.
     pub fn args(&self) -> &[Value] {
         &self.args[..self.nargs]
-    }
-}
-
-/// Why an operation's sizes or pointers were refused (no launch happens).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SizeError(pub String);
-
-impl core::fmt::Display for SizeError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(&self.0)
     }
 }

@@ -18,23 +18,9 @@
 //! launch shapes are chosen from it. The same sizes and `sms` always give the
 //! same [`Call`], so results are reproducible bit for bit.
 
-use crate::table::kernel;
-use crate::{Call, SizeError, Value};
-
-/// Chain opcode: `v = c` (same result as [`fill`]).
-pub const OP_FILL: u32 = 1;
-/// Chain opcode: `v = v * c` (same result as [`scale`]).
-pub const OP_MUL: u32 = 2;
-/// Chain opcode: `v = v + c` (same result as [`add_scalar`]).
-pub const OP_ADD: u32 = 3;
-/// Chain opcode: `v = relu(v)`; the constant is ignored (same result as [`relu`]).
-pub const OP_RELU: u32 = 4;
-/// Chain opcode: `v = max(v, c)` (clamp from below; a NaN in `v` propagates).
-pub const OP_MAX: u32 = 5;
-/// Chain opcode: `v = min(v, c)` (clamp from above; a NaN in `v` propagates).
-pub const OP_MIN: u32 = 6;
-/// Most operations one [`chain`] call applies.
-pub const MAX_CHAIN_OPS: usize = 8;
+/// The chain kernel's opcodes and its operation limit (see [`chain`]).
+pub use crate::fusion::{MAX_CHAIN_OPS, OP_ADD, OP_FILL, OP_MAX, OP_MIN, OP_MUL, OP_RELU};
+use crate::{args, Call, KernelArgs, SizeError};
 
 /// Threads per block of the elementwise and reduction kernels.
 pub const BLOCK: u32 = 256;
@@ -62,94 +48,83 @@ struct Region {
     bytes: u64,
 }
 
-struct Check(&'static str);
-
-impl Check {
-    fn err(&self, msg: impl core::fmt::Display) -> SizeError {
-        SizeError(format!("{}: {msg}", self.0))
+/// The multiprocessor count must be at least 1.
+fn positive_sms(sms: u32) -> Result<(), SizeError> {
+    if sms == 0 {
+        return Err(SizeError::NoMultiprocessors);
     }
+    Ok(())
+}
 
-    fn sms(&self, sms: u32) -> Result<(), SizeError> {
-        if sms == 0 {
-            return Err(self.err("sms (multiprocessor count) must be > 0"));
-        }
-        Ok(())
+/// A count or size must be at least 1.
+fn nonzero(arg: &'static str, v: u64) -> Result<(), SizeError> {
+    if v == 0 {
+        return Err(SizeError::Zero { arg });
     }
+    Ok(())
+}
 
-    fn nonzero(&self, name: &str, v: u64) -> Result<(), SizeError> {
-        if v == 0 {
-            return Err(self.err(format_args!("{name} must be > 0")));
-        }
-        Ok(())
-    }
+/// Byte length of `n` floats.
+fn floats(arg: &'static str, n: u64) -> Result<u64, SizeError> {
+    nonzero(arg, n)?;
+    n.checked_mul(F32)
+        .ok_or(SizeError::ByteOverflow { arg, floats: n })
+}
 
-    /// Byte length of `n` floats.
-    fn floats(&self, name: &str, n: u64) -> Result<u64, SizeError> {
-        self.nonzero(name, n)?;
-        n.checked_mul(F32)
-            .ok_or_else(|| self.err(format_args!("{name} = {n} floats overflows the byte count")))
+/// `rows * cols` elements, below 2^32.
+fn elems(matrix: &'static str, rows: u64, cols: u64) -> Result<u64, SizeError> {
+    let e = rows.saturating_mul(cols);
+    if e > u32::MAX as u64 {
+        return Err(SizeError::TooManyElements { matrix, rows, cols });
     }
+    Ok(e)
+}
 
-    /// `rows * cols` elements, below 2^32.
-    fn elems(&self, what: &str, rows: u64, cols: u64) -> Result<u64, SizeError> {
-        let e = rows.saturating_mul(cols);
-        if e > u32::MAX as u64 {
-            return Err(self.err(format_args!(
-                "{what} has {rows} x {cols} elements; at most 2^32 - 1 are supported"
-            )));
-        }
-        Ok(e)
+/// A required buffer of `bytes` at `addr`.
+fn buf(name: &'static str, addr: u64, bytes: u64) -> Result<Region, SizeError> {
+    if addr == 0 {
+        return Err(SizeError::Null { arg: name });
     }
+    opt_buf(name, addr, bytes)
+}
 
-    /// A required buffer of `bytes` at `addr`.
-    fn buf(&self, name: &'static str, addr: u64, bytes: u64) -> Result<Region, SizeError> {
-        if addr == 0 {
-            return Err(self.err(format_args!("{name} is a null pointer")));
-        }
-        self.opt_buf(name, addr, bytes)
+/// An optional buffer (`addr == 0`: absent, an empty region).
+fn opt_buf(name: &'static str, addr: u64, bytes: u64) -> Result<Region, SizeError> {
+    if addr == 0 {
+        return Ok(Region {
+            name,
+            addr,
+            bytes: 0,
+        });
     }
+    if addr % F32 != 0 {
+        return Err(SizeError::Misaligned { arg: name, addr });
+    }
+    if addr.checked_add(bytes).is_none() {
+        return Err(SizeError::PastAddressSpace {
+            arg: name,
+            addr,
+            bytes,
+        });
+    }
+    Ok(Region { name, addr, bytes })
+}
 
-    /// An optional buffer (`addr == 0`: absent, an empty region).
-    fn opt_buf(&self, name: &'static str, addr: u64, bytes: u64) -> Result<Region, SizeError> {
-        if addr == 0 {
-            return Ok(Region {
-                name,
-                addr,
-                bytes: 0,
-            });
-        }
-        if addr % F32 != 0 {
-            return Err(self.err(format_args!("{name} = {addr:#x} is not 4-byte aligned")));
-        }
-        if addr.checked_add(bytes).is_none() {
-            return Err(self.err(format_args!(
-                "{name} = {addr:#x} + {bytes} bytes runs past the address space"
-            )));
-        }
-        Ok(Region { name, addr, bytes })
+/// `out` and `input` must not overlap, except exactly (same address and
+/// length) when `in_place` is allowed.
+fn apart(out: Region, input: Region, in_place: bool) -> Result<(), SizeError> {
+    if out.bytes == 0 || input.bytes == 0 {
+        return Ok(());
     }
-
-    /// `out` and `input` must not overlap, except exactly (same address and
-    /// length) when `in_place` is allowed.
-    fn apart(&self, out: Region, input: Region, in_place: bool) -> Result<(), SizeError> {
-        if out.bytes == 0 || input.bytes == 0 {
-            return Ok(());
-        }
-        let overlap = out.addr < input.addr + input.bytes && input.addr < out.addr + out.bytes;
-        if !overlap || (in_place && out.addr == input.addr && out.bytes == input.bytes) {
-            return Ok(());
-        }
-        Err(self.err(format_args!(
-            "{} and {} overlap{}",
-            out.name,
-            input.name,
-            if in_place {
-                " (only exact in-place use is allowed)"
-            } else {
-                ""
-            }
-        )))
+    let overlap = out.addr < input.addr + input.bytes && input.addr < out.addr + out.bytes;
+    if !overlap || (in_place && out.addr == input.addr && out.bytes == input.bytes) {
+        return Ok(());
     }
+    Err(SizeError::Overlap {
+        output: out.name,
+        input: input.name,
+        in_place_allowed: in_place,
+    })
 }
 
 fn ceil_div(a: u64, b: u64) -> u64 {
@@ -164,13 +139,12 @@ fn stride_grid(n: u64, sms: u32, waves: u64) -> u32 {
     want.min(sms as u64 * waves).clamp(1, MAX_GRID_X) as u32
 }
 
-fn grid_stride_call(name: &str, n: u64, sms: u32, args: &[Value]) -> Call {
+fn grid_stride_call(args: impl KernelArgs, n: u64, sms: u32) -> Call {
     Call::new(
-        kernel(name),
+        args,
         [stride_grid(n, sms, STRIDE_WAVES), 1, 1],
         [BLOCK, 1, 1],
         0,
-        args,
     )
 }
 
@@ -179,183 +153,115 @@ fn grid_stride_call(name: &str, n: u64, sms: u32, args: &[Value]) -> Call {
 
 /// `y[i] = value`, `i < n`.
 pub fn fill(y: u64, n: u64, value: f32, sms: u32) -> Result<Call, SizeError> {
-    let c = Check("fill");
-    c.sms(sms)?;
-    let bytes = c.floats("n", n)?;
-    c.buf("y", y, bytes)?;
-    Ok(grid_stride_call(
-        "gc_fill_f32",
-        n,
-        sms,
-        &[Value::Ptr(y), Value::U64(n), Value::F32(value)],
-    ))
+    positive_sms(sms)?;
+    let bytes = floats("n", n)?;
+    buf("y", y, bytes)?;
+    Ok(grid_stride_call(args::Fill { y, n, value }, n, sms))
 }
 
 /// Checks a unary elementwise operation `y = f(x)` over `n` floats.
-fn unary(op: &'static str, y: u64, x: u64, n: u64, sms: u32) -> Result<(), SizeError> {
-    let c = Check(op);
-    c.sms(sms)?;
-    let bytes = c.floats("n", n)?;
-    let y = c.buf("y", y, bytes)?;
-    let x = c.buf("x", x, bytes)?;
-    c.apart(y, x, true)
+fn unary(y: u64, x: u64, n: u64, sms: u32) -> Result<(), SizeError> {
+    positive_sms(sms)?;
+    let bytes = floats("n", n)?;
+    let y = buf("y", y, bytes)?;
+    let x = buf("x", x, bytes)?;
+    apart(y, x, true)
 }
 
 /// Checks a binary elementwise operation `out = f(a, b)` over `n` floats.
-fn binary(
-    op: &'static str,
-    names: [&'static str; 3],
-    ptrs: [u64; 3],
-    n: u64,
-    sms: u32,
-) -> Result<(), SizeError> {
-    let c = Check(op);
-    c.sms(sms)?;
-    let bytes = c.floats("n", n)?;
-    let out = c.buf(names[0], ptrs[0], bytes)?;
-    let a = c.buf(names[1], ptrs[1], bytes)?;
-    let b = c.buf(names[2], ptrs[2], bytes)?;
-    c.apart(out, a, true)?;
-    c.apart(out, b, true)
+fn binary(names: [&'static str; 3], ptrs: [u64; 3], n: u64, sms: u32) -> Result<(), SizeError> {
+    positive_sms(sms)?;
+    let bytes = floats("n", n)?;
+    let out = buf(names[0], ptrs[0], bytes)?;
+    let a = buf(names[1], ptrs[1], bytes)?;
+    let b = buf(names[2], ptrs[2], bytes)?;
+    apart(out, a, true)?;
+    apart(out, b, true)
 }
 
 /// `y[i] = x[i]`.
 pub fn copy(y: u64, x: u64, n: u64, sms: u32) -> Result<Call, SizeError> {
-    unary("copy", y, x, n, sms)?;
-    Ok(grid_stride_call(
-        "gc_copy_f32",
-        n,
-        sms,
-        &[Value::Ptr(y), Value::Ptr(x), Value::U64(n)],
-    ))
+    unary(y, x, n, sms)?;
+    Ok(grid_stride_call(args::Copy { y, x, n }, n, sms))
 }
 
 /// `y[i] = alpha * x[i]`.
 pub fn scale(y: u64, x: u64, n: u64, alpha: f32, sms: u32) -> Result<Call, SizeError> {
-    unary("scale", y, x, n, sms)?;
-    Ok(grid_stride_call(
-        "gc_scale_f32",
-        n,
-        sms,
-        &[
-            Value::Ptr(y),
-            Value::Ptr(x),
-            Value::U64(n),
-            Value::F32(alpha),
-        ],
-    ))
+    unary(y, x, n, sms)?;
+    Ok(grid_stride_call(args::Scale { y, x, n, alpha }, n, sms))
 }
 
 /// `y[i] = x[i] + c`.
 pub fn add_scalar(y: u64, x: u64, n: u64, c: f32, sms: u32) -> Result<Call, SizeError> {
-    unary("add_scalar", y, x, n, sms)?;
-    Ok(grid_stride_call(
-        "gc_add_scalar_f32",
-        n,
-        sms,
-        &[Value::Ptr(y), Value::Ptr(x), Value::U64(n), Value::F32(c)],
-    ))
+    unary(y, x, n, sms)?;
+    Ok(grid_stride_call(args::AddScalar { y, x, n, c }, n, sms))
 }
 
 /// `y[i] = fmaf(alpha, x[i], y[i])`.
 pub fn axpy(y: u64, x: u64, n: u64, alpha: f32, sms: u32) -> Result<Call, SizeError> {
-    unary("axpy", y, x, n, sms)?;
-    Ok(grid_stride_call(
-        "gc_axpy_f32",
-        n,
-        sms,
-        &[
-            Value::Ptr(y),
-            Value::Ptr(x),
-            Value::U64(n),
-            Value::F32(alpha),
-        ],
-    ))
+    unary(y, x, n, sms)?;
+    Ok(grid_stride_call(args::Axpy { y, x, n, alpha }, n, sms))
 }
 
 /// `z[i] = x[i] + y[i]`.
 pub fn add(z: u64, x: u64, y: u64, n: u64, sms: u32) -> Result<Call, SizeError> {
-    binary("add", ["z", "x", "y"], [z, x, y], n, sms)?;
-    Ok(grid_stride_call(
-        "gc_add_f32",
-        n,
-        sms,
-        &[Value::Ptr(z), Value::Ptr(x), Value::Ptr(y), Value::U64(n)],
-    ))
+    binary(["z", "x", "y"], [z, x, y], n, sms)?;
+    Ok(grid_stride_call(args::Add { z, x, y, n }, n, sms))
 }
 
 /// `z[i] = x[i] * y[i]`.
 pub fn mul(z: u64, x: u64, y: u64, n: u64, sms: u32) -> Result<Call, SizeError> {
-    binary("mul", ["z", "x", "y"], [z, x, y], n, sms)?;
-    Ok(grid_stride_call(
-        "gc_mul_f32",
-        n,
-        sms,
-        &[Value::Ptr(z), Value::Ptr(x), Value::Ptr(y), Value::U64(n)],
-    ))
+    binary(["z", "x", "y"], [z, x, y], n, sms)?;
+    Ok(grid_stride_call(args::Mul { z, x, y, n }, n, sms))
 }
 
 /// `y[i] = relu(x[i])` (NaN propagates, -0 becomes +0).
 pub fn relu(y: u64, x: u64, n: u64, sms: u32) -> Result<Call, SizeError> {
-    unary("relu", y, x, n, sms)?;
-    Ok(grid_stride_call(
-        "gc_relu_f32",
-        n,
-        sms,
-        &[Value::Ptr(y), Value::Ptr(x), Value::U64(n)],
-    ))
+    unary(y, x, n, sms)?;
+    Ok(grid_stride_call(args::Relu { y, x, n }, n, sms))
 }
 
 /// `dx[i] = x[i] > 0 ? dy[i] : 0`.
 pub fn relu_backward(dx: u64, dy: u64, x: u64, n: u64, sms: u32) -> Result<Call, SizeError> {
-    binary("relu_backward", ["dx", "dy", "x"], [dx, dy, x], n, sms)?;
+    binary(["dx", "dy", "x"], [dx, dy, x], n, sms)?;
     Ok(grid_stride_call(
-        "gc_relu_backward_f32",
+        args::ReluBackward { dx, dy, x, n },
         n,
         sms,
-        &[Value::Ptr(dx), Value::Ptr(dy), Value::Ptr(x), Value::U64(n)],
     ))
 }
 
 /// `w[i] = fmaf(-lr, g[i], w[i])` (an SGD step).
 pub fn sgd(w: u64, g: u64, n: u64, lr: f32, sms: u32) -> Result<Call, SizeError> {
-    let c = Check("sgd");
-    c.sms(sms)?;
-    let bytes = c.floats("n", n)?;
-    let wr = c.buf("w", w, bytes)?;
-    let gr = c.buf("g", g, bytes)?;
-    c.apart(wr, gr, false)?;
-    Ok(grid_stride_call(
-        "gc_sgd_f32",
-        n,
-        sms,
-        &[Value::Ptr(w), Value::Ptr(g), Value::U64(n), Value::F32(lr)],
-    ))
+    positive_sms(sms)?;
+    let bytes = floats("n", n)?;
+    let wr = buf("w", w, bytes)?;
+    let gr = buf("g", g, bytes)?;
+    apart(wr, gr, false)?;
+    Ok(grid_stride_call(args::Sgd { w, g, n, lr }, n, sms))
 }
 
 /// `y[r, c] = x[r, c] + b[c]` for row-major `rows x cols` matrices.
 pub fn bias_add(y: u64, x: u64, b: u64, rows: u32, cols: u32, sms: u32) -> Result<Call, SizeError> {
-    let c = Check("bias_add");
-    c.sms(sms)?;
-    c.nonzero("rows", rows as u64)?;
-    c.nonzero("cols", cols as u64)?;
-    let n = c.elems("x", rows as u64, cols as u64)?;
-    let yr = c.buf("y", y, n * F32)?;
-    let xr = c.buf("x", x, n * F32)?;
-    let br = c.buf("b", b, cols as u64 * F32)?;
-    c.apart(yr, xr, true)?;
-    c.apart(yr, br, false)?;
+    positive_sms(sms)?;
+    nonzero("rows", rows as u64)?;
+    nonzero("cols", cols as u64)?;
+    let n = elems("x", rows as u64, cols as u64)?;
+    let yr = buf("y", y, n * F32)?;
+    let xr = buf("x", x, n * F32)?;
+    let br = buf("b", b, cols as u64 * F32)?;
+    apart(yr, xr, true)?;
+    apart(yr, br, false)?;
     Ok(grid_stride_call(
-        "gc_bias_add_f32",
+        args::BiasAdd {
+            y,
+            x,
+            b,
+            rows,
+            cols,
+        },
         n,
         sms,
-        &[
-            Value::Ptr(y),
-            Value::Ptr(x),
-            Value::Ptr(b),
-            Value::U32(rows),
-            Value::U32(cols),
-        ],
     ))
 }
 
@@ -365,92 +271,87 @@ pub fn bias_add(y: u64, x: u64, b: u64, rows: u32, cols: u32, sms: u32) -> Resul
 /// When the first operation is [`OP_FILL`], `x` is not read and may be 0.
 /// An empty list copies `x` to `y`.
 pub fn chain(y: u64, x: u64, n: u64, ops: &[(u32, f32)], sms: u32) -> Result<Call, SizeError> {
-    let c = Check("chain");
-    c.sms(sms)?;
+    positive_sms(sms)?;
     if ops.len() > MAX_CHAIN_OPS {
-        return Err(c.err(format_args!(
-            "{} operations; at most {MAX_CHAIN_OPS} per call",
-            ops.len()
-        )));
+        return Err(SizeError::TooManyOps {
+            count: ops.len(),
+            max: MAX_CHAIN_OPS,
+        });
     }
     let mut packed = 0u32;
-    let mut consts = [0.0f32; MAX_CHAIN_OPS];
-    for (i, &(op, k)) in ops.iter().enumerate() {
+    let mut c = [0.0f32; MAX_CHAIN_OPS];
+    for (index, &(op, k)) in ops.iter().enumerate() {
         if !(OP_FILL..=OP_MIN).contains(&op) {
-            return Err(c.err(format_args!("operation {i}: unknown opcode {op}")));
+            return Err(SizeError::UnknownOpcode { index, opcode: op });
         }
-        packed |= op << (4 * i);
-        consts[i] = k;
+        packed |= op << (4 * index);
+        c[index] = k;
     }
-    let bytes = c.floats("n", n)?;
-    let yr = c.buf("y", y, bytes)?;
+    let bytes = floats("n", n)?;
+    let yr = buf("y", y, bytes)?;
     let reads_x = ops.first().map(|&(op, _)| op) != Some(OP_FILL);
     let xr = if reads_x {
-        c.buf("x", x, bytes)?
+        buf("x", x, bytes)?
     } else {
-        c.opt_buf("x", x, bytes)?
+        opt_buf("x", x, bytes)?
     };
-    c.apart(yr, xr, true)?;
-    let mut args = vec![
-        Value::Ptr(y),
-        Value::Ptr(x),
-        Value::U64(n),
-        Value::U32(packed),
-        Value::U32(ops.len() as u32),
-    ];
-    args.extend(consts.iter().map(|&k| Value::F32(k)));
-    Ok(grid_stride_call("gc_chain_f32", n, sms, &args))
+    apart(yr, xr, true)?;
+    let [c0, c1, c2, c3, c4, c5, c6, c7] = c;
+    Ok(grid_stride_call(
+        args::Chain {
+            y,
+            x,
+            n,
+            ops: packed,
+            count: ops.len() as u32,
+            c0,
+            c1,
+            c2,
+            c3,
+            c4,
+            c5,
+            c6,
+            c7,
+        },
+        n,
+        sms,
+    ))
 }
 
 // ---------------------------------------------------------------------------
 // Reductions
 
-/// Block shape (32, TY) for the column sums: about 4 rows per thread, TY a
-/// power of two up to 32.
-/// `lr: None` is bias_grad, `Some(lr)` bias_sgd.
-fn column_sum_call(
+/// Checks a column sum of `dy` (row-major `rows x cols`) into `out` (`cols`
+/// floats, named `out_name`); returns the launch shape: grid ceil(cols / 32),
+/// block (32, TY) with about 4 rows per thread, TY a power of two up to 32.
+fn column_sum_shape(
+    out_name: &'static str,
     out: u64,
     dy: u64,
     rows: u32,
     cols: u32,
-    lr: Option<f32>,
     sms: u32,
-) -> Result<Call, SizeError> {
-    let (op, name) = match lr {
-        None => ("bias_grad", "gc_bias_grad_f32"),
-        Some(_) => ("bias_sgd", "gc_bias_sgd_f32"),
-    };
-    let c = Check(op);
-    c.sms(sms)?;
-    c.nonzero("rows", rows as u64)?;
-    c.nonzero("cols", cols as u64)?;
-    let n = c.elems("dy", rows as u64, cols as u64)?;
-    let out_name = if lr.is_some() { "b" } else { "db" };
-    let o = c.buf(out_name, out, cols as u64 * F32)?;
-    let d = c.buf("dy", dy, n * F32)?;
-    c.apart(o, d, false)?;
+) -> Result<([u32; 3], [u32; 3]), SizeError> {
+    positive_sms(sms)?;
+    nonzero("rows", rows as u64)?;
+    nonzero("cols", cols as u64)?;
+    let n = elems("dy", rows as u64, cols as u64)?;
+    let o = buf(out_name, out, cols as u64 * F32)?;
+    let d = buf("dy", dy, n * F32)?;
+    apart(o, d, false)?;
     let ty = ceil_div(rows as u64, 4).next_power_of_two().min(32) as u32;
-    let mut args = vec![
-        Value::Ptr(out),
-        Value::Ptr(dy),
-        Value::U32(rows),
-        Value::U32(cols),
-    ];
-    if let Some(lr) = lr {
-        args.push(Value::F32(lr));
-    }
-    Ok(Call::new(
-        kernel(name),
-        [ceil_div(cols as u64, 32) as u32, 1, 1],
-        [32, ty, 1],
-        0,
-        &args,
-    ))
+    Ok(([ceil_div(cols as u64, 32) as u32, 1, 1], [32, ty, 1]))
 }
 
 /// `db[c] = sum over r of dy[r, c]` (row-major `rows x cols`), deterministic.
 pub fn bias_grad(db: u64, dy: u64, rows: u32, cols: u32, sms: u32) -> Result<Call, SizeError> {
-    column_sum_call(db, dy, rows, cols, None, sms)
+    let (grid, block) = column_sum_shape("db", db, dy, rows, cols, sms)?;
+    Ok(Call::new(
+        args::BiasGrad { db, dy, rows, cols },
+        grid,
+        block,
+        0,
+    ))
 }
 
 /// `b[c] -= lr * sum over r of dy[r, c]`, bitwise equal to [`bias_grad`]
@@ -463,7 +364,19 @@ pub fn bias_sgd(
     lr: f32,
     sms: u32,
 ) -> Result<Call, SizeError> {
-    column_sum_call(b, dy, rows, cols, Some(lr), sms)
+    let (grid, block) = column_sum_shape("b", b, dy, rows, cols, sms)?;
+    Ok(Call::new(
+        args::BiasSgd {
+            b,
+            dy,
+            rows,
+            cols,
+            lr,
+        },
+        grid,
+        block,
+        0,
+    ))
 }
 
 fn mse_blocks(n: u64, sms: u32) -> u32 {
@@ -496,43 +409,42 @@ pub fn mse(
     workspace_bytes: u64,
     sms: u32,
 ) -> Result<Call, SizeError> {
-    let c = Check("mse");
-    c.sms(sms)?;
-    let bytes = c.floats("n", n)?;
+    positive_sms(sms)?;
+    let bytes = floats("n", n)?;
     let need = mse_workspace_bytes(n, sms);
     if workspace_bytes < need {
-        return Err(c.err(format_args!(
-            "workspace has {workspace_bytes} bytes; {need} are needed (mse_workspace_bytes)"
-        )));
+        return Err(SizeError::WorkspaceTooSmall {
+            bytes: workspace_bytes,
+            needed: need,
+        });
     }
-    let l = c.buf("loss", loss, F32)?;
-    let g = c.opt_buf("grad", grad, bytes)?;
-    let p = c.buf("pred", pred, bytes)?;
-    let t = c.buf("target", target, bytes)?;
-    let w = c.buf("workspace", workspace, need)?;
+    let l = buf("loss", loss, F32)?;
+    let g = opt_buf("grad", grad, bytes)?;
+    let p = buf("pred", pred, bytes)?;
+    let t = buf("target", target, bytes)?;
+    let w = buf("workspace", workspace, need)?;
     for other in [g, p, t, w] {
-        c.apart(l, other, false)?;
+        apart(l, other, false)?;
     }
     for other in [g, p, t] {
-        c.apart(w, other, false)?;
+        apart(w, other, false)?;
     }
-    c.apart(g, p, true)?;
-    c.apart(g, t, true)?;
+    apart(g, p, true)?;
+    apart(g, t, true)?;
     let grid = mse_blocks(n, sms);
     Ok(Call::new(
-        kernel("gc_mse_f32"),
+        args::Mse {
+            loss,
+            grad,
+            pred,
+            target,
+            n,
+            grad_scale,
+            workspace,
+        },
         [grid, 1, 1],
         [BLOCK, 1, 1],
         0,
-        &[
-            Value::Ptr(loss),
-            Value::Ptr(grad),
-            Value::Ptr(pred),
-            Value::Ptr(target),
-            Value::U64(n),
-            Value::F32(grad_scale),
-            Value::Ptr(workspace),
-        ],
     ))
 }
 
@@ -599,7 +511,6 @@ fn gemm_tile(m: u32, n: u32, k: u32, sms: u32) -> u32 {
 
 /// Checks a stored matrix of `rows x cols` with row stride `ld`; returns its region.
 fn matrix(
-    c: &Check,
     name: &'static str,
     addr: u64,
     rows: u32,
@@ -607,64 +518,65 @@ fn matrix(
     ld: u32,
 ) -> Result<Region, SizeError> {
     if ld < cols {
-        return Err(c.err(format_args!(
-            "leading dimension of {name} ({ld}) is less than its {cols} columns"
-        )));
+        return Err(SizeError::LeadingDimension {
+            matrix: name,
+            ld,
+            cols,
+        });
     }
-    c.elems(name, rows as u64, ld as u64)?;
+    elems(name, rows as u64, ld as u64)?;
     let bytes = ((rows as u64 - 1) * ld as u64 + cols as u64) * F32;
-    c.buf(name, addr, bytes)
+    buf(name, addr, bytes)
 }
 
-fn gemm_checked(c: &Check, g: &Gemm, sms: u32) -> Result<Call, SizeError> {
-    c.sms(sms)?;
-    c.nonzero("m", g.m as u64)?;
-    c.nonzero("n", g.n as u64)?;
-    c.nonzero("k", g.k as u64)?;
+fn gemm_checked(g: &Gemm, sms: u32) -> Result<Call, SizeError> {
+    positive_sms(sms)?;
+    nonzero("m", g.m as u64)?;
+    nonzero("n", g.n as u64)?;
+    nonzero("k", g.k as u64)?;
     let (ar, ac) = if g.trans_a { (g.k, g.m) } else { (g.m, g.k) };
     let (br, bc) = if g.trans_b { (g.n, g.k) } else { (g.k, g.n) };
-    let a = matrix(c, "a", g.a, ar, ac, g.lda)?;
-    let b = matrix(c, "b", g.b, br, bc, g.ldb)?;
-    let out = matrix(c, "c", g.c, g.m, g.n, g.ldc)?;
-    let bias = c.opt_buf("bias", g.bias, g.n as u64 * F32)?;
+    let a = matrix("a", g.a, ar, ac, g.lda)?;
+    let b = matrix("b", g.b, br, bc, g.ldb)?;
+    let out = matrix("c", g.c, g.m, g.n, g.ldc)?;
+    let bias = opt_buf("bias", g.bias, g.n as u64 * F32)?;
     for input in [a, b, bias] {
-        c.apart(out, input, false)?;
+        apart(out, input, false)?;
     }
     let tile = gemm_tile(g.m, g.n, g.k, sms);
     let t = GEMM_TILES[tile as usize] as u64;
     let blocks = ceil_div(g.m as u64, t) * ceil_div(g.n as u64, t);
     if blocks > MAX_GRID_X {
-        return Err(c.err(format_args!("{blocks} blocks exceed the grid limit")));
+        return Err(SizeError::GridTooLarge { blocks });
     }
     let flags = g.trans_a as u32 | (g.trans_b as u32) << 1 | (g.relu as u32) << 2;
     Ok(Call::new(
-        kernel("gc_gemm_f32"),
+        args::Gemm {
+            c: g.c,
+            a: g.a,
+            b: g.b,
+            bias: g.bias,
+            m: g.m,
+            n: g.n,
+            k: g.k,
+            lda: g.lda,
+            ldb: g.ldb,
+            ldc: g.ldc,
+            flags,
+            alpha: g.alpha,
+            beta: g.beta,
+            tile,
+        },
         [blocks as u32, 1, 1],
         [256, 1, 1],
         0,
-        &[
-            Value::Ptr(g.c),
-            Value::Ptr(g.a),
-            Value::Ptr(g.b),
-            Value::Ptr(g.bias),
-            Value::U32(g.m),
-            Value::U32(g.n),
-            Value::U32(g.k),
-            Value::U32(g.lda),
-            Value::U32(g.ldb),
-            Value::U32(g.ldc),
-            Value::U32(flags),
-            Value::F32(g.alpha),
-            Value::F32(g.beta),
-            Value::U32(tile),
-        ],
     ))
 }
 
 /// The generic tiled GEMM ([`Gemm`] says what it computes). Deterministic:
 /// the same sizes and `sms` give the same bits.
 pub fn gemm(g: &Gemm, sms: u32) -> Result<Call, SizeError> {
-    gemm_checked(&Check("gemm"), g, sms)
+    gemm_checked(g, sms)
 }
 
 /// Launch shape of `gc_linear_small_f32`: thread tile `2^lr x 2^lc`
@@ -774,13 +686,13 @@ fn small_config(m: u32, n: u32, k: u32, sms: u32, kn: bool) -> SmallConfig {
 }
 
 /// Checks the sizes of a linear layer: x `m x k`, W `n x k`, y `m x n`.
-fn linear_sizes(c: &Check, m: u32, n: u32, k: u32) -> Result<(), SizeError> {
-    c.nonzero("m", m as u64)?;
-    c.nonzero("n", n as u64)?;
-    c.nonzero("k", k as u64)?;
-    c.elems("x (m x k)", m as u64, k as u64)?;
-    c.elems("w (n x k)", n as u64, k as u64)?;
-    c.elems("y (m x n)", m as u64, n as u64)?;
+fn linear_sizes(m: u32, n: u32, k: u32) -> Result<(), SizeError> {
+    nonzero("m", m as u64)?;
+    nonzero("n", n as u64)?;
+    nonzero("k", k as u64)?;
+    elems("x (m x k)", m as u64, k as u64)?;
+    elems("w (n x k)", n as u64, k as u64)?;
+    elems("y (m x n)", m as u64, n as u64)?;
     Ok(())
 }
 
@@ -803,21 +715,20 @@ fn small_call(
     let [gx, gy] = config.grid(m, out);
     let flags = relu as u32 | (kn as u32) << 1;
     Call::new(
-        kernel("gc_linear_small_f32"),
+        args::LinearSmall {
+            y,
+            x,
+            w,
+            b,
+            m,
+            n: out,
+            k: red,
+            flags,
+            config: config.packed(),
+        },
         [gx, gy, 1],
         [256, 1, 1],
         0,
-        &[
-            Value::Ptr(y),
-            Value::Ptr(x),
-            Value::Ptr(w),
-            Value::Ptr(b),
-            Value::U32(m),
-            Value::U32(out),
-            Value::U32(red),
-            Value::U32(flags),
-            Value::U32(config.packed()),
-        ],
     )
 }
 
@@ -838,12 +749,10 @@ pub fn linear(
     relu: bool,
     sms: u32,
 ) -> Result<Call, SizeError> {
-    let c = Check("linear");
-    c.sms(sms)?;
-    linear_sizes(&c, m, n, k)?;
+    positive_sms(sms)?;
+    linear_sizes(m, n, k)?;
     if m > SMALL_BATCH_MAX_M {
         return gemm_checked(
-            &c,
             &Gemm {
                 c: y,
                 a: x,
@@ -864,12 +773,12 @@ pub fn linear(
             sms,
         );
     }
-    let yr = c.buf("y", y, m as u64 * n as u64 * F32)?;
-    let xr = c.buf("x", x, m as u64 * k as u64 * F32)?;
-    let wr = c.buf("w", w, n as u64 * k as u64 * F32)?;
-    let br = c.opt_buf("b", b, n as u64 * F32)?;
+    let yr = buf("y", y, m as u64 * n as u64 * F32)?;
+    let xr = buf("x", x, m as u64 * k as u64 * F32)?;
+    let wr = buf("w", w, n as u64 * k as u64 * F32)?;
+    let br = opt_buf("b", b, n as u64 * F32)?;
     for input in [xr, wr, br] {
-        c.apart(yr, input, false)?;
+        apart(yr, input, false)?;
     }
     Ok(small_call(y, x, w, b, m, n, k, relu, false, sms))
 }
@@ -886,12 +795,10 @@ pub fn linear_backward_input(
     k: u32,
     sms: u32,
 ) -> Result<Call, SizeError> {
-    let c = Check("linear_backward_input");
-    c.sms(sms)?;
-    linear_sizes(&c, m, n, k)?;
+    positive_sms(sms)?;
+    linear_sizes(m, n, k)?;
     if m > SMALL_BACKWARD_MAX_M {
         return gemm_checked(
-            &c,
             &Gemm {
                 c: dx,
                 a: dy,
@@ -912,18 +819,17 @@ pub fn linear_backward_input(
             sms,
         );
     }
-    let dxr = c.buf("dx", dx, m as u64 * k as u64 * F32)?;
-    let dyr = c.buf("dy", dy, m as u64 * n as u64 * F32)?;
-    let wr = c.buf("w", w, n as u64 * k as u64 * F32)?;
-    c.apart(dxr, dyr, false)?;
-    c.apart(dxr, wr, false)?;
+    let dxr = buf("dx", dx, m as u64 * k as u64 * F32)?;
+    let dyr = buf("dy", dy, m as u64 * n as u64 * F32)?;
+    let wr = buf("w", w, n as u64 * k as u64 * F32)?;
+    apart(dxr, dyr, false)?;
+    apart(dxr, wr, false)?;
     Ok(small_call(dx, dy, w, 0, m, k, n, false, true, sms))
 }
 
 /// The weight-gradient GEMM `W' = alpha * dy^T . x + beta * W'` (n x k).
 #[allow(clippy::too_many_arguments)]
 fn weight_gemm(
-    c: &Check,
     out: u64,
     dy: u64,
     x: u64,
@@ -934,10 +840,9 @@ fn weight_gemm(
     beta: f32,
     sms: u32,
 ) -> Result<Call, SizeError> {
-    c.sms(sms)?;
-    linear_sizes(c, m, n, k)?;
+    positive_sms(sms)?;
+    linear_sizes(m, n, k)?;
     gemm_checked(
-        c,
         &Gemm {
             c: out,
             a: dy,
@@ -970,18 +875,7 @@ pub fn linear_backward_weight(
     k: u32,
     sms: u32,
 ) -> Result<Call, SizeError> {
-    weight_gemm(
-        &Check("linear_backward_weight"),
-        dw,
-        dy,
-        x,
-        m,
-        n,
-        k,
-        1.0,
-        0.0,
-        sms,
-    )
+    weight_gemm(dw, dy, x, m, n, k, 1.0, 0.0, sms)
 }
 
 /// Fused weight gradient and SGD step: `W -= lr * dy^T . x`, in place on W
@@ -998,23 +892,13 @@ pub fn linear_weight_sgd(
     lr: f32,
     sms: u32,
 ) -> Result<Call, SizeError> {
-    weight_gemm(
-        &Check("linear_weight_sgd"),
-        w,
-        dy,
-        x,
-        m,
-        n,
-        k,
-        -lr,
-        1.0,
-        sms,
-    )
+    weight_gemm(w, dy, x, m, n, k, -lr, 1.0, sms)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Kernel, Value};
 
     const SMS: u32 = 132;
     // Buffers far enough apart for 2^40 floats each.
@@ -1028,9 +912,8 @@ mod tests {
         match r {
             Ok(v) => panic!("expected an error containing {needle:?}, got {v:?}"),
             Err(e) => assert!(
-                e.0.contains(needle),
-                "{:?} does not contain {needle:?}",
-                e.0
+                e.to_string().contains(needle),
+                "{e:?} ({e}) does not contain {needle:?}"
             ),
         }
     }
@@ -1038,6 +921,7 @@ mod tests {
     fn arg(call: &Call, name: &str) -> Value {
         let i = call
             .kernel
+            .info()
             .args
             .iter()
             .position(|(n, _)| *n == name)
@@ -1114,6 +998,21 @@ mod tests {
         err(scale(A, B, 8, 1.0, 0), "sms");
         // Partial overlap refused, exact in-place allowed.
         err(scale(A + 4, A, 8, 1.0, SMS), "overlap");
+        assert_eq!(
+            scale(A + 4, A, 8, 1.0, SMS),
+            Err(SizeError::Overlap {
+                output: "y",
+                input: "x",
+                in_place_allowed: true
+            })
+        );
+        assert_eq!(
+            scale(A, B + 2, 8, 1.0, SMS),
+            Err(SizeError::Misaligned {
+                arg: "x",
+                addr: B + 2
+            })
+        );
         assert!(scale(A, A, 8, 1.0, SMS).is_ok());
         assert!(scale(A + 32, A, 8, 1.0, SMS).is_ok());
         err(add(A, A + 4, B, 8, SMS), "overlap");
@@ -1127,7 +1026,7 @@ mod tests {
     #[test]
     fn elementwise_arguments_are_in_order() {
         let call = scale(A, B, 77, 2.5, SMS).unwrap();
-        assert_eq!(call.kernel.name, "gc_scale_f32");
+        assert_eq!(call.kernel, Kernel::Scale);
         assert_eq!(
             call.args(),
             &[
@@ -1168,7 +1067,7 @@ mod tests {
             (OP_MAX, 0.5),
         ];
         let call = chain(A, 0, 10, &ops, SMS).unwrap();
-        assert_eq!(call.kernel.name, "gc_chain_f32");
+        assert_eq!(call.kernel, Kernel::Chain);
         assert_eq!(u32_arg(&call, "ops"), 0x54231);
         assert_eq!(u32_arg(&call, "count"), 5);
         assert_eq!(arg(&call, "c0"), Value::F32(1.5));
@@ -1179,6 +1078,17 @@ mod tests {
         assert_eq!(u32_arg(&call, "ops"), 0x6666_6666);
         assert!(chain(A, B, 10, &[], SMS).is_ok());
         err(chain(A, B, 10, &[(OP_MUL, 1.0); 9], SMS), "at most 8");
+        assert_eq!(
+            chain(A, B, 10, &[(OP_MUL, 1.0); 9], SMS),
+            Err(SizeError::TooManyOps { count: 9, max: 8 })
+        );
+        assert_eq!(
+            chain(A, B, 10, &[(OP_MUL, 1.0), (7, 1.0)], SMS),
+            Err(SizeError::UnknownOpcode {
+                index: 1,
+                opcode: 7
+            })
+        );
         err(chain(A, B, 10, &[(0, 1.0)], SMS), "unknown opcode 0");
         err(chain(A, B, 10, &[(7, 1.0)], SMS), "unknown opcode 7");
         // x may be null only when the first op is FILL.
@@ -1227,7 +1137,13 @@ mod tests {
                 assert_eq!(ws, 16 + 4 * call.grid[0] as u64);
                 assert!(call.grid[0] as u64 <= sms as u64 * MSE_WAVES);
                 assert_eq!(call.block, [BLOCK, 1, 1]);
-                err(mse(A, B, C, D, n, 1.0, WS, ws - 1, sms), "workspace has");
+                assert_eq!(
+                    mse(A, B, C, D, n, 1.0, WS, ws - 1, sms),
+                    Err(SizeError::WorkspaceTooSmall {
+                        bytes: ws - 1,
+                        needed: ws
+                    })
+                );
             }
         }
         let ws = mse_workspace_bytes(100, SMS);
@@ -1245,7 +1161,7 @@ mod tests {
     /// a supported tile, at most 8 groups, a grid that covers `m x n`
     /// without blocks entirely past it.
     fn small_shape(call: &Call, m: u32, n: u32, kn: bool) -> SmallConfig {
-        assert_eq!(call.kernel.name, "gc_linear_small_f32");
+        assert_eq!(call.kernel, Kernel::LinearSmall);
         assert_eq!(call.block, [256, 1, 1]);
         let packed = u32_arg(call, "config");
         assert_eq!(packed >> 8, 0);
@@ -1292,11 +1208,11 @@ mod tests {
         }
         // The big-M paths.
         let call = linear(A, B, C, 0, 257, 1024, 1024, false, SMS).unwrap();
-        assert_eq!(call.kernel.name, "gc_gemm_f32");
+        assert_eq!(call.kernel, Kernel::Gemm);
         assert_eq!(u32_arg(&call, "flags"), 2);
         assert_eq!(arg(&call, "bias"), Value::Ptr(0));
         let call = linear_backward_input(A, B, C, 65, 1024, 512, SMS).unwrap();
-        assert_eq!(call.kernel.name, "gc_gemm_f32");
+        assert_eq!(call.kernel, Kernel::Gemm);
         assert_eq!(
             (
                 u32_arg(&call, "m"),
@@ -1417,7 +1333,7 @@ mod tests {
                     ..base
                 };
                 let call = gemm(&g, sms).unwrap();
-                assert_eq!(call.kernel.name, "gc_gemm_f32");
+                assert_eq!(call.kernel, Kernel::Gemm);
                 let t = GEMM_TILES[u32_arg(&call, "tile") as usize] as u64;
                 assert_eq!(
                     call.grid,

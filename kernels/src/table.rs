@@ -1,8 +1,12 @@
-//! The table of built-in kernels: embedded PTX modules, entry names, parameter
-//! lists (exactly the C signatures in `kernels/*.cu`) and launch rules.
-use crate::{Arg, KernelInfo, ModuleInfo};
+//! The table of built-in kernels: embedded PTX modules, and one declaration
+//! per kernel (the `kernels!` macro) giving its entry name, module, parameter list
+//! (exactly the C signature in `kernels/*.cu`), documentation and, for
+//! elementwise kernels, its meaning to fusion. The [`Kernel`] enum, the
+//! [`KERNELS`] slice, the typed argument structs in [`args`] and
+//! [`Kernel::elementwise`] are all generated from these declarations.
 
-use Arg::{Ptr, F32, U32, U64};
+use crate::fusion::{Elementwise, OP_ADD, OP_MUL, OP_RELU};
+use crate::{Arg, KernelInfo, ModuleInfo, Value, MAX_ARGS};
 
 /// Index of `elementwise.ptx` in [`MODULES`].
 pub(crate) const ELEMENTWISE: usize = 0;
@@ -28,6 +32,183 @@ pub static MODULES: &[ModuleInfo] = &[
     },
 ];
 
+/// The argument values of one built-in kernel, as a typed struct (one field
+/// per parameter, in order): what [`crate::Call::new`] launches. Each
+/// kernel's struct is generated in [`args`] from its declaration, so an
+/// argument list is written once and checked by the compiler.
+pub trait KernelArgs {
+    /// The kernel these are the arguments of.
+    const KERNEL: Kernel;
+    /// The values in parameter order, in the first slots of the array;
+    /// returns how many there are.
+    fn values(&self, out: &mut [Value; MAX_ARGS]) -> usize;
+}
+
+/// The Rust type of a parameter kind.
+macro_rules! rust_type {
+    (Ptr) => {
+        u64
+    };
+    (F32) => {
+        f32
+    };
+    (U32) => {
+        u32
+    };
+    (I32) => {
+        i32
+    };
+    (U64) => {
+        u64
+    };
+}
+
+/// What a kernel means to fusion: `None` without a `fuse:` clause.
+macro_rules! fusion_of {
+    ($values:ident) => {{
+        let _ = $values;
+        None
+    }};
+    ($values:ident $fuse:expr) => {{
+        let meaning: fn(&Self) -> Option<Elementwise> = $fuse;
+        meaning(&Self::from_values($values)?)
+    }};
+}
+
+/// Declares every built-in kernel, once each:
+///
+/// ```text
+/// Variant = entry_name in MODULE (param: Kind, ...),
+///     doc: "what it computes and how to launch it",
+///     fuse: |a| Some(Elementwise::...);   // elementwise kernels only
+/// ```
+///
+/// and generates [`Kernel`], [`KERNELS`] (in the enum's order), the
+/// argument structs in [`args`] and [`Kernel::elementwise`].
+macro_rules! kernels {
+    ($(
+        $variant:ident = $entry:ident in $module:ident ( $( $arg:ident : $kind:ident ),* $(,)? ),
+            doc: $doc:expr
+            $(, fuse: $fuse:expr)? ;
+    )*) => {
+        /// A built-in kernel: an index into [`KERNELS`].
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Kernel {
+            $(
+                #[doc = concat!("`", stringify!($entry), "` (what it computes: [`Kernel::info`]).")]
+                $variant,
+            )*
+        }
+
+        const TABLE: [KernelInfo; Kernel::COUNT] = [$(
+            KernelInfo {
+                kernel: Kernel::$variant,
+                name: stringify!($entry),
+                module: $module,
+                args: &[$( (stringify!($arg), Arg::$kind) ),*],
+                doc: $doc,
+            },
+        )*];
+
+        impl Kernel {
+            /// Every kernel, in table order.
+            pub const ALL: [Kernel; Kernel::COUNT] = [$(Kernel::$variant),*];
+            /// Number of built-in kernels.
+            pub const COUNT: usize = [$(stringify!($variant)),*].len();
+
+            /// What `self` computes if it is an elementwise kernel that
+            /// fusion understands, read from its argument `values` (in
+            /// parameter order); `None` for other kernels, or values that do
+            /// not match the parameter list.
+            pub fn elementwise(self, values: &[Value]) -> Option<Elementwise> {
+                match self {
+                    $(Kernel::$variant => args::$variant::elementwise(values),)*
+                }
+            }
+        }
+
+        /// Typed argument lists, one struct per kernel (named as its
+        /// [`Kernel`] variant), fields in parameter order.
+        pub mod args {
+            use super::*;
+            $(
+                #[doc = concat!("Arguments of `", stringify!($entry), "`.")]
+                #[derive(::core::clone::Clone, ::core::marker::Copy, Debug, PartialEq)]
+                pub struct $variant {
+                    $(
+                        #[doc = concat!("Parameter `", stringify!($arg), "`.")]
+                        pub $arg: rust_type!($kind),
+                    )*
+                }
+
+                impl KernelArgs for $variant {
+                    const KERNEL: Kernel = Kernel::$variant;
+                    fn values(&self, out: &mut [Value; MAX_ARGS]) -> usize {
+                        let values = [$(Value::$kind(self.$arg)),*];
+                        out[..values.len()].copy_from_slice(&values);
+                        values.len()
+                    }
+                }
+
+                impl $variant {
+                    /// The arguments from values in parameter order, if
+                    /// they match the parameter list in number and kinds.
+                    pub fn from_values(values: &[Value]) -> Option<Self> {
+                        let &[$($arg),*] = values else {
+                            return None;
+                        };
+                        Some(Self {
+                            $($arg: match $arg {
+                                Value::$kind(v) => v,
+                                _ => return None,
+                            },)*
+                        })
+                    }
+
+                    pub(super) fn elementwise(values: &[Value]) -> Option<Elementwise> {
+                        fusion_of!(values $($fuse)?)
+                    }
+                }
+            )*
+        }
+    };
+}
+
+// Every parameter list fits a launch's argument array.
+const _: () = {
+    let mut i = 0;
+    while i < TABLE.len() {
+        assert!(!TABLE[i].args.is_empty() && TABLE[i].args.len() <= MAX_ARGS);
+        i += 1;
+    }
+};
+
+/// Every built-in kernel, indexed by [`Kernel`].
+pub static KERNELS: &[KernelInfo] = &TABLE;
+
+impl Kernel {
+    /// The kernel's table entry.
+    pub fn info(self) -> &'static KernelInfo {
+        &KERNELS[self.index()]
+    }
+
+    /// The kernel's entry name (`gc_scale_f32`, ...).
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    /// Position of the kernel in [`KERNELS`] and [`Kernel::ALL`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The built-in kernel whose entry name is `name`, if there is one (the
+    /// only lookup by name: for `gc_kernel_builtin`).
+    pub fn from_name(name: &str) -> Option<Kernel> {
+        KERNELS.iter().find(|k| k.name == name).map(|k| k.kernel)
+    }
+}
+
 /// The launch rule shared by the elementwise kernels.
 macro_rules! grid_stride {
     () => {
@@ -38,123 +219,55 @@ overlapping ranges are not."
     };
 }
 
-/// Every built-in kernel.
-pub static KERNELS: &[KernelInfo] = &[
+kernels! {
     // ----------------------------------------------------------------- elementwise
-    KernelInfo {
-        name: "gc_fill_f32",
-        module: ELEMENTWISE,
-        args: &[("y", Ptr), ("n", U64), ("value", F32)],
+    Fill = gc_fill_f32 in ELEMENTWISE (y: Ptr, n: U64, value: F32),
         doc: concat!("y[i] = value for i < n (bitwise equal to chain opcode FILL).", grid_stride!()),
-    },
-    KernelInfo {
-        name: "gc_copy_f32",
-        module: ELEMENTWISE,
-        args: &[("y", Ptr), ("x", Ptr), ("n", U64)],
+        fuse: |a| Some(Elementwise::fill(a.y, a.n, a.value));
+    Copy = gc_copy_f32 in ELEMENTWISE (y: Ptr, x: Ptr, n: U64),
         doc: concat!("y[i] = x[i] for i < n.", grid_stride!()),
-    },
-    KernelInfo {
-        name: "gc_scale_f32",
-        module: ELEMENTWISE,
-        args: &[("y", Ptr), ("x", Ptr), ("n", U64), ("alpha", F32)],
+        fuse: |a| Some(Elementwise::unary(a.y, a.x, a.n, None));
+    Scale = gc_scale_f32 in ELEMENTWISE (y: Ptr, x: Ptr, n: U64, alpha: F32),
         doc: concat!("y[i] = alpha * x[i] (one rounding, __fmul_rn; bitwise equal to chain opcode MUL).", grid_stride!()),
-    },
-    KernelInfo {
-        name: "gc_add_scalar_f32",
-        module: ELEMENTWISE,
-        args: &[("y", Ptr), ("x", Ptr), ("n", U64), ("c", F32)],
+        fuse: |a| Some(Elementwise::unary(a.y, a.x, a.n, Some((OP_MUL, a.alpha))));
+    AddScalar = gc_add_scalar_f32 in ELEMENTWISE (y: Ptr, x: Ptr, n: U64, c: F32),
         doc: concat!("y[i] = x[i] + c (__fadd_rn; bitwise equal to chain opcode ADD).", grid_stride!()),
-    },
-    KernelInfo {
-        name: "gc_axpy_f32",
-        module: ELEMENTWISE,
-        args: &[("y", Ptr), ("x", Ptr), ("n", U64), ("alpha", F32)],
-        doc: concat!("y[i] = fmaf(alpha, x[i], y[i]).", grid_stride!()),
-    },
-    KernelInfo {
-        name: "gc_add_f32",
-        module: ELEMENTWISE,
-        args: &[("z", Ptr), ("x", Ptr), ("y", Ptr), ("n", U64)],
-        doc: concat!("z[i] = x[i] + y[i].", grid_stride!()),
-    },
-    KernelInfo {
-        name: "gc_mul_f32",
-        module: ELEMENTWISE,
-        args: &[("z", Ptr), ("x", Ptr), ("y", Ptr), ("n", U64)],
-        doc: concat!("z[i] = x[i] * y[i].", grid_stride!()),
-    },
-    KernelInfo {
-        name: "gc_relu_f32",
-        module: ELEMENTWISE,
-        args: &[("y", Ptr), ("x", Ptr), ("n", U64)],
+        fuse: |a| Some(Elementwise::unary(a.y, a.x, a.n, Some((OP_ADD, a.c))));
+    Axpy = gc_axpy_f32 in ELEMENTWISE (y: Ptr, x: Ptr, n: U64, alpha: F32),
+        doc: concat!("y[i] = fmaf(alpha, x[i], y[i]).", grid_stride!());
+    Add = gc_add_f32 in ELEMENTWISE (z: Ptr, x: Ptr, y: Ptr, n: U64),
+        doc: concat!("z[i] = x[i] + y[i].", grid_stride!());
+    Mul = gc_mul_f32 in ELEMENTWISE (z: Ptr, x: Ptr, y: Ptr, n: U64),
+        doc: concat!("z[i] = x[i] * y[i].", grid_stride!());
+    Relu = gc_relu_f32 in ELEMENTWISE (y: Ptr, x: Ptr, n: U64),
         doc: concat!("y[i] = x[i] <= 0 ? +0 : x[i] (NaN propagates, as in PyTorch; bitwise equal to chain \
 opcode RELU).", grid_stride!()),
-    },
-    KernelInfo {
-        name: "gc_relu_backward_f32",
-        module: ELEMENTWISE,
-        args: &[("dx", Ptr), ("dy", Ptr), ("x", Ptr), ("n", U64)],
-        doc: concat!("dx[i] = x[i] > 0 ? dy[i] : 0 (x is the ReLU's input or output).", grid_stride!()),
-    },
-    KernelInfo {
-        name: "gc_sgd_f32",
-        module: ELEMENTWISE,
-        args: &[("w", Ptr), ("g", Ptr), ("n", U64), ("lr", F32)],
-        doc: concat!("w[i] = fmaf(-lr, g[i], w[i]) (SGD step, one rounding).", grid_stride!()),
-    },
-    KernelInfo {
-        name: "gc_bias_add_f32",
-        module: ELEMENTWISE,
-        args: &[
-            ("y", Ptr),
-            ("x", Ptr),
-            ("b", Ptr),
-            ("rows", U32),
-            ("cols", U32),
-        ],
+        fuse: |a| Some(Elementwise::unary(a.y, a.x, a.n, Some((OP_RELU, 0.0))));
+    ReluBackward = gc_relu_backward_f32 in ELEMENTWISE (dx: Ptr, dy: Ptr, x: Ptr, n: U64),
+        doc: concat!("dx[i] = x[i] > 0 ? dy[i] : 0 (x is the ReLU's input or output).", grid_stride!());
+    Sgd = gc_sgd_f32 in ELEMENTWISE (w: Ptr, g: Ptr, n: U64, lr: F32),
+        doc: concat!("w[i] = fmaf(-lr, g[i], w[i]) (SGD step, one rounding).", grid_stride!());
+    BiasAdd = gc_bias_add_f32 in ELEMENTWISE (y: Ptr, x: Ptr, b: Ptr, rows: U32, cols: U32),
         doc: "y[r, c] = x[r, c] + b[c] for row-major rows x cols x and y (rows * cols < 2^32). \
 float4 path when cols % 4 == 0 and y, x, b are 16-byte aligned. Launch: block 256, any grid \
-(grid-stride over the flattened matrix). y == x is allowed.",
-    },
-    KernelInfo {
-        name: "gc_chain_f32",
-        module: ELEMENTWISE,
-        args: &[
-            ("y", Ptr),
-            ("x", Ptr),
-            ("n", U64),
-            ("ops", U32),
-            ("count", U32),
-            ("c0", F32),
-            ("c1", F32),
-            ("c2", F32),
-            ("c3", F32),
-            ("c4", F32),
-            ("c5", F32),
-            ("c6", F32),
-            ("c7", F32),
-        ],
+(grid-stride over the flattened matrix). y == x is allowed.";
+    Chain = gc_chain_f32 in ELEMENTWISE (
+        y: Ptr, x: Ptr, n: U64, ops: U32, count: U32,
+        c0: F32, c1: F32, c2: F32, c3: F32, c4: F32, c5: F32, c6: F32, c7: F32,
+    ),
         doc: concat!("y[i] = op_{count-1}(...op_0(x[i])...), all in registers, one pass. Op k is the 4-bit \
 opcode (ops >> 4k) & 15 with constant ck, count <= 8: 1 FILL v=c, 2 MUL v=v*c, 3 ADD v=v+c, \
 4 RELU, 5 MAX v=max(v,c), 6 MIN v=min(v,c) (MAX/MIN propagate a NaN in v); other opcodes leave v \
 unchanged. Each opcode is bitwise equal to its standalone kernel (fill, scale, add_scalar, relu). \
 When op 0 is FILL, x is not read and may be null; count == 0 copies.", grid_stride!()),
-    },
+        fuse: |a| Elementwise::chain(
+            a.y, a.x, a.n, a.ops, a.count,
+            [a.c0, a.c1, a.c2, a.c3, a.c4, a.c5, a.c6, a.c7],
+        );
     // ----------------------------------------------------------------- linear
-    KernelInfo {
-        name: "gc_linear_small_f32",
-        module: LINEAR,
-        args: &[
-            ("y", Ptr),
-            ("x", Ptr),
-            ("w", Ptr),
-            ("b", Ptr),
-            ("m", U32),
-            ("n", U32),
-            ("k", U32),
-            ("flags", U32),
-            ("config", U32),
-        ],
+    LinearSmall = gc_linear_small_f32 in LINEAR (
+        y: Ptr, x: Ptr, w: Ptr, b: Ptr, m: U32, n: U32, k: U32, flags: U32, config: U32,
+    ),
         doc: "Small-batch linear: y[i, j] = act(sum_r x[i, r] * W(r, j) + b[j]) with x m x k, \
 y m x n (row-major), W(r, j) = w[j * k + r] (w is n x k, PyTorch layout) or, with flags bit 1, \
 w[r * n + j] (w is k x n: y = x . w, for the input gradient). flags bit 0: ReLU. b may be null. \
@@ -164,27 +277,11 @@ layout 1x1, 1x2, 4x1, 4x4 or 8x4, k x n layout 1x4, 4x4 or 8x4; other tiles do n
 loads when k % 4 == 0 and x, w are 16-byte aligned (k x n layout: also n % 4 == 0), scalar \
 otherwise; deterministic fixed-order reduction (warp shuffles, then shared memory). Launch: \
 block 256, grid (ceil(n / 2^(LC+LGC)), ceil(m / 2^(LR+LGR))), no dynamic shared memory. \
-y must not overlap x, w or b.",
-    },
-    KernelInfo {
-        name: "gc_gemm_f32",
-        module: LINEAR,
-        args: &[
-            ("c", Ptr),
-            ("a", Ptr),
-            ("b", Ptr),
-            ("bias", Ptr),
-            ("m", U32),
-            ("n", U32),
-            ("k", U32),
-            ("lda", U32),
-            ("ldb", U32),
-            ("ldc", U32),
-            ("flags", U32),
-            ("alpha", F32),
-            ("beta", F32),
-            ("tile", U32),
-        ],
+y must not overlap x, w or b.";
+    Gemm = gc_gemm_f32 in LINEAR (
+        c: Ptr, a: Ptr, b: Ptr, bias: Ptr, m: U32, n: U32, k: U32,
+        lda: U32, ldb: U32, ldc: U32, flags: U32, alpha: F32, beta: F32, tile: U32,
+    ),
         doc: "Tiled GEMM: C = act(alpha * op(A) . op(B) + beta * C + bias[col]), C m x n (ldc), \
 op(A) m x k: a[i * lda + r], or a[r * lda + i] with flags bit 0 (A stored k x m); op(B) k x n: \
 b[r * ldb + j], or b[j * ldb + r] with flags bit 1 (B stored n x k). flags bit 2: ReLU. bias may \
@@ -194,68 +291,30 @@ rows * ld must be < 2^32. Launch: block 256, 1-D grid of ceil(m / T) * ceil(n / 
 T = 128 for tile 0, 64 for tile 1 (each thread sums its outputs in increasing k: results do not \
 depend on the tile), 32 for tile 2 (K split over 4 slices of the block); no dynamic shared \
 memory. float4 loads and stores where leading dimensions are multiples of 4 and pointers \
-16-byte aligned. C must not overlap A, B or bias.",
-    },
+16-byte aligned. C must not overlap A, B or bias.";
     // ----------------------------------------------------------------- reduce
-    KernelInfo {
-        name: "gc_bias_grad_f32",
-        module: REDUCE,
-        args: &[("db", Ptr), ("dy", Ptr), ("rows", U32), ("cols", U32)],
+    BiasGrad = gc_bias_grad_f32 in REDUCE (db: Ptr, dy: Ptr, rows: U32, cols: U32),
         doc: "db[c] = sum over r of dy[r, c] (dy row-major rows x cols), summed in a fixed order \
-(deterministic). Launch: block (32, TY, 1) with TY in 1..32, grid ceil(cols / 32).",
-    },
-    KernelInfo {
-        name: "gc_bias_sgd_f32",
-        module: REDUCE,
-        args: &[
-            ("b", Ptr),
-            ("dy", Ptr),
-            ("rows", U32),
-            ("cols", U32),
-            ("lr", F32),
-        ],
+(deterministic). Launch: block (32, TY, 1) with TY in 1..32, grid ceil(cols / 32).";
+    BiasSgd = gc_bias_sgd_f32 in REDUCE (b: Ptr, dy: Ptr, rows: U32, cols: U32, lr: F32),
         doc: "b[c] = fmaf(-lr, sum over r of dy[r, c], b[c]): bitwise equal to gc_bias_grad_f32 then \
 gc_sgd_f32 with the same block shape. Launch: block (32, TY, 1) with TY in 1..32, grid \
-ceil(cols / 32).",
-    },
-    KernelInfo {
-        name: "gc_mse_f32",
-        module: REDUCE,
-        args: &[
-            ("loss", Ptr),
-            ("grad", Ptr),
-            ("pred", Ptr),
-            ("target", Ptr),
-            ("n", U64),
-            ("grad_scale", F32),
-            ("workspace", Ptr),
-        ],
+ceil(cols / 32).";
+    Mse = gc_mse_f32 in REDUCE (
+        loss: Ptr, grad: Ptr, pred: Ptr, target: Ptr, n: U64, grad_scale: F32, workspace: Ptr,
+    ),
         doc: "loss[0] = sum_i (pred[i] - target[i])^2 (PyTorch's (y_pred - y).pow(2).sum()); when grad \
 is not null, grad[i] = (pred[i] - target[i]) * (2 * grad_scale). Deterministic: per-block partial \
 sums in workspace, added in a fixed order by the last block to finish. workspace: a u32 counter \
 at byte 0 that must be zero before the first launch (the kernel leaves it zero, so replays work), \
 partial sums from byte 16: at least 16 + 4 * gridDim.x bytes. Launch: block 256, any grid. \
-grad may equal pred or target.",
-    },
-];
-
-/// The built-in kernel called `name`, if there is one.
-pub fn find(name: &str) -> Option<&'static KernelInfo> {
-    KERNELS.iter().find(|k| k.name == name)
-}
-
-/// The built-in kernel called `name`; for names known to exist.
-pub(crate) fn kernel(name: &str) -> &'static KernelInfo {
-    match find(name) {
-        Some(k) => k,
-        None => panic!("no built-in kernel {name}"),
-    }
+grad may equal pred or target.";
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::MAX_ARGS;
+    use crate::fusion::{OP_FILL, OP_MAX};
     use std::collections::{BTreeMap, HashSet};
 
     /// `.entry` name -> parameter types (`u64`, `f32`, `u32`, `s32`, ...) from a PTX text.
@@ -312,7 +371,8 @@ mod tests {
     fn every_ptx_entry_is_in_the_table() {
         for (i, m) in MODULES.iter().enumerate() {
             for name in ptx_entries(m.ptx).keys() {
-                let k = find(name)
+                let k = Kernel::from_name(name)
+                    .map(Kernel::info)
                     .unwrap_or_else(|| panic!("{name} ({}.ptx) is not in KERNELS", m.name));
                 assert_eq!(k.module, i, "{name} is in module {}", m.name);
             }
@@ -330,7 +390,6 @@ mod tests {
                 k.name
             );
             assert!(k.module < MODULES.len());
-            assert!(!k.args.is_empty() && k.args.len() <= MAX_ARGS, "{}", k.name);
             assert!(!k.doc.is_empty());
             let mut arg_names = HashSet::new();
             for (a, _) in k.args {
@@ -399,5 +458,160 @@ mod tests {
                 k.args.iter().map(|&(n, a)| (n.to_string(), a)).collect();
             assert_eq!(sig, want, "{}: table differs from the C signature", k.name);
         }
+    }
+
+    #[test]
+    fn the_enum_indexes_the_table() {
+        assert_eq!(KERNELS.len(), Kernel::COUNT);
+        for (i, &k) in Kernel::ALL.iter().enumerate() {
+            assert_eq!(k.index(), i);
+            assert_eq!(KERNELS[i].kernel, k);
+            assert!(std::ptr::eq(k.info(), &KERNELS[i]));
+            assert_eq!(Kernel::from_name(k.name()), Some(k));
+        }
+        assert_eq!(Kernel::from_name(""), None);
+        assert_eq!(Kernel::from_name(&format!("gc_{}_f32", "nope")), None);
+        assert_eq!(Kernel::from_name("gc_scale_f3"), None);
+    }
+
+    /// Values that fill every parameter of `k`, distinct per position.
+    fn sample_values(k: Kernel) -> Vec<Value> {
+        k.info()
+            .args
+            .iter()
+            .enumerate()
+            .map(|(i, &(_, kind))| {
+                let i = i as u64 + 1;
+                match kind {
+                    Arg::Ptr => Value::Ptr(i << 12),
+                    Arg::U64 => Value::U64(i),
+                    Arg::F32 => Value::F32(i as f32 / 2.0),
+                    Arg::U32 => Value::U32(i as u32),
+                    Arg::I32 => Value::I32(-(i as i32)),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn argument_structs_follow_the_parameter_lists() {
+        let s = args::Scale {
+            y: 8,
+            x: 16,
+            n: 3,
+            alpha: 2.0,
+        };
+        let mut out = [Value::U64(0); MAX_ARGS];
+        assert_eq!(s.values(&mut out), 4);
+        assert_eq!(
+            out[..4],
+            [
+                Value::Ptr(8),
+                Value::Ptr(16),
+                Value::U64(3),
+                Value::F32(2.0)
+            ]
+        );
+        assert_eq!(args::Scale::from_values(&out[..4]), Some(s));
+        // Wrong count or kind: not this kernel's arguments.
+        assert_eq!(args::Scale::from_values(&out[..3]), None);
+        assert_eq!(args::Scale::from_values(&out[..5]), None);
+        let swapped = [
+            Value::Ptr(8),
+            Value::Ptr(16),
+            Value::F32(2.0),
+            Value::U64(3),
+        ];
+        assert_eq!(args::Scale::from_values(&swapped), None);
+        for k in Kernel::ALL {
+            let v = sample_values(k);
+            // Reading fails on a shortened list, for every kernel.
+            assert_eq!(k.elementwise(&v[..v.len() - 1]), None, "{}", k.name());
+        }
+    }
+
+    #[test]
+    fn elementwise_meanings() {
+        let fused: Vec<Kernel> = Kernel::ALL
+            .into_iter()
+            .filter(|&k| k.elementwise(&sample_values(k)).is_some())
+            .collect();
+        assert_eq!(
+            fused,
+            [
+                Kernel::Fill,
+                Kernel::Copy,
+                Kernel::Scale,
+                Kernel::AddScalar,
+                Kernel::Relu,
+                Kernel::Chain
+            ]
+        );
+        let e = |k: Kernel| k.elementwise(&sample_values(k)).unwrap();
+        // Fill (y, n, value): no input.
+        let f = e(Kernel::Fill);
+        assert_eq!((f.y, f.x, f.n), (1 << 12, None, 2));
+        assert_eq!(f.ops, [(OP_FILL, 1.5)]);
+        // Unary (y, x, n, c): y, x, n and the constant in its place.
+        let s = e(Kernel::Scale);
+        assert_eq!((s.y, s.x, s.n), (1 << 12, Some(2 << 12), 3));
+        assert_eq!(s.ops, [(OP_MUL, 2.0)]);
+        assert_eq!(e(Kernel::AddScalar).ops, [(OP_ADD, 2.0)]);
+        assert_eq!(e(Kernel::Relu).ops, [(OP_RELU, 0.0)]);
+        assert!(e(Kernel::Copy).ops.is_empty());
+        // The chain kernel: opcodes packed 4 bits each, constants c0..c7.
+        let mut v = sample_values(Kernel::Chain);
+        v[3] = Value::U32(OP_FILL | OP_MAX << 4);
+        v[4] = Value::U32(2);
+        v[1] = Value::Ptr(0);
+        let c = Kernel::Chain.elementwise(&v).unwrap();
+        assert_eq!(c.ops, [(OP_FILL, 3.0), (OP_MAX, 3.5)]);
+        assert_eq!(c.x, None, "a leading fill with a null x reads nothing");
+        v[4] = Value::U32(9);
+        assert_eq!(Kernel::Chain.elementwise(&v), None, "count > 8");
+    }
+
+    /// Kernels are named only by their declaration: no string literal
+    /// spelling a kernel's entry name in the Rust sources of kernels, core
+    /// or ffi (code finds kernels through [`Kernel`]).
+    #[test]
+    fn no_kernel_name_literals() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let quote_gc = format!("{}gc_", '"');
+        let f32_quote = format!("_f32{}", '"');
+        let mut found = Vec::new();
+        let mut dirs = vec![
+            root.join("kernels/src"),
+            root.join("core/src"),
+            root.join("ffi/src"),
+        ];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("source directory") {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                if path.extension().is_none_or(|e| e != "rs") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                for (i, line) in text.lines().enumerate() {
+                    for (at, _) in line.match_indices(&quote_gc) {
+                        let rest = &line[at + 1..];
+                        let word_end = rest
+                            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                            .unwrap_or(rest.len());
+                        if rest[..word_end + 1].ends_with(&f32_quote) {
+                            found.push(format!("{}:{}", path.display(), i + 1));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "kernel names as string literals: {found:?}"
+        );
     }
 }

@@ -94,7 +94,7 @@ mod tests {
         );
         let b = g.push(
             NodeKind::Kernel {
-                name: "gc_scale_f32".into(),
+                name: graphcore_kernels::Kernel::Scale.name().into(),
                 grid: [4, 1, 1],
                 block: [256, 1, 1],
                 shared_bytes: 0,

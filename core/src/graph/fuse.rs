@@ -1,6 +1,7 @@
 //! Elementwise fusion, planned on a graph's description (pure: no CUDA).
 //!
-//! graphcore knows what its elementwise kernels compute, so a chain of them
+//! graphcore knows what its elementwise kernels compute (each kernel's table
+//! entry declares it: `graphcore_kernels::Kernel::elementwise`), so a chain of them
 //! that works along one buffer can run as one launch: of the built-in chain
 //! kernel (`gc_chain_f32`) for up to [`MAX_CHAIN_OPS`] operations, of a
 //! kernel generated for the chain ([`super::jit`], up to
@@ -15,50 +16,13 @@
 
 use super::desc::{GraphDesc, NodeKind};
 use super::jit;
-use graphcore_kernels::ops::{self, MAX_CHAIN_OPS, OP_ADD, OP_FILL, OP_MUL, OP_RELU};
-use graphcore_kernels::{find, Call, SizeError, Value};
+use graphcore_kernels::ops::{self, MAX_CHAIN_OPS, OP_FILL};
+use graphcore_kernels::{Call, SizeError, Value};
 
-/// One elementwise operation as a fused chain applies it: opcode and
-/// constant (the `graphcore_kernels::ops::OP_*` codes).
-pub type ChainOp = (u32, f32);
-
-/// What a built-in elementwise node computes: `y = ops(x)` over `n`
-/// floats (`x` is `None` when the first operation is a fill).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Elementwise {
-    /// Output address.
-    pub y: u64,
-    /// Input address (`None`: the node reads no input).
-    pub x: Option<u64>,
-    /// Element count.
-    pub n: u64,
-    /// The operations, in order.
-    pub ops: Vec<ChainOp>,
-}
-
-fn ptr(v: &Value) -> Option<u64> {
-    match v {
-        Value::Ptr(p) => Some(*p),
-        _ => None,
-    }
-}
-
-fn float(v: &Value) -> Option<f32> {
-    match v {
-        Value::F32(f) => Some(*f),
-        _ => None,
-    }
-}
-
-fn count(v: &Value) -> Option<u64> {
-    match v {
-        Value::U64(n) => Some(*n),
-        _ => None,
-    }
-}
+pub use graphcore_kernels::fusion::{ChainOp, Elementwise};
 
 /// What node `kind` computes, if it is a built-in elementwise kernel
-/// fusion understands.
+/// fusion understands (the kernel table declares what each means).
 pub fn elementwise(kind: &NodeKind) -> Option<Elementwise> {
     let NodeKind::Kernel {
         builtin: Some(k),
@@ -68,48 +32,7 @@ pub fn elementwise(kind: &NodeKind) -> Option<Elementwise> {
     else {
         return None;
     };
-    let a = args.as_slice();
-    let unary = |op: Option<ChainOp>| -> Option<Elementwise> {
-        Some(Elementwise {
-            y: ptr(a.first()?)?,
-            x: Some(ptr(a.get(1)?)?),
-            n: count(a.get(2)?)?,
-            ops: op.into_iter().collect(),
-        })
-    };
-    match k.name {
-        "gc_fill_f32" => Some(Elementwise {
-            y: ptr(a.first()?)?,
-            x: None,
-            n: count(a.get(1)?)?,
-            ops: vec![(OP_FILL, float(a.get(2)?)?)],
-        }),
-        "gc_copy_f32" => unary(None),
-        "gc_scale_f32" => unary(Some((OP_MUL, float(a.get(3)?)?))),
-        "gc_add_scalar_f32" => unary(Some((OP_ADD, float(a.get(3)?)?))),
-        "gc_relu_f32" => unary(Some((OP_RELU, 0.0))),
-        "gc_chain_f32" => {
-            let (Value::U32(packed), Value::U32(len)) = (a.get(3)?, a.get(4)?) else {
-                return None;
-            };
-            let len = *len as usize;
-            if len > MAX_CHAIN_OPS {
-                return None;
-            }
-            let ops: Vec<ChainOp> = (0..len)
-                .map(|i| Some(((packed >> (4 * i)) & 15, float(a.get(5 + i)?)?)))
-                .collect::<Option<_>>()?;
-            let x = ptr(a.get(1)?)?;
-            let reads = !matches!(ops.first(), Some(&(OP_FILL, _)));
-            Some(Elementwise {
-                y: ptr(a.first()?)?,
-                x: (reads || x != 0).then_some(x),
-                n: count(a.get(2)?)?,
-                ops,
-            })
-        }
-        _ => None,
-    }
+    k.kernel.elementwise(args)
 }
 
 /// One launch of a chain kernel replacing part of a chain.
@@ -266,11 +189,11 @@ fn segment_kind(seg: &Segment, nodes: &[usize], sms: u32) -> Result<NodeKind, Si
     } else {
         let call = segment_call(seg, sms)?;
         NodeKind::Kernel {
-            name: label(call.kernel.name),
+            name: label(call.kernel.name()),
             grid: call.grid,
             block: call.block,
             shared_bytes: call.shared_bytes,
-            builtin: find(call.kernel.name),
+            builtin: Some(call.kernel.info()),
             args: call.args().to_vec(),
         }
     })
@@ -348,32 +271,34 @@ pub fn same_shape(a: &FusionPlan, b: &FusionPlan) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use graphcore_kernels::ops::{OP_MUL, OP_RELU};
+    use graphcore_kernels::Kernel;
 
-    fn kernel(name: &str, args: Vec<Value>) -> NodeKind {
+    fn kernel(k: Kernel, args: Vec<Value>) -> NodeKind {
         NodeKind::Kernel {
-            name: name.into(),
+            name: k.name().into(),
             grid: [1, 1, 1],
             block: [256, 1, 1],
             shared_bytes: 0,
-            builtin: find(name),
+            builtin: Some(k.info()),
             args,
         }
     }
     fn scale(y: u64, x: u64, n: u64, a: f32) -> NodeKind {
         kernel(
-            "gc_scale_f32",
+            Kernel::Scale,
             vec![Value::Ptr(y), Value::Ptr(x), Value::U64(n), Value::F32(a)],
         )
     }
     fn relu(y: u64, x: u64, n: u64) -> NodeKind {
         kernel(
-            "gc_relu_f32",
+            Kernel::Relu,
             vec![Value::Ptr(y), Value::Ptr(x), Value::U64(n)],
         )
     }
     fn fill(y: u64, n: u64, v: f32) -> NodeKind {
         kernel(
-            "gc_fill_f32",
+            Kernel::Fill,
             vec![Value::Ptr(y), Value::U64(n), Value::F32(v)],
         )
     }
@@ -500,7 +425,7 @@ mod tests {
             Value::U32(2),
         ];
         args.extend((0..8).map(|i| Value::F32(i as f32)));
-        let k = kernel("gc_chain_f32", args);
+        let k = kernel(Kernel::Chain, args);
         let e = elementwise(&k).unwrap();
         assert_eq!(e.ops, vec![(OP_MUL, 0.0), (OP_RELU, 1.0)]);
         let g = line(vec![k, scale(8, 8, 4, 3.0)]);
@@ -511,14 +436,15 @@ mod tests {
 #[cfg(test)]
 mod apply_tests {
     use super::*;
+    use graphcore_kernels::Kernel;
 
     fn scale(y: u64, x: u64, n: u64, a: f32) -> NodeKind {
         NodeKind::Kernel {
-            name: "gc_scale_f32".into(),
+            name: Kernel::Scale.name().into(),
             grid: [1, 1, 1],
             block: [256, 1, 1],
             shared_bytes: 0,
-            builtin: find("gc_scale_f32"),
+            builtin: Some(Kernel::Scale.info()),
             args: vec![Value::Ptr(y), Value::Ptr(x), Value::U64(n), Value::F32(a)],
         }
     }

@@ -481,8 +481,7 @@ impl Graph {
             .iter()
             .map(|c| c.segments.iter().map(|seg| f.kernel_for(seg)).collect())
             .collect::<Result<_>>()?;
-        (f.desc, f.map) =
-            fuse::apply(&desc, &f.plan, sms).map_err(|e| Error::invalid_argument(e.0))?;
+        (f.desc, f.map) = fuse::apply(&desc, &f.plan, sms)?;
         for (ci, c) in f.plan.chains.iter().enumerate() {
             let carriers = c.segments.len();
             for (k, seg) in c.segments.iter().enumerate() {
@@ -585,8 +584,7 @@ impl Fused {
                 fuse::generated_args(seg),
             ),
             None => {
-                let call =
-                    fuse::segment_call(seg, sms).map_err(|e| Error::invalid_argument(e.0))?;
+                let call = fuse::segment_call(seg, sms)?;
                 let func = self.ctx.builtin_raw(call.kernel)?;
                 (
                     func,
