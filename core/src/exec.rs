@@ -5,9 +5,10 @@ use crate::context::Context;
 use crate::driver::graph::{self as dg, KernelParams, RawNode};
 use crate::driver::CUgraphExec;
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
-use crate::graph::fuse;
-use crate::graph::{Fused, Graph, GraphDesc, Node, NodeKind};
-use crate::stream::Stream;
+use crate::graph::fuse::{self, Fused};
+use crate::graph::{Graph, GraphDesc, Node, NodeKind};
+use crate::lock::lock;
+use crate::stream::{Stream, StreamOp};
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
@@ -98,11 +99,11 @@ impl Exec {
             cuda |= dg::flags::USE_NODE_PRIORITY;
         }
         let fused = if flags & flags::FUSE_ELEMENTWISE != 0 {
-            graph.fused()?
+            Fused::of(graph)?
         } else {
             None
         };
-        let target = fused.as_ref().map_or(graph.inner.raw, |f| f.raw);
+        let target = fused.as_ref().map_or(graph.raw(), |f| f.raw);
         let raw = dg::instantiate(target, cuda)?;
         let exec = Exec {
             inner: Arc::new(ExecInner {
@@ -128,17 +129,17 @@ impl Exec {
     /// What each node does now: the source's description until the first
     /// update or argument change.
     fn current(&self) -> MutexGuard<'_, GraphDesc> {
-        self.inner
-            .current
-            .get_or_init(|| Mutex::new(self.inner.source.desc()))
-            .lock()
-            .unwrap()
+        lock(
+            self.inner
+                .current
+                .get_or_init(|| Mutex::new(self.inner.source.desc())),
+        )
     }
 
     /// Node counts before and after fusion.
     pub fn stats(&self) -> ExecStats {
         let graph_nodes = self.inner.source.node_count();
-        match &*self.inner.fused.lock().unwrap() {
+        match &*lock(&self.inner.fused) {
             Some(f) => ExecStats {
                 graph_nodes,
                 fused_away: f.plan.fused_away(),
@@ -156,7 +157,7 @@ impl Exec {
 
     /// The graph that was instantiated (fused, if fusion applied), in DOT.
     pub fn to_dot(&self, name: &str) -> String {
-        match &*self.inner.fused.lock().unwrap() {
+        match &*lock(&self.inner.fused) {
             Some(f) => crate::graph::to_dot(&f.desc, name),
             None => crate::graph::to_dot(&self.current().clone(), name),
         }
@@ -171,7 +172,10 @@ impl Exec {
     pub fn upload(&self, stream: &Stream) -> Result<()> {
         self.check_stream(stream)?;
         self.inner.ctx.bind()?;
-        stream.note("gc_exec_upload", dg::upload(self.inner.raw, stream.raw()))
+        stream.note(
+            StreamOp::ExecUpload,
+            dg::upload(self.inner.raw, stream.raw()),
+        )
     }
 
     fn check_stream(&self, stream: &Stream) -> Result<()> {
@@ -191,7 +195,10 @@ impl Exec {
         if stream.raw().is_null() {
             self.inner.ctx.bind()?;
         }
-        stream.note("gc_exec_launch", dg::launch(self.inner.raw, stream.raw()))
+        stream.note(
+            StreamOp::ExecLaunch,
+            dg::launch(self.inner.raw, stream.raw()),
+        )
     }
 
     /// Updates the exec in place with `graph`'s parameters. `graph` must
@@ -206,7 +213,7 @@ impl Exec {
             "the graph belongs to another context"
         );
         let mut current = self.current();
-        if self.inner.fused.lock().unwrap().is_some() {
+        if lock(&self.inner.fused).is_some() {
             return self.update_fused(graph, &mut current);
         }
         // The exec's record and the new graph are separate locks (the new
@@ -243,7 +250,7 @@ impl Exec {
         for (i, kind) in changed {
             current.set_node(i, kind);
         }
-        *self.inner.updated_from.lock().unwrap() = Some(graph.clone());
+        *lock(&self.inner.updated_from) = Some(graph.clone());
         Ok(())
     }
 
@@ -280,7 +287,7 @@ impl Exec {
             }
             reads.push(raw);
         }
-        let ctx = self.inner.ctx.inner.raw;
+        let ctx = self.inner.ctx.raw();
         let e = self.inner.raw;
         for (k, raw) in reads.into_iter().enumerate() {
             let n = source_nodes[k];
@@ -327,7 +334,7 @@ impl Exec {
     /// `cuGraphExecUpdate` with the whole graph.
     fn update_whole(&self, graph: &Graph) -> Result<()> {
         let st = graph.state();
-        self.update_raw(graph.inner.raw, &st.nodes, &st.desc)
+        self.update_raw(graph.raw(), &st.nodes, &st.desc)
     }
 
     /// `cuGraphExecUpdate` with graph `raw` (whose nodes and description
@@ -372,8 +379,8 @@ impl Exec {
                  re-instantiate it; the exec is unchanged",
             )
         };
-        let new = graph.fused()?.ok_or_else(mismatch)?;
-        let mut fused = self.inner.fused.lock().unwrap();
+        let new = Fused::of(graph)?.ok_or_else(mismatch)?;
+        let mut fused = lock(&self.inner.fused);
         let ours = fused.as_mut().expect("a fused exec");
         if !fuse::same_shape(&ours.plan, &new.plan) {
             return Err(mismatch());
@@ -382,7 +389,7 @@ impl Exec {
         self.update_raw(new.raw, &new.nodes, &new.desc)?;
         ours.adopt(&new);
         *current = theirs;
-        *self.inner.updated_from.lock().unwrap() = Some(graph.clone());
+        *lock(&self.inner.updated_from) = Some(graph.clone());
         Ok(())
     }
 
@@ -434,12 +441,12 @@ impl Exec {
         {
             *values = crate::graph::builtin_args(k, args);
         }
-        let mut fused = self.inner.fused.lock().unwrap();
+        let mut fused = lock(&self.inner.fused);
         let exec_node = match fused.as_mut() {
             None => raw_node,
             Some(f) => {
                 if let Some(c) = f.plan.chains.iter().position(|c| c.nodes.contains(&i)) {
-                    return self.set_chain_args(f, &mut current, c, i, updated);
+                    return f.set_chain_args(self.inner.raw, &mut current, c, i, updated);
                 }
                 f.nodes[f.map[i].expect("a node outside chains is kept")]
             }
@@ -453,57 +460,6 @@ impl Exec {
         };
         dg::exec_set_kernel(self.inner.raw, exec_node, &params)?;
         current.set_node(i, updated);
-        Ok(())
-    }
-
-    /// Re-plans chain `c` of a fused exec with node `i` as `updated`, and
-    /// sets the chain kernel's new program.
-    fn set_chain_args(
-        &self,
-        f: &mut Fused,
-        current: &mut GraphDesc,
-        c: usize,
-        i: usize,
-        updated: NodeKind,
-    ) -> Result<()> {
-        let mut trial = current.clone();
-        trial.set_node(i, updated);
-        let plan = fuse::plan(&trial);
-        if !fuse::same_shape(&f.plan, &plan) {
-            return Err(Error::new(
-                ErrorKind::UpdateMismatch,
-                format!(
-                    "node {i} was fused into a chain kernel with nodes {:?}, and the new arguments \
-                     change that chain (its buffer, count or number of launches); instantiate \
-                     without GC_INSTANTIATE_FUSE_ELEMENTWISE to change them, or re-instantiate",
-                    f.plan.chains[c].nodes
-                ),
-            ));
-        }
-        let sms = self.inner.ctx.sm_count();
-        let chain = &plan.chains[c];
-        // A generated kernel takes its constants as arguments: a new one is
-        // needed only when the operations themselves change.
-        let mut kernels = Vec::with_capacity(chain.segments.len());
-        for (k, seg) in chain.segments.iter().enumerate() {
-            let old_ops = &f.plan.chains[c].segments[k].ops;
-            let same_code = old_ops.iter().map(|o| o.0).eq(seg.ops.iter().map(|o| o.0));
-            kernels.push(if same_code {
-                f.kernels[c][k].clone()
-            } else {
-                f.kernel_for(seg)?
-            });
-        }
-        for (k, seg) in chain.segments.iter().enumerate() {
-            let node = f.nodes[f.map[chain.nodes[k]].expect("a chain carrier is kept")];
-            f.set_segment(node, seg, kernels[k].as_ref(), Some(self.inner.raw))?;
-        }
-        f.kernels[c] = kernels;
-        f.desc = fuse::apply(&trial, &plan, sms)
-            .map_err(|e| Error::invalid_argument(e.0))?
-            .0;
-        f.plan = plan;
-        *current = trial;
         Ok(())
     }
 }

@@ -7,28 +7,30 @@
 //! counted: a graph keeps the functions and pool memory it uses alive, an
 //! exec its graph, everything its context, so nothing in use can be freed.
 
+mod builtins;
 mod capture;
 mod context;
-mod device_pool;
+mod copy;
 mod driver;
 pub mod error;
 mod exec;
 pub mod graph;
-mod memory;
+mod lock;
 mod module;
 pub mod pool;
 mod runner;
 mod stream;
 
+pub use capture::{begin_capture, end_capture};
 pub use context::{device_count, driver_version, Context};
-pub use device_pool::{Pool, PoolOptions};
+pub use copy::{copy_async, set_async};
 pub use driver::stream::CaptureMode;
 pub use error::{Error, ErrorKind, Result};
 pub use exec::{flags as instantiate_flags, Exec};
 pub use graph::{Graph, Node};
 pub use graphcore_kernels as kernels;
-pub use memory::{copy_async, set_async};
 pub use module::{launch_op, Function, LaunchConfig, Module};
+pub use pool::{Pool, PoolOptions};
 pub use runner::{Bucket, Record, Runner};
 pub use stream::Stream;
 

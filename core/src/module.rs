@@ -1,10 +1,13 @@
-//! Modules, functions, built-in kernels and eager launches.
+//! Modules, functions (from a module, a built-in, or the caller's own
+//! handle), and eager launches on a stream, of functions and of built-in
+//! operations.
 
+use crate::builtins;
 use crate::context::Context;
 use crate::driver::{self, module as dm, CUfunction, CUmodule};
-use crate::error::{ensure_arg, Error, ErrorKind, Result};
-use crate::stream::Stream;
-use graphcore_kernels::{Call, KernelInfo, SizeError, Value, KERNELS, MAX_ARGS, MODULES};
+use crate::error::{ensure_arg, Error, Result};
+use crate::stream::{Stream, StreamOp};
+use graphcore_kernels::{Call, KernelInfo, SizeError, Value, MAX_ARGS};
 use std::ffi::c_void;
 use std::sync::Arc;
 
@@ -98,14 +101,14 @@ impl Module {
 /// built-in, or a `CUfunction`/`cudaFunction_t` the caller already has.
 #[derive(Clone)]
 pub struct Function {
-    pub(crate) inner: Arc<FunctionInner>,
+    inner: Arc<FunctionInner>,
 }
 
-pub(crate) struct FunctionInner {
-    pub(crate) ctx: Context,
-    pub(crate) raw: CUfunction,
-    pub(crate) name: String,
-    pub(crate) builtin: Option<&'static KernelInfo>,
+struct FunctionInner {
+    ctx: Context,
+    raw: CUfunction,
+    name: String,
+    builtin: Option<&'static KernelInfo>,
     _module: Option<Arc<ModuleInner>>,
 }
 
@@ -198,6 +201,20 @@ impl Function {
         ))
     }
 
+    /// The built-in kernel `name` of `ctx` (see `graphcore_kernels::KERNELS`),
+    /// loading the built-ins into the context on first use.
+    pub fn from_builtin(ctx: &Context, name: &str) -> Result<Function> {
+        let kernel = builtins::find(name)?;
+        let raw = ctx.builtin_raw(kernel)?;
+        Ok(Function::from_parts(
+            ctx,
+            raw,
+            name.to_string(),
+            None,
+            Some(kernel),
+        ))
+    }
+
     /// The function's name.
     pub fn name(&self) -> &str {
         &self.inner.name
@@ -244,95 +261,7 @@ impl Function {
             stream.raw(),
             args,
         );
-        stream.note("gc_launch", r)
-    }
-}
-
-/// The built-in kernels of one context: the loaded modules and one function
-/// per entry of [`KERNELS`].
-pub(crate) struct Builtins {
-    modules: Vec<CUmodule>,
-    functions: Vec<CUfunction>,
-}
-
-// SAFETY: raw handles usable from any thread; immutable after creation.
-unsafe impl Send for Builtins {}
-// SAFETY: as above.
-unsafe impl Sync for Builtins {}
-
-impl Drop for Builtins {
-    fn drop(&mut self) {
-        for &m in &self.modules {
-            dm::unload(m);
-        }
-    }
-}
-
-impl Builtins {
-    fn load() -> Result<Builtins> {
-        let _relaxed = driver::RelaxedCaptureMode::enter()?;
-        let mut b = Builtins {
-            modules: Vec::with_capacity(MODULES.len()),
-            functions: Vec::with_capacity(KERNELS.len()),
-        };
-        for m in MODULES {
-            let raw = dm::load(m.ptx.as_bytes())
-                .map_err(|e| e.context(&format!("loading built-in module `{}`", m.name)))?;
-            b.modules.push(raw);
-        }
-        for k in KERNELS {
-            b.functions.push(dm::function(b.modules[k.module], k.name)?);
-        }
-        Ok(b)
-    }
-}
-
-impl Context {
-    fn builtins(&self) -> Result<&Builtins> {
-        if let Some(b) = self.inner.builtins.get() {
-            return Ok(b);
-        }
-        self.bind()?;
-        let loaded = Builtins::load()?;
-        // Another thread may have won the race; either set is equivalent.
-        Ok(self.inner.builtins.get_or_init(|| loaded))
-    }
-
-    /// The built-in kernel `name` (see `graphcore_kernels::KERNELS`).
-    pub fn builtin(&self, name: &str) -> Result<Function> {
-        let idx = KERNELS.iter().position(|k| k.name == name).ok_or_else(|| {
-            Error::new(
-                ErrorKind::NotFound,
-                format!("`{name}` is not a built-in kernel of graphcore"),
-            )
-        })?;
-        let raw = self.builtins()?.functions[idx];
-        Ok(Function::from_parts(
-            self,
-            raw,
-            name.to_string(),
-            None,
-            Some(&KERNELS[idx]),
-        ))
-    }
-
-    /// The built-in kernel whose loaded function is `raw`, if any (how
-    /// graphcore recognises its kernels in captured graphs).
-    pub(crate) fn builtin_of(&self, raw: CUfunction) -> Option<&'static KernelInfo> {
-        let b = self.inner.builtins.get()?;
-        b.functions
-            .iter()
-            .position(|&f| f == raw)
-            .map(|i| &KERNELS[i])
-    }
-
-    /// The loaded function of a built-in kernel.
-    pub(crate) fn builtin_raw(&self, kernel: &'static KernelInfo) -> Result<CUfunction> {
-        let idx = KERNELS
-            .iter()
-            .position(|k| std::ptr::eq(k, kernel))
-            .expect("kernel comes from KERNELS");
-        Ok(self.builtins()?.functions[idx])
+        stream.note(StreamOp::Launch, r)
     }
 }
 
@@ -364,20 +293,24 @@ impl ArgBuffer {
 }
 
 /// Launches a built-in operation decided by `graphcore_kernels::ops` on
-/// `stream` (eagerly, or recorded when the stream captures). `call_name`
-/// names the caller in errors.
-pub fn launch_op(
-    stream: &Stream,
-    call: std::result::Result<Call, SizeError>,
-    call_name: &'static str,
-) -> Result<()> {
-    let call = call.map_err(|e| Error::invalid_argument(format!("{call_name}: {}", e.0)))?;
+/// `stream` (eagerly, or recorded when the stream captures). A `call` that
+/// failed its size checks is [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument).
+///
+/// # Safety
+/// Every buffer the call names (the device addresses in its arguments) must
+/// be device memory of the stream's context holding at least the elements
+/// the call reads or writes, and stay allocated until the launch has run on
+/// the stream (or, when it is captured, for as long as the graph runs).
+pub unsafe fn launch_op(stream: &Stream, call: std::result::Result<Call, SizeError>) -> Result<()> {
+    let call = call.map_err(|e| Error::invalid_argument(e.0))?;
     let ctx = stream.context();
     let raw = ctx.builtin_raw(call.kernel)?;
     let mut args = ArgBuffer::new(call.args());
     let mut ptrs = args.pointers();
     ctx.bind()?;
-    // SAFETY: the slots hold one value per parameter, typed by the table.
+    // SAFETY: the slots hold one value per parameter, typed by the kernel
+    // table; `args` outlives the call, which copies them; the buffers they
+    // name are valid by this function's contract.
     let r = unsafe {
         dm::launch(
             raw,
@@ -388,5 +321,5 @@ pub fn launch_op(
             ptrs.as_mut_ptr(),
         )
     };
-    stream.note(call_name, r)
+    stream.note(StreamOp::BuiltinLaunch, r)
 }

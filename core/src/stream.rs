@@ -1,28 +1,32 @@
 //! Streams: graphcore's own, or borrowed `CUstream`/`cudaStream_t` handles
-//! the caller owns. A stream also carries the state of a capture that
-//! [`Stream::begin_capture`](crate::Stream::begin_capture) opened on it.
+//! the caller owns. A stream also holds the capture that
+//! [`begin_capture`](crate::begin_capture) opened on it: the pool's part of
+//! it rolls back when it is dropped, so a stream that goes away mid-capture
+//! leaves its pool as it was.
 
-use crate::capture::CaptureState;
 use crate::context::Context;
 use crate::driver::{self, stream as ds, CUevent, CUstream};
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
-use std::sync::{Arc, Mutex};
+use crate::lock::{get_mut, lock};
+use crate::pool::PoolCapture;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A CUDA stream. Cheap to clone (clones share the stream). `Send + Sync`:
 /// work may be enqueued from several threads, in the order the calls happen.
 #[derive(Clone)]
 pub struct Stream {
-    pub(crate) inner: Arc<StreamInner>,
+    inner: Arc<StreamInner>,
 }
 
-pub(crate) struct StreamInner {
-    pub(crate) ctx: Context,
-    pub(crate) raw: CUstream,
+struct StreamInner {
+    ctx: Context,
+    raw: CUstream,
     owned: bool,
     /// Recorded by `wait_stream` on the stream waited for.
     join_event: Mutex<CUevent>,
     /// The open capture begun on this stream, if any.
-    pub(crate) capture: Mutex<Option<CaptureState>>,
+    capture: Mutex<Option<OpenCapture>>,
 }
 
 // SAFETY: CUDA streams and events may be used from any thread; the raw
@@ -34,19 +38,77 @@ unsafe impl Sync for StreamInner {}
 impl Drop for StreamInner {
     fn drop(&mut self) {
         if self.ctx.bind().is_ok() {
-            let open = self
-                .capture
-                .get_mut()
-                .unwrap_or_else(|e| e.into_inner())
-                .take();
-            if let Some(state) = open {
-                crate::capture::abandon(state, &self.ctx, self.raw);
+            if let Some(open) = get_mut(&mut self.capture).take() {
+                // End the CUDA capture, stop counting it as open; dropping
+                // `open` rolls its pool back.
+                ds::discard_capture(self.raw);
+                self.ctx.close_capture();
+                drop(open);
             }
-            ds::event_destroy(*self.join_event.get_mut().unwrap_or_else(|e| e.into_inner()));
+            ds::event_destroy(*get_mut(&mut self.join_event));
             if self.owned {
                 ds::destroy(self.raw);
             }
         }
+    }
+}
+
+/// An operation on a stream, as a capture it broke names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StreamOp {
+    /// A copy (`copy_async`).
+    Copy,
+    /// A set (`set_async`).
+    Set,
+    /// A kernel launch.
+    Launch,
+    /// A launch of a built-in operation.
+    BuiltinLaunch,
+    /// A wait for another stream.
+    WaitStream,
+    /// A stream synchronize.
+    Synchronize,
+    /// An exec launch.
+    ExecLaunch,
+    /// An exec upload.
+    ExecUpload,
+}
+
+impl fmt::Display for StreamOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StreamOp::Copy => "a copy",
+            StreamOp::Set => "a set",
+            StreamOp::Launch => "a kernel launch",
+            StreamOp::BuiltinLaunch => "a built-in operation",
+            StreamOp::WaitStream => "a stream wait",
+            StreamOp::Synchronize => "a stream synchronize",
+            StreamOp::ExecLaunch => "an exec launch",
+            StreamOp::ExecUpload => "an exec upload",
+        })
+    }
+}
+
+/// A capture graphcore opened on a stream: its pool's part (rolled back
+/// when dropped unless ended), and the first operation that broke it.
+pub(crate) struct OpenCapture {
+    /// The pool the capture allocates from, if any.
+    pub(crate) pool: Option<PoolCapture>,
+    breaker: Option<(StreamOp, Error)>,
+}
+
+impl OpenCapture {
+    /// A capture allocating from `pool`, not broken yet.
+    pub(crate) fn new(pool: Option<PoolCapture>) -> Self {
+        OpenCapture {
+            pool,
+            breaker: None,
+        }
+    }
+
+    /// The first operation that broke the capture, with its error.
+    pub(crate) fn breaker(&self) -> Option<&(StreamOp, Error)> {
+        self.breaker.as_ref()
     }
 }
 
@@ -106,15 +168,15 @@ impl Stream {
             self.inner.ctx.same(&other.inner.ctx),
             "the two streams belong to different contexts"
         );
-        if Arc::ptr_eq(&self.inner, &other.inner) {
+        if self.same(other) {
             return Ok(());
         }
         self.inner.ctx.bind()?;
-        let ev = other.inner.join_event.lock().unwrap();
+        let ev = lock(&other.inner.join_event);
         let r = ds::event_record(*ev, other.inner.raw)
             .and_then(|_| ds::wait_event(self.inner.raw, *ev));
         drop(ev);
-        self.note("gc_stream_wait_stream", r)
+        self.note(StreamOp::WaitStream, r)
     }
 
     /// Blocks until the stream's work is done. On a capturing stream this
@@ -123,7 +185,7 @@ impl Stream {
     pub fn synchronize(&self) -> Result<()> {
         self.inner.ctx.bind()?;
         let r = ds::synchronize(self.inner.raw);
-        self.note("gc_stream_synchronize", r)
+        self.note(StreamOp::Synchronize, r)
     }
 
     /// True while the stream is capturing (through graphcore or not).
@@ -132,18 +194,23 @@ impl Stream {
         Ok(ds::capture_status(self.inner.raw)? != ds::CaptureStatus::None)
     }
 
+    /// The slot of the capture graphcore opened on this stream.
+    pub(crate) fn capture_slot(&self) -> MutexGuard<'_, Option<OpenCapture>> {
+        lock(&self.inner.capture)
+    }
+
     /// Passes `r` through; when it is a capture error and this stream has a
-    /// graphcore capture open, remembers `call` as what broke the capture.
-    pub(crate) fn note<T>(&self, call: &'static str, r: Result<T>) -> Result<T> {
+    /// graphcore capture open, remembers `op` as what broke the capture.
+    pub(crate) fn note<T>(&self, op: StreamOp, r: Result<T>) -> Result<T> {
         if let Err(e) = &r {
             if driver::is_capture_error(e) {
-                if let Some(state) = self.inner.capture.lock().unwrap().as_mut() {
-                    state.note_break(call, e);
+                if let Some(open) = self.capture_slot().as_mut() {
+                    open.breaker.get_or_insert_with(|| (op, e.clone()));
                 }
                 return Err(Error::new(
                     ErrorKind::Capture,
                     format!(
-                        "{call}: not permitted while the stream captures ({}); the capture is now invalid",
+                        "{op} is not permitted while the stream captures ({}); the capture is now invalid",
                         e.message()
                     ),
                 ));

@@ -118,7 +118,7 @@ pub extern "C" fn gc_capture_begin(
                 )))
             }
         };
-        s.begin_capture(p.as_ref(), mode)
+        graphcore_core::begin_capture(&s, p.as_ref(), mode)
     })
 }
 
@@ -132,7 +132,7 @@ pub extern "C" fn gc_capture_begin(
 pub extern "C" fn gc_capture_end(stream: *mut gc_stream, graph: *mut *mut gc_graph) -> gc_status {
     boundary("gc_capture_end", || {
         let out = Out::new(graph, "graph")?;
-        let g = self::stream(stream, "stream")?.end_capture()?;
+        let g = graphcore_core::end_capture(&self::stream(stream, "stream")?)?;
         out.set(GRAPHS.insert(g)? as *mut gc_graph);
         Ok(())
     })

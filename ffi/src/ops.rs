@@ -80,7 +80,10 @@ pub extern "C" fn gc_op_chain(
                 .collect()
         };
         let sms = s.context().sm_count();
-        launch_op(&s, ops::chain(p(y), p(x), n, &list, sms), "gc_op_chain")
+        // SAFETY: the caller's promise (this function's doc): the buffers are device
+        // memory of the stream's context, large enough for the sizes given, and
+        // stay allocated until the launch has run (or while the graph runs).
+        unsafe { launch_op(&s, ops::chain(p(y), p(x), n, &list, sms)) }
     })
 }
 
@@ -105,7 +108,10 @@ pub extern "C" fn gc_op_fill(stream: *mut gc_stream, y: *mut f32, n: u64, value:
     boundary("gc_op_fill", || {
         let s = self::stream(stream, "stream")?;
         let sms = s.context().sm_count();
-        launch_op(&s, ops::fill(p(y), n, value, sms), "gc_op_fill")
+        // SAFETY: the caller's promise (this function's doc): the buffers are device
+        // memory of the stream's context, large enough for the sizes given, and
+        // stay allocated until the launch has run (or while the graph runs).
+        unsafe { launch_op(&s, ops::fill(p(y), n, value, sms)) }
     })
 }
 
@@ -120,7 +126,10 @@ pub extern "C" fn gc_op_copy(
     boundary("gc_op_copy", || {
         let s = self::stream(stream, "stream")?;
         let sms = s.context().sm_count();
-        launch_op(&s, ops::copy(p(y), p(x), n, sms), "gc_op_copy")
+        // SAFETY: the caller's promise (this function's doc): the buffers are device
+        // memory of the stream's context, large enough for the sizes given, and
+        // stay allocated until the launch has run (or while the graph runs).
+        unsafe { launch_op(&s, ops::copy(p(y), p(x), n, sms)) }
     })
 }
 
@@ -136,7 +145,10 @@ pub extern "C" fn gc_op_scale(
     boundary("gc_op_scale", || {
         let s = self::stream(stream, "stream")?;
         let sms = s.context().sm_count();
-        launch_op(&s, ops::scale(p(y), p(x), n, alpha, sms), "gc_op_scale")
+        // SAFETY: the caller's promise (this function's doc): the buffers are device
+        // memory of the stream's context, large enough for the sizes given, and
+        // stay allocated until the launch has run (or while the graph runs).
+        unsafe { launch_op(&s, ops::scale(p(y), p(x), n, alpha, sms)) }
     })
 }
 
@@ -152,11 +164,10 @@ pub extern "C" fn gc_op_add_scalar(
     boundary("gc_op_add_scalar", || {
         let s = self::stream(stream, "stream")?;
         let sms = s.context().sm_count();
-        launch_op(
-            &s,
-            ops::add_scalar(p(y), p(x), n, c, sms),
-            "gc_op_add_scalar",
-        )
+        // SAFETY: the caller's promise (this function's doc): the buffers are device
+        // memory of the stream's context, large enough for the sizes given, and
+        // stay allocated until the launch has run (or while the graph runs).
+        unsafe { launch_op(&s, ops::add_scalar(p(y), p(x), n, c, sms)) }
     })
 }
 
@@ -172,7 +183,10 @@ pub extern "C" fn gc_op_axpy(
     boundary("gc_op_axpy", || {
         let s = self::stream(stream, "stream")?;
         let sms = s.context().sm_count();
-        launch_op(&s, ops::axpy(p(y), p(x), n, alpha, sms), "gc_op_axpy")
+        // SAFETY: the caller's promise (this function's doc): the buffers are device
+        // memory of the stream's context, large enough for the sizes given, and
+        // stay allocated until the launch has run (or while the graph runs).
+        unsafe { launch_op(&s, ops::axpy(p(y), p(x), n, alpha, sms)) }
     })
 }
 
@@ -188,7 +202,10 @@ pub extern "C" fn gc_op_add(
     boundary("gc_op_add", || {
         let s = self::stream(stream, "stream")?;
         let sms = s.context().sm_count();
-        launch_op(&s, ops::add(p(z), p(x), p(y), n, sms), "gc_op_add")
+        // SAFETY: the caller's promise (this function's doc): the buffers are device
+        // memory of the stream's context, large enough for the sizes given, and
+        // stay allocated until the launch has run (or while the graph runs).
+        unsafe { launch_op(&s, ops::add(p(z), p(x), p(y), n, sms)) }
     })
 }
 
@@ -204,7 +221,10 @@ pub extern "C" fn gc_op_mul(
     boundary("gc_op_mul", || {
         let s = self::stream(stream, "stream")?;
         let sms = s.context().sm_count();
-        launch_op(&s, ops::mul(p(z), p(x), p(y), n, sms), "gc_op_mul")
+        // SAFETY: the caller's promise (this function's doc): the buffers are device
+        // memory of the stream's context, large enough for the sizes given, and
+        // stay allocated until the launch has run (or while the graph runs).
+        unsafe { launch_op(&s, ops::mul(p(z), p(x), p(y), n, sms)) }
     })
 }
 
@@ -219,7 +239,10 @@ pub extern "C" fn gc_op_relu(
     boundary("gc_op_relu", || {
         let s = self::stream(stream, "stream")?;
         let sms = s.context().sm_count();
-        launch_op(&s, ops::relu(p(y), p(x), n, sms), "gc_op_relu")
+        // SAFETY: the caller's promise (this function's doc): the buffers are device
+        // memory of the stream's context, large enough for the sizes given, and
+        // stay allocated until the launch has run (or while the graph runs).
+        unsafe { launch_op(&s, ops::relu(p(y), p(x), n, sms)) }
     })
 }
 
@@ -235,11 +258,10 @@ pub extern "C" fn gc_op_relu_backward(
     boundary("gc_op_relu_backward", || {
         let s = self::stream(stream, "stream")?;
         let sms = s.context().sm_count();
-        launch_op(
-            &s,
-            ops::relu_backward(p(dx), p(dy), p(x), n, sms),
-            "gc_op_relu_backward",
-        )
+        // SAFETY: the caller's promise (this function's doc): the buffers are device
+        // memory of the stream's context, large enough for the sizes given, and
+        // stay allocated until the launch has run (or while the graph runs).
+        unsafe { launch_op(&s, ops::relu_backward(p(dx), p(dy), p(x), n, sms)) }
     })
 }
 
@@ -255,7 +277,10 @@ pub extern "C" fn gc_op_sgd(
     boundary("gc_op_sgd", || {
         let s = self::stream(stream, "stream")?;
         let sms = s.context().sm_count();
-        launch_op(&s, ops::sgd(p(w), p(g), n, lr, sms), "gc_op_sgd")
+        // SAFETY: the caller's promise (this function's doc): the buffers are device
+        // memory of the stream's context, large enough for the sizes given, and
+        // stay allocated until the launch has run (or while the graph runs).
+        unsafe { launch_op(&s, ops::sgd(p(w), p(g), n, lr, sms)) }
     })
 }
 
@@ -272,11 +297,10 @@ pub extern "C" fn gc_op_bias_add(
     boundary("gc_op_bias_add", || {
         let s = self::stream(stream, "stream")?;
         let sms = s.context().sm_count();
-        launch_op(
-            &s,
-            ops::bias_add(p(y), p(x), p(b), rows, cols, sms),
-            "gc_op_bias_add",
-        )
+        // SAFETY: the caller's promise (this function's doc): the buffers are device
+        // memory of the stream's context, large enough for the sizes given, and
+        // stay allocated until the launch has run (or while the graph runs).
+        unsafe { launch_op(&s, ops::bias_add(p(y), p(x), p(b), rows, cols, sms)) }
     })
 }
 
@@ -296,11 +320,15 @@ pub extern "C" fn gc_op_linear(
     boundary("gc_op_linear", || {
         let s = self::stream(stream, "stream")?;
         let sms = s.context().sm_count();
-        launch_op(
-            &s,
-            ops::linear(p(y), p(x), p(w), p(b), m, n, k, relu != 0, sms),
-            "gc_op_linear",
-        )
+        // SAFETY: the caller's promise (this function's doc): the buffers are device
+        // memory of the stream's context, large enough for the sizes given, and
+        // stay allocated until the launch has run (or while the graph runs).
+        unsafe {
+            launch_op(
+                &s,
+                ops::linear(p(y), p(x), p(w), p(b), m, n, k, relu != 0, sms),
+            )
+        }
     })
 }
 
@@ -318,11 +346,15 @@ pub extern "C" fn gc_op_linear_backward_input(
     boundary("gc_op_linear_backward_input", || {
         let s = self::stream(stream, "stream")?;
         let sms = s.context().sm_count();
-        launch_op(
-            &s,
-            ops::linear_backward_input(p(dx), p(dy), p(w), m, n, k, sms),
-            "gc_op_linear_backward_input",
-        )
+        // SAFETY: the caller's promise (this function's doc): the buffers are device
+        // memory of the stream's context, large enough for the sizes given, and
+        // stay allocated until the launch has run (or while the graph runs).
+        unsafe {
+            launch_op(
+                &s,
+                ops::linear_backward_input(p(dx), p(dy), p(w), m, n, k, sms),
+            )
+        }
     })
 }
 
@@ -340,11 +372,15 @@ pub extern "C" fn gc_op_linear_backward_weight(
     boundary("gc_op_linear_backward_weight", || {
         let s = self::stream(stream, "stream")?;
         let sms = s.context().sm_count();
-        launch_op(
-            &s,
-            ops::linear_backward_weight(p(dw), p(dy), p(x), m, n, k, sms),
-            "gc_op_linear_backward_weight",
-        )
+        // SAFETY: the caller's promise (this function's doc): the buffers are device
+        // memory of the stream's context, large enough for the sizes given, and
+        // stay allocated until the launch has run (or while the graph runs).
+        unsafe {
+            launch_op(
+                &s,
+                ops::linear_backward_weight(p(dw), p(dy), p(x), m, n, k, sms),
+            )
+        }
     })
 }
 
@@ -363,11 +399,15 @@ pub extern "C" fn gc_op_linear_weight_sgd(
     boundary("gc_op_linear_weight_sgd", || {
         let s = self::stream(stream, "stream")?;
         let sms = s.context().sm_count();
-        launch_op(
-            &s,
-            ops::linear_weight_sgd(p(w), p(dy), p(x), m, n, k, lr, sms),
-            "gc_op_linear_weight_sgd",
-        )
+        // SAFETY: the caller's promise (this function's doc): the buffers are device
+        // memory of the stream's context, large enough for the sizes given, and
+        // stay allocated until the launch has run (or while the graph runs).
+        unsafe {
+            launch_op(
+                &s,
+                ops::linear_weight_sgd(p(w), p(dy), p(x), m, n, k, lr, sms),
+            )
+        }
     })
 }
 
@@ -383,11 +423,10 @@ pub extern "C" fn gc_op_bias_grad(
     boundary("gc_op_bias_grad", || {
         let s = self::stream(stream, "stream")?;
         let sms = s.context().sm_count();
-        launch_op(
-            &s,
-            ops::bias_grad(p(db), p(dy), rows, cols, sms),
-            "gc_op_bias_grad",
-        )
+        // SAFETY: the caller's promise (this function's doc): the buffers are device
+        // memory of the stream's context, large enough for the sizes given, and
+        // stay allocated until the launch has run (or while the graph runs).
+        unsafe { launch_op(&s, ops::bias_grad(p(db), p(dy), rows, cols, sms)) }
     })
 }
 
@@ -404,11 +443,10 @@ pub extern "C" fn gc_op_bias_sgd(
     boundary("gc_op_bias_sgd", || {
         let s = self::stream(stream, "stream")?;
         let sms = s.context().sm_count();
-        launch_op(
-            &s,
-            ops::bias_sgd(p(b), p(dy), rows, cols, lr, sms),
-            "gc_op_bias_sgd",
-        )
+        // SAFETY: the caller's promise (this function's doc): the buffers are device
+        // memory of the stream's context, large enough for the sizes given, and
+        // stay allocated until the launch has run (or while the graph runs).
+        unsafe { launch_op(&s, ops::bias_sgd(p(b), p(dy), rows, cols, lr, sms)) }
     })
 }
 
@@ -428,20 +466,24 @@ pub extern "C" fn gc_op_mse(
     boundary("gc_op_mse", || {
         let s = self::stream(stream, "stream")?;
         let sms = s.context().sm_count();
-        launch_op(
-            &s,
-            ops::mse(
-                p(loss),
-                p(grad),
-                p(pred),
-                p(target),
-                n,
-                grad_scale,
-                p(workspace),
-                workspace_bytes,
-                sms,
-            ),
-            "gc_op_mse",
-        )
+        // SAFETY: the caller's promise (this function's doc): the buffers are device
+        // memory of the stream's context, large enough for the sizes given, and
+        // stay allocated until the launch has run (or while the graph runs).
+        unsafe {
+            launch_op(
+                &s,
+                ops::mse(
+                    p(loss),
+                    p(grad),
+                    p(pred),
+                    p(target),
+                    n,
+                    grad_scale,
+                    p(workspace),
+                    workspace_bytes,
+                    sms,
+                ),
+            )
+        }
     })
 }

@@ -35,9 +35,9 @@ fn copies_both_ways_through_pool_memory() {
     assert_eq!(a % 256, 0);
     let x = random(seed(), n);
     upload(&s, a, &x);
-    graphcore_core::copy_async(&s, b, a, n * 4).unwrap(); // device to device
+    unsafe { graphcore_core::copy_async(&s, b, a, n * 4) }.unwrap(); // device to device
     assert_eq!(download(&s, b, n), x);
-    graphcore_core::set_async(&s, b, 0, n * 4).unwrap();
+    unsafe { graphcore_core::set_async(&s, b, 0, n * 4) }.unwrap();
     assert!(download(&s, b, n).iter().all(|&v| v == 0.0));
     p.free(a).unwrap();
     p.free(b).unwrap();
@@ -103,12 +103,12 @@ fn builtin_kernels_run_eagerly() {
     let n = 1 << 20 | 3;
     let x = p.alloc(n as u64 * 4).unwrap();
     let y = p.alloc(n as u64 * 4).unwrap();
-    launch_op(&s, ops::fill(x, n as u64, 1.5, c.sm_count()), "fill").unwrap();
-    launch_op(&s, ops::scale(y, x, n as u64, -2.0, c.sm_count()), "scale").unwrap();
+    unsafe { launch_op(&s, ops::fill(x, n as u64, 1.5, c.sm_count())) }.unwrap();
+    unsafe { launch_op(&s, ops::scale(y, x, n as u64, -2.0, c.sm_count())) }.unwrap();
     let out = download(&s, y, n);
     assert!(out.iter().all(|&v| v == -3.0));
     // Bad sizes never launch.
-    let e = launch_op(&s, ops::scale(y, x, 0, 1.0, c.sm_count()), "scale").unwrap_err();
+    let e = unsafe { launch_op(&s, ops::scale(y, x, 0, 1.0, c.sm_count())) }.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
 }
 

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 fn scale(s: &Stream, y: u64, x: u64, n: usize, alpha: f32) {
     let sms = s.context().sm_count();
-    launch_op(s, ops::scale(y, x, n as u64, alpha, sms), "scale").unwrap();
+    unsafe { launch_op(s, ops::scale(y, x, n as u64, alpha, sms)) }.unwrap();
 }
 
 #[test]
@@ -28,12 +28,12 @@ fn capture_in_each_mode_replays_the_work() {
         let buf = p.alloc(n as u64 * 4).unwrap();
         let x = random(seed(), n);
         upload(&s, buf, &x);
-        s.begin_capture(None, mode).unwrap();
+        graphcore_core::begin_capture(&s, None, mode).unwrap();
         assert!(s.is_capturing().unwrap());
         scale(&s, buf, buf, n, 2.0);
         scale(&s, buf, buf, n, 0.5);
         scale(&s, buf, buf, n, 3.0);
-        let g = s.end_capture().unwrap();
+        let g = graphcore_core::end_capture(&s).unwrap();
         assert!(!s.is_capturing().unwrap());
         assert_eq!(g.node_count(), 3);
         // Nothing ran during the capture.
@@ -60,13 +60,13 @@ fn capture_allocates_from_the_pool_and_shares_it_between_graphs() {
     let before = p.stats();
 
     // Graph 1: scratch allocated and freed inside the capture, output kept.
-    s.begin_capture(Some(&p), CaptureMode::ThreadLocal).unwrap();
+    graphcore_core::begin_capture(&s, Some(&p), CaptureMode::ThreadLocal).unwrap();
     let scratch = p.alloc(n as u64 * 4).unwrap();
     let out1 = p.alloc(n as u64 * 4).unwrap();
     scale(&s, scratch, input, n, 2.0);
     scale(&s, out1, scratch, n, 2.0);
     p.free(scratch).unwrap();
-    let g1 = s.end_capture().unwrap();
+    let g1 = graphcore_core::end_capture(&s).unwrap();
     assert_eq!(
         g1.pool_bytes(),
         n as u64 * 4,
@@ -74,7 +74,7 @@ fn capture_allocates_from_the_pool_and_shares_it_between_graphs() {
     );
 
     // Graph 2 reuses graph 1's freed scratch.
-    s.begin_capture(Some(&p), CaptureMode::ThreadLocal).unwrap();
+    graphcore_core::begin_capture(&s, Some(&p), CaptureMode::ThreadLocal).unwrap();
     let scratch2 = p.alloc(n as u64 * 4).unwrap();
     assert_eq!(
         scratch2, scratch,
@@ -84,7 +84,7 @@ fn capture_allocates_from_the_pool_and_shares_it_between_graphs() {
     scale(&s, scratch2, input, n, 3.0);
     scale(&s, out2, scratch2, n, 1.0);
     p.free(scratch2).unwrap();
-    let g2 = s.end_capture().unwrap();
+    let g2 = graphcore_core::end_capture(&s).unwrap();
 
     // An eager allocation never gets the graphs' scratch.
     let eager = p.alloc(n as u64 * 4).unwrap();
@@ -126,12 +126,12 @@ fn fork_join_and_unjoined_streams() {
     upload(&s, a, &x);
     upload(&s, b, &x);
 
-    s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
+    graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
     side.wait_stream(&s).unwrap(); // fork
     scale(&s, a, a, n, 2.0);
     scale(&side, b, b, n, 4.0);
     s.wait_stream(&side).unwrap(); // join
-    let g = s.end_capture().unwrap();
+    let g = graphcore_core::end_capture(&s).unwrap();
     assert_eq!(g.node_count(), 2);
     assert_eq!(
         g.desc().edges().count(),
@@ -149,10 +149,10 @@ fn fork_join_and_unjoined_streams() {
     );
 
     // A side stream that never rejoins: a clear error, and both usable.
-    s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
+    graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
     side.wait_stream(&s).unwrap();
     scale(&side, b, b, n, 4.0);
-    let e = s.end_capture().err().unwrap();
+    let e = graphcore_core::end_capture(&s).err().unwrap();
     assert_eq!(e.kind(), ErrorKind::Capture);
     assert!(e.message().contains("rejoin"), "{}", e.message());
     scale(&s, a, a, n, 1.0);
@@ -173,15 +173,15 @@ fn broken_capture_names_the_call_and_rolls_the_pool_back() {
     let p = pool(&c);
     let keep = p.alloc(4096).unwrap();
     let before = p.stats();
-    s.begin_capture(Some(&p), CaptureMode::ThreadLocal).unwrap();
+    graphcore_core::begin_capture(&s, Some(&p), CaptureMode::ThreadLocal).unwrap();
     let big = p.alloc(64 << 20).unwrap();
     scale(&s, big, big, 1 << 10, 2.0);
     let e = s.synchronize().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Capture);
-    let e = s.end_capture().err().unwrap();
+    let e = graphcore_core::end_capture(&s).err().unwrap();
     assert_eq!(e.kind(), ErrorKind::Capture);
     assert!(
-        e.message().contains("gc_stream_synchronize"),
+        e.message().contains("stream synchronize"),
         "{}",
         e.message()
     );
@@ -192,24 +192,24 @@ fn broken_capture_names_the_call_and_rolls_the_pool_back() {
     // The stream works eagerly and captures again.
     scale(&s, keep, keep, 1024, 1.0);
     s.synchronize().unwrap();
-    s.begin_capture(Some(&p), CaptureMode::ThreadLocal).unwrap();
+    graphcore_core::begin_capture(&s, Some(&p), CaptureMode::ThreadLocal).unwrap();
     scale(&s, keep, keep, 1024, 1.0);
-    s.end_capture().unwrap();
+    graphcore_core::end_capture(&s).unwrap();
     // Misuse: end without begin, and a second begin.
     assert_eq!(
-        s.end_capture().err().unwrap().kind(),
+        graphcore_core::end_capture(&s).err().unwrap().kind(),
         ErrorKind::InvalidState
     );
-    s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
+    graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
     assert_eq!(
-        s.begin_capture(None, CaptureMode::ThreadLocal)
+        graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal)
             .unwrap_err()
             .kind(),
         ErrorKind::InvalidState
     );
-    assert_eq!(s.end_capture().unwrap().node_count(), 0);
+    assert_eq!(graphcore_core::end_capture(&s).unwrap().node_count(), 0);
     assert_eq!(
-        s.end_capture().err().unwrap().kind(),
+        graphcore_core::end_capture(&s).err().unwrap().kind(),
         ErrorKind::InvalidState
     );
 }
@@ -320,10 +320,10 @@ fn update_and_set_args_change_results() {
     let buf = p.alloc(n as u64 * 4).unwrap();
     let x = random(seed(), n);
     let build = |alpha: f32| {
-        s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
+        graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
         scale(&s, buf, buf, n, alpha);
         scale(&s, buf, buf, n, 1.0);
-        s.end_capture().unwrap()
+        graphcore_core::end_capture(&s).unwrap()
     };
     let e = Exec::new(&build(2.0), 0).unwrap();
     upload(&s, buf, &x);
@@ -342,9 +342,9 @@ fn update_and_set_args_change_results() {
     );
 
     // Another topology: refused, naming the node; the exec still works.
-    s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
+    graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
     scale(&s, buf, buf, n, 5.0);
-    let one = s.end_capture().unwrap();
+    let one = graphcore_core::end_capture(&s).unwrap();
     let err = e.update(&one).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::UpdateMismatch);
     assert!(err.message().contains("nodes"), "{}", err.message());
@@ -388,9 +388,9 @@ fn eight_threads_replay_eight_execs_concurrently() {
             let s = Stream::new(&c).unwrap();
             let buf = p.alloc(n as u64 * 4).unwrap();
             upload(&s, buf, &vec![1.0; n]);
-            s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
+            graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
             scale(&s, buf, buf, n, 1.0 + i as f32);
-            let e = Exec::new(&s.end_capture().unwrap(), 0).unwrap();
+            let e = Exec::new(&graphcore_core::end_capture(&s).unwrap(), 0).unwrap();
             (s, buf, e, i)
         })
         .collect();
@@ -426,20 +426,20 @@ fn destroying_graphs_and_pools_does_not_break_another_threads_capture() {
             while !stop.load(Ordering::SeqCst) {
                 let q = pool(&c);
                 let t = Stream::new(&c).unwrap();
-                t.begin_capture(Some(&q), CaptureMode::Relaxed).unwrap();
+                graphcore_core::begin_capture(&t, Some(&q), CaptureMode::Relaxed).unwrap();
                 let b = q.alloc(1 << 16).unwrap();
                 scale(&t, b, b, 1 << 14, 2.0);
-                let g = t.end_capture().unwrap();
+                let g = graphcore_core::end_capture(&t).unwrap();
                 drop((g, q)); // releases graph memory and the pool
             }
         });
         for _ in 0..50 {
-            s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
+            graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
             for _ in 0..20 {
                 scale(&s, buf, buf, n, 1.0);
             }
             std::thread::sleep(std::time::Duration::from_millis(1));
-            s.end_capture().unwrap();
+            graphcore_core::end_capture(&s).unwrap();
         }
         stop.store(true, Ordering::SeqCst);
     });

@@ -16,8 +16,8 @@ fn scaled_copy(
         let n = rows as u64 * 64;
         let scratch = p.alloc(rows as u64 * 65536)?;
         let sms = s.context().sm_count();
-        launch_op(s, ops::scale(scratch, x, n, rows as f32, sms), "scale")?;
-        launch_op(s, ops::copy(y, scratch, n, sms), "copy")?;
+        unsafe { launch_op(s, ops::scale(scratch, x, n, rows as f32, sms)) }?;
+        unsafe { launch_op(s, ops::copy(y, scratch, n, sms)) }?;
         p.free(scratch)
     }
 }

@@ -131,3 +131,13 @@ pub(crate) fn capture_status(s: CUstream) -> Result<CaptureStatus> {
         S::CU_STREAM_CAPTURE_STATUS_INVALIDATED => CaptureStatus::Invalidated,
     })
 }
+
+/// Ends a capture still open on `s`, if any, and destroys the graph it made:
+/// the stream is out of capture mode afterwards (best effort).
+pub(crate) fn discard_capture(s: CUstream) {
+    if capture_status(s).unwrap_or(CaptureStatus::None) != CaptureStatus::None {
+        if let Ok(g) = end_capture(s) {
+            super::graph::destroy(g);
+        }
+    }
+}

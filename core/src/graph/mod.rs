@@ -6,18 +6,18 @@
 mod desc;
 mod dot;
 pub mod fuse;
-pub mod jit;
 
 pub use desc::{GraphDesc, NodeKind};
 pub use dot::to_dot;
 
 use crate::context::Context;
-use crate::device_pool::GraphMemory;
 use crate::driver::graph::{self as dg, KernelParams, RawNode};
 use crate::driver::memory::{memory_kind, MemoryKind};
 use crate::driver::{CUgraph, CUgraphNode};
 use crate::error::{ensure_arg, Error, Result};
+use crate::lock::lock;
 use crate::module::{Function, LaunchConfig};
+use crate::pool::{check_pool_range, GraphMemory};
 use graphcore_kernels::{KernelInfo, Value};
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -40,13 +40,13 @@ pub struct Node {
 /// [`Exec::new`](crate::Exec::new).
 #[derive(Clone)]
 pub struct Graph {
-    pub(crate) inner: Arc<GraphInner>,
+    inner: Arc<GraphInner>,
 }
 
-pub(crate) struct GraphInner {
-    pub(crate) ctx: Context,
-    pub(crate) raw: CUgraph,
-    pub(crate) id: u64,
+struct GraphInner {
+    ctx: Context,
+    raw: CUgraph,
+    id: u64,
     state: Mutex<GraphState>,
 }
 
@@ -194,7 +194,7 @@ impl Graph {
     }
 
     pub(crate) fn state(&self) -> MutexGuard<'_, GraphState> {
-        self.inner.state.lock().unwrap()
+        lock(&self.inner.state)
     }
 
     /// Number of nodes.
@@ -300,8 +300,8 @@ impl Graph {
             );
         }
         let ctx = &self.inner.ctx;
-        crate::memory::check_pool_range(ctx, "dst", dst, bytes)?;
-        crate::memory::check_pool_range(ctx, "src", src, bytes)?;
+        check_pool_range(ctx, "dst", dst, bytes)?;
+        check_pool_range(ctx, "src", src, bytes)?;
         let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         let raw = dg::add_memcpy(
@@ -310,7 +310,7 @@ impl Graph {
             dst,
             src,
             bytes,
-            self.inner.ctx.inner.raw,
+            self.inner.ctx.raw(),
         )?;
         let kind = NodeKind::Memcpy {
             dst,
@@ -330,7 +330,7 @@ impl Graph {
             memory_kind(dst) == MemoryKind::Device,
             "`dst` (0x{dst:x}) is not device memory"
         );
-        crate::memory::check_pool_range(&self.inner.ctx, "dst", dst, bytes)?;
+        check_pool_range(&self.inner.ctx, "dst", dst, bytes)?;
         let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         let raw = dg::add_memset(
@@ -339,7 +339,7 @@ impl Graph {
             dst,
             value,
             bytes,
-            self.inner.ctx.inner.raw,
+            self.inner.ctx.raw(),
         )?;
         Ok(self.push(&mut st, NodeKind::Memset { dst, value, bytes }, &idx, raw))
     }
@@ -380,7 +380,7 @@ impl Graph {
         let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
-        let raw = dg::add_child(self.inner.raw, &raw_deps, child.inner.raw)?;
+        let raw = dg::add_child(self.inner.raw, &raw_deps, child.raw())?;
         st.functions.extend(functions);
         st.memory.extend(memory);
         Ok(self.push(&mut st, NodeKind::Child { nodes }, &idx, raw))
@@ -413,72 +413,6 @@ impl Graph {
         Ok(())
     }
 
-    /// A copy of this graph with its elementwise chains fused (see
-    /// [`fuse`]), or `None` when nothing fuses.
-    pub(crate) fn fused(&self) -> Result<Option<Fused>> {
-        let (desc, sources) = {
-            let st = self.state();
-            (st.desc.clone(), st.nodes.clone())
-        };
-        let plan = fuse::plan(&desc);
-        if plan.chains.is_empty() {
-            return Ok(None);
-        }
-        let ctx = &self.inner.ctx;
-        let sms = ctx.sm_count();
-        ctx.bind()?;
-        let raw = dg::clone(self.inner.raw)?;
-        let mut f = Fused {
-            ctx: ctx.clone(),
-            raw,
-            plan,
-            desc: GraphDesc::new(),
-            nodes: Vec::new(),
-            map: Vec::new(),
-            kernels: Vec::new(),
-        };
-        f.kernels = f
-            .plan
-            .chains
-            .iter()
-            .map(|c| c.segments.iter().map(|seg| f.kernel_for(seg)).collect())
-            .collect::<Result<_>>()?;
-        (f.desc, f.map) =
-            fuse::apply(&desc, &f.plan, sms).map_err(|e| Error::invalid_argument(e.0))?;
-        let clones: Vec<CUgraphNode> = sources
-            .iter()
-            .map(|&n| dg::find_in_clone(n, raw))
-            .collect::<Result<_>>()?;
-        for (ci, c) in f.plan.chains.iter().enumerate() {
-            let carriers = c.segments.len();
-            for (k, seg) in c.segments.iter().enumerate() {
-                f.set_segment(clones[c.nodes[k]], seg, f.kernels[ci][k].as_ref(), None)?;
-            }
-            let last = *c.nodes.last().unwrap();
-            let users: Vec<usize> = desc
-                .edges()
-                .filter(|&(from, _)| from == last)
-                .map(|(_, to)| to)
-                .collect();
-            for &gone in &c.nodes[carriers..] {
-                dg::destroy_node(clones[gone])?;
-            }
-            if carriers < c.nodes.len() {
-                let keep = clones[c.nodes[carriers - 1]];
-                for u in users {
-                    dg::add_dependency(raw, keep, clones[u])?;
-                }
-            }
-        }
-        f.nodes = vec![std::ptr::null_mut(); f.desc.len()];
-        for (old, new) in f.map.iter().enumerate() {
-            if let Some(new) = new {
-                f.nodes[*new] = clones[old];
-            }
-        }
-        Ok(Some(f))
-    }
-
     /// The graph in Graphviz DOT.
     pub fn to_dot(&self, name: &str) -> String {
         to_dot(&self.state().desc, name)
@@ -491,108 +425,6 @@ impl Graph {
             .map_or("graph".into(), |s| s.to_string_lossy().into_owned());
         std::fs::write(path, self.to_dot(&name))
             .map_err(|e| Error::invalid_argument(format!("cannot write {}: {e}", path.display())))
-    }
-}
-
-/// A graph's fused copy: the CUDA graph, the plan it follows, its
-/// description, and its nodes (indexed as the description).
-pub(crate) struct Fused {
-    ctx: Context,
-    pub(crate) raw: CUgraph,
-    pub(crate) plan: fuse::FusionPlan,
-    pub(crate) desc: GraphDesc,
-    pub(crate) nodes: Vec<CUgraphNode>,
-    /// For each node of the source graph, its index in `desc` (`None`:
-    /// fused away).
-    pub(crate) map: Vec<Option<usize>>,
-    /// Per chain and segment, the kernel generated for it (`None` for
-    /// segments that run as the built-in chain kernel).
-    pub(crate) kernels: Vec<Vec<Option<Function>>>,
-}
-
-impl Fused {
-    /// Takes over `other`'s plan, description and kernels (an exec made
-    /// from `self` was updated with `other`).
-    pub(crate) fn adopt(&mut self, other: &Fused) {
-        self.plan = other.plan.clone();
-        self.desc = other.desc.clone();
-        self.kernels = other.kernels.clone();
-    }
-
-    /// The kernel generated for `seg`, if it needs one (see [`jit`]).
-    pub(crate) fn kernel_for(&self, seg: &fuse::Segment) -> Result<Option<Function>> {
-        if !seg.is_generated() {
-            return Ok(None);
-        }
-        let ptx = jit::chain_ptx(&seg.ops);
-        let module = crate::module::Module::load(&self.ctx, ptx.as_bytes())?;
-        Ok(Some(module.function(jit::ENTRY)?))
-    }
-
-    /// Makes `node` launch `seg`: the generated `kernel`, or the built-in
-    /// chain kernel when `kernel` is `None`; in the fused graph (`exec`
-    /// `None`) or in an exec made from it.
-    pub(crate) fn set_segment(
-        &self,
-        node: CUgraphNode,
-        seg: &fuse::Segment,
-        kernel: Option<&Function>,
-        exec: Option<crate::driver::CUgraphExec>,
-    ) -> Result<()> {
-        let sms = self.ctx.sm_count();
-        let (func, grid, block, shared_bytes, values) = match kernel {
-            Some(k) => (
-                k.raw(),
-                [jit::grid(seg.n, sms), 1, 1],
-                [jit::BLOCK, 1, 1],
-                0,
-                fuse::generated_args(seg),
-            ),
-            None => {
-                let call =
-                    fuse::segment_call(seg, sms).map_err(|e| Error::invalid_argument(e.0))?;
-                let func = self.ctx.builtin_raw(call.kernel)?;
-                (
-                    func,
-                    call.grid,
-                    call.block,
-                    call.shared_bytes,
-                    call.args().to_vec(),
-                )
-            }
-        };
-        let mut slots: Vec<u64> = values.iter().map(|v| v.to_slot()).collect();
-        let mut ptrs: Vec<*mut c_void> = slots
-            .iter_mut()
-            .map(|s| s as *mut u64 as *mut c_void)
-            .collect();
-        let p = KernelParams {
-            func,
-            grid,
-            block,
-            shared_bytes,
-            args: ptrs.as_mut_ptr(),
-        };
-        // SAFETY: one slot per kernel parameter, each holding its value.
-        unsafe {
-            match exec {
-                None => dg::set_kernel(node, &p),
-                Some(e) => dg::exec_set_kernel(e, node, &p),
-            }
-        }
-    }
-}
-
-// SAFETY: CUDA graph handles may be used from any thread.
-unsafe impl Send for Fused {}
-// SAFETY: as above; changes go through the owning exec's lock.
-unsafe impl Sync for Fused {}
-
-impl Drop for Fused {
-    fn drop(&mut self) {
-        if self.ctx.bind().is_ok() {
-            dg::destroy(self.raw);
-        }
     }
 }
 

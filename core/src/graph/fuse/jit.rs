@@ -7,9 +7,12 @@
 //! standalone kernels compute it (`mul.rn`/`add.rn` without flush-to-zero,
 //! ReLU/max/min by compare-and-select), so results are bitwise equal.
 
-use super::fuse::ChainOp;
 use graphcore_kernels::ops::{OP_ADD, OP_FILL, OP_MAX, OP_MIN, OP_MUL, OP_RELU};
 use std::fmt::Write;
+
+/// One elementwise operation as a fused chain applies it: opcode and
+/// constant (the `graphcore_kernels::ops::OP_*` codes).
+pub type ChainOp = (u32, f32);
 
 /// The entry name of generated chain kernels.
 pub const ENTRY: &str = "gc_fused_chain";

@@ -3,7 +3,7 @@
 //! graphcore knows what its elementwise kernels compute, so a chain of them
 //! that works along one buffer can run as one launch: of the built-in chain
 //! kernel (`gc_chain_f32`) for up to [`MAX_CHAIN_OPS`] operations, of a
-//! kernel generated for the chain ([`super::jit`], up to
+//! kernel generated for the chain ([`jit`], up to
 //! [`jit::MAX_OPS`] operations per launch) for longer ones; each operation
 //! is bitwise equal to its standalone kernel. A chain is a maximal path
 //! of built-in elementwise nodes (fill, copy, scale, add_scalar, relu, and
@@ -13,14 +13,10 @@
 //! else (other kernels, copies, branches, a second consumer, another buffer
 //! or count) bounds a chain; a chain of one node stays as it is.
 
-use super::desc::{GraphDesc, NodeKind};
-use super::jit;
+use super::jit::{self, ChainOp};
+use crate::graph::desc::{GraphDesc, NodeKind};
 use graphcore_kernels::ops::{self, MAX_CHAIN_OPS, OP_ADD, OP_FILL, OP_MUL, OP_RELU};
 use graphcore_kernels::{find, Call, SizeError, Value};
-
-/// One elementwise operation as a fused chain applies it: opcode and
-/// constant (the `graphcore_kernels::ops::OP_*` codes).
-pub type ChainOp = (u32, f32);
 
 /// What a built-in elementwise node computes: `y = ops(x)` over `n`
 /// floats (`x` is `None` when the first operation is a fill).
