@@ -439,7 +439,9 @@ impl Exec {
             ..
         } = &mut updated
         {
-            *values = crate::graph::builtin_args(k, args);
+            // SAFETY: one valid pointer per parameter of the node's kernel
+            // (this function's contract).
+            *values = unsafe { crate::graph::builtin_args(k, args) };
         }
         let mut fused = lock(&self.inner.fused);
         let exec_node = match fused.as_mut() {
@@ -458,7 +460,8 @@ impl Exec {
             shared_bytes,
             args,
         };
-        dg::exec_set_kernel(self.inner.raw, exec_node, &params)?;
+        // SAFETY: as above; the driver copies the values.
+        unsafe { dg::exec_set_kernel(self.inner.raw, exec_node, &params) }?;
         current.set_node(i, updated);
         Ok(())
     }

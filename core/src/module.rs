@@ -253,14 +253,18 @@ impl Function {
             "the function and the stream belong to different contexts"
         );
         self.inner.ctx.bind()?;
-        let r = dm::launch(
-            self.inner.raw,
-            cfg.grid,
-            cfg.block,
-            cfg.shared_bytes,
-            stream.raw(),
-            args,
-        );
+        // SAFETY: one valid pointer per kernel parameter (this function's
+        // contract); the driver copies the values.
+        let r = unsafe {
+            dm::launch(
+                self.inner.raw,
+                cfg.grid,
+                cfg.block,
+                cfg.shared_bytes,
+                stream.raw(),
+                args,
+            )
+        };
         stream.note(StreamOp::Launch, r)
     }
 }

@@ -223,11 +223,10 @@ mod tests {
 
     #[test]
     fn status_names_come_from_core() {
-        // SAFETY: gc_status_name returns a static NUL-terminated string.
         let name = |v| {
-            unsafe { CStr::from_ptr(gc_status_name(v)) }
-                .to_str()
-                .unwrap()
+            // SAFETY: gc_status_name returns a static NUL-terminated string.
+            let s = unsafe { CStr::from_ptr(gc_status_name(v)) };
+            s.to_str().unwrap()
         };
         assert_eq!(name(0), "GC_SUCCESS");
         assert_eq!(name(8), "GC_ERROR_CAPTURE");

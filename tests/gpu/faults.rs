@@ -13,6 +13,8 @@ use std::sync::mpsc;
 
 fn scale(s: &Stream, y: u64, x: u64, n: usize, alpha: f32) -> graphcore_core::Result<()> {
     let sms = s.context().sm_count();
+    // SAFETY: the buffers are live device allocations of this test holding the
+    // elements the operation reads and writes.
     unsafe { launch_op(s, ops::scale(y, x, n as u64, alpha, sms)) }
 }
 
@@ -72,6 +74,8 @@ fn max_bytes_reached_during_a_capture_fails_cleanly() {
     assert_eq!(footprint(&p), before, "the failed capture's growth is gone");
     // Both the stream and the pool still work.
     let b = p.alloc(8 << 20).unwrap();
+    // SAFETY: the ranges are live allocations of this test of at least `bytes`
+    // bytes, kept until the stream is synchronized.
     unsafe { graphcore_core::set_async(&s, b, 0, 8 << 20) }.unwrap();
     s.synchronize().unwrap();
     p.free(b).unwrap();
@@ -102,8 +106,12 @@ fn device_memory_exhausted_while_growing_is_out_of_memory_and_the_pool_is_intact
         "device memory {free_before} -> {free_after}: the partial growth was returned"
     );
     // The pool still allocates, and the block kept before is intact.
+    // SAFETY: the ranges are live allocations of this test of at least `bytes`
+    // bytes, kept until the stream is synchronized.
     unsafe { graphcore_core::set_async(&s, keep, 0x3c, 1 << 20) }.unwrap();
     let b = p.alloc(64 << 20).unwrap();
+    // SAFETY: the ranges are live allocations of this test of at least `bytes`
+    // bytes, kept until the stream is synchronized.
     unsafe { graphcore_core::copy_async(&s, b, keep, 1 << 20) }.unwrap();
     let back = download(&s, b, 4);
     assert!(back.iter().all(|v| v.to_bits() == 0x3c3c_3c3c));
@@ -121,7 +129,11 @@ fn copies_and_sets_refuse_ranges_overrunning_their_pool_block() {
     let b = p.alloc(4096).unwrap();
     let mut h = Host::new(&c, 2048);
     h.as_mut_slice().fill(1.0);
+    // SAFETY: the ranges are live allocations of this test of at least `bytes`
+    // bytes, kept until the stream is synchronized.
     unsafe { graphcore_core::set_async(&s, b, 0, 4096) }.unwrap();
+    // SAFETY: the call is expected to fail; a refused call enqueues nothing, and a
+    // failing one touches only live allocations of this test.
     let e = unsafe { graphcore_core::copy_async(&s, a, h.addr(), 8192) }.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     assert!(
@@ -129,8 +141,12 @@ fn copies_and_sets_refuse_ranges_overrunning_their_pool_block() {
         "both sizes named: {}",
         e.message()
     );
+    // SAFETY: the call is expected to fail; a refused call enqueues nothing, and a
+    // failing one touches only live allocations of this test.
     let e = unsafe { graphcore_core::copy_async(&s, h.addr(), a + 4000, 200) }.unwrap_err();
     assert!(e.message().contains("`src`"), "{}", e.message());
+    // SAFETY: the call is expected to fail; a refused call enqueues nothing, and a
+    // failing one touches only live allocations of this test.
     let e = unsafe { graphcore_core::set_async(&s, a + 256, 0xff, 4096) }.unwrap_err();
     assert!(
         e.message().contains("runs 256 bytes past"),
@@ -138,6 +154,8 @@ fn copies_and_sets_refuse_ranges_overrunning_their_pool_block() {
         e.message()
     );
     assert_eq!(
+        // SAFETY: the call is expected to fail; a refused call enqueues nothing, and a
+        // failing one touches only live allocations of this test.
         unsafe { graphcore_core::set_async(&s, a, 0, usize::MAX) }
             .unwrap_err()
             .kind(),
@@ -146,6 +164,8 @@ fn copies_and_sets_refuse_ranges_overrunning_their_pool_block() {
     // Nothing was written: the neighbour block is still zero.
     assert!(download(&s, b, 1024).iter().all(|&v| v == 0.0));
     // In-range copies work, to the last byte.
+    // SAFETY: the ranges are live allocations of this test of at least `bytes`
+    // bytes, kept until the stream is synchronized.
     unsafe { graphcore_core::copy_async(&s, a, h.addr(), 4096) }.unwrap();
     assert!(download(&s, a, 1024).iter().all(|&v| v == 1.0));
 }
@@ -308,6 +328,8 @@ fn device_fault_child() {
     assert_eq!(e.kind(), ErrorKind::DeviceFault, "{}", e.message());
     let e = c.synchronize().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::DeviceFault, "{}", e.message());
+    // SAFETY: the call is expected to fail; a refused call enqueues nothing, and a
+    // failing one touches only live allocations of this test.
     let e = unsafe { graphcore_core::set_async(&s, buf, 0, 4096) }
         .and_then(|_| s.synchronize())
         .unwrap_err();

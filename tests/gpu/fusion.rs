@@ -27,6 +27,8 @@ fn step(s: &Stream, r: u64, y: u64, n: u64) {
         _ => vec![ops::fill(y, n, c, sms), ops::scale(y, y, n, -1.25, sms)],
     };
     for call in calls {
+        // SAFETY: the buffers are live device allocations of this test holding the
+        // elements the operation reads and writes.
         unsafe { launch_op(s, call) }.unwrap();
     }
 }
@@ -60,6 +62,8 @@ fn fused_chains_are_bitwise_equal_to_unfused() {
         let input = random(r, n);
         upload(&s, x, &input);
         graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
+        // SAFETY: the buffers are live device allocations of this test holding the
+        // elements the operation reads and writes.
         unsafe { launch_op(&s, ops::scale(y, x, n as u64, 1.5, c.sm_count())) }.unwrap();
         for _ in 1..len {
             step(&s, lcg(&mut r), y, n as u64);
@@ -198,6 +202,8 @@ fn fused_execs_update_from_graphs_that_fuse_alike() {
         graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
         for i in 0..20 {
             let a = if i % 2 == 0 { alpha } else { 1.0 / alpha };
+            // SAFETY: the buffers are live device allocations of this test holding the
+            // elements the operation reads and writes.
             unsafe { launch_op(&s, ops::scale(y, y, n as u64, a, c.sm_count())) }.unwrap();
         }
         graphcore_core::end_capture(&s).unwrap()
@@ -217,6 +223,8 @@ fn fused_execs_update_from_graphs_that_fuse_alike() {
     // A graph that fuses differently (one node more) is refused.
     graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
     for _ in 0..21 {
+        // SAFETY: the buffers are live device allocations of this test holding the
+        // elements the operation reads and writes.
         unsafe { launch_op(&s, ops::scale(y, y, n as u64, 1.0, c.sm_count())) }.unwrap();
     }
     let g3 = graphcore_core::end_capture(&s).unwrap();

@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 fn scale(s: &Stream, y: u64, x: u64, n: usize, alpha: f32) {
     let sms = s.context().sm_count();
+    // SAFETY: the buffers are live device allocations of this test holding the
+    // elements the operation reads and writes.
     unsafe { launch_op(s, ops::scale(y, x, n as u64, alpha, sms)) }.unwrap();
 }
 
@@ -217,7 +219,8 @@ fn broken_capture_names_the_call_and_rolls_the_pool_back() {
 static HOST_CALLS: AtomicU32 = AtomicU32::new(0);
 
 unsafe extern "C" fn count_call(data: *mut c_void) {
-    HOST_CALLS.fetch_add(*(data as *const u32), Ordering::SeqCst);
+    // SAFETY: the test passes a pointer to a live u32 as the user data.
+    HOST_CALLS.fetch_add(unsafe { *(data as *const u32) }, Ordering::SeqCst);
 }
 
 #[test]

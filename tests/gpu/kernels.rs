@@ -45,6 +45,8 @@ impl Dev {
     }
     fn poisoned(&self, n: usize, shift: bool) -> u64 {
         let b = self.buf(n) + if shift { 4 } else { 0 };
+        // SAFETY: the ranges are live allocations of this test of at least `bytes`
+        // bytes, kept until the stream is synchronized.
         unsafe { graphcore_core::set_async(&self.s, b, 0xff, n * 4) }.unwrap();
         b
     }
@@ -52,6 +54,8 @@ impl Dev {
         download(&self.s, b, n)
     }
     fn run(&self, call: Planned) {
+        // SAFETY: the buffers are live device allocations of this test holding the
+        // elements the operation reads and writes.
         unsafe { launch_op(&self.s, call) }.unwrap();
     }
 }
@@ -387,6 +391,8 @@ fn mse_loss_gradient_and_finite_differences() {
         let (pb, tb) = (d.put(&pred, false), d.put(&target, false));
         let ws_bytes = ops::mse_workspace_bytes(n as u64, d.sms);
         let ws = d.p.alloc(ws_bytes).unwrap();
+        // SAFETY: the ranges are live allocations of this test of at least `bytes`
+        // bytes, kept until the stream is synchronized.
         unsafe { graphcore_core::set_async(&d.s, ws, 0, ws_bytes as usize) }.unwrap();
         let (loss, grad) = (d.poisoned(1, false), d.poisoned(n, false));
         d.run(ops::mse(
@@ -456,6 +462,8 @@ fn replays_are_bitwise_deterministic() {
     let loss = d.buf(1);
     let ws_bytes = ops::mse_workspace_bytes((m * n) as u64, d.sms);
     let ws = d.p.alloc(ws_bytes).unwrap();
+    // SAFETY: the ranges are live allocations of this test of at least `bytes`
+    // bytes, kept until the stream is synchronized.
     unsafe { graphcore_core::set_async(&d.s, ws, 0, ws_bytes as usize) }.unwrap();
     graphcore_core::begin_capture(&d.s, None, CaptureMode::ThreadLocal).unwrap();
     d.run(ops::linear(

@@ -72,7 +72,11 @@ fn capture(s: &Stream, p: &Pool, out: u64, value: f32) -> (graphcore_core::Graph
     let sms = s.context().sm_count();
     graphcore_core::begin_capture(s, Some(p), CaptureMode::ThreadLocal).unwrap();
     let scratch = p.alloc(N as u64 * 4).unwrap();
+    // SAFETY: the buffers are live device allocations of this test holding the
+    // elements the operation reads and writes.
     unsafe { launch_op(s, ops::fill(scratch, N as u64, value, sms)) }.unwrap();
+    // SAFETY: the buffers are live device allocations of this test holding the
+    // elements the operation reads and writes.
     unsafe { launch_op(s, ops::scale(out, scratch, N as u64, 2.0, sms)) }.unwrap();
     let g = graphcore_core::end_capture(s).unwrap();
     (g, scratch)
@@ -84,6 +88,8 @@ fn worker(t: usize, c: &Context, p: &Pool, deadline: Instant, n: &Counts) {
     let out = p.alloc(N as u64 * 4).unwrap();
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (t as u64 + 1));
     let check = |want: f32| {
+        // SAFETY: the ranges are live allocations of this test of at least `bytes`
+        // bytes, kept until the stream is synchronized.
         unsafe { graphcore_core::copy_async(&s, host.addr(), out, N * 4) }.unwrap();
         s.synchronize().unwrap();
         let got = host.as_slice();
@@ -102,6 +108,8 @@ fn worker(t: usize, c: &Context, p: &Pool, deadline: Instant, n: &Counts) {
             .map(|_| p.alloc(256 + rng.below(1 << 20)).unwrap())
             .collect();
         for &b in &blocks {
+            // SAFETY: the ranges are live allocations of this test of at least `bytes`
+            // bytes, kept until the stream is synchronized.
             unsafe { graphcore_core::set_async(&s, b, 0xab, 256) }.unwrap();
         }
         s.synchronize().unwrap();
@@ -147,6 +155,8 @@ fn sixteen_threads_allocate_capture_replay_update_and_destroy() {
         for s in &streams {
             let b = p.alloc(N as u64 * 4).unwrap();
             graphcore_core::begin_capture(s, Some(&p), CaptureMode::ThreadLocal).unwrap();
+            // SAFETY: the buffers are live device allocations of this test holding the
+            // elements the operation reads and writes.
             unsafe { launch_op(s, ops::fill(b, N as u64, 0.0, c.sm_count())) }.unwrap();
             let g = graphcore_core::end_capture(s).unwrap();
             let e = Exec::new(&g, 0).unwrap();

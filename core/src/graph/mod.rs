@@ -89,11 +89,15 @@ pub(crate) unsafe fn builtin_args(k: &KernelInfo, args: *mut *mut c_void) -> Vec
         .iter()
         .enumerate()
         .filter_map(|(i, (_, kind))| {
-            let p = *args.add(i) as *const u8;
+            // SAFETY: `args` holds one pointer per parameter of `k` (this
+            // function's contract), so entry `i` is in bounds.
+            let p = unsafe { *args.add(i) } as *const u8;
             if p.is_null() {
                 return None;
             }
-            let bytes = std::slice::from_raw_parts(p, kind.size());
+            // SAFETY: the pointer points to a value of parameter `i`'s type,
+            // `kind.size()` bytes (this function's contract).
+            let bytes = unsafe { std::slice::from_raw_parts(p, kind.size()) };
             Value::from_bytes(*kind, bytes)
         })
         .collect()
@@ -270,7 +274,9 @@ impl Graph {
             shared_bytes: cfg.shared_bytes,
             args,
         };
-        let raw = dg::add_kernel(self.inner.raw, &raw_deps, &params)?;
+        // SAFETY: `args` holds one valid pointer per parameter of `f` (this
+        // function's contract); the driver copies the values.
+        let raw = unsafe { dg::add_kernel(self.inner.raw, &raw_deps, &params) }?;
         let builtin = f.builtin();
         let kind = NodeKind::Kernel {
             name: f.name().to_string(),
@@ -278,7 +284,8 @@ impl Graph {
             block: cfg.block,
             shared_bytes: cfg.shared_bytes,
             builtin,
-            args: builtin.map_or(Vec::new(), |k| builtin_args(k, args)),
+            // SAFETY: as above, one valid pointer per parameter of `k`.
+            args: builtin.map_or(Vec::new(), |k| unsafe { builtin_args(k, args) }),
         };
         st.functions.push(f.clone());
         Ok(self.push(&mut st, kind, &idx, raw))
