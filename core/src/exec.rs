@@ -222,7 +222,7 @@ impl Exec {
             let st = graph.state();
             let theirs = &st.desc;
             if let Some(diff) = current.topology_difference(theirs) {
-                return Err(Error::new(ErrorKind::UpdateMismatch, diff));
+                return Err(Error::new(ErrorKind::UpdateMismatch, diff.to_string()));
             }
             let whole = (0..theirs.len())
                 .any(|i| matches!(theirs.node(i), NodeKind::Child { .. } | NodeKind::Other(_)));
@@ -369,7 +369,7 @@ impl Exec {
     fn update_fused(&self, graph: &Graph, current: &mut GraphDesc) -> Result<()> {
         let theirs = graph.desc();
         if let Some(diff) = current.topology_difference(&theirs) {
-            return Err(Error::new(ErrorKind::UpdateMismatch, diff));
+            return Err(Error::new(ErrorKind::UpdateMismatch, diff.to_string()));
         }
         let mismatch = || {
             Error::new(

@@ -266,7 +266,7 @@ fn every_node_kind_in_an_explicit_graph() {
     assert!(matches!(
         g.desc().node(copy_out.index as usize),
         NodeKind::Memcpy {
-            direction: "DtoH",
+            direction: graphcore_core::graph::Direction::DeviceToHost,
             ..
         }
     ));

@@ -7,7 +7,7 @@ mod desc;
 mod dot;
 pub mod fuse;
 
-pub use desc::{GraphDesc, NodeKind};
+pub use desc::{Direction, GraphDesc, NodeKind, TopologyDifference};
 pub use dot::to_dot;
 
 use crate::context::Context;
@@ -103,13 +103,9 @@ pub(crate) unsafe fn builtin_args(k: &KernelInfo, args: *mut *mut c_void) -> Vec
         .collect()
 }
 
-fn direction(dst: MemoryKind, src: MemoryKind) -> &'static str {
-    match (src, dst) {
-        (MemoryKind::Device, MemoryKind::Device) => "DtoD",
-        (MemoryKind::Device, _) => "DtoH",
-        (_, MemoryKind::Device) => "HtoD",
-        _ => "HtoH",
-    }
+/// The direction of a copy from `src` to `dst`.
+fn direction(dst: MemoryKind, src: MemoryKind) -> Direction {
+    Direction::between(src == MemoryKind::Device, dst == MemoryKind::Device)
 }
 
 impl Graph {
@@ -303,7 +299,7 @@ impl Graph {
         for (name, k, p) in [("dst", kd, dst), ("src", ks, src)] {
             ensure_arg!(
                 k != MemoryKind::Unknown,
-                "`{name}` (0x{p:x}) is pageable host memory or memory CUDA does not know; graph copies need device memory or pinned host memory (gc_host_alloc)"
+                "`{name}` (0x{p:x}) is pageable host memory or memory CUDA does not know; graph copies need device memory or pinned host memory (a context's host allocation)"
             );
         }
         let ctx = &self.inner.ctx;

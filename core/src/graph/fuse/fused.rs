@@ -114,7 +114,7 @@ impl Fused {
                 format!(
                     "node {i} was fused into a chain kernel with nodes {:?}, and the new arguments \
                      change that chain (its buffer, count or number of launches); instantiate \
-                     without GC_INSTANTIATE_FUSE_ELEMENTWISE to change them, or re-instantiate",
+                     without elementwise fusion to change them, or re-instantiate",
                     self.plan.chains[c].nodes
                 ),
             ));

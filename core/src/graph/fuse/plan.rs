@@ -528,7 +528,7 @@ mod apply_tests {
             dst: 8,
             src: 1,
             bytes: 16,
-            direction: "HtoD",
+            direction: crate::graph::Direction::HostToDevice,
         };
         let a = g.push(copy.clone(), &[]);
         let mut prev = a;
