@@ -1,61 +1,52 @@
 //! graphcore's own kernels in one context: the modules of
 //! `graphcore_kernels::MODULES`, loaded, and one function per entry of
-//! [`KERNELS`]. The context owns them (loaded on first use) and unloads them
-//! in its Drop, before it releases the device's primary context.
+//! [`KERNELS`]. The context owns them (loaded on first use); the modules
+//! unload when it drops, and keep the device's primary context retained
+//! until they have.
 
+use crate::driver::owned::{Owned, PrimaryContext, SharedFunction};
 use crate::driver::{self, module as dm, CUfunction, CUmodule};
 use crate::error::{Error, ErrorKind, Result};
 use graphcore_kernels::{KernelInfo, KERNELS, MODULES};
+use std::sync::Arc;
 
-/// The built-in kernels of one context.
+/// The built-in kernels of one context: the modules (unloaded when this
+/// drops) and one function of theirs per kernel.
 pub(crate) struct Builtins {
-    modules: Vec<CUmodule>,
-    functions: Vec<CUfunction>,
-}
-
-// SAFETY: CUDA module and function handles may be used from any thread;
-// these are only passed to the driver, and never change after `load`.
-unsafe impl Send for Builtins {}
-// SAFETY: as above (immutable after creation).
-unsafe impl Sync for Builtins {}
-
-impl Drop for Builtins {
-    fn drop(&mut self) {
-        for &m in &self.modules {
-            dm::unload(m);
-        }
-    }
+    _modules: Vec<Owned<CUmodule>>,
+    functions: Vec<SharedFunction>,
 }
 
 impl Builtins {
-    /// Loads every built-in module into the current context.
-    pub(crate) fn load() -> Result<Builtins> {
+    /// Loads every built-in module into `ctx` (current on this thread).
+    pub(crate) fn load(ctx: &Arc<PrimaryContext>) -> Result<Builtins> {
         let _relaxed = driver::RelaxedCaptureMode::enter()?;
-        let mut b = Builtins {
-            modules: Vec::with_capacity(MODULES.len()),
-            functions: Vec::with_capacity(KERNELS.len()),
-        };
+        let mut modules = Vec::with_capacity(MODULES.len());
         for m in MODULES {
             let raw = dm::load(m.ptx.as_bytes())
                 .map_err(|e| e.context(&format!("loading built-in module `{}`", m.name)))?;
-            b.modules.push(raw);
+            modules.push(Owned::new(raw, ctx));
         }
-        for k in KERNELS {
-            b.functions.push(dm::function(b.modules[k.module], k.name)?);
-        }
-        Ok(b)
+        let functions = KERNELS
+            .iter()
+            .map(|k| dm::function(modules[k.module].raw(), k.name).map(SharedFunction::new))
+            .collect::<Result<_>>()?;
+        Ok(Builtins {
+            _modules: modules,
+            functions,
+        })
     }
 
     /// The loaded function of `kernel`.
     pub(crate) fn function(&self, kernel: &'static KernelInfo) -> CUfunction {
-        self.functions[index_of(kernel)]
+        self.functions[index_of(kernel)].raw()
     }
 
     /// The built-in kernel whose loaded function is `raw`, if any.
     pub(crate) fn kernel_of(&self, raw: CUfunction) -> Option<&'static KernelInfo> {
         self.functions
             .iter()
-            .position(|&f| f == raw)
+            .position(|f| f.raw() == raw)
             .map(|i| &KERNELS[i])
     }
 }

@@ -3,6 +3,7 @@
 //! freely between graphcore and runtime-API code in the same process.
 
 use crate::builtins::Builtins;
+use crate::driver::owned::PrimaryContext;
 use crate::driver::{self, device, CUcontext, CUdevice, CUfunction};
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
 use crate::lock::{get_mut, lock};
@@ -32,8 +33,8 @@ pub struct Context {
 
 struct ContextInner {
     ordinal: i32,
-    device: CUdevice,
-    raw: CUcontext,
+    /// The retained primary context; every handle made in it keeps it too.
+    primary: Arc<PrimaryContext>,
     info: device::DeviceInfo,
     /// Built-in kernels, loaded on first use.
     builtins: OnceLock<Builtins>,
@@ -52,23 +53,16 @@ struct ContextInner {
     pools: Mutex<Vec<RegisteredPool>>,
 }
 
-// SAFETY: CUDA contexts may be used from any thread; the raw handle is only
-// passed to the driver.
-unsafe impl Send for ContextInner {}
-// SAFETY: as above; interior state is behind locks.
-unsafe impl Sync for ContextInner {}
-
 impl Drop for ContextInner {
+    /// Frees the pinned host memory still allocated (the built-ins unload
+    /// as their fields drop; the primary context is released when the last
+    /// handle made in it is gone). Nothing is left to report errors to.
     fn drop(&mut self) {
-        if device::set_current(self.raw).is_ok() {
-            let host = get_mut(&mut self.host);
-            for (&p, _) in host.iter() {
+        if self.primary.bind().is_ok() {
+            for (&p, _) in get_mut(&mut self.host).iter() {
                 let _ = driver::memory::host_free(p as *mut c_void);
             }
         }
-        // Builtin modules unload before the context goes.
-        self.builtins.take();
-        device::release_primary(self.device);
     }
 }
 
@@ -114,18 +108,17 @@ impl Context {
         );
         let dev = device::get(ordinal)?;
         let info = device::info(dev)?;
-        let raw = device::retain_primary(dev)?;
+        let primary = PrimaryContext::retain(dev)?;
+        primary.bind()?;
         let inner = ContextInner {
             ordinal,
-            device: dev,
-            raw,
+            primary,
             info,
             builtins: OnceLock::new(),
             host: Mutex::new(HashMap::new()),
             open_captures: Mutex::new(0),
             pools: Mutex::new(Vec::new()),
         };
-        device::set_current(raw)?;
         Ok(Context {
             inner: Arc::new(inner),
         })
@@ -133,17 +126,22 @@ impl Context {
 
     /// Makes this context current on the calling thread.
     pub(crate) fn bind(&self) -> Result<()> {
-        device::set_current(self.inner.raw)
+        self.inner.primary.bind()
     }
 
     /// The raw primary context (passed to driver calls that name one).
     pub(crate) fn raw(&self) -> CUcontext {
-        self.inner.raw
+        self.inner.primary.raw()
     }
 
     /// The raw device.
     pub(crate) fn device(&self) -> CUdevice {
-        self.inner.device
+        self.inner.primary.device()
+    }
+
+    /// The retained primary context, for the handles made in it.
+    pub(crate) fn primary(&self) -> &Arc<PrimaryContext> {
+        &self.inner.primary
     }
 
     /// True when the device supports virtual memory management.
@@ -186,9 +184,14 @@ impl Context {
     /// capture is open in the context this is [`ErrorKind::InvalidState`]
     /// and nothing happens: a device-wide synchronize (cuCtxSynchronize)
     /// from any thread invalidates every capture on the device.
+    ///
+    /// This is also where a failure to destroy a driver object (a stream,
+    /// module, graph or exec dropped earlier in this context; a Drop cannot
+    /// fail) is reported: the first such error is returned once, after the
+    /// wait.
     pub fn synchronize(&self) -> Result<()> {
         if self.synchronize_unless_capturing()? {
-            return Ok(());
+            return self.inner.primary.take_deferred().map_or(Ok(()), Err);
         }
         Err(Error::invalid_state(
             "a stream capture is open in this context, and a device-wide synchronize would \
@@ -284,7 +287,7 @@ impl Context {
             return Ok(b);
         }
         self.bind()?;
-        let loaded = Builtins::load()?;
+        let loaded = Builtins::load(&self.inner.primary)?;
         // Another thread may have won the race; either set is equivalent.
         Ok(self.inner.builtins.get_or_init(|| loaded))
     }

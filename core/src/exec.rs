@@ -3,6 +3,7 @@
 
 use crate::context::Context;
 use crate::driver::graph::{self as dg, KernelParams, RawNode};
+use crate::driver::owned::Owned;
 use crate::driver::CUgraphExec;
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
 use crate::graph::fuse::{self, Fused};
@@ -40,8 +41,9 @@ pub struct Exec {
 }
 
 struct ExecInner {
+    /// Destroyed first (fields drop in order), before the graphs it runs.
+    raw: Owned<CUgraphExec>,
     ctx: Context,
-    raw: CUgraphExec,
     /// The graph it was instantiated from (its nodes name the exec's nodes).
     source: Graph,
     /// The graph of the last update, kept alive for the memory it uses.
@@ -67,19 +69,6 @@ pub struct ExecStats {
     pub chains: usize,
 }
 
-// SAFETY: exec handles may be used from any thread; state is locked.
-unsafe impl Send for ExecInner {}
-// SAFETY: as above.
-unsafe impl Sync for ExecInner {}
-
-impl Drop for ExecInner {
-    fn drop(&mut self) {
-        if self.ctx.bind().is_ok() {
-            dg::exec_destroy(self.raw);
-        }
-    }
-}
-
 impl Exec {
     /// Instantiates `graph` with [`flags`]. An empty graph is refused.
     pub fn new(graph: &Graph, flags: u32) -> Result<Exec> {
@@ -103,12 +92,12 @@ impl Exec {
         } else {
             None
         };
-        let target = fused.as_ref().map_or(graph.raw(), |f| f.raw);
+        let target = fused.as_ref().map_or(graph.raw(), |f| f.raw());
         let raw = dg::instantiate(target, cuda)?;
         let exec = Exec {
             inner: Arc::new(ExecInner {
+                raw: Owned::new(raw, ctx.primary()),
                 ctx,
-                raw,
                 source: graph.clone(),
                 updated_from: Mutex::new(None),
                 current: OnceLock::new(),
@@ -123,7 +112,7 @@ impl Exec {
 
     /// The raw `CUgraphExec` (for interop; graphcore still owns it).
     pub fn raw(&self) -> CUgraphExec {
-        self.inner.raw
+        self.inner.raw.raw()
     }
 
     /// What each node does now: the source's description until the first
@@ -172,10 +161,7 @@ impl Exec {
     pub fn upload(&self, stream: &Stream) -> Result<()> {
         self.check_stream(stream)?;
         self.inner.ctx.bind()?;
-        stream.note(
-            StreamOp::ExecUpload,
-            dg::upload(self.inner.raw, stream.raw()),
-        )
+        stream.note(StreamOp::ExecUpload, dg::upload(self.raw(), stream.raw()))
     }
 
     fn check_stream(&self, stream: &Stream) -> Result<()> {
@@ -195,10 +181,7 @@ impl Exec {
         if stream.raw().is_null() {
             self.inner.ctx.bind()?;
         }
-        stream.note(
-            StreamOp::ExecLaunch,
-            dg::launch(self.inner.raw, stream.raw()),
-        )
+        stream.note(StreamOp::ExecLaunch, dg::launch(self.raw(), stream.raw()))
     }
 
     /// Updates the exec in place with `graph`'s parameters. `graph` must
@@ -288,7 +271,7 @@ impl Exec {
             reads.push(raw);
         }
         let ctx = self.inner.ctx.raw();
-        let e = self.inner.raw;
+        let e = self.raw();
         for (k, raw) in reads.into_iter().enumerate() {
             let n = source_nodes[k];
             let r = match raw {
@@ -345,7 +328,7 @@ impl Exec {
         nodes: &[crate::driver::CUgraphNode],
         desc: &GraphDesc,
     ) -> Result<()> {
-        if let Err((e, refused)) = dg::exec_update(self.inner.raw, raw) {
+        if let Err((e, refused)) = dg::exec_update(self.raw(), raw) {
             let Some(r) = refused else { return Err(e) };
             let at = nodes.iter().position(|&n| n == r.node);
             return Err(Error::new(
@@ -386,7 +369,7 @@ impl Exec {
             return Err(mismatch());
         }
         self.inner.ctx.bind()?;
-        self.update_raw(new.raw, &new.nodes, &new.desc)?;
+        self.update_raw(new.raw(), &new.nodes, &new.desc)?;
         ours.adopt(&new);
         *current = theirs;
         *lock(&self.inner.updated_from) = Some(graph.clone());
@@ -448,7 +431,7 @@ impl Exec {
             None => raw_node,
             Some(f) => {
                 if let Some(c) = f.plan.chains.iter().position(|c| c.nodes.contains(&i)) {
-                    return f.set_chain_args(self.inner.raw, &mut current, c, i, updated);
+                    return f.set_chain_args(self.raw(), &mut current, c, i, updated);
                 }
                 f.nodes[f.map[i].expect("a node outside chains is kept")]
             }
@@ -461,7 +444,7 @@ impl Exec {
             args,
         };
         // SAFETY: as above; the driver copies the values.
-        unsafe { dg::exec_set_kernel(self.inner.raw, exec_node, &params) }?;
+        unsafe { dg::exec_set_kernel(self.raw(), exec_node, &params) }?;
         current.set_node(i, updated);
         Ok(())
     }

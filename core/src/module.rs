@@ -4,6 +4,7 @@
 
 use crate::builtins;
 use crate::context::Context;
+use crate::driver::owned::{Owned, SharedFunction};
 use crate::driver::{self, module as dm, CUfunction, CUmodule};
 use crate::error::{ensure_arg, Error, Result};
 use crate::stream::{Stream, StreamOp};
@@ -20,20 +21,8 @@ pub struct Module {
 
 struct ModuleInner {
     ctx: Context,
-    raw: CUmodule,
-}
-
-// SAFETY: module handles may be used from any thread.
-unsafe impl Send for ModuleInner {}
-// SAFETY: immutable after creation.
-unsafe impl Sync for ModuleInner {}
-
-impl Drop for ModuleInner {
-    fn drop(&mut self) {
-        if self.ctx.bind().is_ok() {
-            dm::unload(self.raw);
-        }
-    }
+    /// Unloaded when the last module value or function of it goes.
+    raw: Owned<CUmodule>,
 }
 
 /// What an image handed to [`Module::load`] looks like.
@@ -78,7 +67,7 @@ impl Module {
         Ok(Module {
             inner: Arc::new(ModuleInner {
                 ctx: ctx.clone(),
-                raw,
+                raw: Owned::new(raw, ctx.primary()),
             }),
         })
     }
@@ -86,7 +75,7 @@ impl Module {
     /// The `extern "C"` function `name` of this module.
     pub fn function(&self, name: &str) -> Result<Function> {
         self.inner.ctx.bind()?;
-        let raw = dm::function(self.inner.raw, name)?;
+        let raw = dm::function(self.inner.raw.raw(), name)?;
         Ok(Function::from_parts(
             &self.inner.ctx,
             raw,
@@ -106,16 +95,12 @@ pub struct Function {
 
 struct FunctionInner {
     ctx: Context,
-    raw: CUfunction,
+    /// Kept loaded by `_module`, the context's built-ins, or the caller.
+    raw: SharedFunction,
     name: String,
     builtin: Option<&'static KernelInfo>,
     _module: Option<Arc<ModuleInner>>,
 }
-
-// SAFETY: function handles may be used from any thread.
-unsafe impl Send for FunctionInner {}
-// SAFETY: immutable after creation.
-unsafe impl Sync for FunctionInner {}
 
 /// Grid, block and dynamic shared memory of a launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,7 +154,7 @@ impl Function {
         Function {
             inner: Arc::new(FunctionInner {
                 ctx: ctx.clone(),
-                raw,
+                raw: SharedFunction::new(raw),
                 name,
                 builtin,
                 _module: module,
@@ -222,7 +207,7 @@ impl Function {
 
     /// The raw `CUfunction`.
     pub fn raw(&self) -> CUfunction {
-        self.inner.raw
+        self.inner.raw.raw()
     }
 
     /// The built-in kernel this function is, if it is one.
@@ -257,7 +242,7 @@ impl Function {
         // contract); the driver copies the values.
         let r = unsafe {
             dm::launch(
-                self.inner.raw,
+                self.raw(),
                 cfg.grid,
                 cfg.block,
                 cfg.shared_bytes,

@@ -5,6 +5,7 @@
 //! leaves its pool as it was.
 
 use crate::context::Context;
+use crate::driver::owned::{Owned, Shared};
 use crate::driver::{self, stream as ds, CUevent, CUstream};
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
 use crate::lock::{get_mut, lock};
@@ -21,34 +22,28 @@ pub struct Stream {
 
 struct StreamInner {
     ctx: Context,
-    raw: CUstream,
-    owned: bool,
-    /// Recorded by `wait_stream` on the stream waited for.
-    join_event: Mutex<CUevent>,
+    raw: Shared<CUstream>,
+    /// The stream when graphcore created it (destroyed with this value);
+    /// `None` when borrowed.
+    owned: Option<Owned<CUstream>>,
+    /// Recorded by `wait_stream` on the stream waited for; the lock orders
+    /// record-then-wait pairs.
+    join_event: Mutex<Owned<CUevent>>,
     /// The open capture begun on this stream, if any.
     capture: Mutex<Option<OpenCapture>>,
 }
 
-// SAFETY: CUDA streams and events may be used from any thread; the raw
-// handles are only passed to the driver, and mutable state is locked.
-unsafe impl Send for StreamInner {}
-// SAFETY: as above.
-unsafe impl Sync for StreamInner {}
-
 impl Drop for StreamInner {
+    /// Ends a capture left open (the fields then destroy the event and, if
+    /// graphcore owns it, the stream).
     fn drop(&mut self) {
-        if self.ctx.bind().is_ok() {
-            if let Some(open) = get_mut(&mut self.capture).take() {
-                // End the CUDA capture, stop counting it as open; dropping
-                // `open` rolls its pool back.
-                ds::discard_capture(self.raw);
-                self.ctx.close_capture();
-                drop(open);
+        if let Some(open) = get_mut(&mut self.capture).take() {
+            if self.ctx.bind().is_ok() {
+                ds::discard_capture(self.raw.raw());
             }
-            ds::event_destroy(*get_mut(&mut self.join_event));
-            if self.owned {
-                ds::destroy(self.raw);
-            }
+            // Stop counting it as open; dropping `open` rolls its pool back.
+            self.ctx.close_capture();
+            drop(open);
         }
     }
 }
@@ -116,8 +111,8 @@ impl Stream {
     /// Creates a non-blocking stream owned by graphcore.
     pub fn new(ctx: &Context) -> Result<Stream> {
         ctx.bind()?;
-        let raw = ds::create()?;
-        Self::from_parts(ctx, raw, true).inspect_err(|_| ds::destroy(raw))
+        let owned = Owned::new(ds::create()?, ctx.primary());
+        Self::from_parts(ctx, owned.raw(), Some(owned))
     }
 
     /// Borrows a `CUstream` (or `cudaStream_t`, the same handle) the caller
@@ -128,15 +123,15 @@ impl Stream {
     /// as this value (and anything that captured or launched on it) is used.
     pub unsafe fn wrap(ctx: &Context, raw: CUstream) -> Result<Stream> {
         ctx.bind()?;
-        Self::from_parts(ctx, raw, false)
+        Self::from_parts(ctx, raw, None)
     }
 
-    fn from_parts(ctx: &Context, raw: CUstream, owned: bool) -> Result<Stream> {
-        let ev = ds::event_create(false)?;
+    fn from_parts(ctx: &Context, raw: CUstream, owned: Option<Owned<CUstream>>) -> Result<Stream> {
+        let ev = Owned::new(ds::event_create(false)?, ctx.primary());
         Ok(Stream {
             inner: Arc::new(StreamInner {
                 ctx: ctx.clone(),
-                raw,
+                raw: Shared::new(raw),
                 owned,
                 join_event: Mutex::new(ev),
                 capture: Mutex::new(None),
@@ -151,12 +146,12 @@ impl Stream {
 
     /// The raw `CUstream` (usable as a `cudaStream_t`).
     pub fn raw(&self) -> CUstream {
-        self.inner.raw
+        self.inner.raw.raw()
     }
 
     /// True when this is a borrowed stream.
     pub fn is_borrowed(&self) -> bool {
-        !self.inner.owned
+        self.inner.owned.is_none()
     }
 
     /// Makes this stream wait for all work enqueued on `other` so far
@@ -173,8 +168,8 @@ impl Stream {
         }
         self.inner.ctx.bind()?;
         let ev = lock(&other.inner.join_event);
-        let r = ds::event_record(*ev, other.inner.raw)
-            .and_then(|_| ds::wait_event(self.inner.raw, *ev));
+        let r = ds::event_record(ev.raw(), other.raw())
+            .and_then(|_| ds::wait_event(self.raw(), ev.raw()));
         drop(ev);
         self.note(StreamOp::WaitStream, r)
     }
@@ -184,14 +179,14 @@ impl Stream {
     /// then names this call.
     pub fn synchronize(&self) -> Result<()> {
         self.inner.ctx.bind()?;
-        let r = ds::synchronize(self.inner.raw);
+        let r = ds::synchronize(self.raw());
         self.note(StreamOp::Synchronize, r)
     }
 
     /// True while the stream is capturing (through graphcore or not).
     pub fn is_capturing(&self) -> Result<bool> {
         self.inner.ctx.bind()?;
-        Ok(ds::capture_status(self.inner.raw)? != ds::CaptureStatus::None)
+        Ok(ds::capture_status(self.raw())? != ds::CaptureStatus::None)
     }
 
     /// The slot of the capture graphcore opened on this stream.

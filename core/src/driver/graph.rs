@@ -14,9 +14,9 @@ pub(crate) fn create() -> Result<CUgraph> {
 }
 
 /// Destroys a graph.
-pub(crate) fn destroy(g: CUgraph) {
+pub(crate) fn destroy(g: CUgraph) -> Result<()> {
     // SAFETY: g is a live graph destroyed once.
-    unsafe { sys::cuGraphDestroy(g) };
+    check(unsafe { sys::cuGraphDestroy(g) }, "cuGraphDestroy")
 }
 
 /// A kernel node's launch: function, geometry and parameter pointers.
@@ -380,9 +380,9 @@ pub(crate) fn instantiate(g: CUgraph, flags: u64) -> Result<CUgraphExec> {
 }
 
 /// Destroys an executable graph.
-pub(crate) fn exec_destroy(e: CUgraphExec) {
+pub(crate) fn exec_destroy(e: CUgraphExec) -> Result<()> {
     // SAFETY: e is a live exec destroyed once.
-    unsafe { sys::cuGraphExecDestroy(e) };
+    check(unsafe { sys::cuGraphExecDestroy(e) }, "cuGraphExecDestroy")
 }
 
 /// Uploads `e`'s work descriptors to the device ahead of its first launch.

@@ -8,6 +8,7 @@ pub(crate) mod device;
 pub(crate) mod graph;
 pub(crate) mod memory;
 pub(crate) mod module;
+pub(crate) mod owned;
 pub(crate) mod stream;
 
 use crate::error::{Error, ErrorKind, Result};

@@ -42,9 +42,9 @@ pub(crate) fn load(image: &[u8]) -> Result<CUmodule> {
 }
 
 /// Unloads a module.
-pub(crate) fn unload(m: CUmodule) {
+pub(crate) fn unload(m: CUmodule) -> Result<()> {
     // SAFETY: m came from `load` and is unloaded once.
-    unsafe { sys::cuModuleUnload(m) };
+    check(unsafe { sys::cuModuleUnload(m) }, "cuModuleUnload")
 }
 
 /// The function `name` in module `m`.

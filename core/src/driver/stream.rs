@@ -15,9 +15,9 @@ pub(crate) fn create() -> Result<CUstream> {
 }
 
 /// Destroys a stream created by [`create`].
-pub(crate) fn destroy(s: CUstream) {
+pub(crate) fn destroy(s: CUstream) -> Result<()> {
     // SAFETY: s was created by `create` and is destroyed once.
-    unsafe { sys::cuStreamDestroy_v2(s) };
+    check(unsafe { sys::cuStreamDestroy_v2(s) }, "cuStreamDestroy")
 }
 
 /// Waits for the stream's work.
@@ -46,9 +46,9 @@ pub(crate) fn event_create(timing: bool) -> Result<CUevent> {
 }
 
 /// Destroys an event.
-pub(crate) fn event_destroy(e: CUevent) {
+pub(crate) fn event_destroy(e: CUevent) -> Result<()> {
     // SAFETY: e was created by `event_create` and is destroyed once.
-    unsafe { sys::cuEventDestroy_v2(e) };
+    check(unsafe { sys::cuEventDestroy_v2(e) }, "cuEventDestroy")
 }
 
 /// Records `e` on `s`.
@@ -137,7 +137,7 @@ pub(crate) fn capture_status(s: CUstream) -> Result<CaptureStatus> {
 pub(crate) fn discard_capture(s: CUstream) {
     if capture_status(s).unwrap_or(CaptureStatus::None) != CaptureStatus::None {
         if let Ok(g) = end_capture(s) {
-            super::graph::destroy(g);
+            let _ = super::graph::destroy(g);
         }
     }
 }

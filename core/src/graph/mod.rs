@@ -13,6 +13,7 @@ pub use dot::to_dot;
 use crate::context::Context;
 use crate::driver::graph::{self as dg, KernelParams, RawNode};
 use crate::driver::memory::{memory_kind, MemoryKind};
+use crate::driver::owned::{Nodes, Owned};
 use crate::driver::{CUgraph, CUgraphNode};
 use crate::error::{ensure_arg, Error, Result};
 use crate::lock::lock;
@@ -44,32 +45,21 @@ pub struct Graph {
 }
 
 struct GraphInner {
+    /// Destroyed first (fields drop in order), before the functions and
+    /// memory its nodes use.
+    raw: Owned<CUgraph>,
     ctx: Context,
-    raw: CUgraph,
     id: u64,
     state: Mutex<GraphState>,
 }
 
 pub(crate) struct GraphState {
     pub(crate) desc: GraphDesc,
-    pub(crate) nodes: Vec<CUgraphNode>,
+    pub(crate) nodes: Nodes,
     /// Functions launched by kernel nodes (kept loaded).
     functions: Vec<Function>,
     /// Pool memory held by this graph's capture and its child graphs'.
     memory: Vec<Arc<GraphMemory>>,
-}
-
-// SAFETY: CUDA graph handles may be used from any thread; state is locked.
-unsafe impl Send for GraphInner {}
-// SAFETY: as above.
-unsafe impl Sync for GraphInner {}
-
-impl Drop for GraphInner {
-    fn drop(&mut self) {
-        if self.ctx.bind().is_ok() {
-            dg::destroy(self.raw);
-        }
-    }
 }
 
 fn next_graph_id() -> u64 {
@@ -109,11 +99,11 @@ fn direction(dst: MemoryKind, src: MemoryKind) -> Direction {
 }
 
 impl Graph {
-    fn wrap(ctx: &Context, raw: CUgraph, state: GraphState) -> Graph {
+    fn wrap(ctx: &Context, raw: Owned<CUgraph>, state: GraphState) -> Graph {
         Graph {
             inner: Arc::new(GraphInner {
-                ctx: ctx.clone(),
                 raw,
+                ctx: ctx.clone(),
                 id: next_graph_id(),
                 state: Mutex::new(state),
             }),
@@ -123,13 +113,13 @@ impl Graph {
     /// An empty graph.
     pub fn new(ctx: &Context) -> Result<Graph> {
         ctx.bind()?;
-        let raw = dg::create()?;
+        let raw = Owned::new(dg::create()?, ctx.primary());
         Ok(Self::wrap(
             ctx,
             raw,
             GraphState {
                 desc: GraphDesc::new(),
-                nodes: Vec::new(),
+                nodes: Nodes::default(),
                 functions: Vec::new(),
                 memory: Vec::new(),
             },
@@ -142,6 +132,7 @@ impl Graph {
         raw: CUgraph,
         memory: Option<GraphMemory>,
     ) -> Result<Graph> {
+        let owned = Owned::new(raw, ctx.primary());
         let read = || -> Result<GraphState> {
             let nodes = dg::nodes(raw)?;
             let index: HashMap<CUgraphNode, usize> =
@@ -164,18 +155,12 @@ impl Graph {
             }
             Ok(GraphState {
                 desc,
-                nodes: ordered,
+                nodes: ordered.into(),
                 functions: Vec::new(),
                 memory: memory.map(Arc::new).into_iter().collect(),
             })
         };
-        match read() {
-            Ok(state) => Ok(Self::wrap(ctx, raw, state)),
-            Err(e) => {
-                dg::destroy(raw);
-                Err(e)
-            }
-        }
+        Ok(Self::wrap(ctx, owned, read()?))
     }
 
     /// The graph's unique id (what [`Node::graph`] holds).
@@ -190,7 +175,7 @@ impl Graph {
 
     /// The raw `CUgraph` (for interop; graphcore still owns it).
     pub fn raw(&self) -> CUgraph {
-        self.inner.raw
+        self.inner.raw.raw()
     }
 
     pub(crate) fn state(&self) -> MutexGuard<'_, GraphState> {
@@ -272,7 +257,7 @@ impl Graph {
         };
         // SAFETY: `args` holds one valid pointer per parameter of `f` (this
         // function's contract); the driver copies the values.
-        let raw = unsafe { dg::add_kernel(self.inner.raw, &raw_deps, &params) }?;
+        let raw = unsafe { dg::add_kernel(self.raw(), &raw_deps, &params) }?;
         let builtin = f.builtin();
         let kind = NodeKind::Kernel {
             name: f.name().to_string(),
@@ -307,14 +292,7 @@ impl Graph {
         check_pool_range(ctx, "src", src, bytes)?;
         let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
-        let raw = dg::add_memcpy(
-            self.inner.raw,
-            &raw_deps,
-            dst,
-            src,
-            bytes,
-            self.inner.ctx.raw(),
-        )?;
+        let raw = dg::add_memcpy(self.raw(), &raw_deps, dst, src, bytes, self.inner.ctx.raw())?;
         let kind = NodeKind::Memcpy {
             dst,
             src,
@@ -337,7 +315,7 @@ impl Graph {
         let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         let raw = dg::add_memset(
-            self.inner.raw,
+            self.raw(),
             &raw_deps,
             dst,
             value,
@@ -360,7 +338,7 @@ impl Graph {
         let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
-        let raw = dg::add_host(self.inner.raw, &raw_deps, f, user_data)?;
+        let raw = dg::add_host(self.raw(), &raw_deps, f, user_data)?;
         Ok(self.push(&mut st, NodeKind::Host, &idx, raw))
     }
 
@@ -383,7 +361,7 @@ impl Graph {
         let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
-        let raw = dg::add_child(self.inner.raw, &raw_deps, child.raw())?;
+        let raw = dg::add_child(self.raw(), &raw_deps, child.raw())?;
         st.functions.extend(functions);
         st.memory.extend(memory);
         Ok(self.push(&mut st, NodeKind::Child { nodes }, &idx, raw))
@@ -394,7 +372,7 @@ impl Graph {
         let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
-        let raw = dg::add_empty(self.inner.raw, &raw_deps)?;
+        let raw = dg::add_empty(self.raw(), &raw_deps)?;
         Ok(self.push(&mut st, NodeKind::Empty, &idx, raw))
     }
 
@@ -411,7 +389,7 @@ impl Graph {
         let (f, t) = (from.index as usize, to.index as usize);
         st.desc.check_edge(f, t)?;
         self.inner.ctx.bind()?;
-        dg::add_dependency(self.inner.raw, st.nodes[f], st.nodes[t])?;
+        dg::add_dependency(self.raw(), st.nodes[f], st.nodes[t])?;
         st.desc.add_edge(f, t);
         Ok(())
     }

@@ -6,6 +6,7 @@ use super::jit;
 use super::plan::{apply, generated_args, plan, same_shape, segment_call, FusionPlan, Segment};
 use crate::context::Context;
 use crate::driver::graph::{self as dg, KernelParams};
+use crate::driver::owned::{Nodes, Owned};
 use crate::driver::{CUgraph, CUgraphExec, CUgraphNode};
 use crate::error::{Error, ErrorKind, Result};
 use crate::graph::{Graph, GraphDesc, NodeKind};
@@ -15,11 +16,12 @@ use std::ffi::c_void;
 /// A graph's fused copy: the CUDA graph, the plan it follows, its
 /// description, and its nodes (indexed as the description).
 pub(crate) struct Fused {
+    /// Destroyed first (fields drop in order), before the kernels it runs.
+    raw: Owned<CUgraph>,
     ctx: Context,
-    pub(crate) raw: CUgraph,
     pub(crate) plan: FusionPlan,
     pub(crate) desc: GraphDesc,
-    pub(crate) nodes: Vec<CUgraphNode>,
+    pub(crate) nodes: Nodes,
     /// For each node of the source graph, its index in `desc` (`None`:
     /// fused away).
     pub(crate) map: Vec<Option<usize>>,
@@ -45,11 +47,11 @@ impl Fused {
         ctx.bind()?;
         let raw = dg::clone(graph.raw())?;
         let mut f = Fused {
+            raw: Owned::new(raw, ctx.primary()),
             ctx: ctx.clone(),
-            raw,
             plan,
             desc: GraphDesc::new(),
-            nodes: Vec::new(),
+            nodes: Nodes::default(),
             map: Vec::new(),
             kernels: Vec::new(),
         };
@@ -85,7 +87,7 @@ impl Fused {
                 }
             }
         }
-        f.nodes = vec![std::ptr::null_mut(); f.desc.len()];
+        f.nodes = vec![std::ptr::null_mut(); f.desc.len()].into();
         for (old, new) in f.map.iter().enumerate() {
             if let Some(new) = new {
                 f.nodes[*new] = clones[old];
@@ -144,6 +146,11 @@ impl Fused {
         self.plan = plan;
         *current = trial;
         Ok(())
+    }
+
+    /// The fused CUDA graph.
+    pub(crate) fn raw(&self) -> CUgraph {
+        self.raw.raw()
     }
 
     /// Takes over `other`'s plan, description and kernels (an exec made
@@ -213,19 +220,6 @@ impl Fused {
                 None => dg::set_kernel(node, &p),
                 Some(e) => dg::exec_set_kernel(e, node, &p),
             }
-        }
-    }
-}
-
-// SAFETY: CUDA graph handles may be used from any thread.
-unsafe impl Send for Fused {}
-// SAFETY: as above; changes go through the owning exec's lock.
-unsafe impl Sync for Fused {}
-
-impl Drop for Fused {
-    fn drop(&mut self) {
-        if self.ctx.bind().is_ok() {
-            dg::destroy(self.raw);
         }
     }
 }
