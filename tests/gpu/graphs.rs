@@ -253,15 +253,19 @@ fn every_node_kind_in_an_explicit_graph() {
     unsafe { child.add_kernel(&f, &cfg, args.as_mut_ptr(), &[]).unwrap() };
 
     let g = Graph::new(&c).unwrap();
-    let copy_in = g.add_memcpy(dev, hin.addr(), n * 4, &[]).unwrap();
-    let set = g.add_memset(zeroed, 0, n * 4, &[]).unwrap();
+    // SAFETY: `dev`, `zeroed` and the pinned `hin` hold n floats and outlive
+    // the graph's runs (as below for `hout`).
+    let copy_in = unsafe { g.add_memcpy(dev, hin.addr(), n * 4, &[]) }.unwrap();
+    // SAFETY: as above.
+    let set = unsafe { g.add_memset(zeroed, 0, n * 4, &[]) }.unwrap();
     let kid = g.add_child(&child, &[copy_in]).unwrap();
     let join = g.add_empty(&[kid, set]).unwrap();
     let mut weight = 5u32;
     // SAFETY: count_call reads one u32 that outlives the graph's runs.
     let host =
         unsafe { g.add_host(count_call, &mut weight as *mut u32 as *mut c_void, &[join]) }.unwrap();
-    let copy_out = g.add_memcpy(hout.addr(), dev, n * 4, &[host]).unwrap();
+    // SAFETY: as above.
+    let copy_out = unsafe { g.add_memcpy(hout.addr(), dev, n * 4, &[host]) }.unwrap();
     assert_eq!(g.node_count(), 6);
     assert!(matches!(
         g.desc().node(copy_out.index as usize),
@@ -273,9 +277,8 @@ fn every_node_kind_in_an_explicit_graph() {
 
     // Pageable host memory is refused when the node is added.
     let pageable = vec![0f32; n];
-    let e = g
-        .add_memcpy(dev, pageable.as_ptr() as u64, n * 4, &[])
-        .unwrap_err();
+    // SAFETY: refused when the node is added (asserted), so never run.
+    let e = unsafe { g.add_memcpy(dev, pageable.as_ptr() as u64, n * 4, &[]) }.unwrap_err();
     assert!(e.message().contains("pageable"), "{}", e.message());
     // Foreign nodes and cycles are refused.
     let other = Graph::new(&c).unwrap();

@@ -249,4 +249,18 @@ mod tests {
         assert_eq!(d.take().unwrap().message(), "first");
         assert_eq!(d.take(), None);
     }
+
+    #[test]
+    fn a_panic_under_the_lock_leaves_it_usable() {
+        let d = std::sync::Arc::new(Deferred::default());
+        let d2 = std::sync::Arc::clone(&d);
+        let r = std::thread::spawn(move || {
+            let _held = crate::lock::lock(&d2.0);
+            panic!("a panic while the lock is held");
+        })
+        .join();
+        assert!(r.is_err() && d.0.is_poisoned());
+        d.defer(Error::invalid_state("after the panic"));
+        assert_eq!(d.take().unwrap().message(), "after the panic");
+    }
 }

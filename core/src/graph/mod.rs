@@ -275,7 +275,18 @@ impl Graph {
     /// Adds a copy of `bytes` bytes from `src` to `dst`. Each side must be
     /// device memory or pinned host memory (pageable host memory cannot be
     /// copied by a graph node and is refused here).
-    pub fn add_memcpy(&self, dst: u64, src: u64, bytes: usize, deps: &[Node]) -> Result<Node> {
+    ///
+    /// # Safety
+    /// `dst` and `src` must each be valid for `bytes` bytes whenever the
+    /// graph (or an exec made from it) runs; ranges outside graphcore's
+    /// pools cannot be checked.
+    pub unsafe fn add_memcpy(
+        &self,
+        dst: u64,
+        src: u64,
+        bytes: usize,
+        deps: &[Node],
+    ) -> Result<Node> {
         ensure_arg!(dst != 0, "`dst` is NULL");
         ensure_arg!(src != 0, "`src` is NULL");
         ensure_arg!(bytes > 0, "a memcpy node of 0 bytes");
@@ -303,7 +314,17 @@ impl Graph {
     }
 
     /// Adds a node setting `bytes` bytes of device memory at `dst` to `value`.
-    pub fn add_memset(&self, dst: u64, value: u8, bytes: usize, deps: &[Node]) -> Result<Node> {
+    ///
+    /// # Safety
+    /// `dst` must be device memory valid for `bytes` bytes whenever the
+    /// graph (or an exec made from it) runs.
+    pub unsafe fn add_memset(
+        &self,
+        dst: u64,
+        value: u8,
+        bytes: usize,
+        deps: &[Node],
+    ) -> Result<Node> {
         ensure_arg!(dst != 0, "`dst` is NULL");
         ensure_arg!(bytes > 0, "a memset node of 0 bytes");
         self.inner.ctx.bind()?;
