@@ -1,9 +1,11 @@
 //! graphcore: a CUDA Graph runtime.
 //!
-//! Layers, each calling only the one below: [`pool`] and [`graph`]'s
-//! description hold pure logic (no CUDA); `driver` is the only module that
-//! calls CUDA; the rest (contexts, streams, modules, pools, capture, graphs,
-//! replay) is the safe API the C library wraps. Objects are reference
+//! A one-way stack of modules (docs/architecture.md draws it; the suite's
+//! tests/architecture.rs keeps it): `driver` is the only module that calls
+//! CUDA and owns every driver handle; the pool's allocator logic and a
+//! graph's description are pure; the rest (contexts, streams, pools, copies,
+//! modules, graphs, capture, execs, runners) is the safe API the C library
+//! wraps. Objects are reference
 //! counted: a graph keeps the functions and pool memory it uses alive, an
 //! exec its graph, everything its context, so nothing in use can be freed.
 

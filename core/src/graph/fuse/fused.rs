@@ -32,7 +32,7 @@ pub(crate) struct Fused {
 
 impl Fused {
     /// A copy of `graph` with its elementwise chains fused (see
-    /// [`plan`](super::plan)), or `None` when nothing fuses.
+    /// [`plan()`](super::plan())), or `None` when nothing fuses.
     pub(crate) fn of(graph: &Graph) -> Result<Option<Fused>> {
         let (desc, sources) = {
             let st = graph.state();
