@@ -3,7 +3,8 @@
 //! another module, doc links included) and fails naming any cycle, and any
 //! import that does not point down the stack declared in
 //! docs/architecture.md. Also checks the lock policy: no
-//! `.lock().unwrap()` in core/src (see core/src/lock.rs).
+//! `.lock().unwrap()` in core/src (see core/src/lock.rs), and that core's
+//! code names no C function or constant (the ffi boundary adds those).
 
 use crate::support::repo;
 use std::collections::{BTreeMap, BTreeSet};
@@ -378,5 +379,51 @@ fn core_locks_only_through_the_lock_policy() {
     assert!(
         offenders.is_empty(),
         "lock through crate::lock::lock (poisoned guards are recovered), not .lock(): {offenders:?}"
+    );
+}
+
+/// Names of `ffi/src`'s exports (`pub extern "C" fn NAME`) and public
+/// constants (`pub const NAME`).
+fn c_names() -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for e in std::fs::read_dir(repo().join("ffi/src")).unwrap() {
+        let text = std::fs::read_to_string(e.unwrap().path()).unwrap();
+        for marker in ["extern \"C\" fn ", "pub const "] {
+            for (at, _) in text.match_indices(marker) {
+                let rest = &text[at + marker.len()..];
+                let end = rest
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(rest.len());
+                names.insert(rest[..end].to_string());
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn core_code_does_not_name_c_functions_or_constants() {
+    let names = c_names();
+    assert!(names.contains("gc_capture_begin"), "{names:?}");
+    let src = repo().join("core/src");
+    let mut files = Vec::new();
+    sources(&src, &src, &mut files);
+    let mut found = Vec::new();
+    for (m, text) in &files {
+        let text = text
+            .find("#[cfg(test)]\nmod tests")
+            .map_or(&text[..], |i| &text[..i]);
+        for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+            let words = line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'));
+            found.extend(
+                words
+                    .filter(|w| names.contains(*w))
+                    .map(|w| format!("{m}: {w}")),
+            );
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "core speaks of core concepts; the ffi boundary adds the C function's name: {found:?}"
     );
 }
