@@ -2,29 +2,42 @@
 //! one the CUDA runtime also uses, so pointers, streams and functions pass
 //! freely between graphcore and runtime-API code in the same process.
 
-use crate::device_pool::{Pool, PoolShared};
-use crate::driver::{self, device, CUcontext, CUdevice};
+use crate::builtins::Builtins;
+use crate::driver::owned::PrimaryContext;
+use crate::driver::{self, device, CUcontext, CUdevice, CUfunction};
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
-use crate::module::Builtins;
+use crate::lock::{get_mut, lock};
+use graphcore_kernels::{Kernel, KernelInfo};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
+/// What the context's pool registry asks of a pool (pools sit above the
+/// context, so the registry holds them through this trait).
+pub(crate) trait PoolBlocks: Send + Sync {
+    /// The live block containing `addr`: its address and size.
+    fn block_of(&self, addr: u64) -> Option<(u64, u64)>;
+}
+
+/// A pool in the context's registry: the addresses it reserved, and the
+/// pool (weakly: the registry does not keep it alive).
+type RegisteredPool = (Range<u64>, Weak<dyn PoolBlocks>);
+
 /// A device's primary context, retained for as long as any clone of this
 /// value, or any object made from it, lives. Cheap to clone; `Send + Sync`.
 #[derive(Clone)]
 pub struct Context {
-    pub(crate) inner: Arc<ContextInner>,
+    inner: Arc<ContextInner>,
 }
 
-pub(crate) struct ContextInner {
-    pub(crate) ordinal: i32,
-    pub(crate) device: CUdevice,
-    pub(crate) raw: CUcontext,
-    pub(crate) info: device::DeviceInfo,
+struct ContextInner {
+    ordinal: i32,
+    /// The retained primary context; every handle made in it keeps it too.
+    primary: Arc<PrimaryContext>,
+    info: device::DeviceInfo,
     /// Built-in kernels, loaded on first use.
-    pub(crate) builtins: OnceLock<Builtins>,
+    builtins: OnceLock<Builtins>,
     /// Live pinned host allocations: address → bytes.
     host: Mutex<HashMap<usize, usize>>,
     /// Captures graphcore has open in this context. A device-wide
@@ -37,26 +50,19 @@ pub(crate) struct ContextInner {
     /// The context's pools (registered by `Pool::new`) with their address
     /// ranges, so copies and sets can check their ranges against live pool
     /// blocks.
-    pools: Mutex<Vec<(Range<u64>, Weak<PoolShared>)>>,
+    pools: Mutex<Vec<RegisteredPool>>,
 }
 
-// SAFETY: CUDA contexts may be used from any thread; the raw handle is only
-// passed to the driver.
-unsafe impl Send for ContextInner {}
-// SAFETY: as above; interior state is behind locks.
-unsafe impl Sync for ContextInner {}
-
 impl Drop for ContextInner {
+    /// Frees the pinned host memory still allocated (the built-ins unload
+    /// as their fields drop; the primary context is released when the last
+    /// handle made in it is gone). Nothing is left to report errors to.
     fn drop(&mut self) {
-        if device::set_current(self.raw).is_ok() {
-            let host = self.host.get_mut().unwrap_or_else(|e| e.into_inner());
-            for (&p, _) in host.iter() {
+        if self.primary.bind().is_ok() {
+            for (&p, _) in get_mut(&mut self.host).iter() {
                 let _ = driver::memory::host_free(p as *mut c_void);
             }
         }
-        // Builtin modules unload before the context goes.
-        self.builtins.take();
-        device::release_primary(self.device);
     }
 }
 
@@ -77,7 +83,7 @@ impl Context {
     pub fn new(ordinal: i32) -> Result<Context> {
         // The primary context is process-wide in CUDA; so is this table.
         static LIVE: Mutex<Vec<(i32, std::sync::Weak<ContextInner>)>> = Mutex::new(Vec::new());
-        let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        let mut live = lock(&LIVE);
         live.retain(|(_, w)| w.strong_count() > 0);
         if let Some(inner) = live
             .iter()
@@ -102,18 +108,17 @@ impl Context {
         );
         let dev = device::get(ordinal)?;
         let info = device::info(dev)?;
-        let raw = device::retain_primary(dev)?;
+        let primary = PrimaryContext::retain(dev)?;
+        primary.bind()?;
         let inner = ContextInner {
             ordinal,
-            device: dev,
-            raw,
+            primary,
             info,
             builtins: OnceLock::new(),
             host: Mutex::new(HashMap::new()),
             open_captures: Mutex::new(0),
             pools: Mutex::new(Vec::new()),
         };
-        device::set_current(raw)?;
         Ok(Context {
             inner: Arc::new(inner),
         })
@@ -121,7 +126,27 @@ impl Context {
 
     /// Makes this context current on the calling thread.
     pub(crate) fn bind(&self) -> Result<()> {
-        device::set_current(self.inner.raw)
+        self.inner.primary.bind()
+    }
+
+    /// The raw primary context (passed to driver calls that name one).
+    pub(crate) fn raw(&self) -> CUcontext {
+        self.inner.primary.raw()
+    }
+
+    /// The raw device.
+    pub(crate) fn device(&self) -> CUdevice {
+        self.inner.primary.device()
+    }
+
+    /// The retained primary context, for the handles made in it.
+    pub(crate) fn primary(&self) -> &Arc<PrimaryContext> {
+        &self.inner.primary
+    }
+
+    /// True when the device supports virtual memory management.
+    pub(crate) fn vmm_supported(&self) -> bool {
+        self.inner.info.vmm_supported
     }
 
     /// The device ordinal.
@@ -159,9 +184,14 @@ impl Context {
     /// capture is open in the context this is [`ErrorKind::InvalidState`]
     /// and nothing happens: a device-wide synchronize (cuCtxSynchronize)
     /// from any thread invalidates every capture on the device.
+    ///
+    /// This is also where a failure to destroy a driver object (a stream,
+    /// module, graph or exec dropped earlier in this context; a Drop cannot
+    /// fail) is reported: the first such error is returned once, after the
+    /// wait.
     pub fn synchronize(&self) -> Result<()> {
         if self.synchronize_unless_capturing()? {
-            return Ok(());
+            return self.inner.primary.take_deferred().map_or(Ok(()), Err);
         }
         Err(Error::invalid_state(
             "a stream capture is open in this context, and a device-wide synchronize would \
@@ -170,30 +200,24 @@ impl Context {
         ))
     }
 
-    /// Registers `pool` with its context, so copies and sets refuse ranges
-    /// that overrun its live blocks. `Pool::new` calls this once.
-    pub(crate) fn register_pool(&self, pool: &Pool) {
-        let mut pools = self.inner.pools.lock().unwrap_or_else(|e| e.into_inner());
+    /// Registers a pool of this context owning addresses `range`, so
+    /// copies and sets refuse ranges that overrun its live blocks.
+    /// `Pool::new` calls this once.
+    pub(crate) fn register_pool(&self, range: Range<u64>, pool: Weak<dyn PoolBlocks>) {
+        let mut pools = lock(&self.inner.pools);
         pools.retain(|(_, w)| w.strong_count() > 0);
-        pools.push((pool.va_range(), Arc::downgrade(&pool.inner)));
+        pools.push((range, pool));
     }
 
     /// The live block containing `addr` in any of the context's pools: its
-    /// address and size. Allocates nothing; the registry lock is released
-    /// before the pool is upgraded, so a pool dropped meanwhile is never
-    /// torn down under it.
+    /// address and size. Allocates nothing.
     pub(crate) fn pool_block_of(&self, addr: u64) -> Option<(u64, u64)> {
-        let owner = {
-            let pools = self.inner.pools.lock().unwrap_or_else(|e| e.into_inner());
-            pools
-                .iter()
-                .find(|(range, _)| range.contains(&addr))
-                .map(|(_, w)| w.clone())?
-        };
-        Pool {
-            inner: owner.upgrade()?,
-        }
-        .block_of(addr)
+        let owner = lock(&self.inner.pools)
+            .iter()
+            .find(|(range, _)| range.contains(&addr))?
+            .1
+            .upgrade()?;
+        owner.block_of(addr)
     }
 
     /// Allocates `bytes` of pinned host memory (usable in copies and in
@@ -205,17 +229,17 @@ impl Context {
             let _relaxed = driver::RelaxedCaptureMode::enter()?;
             driver::memory::host_alloc(bytes)?
         };
-        self.inner.host.lock().unwrap().insert(p as usize, bytes);
+        lock(&self.inner.host).insert(p as usize, bytes);
         Ok(p)
     }
 
     /// Frees pinned host memory from [`Context::host_alloc`]. A pointer that
     /// is not a live allocation of this context is an error.
     pub fn host_free(&self, p: *mut c_void) -> Result<()> {
-        let mut host = self.inner.host.lock().unwrap();
+        let mut host = lock(&self.inner.host);
         ensure_arg!(
             host.contains_key(&(p as usize)),
-            "{p:p} is not pinned host memory from gc_host_alloc of this context (never allocated, or already freed)"
+            "{p:p} is not pinned host memory allocated by this context (never allocated, or already freed)"
         );
         self.bind()?;
         driver::memory::host_free(p)?;
@@ -226,7 +250,7 @@ impl Context {
     /// Counts a capture as open while `f` begins it (`f` failing undoes it);
     /// waits while graphcore synchronizes the device.
     pub(crate) fn open_capture<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        let mut open = self.inner.open_captures.lock().unwrap();
+        let mut open = lock(&self.inner.open_captures);
         let r = f();
         if r.is_ok() {
             *open += 1;
@@ -236,19 +260,19 @@ impl Context {
 
     /// True while graphcore has a capture open in this context.
     pub(crate) fn capturing(&self) -> bool {
-        *self.inner.open_captures.lock().unwrap() > 0
+        *lock(&self.inner.open_captures) > 0
     }
 
     /// Counts a capture as closed.
     pub(crate) fn close_capture(&self) {
-        let mut open = self.inner.open_captures.lock().unwrap();
+        let mut open = lock(&self.inner.open_captures);
         *open = open.saturating_sub(1);
     }
 
     /// Synchronizes the device unless a graphcore capture is open in this
     /// context (it would invalidate it). Returns whether it synchronized.
     pub(crate) fn synchronize_unless_capturing(&self) -> Result<bool> {
-        let open = self.inner.open_captures.lock().unwrap();
+        let open = lock(&self.inner.open_captures);
         if *open > 0 {
             return Ok(false);
         }
@@ -261,5 +285,27 @@ impl Context {
     /// True when `self` and `other` are the same context.
     pub fn same(&self, other: &Context) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    fn builtins(&self) -> Result<&Builtins> {
+        if let Some(b) = self.inner.builtins.get() {
+            return Ok(b);
+        }
+        self.bind()?;
+        let loaded = Builtins::load(&self.inner.primary)?;
+        // Another thread may have won the race; either set is equivalent.
+        Ok(self.inner.builtins.get_or_init(|| loaded))
+    }
+
+    /// The built-in kernel whose loaded function is `raw`, if any (how
+    /// graphcore recognises its kernels in captured graphs).
+    pub(crate) fn builtin_of(&self, raw: CUfunction) -> Option<&'static KernelInfo> {
+        self.inner.builtins.get()?.kernel_of(raw)
+    }
+
+    /// The loaded function of a built-in kernel (loading the built-ins on
+    /// first use).
+    pub(crate) fn builtin_raw(&self, kernel: Kernel) -> Result<CUfunction> {
+        Ok(self.builtins()?.function(kernel))
     }
 }

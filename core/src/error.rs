@@ -1,40 +1,75 @@
 //! Errors: one kind per C status, a message that says what went wrong and
 //! with which argument, and the raw CUDA result where CUDA failed.
 
+use std::ffi::CStr;
 use std::fmt;
 
-/// What kind of failure an [`Error`] is. Each kind is one `gc_status` of the
-/// C API (the values there are stable; these names mirror them).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ErrorKind {
+/// Declares [`ErrorKind`] from one list: each kind with its stable
+/// `gc_status` value and the C constant's name; [`ErrorKind::ALL`] and
+/// [`ErrorKind::status_name`] come from the same list.
+macro_rules! error_kinds {
+    ($($(#[doc = $doc:literal])* $kind:ident = $value:literal, $name:literal;)*) => {
+        /// What kind of failure an [`Error`] is. Each kind is one `gc_status`
+        /// of the C API, with the same stable value (`kind as i32`); new kinds
+        /// are only ever added, never renumbered.
+        #[repr(i32)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum ErrorKind {
+            $($(#[doc = $doc])* $kind = $value,)*
+        }
+
+        impl ErrorKind {
+            /// Every kind, in the order of their values.
+            pub const ALL: &'static [ErrorKind] = &[$(ErrorKind::$kind),*];
+
+            /// The name of the kind's `gc_status` constant
+            /// (`"GC_ERROR_INVALID_ARGUMENT"`).
+            pub const fn status_name(self) -> &'static CStr {
+                match self {
+                    $(ErrorKind::$kind => $name,)*
+                }
+            }
+        }
+    };
+}
+
+error_kinds! {
     /// An argument was NULL, zero, too large, misaligned or inconsistent.
-    InvalidArgument,
+    InvalidArgument = 1, c"GC_ERROR_INVALID_ARGUMENT";
     /// A handle was destroyed, of another kind, or never valid.
-    InvalidHandle,
+    InvalidHandle = 2, c"GC_ERROR_INVALID_HANDLE";
     /// Device (or pinned host) memory ran out, or a pool reached `max_bytes`.
-    OutOfMemory,
+    OutOfMemory = 3, c"GC_ERROR_OUT_OF_MEMORY";
     /// No CUDA driver (libcuda) could be loaded.
-    NoDriver,
+    NoDriver = 4, c"GC_ERROR_NO_DRIVER";
     /// The driver loaded but there is no usable device (or no such ordinal).
-    NoDevice,
+    NoDevice = 5, c"GC_ERROR_NO_DEVICE";
     /// The driver or device lacks a feature this call needs.
-    NotSupported,
+    NotSupported = 6, c"GC_ERROR_NOT_SUPPORTED";
     /// A CUDA call failed; the raw `CUresult` is attached.
-    Cuda,
+    Cuda = 7, c"GC_ERROR_CUDA";
     /// A stream capture was invalidated, unjoined, or misused.
-    Capture,
+    Capture = 8, c"GC_ERROR_CAPTURE";
     /// The call is not valid in the object's current state.
-    InvalidState,
+    InvalidState = 9, c"GC_ERROR_INVALID_STATE";
     /// A name (built-in kernel, function in a module) was not found.
-    NotFound,
+    NotFound = 10, c"GC_ERROR_NOT_FOUND";
     /// An exec update was given a graph of another topology.
-    UpdateMismatch,
+    UpdateMismatch = 11, c"GC_ERROR_UPDATE_MISMATCH";
     /// A runner was asked for more rows than its largest bucket holds.
-    NoBucket,
+    NoBucket = 12, c"GC_ERROR_NO_BUCKET";
     /// A kernel faulted: the context is unusable (sticky CUDA error).
-    DeviceFault,
+    DeviceFault = 13, c"GC_ERROR_DEVICE_FAULT";
     /// A panic inside the library was caught at the boundary.
-    Panic,
+    Panic = 14, c"GC_ERROR_PANIC";
+}
+
+impl ErrorKind {
+    /// The kind whose `gc_status` value is `status` (`None` for
+    /// `GC_SUCCESS`, 0, and for values that are no status).
+    pub fn from_status(status: i32) -> Option<ErrorKind> {
+        ErrorKind::ALL.iter().copied().find(|k| *k as i32 == status)
+    }
 }
 
 /// An error: its kind, a message for people, and the CUDA result behind it.
@@ -123,3 +158,23 @@ macro_rules! ensure_arg {
     };
 }
 pub(crate) use ensure_arg;
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorKind;
+
+    #[test]
+    fn kinds_are_numbered_one_by_one_and_named_by_their_status() {
+        for (i, k) in ErrorKind::ALL.iter().enumerate() {
+            assert_eq!(*k as i32, i as i32 + 1, "{k:?}");
+            assert_eq!(ErrorKind::from_status(*k as i32), Some(*k));
+            let name = k.status_name().to_str().unwrap();
+            assert!(name.starts_with("GC_ERROR_"), "{name}");
+        }
+        assert_eq!(ErrorKind::from_status(0), None);
+        assert_eq!(
+            ErrorKind::from_status(ErrorKind::ALL.len() as i32 + 1),
+            None
+        );
+    }
+}

@@ -3,11 +3,13 @@
 
 use crate::context::Context;
 use crate::driver::graph::{self as dg, KernelParams, RawNode};
+use crate::driver::owned::Owned;
 use crate::driver::CUgraphExec;
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
-use crate::graph::fuse;
-use crate::graph::{Fused, Graph, GraphDesc, Node, NodeKind};
-use crate::stream::Stream;
+use crate::graph::fuse::{self, Fused};
+use crate::graph::{Graph, GraphDesc, Node, NodeKind};
+use crate::lock::lock;
+use crate::stream::{Stream, StreamOp};
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -42,8 +44,9 @@ pub struct Exec {
 /// holding one of them takes only those after it); graph locks (the source's
 /// or an update's) come after all of them.
 struct ExecInner {
+    /// Destroyed first (fields drop in order), before the graphs it runs.
+    raw: Owned<CUgraphExec>,
     ctx: Context,
-    raw: CUgraphExec,
     /// The graph it was instantiated from (its nodes name the exec's nodes).
     source: Graph,
     /// The graph of the last update, kept alive for the memory it uses.
@@ -70,19 +73,6 @@ pub struct ExecStats {
     pub chains: usize,
 }
 
-// SAFETY: exec handles may be used from any thread; state is locked.
-unsafe impl Send for ExecInner {}
-// SAFETY: as above.
-unsafe impl Sync for ExecInner {}
-
-impl Drop for ExecInner {
-    fn drop(&mut self) {
-        if self.ctx.bind().is_ok() {
-            dg::exec_destroy(self.raw);
-        }
-    }
-}
-
 impl Exec {
     /// Instantiates `graph` with [`flags`]. An empty graph is refused.
     pub fn new(graph: &Graph, flags: u32) -> Result<Exec> {
@@ -102,14 +92,14 @@ impl Exec {
             cuda |= dg::flags::USE_NODE_PRIORITY;
         }
         let fused = if flags & flags::FUSE_ELEMENTWISE != 0 {
-            graph.fused()?
+            Fused::of(graph)?
         } else {
             None
         };
         // CUDA reads the graph while it instantiates it: under its lock,
         // with the description of the graph it instantiates.
         let (raw, desc) = match &fused {
-            Some(f) => (dg::instantiate(f.raw, cuda)?, f.source.clone()),
+            Some(f) => (dg::instantiate(f.raw(), cuda)?, f.source.clone()),
             None => {
                 let st = graph.state();
                 (dg::instantiate(st.raw(), cuda)?, st.desc.clone())
@@ -117,8 +107,8 @@ impl Exec {
         };
         let exec = Exec {
             inner: Arc::new(ExecInner {
+                raw: Owned::new(raw, ctx.primary()),
                 ctx,
-                raw,
                 source: graph.clone(),
                 updated_from: Mutex::new(None),
                 current: Mutex::new(desc),
@@ -133,19 +123,19 @@ impl Exec {
 
     /// The raw `CUgraphExec` (for interop; graphcore still owns it).
     pub fn raw(&self) -> CUgraphExec {
-        self.inner.raw
+        self.inner.raw.raw()
     }
 
     /// What each node does now: the source's description as instantiated,
     /// until the first update or argument change.
     fn current(&self) -> MutexGuard<'_, Arc<GraphDesc>> {
-        self.inner.current.lock().unwrap()
+        lock(&self.inner.current)
     }
 
     /// Node counts before and after fusion.
     pub fn stats(&self) -> ExecStats {
         let graph_nodes = self.current().len();
-        match &*self.inner.fused.lock().unwrap() {
+        match &*lock(&self.inner.fused) {
             Some(f) => ExecStats {
                 graph_nodes,
                 fused_away: f.plan.fused_away(),
@@ -165,7 +155,7 @@ impl Exec {
     pub fn to_dot(&self, name: &str) -> String {
         // One lock at a time: `fused` is released before `current` is taken
         // (see the lock order at `ExecInner`).
-        if let Some(f) = &*self.inner.fused.lock().unwrap() {
+        if let Some(f) = &*lock(&self.inner.fused) {
             return crate::graph::to_dot(&f.desc, name);
         }
         crate::graph::to_dot(&self.current(), name)
@@ -180,7 +170,7 @@ impl Exec {
     pub fn upload(&self, stream: &Stream) -> Result<()> {
         self.check_stream(stream)?;
         self.inner.ctx.bind()?;
-        stream.note("gc_exec_upload", dg::upload(self.inner.raw, stream.raw()))
+        stream.note(StreamOp::ExecUpload, dg::upload(self.raw(), stream.raw()))
     }
 
     fn check_stream(&self, stream: &Stream) -> Result<()> {
@@ -200,7 +190,7 @@ impl Exec {
         if stream.raw().is_null() {
             self.inner.ctx.bind()?;
         }
-        stream.note("gc_exec_launch", dg::launch(self.inner.raw, stream.raw()))
+        stream.note(StreamOp::ExecLaunch, dg::launch(self.raw(), stream.raw()))
     }
 
     /// Updates the exec in place with `graph`'s parameters. `graph` must
@@ -215,7 +205,7 @@ impl Exec {
             "the graph belongs to another context"
         );
         let mut current = self.current();
-        if self.inner.fused.lock().unwrap().is_some() {
+        if lock(&self.inner.fused).is_some() {
             return self.update_fused(graph, Arc::make_mut(&mut current));
         }
         // The exec's record and the new graph are separate locks (the new
@@ -224,7 +214,7 @@ impl Exec {
             let st = graph.state();
             let theirs = &st.desc;
             if let Some(diff) = current.topology_difference(theirs) {
-                return Err(Error::new(ErrorKind::UpdateMismatch, diff));
+                return Err(Error::new(ErrorKind::UpdateMismatch, diff.to_string()));
             }
             let whole = (0..theirs.len())
                 .any(|i| matches!(theirs.node(i), NodeKind::Child { .. } | NodeKind::Other(_)));
@@ -253,7 +243,7 @@ impl Exec {
         for (i, kind) in changed {
             current.set_node(i, kind);
         }
-        *self.inner.updated_from.lock().unwrap() = Some(graph.clone());
+        *lock(&self.inner.updated_from) = Some(graph.clone());
         Ok(())
     }
 
@@ -294,8 +284,8 @@ impl Exec {
                 }
             }
         }
-        let ctx = self.inner.ctx.inner.raw;
-        let e = self.inner.raw;
+        let ctx = self.inner.ctx.raw();
+        let e = self.raw();
         let mut failed = None;
         for (k, raw) in reads.into_iter().enumerate() {
             let n = source_nodes[k];
@@ -358,7 +348,7 @@ impl Exec {
         nodes: &[crate::driver::CUgraphNode],
         desc: &GraphDesc,
     ) -> Result<()> {
-        if let Err((e, refused)) = dg::exec_update(self.inner.raw, raw) {
+        if let Err((e, refused)) = dg::exec_update(self.raw(), raw) {
             let Some(r) = refused else { return Err(e) };
             let at = nodes.iter().position(|&n| n == r.node);
             return Err(Error::new(
@@ -381,7 +371,7 @@ impl Exec {
     /// as a whole.
     fn update_fused(&self, graph: &Graph, current: &mut GraphDesc) -> Result<()> {
         if let Some(diff) = current.topology_difference(&graph.state().desc) {
-            return Err(Error::new(ErrorKind::UpdateMismatch, diff));
+            return Err(Error::new(ErrorKind::UpdateMismatch, diff.to_string()));
         }
         let mismatch = || {
             Error::new(
@@ -391,22 +381,22 @@ impl Exec {
                  re-instantiate it; the exec is unchanged",
             )
         };
-        let new = graph.fused()?.ok_or_else(mismatch)?;
+        let new = Fused::of(graph)?.ok_or_else(mismatch)?;
         // The graph as it was fused (it may have changed since the check).
         let theirs = &*new.source;
         if let Some(diff) = current.topology_difference(theirs) {
-            return Err(Error::new(ErrorKind::UpdateMismatch, diff));
+            return Err(Error::new(ErrorKind::UpdateMismatch, diff.to_string()));
         }
-        let mut fused = self.inner.fused.lock().unwrap();
+        let mut fused = lock(&self.inner.fused);
         let ours = fused.as_mut().expect("a fused exec");
         if !fuse::same_shape(&ours.plan, &new.plan) {
             return Err(mismatch());
         }
         self.inner.ctx.bind()?;
-        self.update_raw(new.raw, &new.nodes, &new.desc)?;
+        self.update_raw(new.raw(), &new.nodes, &new.desc)?;
         ours.adopt(&new);
         *current = theirs.clone();
-        *self.inner.updated_from.lock().unwrap() = Some(graph.clone());
+        *lock(&self.inner.updated_from) = Some(graph.clone());
         Ok(())
     }
 
@@ -460,14 +450,22 @@ impl Exec {
             ..
         } = &mut updated
         {
-            *values = crate::graph::builtin_args(k, args);
+            // SAFETY: one valid pointer per parameter of the node's kernel
+            // (this function's contract).
+            *values = unsafe { crate::graph::builtin_args(k, args) };
         }
-        let mut fused = self.inner.fused.lock().unwrap();
+        let mut fused = lock(&self.inner.fused);
         let exec_node = match fused.as_mut() {
             None => raw_node,
             Some(f) => {
                 if let Some(c) = f.plan.chains.iter().position(|c| c.nodes.contains(&i)) {
-                    return self.set_chain_args(f, Arc::make_mut(&mut current), c, i, updated);
+                    return f.set_chain_args(
+                        self.raw(),
+                        Arc::make_mut(&mut current),
+                        c,
+                        i,
+                        updated,
+                    );
                 }
                 f.nodes[f.map[i].expect("a node outside chains is kept")]
             }
@@ -482,57 +480,9 @@ impl Exec {
         // The driver reads a node of the source under the source's lock (the
         // fused copy's nodes are under `fused`).
         let _source = fused.is_none().then(|| source.state());
-        dg::exec_set_kernel(self.inner.raw, exec_node, &params)?;
+        // SAFETY: as above; the driver copies the values.
+        unsafe { dg::exec_set_kernel(self.raw(), exec_node, &params) }?;
         Arc::make_mut(&mut current).set_node(i, updated);
-        Ok(())
-    }
-
-    /// Re-plans chain `c` of a fused exec with node `i` as `updated`, and
-    /// sets the chain kernel's new program.
-    fn set_chain_args(
-        &self,
-        f: &mut Fused,
-        current: &mut GraphDesc,
-        c: usize,
-        i: usize,
-        updated: NodeKind,
-    ) -> Result<()> {
-        let mut trial = current.clone();
-        trial.set_node(i, updated);
-        let plan = fuse::plan(&trial);
-        if !fuse::same_shape(&f.plan, &plan) {
-            return Err(Error::new(
-                ErrorKind::UpdateMismatch,
-                format!(
-                    "node {i} was fused into a chain kernel with nodes {:?}, and the new arguments \
-                     change that chain (its buffer, count or number of launches); instantiate \
-                     without GC_INSTANTIATE_FUSE_ELEMENTWISE to change them, or re-instantiate",
-                    f.plan.chains[c].nodes
-                ),
-            ));
-        }
-        let sms = self.inner.ctx.sm_count();
-        let chain = &plan.chains[c];
-        // A generated kernel takes its constants as arguments: a new one is
-        // needed only when the operations themselves change.
-        let mut kernels = Vec::with_capacity(chain.segments.len());
-        for (k, seg) in chain.segments.iter().enumerate() {
-            let old_ops = &f.plan.chains[c].segments[k].ops;
-            let same_code = old_ops.iter().map(|o| o.0).eq(seg.ops.iter().map(|o| o.0));
-            kernels.push(if same_code {
-                f.kernels[c][k].clone()
-            } else {
-                f.kernel_for(seg)?
-            });
-        }
-        for (k, seg) in chain.segments.iter().enumerate() {
-            let node = f.nodes[f.map[chain.nodes[k]].expect("a chain carrier is kept")];
-            f.set_segment(node, seg, kernels[k].as_ref(), Some(self.inner.raw))?;
-        }
-        f.kernels[c] = kernels;
-        f.desc = fuse::apply(&trial, &plan, sms)?.0;
-        f.plan = plan;
-        *current = trial;
         Ok(())
     }
 }

@@ -1,34 +1,38 @@
 //! graphcore: a CUDA Graph runtime.
 //!
-//! Layers, each calling only the one below: [`pool`] and [`graph`]'s
-//! description hold pure logic (no CUDA); `driver` is the only module that
-//! calls CUDA; the rest (contexts, streams, modules, pools, capture, graphs,
-//! replay) is the safe API the C library wraps. Objects are reference
+//! A one-way stack of modules (docs/architecture.md draws it; the suite's
+//! tests/architecture.rs keeps it): `driver` is the only module that calls
+//! CUDA and owns every driver handle; the pool's allocator logic and a
+//! graph's description are pure; the rest (contexts, streams, pools, copies,
+//! modules, graphs, capture, execs, runners) is the safe API the C library
+//! wraps. Objects are reference
 //! counted: a graph keeps the functions and pool memory it uses alive, an
 //! exec its graph, everything its context, so nothing in use can be freed.
 
+mod builtins;
 mod capture;
 mod context;
-mod device_pool;
+mod copy;
 mod driver;
 pub mod error;
 mod exec;
 pub mod graph;
-mod memory;
+mod lock;
 mod module;
 pub mod pool;
 mod runner;
 mod stream;
 
+pub use capture::{begin_capture, end_capture};
 pub use context::{device_count, driver_version, Context};
-pub use device_pool::{Pool, PoolOptions};
+pub use copy::{copy_async, set_async};
 pub use driver::stream::CaptureMode;
 pub use error::{Error, ErrorKind, Result};
 pub use exec::{flags as instantiate_flags, Exec};
 pub use graph::{Graph, Node};
 pub use graphcore_kernels as kernels;
-pub use memory::{copy_async, set_async};
 pub use module::{launch_op, Function, LaunchConfig, Module};
+pub use pool::{Pool, PoolOptions};
 pub use runner::{Bucket, Record, Runner};
 pub use stream::Stream;
 

@@ -1,10 +1,14 @@
-//! Modules, functions, built-in kernels and eager launches.
+//! Modules, functions (from a module, a built-in, or the caller's own
+//! handle), and eager launches on a stream, of functions and of built-in
+//! operations.
 
+use crate::builtins;
 use crate::context::Context;
+use crate::driver::owned::{Owned, SharedFunction};
 use crate::driver::{self, module as dm, CUfunction, CUmodule};
-use crate::error::{ensure_arg, Error, ErrorKind, Result};
-use crate::stream::Stream;
-use graphcore_kernels::{Call, Kernel, KernelInfo, SizeError, Value, KERNELS, MAX_ARGS, MODULES};
+use crate::error::{ensure_arg, Result};
+use crate::stream::{Stream, StreamOp};
+use graphcore_kernels::{Call, KernelInfo, SizeError, Value, MAX_ARGS};
 use std::ffi::c_void;
 use std::sync::Arc;
 
@@ -17,20 +21,8 @@ pub struct Module {
 
 struct ModuleInner {
     ctx: Context,
-    raw: CUmodule,
-}
-
-// SAFETY: module handles may be used from any thread.
-unsafe impl Send for ModuleInner {}
-// SAFETY: immutable after creation.
-unsafe impl Sync for ModuleInner {}
-
-impl Drop for ModuleInner {
-    fn drop(&mut self) {
-        if self.ctx.bind().is_ok() {
-            dm::unload(self.raw);
-        }
-    }
+    /// Unloaded when the last module value or function of it goes.
+    raw: Owned<CUmodule>,
 }
 
 /// What an image handed to [`Module::load`] looks like.
@@ -75,7 +67,7 @@ impl Module {
         Ok(Module {
             inner: Arc::new(ModuleInner {
                 ctx: ctx.clone(),
-                raw,
+                raw: Owned::new(raw, ctx.primary()),
             }),
         })
     }
@@ -83,7 +75,7 @@ impl Module {
     /// The `extern "C"` function `name` of this module.
     pub fn function(&self, name: &str) -> Result<Function> {
         self.inner.ctx.bind()?;
-        let raw = dm::function(self.inner.raw, name)?;
+        let raw = dm::function(self.inner.raw.raw(), name)?;
         Ok(Function::from_parts(
             &self.inner.ctx,
             raw,
@@ -98,21 +90,17 @@ impl Module {
 /// built-in, or a `CUfunction`/`cudaFunction_t` the caller already has.
 #[derive(Clone)]
 pub struct Function {
-    pub(crate) inner: Arc<FunctionInner>,
+    inner: Arc<FunctionInner>,
 }
 
-pub(crate) struct FunctionInner {
-    pub(crate) ctx: Context,
-    pub(crate) raw: CUfunction,
-    pub(crate) name: String,
-    pub(crate) builtin: Option<&'static KernelInfo>,
+struct FunctionInner {
+    ctx: Context,
+    /// Kept loaded by `_module`, the context's built-ins, or the caller.
+    raw: SharedFunction,
+    name: String,
+    builtin: Option<&'static KernelInfo>,
     _module: Option<Arc<ModuleInner>>,
 }
-
-// SAFETY: function handles may be used from any thread.
-unsafe impl Send for FunctionInner {}
-// SAFETY: immutable after creation.
-unsafe impl Sync for FunctionInner {}
 
 /// Grid, block and dynamic shared memory of a launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,7 +154,7 @@ impl Function {
         Function {
             inner: Arc::new(FunctionInner {
                 ctx: ctx.clone(),
-                raw,
+                raw: SharedFunction::new(raw),
                 name,
                 builtin,
                 _module: module,
@@ -198,6 +186,20 @@ impl Function {
         ))
     }
 
+    /// The built-in kernel `name` of `ctx` (see `graphcore_kernels::KERNELS`),
+    /// loading the built-ins into the context on first use.
+    pub fn from_builtin(ctx: &Context, name: &str) -> Result<Function> {
+        let kernel = builtins::find(name)?;
+        let raw = ctx.builtin_raw(kernel)?;
+        Ok(Function::from_parts(
+            ctx,
+            raw,
+            kernel.name().to_string(),
+            None,
+            Some(kernel.info()),
+        ))
+    }
+
     /// The function's name.
     pub fn name(&self) -> &str {
         &self.inner.name
@@ -205,7 +207,7 @@ impl Function {
 
     /// The raw `CUfunction`.
     pub fn raw(&self) -> CUfunction {
-        self.inner.raw
+        self.inner.raw.raw()
     }
 
     /// The built-in kernel this function is, if it is one.
@@ -236,99 +238,19 @@ impl Function {
             "the function and the stream belong to different contexts"
         );
         self.inner.ctx.bind()?;
-        let r = dm::launch(
-            self.inner.raw,
-            cfg.grid,
-            cfg.block,
-            cfg.shared_bytes,
-            stream.raw(),
-            args,
-        );
-        stream.note("gc_launch", r)
-    }
-}
-
-/// The built-in kernels of one context: the loaded modules and one function
-/// per entry of [`KERNELS`], indexed by [`Kernel`].
-pub(crate) struct Builtins {
-    modules: Vec<CUmodule>,
-    functions: Vec<CUfunction>,
-}
-
-// SAFETY: raw handles usable from any thread; immutable after creation.
-unsafe impl Send for Builtins {}
-// SAFETY: as above.
-unsafe impl Sync for Builtins {}
-
-impl Drop for Builtins {
-    fn drop(&mut self) {
-        for &m in &self.modules {
-            dm::unload(m);
-        }
-    }
-}
-
-impl Builtins {
-    fn load() -> Result<Builtins> {
-        let _relaxed = driver::RelaxedCaptureMode::enter()?;
-        let mut b = Builtins {
-            modules: Vec::with_capacity(MODULES.len()),
-            functions: Vec::with_capacity(KERNELS.len()),
-        };
-        for m in MODULES {
-            let raw = dm::load(m.ptx.as_bytes())
-                .map_err(|e| e.context(&format!("loading built-in module `{}`", m.name)))?;
-            b.modules.push(raw);
-        }
-        for k in KERNELS {
-            b.functions.push(dm::function(b.modules[k.module], k.name)?);
-        }
-        Ok(b)
-    }
-}
-
-impl Context {
-    fn builtins(&self) -> Result<&Builtins> {
-        if let Some(b) = self.inner.builtins.get() {
-            return Ok(b);
-        }
-        self.bind()?;
-        let loaded = Builtins::load()?;
-        // Another thread may have won the race; either set is equivalent.
-        Ok(self.inner.builtins.get_or_init(|| loaded))
-    }
-
-    /// The built-in kernel called `name` (see `graphcore_kernels::KERNELS`);
-    /// [`ErrorKind::NotFound`] for a name that is not one.
-    pub fn builtin(&self, name: &str) -> Result<Function> {
-        let kernel = Kernel::from_name(name).ok_or_else(|| {
-            Error::new(
-                ErrorKind::NotFound,
-                format!("`{name}` is not a built-in kernel of graphcore"),
+        // SAFETY: one valid pointer per kernel parameter (this function's
+        // contract); the driver copies the values.
+        let r = unsafe {
+            dm::launch(
+                self.raw(),
+                cfg.grid,
+                cfg.block,
+                cfg.shared_bytes,
+                stream.raw(),
+                args,
             )
-        })?;
-        Ok(Function::from_parts(
-            self,
-            self.builtin_raw(kernel)?,
-            kernel.name().to_string(),
-            None,
-            Some(kernel.info()),
-        ))
-    }
-
-    /// The built-in kernel whose loaded function is `raw`, if any (how
-    /// graphcore recognises its kernels in captured graphs).
-    pub(crate) fn builtin_of(&self, raw: CUfunction) -> Option<&'static KernelInfo> {
-        let b = self.inner.builtins.get()?;
-        b.functions
-            .iter()
-            .position(|&f| f == raw)
-            .map(|i| &KERNELS[i])
-    }
-
-    /// The loaded function of a built-in kernel.
-    pub(crate) fn builtin_raw(&self, kernel: Kernel) -> Result<CUfunction> {
-        Ok(self.builtins()?.functions[kernel.index()])
+        };
+        stream.note(StreamOp::Launch, r)
     }
 }
 
@@ -360,21 +282,24 @@ impl ArgBuffer {
 }
 
 /// Launches a built-in operation decided by `graphcore_kernels::ops` on
-/// `stream` (eagerly, or recorded when the stream captures). A refused
-/// operation is an [`ErrorKind::InvalidArgument`] error saying why;
-/// `call_name` names the caller when a launch breaks a capture.
-pub fn launch_op(
-    stream: &Stream,
-    call: std::result::Result<Call, SizeError>,
-    call_name: &'static str,
-) -> Result<()> {
+/// `stream` (eagerly, or recorded when the stream captures). A `call` that
+/// failed its size checks is [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument).
+///
+/// # Safety
+/// Every buffer the call names (the device addresses in its arguments) must
+/// be device memory of the stream's context holding at least the elements
+/// the call reads or writes, and stay allocated until the launch has run on
+/// the stream (or, when it is captured, for as long as the graph runs).
+pub unsafe fn launch_op(stream: &Stream, call: std::result::Result<Call, SizeError>) -> Result<()> {
     let call = call?;
     let ctx = stream.context();
     let raw = ctx.builtin_raw(call.kernel)?;
     let mut args = ArgBuffer::new(call.args());
     let mut ptrs = args.pointers();
     ctx.bind()?;
-    // SAFETY: the slots hold one value per parameter, typed by the table.
+    // SAFETY: the slots hold one value per parameter, typed by the kernel
+    // table; `args` outlives the call, which copies them; the buffers they
+    // name are valid by this function's contract.
     let r = unsafe {
         dm::launch(
             raw,
@@ -385,5 +310,5 @@ pub fn launch_op(
             ptrs.as_mut_ptr(),
         )
     };
-    stream.note(call_name, r)
+    stream.note(StreamOp::BuiltinLaunch, r)
 }

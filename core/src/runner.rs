@@ -2,11 +2,12 @@
 //! PyTorch notes serve an MLP with `torch.cuda.graph(g, pool=…)` per batch
 //! size. A replay picks the smallest bucket that holds the rows asked for.
 
+use crate::capture::{abort_capture, begin_capture, end_capture};
 use crate::context::Context;
-use crate::device_pool::{Pool, PoolOptions};
 use crate::driver::stream::CaptureMode;
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
 use crate::exec::Exec;
+use crate::pool::{Pool, PoolOptions};
 use crate::stream::Stream;
 use std::time::Instant;
 
@@ -107,17 +108,15 @@ impl Runner {
         let mut out = Vec::with_capacity(order.len());
         for &b in order {
             let t = Instant::now();
-            s.begin_capture(Some(&self.pool), CaptureMode::ThreadLocal)?;
+            begin_capture(s, Some(&self.pool), CaptureMode::ThreadLocal)?;
             if let Err(e) = record(s, b) {
                 // Roll the capture back as a broken one is (its blocks freed,
                 // its pages unmapped); report the record's error. (A record
                 // that ended the capture itself left none to abort.)
-                let _ = s.abort_capture();
+                let _ = abort_capture(s);
                 return Err(e.context(&format!("recording bucket {b}")));
             }
-            let graph = s
-                .end_capture()
-                .map_err(|e| e.context(&format!("capturing bucket {b}")))?;
+            let graph = end_capture(s).map_err(|e| e.context(&format!("capturing bucket {b}")))?;
             let exec = Exec::new(&graph, 0)?;
             exec.upload(s)?;
             s.synchronize()?;
@@ -155,7 +154,7 @@ impl Runner {
                             "{rows} rows is more than the largest bucket ({}): run it eagerly",
                             l.batch
                         ),
-                        None => "the runner has no buckets yet (gc_runner_capture)".into(),
+                        None => "the runner has no buckets yet: capture some first".into(),
                     },
                 )
             })

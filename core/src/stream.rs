@@ -1,52 +1,109 @@
 //! Streams: graphcore's own, or borrowed `CUstream`/`cudaStream_t` handles
-//! the caller owns. A stream also carries the state of a capture that
-//! [`Stream::begin_capture`](crate::Stream::begin_capture) opened on it.
+//! the caller owns. A stream also holds the capture that
+//! [`begin_capture`](crate::begin_capture) opened on it: the pool's part of
+//! it rolls back when it is dropped, so a stream that goes away mid-capture
+//! leaves its pool as it was.
 
-use crate::capture::CaptureState;
 use crate::context::Context;
+use crate::driver::owned::{Owned, Shared};
 use crate::driver::{self, stream as ds, CUevent, CUstream};
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
-use std::sync::{Arc, Mutex};
+use crate::lock::{get_mut, lock};
+use crate::pool::PoolCapture;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A CUDA stream. Cheap to clone (clones share the stream). `Send + Sync`:
 /// work may be enqueued from several threads, in the order the calls happen.
 #[derive(Clone)]
 pub struct Stream {
-    pub(crate) inner: Arc<StreamInner>,
+    inner: Arc<StreamInner>,
 }
 
-pub(crate) struct StreamInner {
-    pub(crate) ctx: Context,
-    pub(crate) raw: CUstream,
-    owned: bool,
-    /// Recorded by `wait_stream` on the stream waited for.
-    join_event: Mutex<CUevent>,
+struct StreamInner {
+    ctx: Context,
+    raw: Shared<CUstream>,
+    /// The stream when graphcore created it (destroyed with this value);
+    /// `None` when borrowed.
+    owned: Option<Owned<CUstream>>,
+    /// Recorded by `wait_stream` on the stream waited for; the lock orders
+    /// record-then-wait pairs.
+    join_event: Mutex<Owned<CUevent>>,
     /// The open capture begun on this stream, if any.
-    pub(crate) capture: Mutex<Option<CaptureState>>,
+    capture: Mutex<Option<OpenCapture>>,
 }
-
-// SAFETY: CUDA streams and events may be used from any thread; the raw
-// handles are only passed to the driver, and mutable state is locked.
-unsafe impl Send for StreamInner {}
-// SAFETY: as above.
-unsafe impl Sync for StreamInner {}
 
 impl Drop for StreamInner {
+    /// Ends a capture left open (the fields then destroy the event and, if
+    /// graphcore owns it, the stream).
     fn drop(&mut self) {
-        if self.ctx.bind().is_ok() {
-            let open = self
-                .capture
-                .get_mut()
-                .unwrap_or_else(|e| e.into_inner())
-                .take();
-            if let Some(state) = open {
-                crate::capture::abandon(state, &self.ctx, self.raw);
+        if let Some(open) = get_mut(&mut self.capture).take() {
+            if self.ctx.bind().is_ok() {
+                ds::discard_capture(self.raw.raw());
             }
-            ds::event_destroy(*self.join_event.get_mut().unwrap_or_else(|e| e.into_inner()));
-            if self.owned {
-                ds::destroy(self.raw);
-            }
+            // Stop counting it as open; dropping `open` rolls its pool back.
+            self.ctx.close_capture();
+            drop(open);
         }
+    }
+}
+
+/// An operation on a stream, as a capture it broke names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StreamOp {
+    /// A copy (`copy_async`).
+    Copy,
+    /// A set (`set_async`).
+    Set,
+    /// A kernel launch.
+    Launch,
+    /// A launch of a built-in operation.
+    BuiltinLaunch,
+    /// A wait for another stream.
+    WaitStream,
+    /// A stream synchronize.
+    Synchronize,
+    /// An exec launch.
+    ExecLaunch,
+    /// An exec upload.
+    ExecUpload,
+}
+
+impl fmt::Display for StreamOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StreamOp::Copy => "a copy",
+            StreamOp::Set => "a set",
+            StreamOp::Launch => "a kernel launch",
+            StreamOp::BuiltinLaunch => "a built-in operation",
+            StreamOp::WaitStream => "a stream wait",
+            StreamOp::Synchronize => "a stream synchronize",
+            StreamOp::ExecLaunch => "an exec launch",
+            StreamOp::ExecUpload => "an exec upload",
+        })
+    }
+}
+
+/// A capture graphcore opened on a stream: its pool's part (rolled back
+/// when dropped unless ended), and the first operation that broke it.
+pub(crate) struct OpenCapture {
+    /// The pool the capture allocates from, if any.
+    pub(crate) pool: Option<PoolCapture>,
+    breaker: Option<(StreamOp, Error)>,
+}
+
+impl OpenCapture {
+    /// A capture allocating from `pool`, not broken yet.
+    pub(crate) fn new(pool: Option<PoolCapture>) -> Self {
+        OpenCapture {
+            pool,
+            breaker: None,
+        }
+    }
+
+    /// The first operation that broke the capture, with its error.
+    pub(crate) fn breaker(&self) -> Option<&(StreamOp, Error)> {
+        self.breaker.as_ref()
     }
 }
 
@@ -54,8 +111,8 @@ impl Stream {
     /// Creates a non-blocking stream owned by graphcore.
     pub fn new(ctx: &Context) -> Result<Stream> {
         ctx.bind()?;
-        let raw = ds::create()?;
-        Self::from_parts(ctx, raw, true).inspect_err(|_| ds::destroy(raw))
+        let owned = Owned::new(ds::create()?, ctx.primary());
+        Self::from_parts(ctx, owned.raw(), Some(owned))
     }
 
     /// Borrows a `CUstream` (or `cudaStream_t`, the same handle) the caller
@@ -66,15 +123,15 @@ impl Stream {
     /// as this value (and anything that captured or launched on it) is used.
     pub unsafe fn wrap(ctx: &Context, raw: CUstream) -> Result<Stream> {
         ctx.bind()?;
-        Self::from_parts(ctx, raw, false)
+        Self::from_parts(ctx, raw, None)
     }
 
-    fn from_parts(ctx: &Context, raw: CUstream, owned: bool) -> Result<Stream> {
-        let ev = ds::event_create(false)?;
+    fn from_parts(ctx: &Context, raw: CUstream, owned: Option<Owned<CUstream>>) -> Result<Stream> {
+        let ev = Owned::new(ds::event_create(false)?, ctx.primary());
         Ok(Stream {
             inner: Arc::new(StreamInner {
                 ctx: ctx.clone(),
-                raw,
+                raw: Shared::new(raw),
                 owned,
                 join_event: Mutex::new(ev),
                 capture: Mutex::new(None),
@@ -89,12 +146,12 @@ impl Stream {
 
     /// The raw `CUstream` (usable as a `cudaStream_t`).
     pub fn raw(&self) -> CUstream {
-        self.inner.raw
+        self.inner.raw.raw()
     }
 
     /// True when this is a borrowed stream.
     pub fn is_borrowed(&self) -> bool {
-        !self.inner.owned
+        self.inner.owned.is_none()
     }
 
     /// Makes this stream wait for all work enqueued on `other` so far
@@ -106,15 +163,15 @@ impl Stream {
             self.inner.ctx.same(&other.inner.ctx),
             "the two streams belong to different contexts"
         );
-        if Arc::ptr_eq(&self.inner, &other.inner) {
+        if self.same(other) {
             return Ok(());
         }
         self.inner.ctx.bind()?;
-        let ev = other.inner.join_event.lock().unwrap();
-        let r = ds::event_record(*ev, other.inner.raw)
-            .and_then(|_| ds::wait_event(self.inner.raw, *ev));
+        let ev = lock(&other.inner.join_event);
+        let r = ds::event_record(ev.raw(), other.raw())
+            .and_then(|_| ds::wait_event(self.raw(), ev.raw()));
         drop(ev);
-        self.note("gc_stream_wait_stream", r)
+        self.note(StreamOp::WaitStream, r)
     }
 
     /// Blocks until the stream's work is done. On a capturing stream this
@@ -122,28 +179,33 @@ impl Stream {
     /// then names this call.
     pub fn synchronize(&self) -> Result<()> {
         self.inner.ctx.bind()?;
-        let r = ds::synchronize(self.inner.raw);
-        self.note("gc_stream_synchronize", r)
+        let r = ds::synchronize(self.raw());
+        self.note(StreamOp::Synchronize, r)
     }
 
     /// True while the stream is capturing (through graphcore or not).
     pub fn is_capturing(&self) -> Result<bool> {
         self.inner.ctx.bind()?;
-        Ok(ds::capture_status(self.inner.raw)? != ds::CaptureStatus::None)
+        Ok(ds::capture_status(self.raw())? != ds::CaptureStatus::None)
+    }
+
+    /// The slot of the capture graphcore opened on this stream.
+    pub(crate) fn capture_slot(&self) -> MutexGuard<'_, Option<OpenCapture>> {
+        lock(&self.inner.capture)
     }
 
     /// Passes `r` through; when it is a capture error and this stream has a
-    /// graphcore capture open, remembers `call` as what broke the capture.
-    pub(crate) fn note<T>(&self, call: &'static str, r: Result<T>) -> Result<T> {
+    /// graphcore capture open, remembers `op` as what broke the capture.
+    pub(crate) fn note<T>(&self, op: StreamOp, r: Result<T>) -> Result<T> {
         if let Err(e) = &r {
             if driver::is_capture_error(e) {
-                if let Some(state) = self.inner.capture.lock().unwrap().as_mut() {
-                    state.note_break(call, e);
+                if let Some(open) = self.capture_slot().as_mut() {
+                    open.breaker.get_or_insert_with(|| (op, e.clone()));
                 }
                 return Err(Error::new(
                     ErrorKind::Capture,
                     format!(
-                        "{call}: not permitted while the stream captures ({}); the capture is now invalid",
+                        "{op} is not permitted while the stream captures ({}); the capture is now invalid",
                         e.message()
                     ),
                 ));

@@ -118,7 +118,7 @@ pub extern "C" fn gc_capture_begin(
                 )))
             }
         };
-        s.begin_capture(p.as_ref(), mode)
+        graphcore_core::begin_capture(&s, p.as_ref(), mode)
     })
 }
 
@@ -132,7 +132,7 @@ pub extern "C" fn gc_capture_begin(
 pub extern "C" fn gc_capture_end(stream: *mut gc_stream, graph: *mut *mut gc_graph) -> gc_status {
     boundary("gc_capture_end", || {
         let out = Out::new(graph, "graph")?;
-        let g = self::stream(stream, "stream")?.end_capture()?;
+        let g = graphcore_core::end_capture(&self::stream(stream, "stream")?)?;
         out.set(GRAPHS.insert(g)? as *mut gc_graph);
         Ok(())
     })
@@ -193,7 +193,10 @@ pub extern "C" fn gc_graph_add_memcpy(
 ) -> gc_status {
     boundary("gc_graph_add_memcpy", || {
         let g = self::graph(graph, "graph")?;
-        let n = g.add_memcpy(dst as u64, src as u64, bytes, &self::deps(deps, ndeps)?)?;
+        let deps = self::deps(deps, ndeps)?;
+        // SAFETY: the caller's promise (this function's doc): `dst` and `src`
+        // are valid for `bytes` bytes whenever the graph runs.
+        let n = unsafe { g.add_memcpy(dst as u64, src as u64, bytes, &deps) }?;
         emit(node, n);
         Ok(())
     })
@@ -213,7 +216,10 @@ pub extern "C" fn gc_graph_add_memset(
 ) -> gc_status {
     boundary("gc_graph_add_memset", || {
         let g = self::graph(graph, "graph")?;
-        let n = g.add_memset(dst as u64, value as u8, bytes, &self::deps(deps, ndeps)?)?;
+        let deps = self::deps(deps, ndeps)?;
+        // SAFETY: the caller's promise (this function's doc): `dst` is device
+        // memory valid for `bytes` bytes whenever the graph runs.
+        let n = unsafe { g.add_memset(dst as u64, value as u8, bytes, &deps) }?;
         emit(node, n);
         Ok(())
     })

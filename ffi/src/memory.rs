@@ -44,7 +44,9 @@ pub extern "C" fn gc_memcpy_async(
 ) -> gc_status {
     boundary("gc_memcpy_async", || {
         let s = self::stream(stream, "stream")?;
-        graphcore_core::copy_async(&s, dst as u64, src as u64, bytes)
+        // SAFETY: the caller's promise (this function's doc): `dst` and `src`
+        // are valid for `bytes` bytes until the copy has run on the stream.
+        unsafe { graphcore_core::copy_async(&s, dst as u64, src as u64, bytes) }
     })
 }
 
@@ -59,6 +61,8 @@ pub extern "C" fn gc_memset_async(
 ) -> gc_status {
     boundary("gc_memset_async", || {
         let s = self::stream(stream, "stream")?;
-        graphcore_core::set_async(&s, dst as u64, value as u8, bytes)
+        // SAFETY: the caller's promise (this function's doc): `dst` is device
+        // memory valid for `bytes` bytes until the set has run on the stream.
+        unsafe { graphcore_core::set_async(&s, dst as u64, value as u8, bytes) }
     })
 }

@@ -118,7 +118,10 @@ pub extern "C" fn gc_kernel_builtin(
 ) -> gc_status {
     boundary("gc_kernel_builtin", || {
         let out = Out::new(function, "function")?;
-        insert_function(context(ctx)?.builtin(c_str(name, "name")?)?, out)
+        insert_function(
+            Function::from_builtin(&context(ctx)?, c_str(name, "name")?)?,
+            out,
+        )
     })
 }
 

@@ -52,7 +52,11 @@ fn launch<E: Into<Error>>(
     boundary(func, || {
         let s = self::stream(stream, "stream")?;
         let call = plan(s.context().sm_count()).map_err(Into::into)?;
-        launch_op(&s, Ok(call), func)
+        // SAFETY: the C caller promises (gc_op_* docs) that every pointer it
+        // passed is device memory of the stream's context holding the
+        // elements the op reads or writes, alive until the launch has run
+        // (or, captured, for as long as the graph runs).
+        unsafe { launch_op(&s, Ok(call)) }
     })
 }
 

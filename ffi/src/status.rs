@@ -3,7 +3,7 @@
 
 use graphcore_core::{Error, ErrorKind};
 use std::cell::RefCell;
-use std::ffi::{c_char, c_int, CString};
+use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// The result of every fallible call. The values are stable: new codes are
@@ -43,8 +43,25 @@ pub enum gc_status {
     GC_ERROR_PANIC = 14,
 }
 
+impl From<ErrorKind> for gc_status {
+    /// The status of the same value.
+    fn from(k: ErrorKind) -> Self {
+        gc_status::BY_VALUE[k as usize]
+    }
+}
+
+/// The name of status value `status`, if it is one.
+fn status_name(status: c_int) -> Option<&'static CStr> {
+    match status {
+        0 => Some(c"GC_SUCCESS"),
+        v => ErrorKind::from_status(v).map(ErrorKind::status_name),
+    }
+}
+
 impl gc_status {
-    const ALL: [gc_status; 15] = [
+    /// Every status, indexed by its value (what turns an [`ErrorKind`], whose
+    /// value is its status's, into a `gc_status` without a second mapping).
+    const BY_VALUE: [gc_status; 15] = [
         gc_status::GC_SUCCESS,
         gc_status::GC_ERROR_INVALID_ARGUMENT,
         gc_status::GC_ERROR_INVALID_HANDLE,
@@ -62,68 +79,15 @@ impl gc_status {
         gc_status::GC_ERROR_PANIC,
     ];
 
-    fn name(self) -> &'static std::ffi::CStr {
-        match self {
-            gc_status::GC_SUCCESS => c"GC_SUCCESS",
-            gc_status::GC_ERROR_INVALID_ARGUMENT => c"GC_ERROR_INVALID_ARGUMENT",
-            gc_status::GC_ERROR_INVALID_HANDLE => c"GC_ERROR_INVALID_HANDLE",
-            gc_status::GC_ERROR_OUT_OF_MEMORY => c"GC_ERROR_OUT_OF_MEMORY",
-            gc_status::GC_ERROR_NO_DRIVER => c"GC_ERROR_NO_DRIVER",
-            gc_status::GC_ERROR_NO_DEVICE => c"GC_ERROR_NO_DEVICE",
-            gc_status::GC_ERROR_NOT_SUPPORTED => c"GC_ERROR_NOT_SUPPORTED",
-            gc_status::GC_ERROR_CUDA => c"GC_ERROR_CUDA",
-            gc_status::GC_ERROR_CAPTURE => c"GC_ERROR_CAPTURE",
-            gc_status::GC_ERROR_INVALID_STATE => c"GC_ERROR_INVALID_STATE",
-            gc_status::GC_ERROR_NOT_FOUND => c"GC_ERROR_NOT_FOUND",
-            gc_status::GC_ERROR_UPDATE_MISMATCH => c"GC_ERROR_UPDATE_MISMATCH",
-            gc_status::GC_ERROR_NO_BUCKET => c"GC_ERROR_NO_BUCKET",
-            gc_status::GC_ERROR_DEVICE_FAULT => c"GC_ERROR_DEVICE_FAULT",
-            gc_status::GC_ERROR_PANIC => c"GC_ERROR_PANIC",
-        }
-    }
-}
-
-impl From<ErrorKind> for gc_status {
-    fn from(k: ErrorKind) -> Self {
-        match k {
-            ErrorKind::InvalidArgument => gc_status::GC_ERROR_INVALID_ARGUMENT,
-            ErrorKind::InvalidHandle => gc_status::GC_ERROR_INVALID_HANDLE,
-            ErrorKind::OutOfMemory => gc_status::GC_ERROR_OUT_OF_MEMORY,
-            ErrorKind::NoDriver => gc_status::GC_ERROR_NO_DRIVER,
-            ErrorKind::NoDevice => gc_status::GC_ERROR_NO_DEVICE,
-            ErrorKind::NotSupported => gc_status::GC_ERROR_NOT_SUPPORTED,
-            ErrorKind::Cuda => gc_status::GC_ERROR_CUDA,
-            ErrorKind::Capture => gc_status::GC_ERROR_CAPTURE,
-            ErrorKind::InvalidState => gc_status::GC_ERROR_INVALID_STATE,
-            ErrorKind::NotFound => gc_status::GC_ERROR_NOT_FOUND,
-            ErrorKind::UpdateMismatch => gc_status::GC_ERROR_UPDATE_MISMATCH,
-            ErrorKind::NoBucket => gc_status::GC_ERROR_NO_BUCKET,
-            ErrorKind::DeviceFault => gc_status::GC_ERROR_DEVICE_FAULT,
-            ErrorKind::Panic => gc_status::GC_ERROR_PANIC,
-        }
-    }
-}
-
-impl gc_status {
-    /// The error kind of a failure status (`None` for GC_SUCCESS).
+    /// The error kind of a failure status (`None` for GC_SUCCESS): the kind
+    /// with the same value.
     pub(crate) fn kind(self) -> Option<ErrorKind> {
-        Some(match self {
-            gc_status::GC_SUCCESS => return None,
-            gc_status::GC_ERROR_INVALID_ARGUMENT => ErrorKind::InvalidArgument,
-            gc_status::GC_ERROR_INVALID_HANDLE => ErrorKind::InvalidHandle,
-            gc_status::GC_ERROR_OUT_OF_MEMORY => ErrorKind::OutOfMemory,
-            gc_status::GC_ERROR_NO_DRIVER => ErrorKind::NoDriver,
-            gc_status::GC_ERROR_NO_DEVICE => ErrorKind::NoDevice,
-            gc_status::GC_ERROR_NOT_SUPPORTED => ErrorKind::NotSupported,
-            gc_status::GC_ERROR_CUDA => ErrorKind::Cuda,
-            gc_status::GC_ERROR_CAPTURE => ErrorKind::Capture,
-            gc_status::GC_ERROR_INVALID_STATE => ErrorKind::InvalidState,
-            gc_status::GC_ERROR_NOT_FOUND => ErrorKind::NotFound,
-            gc_status::GC_ERROR_UPDATE_MISMATCH => ErrorKind::UpdateMismatch,
-            gc_status::GC_ERROR_NO_BUCKET => ErrorKind::NoBucket,
-            gc_status::GC_ERROR_DEVICE_FAULT => ErrorKind::DeviceFault,
-            gc_status::GC_ERROR_PANIC => ErrorKind::Panic,
-        })
+        ErrorKind::from_status(self as i32)
+    }
+
+    /// The constant's name, as core names the kinds.
+    fn name(self) -> &'static CStr {
+        status_name(self as c_int).unwrap_or(c"GC_UNKNOWN_STATUS")
     }
 
     /// The status a C callback returned, as a core result: a failure keeps
@@ -201,10 +165,7 @@ pub(crate) fn boundary(func: &str, body: impl FnOnce() -> Result<(), Error>) -> 
 /// static; never free it. Thread-safe.
 #[no_mangle]
 pub extern "C" fn gc_status_name(status: c_int) -> *const c_char {
-    gc_status::ALL
-        .iter()
-        .find(|s| **s as c_int == status)
-        .map_or(c"GC_UNKNOWN_STATUS".as_ptr(), |s| s.name().as_ptr())
+    status_name(status).map_or(c"GC_UNKNOWN_STATUS".as_ptr(), CStr::as_ptr)
 }
 
 /// This thread's message for its last failed graphcore call: the function,
@@ -221,4 +182,56 @@ pub extern "C" fn gc_last_error() -> *const c_char {
 #[no_mangle]
 pub extern "C" fn gc_last_cuda_result() -> c_int {
     LAST.with(|l| l.borrow().cuda)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `gc_status` enum as written in this file (what cbindgen reads):
+    /// each constant's name and value.
+    fn c_enum() -> Vec<(String, i32)> {
+        let src = include_str!("status.rs");
+        let body = &src[src.find("pub enum gc_status {").unwrap()..];
+        let body = &body[..body.find('}').unwrap()];
+        body.lines()
+            .filter_map(|l| l.trim().strip_suffix(','))
+            .filter_map(|l| l.split_once(" = "))
+            .map(|(n, v)| (n.to_string(), v.parse().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn the_c_enum_and_error_kind_agree_on_every_value_and_name() {
+        let c = c_enum();
+        assert_eq!(c.len(), ErrorKind::ALL.len() + 1, "{c:?}");
+        assert_eq!(c[0], ("GC_SUCCESS".to_string(), 0));
+        for (name, value) in &c[1..] {
+            let k = ErrorKind::from_status(*value)
+                .unwrap_or_else(|| panic!("{name} = {value} is no ErrorKind"));
+            assert_eq!(k.status_name().to_str().unwrap(), name);
+            let s = gc_status::from(k);
+            assert_eq!(s as i32, *value);
+            assert_eq!(s.kind(), Some(k));
+            assert_eq!(s.name().to_str().unwrap(), name);
+        }
+        for (i, s) in gc_status::BY_VALUE.iter().enumerate() {
+            assert_eq!(*s as usize, i);
+        }
+        assert_eq!(gc_status::GC_SUCCESS.kind(), None);
+    }
+
+    #[test]
+    fn status_names_come_from_core() {
+        let name = |v| {
+            // SAFETY: gc_status_name returns a static NUL-terminated string.
+            let s = unsafe { CStr::from_ptr(gc_status_name(v)) };
+            s.to_str().unwrap()
+        };
+        assert_eq!(name(0), "GC_SUCCESS");
+        assert_eq!(name(8), "GC_ERROR_CAPTURE");
+        assert_eq!(name(14), "GC_ERROR_PANIC");
+        assert_eq!(name(15), "GC_UNKNOWN_STATUS");
+        assert_eq!(name(-1), "GC_UNKNOWN_STATUS");
+    }
 }

@@ -13,7 +13,9 @@ use std::sync::mpsc;
 
 fn scale(s: &Stream, y: u64, x: u64, n: usize, alpha: f32) -> graphcore_core::Result<()> {
     let sms = s.context().sm_count();
-    launch_op(s, ops::scale(y, x, n as u64, alpha, sms), "scale")
+    // SAFETY: the buffers are live device allocations of this test holding the
+    // elements the operation reads and writes.
+    unsafe { launch_op(s, ops::scale(y, x, n as u64, alpha, sms)) }
 }
 
 /// The statistics a failed operation must leave as they were.
@@ -43,14 +45,14 @@ fn max_bytes_reached_during_a_capture_fails_cleanly() {
     let before = footprint(&p);
 
     // The allocation over the cap fails; the capture goes on and ends well.
-    s.begin_capture(Some(&p), CaptureMode::ThreadLocal).unwrap();
+    graphcore_core::begin_capture(&s, Some(&p), CaptureMode::ThreadLocal).unwrap();
     let a = p.alloc(4 << 20).unwrap();
     let e = p.alloc(6 << 20).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::OutOfMemory);
     assert!(e.message().contains("out of memory"), "{}", e.message());
     assert_eq!(p.stats().allocated_bytes, 4 << 20);
     scale(&s, a, a, 1024, 2.0).unwrap();
-    let g = s.end_capture().unwrap();
+    let g = graphcore_core::end_capture(&s).unwrap();
     assert_eq!(g.node_count(), 1);
     Exec::new(&g, 0).unwrap().launch(&s).unwrap();
     s.synchronize().unwrap();
@@ -60,16 +62,21 @@ fn max_bytes_reached_during_a_capture_fails_cleanly() {
     assert_eq!(footprint(&p), before);
 
     // The same, then the capture breaks: the pool is as before the begin.
-    s.begin_capture(Some(&p), CaptureMode::ThreadLocal).unwrap();
+    graphcore_core::begin_capture(&s, Some(&p), CaptureMode::ThreadLocal).unwrap();
     let a = p.alloc(4 << 20).unwrap();
     assert_eq!(p.alloc(8 << 20).unwrap_err().kind(), ErrorKind::OutOfMemory);
     scale(&s, a, a, 1024, 2.0).unwrap();
     assert_eq!(s.synchronize().unwrap_err().kind(), ErrorKind::Capture);
-    assert_eq!(s.end_capture().err().unwrap().kind(), ErrorKind::Capture);
+    assert_eq!(
+        graphcore_core::end_capture(&s).err().unwrap().kind(),
+        ErrorKind::Capture
+    );
     assert_eq!(footprint(&p), before, "the failed capture's growth is gone");
     // Both the stream and the pool still work.
     let b = p.alloc(8 << 20).unwrap();
-    graphcore_core::set_async(&s, b, 0, 8 << 20).unwrap();
+    // SAFETY: the ranges are live allocations of this test of at least `bytes`
+    // bytes, kept until the stream is synchronized.
+    unsafe { graphcore_core::set_async(&s, b, 0, 8 << 20) }.unwrap();
     s.synchronize().unwrap();
     p.free(b).unwrap();
 }
@@ -99,9 +106,13 @@ fn device_memory_exhausted_while_growing_is_out_of_memory_and_the_pool_is_intact
         "device memory {free_before} -> {free_after}: the partial growth was returned"
     );
     // The pool still allocates, and the block kept before is intact.
-    graphcore_core::set_async(&s, keep, 0x3c, 1 << 20).unwrap();
+    // SAFETY: the ranges are live allocations of this test of at least `bytes`
+    // bytes, kept until the stream is synchronized.
+    unsafe { graphcore_core::set_async(&s, keep, 0x3c, 1 << 20) }.unwrap();
     let b = p.alloc(64 << 20).unwrap();
-    graphcore_core::copy_async(&s, b, keep, 1 << 20).unwrap();
+    // SAFETY: the ranges are live allocations of this test of at least `bytes`
+    // bytes, kept until the stream is synchronized.
+    unsafe { graphcore_core::copy_async(&s, b, keep, 1 << 20) }.unwrap();
     let back = download(&s, b, 4);
     assert!(back.iter().all(|v| v.to_bits() == 0x3c3c_3c3c));
     p.free(b).unwrap();
@@ -118,24 +129,34 @@ fn copies_and_sets_refuse_ranges_overrunning_their_pool_block() {
     let b = p.alloc(4096).unwrap();
     let mut h = Host::new(&c, 2048);
     h.as_mut_slice().fill(1.0);
-    graphcore_core::set_async(&s, b, 0, 4096).unwrap();
-    let e = graphcore_core::copy_async(&s, a, h.addr(), 8192).unwrap_err();
+    // SAFETY: the ranges are live allocations of this test of at least `bytes`
+    // bytes, kept until the stream is synchronized.
+    unsafe { graphcore_core::set_async(&s, b, 0, 4096) }.unwrap();
+    // SAFETY: the call is expected to fail; a refused call enqueues nothing, and a
+    // failing one touches only live allocations of this test.
+    let e = unsafe { graphcore_core::copy_async(&s, a, h.addr(), 8192) }.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     assert!(
         e.message().contains("8192 bytes") && e.message().contains("has 4096 bytes"),
         "both sizes named: {}",
         e.message()
     );
-    let e = graphcore_core::copy_async(&s, h.addr(), a + 4000, 200).unwrap_err();
+    // SAFETY: the call is expected to fail; a refused call enqueues nothing, and a
+    // failing one touches only live allocations of this test.
+    let e = unsafe { graphcore_core::copy_async(&s, h.addr(), a + 4000, 200) }.unwrap_err();
     assert!(e.message().contains("`src`"), "{}", e.message());
-    let e = graphcore_core::set_async(&s, a + 256, 0xff, 4096).unwrap_err();
+    // SAFETY: the call is expected to fail; a refused call enqueues nothing, and a
+    // failing one touches only live allocations of this test.
+    let e = unsafe { graphcore_core::set_async(&s, a + 256, 0xff, 4096) }.unwrap_err();
     assert!(
         e.message().contains("runs 256 bytes past"),
         "{}",
         e.message()
     );
     assert_eq!(
-        graphcore_core::set_async(&s, a, 0, usize::MAX)
+        // SAFETY: the call is expected to fail; a refused call enqueues nothing, and a
+        // failing one touches only live allocations of this test.
+        unsafe { graphcore_core::set_async(&s, a, 0, usize::MAX) }
             .unwrap_err()
             .kind(),
         ErrorKind::InvalidArgument
@@ -143,7 +164,9 @@ fn copies_and_sets_refuse_ranges_overrunning_their_pool_block() {
     // Nothing was written: the neighbour block is still zero.
     assert!(download(&s, b, 1024).iter().all(|&v| v == 0.0));
     // In-range copies work, to the last byte.
-    graphcore_core::copy_async(&s, a, h.addr(), 4096).unwrap();
+    // SAFETY: the ranges are live allocations of this test of at least `bytes`
+    // bytes, kept until the stream is synchronized.
+    unsafe { graphcore_core::copy_async(&s, a, h.addr(), 4096) }.unwrap();
     assert!(download(&s, a, 1024).iter().all(|&v| v == 1.0));
 }
 
@@ -159,12 +182,12 @@ fn context_synchronize_is_refused_while_another_thread_captures() {
     std::thread::scope(|sc| {
         let (s, began_tx) = (&s, began_tx);
         let t = sc.spawn(move || {
-            s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
+            graphcore_core::begin_capture(s, None, CaptureMode::ThreadLocal).unwrap();
             scale(s, buf, buf, 1024, 2.0).unwrap();
             began_tx.send(()).unwrap();
             go_rx.recv().unwrap();
             scale(s, buf, buf, 1024, 2.0).unwrap();
-            s.end_capture()
+            graphcore_core::end_capture(s)
         });
         began_rx.recv().unwrap();
         let e = c.synchronize().unwrap_err();
@@ -198,12 +221,12 @@ fn trim_does_not_invalidate_another_threads_capture() {
     std::thread::scope(|sc| {
         let (s, began_tx) = (&s, began_tx);
         let t = sc.spawn(move || {
-            s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
+            graphcore_core::begin_capture(s, None, CaptureMode::ThreadLocal).unwrap();
             scale(s, buf, buf, 1024, 2.0).unwrap();
             began_tx.send(()).unwrap();
             go_rx.recv().unwrap();
             scale(s, buf, buf, 1024, 2.0).unwrap();
-            s.end_capture()
+            graphcore_core::end_capture(s)
         });
         began_rx.recv().unwrap();
         let trimmed = idle.trim();
@@ -238,10 +261,10 @@ fn trim_with_nothing_to_trim_refuses_while_a_capture_is_open() {
     assert_eq!(empty.stats().reserved_bytes, 0);
     empty.trim().unwrap();
     for into in [Some(&capture_pool), None] {
-        s.begin_capture(into, CaptureMode::ThreadLocal).unwrap();
+        graphcore_core::begin_capture(&s, into, CaptureMode::ThreadLocal).unwrap();
         scale(&s, buf, buf, 1024, 2.0).unwrap();
         let trimmed = empty.trim();
-        s.end_capture().unwrap();
+        graphcore_core::end_capture(&s).unwrap();
         assert_eq!(
             trimmed.unwrap_err().kind(),
             ErrorKind::InvalidState,
@@ -267,7 +290,7 @@ fn destroying_a_capturing_stream_leaves_no_capture_open() {
     let before = footprint(&p);
     {
         let s = Stream::new(&c).unwrap();
-        s.begin_capture(Some(&p), CaptureMode::ThreadLocal).unwrap();
+        graphcore_core::begin_capture(&s, Some(&p), CaptureMode::ThreadLocal).unwrap();
         let a = p.alloc(1 << 20).unwrap();
         scale(&s, a, a, 1024, 2.0).unwrap();
         drop(s); // the last reference: the stream is destroyed mid-capture
@@ -280,11 +303,11 @@ fn destroying_a_capturing_stream_leaves_no_capture_open() {
         "the capture's blocks and pages are gone"
     );
     let s = Stream::new(&c).unwrap();
-    s.begin_capture(Some(&p), CaptureMode::ThreadLocal)
+    graphcore_core::begin_capture(&s, Some(&p), CaptureMode::ThreadLocal)
         .expect("this thread can capture into the pool again");
     let a = p.alloc(1 << 20).unwrap();
     scale(&s, a, a, 1024, 2.0).unwrap();
-    s.end_capture().unwrap();
+    graphcore_core::end_capture(&s).unwrap();
 }
 
 const TRAP_PTX: &str = r#"
@@ -337,7 +360,9 @@ fn device_fault_child() {
     assert_eq!(e.kind(), ErrorKind::DeviceFault, "{}", e.message());
     let e = c.synchronize().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::DeviceFault, "{}", e.message());
-    let e = graphcore_core::set_async(&s, buf, 0, 4096)
+    // SAFETY: the call is expected to fail; a refused call enqueues nothing, and a
+    // failing one touches only live allocations of this test.
+    let e = unsafe { graphcore_core::set_async(&s, buf, 0, 4096) }
         .and_then(|_| s.synchronize())
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::DeviceFault, "{}", e.message());

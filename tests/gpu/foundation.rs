@@ -35,9 +35,13 @@ fn copies_both_ways_through_pool_memory() {
     assert_eq!(a % 256, 0);
     let x = random(seed(), n);
     upload(&s, a, &x);
-    graphcore_core::copy_async(&s, b, a, n * 4).unwrap(); // device to device
+    // SAFETY: the ranges are live allocations of this test of at least `bytes`
+    // bytes, kept until the stream is synchronized.
+    unsafe { graphcore_core::copy_async(&s, b, a, n * 4) }.unwrap(); // device to device
     assert_eq!(download(&s, b, n), x);
-    graphcore_core::set_async(&s, b, 0, n * 4).unwrap();
+    // SAFETY: the ranges are live allocations of this test of at least `bytes`
+    // bytes, kept until the stream is synchronized.
+    unsafe { graphcore_core::set_async(&s, b, 0, n * 4) }.unwrap();
     assert!(download(&s, b, n).iter().all(|&v| v == 0.0));
     p.free(a).unwrap();
     p.free(b).unwrap();
@@ -103,12 +107,18 @@ fn builtin_kernels_run_eagerly() {
     let n = 1 << 20 | 3;
     let x = p.alloc(n as u64 * 4).unwrap();
     let y = p.alloc(n as u64 * 4).unwrap();
-    launch_op(&s, ops::fill(x, n as u64, 1.5, c.sm_count()), "fill").unwrap();
-    launch_op(&s, ops::scale(y, x, n as u64, -2.0, c.sm_count()), "scale").unwrap();
+    // SAFETY: the buffers are live device allocations of this test holding the
+    // elements the operation reads and writes.
+    unsafe { launch_op(&s, ops::fill(x, n as u64, 1.5, c.sm_count())) }.unwrap();
+    // SAFETY: the buffers are live device allocations of this test holding the
+    // elements the operation reads and writes.
+    unsafe { launch_op(&s, ops::scale(y, x, n as u64, -2.0, c.sm_count())) }.unwrap();
     let out = download(&s, y, n);
     assert!(out.iter().all(|&v| v == -3.0));
     // Bad sizes never launch.
-    let e = launch_op(&s, ops::scale(y, x, 0, 1.0, c.sm_count()), "scale").unwrap_err();
+    // SAFETY: the call is expected to fail; a refused call enqueues nothing, and a
+    // failing one touches only live allocations of this test.
+    let e = unsafe { launch_op(&s, ops::scale(y, x, 0, 1.0, c.sm_count())) }.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
 }
 

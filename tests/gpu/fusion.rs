@@ -27,7 +27,9 @@ fn step(s: &Stream, r: u64, y: u64, n: u64) {
         _ => vec![ops::fill(y, n, c, sms), ops::scale(y, y, n, -1.25, sms)],
     };
     for call in calls {
-        launch_op(s, call, "step").unwrap();
+        // SAFETY: the buffers are live device allocations of this test holding the
+        // elements the operation reads and writes.
+        unsafe { launch_op(s, call) }.unwrap();
     }
 }
 
@@ -59,12 +61,14 @@ fn fused_chains_are_bitwise_equal_to_unfused() {
         let y = p.alloc(n as u64 * 4 + 4).unwrap();
         let input = random(r, n);
         upload(&s, x, &input);
-        s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
-        launch_op(&s, ops::scale(y, x, n as u64, 1.5, c.sm_count()), "first").unwrap();
+        graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
+        // SAFETY: the buffers are live device allocations of this test holding the
+        // elements the operation reads and writes.
+        unsafe { launch_op(&s, ops::scale(y, x, n as u64, 1.5, c.sm_count())) }.unwrap();
         for _ in 1..len {
             step(&s, lcg(&mut r), y, n as u64);
         }
-        let g = s.end_capture().unwrap();
+        let g = graphcore_core::end_capture(&s).unwrap();
         let plain = Exec::new(&g, 0).unwrap();
         let fused = Exec::new(&g, FUSE_ELEMENTWISE).unwrap();
         let st = fused.stats();
@@ -101,7 +105,7 @@ fn fused_chains_are_bitwise_equal_to_unfused() {
 /// (gc_scale_f32, alpha 1 + i/8 for node i), the user kernel `add_one` (node
 /// 5), five more scales. Fusion makes two chains of it around node 5.
 pub(crate) fn scales_around_a_user_kernel(c: &Context, y: u64, n: usize) -> Graph {
-    let scale = c.builtin("gc_scale_f32").unwrap();
+    let scale = graphcore_core::Function::from_builtin(c, "gc_scale_f32").unwrap();
     let user = add_one(c);
     let cfg = LaunchConfig {
         grid: [8, 1, 1],
@@ -203,12 +207,14 @@ fn fused_execs_update_from_graphs_that_fuse_alike() {
     let n = 1000usize;
     let y = p.alloc(n as u64 * 4).unwrap();
     let build = |alpha: f32| {
-        s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
+        graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
         for i in 0..20 {
             let a = if i % 2 == 0 { alpha } else { 1.0 / alpha };
-            launch_op(&s, ops::scale(y, y, n as u64, a, c.sm_count()), "s").unwrap();
+            // SAFETY: the buffers are live device allocations of this test holding the
+            // elements the operation reads and writes.
+            unsafe { launch_op(&s, ops::scale(y, y, n as u64, a, c.sm_count())) }.unwrap();
         }
-        s.end_capture().unwrap()
+        graphcore_core::end_capture(&s).unwrap()
     };
     let fused = Exec::new(&build(2.0), FUSE_ELEMENTWISE).unwrap();
     assert_eq!(fused.stats().instantiated_nodes, 1); // 20 ops: one program launch
@@ -223,11 +229,13 @@ fn fused_execs_update_from_graphs_that_fuse_alike() {
         .zip(&got)
         .all(|(a, b)| a.to_bits() == b.to_bits()));
     // A graph that fuses differently (one node more) is refused.
-    s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
+    graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
     for _ in 0..21 {
-        launch_op(&s, ops::scale(y, y, n as u64, 1.0, c.sm_count()), "s").unwrap();
+        // SAFETY: the buffers are live device allocations of this test holding the
+        // elements the operation reads and writes.
+        unsafe { launch_op(&s, ops::scale(y, y, n as u64, 1.0, c.sm_count())) }.unwrap();
     }
-    let g3 = s.end_capture().unwrap();
+    let g3 = graphcore_core::end_capture(&s).unwrap();
     assert_eq!(
         fused.update(&g3).unwrap_err().kind(),
         ErrorKind::UpdateMismatch

@@ -45,14 +45,18 @@ impl Dev {
     }
     fn poisoned(&self, n: usize, shift: bool) -> u64 {
         let b = self.buf(n) + if shift { 4 } else { 0 };
-        graphcore_core::set_async(&self.s, b, 0xff, n * 4).unwrap();
+        // SAFETY: the ranges are live allocations of this test of at least `bytes`
+        // bytes, kept until the stream is synchronized.
+        unsafe { graphcore_core::set_async(&self.s, b, 0xff, n * 4) }.unwrap();
         b
     }
     fn get(&self, b: u64, n: usize) -> Vec<f32> {
         download(&self.s, b, n)
     }
     fn run(&self, call: Planned) {
-        launch_op(&self.s, call, "test").unwrap();
+        // SAFETY: the buffers are live device allocations of this test holding the
+        // elements the operation reads and writes.
+        unsafe { launch_op(&self.s, call) }.unwrap();
     }
 }
 
@@ -387,7 +391,9 @@ fn mse_loss_gradient_and_finite_differences() {
         let (pb, tb) = (d.put(&pred, false), d.put(&target, false));
         let ws_bytes = ops::mse_workspace_bytes(n as u64, d.sms);
         let ws = d.p.alloc(ws_bytes).unwrap();
-        graphcore_core::set_async(&d.s, ws, 0, ws_bytes as usize).unwrap();
+        // SAFETY: the ranges are live allocations of this test of at least `bytes`
+        // bytes, kept until the stream is synchronized.
+        unsafe { graphcore_core::set_async(&d.s, ws, 0, ws_bytes as usize) }.unwrap();
         let (loss, grad) = (d.poisoned(1, false), d.poisoned(n, false));
         d.run(ops::mse(
             loss, grad, pb, tb, n as u64, 1.0, ws, ws_bytes, d.sms,
@@ -456,8 +462,10 @@ fn replays_are_bitwise_deterministic() {
     let loss = d.buf(1);
     let ws_bytes = ops::mse_workspace_bytes((m * n) as u64, d.sms);
     let ws = d.p.alloc(ws_bytes).unwrap();
-    graphcore_core::set_async(&d.s, ws, 0, ws_bytes as usize).unwrap();
-    d.s.begin_capture(None, CaptureMode::ThreadLocal).unwrap();
+    // SAFETY: the ranges are live allocations of this test of at least `bytes`
+    // bytes, kept until the stream is synchronized.
+    unsafe { graphcore_core::set_async(&d.s, ws, 0, ws_bytes as usize) }.unwrap();
+    graphcore_core::begin_capture(&d.s, None, CaptureMode::ThreadLocal).unwrap();
     d.run(ops::linear(
         y, x, w, b, m as u32, n as u32, k as u32, false, d.sms,
     ));
@@ -476,7 +484,7 @@ fn replays_are_bitwise_deterministic() {
     d.run(ops::linear_backward_weight(
         dw, grad, x, m as u32, n as u32, k as u32, d.sms,
     ));
-    let g = d.s.end_capture().unwrap();
+    let g = graphcore_core::end_capture(&d.s).unwrap();
     let e = Exec::new(&g, 0).unwrap();
     e.launch(&d.s).unwrap();
     let first = (d.get(y, m * n), d.get(loss, 1), d.get(dw, n * k));

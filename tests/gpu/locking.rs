@@ -148,7 +148,9 @@ fn one_graph_instantiated_fused_adopted_and_extended_at_once() {
             let mut i = 0usize;
             while Instant::now() < end {
                 if i.is_multiple_of(2) {
-                    g.add_memset(scratch, 0, 256, &[]).unwrap();
+                    // SAFETY: `scratch` is a live 256-byte pool block for
+                    // the whole test.
+                    unsafe { g.add_memset(scratch, 0, 256, &[]) }.unwrap();
                 } else {
                     g.add_empty(&[]).unwrap();
                 }

@@ -59,14 +59,18 @@ impl Drop for Host {
 pub(crate) fn upload(s: &Stream, dst: u64, values: &[f32]) {
     let mut h = Host::new(s.context(), values.len());
     h.as_mut_slice().copy_from_slice(values);
-    graphcore_core::copy_async(s, dst, h.addr(), values.len() * 4).unwrap();
+    // SAFETY: the ranges are live allocations of this test of at least `bytes`
+    // bytes, kept until the stream is synchronized.
+    unsafe { graphcore_core::copy_async(s, dst, h.addr(), values.len() * 4) }.unwrap();
     s.synchronize().unwrap();
 }
 
 /// Reads `n` floats from device address `src` (after the stream's work).
 pub(crate) fn download(s: &Stream, src: u64, n: usize) -> Vec<f32> {
     let h = Host::new(s.context(), n);
-    graphcore_core::copy_async(s, h.addr(), src, n * 4).unwrap();
+    // SAFETY: the ranges are live allocations of this test of at least `bytes`
+    // bytes, kept until the stream is synchronized.
+    unsafe { graphcore_core::copy_async(s, h.addr(), src, n * 4) }.unwrap();
     s.synchronize().unwrap();
     h.as_slice().to_vec()
 }

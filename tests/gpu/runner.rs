@@ -16,8 +16,12 @@ fn scaled_copy(
         let n = rows as u64 * 64;
         let scratch = p.alloc(rows as u64 * 65536)?;
         let sms = s.context().sm_count();
-        launch_op(s, ops::scale(scratch, x, n, rows as f32, sms), "scale")?;
-        launch_op(s, ops::copy(y, scratch, n, sms), "copy")?;
+        // SAFETY: the buffers are live device allocations of this test holding the
+        // elements the operation reads and writes.
+        unsafe { launch_op(s, ops::scale(scratch, x, n, rows as f32, sms)) }?;
+        // SAFETY: the buffers are live device allocations of this test holding the
+        // elements the operation reads and writes.
+        unsafe { launch_op(s, ops::copy(y, scratch, n, sms)) }?;
         p.free(scratch)
     }
 }

@@ -70,11 +70,15 @@ impl Rng {
 /// scratch block, freed by the caller once the graph is gone.
 fn capture(s: &Stream, p: &Pool, out: u64, value: f32) -> (graphcore_core::Graph, u64) {
     let sms = s.context().sm_count();
-    s.begin_capture(Some(p), CaptureMode::ThreadLocal).unwrap();
+    graphcore_core::begin_capture(s, Some(p), CaptureMode::ThreadLocal).unwrap();
     let scratch = p.alloc(N as u64 * 4).unwrap();
-    launch_op(s, ops::fill(scratch, N as u64, value, sms), "fill").unwrap();
-    launch_op(s, ops::scale(out, scratch, N as u64, 2.0, sms), "scale").unwrap();
-    let g = s.end_capture().unwrap();
+    // SAFETY: the buffers are live device allocations of this test holding the
+    // elements the operation reads and writes.
+    unsafe { launch_op(s, ops::fill(scratch, N as u64, value, sms)) }.unwrap();
+    // SAFETY: the buffers are live device allocations of this test holding the
+    // elements the operation reads and writes.
+    unsafe { launch_op(s, ops::scale(out, scratch, N as u64, 2.0, sms)) }.unwrap();
+    let g = graphcore_core::end_capture(s).unwrap();
     (g, scratch)
 }
 
@@ -84,7 +88,9 @@ fn worker(t: usize, c: &Context, p: &Pool, deadline: Instant, n: &Counts) {
     let out = p.alloc(N as u64 * 4).unwrap();
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (t as u64 + 1));
     let check = |want: f32| {
-        graphcore_core::copy_async(&s, host.addr(), out, N * 4).unwrap();
+        // SAFETY: the ranges are live allocations of this test of at least `bytes`
+        // bytes, kept until the stream is synchronized.
+        unsafe { graphcore_core::copy_async(&s, host.addr(), out, N * 4) }.unwrap();
         s.synchronize().unwrap();
         let got = host.as_slice();
         assert!(
@@ -102,7 +108,9 @@ fn worker(t: usize, c: &Context, p: &Pool, deadline: Instant, n: &Counts) {
             .map(|_| p.alloc(256 + rng.below(1 << 20)).unwrap())
             .collect();
         for &b in &blocks {
-            graphcore_core::set_async(&s, b, 0xab, 256).unwrap();
+            // SAFETY: the ranges are live allocations of this test of at least `bytes`
+            // bytes, kept until the stream is synchronized.
+            unsafe { graphcore_core::set_async(&s, b, 0xab, 256) }.unwrap();
         }
         s.synchronize().unwrap();
         n.eager_blocks
@@ -146,9 +154,11 @@ fn sixteen_threads_allocate_capture_replay_update_and_destroy() {
         let streams: Vec<Stream> = (0..THREADS).map(|_| Stream::new(&c).unwrap()).collect();
         for s in &streams {
             let b = p.alloc(N as u64 * 4).unwrap();
-            s.begin_capture(Some(&p), CaptureMode::ThreadLocal).unwrap();
-            launch_op(s, ops::fill(b, N as u64, 0.0, c.sm_count()), "fill").unwrap();
-            let g = s.end_capture().unwrap();
+            graphcore_core::begin_capture(s, Some(&p), CaptureMode::ThreadLocal).unwrap();
+            // SAFETY: the buffers are live device allocations of this test holding the
+            // elements the operation reads and writes.
+            unsafe { launch_op(s, ops::fill(b, N as u64, 0.0, c.sm_count())) }.unwrap();
+            let g = graphcore_core::end_capture(s).unwrap();
             let e = Exec::new(&g, 0).unwrap();
             e.launch(s).unwrap();
             s.synchronize().unwrap();

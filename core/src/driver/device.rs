@@ -16,8 +16,8 @@ pub(crate) fn count() -> Result<i32> {
 pub(crate) fn get(ordinal: i32) -> Result<CUdevice> {
     init()?;
     let mut dev = 0;
-    // SAFETY: writes one device handle.
     check(
+        // SAFETY: writes one device handle.
         unsafe { sys::cuDeviceGet(&mut dev, ordinal) },
         "cuDeviceGet",
     )?;
@@ -27,8 +27,8 @@ pub(crate) fn get(ordinal: i32) -> Result<CUdevice> {
 /// The device's name.
 pub(crate) fn name(dev: CUdevice) -> Result<String> {
     let mut buf = [0 as std::ffi::c_char; 256];
-    // SAFETY: the driver writes at most `len` bytes including the NUL.
     check(
+        // SAFETY: the driver writes at most `len` bytes including the NUL.
         unsafe { sys::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as i32, dev) },
         "cuDeviceGetName",
     )?;
@@ -40,8 +40,8 @@ pub(crate) fn name(dev: CUdevice) -> Result<String> {
 /// One integer attribute of the device.
 pub(crate) fn attribute(dev: CUdevice, attr: sys::CUdevice_attribute) -> Result<i32> {
     let mut v = 0;
-    // SAFETY: writes one int.
     check(
+        // SAFETY: writes one int.
         unsafe { sys::cuDeviceGetAttribute(&mut v, attr, dev) },
         "cuDeviceGetAttribute",
     )?;
@@ -62,8 +62,8 @@ pub(crate) struct DeviceInfo {
 pub(crate) fn info(dev: CUdevice) -> Result<DeviceInfo> {
     use sys::CUdevice_attribute as A;
     let mut total = 0usize;
-    // SAFETY: writes one size.
     check(
+        // SAFETY: writes one size.
         unsafe { sys::cuDeviceTotalMem_v2(&mut total, dev) },
         "cuDeviceTotalMem",
     )?;
@@ -85,8 +85,8 @@ pub(crate) fn info(dev: CUdevice) -> Result<DeviceInfo> {
 /// Retains the device's primary context (the one the CUDA runtime uses).
 pub(crate) fn retain_primary(dev: CUdevice) -> Result<CUcontext> {
     let mut ctx = std::ptr::null_mut();
-    // SAFETY: writes one context handle; paired with `release_primary`.
     check(
+        // SAFETY: writes one context handle; paired with `release_primary`.
         unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) },
         "cuDevicePrimaryCtxRetain",
     )?;
@@ -114,8 +114,8 @@ pub(crate) fn synchronize() -> Result<()> {
 /// Free and total device memory of the current context's device.
 pub(crate) fn mem_info() -> Result<(u64, u64)> {
     let (mut free, mut total) = (0usize, 0usize);
-    // SAFETY: writes two sizes.
     check(
+        // SAFETY: writes two sizes.
         unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
         "cuMemGetInfo",
     )?;

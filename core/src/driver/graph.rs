@@ -14,9 +14,9 @@ pub(crate) fn create() -> Result<CUgraph> {
 }
 
 /// Destroys a graph.
-pub(crate) fn destroy(g: CUgraph) {
+pub(crate) fn destroy(g: CUgraph) -> Result<()> {
     // SAFETY: g is a live graph destroyed once.
-    unsafe { sys::cuGraphDestroy(g) };
+    check(unsafe { sys::cuGraphDestroy(g) }, "cuGraphDestroy")
 }
 
 /// A kernel node's launch: function, geometry and parameter pointers.
@@ -57,7 +57,9 @@ pub(crate) unsafe fn add_kernel(
     let raw = kernel_raw(p);
     let mut n = std::ptr::null_mut();
     check(
-        sys::cuGraphAddKernelNode_v2(&mut n, g, deps.as_ptr(), deps.len(), &raw),
+        // SAFETY: `raw` and `deps` outlive the call; the argument pointers
+        // are valid by this function's contract, and the driver copies them.
+        unsafe { sys::cuGraphAddKernelNode_v2(&mut n, g, deps.as_ptr(), deps.len(), &raw) },
         "cuGraphAddKernelNode",
     )?;
     Ok(n)
@@ -106,8 +108,8 @@ pub(crate) fn add_memcpy(
 ) -> Result<CUgraphNode> {
     let c = memcpy_raw(dst, src, bytes);
     let mut n = std::ptr::null_mut();
-    // SAFETY: reads the params; the addresses are checked by the caller.
     check(
+        // SAFETY: reads the params; the addresses are checked by the caller.
         unsafe { sys::cuGraphAddMemcpyNode(&mut n, g, deps.as_ptr(), deps.len(), &c, ctx) },
         "cuGraphAddMemcpyNode",
     )?;
@@ -132,8 +134,8 @@ pub(crate) fn add_memset(
         height: 1,
     };
     let mut n = std::ptr::null_mut();
-    // SAFETY: reads the params.
     check(
+        // SAFETY: reads the params.
         unsafe { sys::cuGraphAddMemsetNode(&mut n, g, deps.as_ptr(), deps.len(), &p, ctx) },
         "cuGraphAddMemsetNode",
     )?;
@@ -155,8 +157,8 @@ pub(crate) fn add_host(
         userData: user_data,
     };
     let mut n = std::ptr::null_mut();
-    // SAFETY: reads the params.
     check(
+        // SAFETY: reads the params.
         unsafe { sys::cuGraphAddHostNode(&mut n, g, deps.as_ptr(), deps.len(), &p) },
         "cuGraphAddHostNode",
     )?;
@@ -166,8 +168,8 @@ pub(crate) fn add_host(
 /// Adds a node running a copy of `child`.
 pub(crate) fn add_child(g: CUgraph, deps: &[CUgraphNode], child: CUgraph) -> Result<CUgraphNode> {
     let mut n = std::ptr::null_mut();
-    // SAFETY: child is a live graph; the driver clones it.
     check(
+        // SAFETY: child is a live graph; the driver clones it.
         unsafe { sys::cuGraphAddChildGraphNode(&mut n, g, deps.as_ptr(), deps.len(), child) },
         "cuGraphAddChildGraphNode",
     )?;
@@ -177,8 +179,8 @@ pub(crate) fn add_child(g: CUgraph, deps: &[CUgraphNode], child: CUgraph) -> Res
 /// Adds a node that does nothing (a join point).
 pub(crate) fn add_empty(g: CUgraph, deps: &[CUgraphNode]) -> Result<CUgraphNode> {
     let mut n = std::ptr::null_mut();
-    // SAFETY: writes one node handle.
     check(
+        // SAFETY: writes one node handle.
         unsafe { sys::cuGraphAddEmptyNode(&mut n, g, deps.as_ptr(), deps.len()) },
         "cuGraphAddEmptyNode",
     )?;
@@ -187,8 +189,8 @@ pub(crate) fn add_empty(g: CUgraph, deps: &[CUgraphNode]) -> Result<CUgraphNode>
 
 /// Adds the edge `from → to`.
 pub(crate) fn add_dependency(g: CUgraph, from: CUgraphNode, to: CUgraphNode) -> Result<()> {
-    // SAFETY: one edge between two nodes of g.
     check(
+        // SAFETY: one edge between two nodes of g.
         unsafe { sys::cuGraphAddDependencies(g, &from, &to, 1) },
         "cuGraphAddDependencies",
     )
@@ -197,8 +199,8 @@ pub(crate) fn add_dependency(g: CUgraph, from: CUgraphNode, to: CUgraphNode) -> 
 /// Every node of `g`.
 pub(crate) fn nodes(g: CUgraph) -> Result<Vec<CUgraphNode>> {
     let mut n = 0usize;
-    // SAFETY: with NULL, writes the count only.
     check(
+        // SAFETY: with NULL, writes the count only.
         unsafe { sys::cuGraphGetNodes(g, std::ptr::null_mut(), &mut n) },
         "cuGraphGetNodes",
     )?;
@@ -206,8 +208,8 @@ pub(crate) fn nodes(g: CUgraph) -> Result<Vec<CUgraphNode>> {
         return Ok(Vec::new());
     }
     let mut v = vec![std::ptr::null_mut(); n];
-    // SAFETY: v has room for n nodes.
     check(
+        // SAFETY: v has room for n nodes.
         unsafe { sys::cuGraphGetNodes(g, v.as_mut_ptr(), &mut n) },
         "cuGraphGetNodes",
     )?;
@@ -218,8 +220,8 @@ pub(crate) fn nodes(g: CUgraph) -> Result<Vec<CUgraphNode>> {
 /// Every edge of `g` as (from, to).
 pub(crate) fn edges(g: CUgraph) -> Result<Vec<(CUgraphNode, CUgraphNode)>> {
     let mut n = 0usize;
-    // SAFETY: with NULL arrays, writes the count only.
     check(
+        // SAFETY: with NULL arrays, writes the count only.
         unsafe { sys::cuGraphGetEdges(g, std::ptr::null_mut(), std::ptr::null_mut(), &mut n) },
         "cuGraphGetEdges",
     )?;
@@ -228,8 +230,8 @@ pub(crate) fn edges(g: CUgraph) -> Result<Vec<(CUgraphNode, CUgraphNode)>> {
     }
     let mut from = vec![std::ptr::null_mut(); n];
     let mut to = vec![std::ptr::null_mut(); n];
-    // SAFETY: both arrays have room for n nodes.
     check(
+        // SAFETY: both arrays have room for n nodes.
         unsafe { sys::cuGraphGetEdges(g, from.as_mut_ptr(), to.as_mut_ptr(), &mut n) },
         "cuGraphGetEdges",
     )?;
@@ -269,8 +271,8 @@ pub(crate) enum RawNode {
 pub(crate) fn read_node(n: CUgraphNode) -> Result<RawNode> {
     use sys::CUgraphNodeType as T;
     let mut t = T::CU_GRAPH_NODE_TYPE_EMPTY;
-    // SAFETY: writes the node's type.
     check(
+        // SAFETY: writes the node's type.
         unsafe { sys::cuGraphNodeGetType(n, &mut t) },
         "cuGraphNodeGetType",
     )?;
@@ -278,8 +280,8 @@ pub(crate) fn read_node(n: CUgraphNode) -> Result<RawNode> {
         T::CU_GRAPH_NODE_TYPE_KERNEL => {
             // SAFETY: a plain C struct filled by the driver.
             let mut p: sys::CUDA_KERNEL_NODE_PARAMS = unsafe { std::mem::zeroed() };
-            // SAFETY: n is a kernel node.
             check(
+                // SAFETY: n is a kernel node.
                 unsafe { sys::cuGraphKernelNodeGetParams_v2(n, &mut p) },
                 "cuGraphKernelNodeGetParams",
             )?;
@@ -293,8 +295,8 @@ pub(crate) fn read_node(n: CUgraphNode) -> Result<RawNode> {
         }
         T::CU_GRAPH_NODE_TYPE_MEMCPY => {
             let mut c = memcpy_raw(0, 0, 0);
-            // SAFETY: n is a memcpy node.
             check(
+                // SAFETY: n is a memcpy node.
                 unsafe { sys::cuGraphMemcpyNodeGetParams(n, &mut c) },
                 "cuGraphMemcpyNodeGetParams",
             )?;
@@ -314,8 +316,8 @@ pub(crate) fn read_node(n: CUgraphNode) -> Result<RawNode> {
         T::CU_GRAPH_NODE_TYPE_MEMSET => {
             // SAFETY: a plain C struct filled by the driver.
             let mut p: sys::CUDA_MEMSET_NODE_PARAMS = unsafe { std::mem::zeroed() };
-            // SAFETY: n is a memset node.
             check(
+                // SAFETY: n is a memset node.
                 unsafe { sys::cuGraphMemsetNodeGetParams(n, &mut p) },
                 "cuGraphMemsetNodeGetParams",
             )?;
@@ -330,8 +332,8 @@ pub(crate) fn read_node(n: CUgraphNode) -> Result<RawNode> {
                 fn_: None,
                 userData: std::ptr::null_mut(),
             };
-            // SAFETY: n is a host node.
             check(
+                // SAFETY: n is a host node.
                 unsafe { sys::cuGraphHostNodeGetParams(n, &mut p) },
                 "cuGraphHostNodeGetParams",
             )?;
@@ -342,8 +344,8 @@ pub(crate) fn read_node(n: CUgraphNode) -> Result<RawNode> {
         }
         T::CU_GRAPH_NODE_TYPE_GRAPH => {
             let mut child = std::ptr::null_mut();
-            // SAFETY: n is a child-graph node.
             check(
+                // SAFETY: n is a child-graph node.
                 unsafe { sys::cuGraphChildGraphNodeGetGraph(n, &mut child) },
                 "cuGraphChildGraphNodeGetGraph",
             )?;
@@ -369,8 +371,8 @@ pub(crate) mod flags {
 /// Instantiates `g` with CUDA instantiate `flags`.
 pub(crate) fn instantiate(g: CUgraph, flags: u64) -> Result<CUgraphExec> {
     let mut e = std::ptr::null_mut();
-    // SAFETY: writes one exec handle.
     check(
+        // SAFETY: writes one exec handle.
         unsafe { sys::cuGraphInstantiateWithFlags(&mut e, g, flags) },
         "cuGraphInstantiateWithFlags",
     )?;
@@ -378,9 +380,9 @@ pub(crate) fn instantiate(g: CUgraph, flags: u64) -> Result<CUgraphExec> {
 }
 
 /// Destroys an executable graph.
-pub(crate) fn exec_destroy(e: CUgraphExec) {
+pub(crate) fn exec_destroy(e: CUgraphExec) -> Result<()> {
     // SAFETY: e is a live exec destroyed once.
-    unsafe { sys::cuGraphExecDestroy(e) };
+    check(unsafe { sys::cuGraphExecDestroy(e) }, "cuGraphExecDestroy")
 }
 
 /// Uploads `e`'s work descriptors to the device ahead of its first launch.
@@ -453,7 +455,9 @@ pub(crate) unsafe fn exec_set_kernel(
 ) -> Result<()> {
     let raw = kernel_raw(p);
     check(
-        sys::cuGraphExecKernelNodeSetParams_v2(e, n, &raw),
+        // SAFETY: `raw` outlives the call; the argument pointers are valid by
+        // this function's contract, and the driver copies them.
+        unsafe { sys::cuGraphExecKernelNodeSetParams_v2(e, n, &raw) },
         "cuGraphExecKernelNodeSetParams",
     )
 }
@@ -468,8 +472,8 @@ pub(crate) fn exec_set_memcpy(
     ctx: CUcontext,
 ) -> Result<()> {
     let c = memcpy_raw(dst, src, bytes);
-    // SAFETY: n is a memcpy node of the graph e was made from.
     check(
+        // SAFETY: n is a memcpy node of the graph e was made from.
         unsafe { sys::cuGraphExecMemcpyNodeSetParams(e, n, &c, ctx) },
         "cuGraphExecMemcpyNodeSetParams",
     )
@@ -492,8 +496,8 @@ pub(crate) fn exec_set_memset(
         width: bytes,
         height: 1,
     };
-    // SAFETY: n is a memset node of the graph e was made from.
     check(
+        // SAFETY: n is a memset node of the graph e was made from.
         unsafe { sys::cuGraphExecMemsetNodeSetParams(e, n, &p, ctx) },
         "cuGraphExecMemsetNodeSetParams",
     )
@@ -510,8 +514,8 @@ pub(crate) fn exec_set_host(
         fn_: f,
         userData: user_data,
     };
-    // SAFETY: n is a host node of the graph e was made from.
     check(
+        // SAFETY: n is a host node of the graph e was made from.
         unsafe { sys::cuGraphExecHostNodeSetParams(e, n, &p) },
         "cuGraphExecHostNodeSetParams",
     )
@@ -528,8 +532,8 @@ pub(crate) fn clone(g: CUgraph) -> Result<CUgraph> {
 /// The node of clone `c` that copies node `n` of the original graph.
 pub(crate) fn find_in_clone(n: CUgraphNode, c: CUgraph) -> Result<CUgraphNode> {
     let mut out = std::ptr::null_mut();
-    // SAFETY: n is a node of the graph c was cloned from.
     check(
+        // SAFETY: n is a node of the graph c was cloned from.
         unsafe { sys::cuGraphNodeFindInClone(&mut out, n, c) },
         "cuGraphNodeFindInClone",
     )?;
@@ -544,7 +548,9 @@ pub(crate) fn find_in_clone(n: CUgraphNode, c: CUgraph) -> Result<CUgraphNode> {
 pub(crate) unsafe fn set_kernel(n: CUgraphNode, p: &KernelParams) -> Result<()> {
     let raw = kernel_raw(p);
     check(
-        sys::cuGraphKernelNodeSetParams_v2(n, &raw),
+        // SAFETY: `raw` outlives the call; the argument pointers are valid by
+        // this function's contract, and the driver copies them.
+        unsafe { sys::cuGraphKernelNodeSetParams_v2(n, &raw) },
         "cuGraphKernelNodeSetParams",
     )
 }

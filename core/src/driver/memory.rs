@@ -8,8 +8,8 @@ use std::ffi::c_void;
 /// Allocates `bytes` of pinned, portable host memory.
 pub(crate) fn host_alloc(bytes: usize) -> Result<*mut c_void> {
     let mut p = std::ptr::null_mut();
-    // SAFETY: writes one pointer.
     check(
+        // SAFETY: writes one pointer.
         unsafe { sys::cuMemHostAlloc(&mut p, bytes, sys::CU_MEMHOSTALLOC_PORTABLE) },
         "cuMemHostAlloc",
     )?;
@@ -25,8 +25,8 @@ pub(crate) fn host_free(p: *mut c_void) -> Result<()> {
 /// Copies `bytes` from `src` to `dst` on `s` (unified addressing: any
 /// direction between device and pinned or pageable host memory).
 pub(crate) fn copy_async(dst: u64, src: u64, bytes: usize, s: CUstream) -> Result<()> {
-    // SAFETY: the caller vouches for the ranges; the driver checks what it can.
     check(
+        // SAFETY: the caller vouches for the ranges; the driver checks what it can.
         unsafe { sys::cuMemcpyAsync(dst, src, bytes, s) },
         "cuMemcpyAsync",
     )
@@ -34,8 +34,8 @@ pub(crate) fn copy_async(dst: u64, src: u64, bytes: usize, s: CUstream) -> Resul
 
 /// Sets `bytes` bytes at `dst` to `value` on `s`.
 pub(crate) fn set_async(dst: u64, value: u8, bytes: usize, s: CUstream) -> Result<()> {
-    // SAFETY: the caller vouches for the range.
     check(
+        // SAFETY: the caller vouches for the range.
         unsafe { sys::cuMemsetD8Async(dst, value, bytes, s) },
         "cuMemsetD8Async",
     )
@@ -90,8 +90,8 @@ fn pinned_prop(dev: CUdevice) -> sys::CUmemAllocationProp {
 pub(crate) fn granularity(dev: CUdevice) -> Result<u64> {
     let prop = pinned_prop(dev);
     let mut g = 0usize;
-    // SAFETY: reads prop, writes one size.
     check(
+        // SAFETY: reads prop, writes one size.
         unsafe {
             sys::cuMemGetAllocationGranularity(
                 &mut g,
@@ -107,8 +107,8 @@ pub(crate) fn granularity(dev: CUdevice) -> Result<u64> {
 /// Reserves `bytes` of device virtual address space.
 pub(crate) fn reserve(bytes: u64, alignment: u64) -> Result<CUdeviceptr> {
     let mut p: CUdeviceptr = 0;
-    // SAFETY: writes one address.
     check(
+        // SAFETY: writes one address.
         unsafe { sys::cuMemAddressReserve(&mut p, bytes as usize, alignment as usize, 0, 0) },
         "cuMemAddressReserve",
     )?;
@@ -128,8 +128,8 @@ pub(crate) type PhysHandle = sys::CUmemGenericAllocationHandle;
 pub(crate) fn create_physical(dev: CUdevice, bytes: u64) -> Result<PhysHandle> {
     let prop = pinned_prop(dev);
     let mut h: PhysHandle = 0;
-    // SAFETY: reads prop, writes one handle.
     check(
+        // SAFETY: reads prop, writes one handle.
         unsafe { sys::cuMemCreate(&mut h, bytes as usize, &prop, 0) },
         "cuMemCreate",
     )?;
@@ -144,8 +144,8 @@ pub(crate) fn release_physical(h: PhysHandle) {
 
 /// Maps physical `h` at `va` and makes it readable and writable by `dev`.
 pub(crate) fn map(va: CUdeviceptr, bytes: u64, h: PhysHandle, dev: CUdevice) -> Result<()> {
-    // SAFETY: va..va+bytes lies in a reservation and is unmapped.
     check(
+        // SAFETY: va..va+bytes lies in a reservation and is unmapped.
         unsafe { sys::cuMemMap(va, bytes as usize, 0, h, 0) },
         "cuMemMap",
     )?;
@@ -153,8 +153,8 @@ pub(crate) fn map(va: CUdeviceptr, bytes: u64, h: PhysHandle, dev: CUdevice) -> 
         location: pinned_prop(dev).location,
         flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
     };
-    // SAFETY: the range was just mapped.
     let r = check(
+        // SAFETY: the range was just mapped.
         unsafe { sys::cuMemSetAccess(va, bytes as usize, &access, 1) },
         "cuMemSetAccess",
     );

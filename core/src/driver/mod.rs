@@ -8,6 +8,7 @@ pub(crate) mod device;
 pub(crate) mod graph;
 pub(crate) mod memory;
 pub(crate) mod module;
+pub(crate) mod owned;
 pub(crate) mod stream;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -70,8 +71,8 @@ pub(crate) fn require_version(have: i32, needed: i32, what: &str) -> Result<()> 
 
 fn driver_version_raw() -> Result<i32> {
     let mut v = 0;
-    // SAFETY: writes one int.
     check(
+        // SAFETY: writes one int.
         unsafe { sys::cuDriverGetVersion(&mut v) },
         "cuDriverGetVersion",
     )?;
@@ -165,8 +166,8 @@ pub(crate) struct RelaxedCaptureMode(sys::CUstreamCaptureMode);
 impl RelaxedCaptureMode {
     pub(crate) fn enter() -> Result<Self> {
         let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
-        // SAFETY: exchanges this thread's mode; the old one is restored on drop.
         check(
+            // SAFETY: exchanges this thread's mode; the old one is restored on drop.
             unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) },
             "cuThreadExchangeStreamCaptureMode",
         )?;

@@ -42,9 +42,9 @@ pub(crate) fn load(image: &[u8]) -> Result<CUmodule> {
 }
 
 /// Unloads a module.
-pub(crate) fn unload(m: CUmodule) {
+pub(crate) fn unload(m: CUmodule) -> Result<()> {
     // SAFETY: m came from `load` and is unloaded once.
-    unsafe { sys::cuModuleUnload(m) };
+    check(unsafe { sys::cuModuleUnload(m) }, "cuModuleUnload")
 }
 
 /// The function `name` in module `m`.
@@ -52,8 +52,8 @@ pub(crate) fn function(m: CUmodule, name: &str) -> Result<CUfunction> {
     let c = CString::new(name)
         .map_err(|_| Error::invalid_argument("function name contains a NUL byte"))?;
     let mut f = std::ptr::null_mut();
-    // SAFETY: writes one function handle.
     check(
+        // SAFETY: writes one function handle.
         unsafe { sys::cuModuleGetFunction(&mut f, m, c.as_ptr()) },
         "cuModuleGetFunction",
     )
@@ -64,8 +64,8 @@ pub(crate) fn function(m: CUmodule, name: &str) -> Result<CUfunction> {
 /// The largest block (threads) `f` can be launched with.
 pub(crate) fn max_threads_per_block(f: CUfunction) -> Result<i32> {
     let mut v = 0;
-    // SAFETY: writes one int.
     check(
+        // SAFETY: writes one int.
         unsafe {
             sys::cuFuncGetAttribute(
                 &mut v,
@@ -92,19 +92,23 @@ pub(crate) unsafe fn launch(
     args: *mut *mut c_void,
 ) -> Result<()> {
     check(
-        sys::cuLaunchKernel(
-            f,
-            grid[0],
-            grid[1],
-            grid[2],
-            block[0],
-            block[1],
-            block[2],
-            shared_bytes,
-            s,
-            args,
-            std::ptr::null_mut(),
-        ),
+        // SAFETY: the argument pointers are valid by this function's
+        // contract; the driver copies the values before returning.
+        unsafe {
+            sys::cuLaunchKernel(
+                f,
+                grid[0],
+                grid[1],
+                grid[2],
+                block[0],
+                block[1],
+                block[2],
+                shared_bytes,
+                s,
+                args,
+                std::ptr::null_mut(),
+            )
+        },
         "cuLaunchKernel",
     )
 }

@@ -6,8 +6,8 @@ use crate::error::Result;
 /// Creates a non-blocking stream in the current context.
 pub(crate) fn create() -> Result<CUstream> {
     let mut s = std::ptr::null_mut();
-    // SAFETY: writes one stream handle.
     check(
+        // SAFETY: writes one stream handle.
         unsafe { sys::cuStreamCreate(&mut s, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32) },
         "cuStreamCreate",
     )?;
@@ -15,15 +15,15 @@ pub(crate) fn create() -> Result<CUstream> {
 }
 
 /// Destroys a stream created by [`create`].
-pub(crate) fn destroy(s: CUstream) {
+pub(crate) fn destroy(s: CUstream) -> Result<()> {
     // SAFETY: s was created by `create` and is destroyed once.
-    unsafe { sys::cuStreamDestroy_v2(s) };
+    check(unsafe { sys::cuStreamDestroy_v2(s) }, "cuStreamDestroy")
 }
 
 /// Waits for the stream's work.
 pub(crate) fn synchronize(s: CUstream) -> Result<()> {
-    // SAFETY: s is a live stream.
     check(
+        // SAFETY: s is a live stream.
         unsafe { sys::cuStreamSynchronize(s) },
         "cuStreamSynchronize",
     )
@@ -37,8 +37,8 @@ pub(crate) fn event_create(timing: bool) -> Result<CUevent> {
         sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32
     };
     let mut e = std::ptr::null_mut();
-    // SAFETY: writes one event handle.
     check(
+        // SAFETY: writes one event handle.
         unsafe { sys::cuEventCreate(&mut e, flags) },
         "cuEventCreate",
     )?;
@@ -46,9 +46,9 @@ pub(crate) fn event_create(timing: bool) -> Result<CUevent> {
 }
 
 /// Destroys an event.
-pub(crate) fn event_destroy(e: CUevent) {
+pub(crate) fn event_destroy(e: CUevent) -> Result<()> {
     // SAFETY: e was created by `event_create` and is destroyed once.
-    unsafe { sys::cuEventDestroy_v2(e) };
+    check(unsafe { sys::cuEventDestroy_v2(e) }, "cuEventDestroy")
 }
 
 /// Records `e` on `s`.
@@ -59,8 +59,8 @@ pub(crate) fn event_record(e: CUevent, s: CUstream) -> Result<()> {
 
 /// Makes `s` wait for the work recorded in `e`.
 pub(crate) fn wait_event(s: CUstream, e: CUevent) -> Result<()> {
-    // SAFETY: live stream and event.
     check(
+        // SAFETY: live stream and event.
         unsafe { sys::cuStreamWaitEvent(s, e, 0) },
         "cuStreamWaitEvent",
     )
@@ -98,8 +98,8 @@ pub(crate) enum CaptureStatus {
 
 /// Begins capturing `s`.
 pub(crate) fn begin_capture(s: CUstream, mode: CaptureMode) -> Result<()> {
-    // SAFETY: live stream.
     check(
+        // SAFETY: live stream.
         unsafe { sys::cuStreamBeginCapture_v2(s, mode.raw()) },
         "cuStreamBeginCapture",
     )
@@ -108,8 +108,8 @@ pub(crate) fn begin_capture(s: CUstream, mode: CaptureMode) -> Result<()> {
 /// Ends capturing `s`, returning the graph (or the capture's error).
 pub(crate) fn end_capture(s: CUstream) -> Result<CUgraph> {
     let mut g = std::ptr::null_mut();
-    // SAFETY: writes one graph handle.
     check(
+        // SAFETY: writes one graph handle.
         unsafe { sys::cuStreamEndCapture(s, &mut g) },
         "cuStreamEndCapture",
     )?;
@@ -120,8 +120,8 @@ pub(crate) fn end_capture(s: CUstream) -> Result<CUgraph> {
 pub(crate) fn capture_status(s: CUstream) -> Result<CaptureStatus> {
     use sys::CUstreamCaptureStatus as S;
     let mut st = S::CU_STREAM_CAPTURE_STATUS_NONE;
-    // SAFETY: writes one status.
     check(
+        // SAFETY: writes one status.
         unsafe { sys::cuStreamIsCapturing(s, &mut st) },
         "cuStreamIsCapturing",
     )?;
@@ -130,4 +130,14 @@ pub(crate) fn capture_status(s: CUstream) -> Result<CaptureStatus> {
         S::CU_STREAM_CAPTURE_STATUS_ACTIVE => CaptureStatus::Active,
         S::CU_STREAM_CAPTURE_STATUS_INVALIDATED => CaptureStatus::Invalidated,
     })
+}
+
+/// Ends a capture still open on `s`, if any, and destroys the graph it made:
+/// the stream is out of capture mode afterwards (best effort).
+pub(crate) fn discard_capture(s: CUstream) {
+    if capture_status(s).unwrap_or(CaptureStatus::None) != CaptureStatus::None {
+        if let Ok(g) = end_capture(s) {
+            let _ = super::graph::destroy(g);
+        }
+    }
 }

@@ -5,6 +5,95 @@
 
 use crate::error::{ensure_arg, Result};
 use graphcore_kernels::{KernelInfo, Value};
+use std::fmt;
+
+/// Which way a copy goes: between host and device memory, either side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Host to device.
+    HostToDevice,
+    /// Device to host.
+    DeviceToHost,
+    /// Device to device.
+    DeviceToDevice,
+    /// Host to host.
+    HostToHost,
+}
+
+impl Direction {
+    /// The direction of a copy whose source and destination are (or are
+    /// not) device memory.
+    pub fn between(src_on_device: bool, dst_on_device: bool) -> Direction {
+        match (src_on_device, dst_on_device) {
+            (true, true) => Direction::DeviceToDevice,
+            (true, false) => Direction::DeviceToHost,
+            (false, true) => Direction::HostToDevice,
+            (false, false) => Direction::HostToHost,
+        }
+    }
+}
+
+impl fmt::Display for Direction {
+    /// CUDA's short names: "HtoD", "DtoH", "DtoD", "HtoH".
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Direction::HostToDevice => "HtoD",
+            Direction::DeviceToHost => "DtoH",
+            Direction::DeviceToDevice => "DtoD",
+            Direction::HostToHost => "HtoH",
+        })
+    }
+}
+
+/// The first way two graphs' topologies differ (what an exec update
+/// refuses), as [`GraphDesc::topology_difference`] finds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TopologyDifference {
+    /// Another number of nodes.
+    NodeCount {
+        /// Nodes of the exec's graph.
+        ours: usize,
+        /// Nodes of the new graph.
+        theirs: usize,
+    },
+    /// Node `node` is of another kind.
+    NodeKind {
+        /// The node's index.
+        node: usize,
+        /// Its kind in the exec's graph.
+        ours: &'static str,
+        /// Its kind in the new graph.
+        theirs: &'static str,
+    },
+    /// Node `node` depends on other nodes.
+    Dependencies {
+        /// The node's index.
+        node: usize,
+        /// What it depends on in the exec's graph.
+        ours: Vec<usize>,
+        /// What it depends on in the new graph.
+        theirs: Vec<usize>,
+    },
+}
+
+impl fmt::Display for TopologyDifference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TopologyDifference::NodeCount { ours, theirs } => write!(
+                f,
+                "the graph has {theirs} nodes; the exec was made from one with {ours}"
+            ),
+            TopologyDifference::NodeKind { node, ours, theirs } => write!(
+                f,
+                "node {node} is a {theirs} node; the exec has a {ours} node there"
+            ),
+            TopologyDifference::Dependencies { node, ours, theirs } => write!(
+                f,
+                "node {node} depends on nodes {theirs:?}; in the exec it depends on {ours:?}"
+            ),
+        }
+    }
+}
 
 /// What one node does.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,8 +121,8 @@ pub enum NodeKind {
         src: u64,
         /// Bytes copied.
         bytes: usize,
-        /// "HtoD", "DtoH", "DtoD" or "HtoH".
-        direction: &'static str,
+        /// Which way it copies.
+        direction: Direction,
     },
     /// Setting `bytes` bytes to `value`.
     Memset {
@@ -191,28 +280,29 @@ impl GraphDesc {
     /// The first difference that stops `other` from updating an exec made
     /// from `self`: node count, a node's kind (or kernel), or its edges.
     /// `None` when the topologies match.
-    pub fn topology_difference(&self, other: &GraphDesc) -> Option<String> {
+    pub fn topology_difference(&self, other: &GraphDesc) -> Option<TopologyDifference> {
         if self.nodes.len() != other.nodes.len() {
-            return Some(format!(
-                "the graph has {} nodes; the exec was made from one with {}",
-                other.nodes.len(),
-                self.nodes.len()
-            ));
+            return Some(TopologyDifference::NodeCount {
+                ours: self.nodes.len(),
+                theirs: other.nodes.len(),
+            });
         }
         for (i, (a, b)) in self.nodes.iter().zip(&other.nodes).enumerate() {
             if a.kind_name() != b.kind_name() {
-                return Some(format!(
-                    "node {i} is a {} node; the exec has a {} node there",
-                    b.kind_name(),
-                    a.kind_name()
-                ));
+                return Some(TopologyDifference::NodeKind {
+                    node: i,
+                    ours: a.kind_name(),
+                    theirs: b.kind_name(),
+                });
             }
             let (da, db) = (&self.deps[i], &other.deps[i]);
             // Dependency lists are short and repeat-free: compare as sets.
             if da.len() != db.len() || !da.iter().all(|d| db.contains(d)) {
-                return Some(format!(
-                    "node {i} depends on nodes {db:?}; in the exec it depends on {da:?}"
-                ));
+                return Some(TopologyDifference::Dependencies {
+                    node: i,
+                    ours: da.clone(),
+                    theirs: db.clone(),
+                });
             }
         }
         None
@@ -257,17 +347,42 @@ mod tests {
     fn topology_difference_names_the_node() {
         let a = chain(3);
         assert_eq!(a.topology_difference(&chain(3)), None);
-        assert!(a
-            .topology_difference(&chain(4))
-            .unwrap()
-            .contains("4 nodes"));
+        let d = a.topology_difference(&chain(4)).unwrap();
+        assert_eq!(d, TopologyDifference::NodeCount { ours: 3, theirs: 4 });
+        assert!(d.to_string().contains("4 nodes"), "{d}");
         let mut b = GraphDesc::new();
         b.push(NodeKind::Empty, &[]);
         b.push(NodeKind::Host, &[0]);
         b.push(NodeKind::Empty, &[1]);
-        assert!(a.topology_difference(&b).unwrap().starts_with("node 1"));
+        let d = a.topology_difference(&b).unwrap();
+        assert_eq!(
+            d,
+            TopologyDifference::NodeKind {
+                node: 1,
+                ours: "empty",
+                theirs: "host"
+            }
+        );
+        assert!(d.to_string().starts_with("node 1"), "{d}");
         let mut c = chain(2);
         c.push(NodeKind::Empty, &[0]);
-        assert!(a.topology_difference(&c).unwrap().starts_with("node 2"));
+        let d = a.topology_difference(&c).unwrap();
+        assert_eq!(
+            d,
+            TopologyDifference::Dependencies {
+                node: 2,
+                ours: vec![1],
+                theirs: vec![0]
+            }
+        );
+        assert!(d.to_string().starts_with("node 2"), "{d}");
+    }
+
+    #[test]
+    fn directions_read_as_cuda_names_them() {
+        assert_eq!(Direction::between(false, true).to_string(), "HtoD");
+        assert_eq!(Direction::between(true, false).to_string(), "DtoH");
+        assert_eq!(Direction::between(true, true).to_string(), "DtoD");
+        assert_eq!(Direction::between(false, false).to_string(), "HtoH");
     }
 }

@@ -88,7 +88,7 @@ mod tests {
                 dst: 1,
                 src: 2,
                 bytes: 4096,
-                direction: "HtoD",
+                direction: crate::graph::Direction::HostToDevice,
             },
             &[],
         );

@@ -6,18 +6,19 @@
 mod desc;
 mod dot;
 pub mod fuse;
-pub mod jit;
 
-pub use desc::{GraphDesc, NodeKind};
+pub use desc::{Direction, GraphDesc, NodeKind, TopologyDifference};
 pub use dot::to_dot;
 
 use crate::context::Context;
-use crate::device_pool::GraphMemory;
 use crate::driver::graph::{self as dg, KernelParams, RawNode};
 use crate::driver::memory::{memory_kind, MemoryKind};
+use crate::driver::owned::{Nodes, Owned};
 use crate::driver::{CUgraph, CUgraphNode};
 use crate::error::{ensure_arg, Error, Result};
+use crate::lock::lock;
 use crate::module::{Function, LaunchConfig};
+use crate::pool::{check_pool_range, GraphMemory};
 use graphcore_kernels::{KernelInfo, Value};
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -43,12 +44,12 @@ pub struct Node {
 /// [`Exec::new`](crate::Exec::new).
 #[derive(Clone)]
 pub struct Graph {
-    pub(crate) inner: Arc<GraphInner>,
+    inner: Arc<GraphInner>,
 }
 
-pub(crate) struct GraphInner {
-    pub(crate) ctx: Context,
-    pub(crate) id: u64,
+struct GraphInner {
+    ctx: Context,
+    id: u64,
     state: Mutex<GraphState>,
 }
 
@@ -56,35 +57,23 @@ pub(crate) struct GraphInner {
 /// it. Two graph locks are held at once only by [`lock_in_order`].
 pub(crate) struct GraphState {
     /// The CUDA graph (driver calls on it or its nodes hold the lock).
-    raw: CUgraph,
+    /// Destroyed first (fields drop in order), before the functions and
+    /// memory its nodes use.
+    raw: Owned<CUgraph>,
     /// Shared with the execs instantiated from the graph (copied when the
     /// graph changes while they hold it).
     pub(crate) desc: Arc<GraphDesc>,
-    pub(crate) nodes: Vec<CUgraphNode>,
+    pub(crate) nodes: Nodes,
     /// Functions launched by kernel nodes (kept loaded).
     functions: Vec<Function>,
     /// Pool memory held by this graph's capture and its child graphs'.
     memory: Vec<Arc<GraphMemory>>,
 }
 
-// SAFETY: CUDA graph handles may be used from any thread; state is locked.
-unsafe impl Send for GraphInner {}
-// SAFETY: as above.
-unsafe impl Sync for GraphInner {}
-
-impl Drop for GraphInner {
-    fn drop(&mut self) {
-        let raw = self.state.get_mut().unwrap_or_else(|e| e.into_inner()).raw;
-        if self.ctx.bind().is_ok() {
-            dg::destroy(raw);
-        }
-    }
-}
-
 impl GraphState {
     /// The CUDA graph, for driver calls made under the lock.
     pub(crate) fn raw(&self) -> CUgraph {
-        self.raw
+        self.raw.raw()
     }
 }
 
@@ -98,11 +87,11 @@ fn lock_in_order<'a, T>(
 ) -> (MutexGuard<'a, T>, MutexGuard<'a, T>) {
     debug_assert_ne!(a.1, b.1, "two locks of one graph");
     if a.1 < b.1 {
-        let ga = a.0.lock().unwrap();
-        (ga, b.0.lock().unwrap())
+        let ga = lock(a.0);
+        (ga, lock(b.0))
     } else {
-        let gb = b.0.lock().unwrap();
-        (a.0.lock().unwrap(), gb)
+        let gb = lock(b.0);
+        (lock(a.0), gb)
     }
 }
 
@@ -123,23 +112,23 @@ pub(crate) unsafe fn builtin_args(k: &KernelInfo, args: *mut *mut c_void) -> Vec
         .iter()
         .enumerate()
         .filter_map(|(i, (_, kind))| {
-            let p = *args.add(i) as *const u8;
+            // SAFETY: `args` holds one pointer per parameter of `k` (this
+            // function's contract), so entry `i` is in bounds.
+            let p = unsafe { *args.add(i) } as *const u8;
             if p.is_null() {
                 return None;
             }
-            let bytes = std::slice::from_raw_parts(p, kind.size());
+            // SAFETY: the pointer points to a value of parameter `i`'s type,
+            // `kind.size()` bytes (this function's contract).
+            let bytes = unsafe { std::slice::from_raw_parts(p, kind.size()) };
             Value::from_bytes(*kind, bytes)
         })
         .collect()
 }
 
-fn direction(dst: MemoryKind, src: MemoryKind) -> &'static str {
-    match (src, dst) {
-        (MemoryKind::Device, MemoryKind::Device) => "DtoD",
-        (MemoryKind::Device, _) => "DtoH",
-        (_, MemoryKind::Device) => "HtoD",
-        _ => "HtoH",
-    }
+/// The direction of a copy from `src` to `dst`.
+fn direction(dst: MemoryKind, src: MemoryKind) -> Direction {
+    Direction::between(src == MemoryKind::Device, dst == MemoryKind::Device)
 }
 
 impl Graph {
@@ -156,13 +145,13 @@ impl Graph {
     /// An empty graph.
     pub fn new(ctx: &Context) -> Result<Graph> {
         ctx.bind()?;
-        let raw = dg::create()?;
+        let raw = Owned::new(dg::create()?, ctx.primary());
         Ok(Self::wrap(
             ctx,
             GraphState {
                 raw,
                 desc: Arc::new(GraphDesc::new()),
-                nodes: Vec::new(),
+                nodes: Nodes::default(),
                 functions: Vec::new(),
                 memory: Vec::new(),
             },
@@ -175,7 +164,8 @@ impl Graph {
         raw: CUgraph,
         memory: Option<GraphMemory>,
     ) -> Result<Graph> {
-        let read = || -> Result<GraphState> {
+        let owned = Owned::new(raw, ctx.primary());
+        let read = || -> Result<(GraphDesc, Vec<CUgraphNode>)> {
             let nodes = dg::nodes(raw)?;
             let index: HashMap<CUgraphNode, usize> =
                 nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
@@ -195,21 +185,20 @@ impl Graph {
                 new_index[i] = desc.push(kind, &d);
                 ordered.push(nodes[i]);
             }
-            Ok(GraphState {
-                raw,
+            Ok((desc, ordered))
+        };
+        // On failure, dropping `owned` destroys the graph.
+        let (desc, ordered) = read()?;
+        Ok(Self::wrap(
+            ctx,
+            GraphState {
+                raw: owned,
                 desc: Arc::new(desc),
-                nodes: ordered,
+                nodes: ordered.into(),
                 functions: Vec::new(),
                 memory: memory.map(Arc::new).into_iter().collect(),
-            })
-        };
-        match read() {
-            Ok(state) => Ok(Self::wrap(ctx, state)),
-            Err(e) => {
-                dg::destroy(raw);
-                Err(e)
-            }
-        }
+            },
+        ))
     }
 
     /// The graph's unique id (what [`Node::graph`] holds).
@@ -225,11 +214,11 @@ impl Graph {
     /// The raw `CUgraph` (for interop; graphcore still owns it). Driver
     /// calls on it must not overlap graphcore's calls on this graph.
     pub fn raw(&self) -> CUgraph {
-        self.state().raw
+        self.state().raw()
     }
 
     pub(crate) fn state(&self) -> MutexGuard<'_, GraphState> {
-        self.inner.state.lock().unwrap()
+        lock(&self.inner.state)
     }
 
     /// Number of nodes.
@@ -305,7 +294,9 @@ impl Graph {
             shared_bytes: cfg.shared_bytes,
             args,
         };
-        let raw = dg::add_kernel(st.raw, &raw_deps, &params)?;
+        // SAFETY: `args` holds one valid pointer per parameter of `f` (this
+        // function's contract); the driver copies the values.
+        let raw = unsafe { dg::add_kernel(st.raw(), &raw_deps, &params) }?;
         let builtin = f.builtin();
         let kind = NodeKind::Kernel {
             name: f.name().to_string(),
@@ -313,7 +304,8 @@ impl Graph {
             block: cfg.block,
             shared_bytes: cfg.shared_bytes,
             builtin,
-            args: builtin.map_or(Vec::new(), |k| builtin_args(k, args)),
+            // SAFETY: as above, one valid pointer per parameter of `k`.
+            args: builtin.map_or(Vec::new(), |k| unsafe { builtin_args(k, args) }),
         };
         st.functions.push(f.clone());
         Ok(self.push(&mut st, kind, &idx, raw))
@@ -322,7 +314,18 @@ impl Graph {
     /// Adds a copy of `bytes` bytes from `src` to `dst`. Each side must be
     /// device memory or pinned host memory (pageable host memory cannot be
     /// copied by a graph node and is refused here).
-    pub fn add_memcpy(&self, dst: u64, src: u64, bytes: usize, deps: &[Node]) -> Result<Node> {
+    ///
+    /// # Safety
+    /// `dst` and `src` must each be valid for `bytes` bytes whenever the
+    /// graph (or an exec made from it) runs; ranges outside graphcore's
+    /// pools cannot be checked.
+    pub unsafe fn add_memcpy(
+        &self,
+        dst: u64,
+        src: u64,
+        bytes: usize,
+        deps: &[Node],
+    ) -> Result<Node> {
         ensure_arg!(dst != 0, "`dst` is NULL");
         ensure_arg!(src != 0, "`src` is NULL");
         ensure_arg!(bytes > 0, "a memcpy node of 0 bytes");
@@ -331,15 +334,15 @@ impl Graph {
         for (name, k, p) in [("dst", kd, dst), ("src", ks, src)] {
             ensure_arg!(
                 k != MemoryKind::Unknown,
-                "`{name}` (0x{p:x}) is pageable host memory or memory CUDA does not know; graph copies need device memory or pinned host memory (gc_host_alloc)"
+                "`{name}` (0x{p:x}) is pageable host memory or memory CUDA does not know; graph copies need device memory or pinned host memory (a context's host allocation)"
             );
         }
         let ctx = &self.inner.ctx;
-        crate::memory::check_pool_range(ctx, "dst", dst, bytes)?;
-        crate::memory::check_pool_range(ctx, "src", src, bytes)?;
+        check_pool_range(ctx, "dst", dst, bytes)?;
+        check_pool_range(ctx, "src", src, bytes)?;
         let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
-        let raw = dg::add_memcpy(st.raw, &raw_deps, dst, src, bytes, self.inner.ctx.inner.raw)?;
+        let raw = dg::add_memcpy(st.raw(), &raw_deps, dst, src, bytes, self.inner.ctx.raw())?;
         let kind = NodeKind::Memcpy {
             dst,
             src,
@@ -350,7 +353,17 @@ impl Graph {
     }
 
     /// Adds a node setting `bytes` bytes of device memory at `dst` to `value`.
-    pub fn add_memset(&self, dst: u64, value: u8, bytes: usize, deps: &[Node]) -> Result<Node> {
+    ///
+    /// # Safety
+    /// `dst` must be device memory valid for `bytes` bytes whenever the
+    /// graph (or an exec made from it) runs.
+    pub unsafe fn add_memset(
+        &self,
+        dst: u64,
+        value: u8,
+        bytes: usize,
+        deps: &[Node],
+    ) -> Result<Node> {
         ensure_arg!(dst != 0, "`dst` is NULL");
         ensure_arg!(bytes > 0, "a memset node of 0 bytes");
         self.inner.ctx.bind()?;
@@ -358,17 +371,10 @@ impl Graph {
             memory_kind(dst) == MemoryKind::Device,
             "`dst` (0x{dst:x}) is not device memory"
         );
-        crate::memory::check_pool_range(&self.inner.ctx, "dst", dst, bytes)?;
+        check_pool_range(&self.inner.ctx, "dst", dst, bytes)?;
         let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
-        let raw = dg::add_memset(
-            st.raw,
-            &raw_deps,
-            dst,
-            value,
-            bytes,
-            self.inner.ctx.inner.raw,
-        )?;
+        let raw = dg::add_memset(st.raw(), &raw_deps, dst, value, bytes, self.inner.ctx.raw())?;
         Ok(self.push(&mut st, NodeKind::Memset { dst, value, bytes }, &idx, raw))
     }
 
@@ -385,7 +391,7 @@ impl Graph {
         let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
-        let raw = dg::add_host(st.raw, &raw_deps, f, user_data)?;
+        let raw = dg::add_host(st.raw(), &raw_deps, f, user_data)?;
         Ok(self.push(&mut st, NodeKind::Host, &idx, raw))
     }
 
@@ -409,7 +415,7 @@ impl Graph {
         ensure_arg!(nodes > 0, "the child graph has no nodes");
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
-        let raw = dg::add_child(st.raw, &raw_deps, c.raw)?;
+        let raw = dg::add_child(st.raw(), &raw_deps, c.raw())?;
         st.functions.extend(c.functions.iter().cloned());
         st.memory.extend(c.memory.iter().cloned());
         drop(c);
@@ -421,7 +427,7 @@ impl Graph {
         let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
-        let raw = dg::add_empty(st.raw, &raw_deps)?;
+        let raw = dg::add_empty(st.raw(), &raw_deps)?;
         Ok(self.push(&mut st, NodeKind::Empty, &idx, raw))
     }
 
@@ -438,78 +444,9 @@ impl Graph {
         let (f, t) = (from.index as usize, to.index as usize);
         st.desc.check_edge(f, t)?;
         self.inner.ctx.bind()?;
-        dg::add_dependency(st.raw, st.nodes[f], st.nodes[t])?;
+        dg::add_dependency(st.raw(), st.nodes[f], st.nodes[t])?;
         Arc::make_mut(&mut st.desc).add_edge(f, t);
         Ok(())
-    }
-
-    /// A copy of this graph with its elementwise chains fused (see
-    /// [`fuse`]), or `None` when nothing fuses.
-    pub(crate) fn fused(&self) -> Result<Option<Fused>> {
-        let ctx = &self.inner.ctx;
-        let sms = ctx.sm_count();
-        // The clone, and the lookups of the graph's nodes in it, read the
-        // graph: under its lock. The rest works on the clone alone.
-        let (desc, mut f, clones) = {
-            let st = self.state();
-            let plan = fuse::plan(&st.desc);
-            if plan.chains.is_empty() {
-                return Ok(None);
-            }
-            ctx.bind()?;
-            let f = Fused {
-                ctx: ctx.clone(),
-                raw: dg::clone(st.raw)?,
-                source: st.desc.clone(),
-                plan,
-                desc: GraphDesc::new(),
-                nodes: Vec::new(),
-                map: Vec::new(),
-                kernels: Vec::new(),
-            };
-            let clones: Vec<CUgraphNode> = st
-                .nodes
-                .iter()
-                .map(|&n| dg::find_in_clone(n, f.raw))
-                .collect::<Result<_>>()?;
-            (st.desc.clone(), f, clones)
-        };
-        let raw = f.raw;
-        f.kernels = f
-            .plan
-            .chains
-            .iter()
-            .map(|c| c.segments.iter().map(|seg| f.kernel_for(seg)).collect())
-            .collect::<Result<_>>()?;
-        (f.desc, f.map) = fuse::apply(&desc, &f.plan, sms)?;
-        for (ci, c) in f.plan.chains.iter().enumerate() {
-            let carriers = c.segments.len();
-            for (k, seg) in c.segments.iter().enumerate() {
-                f.set_segment(clones[c.nodes[k]], seg, f.kernels[ci][k].as_ref(), None)?;
-            }
-            let last = *c.nodes.last().unwrap();
-            let users: Vec<usize> = desc
-                .edges()
-                .filter(|&(from, _)| from == last)
-                .map(|(_, to)| to)
-                .collect();
-            for &gone in &c.nodes[carriers..] {
-                dg::destroy_node(clones[gone])?;
-            }
-            if carriers < c.nodes.len() {
-                let keep = clones[c.nodes[carriers - 1]];
-                for u in users {
-                    dg::add_dependency(raw, keep, clones[u])?;
-                }
-            }
-        }
-        f.nodes = vec![std::ptr::null_mut(); f.desc.len()];
-        for (old, new) in f.map.iter().enumerate() {
-            if let Some(new) = new {
-                f.nodes[*new] = clones[old];
-            }
-        }
-        Ok(Some(f))
     }
 
     /// The graph in Graphviz DOT.
@@ -524,109 +461,6 @@ impl Graph {
             .map_or("graph".into(), |s| s.to_string_lossy().into_owned());
         std::fs::write(path, self.to_dot(&name))
             .map_err(|e| Error::invalid_argument(format!("cannot write {}: {e}", path.display())))
-    }
-}
-
-/// A graph's fused copy: the CUDA graph, the plan it follows, its
-/// description, and its nodes (indexed as the description).
-pub(crate) struct Fused {
-    ctx: Context,
-    pub(crate) raw: CUgraph,
-    /// The description of the graph it is a fused copy of, as it was then.
-    pub(crate) source: Arc<GraphDesc>,
-    pub(crate) plan: fuse::FusionPlan,
-    pub(crate) desc: GraphDesc,
-    pub(crate) nodes: Vec<CUgraphNode>,
-    /// For each node of the source graph, its index in `desc` (`None`:
-    /// fused away).
-    pub(crate) map: Vec<Option<usize>>,
-    /// Per chain and segment, the kernel generated for it (`None` for
-    /// segments that run as the built-in chain kernel).
-    pub(crate) kernels: Vec<Vec<Option<Function>>>,
-}
-
-impl Fused {
-    /// Takes over `other`'s plan, description and kernels (an exec made
-    /// from `self` was updated with `other`).
-    pub(crate) fn adopt(&mut self, other: &Fused) {
-        self.plan = other.plan.clone();
-        self.desc = other.desc.clone();
-        self.kernels = other.kernels.clone();
-    }
-
-    /// The kernel generated for `seg`, if it needs one (see [`jit`]).
-    pub(crate) fn kernel_for(&self, seg: &fuse::Segment) -> Result<Option<Function>> {
-        if !seg.is_generated() {
-            return Ok(None);
-        }
-        let ptx = jit::chain_ptx(&seg.ops);
-        let module = crate::module::Module::load(&self.ctx, ptx.as_bytes())?;
-        Ok(Some(module.function(jit::ENTRY)?))
-    }
-
-    /// Makes `node` launch `seg`: the generated `kernel`, or the built-in
-    /// chain kernel when `kernel` is `None`; in the fused graph (`exec`
-    /// `None`) or in an exec made from it.
-    pub(crate) fn set_segment(
-        &self,
-        node: CUgraphNode,
-        seg: &fuse::Segment,
-        kernel: Option<&Function>,
-        exec: Option<crate::driver::CUgraphExec>,
-    ) -> Result<()> {
-        let sms = self.ctx.sm_count();
-        let (func, grid, block, shared_bytes, values) = match kernel {
-            Some(k) => (
-                k.raw(),
-                [jit::grid(seg.n, sms), 1, 1],
-                [jit::BLOCK, 1, 1],
-                0,
-                fuse::generated_args(seg),
-            ),
-            None => {
-                let call = fuse::segment_call(seg, sms)?;
-                let func = self.ctx.builtin_raw(call.kernel)?;
-                (
-                    func,
-                    call.grid,
-                    call.block,
-                    call.shared_bytes,
-                    call.args().to_vec(),
-                )
-            }
-        };
-        let mut slots: Vec<u64> = values.iter().map(|v| v.to_slot()).collect();
-        let mut ptrs: Vec<*mut c_void> = slots
-            .iter_mut()
-            .map(|s| s as *mut u64 as *mut c_void)
-            .collect();
-        let p = KernelParams {
-            func,
-            grid,
-            block,
-            shared_bytes,
-            args: ptrs.as_mut_ptr(),
-        };
-        // SAFETY: one slot per kernel parameter, each holding its value.
-        unsafe {
-            match exec {
-                None => dg::set_kernel(node, &p),
-                Some(e) => dg::exec_set_kernel(e, node, &p),
-            }
-        }
-    }
-}
-
-// SAFETY: CUDA graph handles may be used from any thread.
-unsafe impl Send for Fused {}
-// SAFETY: as above; changes go through the owning exec's lock.
-unsafe impl Sync for Fused {}
-
-impl Drop for Fused {
-    fn drop(&mut self) {
-        if self.ctx.bind().is_ok() {
-            dg::destroy(self.raw);
-        }
     }
 }
 
@@ -737,7 +571,7 @@ mod tests {
             rx.recv_timeout(Duration::from_secs(20))
                 .expect("two threads locking one pair deadlocked");
         }
-        assert_eq!(*pair.0.lock().unwrap(), 200_000);
+        assert_eq!(*crate::lock::lock(&pair.0), 200_000);
     }
 
     #[test]

@@ -1,4 +1,8 @@
-//! The graph memory pool's allocator logic (pure: no CUDA calls).
+//! The graph memory pool: the device-backed [`Pool`] (`device.rs`), the
+//! range checks copies and sets make against live pool blocks (`range.rs`),
+//! and the allocator logic below them (pure: no CUDA calls).
+//!
+//! ## Allocator logic
 //!
 //! The pool backs allocations with one reserved, contiguous virtual address
 //! range of [`PoolConfig::va_bytes`] bytes, into which physical pages of
@@ -30,11 +34,13 @@
 
 mod allocator;
 mod blocks;
+mod device;
 mod error;
 mod invariants;
 mod pages;
 mod placement;
 mod plan;
+mod range;
 mod stats;
 
 #[cfg(any(test, feature = "model"))]
@@ -43,8 +49,11 @@ pub mod model;
 mod tests;
 
 pub use allocator::Allocator;
+pub(crate) use device::{GraphMemory, PoolCapture};
+pub use device::{Pool, PoolOptions};
 pub use error::PoolError;
 pub use plan::{AllocPlan, Footprint, PagePlan, PageRange};
+pub(crate) use range::check_pool_range;
 pub use stats::PoolStats;
 
 /// Identifies a stream capture into the pool. Must be nonzero.

@@ -1,15 +1,11 @@
-//! Asynchronous copies and sets on a stream.
-//!
-//! Before anything is enqueued, each range is checked: it must not wrap
-//! around the address space, and one that starts inside a live block of a
-//! pool of the stream's context must end inside that block (an overrun
-//! would silently corrupt the neighbouring block, or fault on an unmapped
-//! page and kill the context).
+//! Range checks against live pool blocks, made before a copy or set is
+//! enqueued or added to a graph: a range must not wrap around the address
+//! space, and one that starts inside a live block of a pool of the context
+//! must end inside that block (an overrun would silently corrupt the
+//! neighbouring block, or fault on an unmapped page and kill the context).
 
 use crate::context::Context;
-use crate::driver::memory as dm;
 use crate::error::{ensure_arg, Error, Result};
-use crate::stream::Stream;
 
 /// Checks the range `addr .. addr + bytes` named `arg` (`bytes > 0`).
 /// `block_of` gives the live pool block containing an address, as
@@ -48,42 +44,6 @@ pub(crate) fn check_range(
 /// graph copy and set nodes).
 pub(crate) fn check_pool_range(ctx: &Context, arg: &str, addr: u64, bytes: usize) -> Result<()> {
     check_range(arg, addr, bytes, |a| ctx.pool_block_of(a))
-}
-
-/// Copies `bytes` from `src` to `dst` on `stream`. Either side may be
-/// device memory or host memory (unified addressing); pinned host memory
-/// keeps the copy asynchronous. Zero bytes is a no-op. A range that starts
-/// in a live pool block and runs past its end is refused, as is one that
-/// wraps around the address space.
-pub fn copy_async(stream: &Stream, dst: u64, src: u64, bytes: usize) -> Result<()> {
-    ensure_arg!(dst != 0, "`dst` is NULL");
-    ensure_arg!(src != 0, "`src` is NULL");
-    if bytes == 0 {
-        return Ok(());
-    }
-    check_pool_range(stream.context(), "dst", dst, bytes)?;
-    check_pool_range(stream.context(), "src", src, bytes)?;
-    stream.context().bind()?;
-    stream.note(
-        "gc_memcpy_async",
-        dm::copy_async(dst, src, bytes, stream.raw()),
-    )
-}
-
-/// Sets `bytes` bytes at device address `dst` to `value` on `stream`. Zero
-/// bytes is a no-op. A range that starts in a live pool block and runs past
-/// its end is refused, as is one that wraps around the address space.
-pub fn set_async(stream: &Stream, dst: u64, value: u8, bytes: usize) -> Result<()> {
-    ensure_arg!(dst != 0, "`dst` is NULL");
-    if bytes == 0 {
-        return Ok(());
-    }
-    check_pool_range(stream.context(), "dst", dst, bytes)?;
-    stream.context().bind()?;
-    stream.note(
-        "gc_memset_async",
-        dm::set_async(dst, value, bytes, stream.raw()),
-    )
 }
 
 #[cfg(test)]

@@ -7,9 +7,10 @@
 //! standalone kernels compute it (`mul.rn`/`add.rn` without flush-to-zero,
 //! ReLU/max/min by compare-and-select), so results are bitwise equal.
 
-use super::fuse::ChainOp;
 use graphcore_kernels::ops::{OP_ADD, OP_FILL, OP_MAX, OP_MIN, OP_MUL, OP_RELU};
 use std::fmt::Write;
+
+pub use graphcore_kernels::fusion::ChainOp;
 
 /// The entry name of generated chain kernels.
 pub const ENTRY: &str = "gc_fused_chain";

@@ -4,14 +4,15 @@
 //! stable, free space coalesces across the whole range, and mapping never
 //! breaks an open stream capture (it runs in relaxed capture mode).
 
-use crate::context::Context;
-use crate::driver::{self, memory as dm};
-use crate::error::{ensure_arg, Error, ErrorKind, Result};
-use crate::pool::{
+use super::{
     Allocator, CaptureId, Footprint, Owner, PagePlan, PageRange, PoolConfig, PoolError, PoolStats,
 };
+use crate::context::{Context, PoolBlocks};
+use crate::driver::{self, memory as dm};
+use crate::error::{ensure_arg, Error, ErrorKind, Result};
+use crate::lock::{get_mut, lock};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::thread::ThreadId;
 
 /// How to make a pool.
@@ -28,10 +29,10 @@ pub struct PoolOptions {
 /// share the pool); `Send + Sync`: allocations may come from any thread.
 #[derive(Clone)]
 pub struct Pool {
-    pub(crate) inner: Arc<PoolShared>,
+    inner: Arc<PoolShared>,
 }
 
-pub(crate) struct PoolShared {
+struct PoolShared {
     ctx: Context,
     base: u64,
     va_bytes: u64,
@@ -64,7 +65,7 @@ impl From<PoolError> for Error {
 impl PoolShared {
     /// Maps the pages of `r`; on failure unmaps what it mapped and fails.
     fn map(&self, st: &mut PoolState, r: PageRange) -> Result<()> {
-        let dev = self.ctx.inner.device;
+        let dev = self.ctx.device();
         let _relaxed = driver::RelaxedCaptureMode::enter()?;
         for (done, p) in (r.start..r.end()).enumerate() {
             let va = self.base + p * self.granularity;
@@ -120,6 +121,18 @@ impl PoolShared {
     }
 }
 
+impl PoolBlocks for PoolShared {
+    fn block_of(&self, ptr: u64) -> Option<(u64, u64)> {
+        if !(self.base..self.base + self.va_bytes).contains(&ptr) {
+            return None;
+        }
+        let st = lock(&self.state);
+        st.alloc
+            .block_at(ptr - self.base)
+            .map(|(off, size)| (self.base + off, size))
+    }
+}
+
 impl Drop for PoolShared {
     fn drop(&mut self) {
         // Every graph using the memory holds this pool, so none is left;
@@ -130,7 +143,7 @@ impl Drop for PoolShared {
         if self.ctx.bind().is_err() {
             return;
         }
-        let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        let st = get_mut(&mut self.state);
         for (&p, &h) in st.pages.iter() {
             dm::unmap(self.base + p * self.granularity, self.granularity);
             dm::release_physical(h);
@@ -166,12 +179,7 @@ impl Drop for GraphMemory {
             // eager use once they are done (unless a capture is open; then
             // the caller must have waited, as documented).
             let _ = self.pool.inner.ctx.synchronize_unless_capturing();
-            let mut st = self
-                .pool
-                .inner
-                .state
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
+            let mut st = lock(&self.pool.inner.state);
             let _ = st.alloc.release_graph(fp);
         }
     }
@@ -181,14 +189,14 @@ impl Pool {
     /// Creates a pool on `ctx`'s device. Needs virtual memory management
     /// (every GPU graphcore supports on Linux has it).
     pub fn new(ctx: &Context, opts: PoolOptions) -> Result<Pool> {
-        if !ctx.inner.info.vmm_supported {
+        if !ctx.vmm_supported() {
             return Err(Error::new(
                 ErrorKind::NotSupported,
                 "the device does not support CUDA virtual memory management, which pools need",
             ));
         }
         ctx.bind()?;
-        let granularity = dm::granularity(ctx.inner.device)?;
+        let granularity = dm::granularity(ctx.device())?;
         let max_bytes = if opts.max_bytes == 0 {
             u64::MAX
         } else {
@@ -235,7 +243,7 @@ impl Pool {
             }),
         };
         {
-            let mut st = shared.state.lock().unwrap();
+            let mut st = lock(&shared.state);
             for &r in initial.ranges() {
                 // On failure, dropping `shared` unmaps and unreserves.
                 shared.map(&mut st, r)?;
@@ -244,7 +252,8 @@ impl Pool {
         let pool = Pool {
             inner: Arc::new(shared),
         };
-        ctx.register_pool(&pool);
+        let registered: Weak<dyn PoolBlocks> = Arc::downgrade(&pool.inner) as Weak<PoolShared>;
+        ctx.register_pool(pool.va_range(), registered);
         Ok(pool)
     }
 
@@ -254,7 +263,7 @@ impl Pool {
     /// with [`ErrorKind::OutOfMemory`] and the pool is unchanged.
     pub fn alloc(&self, bytes: u64) -> Result<u64> {
         let sh = &*self.inner;
-        let mut st = sh.state.lock().unwrap();
+        let mut st = lock(&sh.state);
         let owner = PoolShared::owner(&st);
         let plan = st.alloc.plan_alloc(bytes, owner)?;
         let runs = plan.new_pages();
@@ -285,7 +294,7 @@ impl Pool {
             "0x{ptr:x} does not belong to this pool"
         );
         let sh = &*self.inner;
-        sh.state.lock().unwrap().alloc.free(ptr - sh.base)?;
+        lock(&sh.state).alloc.free(ptr - sh.base)?;
         Ok(())
     }
 
@@ -296,19 +305,12 @@ impl Pool {
 
     /// The live block containing `ptr`: its address and size.
     pub fn block_of(&self, ptr: u64) -> Option<(u64, u64)> {
-        if !self.va_range().contains(&ptr) {
-            return None;
-        }
-        let sh = &*self.inner;
-        let st = sh.state.lock().unwrap();
-        st.alloc
-            .block_at(ptr - sh.base)
-            .map(|(off, size)| (sh.base + off, size))
+        self.inner.block_of(ptr)
     }
 
     /// Statistics, named as PyTorch names them.
     pub fn stats(&self) -> PoolStats {
-        self.inner.state.lock().unwrap().alloc.stats()
+        lock(&self.inner.state).alloc.stats()
     }
 
     /// Returns physical pages that hold no block and no graph's memory to
@@ -318,7 +320,7 @@ impl Pool {
     /// (the wait would invalidate it).
     pub fn trim(&self) -> Result<()> {
         let sh = &*self.inner;
-        let mut st = sh.state.lock().unwrap();
+        let mut st = lock(&sh.state);
         ensure_state(
             st.captures.is_empty() && !sh.ctx.capturing(),
             "trim while a capture is open in the context (trim synchronizes the device, which \
@@ -344,10 +346,9 @@ impl Pool {
     }
 
     /// Opens a capture on the calling thread: its allocations belong to it
-    /// until [`end_capture`](Self::end_capture) or
-    /// [`abort_capture`](Self::abort_capture).
-    pub(crate) fn begin_capture(&self) -> Result<CaptureId> {
-        let mut st = self.inner.state.lock().unwrap();
+    /// until it ends ([`PoolCapture::end`]) or is dropped (rolled back).
+    pub(crate) fn begin_capture(&self) -> Result<PoolCapture> {
+        let mut st = lock(&self.inner.state);
         let me = std::thread::current().id();
         ensure_state(
             !st.captures.iter().any(|(t, _)| *t == me),
@@ -357,34 +358,10 @@ impl Pool {
         st.next_capture += 1;
         st.alloc.begin_capture(id)?;
         st.captures.push((me, id));
-        Ok(id)
-    }
-
-    /// Closes capture `id`, which became a graph: returns its hold on the
-    /// pool's memory.
-    pub(crate) fn end_capture(&self, id: CaptureId) -> Result<GraphMemory> {
-        let mut st = self.inner.state.lock().unwrap();
-        st.captures.retain(|&(_, c)| c != id);
-        let fp = st.alloc.end_capture(id)?;
-        Ok(GraphMemory {
+        Ok(PoolCapture {
             pool: self.clone(),
-            footprint: Some(fp),
+            id,
         })
-    }
-
-    /// Rolls back capture `id` (it failed): its blocks are freed and the
-    /// pages mapped for it are released.
-    pub(crate) fn abort_capture(&self, id: CaptureId) {
-        let sh = &*self.inner;
-        let mut st = sh.state.lock().unwrap();
-        st.captures.retain(|&(_, c)| c != id);
-        if let Ok(plan) = st.alloc.abort_capture(id) {
-            // Nothing ran on these pages: the capture only recorded work.
-            if !plan.is_empty() && sh.ctx.bind().is_ok() {
-                let _relaxed = driver::RelaxedCaptureMode::enter();
-                sh.unmap_plan(&mut st, &plan);
-            }
-        }
     }
 
     /// True when `self` and `other` are the same pool.
@@ -398,6 +375,49 @@ fn ensure_state(cond: bool, what: &str) -> Result<()> {
         Ok(())
     } else {
         Err(Error::invalid_state(what.to_string()))
+    }
+}
+
+/// A capture open on a pool. Ended, it becomes the graph's hold on the
+/// pool's memory; dropped without ending (the capture failed, or its stream
+/// went away), it rolls back: its blocks are freed and the pages mapped for
+/// it are released.
+pub(crate) struct PoolCapture {
+    pool: Pool,
+    /// The capture's id; 0 once ended.
+    id: CaptureId,
+}
+
+impl PoolCapture {
+    /// Closes the capture, which became a graph: returns its hold on the
+    /// pool's memory.
+    pub(crate) fn end(mut self) -> Result<GraphMemory> {
+        let id = std::mem::take(&mut self.id);
+        let mut st = lock(&self.pool.inner.state);
+        st.captures.retain(|&(_, c)| c != id);
+        let fp = st.alloc.end_capture(id)?;
+        Ok(GraphMemory {
+            pool: self.pool.clone(),
+            footprint: Some(fp),
+        })
+    }
+}
+
+impl Drop for PoolCapture {
+    fn drop(&mut self) {
+        if self.id == 0 {
+            return;
+        }
+        let sh = &*self.pool.inner;
+        let mut st = lock(&sh.state);
+        st.captures.retain(|&(_, c)| c != self.id);
+        if let Ok(plan) = st.alloc.abort_capture(self.id) {
+            // Nothing ran on these pages: the capture only recorded work.
+            if !plan.is_empty() && sh.ctx.bind().is_ok() {
+                let _relaxed = driver::RelaxedCaptureMode::enter();
+                sh.unmap_plan(&mut st, &plan);
+            }
+        }
     }
 }
 

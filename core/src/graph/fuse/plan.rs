@@ -4,7 +4,7 @@
 //! entry declares it: `graphcore_kernels::Kernel::elementwise`), so a chain of them
 //! that works along one buffer can run as one launch: of the built-in chain
 //! kernel (`gc_chain_f32`) for up to [`MAX_CHAIN_OPS`] operations, of a
-//! kernel generated for the chain ([`super::jit`], up to
+//! kernel generated for the chain ([`jit`], up to
 //! [`jit::MAX_OPS`] operations per launch) for longer ones; each operation
 //! is bitwise equal to its standalone kernel. A chain is a maximal path
 //! of built-in elementwise nodes (fill, copy, scale, add_scalar, relu, and
@@ -14,8 +14,8 @@
 //! else (other kernels, copies, branches, a second consumer, another buffer
 //! or count) bounds a chain; a chain of one node stays as it is.
 
-use super::desc::{GraphDesc, NodeKind};
 use super::jit;
+use crate::graph::desc::{GraphDesc, NodeKind};
 use graphcore_kernels::ops::{self, MAX_CHAIN_OPS, OP_FILL};
 use graphcore_kernels::{Call, SizeError, Value};
 
@@ -458,7 +458,7 @@ mod apply_tests {
             dst: 8,
             src: 1,
             bytes: 16,
-            direction: "HtoD",
+            direction: crate::graph::Direction::HostToDevice,
         };
         let a = g.push(copy.clone(), &[]);
         let mut prev = a;
