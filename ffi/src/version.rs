@@ -1,5 +1,5 @@
-//! Library version: the header's macros, `gc_version()` and the SONAME agree
-//! (a test checks it).
+//! Library version: the GC_VERSION_* macros, gc_version() and the SONAME
+//! (libgraphcore.so.<major>) agree (a test checks it).
 
 /// Major version; the SONAME is libgraphcore.so.<major>.
 pub const GC_VERSION_MAJOR: u32 = 0;
@@ -8,8 +8,10 @@ pub const GC_VERSION_MINOR: u32 = 1;
 /// Patch version: fixes.
 pub const GC_VERSION_PATCH: u32 = 0;
 
-/// The library's version as major·10000 + minor·100 + patch, to compare with
-/// the GC_VERSION_* macros of the header a program was built with.
+/// The library's version as major * 10000 + minor * 100 + patch, to compare
+/// with the GC_VERSION_* macros of the header a program was built with.
+/// Needs no driver.
+/// Errors: none.
 #[no_mangle]
 pub extern "C" fn gc_version() -> u32 {
     GC_VERSION_MAJOR * 10000 + GC_VERSION_MINOR * 100 + GC_VERSION_PATCH
