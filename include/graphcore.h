@@ -44,6 +44,7 @@ extern "C" {
 
 /* ==========================================================================
  * Status and version
+ *
  * Status codes. Every fallible call returns a gc_status; results go
  * through out-parameters, written only on success. gc_last_error() gives
  * the calling thread's message for its last failure (which call, which
@@ -53,8 +54,8 @@ extern "C" {
  * Errors lists: each function's doc has a line starting with `Errors:`
  * naming the statuses it returns besides GC_SUCCESS, each with when. One
  * status is left out of those lists because any call may return it:
- * GC_ERROR_PANIC, a bug inside graphcore caught at the boundary (the call
- * did nothing harmful; the library stays usable). GC_ERROR_CUDA and
+ * GC_ERROR_PANIC, a bug inside graphcore caught at the boundary (please
+ * report it; the library stays usable). GC_ERROR_CUDA and
  * GC_ERROR_DEVICE_FAULT are listed for every call that reaches the driver.
  *
  * Wrong `struct_size`: an option or result struct whose struct_size is
@@ -136,11 +137,13 @@ typedef enum gc_status {
      */
     GC_ERROR_NOT_FOUND = 10,
     /**
-     * gc_exec_update was given a graph of another topology.
+     * gc_exec_update was given a graph of another topology, or an update
+     * or gc_exec_set_kernel_args would change a fused chain.
      */
     GC_ERROR_UPDATE_MISMATCH = 11,
     /**
-     * A runner was asked for more rows than its largest bucket holds.
+     * A runner was asked for more rows than its largest bucket holds, or
+     * has no bucket yet.
      */
     GC_ERROR_NO_BUCKET = 12,
     /**
@@ -204,6 +207,7 @@ uint32_t gc_version(void);
 
 /* ==========================================================================
  * Device and context
+ *
  * Devices and contexts. A gc_context is a device's primary context, the
  * one the CUDA runtime API uses too, so device pointers, streams
  * (cudaStream_t) and functions (cudaFunction_t) pass freely between
@@ -290,9 +294,8 @@ typedef struct gc_device_info {
 enum gc_status gc_device_count(int *count);
 
 /**
- * Creates a context on device `device` (its primary context, retained) and
- * makes it current on the calling thread. The caller destroys the handle
- * with gc_context_destroy.
+ * Creates a context on device `device` (its primary context, retained).
+ * The caller destroys the handle with gc_context_destroy.
  * Errors: GC_ERROR_INVALID_ARGUMENT (ctx is NULL, or device is negative or
  * not below gc_device_count), GC_ERROR_NO_DRIVER (no libcuda.so),
  * GC_ERROR_NOT_SUPPORTED (a driver older than CUDA 12.0), GC_ERROR_NO_DEVICE
@@ -331,6 +334,7 @@ enum gc_status gc_context_destroy(struct gc_context *ctx);
 
 /* ==========================================================================
  * Stream
+ *
  * Streams: graphcore's own (gc_stream_create) or borrowed CUstream /
  * cudaStream_t handles (gc_stream_wrap). Work on a stream runs in the
  * order it was enqueued; gc_stream_raw hands the CUstream to your own
@@ -423,6 +427,7 @@ enum gc_status gc_stream_destroy(struct gc_stream *stream);
 
 /* ==========================================================================
  * Pool
+ *
  * Device memory pools: stable addresses, best-fit sub-allocation from
  * 2 MiB pages mapped on demand, PyTorch-style statistics, and memory
  * shared by the graphs captured into the pool.
@@ -609,6 +614,7 @@ enum gc_status gc_pool_destroy(struct gc_pool *pool);
 
 /* ==========================================================================
  * Host memory and copies
+ *
  * Pinned host memory and asynchronous copies and sets.
  *
  * Ownership: gc_host_alloc returns memory the caller frees with
@@ -671,6 +677,7 @@ enum gc_status gc_memset_async(struct gc_stream *stream, void *dst, int value, s
 
 /* ==========================================================================
  * Module and function
+ *
  * Modules and functions: load a PTX, cubin or fatbin image and look up
  * its kernels, wrap a CUfunction / cudaFunction_t you already have, or
  * take one of graphcore's built-in kernels by name. A gc_function runs
@@ -806,10 +813,9 @@ enum gc_status gc_module_destroy(struct gc_module *module);
 
 /* ==========================================================================
  * Launch and built-in ops
+ *
  * Launches: any gc_function on a stream (gc_launch), and the typed
- * gc_op_* calls of the built-in kernels, which pick the launch
- * configuration and check their sizes. Both run eagerly, or are recorded
- * when the stream captures.
+ * gc_op_* calls of the built-in kernels.
  *
  * Kernel arguments (gc_launch, gc_graph_add_kernel,
  * gc_exec_set_kernel_args) follow cuLaunchKernel: `void **args` holds one
@@ -821,8 +827,6 @@ enum gc_status gc_module_destroy(struct gc_module *module);
  * too few pointers is undefined behaviour, as with cuLaunchKernel. For a
  * built-in kernel the layout is known (listed at the end of this section)
  * and graphcore reads exactly those parameters.
- *
- * Thread safety: any number of threads may launch at once, on any streams.
  *
  * Typed launches of the built-in kernels: each picks the launch
  * configuration, checks sizes and pointers (0, overflow, misalignment,
@@ -1123,6 +1127,7 @@ enum gc_status gc_op_mse(struct gc_stream *stream,
 
 /* ==========================================================================
  * Capture
+ *
  * Stream capture: between gc_capture_begin and gc_capture_end, the work
  * enqueued on a stream is recorded into a graph instead of run. With a
  * pool, the capture's allocations come from that pool (see the Pool
@@ -1210,6 +1215,7 @@ enum gc_status gc_stream_is_capturing(struct gc_stream *stream, int *capturing);
 
 /* ==========================================================================
  * Graph
+ *
  * Graphs: built node by node (gc_graph_create, gc_graph_add_*), or
  * captured from a stream (gc_capture_end). A graph is a description; to
  * run it, instantiate it into a gc_exec (Exec section).
@@ -1420,6 +1426,7 @@ enum gc_status gc_graph_destroy(struct gc_graph *graph);
 
 /* ==========================================================================
  * Exec
+ *
  * Executable graphs: instantiate a graph (gc_graph_instantiate), then
  * upload, launch, update and patch it. Execs of graphs captured into one
  * pool share memory: they must not run concurrently (launch them on one
@@ -1600,6 +1607,7 @@ enum gc_status gc_exec_destroy(struct gc_exec *exec);
 
 /* ==========================================================================
  * Runner
+ *
  * Bucketed graphs: one graph per batch size, all sharing one pool, as
  * PyTorch serves a model with one CUDA graph per batch size. A replay
  * picks the smallest bucket that holds the rows asked for; the caller pads

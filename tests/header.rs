@@ -190,7 +190,7 @@ fn split_doc(chunk: &str) -> (String, String) {
 /// A banner comment: the section's title and its files' module docs.
 fn banner(title: &str, docs: &[String]) -> String {
     let rule = "=".repeat(74);
-    let mut s = format!("/* {rule}\n * {title}\n");
+    let mut s = format!("/* {rule}\n * {title}\n *\n");
     for line in docs {
         if line.is_empty() {
             s.push_str(" *\n");

@@ -100,9 +100,8 @@ pub extern "C" fn gc_device_count(count: *mut c_int) -> gc_status {
     })
 }
 
-/// Creates a context on device `device` (its primary context, retained) and
-/// makes it current on the calling thread. The caller destroys the handle
-/// with gc_context_destroy.
+/// Creates a context on device `device` (its primary context, retained).
+/// The caller destroys the handle with gc_context_destroy.
 /// Errors: GC_ERROR_INVALID_ARGUMENT (ctx is NULL, or device is negative or
 /// not below gc_device_count), GC_ERROR_NO_DRIVER (no libcuda.so),
 /// GC_ERROR_NOT_SUPPORTED (a driver older than CUDA 12.0), GC_ERROR_NO_DEVICE

@@ -1,7 +1,5 @@
 //! Launches: any gc_function on a stream (gc_launch), and the typed
-//! gc_op_* calls of the built-in kernels, which pick the launch
-//! configuration and check their sizes. Both run eagerly, or are recorded
-//! when the stream captures.
+//! gc_op_* calls of the built-in kernels.
 //!
 //! Kernel arguments (gc_launch, gc_graph_add_kernel,
 //! gc_exec_set_kernel_args) follow cuLaunchKernel: `void **args` holds one
@@ -13,8 +11,6 @@
 //! too few pointers is undefined behaviour, as with cuLaunchKernel. For a
 //! built-in kernel the layout is known (listed at the end of this section)
 //! and graphcore reads exactly those parameters.
-//!
-//! Thread safety: any number of threads may launch at once, on any streams.
 
 use crate::module::{function, gc_dim3, gc_function};
 use crate::status::{boundary, gc_status};

@@ -7,8 +7,8 @@
 //! Errors lists: each function's doc has a line starting with `Errors:`
 //! naming the statuses it returns besides GC_SUCCESS, each with when. One
 //! status is left out of those lists because any call may return it:
-//! GC_ERROR_PANIC, a bug inside graphcore caught at the boundary (the call
-//! did nothing harmful; the library stays usable). GC_ERROR_CUDA and
+//! GC_ERROR_PANIC, a bug inside graphcore caught at the boundary (please
+//! report it; the library stays usable). GC_ERROR_CUDA and
 //! GC_ERROR_DEVICE_FAULT are listed for every call that reaches the driver.
 //!
 //! Wrong `struct_size`: an option or result struct whose struct_size is
@@ -68,9 +68,11 @@ pub enum gc_status {
     GC_ERROR_INVALID_STATE = 9,
     /// A name (built-in kernel, function of a module) was not found.
     GC_ERROR_NOT_FOUND = 10,
-    /// gc_exec_update was given a graph of another topology.
+    /// gc_exec_update was given a graph of another topology, or an update
+    /// or gc_exec_set_kernel_args would change a fused chain.
     GC_ERROR_UPDATE_MISMATCH = 11,
-    /// A runner was asked for more rows than its largest bucket holds.
+    /// A runner was asked for more rows than its largest bucket holds, or
+    /// has no bucket yet.
     GC_ERROR_NO_BUCKET = 12,
     /// A kernel faulted; the device context is unusable (sticky CUDA error):
     /// see "After GC_ERROR_DEVICE_FAULT" above.
