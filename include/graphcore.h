@@ -1506,8 +1506,7 @@ enum gc_status gc_exec_upload(struct gc_exec *exec, struct gc_stream *stream);
  * allocation and no lock another thread's launch could wait on, and no
  * change of the thread's current context unless stream is the legacy
  * default stream. Graphs sharing a pool must not run concurrently: order
- * their launches (graphcore does not detect overlap). Launching on a
- * capturing stream records the exec as a child graph of that capture.
+ * their launches (graphcore does not detect overlap).
  * Errors: GC_ERROR_INVALID_ARGUMENT (a NULL handle, or a stream of another
  * context), GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_CAPTURE
  * (CUDA refused the launch under capture), GC_ERROR_CUDA,
@@ -1642,7 +1641,8 @@ typedef struct gc_runner gc_runner;
  * gc_op_* calls, gc_launch, your own kernels on gc_stream_raw(stream)...).
  * Called for the warm-up runs, then once under capture, always on the
  * thread that called gc_runner_capture, before that call returns. The
- * stream is the runner's (do not destroy it or synchronize it); while it
+ * stream is the runner's (do not destroy it; synchronizing it under
+ * capture breaks the capture); while it
  * captures, gc_pool_alloc on the runner's pool from this thread allocates
  * for the capture. It must not call gc_runner_* on the same runner (that
  * would deadlock). Return GC_SUCCESS, or the failing call's status to

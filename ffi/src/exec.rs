@@ -96,8 +96,7 @@ pub extern "C" fn gc_exec_upload(exec: *mut gc_exec, stream: *mut gc_stream) -> 
 /// allocation and no lock another thread's launch could wait on, and no
 /// change of the thread's current context unless stream is the legacy
 /// default stream. Graphs sharing a pool must not run concurrently: order
-/// their launches (graphcore does not detect overlap). Launching on a
-/// capturing stream records the exec as a child graph of that capture.
+/// their launches (graphcore does not detect overlap).
 /// Errors: GC_ERROR_INVALID_ARGUMENT (a NULL handle, or a stream of another
 /// context), GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_CAPTURE
 /// (CUDA refused the launch under capture), GC_ERROR_CUDA,

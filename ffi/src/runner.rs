@@ -36,7 +36,8 @@ pub const GC_RUNNER_MAX_BUCKETS: usize = 16;
 /// gc_op_* calls, gc_launch, your own kernels on gc_stream_raw(stream)...).
 /// Called for the warm-up runs, then once under capture, always on the
 /// thread that called gc_runner_capture, before that call returns. The
-/// stream is the runner's (do not destroy it or synchronize it); while it
+/// stream is the runner's (do not destroy it; synchronizing it under
+/// capture breaks the capture); while it
 /// captures, gc_pool_alloc on the runner's pool from this thread allocates
 /// for the capture. It must not call gc_runner_* on the same runner (that
 /// would deadlock). Return GC_SUCCESS, or the failing call's status to
