@@ -774,7 +774,7 @@ enum gc_status gc_function_wrap(struct gc_context *ctx,
 
 /**
  * A built-in kernel by name (the list, with each kernel's arguments, is in
- * the "Built-in kernels" section of this header). Unknown names are
+ * the "Built-in kernels" list that ends the Launch section). Unknown names are
  * GC_ERROR_NOT_FOUND. The built-in modules load on first use (in relaxed
  * capture mode, so a first use during a capture does not break it).
  * Errors: GC_ERROR_INVALID_ARGUMENT (ctx, name or function is NULL, or name
@@ -1293,8 +1293,8 @@ enum gc_status gc_graph_add_kernel(struct gc_graph *graph,
  * Host memory must be pinned (gc_host_alloc): a pageable host pointer is
  * GC_ERROR_INVALID_ARGUMENT here, not a failure at launch.
  * Errors: GC_ERROR_INVALID_ARGUMENT (graph, dst or src is NULL, bytes is 0,
- * pageable or unknown host memory, or a bad dependency as for
- * gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph destroyed),
+ * pageable or unknown host memory, a range overrunning its pool block, or
+ * a bad dependency as for gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph destroyed),
  * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
  */
 enum gc_status gc_graph_add_memcpy(struct gc_graph *graph,
@@ -1309,7 +1309,8 @@ enum gc_status gc_graph_add_memcpy(struct gc_graph *graph,
  * Adds a node setting `bytes` bytes of device memory at `dst` to the byte
  * `value`.
  * Errors: GC_ERROR_INVALID_ARGUMENT (graph or dst is NULL, bytes is 0, dst
- * is not device memory, or a bad dependency as for gc_graph_add_kernel),
+ * is not device memory, the range overruns its pool block, or a bad
+ * dependency as for gc_graph_add_kernel),
  * GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_CUDA,
  * GC_ERROR_DEVICE_FAULT (from the driver).
  */

@@ -141,8 +141,8 @@ pub extern "C" fn gc_graph_add_kernel(
 /// Host memory must be pinned (gc_host_alloc): a pageable host pointer is
 /// GC_ERROR_INVALID_ARGUMENT here, not a failure at launch.
 /// Errors: GC_ERROR_INVALID_ARGUMENT (graph, dst or src is NULL, bytes is 0,
-/// pageable or unknown host memory, or a bad dependency as for
-/// gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph destroyed),
+/// pageable or unknown host memory, a range overrunning its pool block, or
+/// a bad dependency as for gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph destroyed),
 /// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
 #[no_mangle]
 pub extern "C" fn gc_graph_add_memcpy(
@@ -165,7 +165,8 @@ pub extern "C" fn gc_graph_add_memcpy(
 /// Adds a node setting `bytes` bytes of device memory at `dst` to the byte
 /// `value`.
 /// Errors: GC_ERROR_INVALID_ARGUMENT (graph or dst is NULL, bytes is 0, dst
-/// is not device memory, or a bad dependency as for gc_graph_add_kernel),
+/// is not device memory, the range overruns its pool block, or a bad
+/// dependency as for gc_graph_add_kernel),
 /// GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_CUDA,
 /// GC_ERROR_DEVICE_FAULT (from the driver).
 #[no_mangle]

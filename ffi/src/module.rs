@@ -130,7 +130,7 @@ pub extern "C" fn gc_function_wrap(
 }
 
 /// A built-in kernel by name (the list, with each kernel's arguments, is in
-/// the "Built-in kernels" section of this header). Unknown names are
+/// the "Built-in kernels" list that ends the Launch section). Unknown names are
 /// GC_ERROR_NOT_FOUND. The built-in modules load on first use (in relaxed
 /// capture mode, so a first use during a capture does not break it).
 /// Errors: GC_ERROR_INVALID_ARGUMENT (ctx, name or function is NULL, or name
