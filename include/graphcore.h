@@ -348,8 +348,9 @@ enum gc_status gc_context_destroy(struct gc_context *ctx);
  * Ownership: the caller destroys the handle with gc_stream_destroy. A
  * stream graphcore created is destroyed once the handle and graphcore's
  * own references to it are gone (work already enqueued still finishes); a
- * borrowed one stays the caller's and is never destroyed by graphcore. Destroying a stream that is capturing ends and
- * discards its capture (the capture's pool is rolled back). The runner's
+ * borrowed one stays the caller's and is never destroyed by graphcore.
+ * Destroying a stream that is capturing ends and discards its capture (the
+ * capture's pool is rolled back). The runner's
  * stream handed to a gc_record_fn belongs to the runner.
  *
  * Thread safety: work may be enqueued on one stream from several threads
@@ -1090,39 +1091,131 @@ enum gc_status gc_op_mse(struct gc_stream *stream,
  * pass them to gc_launch or gc_graph_add_kernel as void *args[]):
  *
  * gc_fill_f32(float *y, uint64_t n, float value)
- *     y[i] = value for i < n (bitwise equal to chain opcode FILL). Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
+ *     y[i] = value for i < n (bitwise equal to chain opcode FILL). Launch:
+ *     block 256 (any multiple of 32 up to 1024 is correct), any grid: a
+ *     grid-stride loop covers all n. float4 loads/stores when every pointer is
+ *     16-byte aligned (decided inside the kernel), a scalar path otherwise.
+ *     In-place use (output == an input) is allowed; partly overlapping ranges
+ *     are not.
  * gc_copy_f32(float *y, float *x, uint64_t n)
- *     y[i] = x[i] for i < n. Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
+ *     y[i] = x[i] for i < n. Launch: block 256 (any multiple of 32 up to 1024
+ *     is correct), any grid: a grid-stride loop covers all n. float4
+ *     loads/stores when every pointer is 16-byte aligned (decided inside the
+ *     kernel), a scalar path otherwise. In-place use (output == an input) is
+ *     allowed; partly overlapping ranges are not.
  * gc_scale_f32(float *y, float *x, uint64_t n, float alpha)
- *     y[i] = alpha * x[i] (one rounding, __fmul_rn; bitwise equal to chain opcode MUL). Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
+ *     y[i] = alpha * x[i] (one rounding, __fmul_rn; bitwise equal to chain
+ *     opcode MUL). Launch: block 256 (any multiple of 32 up to 1024 is
+ *     correct), any grid: a grid-stride loop covers all n. float4 loads/stores
+ *     when every pointer is 16-byte aligned (decided inside the kernel), a
+ *     scalar path otherwise. In-place use (output == an input) is allowed;
+ *     partly overlapping ranges are not.
  * gc_add_scalar_f32(float *y, float *x, uint64_t n, float c)
- *     y[i] = x[i] + c (__fadd_rn; bitwise equal to chain opcode ADD). Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
+ *     y[i] = x[i] + c (__fadd_rn; bitwise equal to chain opcode ADD). Launch:
+ *     block 256 (any multiple of 32 up to 1024 is correct), any grid: a
+ *     grid-stride loop covers all n. float4 loads/stores when every pointer is
+ *     16-byte aligned (decided inside the kernel), a scalar path otherwise.
+ *     In-place use (output == an input) is allowed; partly overlapping ranges
+ *     are not.
  * gc_axpy_f32(float *y, float *x, uint64_t n, float alpha)
- *     y[i] = fmaf(alpha, x[i], y[i]). Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
+ *     y[i] = fmaf(alpha, x[i], y[i]). Launch: block 256 (any multiple of 32 up
+ *     to 1024 is correct), any grid: a grid-stride loop covers all n. float4
+ *     loads/stores when every pointer is 16-byte aligned (decided inside the
+ *     kernel), a scalar path otherwise. In-place use (output == an input) is
+ *     allowed; partly overlapping ranges are not.
  * gc_add_f32(float *z, float *x, float *y, uint64_t n)
- *     z[i] = x[i] + y[i]. Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
+ *     z[i] = x[i] + y[i]. Launch: block 256 (any multiple of 32 up to 1024 is
+ *     correct), any grid: a grid-stride loop covers all n. float4 loads/stores
+ *     when every pointer is 16-byte aligned (decided inside the kernel), a
+ *     scalar path otherwise. In-place use (output == an input) is allowed;
+ *     partly overlapping ranges are not.
  * gc_mul_f32(float *z, float *x, float *y, uint64_t n)
- *     z[i] = x[i] * y[i]. Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
+ *     z[i] = x[i] * y[i]. Launch: block 256 (any multiple of 32 up to 1024 is
+ *     correct), any grid: a grid-stride loop covers all n. float4 loads/stores
+ *     when every pointer is 16-byte aligned (decided inside the kernel), a
+ *     scalar path otherwise. In-place use (output == an input) is allowed;
+ *     partly overlapping ranges are not.
  * gc_relu_f32(float *y, float *x, uint64_t n)
- *     y[i] = x[i] <= 0 ? +0 : x[i] (NaN propagates, as in PyTorch; bitwise equal to chain opcode RELU). Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
+ *     y[i] = x[i] <= 0 ? +0 : x[i] (NaN propagates, as in PyTorch; bitwise
+ *     equal to chain opcode RELU). Launch: block 256 (any multiple of 32 up to
+ *     1024 is correct), any grid: a grid-stride loop covers all n. float4
+ *     loads/stores when every pointer is 16-byte aligned (decided inside the
+ *     kernel), a scalar path otherwise. In-place use (output == an input) is
+ *     allowed; partly overlapping ranges are not.
  * gc_relu_backward_f32(float *dx, float *dy, float *x, uint64_t n)
- *     dx[i] = x[i] > 0 ? dy[i] : 0 (x is the ReLU's input or output). Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
+ *     dx[i] = x[i] > 0 ? dy[i] : 0 (x is the ReLU's input or output). Launch:
+ *     block 256 (any multiple of 32 up to 1024 is correct), any grid: a
+ *     grid-stride loop covers all n. float4 loads/stores when every pointer is
+ *     16-byte aligned (decided inside the kernel), a scalar path otherwise.
+ *     In-place use (output == an input) is allowed; partly overlapping ranges
+ *     are not.
  * gc_sgd_f32(float *w, float *g, uint64_t n, float lr)
- *     w[i] = fmaf(-lr, g[i], w[i]) (SGD step, one rounding). Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
+ *     w[i] = fmaf(-lr, g[i], w[i]) (SGD step, one rounding). Launch: block 256
+ *     (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop
+ *     covers all n. float4 loads/stores when every pointer is 16-byte aligned
+ *     (decided inside the kernel), a scalar path otherwise. In-place use
+ *     (output == an input) is allowed; partly overlapping ranges are not.
  * gc_bias_add_f32(float *y, float *x, float *b, uint32_t rows, uint32_t cols)
- *     y[r, c] = x[r, c] + b[c] for row-major rows x cols x and y (rows * cols < 2^32). float4 path when cols % 4 == 0 and y, x, b are 16-byte aligned. Launch: block 256, any grid (grid-stride over the flattened matrix). y == x is allowed.
+ *     y[r, c] = x[r, c] + b[c] for row-major rows x cols x and y (rows * cols
+ *     < 2^32). float4 path when cols % 4 == 0 and y, x, b are 16-byte aligned.
+ *     Launch: block 256, any grid (grid-stride over the flattened matrix). y
+ *     == x is allowed.
  * gc_chain_f32(float *y, float *x, uint64_t n, uint32_t ops, uint32_t count, float c0, float c1, float c2, float c3, float c4, float c5, float c6, float c7)
- *     y[i] = op_{count-1}(...op_0(x[i])...), all in registers, one pass. Op k is the 4-bit opcode (ops >> 4k) & 15 with constant ck, count <= 8: 1 FILL v=c, 2 MUL v=v*c, 3 ADD v=v+c, 4 RELU, 5 MAX v=max(v,c), 6 MIN v=min(v,c) (MAX/MIN propagate a NaN in v); other opcodes leave v unchanged. Each opcode is bitwise equal to its standalone kernel (fill, scale, add_scalar, relu). When op 0 is FILL, x is not read and may be null; count == 0 copies. Launch: block 256 (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop covers all n. float4 loads/stores when every pointer is 16-byte aligned (decided inside the kernel), a scalar path otherwise. In-place use (output == an input) is allowed; partly overlapping ranges are not.
+ *     y[i] = op_{count-1}(...op_0(x[i])...), all in registers, one pass. Op k
+ *     is the 4-bit opcode (ops >> 4k) & 15 with constant ck, count <= 8: 1
+ *     FILL v=c, 2 MUL v=v*c, 3 ADD v=v+c, 4 RELU, 5 MAX v=max(v,c), 6 MIN
+ *     v=min(v,c) (MAX/MIN propagate a NaN in v); other opcodes leave v
+ *     unchanged. Each opcode is bitwise equal to its standalone kernel (fill,
+ *     scale, add_scalar, relu). When op 0 is FILL, x is not read and may be
+ *     null; count == 0 copies. Launch: block 256 (any multiple of 32 up to
+ *     1024 is correct), any grid: a grid-stride loop covers all n. float4
+ *     loads/stores when every pointer is 16-byte aligned (decided inside the
+ *     kernel), a scalar path otherwise. In-place use (output == an input) is
+ *     allowed; partly overlapping ranges are not.
  * gc_linear_small_f32(float *y, float *x, float *w, float *b, uint32_t m, uint32_t n, uint32_t k, uint32_t flags, uint32_t config)
- *     Small-batch linear: y[i, j] = act(sum_r x[i, r] * W(r, j) + b[j]) with x m x k, y m x n (row-major), W(r, j) = w[j * k + r] (w is n x k, PyTorch layout) or, with flags bit 1, w[r * n + j] (w is k x n: y = x . w, for the input gradient). flags bit 0: ReLU. b may be null. config = LR | LC << 2 | LGR << 4 | LGC << 6: thread tile 2^LR x 2^LC (rows x columns; n x k layout 1x1, 1x2, 4x1, 4x4 or 8x4, k x n layout 1x4, 4x4 or 8x4; other tiles do nothing) and 2^LGR x 2^LGC tile groups per block (LGR + LGC <= 3); the threads of a group split K. float4 loads when k % 4 == 0 and x, w are 16-byte aligned (k x n layout: also n % 4 == 0), scalar otherwise; deterministic fixed-order reduction (warp shuffles, then shared memory). Launch: block 256, grid (ceil(n / 2^(LC+LGC)), ceil(m / 2^(LR+LGR))), no dynamic shared memory. y must not overlap x, w or b.
+ *     Small-batch linear: y[i, j] = act(sum_r x[i, r] * W(r, j) + b[j]) with x
+ *     m x k, y m x n (row-major), W(r, j) = w[j * k + r] (w is n x k, PyTorch
+ *     layout) or, with flags bit 1, w[r * n + j] (w is k x n: y = x . w, for
+ *     the input gradient). flags bit 0: ReLU. b may be null. config = LR | LC
+ *     << 2 | LGR << 4 | LGC << 6: thread tile 2^LR x 2^LC (rows x columns; n x
+ *     k layout 1x1, 1x2, 4x1, 4x4 or 8x4, k x n layout 1x4, 4x4 or 8x4; other
+ *     tiles do nothing) and 2^LGR x 2^LGC tile groups per block (LGR + LGC <=
+ *     3); the threads of a group split K. float4 loads when k % 4 == 0 and x,
+ *     w are 16-byte aligned (k x n layout: also n % 4 == 0), scalar otherwise;
+ *     deterministic fixed-order reduction (warp shuffles, then shared memory).
+ *     Launch: block 256, grid (ceil(n / 2^(LC+LGC)), ceil(m / 2^(LR+LGR))), no
+ *     dynamic shared memory. y must not overlap x, w or b.
  * gc_gemm_f32(float *c, float *a, float *b, float *bias, uint32_t m, uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, uint32_t flags, float alpha, float beta, uint32_t tile)
- *     Tiled GEMM: C = act(alpha * op(A) . op(B) + beta * C + bias[col]), C m x n (ldc), op(A) m x k: a[i * lda + r], or a[r * lda + i] with flags bit 0 (A stored k x m); op(B) k x n: b[r * ldb + j], or b[j * ldb + r] with flags bit 1 (B stored n x k). flags bit 2: ReLU. bias may be null. beta == 0: C is not read; else the result is fmaf(alpha, acc, beta * C), so alpha = -lr, beta = 1 is bitwise the SGD step on the alpha = 1, beta = 0 result. Deterministic. Every rows * ld must be < 2^32. Launch: block 256, 1-D grid of ceil(m / T) * ceil(n / T) blocks with T = 128 for tile 0, 64 for tile 1 (each thread sums its outputs in increasing k: results do not depend on the tile), 32 for tile 2 (K split over 4 slices of the block); no dynamic shared memory. float4 loads and stores where leading dimensions are multiples of 4 and pointers 16-byte aligned. C must not overlap A, B or bias.
+ *     Tiled GEMM: C = act(alpha * op(A) . op(B) + beta * C + bias[col]), C m x
+ *     n (ldc), op(A) m x k: a[i * lda + r], or a[r * lda + i] with flags bit 0
+ *     (A stored k x m); op(B) k x n: b[r * ldb + j], or b[j * ldb + r] with
+ *     flags bit 1 (B stored n x k). flags bit 2: ReLU. bias may be null. beta
+ *     == 0: C is not read; else the result is fmaf(alpha, acc, beta * C), so
+ *     alpha = -lr, beta = 1 is bitwise the SGD step on the alpha = 1, beta = 0
+ *     result. Deterministic. Every rows * ld must be < 2^32. Launch: block
+ *     256, 1-D grid of ceil(m / T) * ceil(n / T) blocks with T = 128 for tile
+ *     0, 64 for tile 1 (each thread sums its outputs in increasing k: results
+ *     do not depend on the tile), 32 for tile 2 (K split over 4 slices of the
+ *     block); no dynamic shared memory. float4 loads and stores where leading
+ *     dimensions are multiples of 4 and pointers 16-byte aligned. C must not
+ *     overlap A, B or bias.
  * gc_bias_grad_f32(float *db, float *dy, uint32_t rows, uint32_t cols)
- *     db[c] = sum over r of dy[r, c] (dy row-major rows x cols), summed in a fixed order (deterministic). Launch: block (32, TY, 1) with TY in 1..32, grid ceil(cols / 32).
+ *     db[c] = sum over r of dy[r, c] (dy row-major rows x cols), summed in a
+ *     fixed order (deterministic). Launch: block (32, TY, 1) with TY in 1..32,
+ *     grid ceil(cols / 32).
  * gc_bias_sgd_f32(float *b, float *dy, uint32_t rows, uint32_t cols, float lr)
- *     b[c] = fmaf(-lr, sum over r of dy[r, c], b[c]): bitwise equal to gc_bias_grad_f32 then gc_sgd_f32 with the same block shape. Launch: block (32, TY, 1) with TY in 1..32, grid ceil(cols / 32).
+ *     b[c] = fmaf(-lr, sum over r of dy[r, c], b[c]): bitwise equal to
+ *     gc_bias_grad_f32 then gc_sgd_f32 with the same block shape. Launch:
+ *     block (32, TY, 1) with TY in 1..32, grid ceil(cols / 32).
  * gc_mse_f32(float *loss, float *grad, float *pred, float *target, uint64_t n, float grad_scale, float *workspace)
- *     loss[0] = sum_i (pred[i] - target[i])^2 (PyTorch's (y_pred - y).pow(2).sum()); when grad is not null, grad[i] = (pred[i] - target[i]) * (2 * grad_scale). Deterministic: per-block partial sums in workspace, added in a fixed order by the last block to finish. workspace: a u32 counter at byte 0 that must be zero before the first launch (the kernel leaves it zero, so replays work), partial sums from byte 16: at least 16 + 4 * gridDim.x bytes. Launch: block 256, any grid. grad may equal pred or target.
+ *     loss[0] = sum_i (pred[i] - target[i])^2 (PyTorch's (y_pred -
+ *     y).pow(2).sum()); when grad is not null, grad[i] = (pred[i] - target[i])
+ *     * (2 * grad_scale). Deterministic: per-block partial sums in workspace,
+ *     added in a fixed order by the last block to finish. workspace: a u32
+ *     counter at byte 0 that must be zero before the first launch (the kernel
+ *     leaves it zero, so replays work), partial sums from byte 16: at least 16
+ *     + 4 * gridDim.x bytes. Launch: block 256, any grid. grad may equal pred
+ *     or target.
  */
 
 /* ==========================================================================

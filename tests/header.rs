@@ -100,11 +100,30 @@ fn builtin_list() -> String {
             .collect();
         s.push_str(&format!(" * {}({})\n", k.name, params.join(", ")));
         for line in k.doc.lines() {
-            s.push_str(&format!(" *     {}\n", line.trim()).replace(" \n", "\n"));
+            for part in wrap(line.trim(), 72) {
+                s.push_str(&format!(" *     {part}\n").replace(" \n", "\n"));
+            }
         }
     }
     s.push_str(" */");
     s
+}
+
+/// `text` in lines of at most `width` characters (longer words stay whole).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split_whitespace() {
+        let line = lines.last_mut().unwrap();
+        if !line.is_empty() && line.len() + 1 + word.len() > width {
+            lines.push(word.to_string());
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    lines
 }
 
 /// The exported items an ffi/src file declares, in source order (top-level

@@ -16,8 +16,9 @@ use std::ffi::c_void;
 /// Ownership: the caller destroys the handle with gc_stream_destroy. A
 /// stream graphcore created is destroyed once the handle and graphcore's
 /// own references to it are gone (work already enqueued still finishes); a
-/// borrowed one stays the caller's and is never destroyed by graphcore. Destroying a stream that is capturing ends and
-/// discards its capture (the capture's pool is rolled back). The runner's
+/// borrowed one stays the caller's and is never destroyed by graphcore.
+/// Destroying a stream that is capturing ends and discards its capture (the
+/// capture's pool is rolled back). The runner's
 /// stream handed to a gc_record_fn belongs to the runner.
 ///
 /// Thread safety: work may be enqueued on one stream from several threads
