@@ -409,6 +409,13 @@ fn every_function_lists_its_statuses() {
         "the header names statuses that gc_status lacks: {unknown:?}"
     );
     let functions = function_docs(&header);
+    let mut names: Vec<String> = functions.iter().map(|(n, _)| n.clone()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        crate::c_abi::header_functions(),
+        "the doc parser must see every function the header declares"
+    );
     assert!(
         functions.len() > 50,
         "parsed only {} functions",
