@@ -230,10 +230,11 @@ uint32_t gc_version(void);
  * A device's primary context (shared with the CUDA runtime API).
  *
  * Ownership: gc_context_create returns a handle the caller destroys with
- * gc_context_destroy. Everything made from it (streams, pools, host memory,
- * modules, functions, graphs, execs, runners) holds the context too, so
+ * gc_context_destroy. Everything made from it (streams, pools, modules,
+ * functions, graphs, execs, runners) holds the context too, so
  * the handle may be destroyed before them; the primary context is released
- * when the last of them goes. Two handles of one device share one state.
+ * when the last of them goes, and with it any gc_host_alloc memory not
+ * freed. Two handles of one device share one state.
  *
  * Thread safety: every call may run concurrently with any other on the
  * same handle, except gc_context_destroy, which must not race with other

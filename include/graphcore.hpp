@@ -39,9 +39,10 @@
  * reset(), release() and destruction of one owner must not race with other
  * uses of it (as gc_*_destroy must not race with calls on its handle).
  *
- * Errors: constructors and capture::end() throw graphcore::error with the
- * status the C call returned (its `Errors:` line in graphcore.h lists
- * them); nothing else here throws except std::bad_alloc. Destructors never
+ * Errors: the constructors, stream::wrap, function::builtin and
+ * function::wrap, capture::end and the graph_add_* helpers throw
+ * graphcore::error with the status the C call returned (its `Errors:` line
+ * in graphcore.h lists them); nothing else here throws. Destructors never
  * throw: destroy failures are ignored there (call
  * gc_*_destroy(x.release()) to see them). Calls you make through check()
  * throw as the C call fails.
