@@ -83,7 +83,7 @@ extern "C" {
  * threads; the last error is per thread.
  *
  * Library version: the GC_VERSION_* macros, gc_version() and the SONAME
- * (libgraphcore.so.<major>) agree (a test checks it).
+ * (libgraphcore.so.MAJOR) agree (a test checks it).
  * ========================================================================== */
 
 /**
@@ -183,7 +183,7 @@ const char *gc_last_error(void);
 int gc_last_cuda_result(void);
 
 /**
- * Major version; the SONAME is libgraphcore.so.<major>.
+ * Major version; the SONAME is libgraphcore.so.MAJOR.
  */
 #define GC_VERSION_MAJOR 0
 
@@ -218,7 +218,7 @@ uint32_t gc_version(void);
  * thread (cuCtxSetCurrent) and leaves it current when it returns. The
  * exceptions are gc_exec_launch and gc_runner_replay on a non-NULL stream,
  * which need no current context and leave the thread's as it was. For the
- * runtime API this is as if the call ran cudaSetDevice(<its device>). An
+ * runtime API this is as if the call ran cudaSetDevice on its device. An
  * engine that drives several GPUs from one thread with cudaSetDevice must
  * call cudaSetDevice again after a graphcore call on another device's
  * objects, before runtime calls that use the current device (cudaMalloc,

@@ -8,7 +8,7 @@
 //! thread (cuCtxSetCurrent) and leaves it current when it returns. The
 //! exceptions are gc_exec_launch and gc_runner_replay on a non-NULL stream,
 //! which need no current context and leave the thread's as it was. For the
-//! runtime API this is as if the call ran cudaSetDevice(<its device>). An
+//! runtime API this is as if the call ran cudaSetDevice on its device. An
 //! engine that drives several GPUs from one thread with cudaSetDevice must
 //! call cudaSetDevice again after a graphcore call on another device's
 //! objects, before runtime calls that use the current device (cudaMalloc,

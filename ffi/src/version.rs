@@ -1,7 +1,7 @@
 //! Library version: the GC_VERSION_* macros, gc_version() and the SONAME
-//! (libgraphcore.so.<major>) agree (a test checks it).
+//! (libgraphcore.so.MAJOR) agree (a test checks it).
 
-/// Major version; the SONAME is libgraphcore.so.<major>.
+/// Major version; the SONAME is libgraphcore.so.MAJOR.
 pub const GC_VERSION_MAJOR: u32 = 0;
 /// Minor version: additions that keep the ABI.
 pub const GC_VERSION_MINOR: u32 = 1;
