@@ -280,7 +280,8 @@ public:
 
 /** An open capture: gc_capture_begin now, gc_capture_end in end() (or,
  * discarding the graph, when the guard goes while still open: the stream
- * is usable again and the pool rolled back). Keep the guard on the thread
+ * is usable again; blocks the capture allocated from the pool stay yours
+ * to free, unless the capture had failed, which rolls the pool back). Keep the guard on the thread
  * that began the capture. The constructor throws what gc_capture_begin
  * returns (GC_ERROR_INVALID_STATE on a stream already capturing...). Not
  * movable. */
