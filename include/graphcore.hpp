@@ -27,8 +27,25 @@
  *      graphcore::exec e(g, GC_INSTANTIATE_UPLOAD);
  *      graphcore::check(gc_exec_launch(e, s));
  *
- * Thread safety is that of the C calls underneath. Destroy failures are
- * ignored in destructors (call gc_*_destroy(x.release()) to see them).
+ * Ownership: each owner holds one C handle and destroys it once, in its
+ * destructor or reset(); the ownership rules of the C objects hold as they
+ * are (an exec keeps its graph's memory, a graph keeps its functions, every
+ * object keeps its context...), so owners may be destroyed in any order.
+ * Blocks from gc_pool_alloc and gc_host_alloc are not wrapped: free them
+ * with gc_pool_free / gc_host_free.
+ *
+ * Thread safety: that of the C calls underneath, stated on each handle
+ * type in graphcore.h. An owner object itself is not synchronized: moving,
+ * reset(), release() and destruction of one owner must not race with other
+ * uses of it (as gc_*_destroy must not race with calls on its handle).
+ *
+ * Errors: the constructors, stream::wrap, function::builtin and
+ * function::wrap, capture::end and the graph_add_* helpers throw
+ * graphcore::error with the status the C call returned (its `Errors:` line
+ * in graphcore.h lists them); nothing else here throws. Destructors never
+ * throw: destroy failures are ignored there (call
+ * gc_*_destroy(x.release()) to see them). Calls you make through check()
+ * throw as the C call fails.
  */
 #ifndef GRAPHCORE_HPP
 #define GRAPHCORE_HPP
@@ -129,7 +146,11 @@ protected:
 
 }  // namespace detail
 
-/** A device's primary context: gc_context_create / gc_context_destroy. */
+/** A device's primary context: gc_context_create / gc_context_destroy.
+ * Objects made from it keep the context alive, so it may go first. Any
+ * thread may use it at once; the constructor throws GC_ERROR_NO_DRIVER,
+ * GC_ERROR_NO_DEVICE, GC_ERROR_INVALID_ARGUMENT (ordinal out of range)...,
+ * as gc_context_create. */
 class context : public detail::owner<gc_context, gc_context_destroy> {
 public:
     using owner::owner;
@@ -138,7 +159,10 @@ public:
     explicit context(int device) { check(gc_context_create(device, &h_)); }
 };
 
-/** A stream: gc_stream_create or gc_stream_wrap / gc_stream_destroy. */
+/** A stream: gc_stream_create or gc_stream_wrap / gc_stream_destroy. A
+ * wrapped stream stays yours: the owner drops only the handle. Work may be
+ * enqueued on it from several threads at once. The constructor and wrap()
+ * throw what gc_stream_create / gc_stream_wrap return. */
 class stream : public detail::owner<gc_stream, gc_stream_destroy> {
 public:
     using owner::owner;
@@ -153,7 +177,12 @@ public:
     }
 };
 
-/** A device memory pool: gc_pool_create / gc_pool_destroy. */
+/** A device memory pool: gc_pool_create / gc_pool_destroy. Graphs, execs
+ * and runners that use its memory keep it alive after the owner goes.
+ * gc_pool_alloc / gc_pool_free may run from any threads at once; graphs
+ * sharing the pool must not run concurrently. The constructor throws what
+ * gc_pool_create returns (GC_ERROR_NOT_SUPPORTED, GC_ERROR_OUT_OF_MEMORY,
+ * GC_ERROR_INVALID_ARGUMENT...). */
 class pool : public detail::owner<gc_pool, gc_pool_destroy> {
 public:
     using owner::owner;
@@ -164,7 +193,10 @@ public:
     }
 };
 
-/** A loaded module image: gc_module_load / gc_module_destroy. */
+/** A loaded module image: gc_module_load / gc_module_destroy. Its
+ * functions keep it loaded after the owner goes. The constructor throws
+ * what gc_module_load returns (GC_ERROR_CUDA with the JIT log for bad
+ * PTX...). */
 class module : public detail::owner<gc_module, gc_module_destroy> {
 public:
     using owner::owner;
@@ -176,7 +208,10 @@ public:
 };
 
 /** A kernel: gc_module_function, gc_kernel_builtin or gc_function_wrap /
- * gc_function_destroy. */
+ * gc_function_destroy. Graphs using it keep it loaded after the owner goes;
+ * it may be launched from many threads at once. The constructor, builtin()
+ * and wrap() throw what the C call returns (GC_ERROR_NOT_FOUND for an
+ * unknown name...). */
 class function : public detail::owner<gc_function, gc_function_destroy> {
 public:
     using owner::owner;
@@ -199,7 +234,11 @@ public:
     }
 };
 
-/** A graph: gc_graph_create (or adopt gc_capture_end's) / gc_graph_destroy. */
+/** A graph: gc_graph_create (or adopt gc_capture_end's) / gc_graph_destroy.
+ * Execs made from it keep what they need after the owner goes. Build each
+ * graph from one thread (the node order is yours); different graphs may be
+ * built at once. The constructor throws what gc_graph_create returns; the
+ * graph_add_* helpers below throw what their C calls return. */
 class graph : public detail::owner<gc_graph, gc_graph_destroy> {
 public:
     using owner::owner;
@@ -208,7 +247,12 @@ public:
     explicit graph(gc_context *ctx) { check(gc_graph_create(ctx, &h_)); }
 };
 
-/** An instantiated graph: gc_graph_instantiate / gc_exec_destroy. */
+/** An instantiated graph: gc_graph_instantiate / gc_exec_destroy. It keeps
+ * its graph's functions and pool memory alive. gc_exec_launch may run from
+ * several threads at once; gc_exec_update and gc_exec_set_kernel_args must
+ * not race with a launch of the same exec. Execs sharing a pool must not run
+ * concurrently. The constructor throws what gc_graph_instantiate returns
+ * (GC_ERROR_INVALID_ARGUMENT for an empty graph or an unknown flag...). */
 class exec : public detail::owner<gc_exec, gc_exec_destroy> {
 public:
     using owner::owner;
@@ -219,7 +263,11 @@ public:
     }
 };
 
-/** Graphs per batch size: gc_runner_create / gc_runner_destroy. */
+/** Graphs per batch size: gc_runner_create / gc_runner_destroy, which also
+ * destroys its graphs and stream. gc_runner_replay and gc_runner_stats may
+ * run from several threads at once (gc_runner_capture makes them wait), but
+ * the replays' GPU work must not overlap (the buckets share one pool). The
+ * constructor throws what gc_runner_create returns. */
 class runner : public detail::owner<gc_runner, gc_runner_destroy> {
 public:
     using owner::owner;
@@ -231,7 +279,12 @@ public:
 };
 
 /** An open capture: gc_capture_begin now, gc_capture_end in end() (or,
- * discarding the graph, when the guard goes while still open). */
+ * discarding the graph, when the guard goes while still open: the stream
+ * is usable again; blocks the capture allocated from the pool stay yours
+ * to free, unless the capture had failed, which rolls the pool back). Keep the guard on the thread
+ * that began the capture. The constructor throws what gc_capture_begin
+ * returns (GC_ERROR_INVALID_STATE on a stream already capturing...). Not
+ * movable. */
 class capture {
 public:
     /** gc_capture_begin(stream, pool, mode). */
@@ -250,8 +303,10 @@ public:
             }
         }
     }
-    /** gc_capture_end: the captured graph. Once only; on failure (an
-     * invalidated capture) it throws and the stream is usable again. */
+    /** gc_capture_end: the captured graph. Once only; on failure it throws
+     * (GC_ERROR_CAPTURE for an invalidated or unjoined capture, naming the
+     * call that broke it) and the stream is usable again, the pool as it
+     * was before the capture. */
     graph end() {
         gc_graph *g = nullptr;
         check(gc_capture_end(std::exchange(stream_, nullptr), &g));
@@ -311,16 +366,16 @@ inline gc_node graph_add_memset(gc_graph *graph, void *dst, int value, std::size
 }
 
 /** gc_graph_add_host after the nodes in `deps`; returns the new node. */
-inline gc_node graph_add_host(gc_graph *graph, gc_host_fn fn, void *user_data,
+inline gc_node graph_add_host(gc_graph *graph, gc_host_fn func, void *user_data,
                               const std::vector<gc_node> &deps) {
     gc_node node{};
-    check(gc_graph_add_host(graph, fn, user_data, deps.data(), deps.size(), &node));
+    check(gc_graph_add_host(graph, func, user_data, deps.data(), deps.size(), &node));
     return node;
 }
-inline gc_node graph_add_host(gc_graph *graph, gc_host_fn fn, void *user_data,
+inline gc_node graph_add_host(gc_graph *graph, gc_host_fn func, void *user_data,
                               std::initializer_list<gc_node> deps = {}) {
     gc_node node{};
-    check(gc_graph_add_host(graph, fn, user_data, deps.begin(), deps.size(), &node));
+    check(gc_graph_add_host(graph, func, user_data, deps.begin(), deps.size(), &node));
     return node;
 }
 

@@ -1,7 +1,19 @@
-//! Devices and contexts.
+//! Devices and contexts. A gc_context is a device's primary context, the
+//! one the CUDA runtime API uses too, so device pointers, streams
+//! (cudaStream_t) and functions (cudaFunction_t) pass freely between
+//! graphcore and runtime-API code in the same process.
 //!
-//! Thread safety: a gc_context may be used from any number of threads at
-//! once; gc_context_destroy must not race with other calls on the same handle.
+//! The calling thread's current context: every graphcore call that reaches
+//! the driver first makes its object's context current on the calling
+//! thread (cuCtxSetCurrent) and leaves it current when it returns. The
+//! exceptions are gc_exec_launch and gc_runner_replay on a non-NULL stream,
+//! which need no current context and leave the thread's as it was. For the
+//! runtime API this is as if the call ran cudaSetDevice on its device. An
+//! engine that drives several GPUs from one thread with cudaSetDevice must
+//! call cudaSetDevice again after a graphcore call on another device's
+//! objects, before runtime calls that use the current device (cudaMalloc,
+//! kernel launches, cudaStreamCreate, library handles). Code that keeps one
+//! device per thread, or passes explicit streams everywhere, is unaffected.
 
 use crate::args::{Out, Versioned, VersionedOut};
 use crate::handle::Registry;
@@ -9,8 +21,18 @@ use crate::status::{boundary, gc_status};
 use graphcore_core::Context;
 use std::ffi::{c_char, c_int};
 
-/// A device's primary context (shared with the CUDA runtime API, so device
-/// pointers, streams and functions pass freely between the two).
+/// A device's primary context (shared with the CUDA runtime API).
+///
+/// Ownership: gc_context_create returns a handle the caller destroys with
+/// gc_context_destroy. Everything made from it (streams, pools, modules,
+/// functions, graphs, execs, runners) holds the context too, so
+/// the handle may be destroyed before them; the primary context is released
+/// when the last of them goes, and with it any gc_host_alloc memory not
+/// freed. Two handles of one device share one state.
+///
+/// Thread safety: every call may run concurrently with any other on the
+/// same handle, except gc_context_destroy, which must not race with other
+/// calls on that handle (objects made from it are unaffected).
 pub struct gc_context;
 
 pub(crate) static CONTEXTS: Registry<Context> = Registry::new(1, "gc_context");
@@ -64,8 +86,12 @@ impl Versioned for gc_device_info {
     const V1_SIZE: usize = std::mem::size_of::<Self>();
 }
 
-/// Writes the number of CUDA devices to *count. Without a driver this is
-/// GC_ERROR_NO_DRIVER (never a crash).
+/// Writes the number of CUDA devices to *count. Needs no context; valid
+/// ordinals for gc_context_create are 0 to *count - 1.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (count is NULL), GC_ERROR_NO_DRIVER (no
+/// libcuda.so; never a crash), GC_ERROR_NOT_SUPPORTED (a driver older than
+/// CUDA 12.0), GC_ERROR_NO_DEVICE (the driver loaded but found no device),
+/// GC_ERROR_CUDA (cuInit or cuDeviceGetCount failed otherwise).
 #[no_mangle]
 pub extern "C" fn gc_device_count(count: *mut c_int) -> gc_status {
     boundary("gc_device_count", || {
@@ -76,8 +102,13 @@ pub extern "C" fn gc_device_count(count: *mut c_int) -> gc_status {
 }
 
 /// Creates a context on device `device` (its primary context, retained).
-/// Errors: GC_ERROR_NO_DRIVER, GC_ERROR_NO_DEVICE, GC_ERROR_INVALID_ARGUMENT
-/// for an ordinal out of range.
+/// The caller destroys the handle with gc_context_destroy.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx is NULL, or device is negative or
+/// not below gc_device_count), GC_ERROR_NO_DRIVER (no libcuda.so),
+/// GC_ERROR_NOT_SUPPORTED (a driver older than CUDA 12.0), GC_ERROR_NO_DEVICE
+/// (the machine has no CUDA device), GC_ERROR_OUT_OF_MEMORY (too many live
+/// handles), GC_ERROR_CUDA (the driver refused the device or its context),
+/// GC_ERROR_DEVICE_FAULT (the device's context is broken by an earlier fault).
 #[no_mangle]
 pub extern "C" fn gc_context_create(device: c_int, ctx: *mut *mut gc_context) -> gc_status {
     boundary("gc_context_create", || {
@@ -89,6 +120,9 @@ pub extern "C" fn gc_context_create(device: c_int, ctx: *mut *mut gc_context) ->
 }
 
 /// Fills *info (set info->struct_size = sizeof(gc_device_info) first).
+/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or info is NULL, or a wrong
+/// struct_size), GC_ERROR_INVALID_HANDLE (ctx destroyed or not a context),
+/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (reading free memory failed).
 #[no_mangle]
 pub extern "C" fn gc_context_info(ctx: *mut gc_context, info: *mut gc_device_info) -> gc_status {
     boundary("gc_context_info", || {
@@ -113,6 +147,10 @@ pub extern "C" fn gc_context_info(ctx: *mut gc_context, info: *mut gc_device_inf
 /// open in the context this is GC_ERROR_INVALID_STATE and nothing happens:
 /// a device-wide synchronize from any thread invalidates every capture on
 /// the device (synchronize the streams you need instead).
+/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx is NULL), GC_ERROR_INVALID_HANDLE
+/// (ctx destroyed), GC_ERROR_INVALID_STATE (a graphcore capture is open in
+/// the context), GC_ERROR_DEVICE_FAULT (work on the device faulted),
+/// GC_ERROR_CUDA (another failure of the wait).
 #[no_mangle]
 pub extern "C" fn gc_context_synchronize(ctx: *mut gc_context) -> gc_status {
     boundary("gc_context_synchronize", || context(ctx)?.synchronize())
@@ -120,6 +158,7 @@ pub extern "C" fn gc_context_synchronize(ctx: *mut gc_context) -> gc_status {
 
 /// Drops this handle. Objects made from the context (streams, pools,
 /// modules, graphs) keep it alive until they are destroyed. NULL is a no-op.
+/// Errors: GC_ERROR_INVALID_HANDLE (ctx already destroyed, or not a context).
 #[no_mangle]
 pub extern "C" fn gc_context_destroy(ctx: *mut gc_context) -> gc_status {
     boundary("gc_context_destroy", || {

@@ -1,9 +1,7 @@
-//! Executable graphs: instantiate, upload, launch, update.
-//!
-//! Thread safety: gc_exec_launch may be called from several threads at
-//! once, on the same or different execs, without locks or allocation;
-//! gc_exec_update and gc_exec_set_kernel_args must not race with a launch
-//! of the same exec; gc_exec_destroy must not race with other calls on it.
+//! Executable graphs: instantiate a graph (gc_graph_instantiate), then
+//! upload, launch, update and patch it. Execs of graphs captured into one
+//! pool share memory: they must not run concurrently (launch them on one
+//! stream, or wait between them); graphcore does not detect it.
 
 use crate::args::{Out, Versioned, VersionedOut};
 use crate::graph::{gc_graph, gc_node, graph};
@@ -14,6 +12,18 @@ use graphcore_core::{instantiate_flags, Exec};
 use std::ffi::{c_char, c_void};
 
 /// An instantiated, launchable graph.
+///
+/// Ownership: gc_graph_instantiate returns a handle the caller destroys
+/// with gc_exec_destroy. The exec keeps its graph's functions and pool
+/// memory alive (the graph handle may go first); launches already enqueued
+/// complete after the destroy.
+///
+/// Thread safety: gc_exec_launch may be called from several threads at
+/// once, on the same or different execs, without locks or allocation
+/// (launches of one exec run one after another, as CUDA orders them).
+/// gc_exec_update and gc_exec_set_kernel_args must not race with a launch
+/// of the same exec, nor with each other; the caller serializes them.
+/// gc_exec_destroy must not race with other calls on the handle.
 pub struct gc_exec;
 
 pub(crate) static EXECS: Registry<Exec> = Registry::new(7, "gc_exec");
@@ -46,6 +56,105 @@ const _: () = assert!(
         && GC_INSTANTIATE_FUSE_ELEMENTWISE == instantiate_flags::FUSE_ELEMENTWISE
 );
 
+/// Instantiates `graph` (flags: GC_INSTANTIATE_*, or 0). An empty graph or
+/// an unknown flag is GC_ERROR_INVALID_ARGUMENT. The exec keeps the graph's
+/// functions and pool memory alive; the graph handle may be destroyed.
+/// Execs of graphs captured into one pool must not run concurrently (they
+/// share memory; graphcore does not detect it).
+/// Errors: GC_ERROR_INVALID_ARGUMENT (graph or exec is NULL, an empty graph,
+/// or an unknown flag), GC_ERROR_INVALID_HANDLE (graph destroyed),
+/// GC_ERROR_OUT_OF_MEMORY, GC_ERROR_CUDA (the driver refused to instantiate
+/// or upload), GC_ERROR_DEVICE_FAULT.
+#[no_mangle]
+pub extern "C" fn gc_graph_instantiate(
+    graph: *mut gc_graph,
+    flags: u32,
+    exec: *mut *mut gc_exec,
+) -> gc_status {
+    boundary("gc_graph_instantiate", || {
+        let out = Out::new(exec, "exec")?;
+        let e = Exec::new(&self::graph(graph, "graph")?, flags)?;
+        out.set(EXECS.insert(e)? as *mut gc_exec);
+        Ok(())
+    })
+}
+
+/// Uploads the exec's work to the device on `stream` ahead of its first
+/// launch (stream of the exec's context).
+/// Errors: GC_ERROR_INVALID_ARGUMENT (a NULL handle, or a stream of another
+/// context), GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_CAPTURE
+/// (the stream captures and CUDA refused), GC_ERROR_CUDA,
+/// GC_ERROR_DEVICE_FAULT.
+#[no_mangle]
+pub extern "C" fn gc_exec_upload(exec: *mut gc_exec, stream: *mut gc_stream) -> gc_status {
+    boundary("gc_exec_upload", || {
+        self::exec(exec)?.upload(&self::stream(stream, "stream")?)
+    })
+}
+
+/// Launches the exec on `stream` (any stream of its context). No heap
+/// allocation and no lock another thread's launch could wait on, and no
+/// change of the thread's current context unless stream is the legacy
+/// default stream. Graphs sharing a pool must not run concurrently: order
+/// their launches (graphcore does not detect overlap).
+/// Errors: GC_ERROR_INVALID_ARGUMENT (a NULL handle, or a stream of another
+/// context), GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_CAPTURE
+/// (CUDA refused the launch under capture), GC_ERROR_CUDA,
+/// GC_ERROR_DEVICE_FAULT (earlier work on the device faulted).
+#[no_mangle]
+pub extern "C" fn gc_exec_launch(exec: *mut gc_exec, stream: *mut gc_stream) -> gc_status {
+    boundary("gc_exec_launch", || {
+        EXECS.with(exec as u64, "exec", |e| {
+            STREAMS.with(stream as u64, "stream", |s| e.launch(s))
+        })
+    })
+}
+
+/// Updates the exec in place with the parameters of `graph`, a graph of
+/// the same topology (same node kinds in the same order, same edges). A
+/// different topology is GC_ERROR_UPDATE_MISMATCH naming the first
+/// differing node; the exec is unchanged and stays usable.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (a NULL handle, or a graph of another
+/// context), GC_ERROR_INVALID_HANDLE (a destroyed handle),
+/// GC_ERROR_UPDATE_MISMATCH (another topology, or for a fused exec other
+/// chains), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+#[no_mangle]
+pub extern "C" fn gc_exec_update(exec: *mut gc_exec, graph: *mut gc_graph) -> gc_status {
+    boundary("gc_exec_update", || {
+        self::exec(exec)?.update(&self::graph(graph, "graph")?)
+    })
+}
+
+/// Sets new argument values for the kernel node `node` of the graph the
+/// exec was instantiated from; later launches use them. `args` is as for
+/// gc_launch: one pointer per kernel parameter, in order, no count (the
+/// kernel's own parameter list decides; see the Launch section); the
+/// values are copied now. graphcore checks that node is a kernel node of
+/// that graph; it cannot check the count or types of a module's or wrapped
+/// kernel's arguments, while for a built-in kernel it reads exactly its
+/// known parameters. A node fused into a chain
+/// (GC_INSTANTIATE_FUSE_ELEMENTWISE) may change only its constants; other
+/// changes are GC_ERROR_UPDATE_MISMATCH.
+/// Use the nodes of the instantiated graph even after gc_exec_update (the
+/// updating graph's nodes are of another graph; they correspond by index).
+/// Errors: GC_ERROR_INVALID_ARGUMENT (exec is NULL, or node is of another
+/// graph, out of range, or not a kernel node), GC_ERROR_INVALID_HANDLE (exec destroyed),
+/// GC_ERROR_UPDATE_MISMATCH (the change would alter a fused chain),
+/// GC_ERROR_CUDA (the driver refused the parameters), GC_ERROR_DEVICE_FAULT.
+/// The exec is unchanged on failure.
+#[no_mangle]
+pub extern "C" fn gc_exec_set_kernel_args(
+    exec: *mut gc_exec,
+    node: gc_node,
+    args: *mut *mut c_void,
+) -> gc_status {
+    boundary("gc_exec_set_kernel_args", || {
+        let e = self::exec(exec)?;
+        // SAFETY: the caller passes one pointer per parameter, as documented.
+        unsafe { e.set_kernel_args(node.into(), args) }
+    })
+}
+
 /// What an exec holds, filled in by gc_exec_stats.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
@@ -68,6 +177,8 @@ impl Versioned for gc_exec_statistics {
 
 /// Fills *stats (set stats->struct_size = sizeof(gc_exec_statistics)):
 /// node counts before and after fusion.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (exec or stats is NULL, or a wrong
+/// struct_size), GC_ERROR_INVALID_HANDLE (exec destroyed).
 #[no_mangle]
 pub extern "C" fn gc_exec_stats(exec: *mut gc_exec, stats: *mut gc_exec_statistics) -> gc_status {
     boundary("gc_exec_stats", || {
@@ -86,7 +197,10 @@ pub extern "C" fn gc_exec_stats(exec: *mut gc_exec, stats: *mut gc_exec_statisti
 }
 
 /// Writes the graph that was instantiated (after fusion, if any) to `path`
-/// in Graphviz DOT.
+/// in Graphviz DOT. The file is created or replaced.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (exec or path is NULL, path is not
+/// UTF-8, or the file cannot be written: the message gives the OS error),
+/// GC_ERROR_INVALID_HANDLE (exec destroyed).
 #[no_mangle]
 pub extern "C" fn gc_exec_write_dot(exec: *mut gc_exec, path: *const c_char) -> gc_status {
     boundary("gc_exec_write_dot", || {
@@ -101,71 +215,10 @@ pub extern "C" fn gc_exec_write_dot(exec: *mut gc_exec, path: *const c_char) -> 
     })
 }
 
-/// Instantiates `graph` (flags: GC_INSTANTIATE_*, or 0). An empty graph or
-/// an unknown flag is GC_ERROR_INVALID_ARGUMENT. The exec keeps the graph's
-/// functions and pool memory alive; the graph handle may be destroyed.
-#[no_mangle]
-pub extern "C" fn gc_graph_instantiate(
-    graph: *mut gc_graph,
-    flags: u32,
-    exec: *mut *mut gc_exec,
-) -> gc_status {
-    boundary("gc_graph_instantiate", || {
-        let out = Out::new(exec, "exec")?;
-        let e = Exec::new(&self::graph(graph, "graph")?, flags)?;
-        out.set(EXECS.insert(e)? as *mut gc_exec);
-        Ok(())
-    })
-}
-
-/// Uploads the exec's work to the device on `stream` ahead of its first
-/// launch.
-#[no_mangle]
-pub extern "C" fn gc_exec_upload(exec: *mut gc_exec, stream: *mut gc_stream) -> gc_status {
-    boundary("gc_exec_upload", || {
-        self::exec(exec)?.upload(&self::stream(stream, "stream")?)
-    })
-}
-
-/// Launches the exec on `stream` (any stream of its context). No heap
-/// allocation and no lock another thread's launch could wait on.
-#[no_mangle]
-pub extern "C" fn gc_exec_launch(exec: *mut gc_exec, stream: *mut gc_stream) -> gc_status {
-    boundary("gc_exec_launch", || {
-        EXECS.with(exec as u64, "exec", |e| {
-            STREAMS.with(stream as u64, "stream", |s| e.launch(s))
-        })
-    })
-}
-
-/// Updates the exec in place with the parameters of `graph`, a graph of
-/// the same topology (same node kinds in the same order, same edges). A
-/// different topology is GC_ERROR_UPDATE_MISMATCH naming the first
-/// differing node; the exec is unchanged and stays usable.
-#[no_mangle]
-pub extern "C" fn gc_exec_update(exec: *mut gc_exec, graph: *mut gc_graph) -> gc_status {
-    boundary("gc_exec_update", || {
-        self::exec(exec)?.update(&self::graph(graph, "graph")?)
-    })
-}
-
-/// Sets new argument values (as gc_launch takes them; copied now) for the
-/// kernel node `node` of the graph the exec was instantiated from.
-#[no_mangle]
-pub extern "C" fn gc_exec_set_kernel_args(
-    exec: *mut gc_exec,
-    node: gc_node,
-    args: *mut *mut c_void,
-) -> gc_status {
-    boundary("gc_exec_set_kernel_args", || {
-        let e = self::exec(exec)?;
-        // SAFETY: the caller passes one pointer per parameter, as documented.
-        unsafe { e.set_kernel_args(node.into(), args) }
-    })
-}
-
 /// Writes the underlying CUgraphExec (a cudaGraphExec_t) to *raw, for CUDA
 /// calls graphcore does not wrap. graphcore still owns it: do not destroy it.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (exec or raw is NULL),
+/// GC_ERROR_INVALID_HANDLE (exec destroyed).
 #[no_mangle]
 pub extern "C" fn gc_exec_raw(exec: *mut gc_exec, raw: *mut *mut c_void) -> gc_status {
     boundary("gc_exec_raw", || {
@@ -176,6 +229,7 @@ pub extern "C" fn gc_exec_raw(exec: *mut gc_exec, raw: *mut *mut c_void) -> gc_s
 }
 
 /// Destroys the exec (work already launched completes). NULL is a no-op.
+/// Errors: GC_ERROR_INVALID_HANDLE (exec already destroyed, or not an exec).
 #[no_mangle]
 pub extern "C" fn gc_exec_destroy(exec: *mut gc_exec) -> gc_status {
     boundary("gc_exec_destroy", || {

@@ -1,21 +1,31 @@
-//! Graphs: explicit building, and stream capture into them.
-//!
-//! Thread safety: building calls on one gc_graph are serialized inside, but
-//! the order of nodes is the caller's: build each graph from one thread.
-//! Different graphs may be built concurrently. gc_capture_begin/end on one
-//! stream must come from the same thread in thread-local mode.
+//! Graphs: built node by node (gc_graph_create, gc_graph_add_*), or
+//! captured from a stream (gc_capture_end). A graph is a description; to
+//! run it, instantiate it into a gc_exec (Exec section).
 
 use crate::args::Out;
 use crate::context::{context, gc_context};
 use crate::handle::Registry;
-use crate::module::{function, gc_dim3, gc_function, launch_config};
-use crate::pool::{gc_pool, pool};
+use crate::launch::launch_config;
+use crate::module::{function, gc_dim3, gc_function};
 use crate::status::{boundary, gc_status};
-use crate::stream::{gc_stream, stream};
-use graphcore_core::{CaptureMode, Error, Graph, Node};
+use graphcore_core::{Error, Graph, Node};
 use std::ffi::{c_char, c_int, c_void};
 
 /// A CUDA graph being built, or captured from a stream.
+///
+/// Ownership: gc_graph_create and gc_capture_end return a handle the caller
+/// destroys with gc_graph_destroy. The graph keeps the functions of its
+/// kernel nodes loaded and holds the pool memory its capture (and its child
+/// graphs' captures) used; execs instantiated from it keep what they need,
+/// so the graph may be destroyed before them. gc_graph_add_child copies the
+/// child, which stays the caller's.
+///
+/// Thread safety: building calls on one graph are serialized inside, but
+/// the order of the nodes is the caller's: build each graph from one
+/// thread. Different graphs may be built concurrently. Reading calls
+/// (gc_graph_node_count, gc_graph_write_dot, gc_graph_instantiate...) may
+/// run concurrently with each other. gc_graph_destroy must not race with
+/// other calls on the handle.
 pub struct gc_graph;
 
 pub(crate) static GRAPHS: Registry<Graph> = Registry::new(6, "gc_graph");
@@ -55,16 +65,6 @@ impl From<gc_node> for Node {
     }
 }
 
-/// How a capture treats potentially unsafe CUDA calls (cudaMalloc, a
-/// synchronize...) made while it is open; CUDA's stream capture modes.
-pub type gc_capture_mode = u32;
-/// Unsafe calls from the capturing thread invalidate the capture (default).
-pub const GC_CAPTURE_THREAD_LOCAL: gc_capture_mode = 0;
-/// Unsafe calls from any thread invalidate the capture.
-pub const GC_CAPTURE_GLOBAL: gc_capture_mode = 1;
-/// No call is checked.
-pub const GC_CAPTURE_RELAXED: gc_capture_mode = 2;
-
 fn deps(p: *const gc_node, n: usize) -> graphcore_core::Result<Vec<Node>> {
     if n == 0 {
         return Ok(Vec::new());
@@ -87,58 +87,11 @@ fn emit(node: *mut gc_node, n: Node) {
     }
 }
 
-/// Begins capturing `stream`: all work enqueued on it (graphcore's
-/// kernels and copies, your own kernels and cuBLAS calls on the raw
-/// stream, and streams that join through gc_stream_wait_stream) is recorded,
-/// not run. With a pool (may be NULL), gc_pool_alloc on the calling thread
-/// allocates for the capture until gc_capture_end; blocks it frees are
-/// reused within the capture and by later captures into the same pool.
-/// A stream that is already capturing (through graphcore or the CUDA API)
-/// is GC_ERROR_INVALID_STATE.
-#[no_mangle]
-pub extern "C" fn gc_capture_begin(
-    stream: *mut gc_stream,
-    pool: *mut gc_pool,
-    mode: gc_capture_mode,
-) -> gc_status {
-    boundary("gc_capture_begin", || {
-        let s = self::stream(stream, "stream")?;
-        let p = if pool.is_null() {
-            None
-        } else {
-            Some(self::pool(pool)?)
-        };
-        let mode = match mode {
-            GC_CAPTURE_THREAD_LOCAL => CaptureMode::ThreadLocal,
-            GC_CAPTURE_GLOBAL => CaptureMode::Global,
-            GC_CAPTURE_RELAXED => CaptureMode::Relaxed,
-            m => {
-                return Err(Error::invalid_argument(format!(
-                    "`mode` {m} is not a gc_capture_mode"
-                )))
-            }
-        };
-        graphcore_core::begin_capture(&s, p.as_ref(), mode)
-    })
-}
-
-/// Ends the capture begun on `stream` and writes the captured graph to
-/// *graph. If the capture was invalidated, the error names the first
-/// graphcore call that broke it (GC_ERROR_CAPTURE); a stream that joined
-/// and did not rejoin is GC_ERROR_CAPTURE too; either way the stream is
-/// usable for eager work and the pool is as it was before
-/// gc_capture_begin. Without a begin: GC_ERROR_INVALID_STATE.
-#[no_mangle]
-pub extern "C" fn gc_capture_end(stream: *mut gc_stream, graph: *mut *mut gc_graph) -> gc_status {
-    boundary("gc_capture_end", || {
-        let out = Out::new(graph, "graph")?;
-        let g = graphcore_core::end_capture(&self::stream(stream, "stream")?)?;
-        out.set(GRAPHS.insert(g)? as *mut gc_graph);
-        Ok(())
-    })
-}
-
-/// Creates an empty graph.
+/// Creates an empty graph on ctx's device; destroy it with
+/// gc_graph_destroy.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or graph is NULL),
+/// GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY,
+/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
 #[no_mangle]
 pub extern "C" fn gc_graph_create(ctx: *mut gc_context, graph: *mut *mut gc_graph) -> gc_status {
     boundary("gc_graph_create", || {
@@ -153,7 +106,13 @@ pub extern "C" fn gc_graph_create(ctx: *mut gc_context, graph: *mut *mut gc_grap
 /// `shared_bytes` after the `ndeps` nodes in `deps`. `args` is as for
 /// gc_launch; the values are copied now. The new node goes to *node (which
 /// may be NULL). A node of another graph in `deps` is
-/// GC_ERROR_INVALID_ARGUMENT.
+/// GC_ERROR_INVALID_ARGUMENT. See the Launch section for `args`.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (graph or function is NULL, a zero or
+/// over-limit dimension, a function of another context, deps is NULL with
+/// ndeps > 0, or a dependency of another graph or out of range),
+/// GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_CUDA (the driver
+/// refused the node), GC_ERROR_DEVICE_FAULT. The graph is unchanged on
+/// failure.
 #[no_mangle]
 pub extern "C" fn gc_graph_add_kernel(
     graph: *mut gc_graph,
@@ -181,6 +140,10 @@ pub extern "C" fn gc_graph_add_kernel(
 /// Adds a copy of `bytes` bytes from `src` to `dst`, in any direction.
 /// Host memory must be pinned (gc_host_alloc): a pageable host pointer is
 /// GC_ERROR_INVALID_ARGUMENT here, not a failure at launch.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (graph, dst or src is NULL, bytes is 0,
+/// pageable or unknown host memory, a range overrunning its pool block, or
+/// a bad dependency as for gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph destroyed),
+/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
 #[no_mangle]
 pub extern "C" fn gc_graph_add_memcpy(
     graph: *mut gc_graph,
@@ -204,6 +167,11 @@ pub extern "C" fn gc_graph_add_memcpy(
 
 /// Adds a node setting `bytes` bytes of device memory at `dst` to the byte
 /// `value`.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (graph or dst is NULL, bytes is 0, dst
+/// is not device memory, the range overruns its pool block, or a bad
+/// dependency as for gc_graph_add_kernel),
+/// GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_CUDA,
+/// GC_ERROR_DEVICE_FAULT (from the driver).
 #[no_mangle]
 pub extern "C" fn gc_graph_add_memset(
     graph: *mut gc_graph,
@@ -230,11 +198,16 @@ pub extern "C" fn gc_graph_add_memset(
 /// graphcore.
 pub type gc_host_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
 
-/// Adds a node calling `fn(user_data)` when it runs.
+/// Adds a node calling `func(user_data)` when it runs (on a CPU thread of
+/// the driver; it must not call CUDA or graphcore). user_data must stay
+/// valid while any exec of the graph may run.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (graph or func is NULL, or a bad
+/// dependency as for gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph
+/// destroyed), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
 #[no_mangle]
 pub extern "C" fn gc_graph_add_host(
     graph: *mut gc_graph,
-    fn_: gc_host_fn,
+    func: gc_host_fn,
     user_data: *mut c_void,
     deps: *const gc_node,
     ndeps: usize,
@@ -242,7 +215,7 @@ pub extern "C" fn gc_graph_add_host(
 ) -> gc_status {
     boundary("gc_graph_add_host", || {
         let g = self::graph(graph, "graph")?;
-        let f = fn_.ok_or_else(|| Error::invalid_argument("`fn` is NULL"))?;
+        let f = func.ok_or_else(|| Error::invalid_argument("`func` is NULL"))?;
         // SAFETY: the caller vouches for fn and user_data, as documented.
         let n = unsafe { g.add_host(f, user_data, &self::deps(deps, ndeps)?) }?;
         emit(node, n);
@@ -252,6 +225,10 @@ pub extern "C" fn gc_graph_add_host(
 
 /// Adds a node running a copy of `child` (later changes to child do not
 /// affect it; child's pool memory stays alive with this graph).
+/// Errors: GC_ERROR_INVALID_ARGUMENT (graph or child is NULL, child is the
+/// graph itself, empty, or of another context, or a bad dependency as for
+/// gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (a destroyed handle),
+/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
 #[no_mangle]
 pub extern "C" fn gc_graph_add_child(
     graph: *mut gc_graph,
@@ -270,6 +247,9 @@ pub extern "C" fn gc_graph_add_child(
 }
 
 /// Adds a node that does nothing: a join point for dependencies.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (graph is NULL, or a bad dependency as
+/// for gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph destroyed),
+/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
 #[no_mangle]
 pub extern "C" fn gc_graph_add_empty(
     graph: *mut gc_graph,
@@ -288,6 +268,9 @@ pub extern "C" fn gc_graph_add_empty(
 /// Makes `to` run after `from`. A node of another graph, a self-loop, an
 /// edge already there, or an edge that would close a cycle is
 /// GC_ERROR_INVALID_ARGUMENT with a message, and the graph is unchanged.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (graph is NULL, or the edge is refused
+/// as above, or a node is out of range), GC_ERROR_INVALID_HANDLE (graph
+/// destroyed), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
 #[no_mangle]
 pub extern "C" fn gc_graph_add_dependency(
     graph: *mut gc_graph,
@@ -300,6 +283,8 @@ pub extern "C" fn gc_graph_add_dependency(
 }
 
 /// Writes the number of nodes to *count.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (graph or count is NULL),
+/// GC_ERROR_INVALID_HANDLE (graph destroyed).
 #[no_mangle]
 pub extern "C" fn gc_graph_node_count(graph: *mut gc_graph, count: *mut usize) -> gc_status {
     boundary("gc_graph_node_count", || {
@@ -312,6 +297,8 @@ pub extern "C" fn gc_graph_node_count(graph: *mut gc_graph, count: *mut usize) -
 /// Writes the underlying CUgraph (a cudaGraph_t) to *raw, for CUDA calls
 /// graphcore does not wrap. graphcore still owns it: do not destroy it, and
 /// add nodes only through graphcore (its description would go stale).
+/// Errors: GC_ERROR_INVALID_ARGUMENT (graph or raw is NULL),
+/// GC_ERROR_INVALID_HANDLE (graph destroyed).
 #[no_mangle]
 pub extern "C" fn gc_graph_raw(graph: *mut gc_graph, raw: *mut *mut c_void) -> gc_status {
     boundary("gc_graph_raw", || {
@@ -323,7 +310,10 @@ pub extern "C" fn gc_graph_raw(graph: *mut gc_graph, raw: *mut *mut c_void) -> g
 
 /// Writes the pool bytes the graph holds to *bytes: what its capture (and
 /// its child graphs' captures) allocated from the pool and had not freed
-/// when the capture ended. 0 for graphs without pool memory.
+/// when the capture ended. 0 for graphs without pool memory. Those blocks
+/// are the caller's to free (Pool section).
+/// Errors: GC_ERROR_INVALID_ARGUMENT (graph or bytes is NULL),
+/// GC_ERROR_INVALID_HANDLE (graph destroyed).
 #[no_mangle]
 pub extern "C" fn gc_graph_pool_bytes(graph: *mut gc_graph, bytes: *mut u64) -> gc_status {
     boundary("gc_graph_pool_bytes", || {
@@ -335,6 +325,10 @@ pub extern "C" fn gc_graph_pool_bytes(graph: *mut gc_graph, bytes: *mut u64) -> 
 
 /// Writes the graph to `path` in Graphviz DOT: one box per node (kernel
 /// name and launch geometry, copy direction and size, ...) and its edges.
+/// The file is created or replaced.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (graph or path is NULL, path is not
+/// UTF-8, or the file cannot be written: the message gives the OS error),
+/// GC_ERROR_INVALID_HANDLE (graph destroyed).
 #[no_mangle]
 pub extern "C" fn gc_graph_write_dot(graph: *mut gc_graph, path: *const c_char) -> gc_status {
     boundary("gc_graph_write_dot", || {
@@ -345,6 +339,8 @@ pub extern "C" fn gc_graph_write_dot(graph: *mut gc_graph, path: *const c_char) 
 
 /// Drops this handle; execs made from the graph keep what they need.
 /// NULL is a no-op.
+/// Errors: GC_ERROR_INVALID_HANDLE (graph already destroyed, or not a
+/// graph).
 #[no_mangle]
 pub extern "C" fn gc_graph_destroy(graph: *mut gc_graph) -> gc_status {
     boundary("gc_graph_destroy", || {

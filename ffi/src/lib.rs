@@ -11,10 +11,12 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 mod args;
+pub mod capture;
 pub mod context;
 pub mod exec;
 pub mod graph;
 mod handle;
+pub mod launch;
 pub mod memory;
 pub mod module;
 pub mod ops;

@@ -1,6 +1,13 @@
 //! Pinned host memory and asynchronous copies and sets.
 //!
-//! Thread safety: all calls may run concurrently.
+//! Ownership: gc_host_alloc returns memory the caller frees with
+//! gc_host_free on the same context; memory still allocated when the
+//! context's last user goes is freed then. Copies and sets work on the
+//! caller's memory and own nothing.
+//!
+//! Thread safety: all calls may run concurrently, on any streams and
+//! contexts; the caller orders gc_host_free after the last work that uses
+//! the memory.
 
 use crate::args::Out;
 use crate::context::{context, gc_context};
@@ -11,6 +18,9 @@ use std::ffi::{c_int, c_void};
 /// Allocates `bytes` of pinned (page-locked) host memory, the kind copies
 /// and graph memcpy nodes need. Free it with gc_host_free on the same
 /// context; memory not freed is freed when the context's last user goes.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or ptr is NULL, or bytes is 0),
+/// GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY (the
+/// driver could not pin that much), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT.
 #[no_mangle]
 pub extern "C" fn gc_host_alloc(
     ctx: *mut gc_context,
@@ -26,7 +36,11 @@ pub extern "C" fn gc_host_alloc(
 
 /// Frees memory from gc_host_alloc. A pointer that is not a live
 /// allocation of this context (never allocated, or freed twice) is
-/// GC_ERROR_INVALID_ARGUMENT and nothing happens.
+/// GC_ERROR_INVALID_ARGUMENT and nothing happens. The memory must not be
+/// in use by work still running (synchronize first).
+/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx is NULL, or ptr is not a live
+/// allocation of this context), GC_ERROR_INVALID_HANDLE (ctx destroyed),
+/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
 #[no_mangle]
 pub extern "C" fn gc_host_free(ctx: *mut gc_context, ptr: *mut c_void) -> gc_status {
     boundary("gc_host_free", || context(ctx)?.host_free(ptr))
@@ -34,7 +48,15 @@ pub extern "C" fn gc_host_free(ctx: *mut gc_context, ptr: *mut c_void) -> gc_sta
 
 /// Copies `bytes` from `src` to `dst` on `stream`, in any direction (device
 /// or host on either side: unified addressing). Asynchronous when host
-/// memory is pinned. Zero bytes is a no-op.
+/// memory is pinned. Zero bytes is a no-op. A range that starts in a live
+/// pool block and runs past its end is refused, as is one that wraps around
+/// the address space. Recorded, not run, when the stream captures.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, dst or src is NULL, or a
+/// range overruns its pool block or the address space),
+/// GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_CAPTURE (CUDA
+/// refused the copy under capture, e.g. from pageable host memory; the
+/// capture is invalid now), GC_ERROR_CUDA (e.g. an address CUDA does not
+/// know), GC_ERROR_DEVICE_FAULT.
 #[no_mangle]
 pub extern "C" fn gc_memcpy_async(
     stream: *mut gc_stream,
@@ -51,7 +73,13 @@ pub extern "C" fn gc_memcpy_async(
 }
 
 /// Sets `bytes` bytes of device memory at `dst` to the byte `value` on
-/// `stream`. Zero bytes is a no-op.
+/// `stream`. Zero bytes is a no-op. A range that starts in a live pool block
+/// and runs past its end is refused. Recorded, not run, when the stream
+/// captures.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or dst is NULL, or the range
+/// overruns its pool block or the address space), GC_ERROR_INVALID_HANDLE
+/// (stream destroyed), GC_ERROR_CAPTURE (CUDA refused it under capture),
+/// GC_ERROR_CUDA (e.g. dst is not device memory), GC_ERROR_DEVICE_FAULT.
 #[no_mangle]
 pub extern "C" fn gc_memset_async(
     stream: *mut gc_stream,

@@ -1,29 +1,38 @@
-//! Modules, functions, built-in kernels and eager launches.
-//!
-//! Thread safety: all calls may run concurrently, except that a destroy must
-//! not race with other calls on the same handle.
+//! Modules and functions: load a PTX, cubin or fatbin image and look up
+//! its kernels, wrap a CUfunction / cudaFunction_t you already have, or
+//! take one of graphcore's built-in kernels by name. A gc_function runs
+//! with gc_launch or as a graph node (gc_graph_add_kernel).
 
 use crate::args::{bytes, c_str, Out};
 use crate::context::{context, gc_context};
 use crate::handle::Registry;
 use crate::status::{boundary, gc_status};
-use crate::stream::{gc_stream, stream};
-use graphcore_core::{Function, LaunchConfig, Module};
+use graphcore_core::{Function, Module};
 use std::ffi::{c_char, c_void};
 
 /// A loaded module image (PTX, cubin or fatbin).
+///
+/// Ownership: gc_module_load returns a handle the caller destroys with
+/// gc_module_destroy. Functions looked up in the module keep it loaded, so
+/// it unloads only when the handle and all its functions (and the graphs
+/// using them) are gone.
+///
+/// Thread safety: every call may run concurrently with any other on the
+/// same module, except gc_module_destroy, which must not race with other
+/// calls on the handle.
 pub struct gc_module;
 
 /// A kernel: from a module, a built-in, or a wrapped CUfunction.
+///
+/// Ownership: the caller destroys the handle with gc_function_destroy.
+/// Graphs with a node of the function keep it (and its module) loaded, so
+/// the handle may go first. A wrapped CUfunction stays the caller's: keep
+/// its module loaded while graphcore uses it.
+///
+/// Thread safety: a function may be launched and added to graphs from many
+/// threads at once; gc_function_destroy must not race with other calls on
+/// the handle.
 pub struct gc_function;
-
-pub(crate) static MODULES: Registry<Module> = Registry::new(4, "gc_module");
-pub(crate) static FUNCTIONS: Registry<Function> = Registry::new(5, "gc_function");
-
-/// The function behind a handle.
-pub(crate) fn function(h: *mut gc_function) -> graphcore_core::Result<Function> {
-    FUNCTIONS.get(h as u64, "function")
-}
 
 /// Three dimensions of a grid or a block.
 #[repr(C)]
@@ -37,13 +46,12 @@ pub struct gc_dim3 {
     pub z: u32,
 }
 
-/// The launch configuration of `grid`, `block` and `shared_bytes`.
-pub(crate) fn launch_config(grid: gc_dim3, block: gc_dim3, shared_bytes: u32) -> LaunchConfig {
-    LaunchConfig {
-        grid: [grid.x, grid.y, grid.z],
-        block: [block.x, block.y, block.z],
-        shared_bytes,
-    }
+pub(crate) static MODULES: Registry<Module> = Registry::new(4, "gc_module");
+pub(crate) static FUNCTIONS: Registry<Function> = Registry::new(5, "gc_function");
+
+/// The function behind a handle.
+pub(crate) fn function(h: *mut gc_function) -> graphcore_core::Result<Function> {
+    FUNCTIONS.get(h as u64, "function")
 }
 
 fn insert_function(f: Function, out: Out<*mut gc_function>) -> graphcore_core::Result<()> {
@@ -53,7 +61,12 @@ fn insert_function(f: Function, out: Out<*mut gc_function>) -> graphcore_core::R
 
 /// Loads a module from an image of `size` bytes: PTX text (NUL-terminated
 /// or not), a cubin (ELF) or a fatbin. Malformed PTX is GC_ERROR_CUDA with
-/// the JIT compiler's log in gc_last_error().
+/// the JIT compiler's log in gc_last_error(). graphcore copies what it
+/// needs: the image may be freed when this returns.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx, image or module is NULL, or size
+/// is 0), GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_CUDA (the driver
+/// refused the image: malformed, for another architecture, or PTX newer
+/// than the driver), GC_ERROR_OUT_OF_MEMORY, GC_ERROR_DEVICE_FAULT.
 #[no_mangle]
 pub extern "C" fn gc_module_load(
     ctx: *mut gc_context,
@@ -70,7 +83,11 @@ pub extern "C" fn gc_module_load(
 }
 
 /// Looks up the extern "C" kernel `name` in a module. The function keeps
-/// the module loaded. Not found: GC_ERROR_NOT_FOUND.
+/// the module loaded; destroy it with gc_function_destroy.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (module, name or function is NULL, or
+/// name is not UTF-8), GC_ERROR_INVALID_HANDLE (module destroyed),
+/// GC_ERROR_NOT_FOUND (no kernel of that name), GC_ERROR_CUDA,
+/// GC_ERROR_DEVICE_FAULT.
 #[no_mangle]
 pub extern "C" fn gc_module_function(
     module: *mut gc_module,
@@ -86,7 +103,12 @@ pub extern "C" fn gc_module_function(
 
 /// Wraps a CUfunction, or a cudaFunction_t from cudaGetFuncBySymbol (the
 /// same handle), that the caller keeps loaded while graphcore uses it.
-/// `name` (may be NULL) labels it in messages and DOT output.
+/// `name` (may be NULL) labels it in messages and DOT output. raw must be
+/// a function of ctx's device; graphcore checks that the driver knows it
+/// as a function.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx, raw or function is NULL, or name
+/// is not UTF-8), GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_CUDA
+/// (raw is not a usable CUfunction), GC_ERROR_DEVICE_FAULT.
 #[no_mangle]
 pub extern "C" fn gc_function_wrap(
     ctx: *mut gc_context,
@@ -108,8 +130,13 @@ pub extern "C" fn gc_function_wrap(
 }
 
 /// A built-in kernel by name (the list, with each kernel's arguments, is in
-/// the "Built-in kernels" section of this header). Unknown names are
-/// GC_ERROR_NOT_FOUND. The built-in modules load on first use.
+/// the "Built-in kernels" list that ends the Launch section). Unknown names are
+/// GC_ERROR_NOT_FOUND. The built-in modules load on first use (in relaxed
+/// capture mode, so a first use during a capture does not break it).
+/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx, name or function is NULL, or name
+/// is not UTF-8), GC_ERROR_INVALID_HANDLE (ctx destroyed),
+/// GC_ERROR_NOT_FOUND (no built-in of that name), GC_ERROR_CUDA (loading
+/// the built-in modules failed), GC_ERROR_DEVICE_FAULT.
 #[no_mangle]
 pub extern "C" fn gc_kernel_builtin(
     ctx: *mut gc_context,
@@ -125,30 +152,11 @@ pub extern "C" fn gc_kernel_builtin(
     })
 }
 
-/// Launches `function` on `stream` with `args` as cuLaunchKernel takes them
-/// (one pointer per kernel parameter; the values are copied before this
-/// returns). A zero or over-limit grid or block dimension is
-/// GC_ERROR_INVALID_ARGUMENT and nothing is launched. Recorded, not run,
-/// when the stream captures.
-#[no_mangle]
-pub extern "C" fn gc_launch(
-    function: *mut gc_function,
-    stream: *mut gc_stream,
-    grid: gc_dim3,
-    block: gc_dim3,
-    shared_bytes: u32,
-    args: *mut *mut c_void,
-) -> gc_status {
-    boundary("gc_launch", || {
-        let f = self::function(function)?;
-        let s = self::stream(stream, "stream")?;
-        // SAFETY: the caller passes one pointer per parameter, as documented.
-        unsafe { f.launch(&s, &launch_config(grid, block, shared_bytes), args) }
-    })
-}
-
 /// Writes the underlying CUfunction (usable as a cudaFunction_t) to *raw.
-/// It stays valid while the gc_function (or a graph using it) lives.
+/// It stays valid while the gc_function (or a graph using it) lives; do not
+/// unload or destroy it.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (function or raw is NULL),
+/// GC_ERROR_INVALID_HANDLE (function destroyed).
 #[no_mangle]
 pub extern "C" fn gc_function_raw(function: *mut gc_function, raw: *mut *mut c_void) -> gc_status {
     boundary("gc_function_raw", || {
@@ -158,7 +166,10 @@ pub extern "C" fn gc_function_raw(function: *mut gc_function, raw: *mut *mut c_v
     })
 }
 
-/// Drops a function handle. NULL is a no-op.
+/// Drops a function handle; graphs using the function keep it. NULL is a
+/// no-op.
+/// Errors: GC_ERROR_INVALID_HANDLE (function already destroyed, or not a
+/// function).
 #[no_mangle]
 pub extern "C" fn gc_function_destroy(function: *mut gc_function) -> gc_status {
     boundary("gc_function_destroy", || {
@@ -169,6 +180,8 @@ pub extern "C" fn gc_function_destroy(function: *mut gc_function) -> gc_status {
 
 /// Drops a module handle; the module unloads when no function of it is
 /// left. NULL is a no-op.
+/// Errors: GC_ERROR_INVALID_HANDLE (module already destroyed, or not a
+/// module).
 #[no_mangle]
 pub extern "C" fn gc_module_destroy(module: *mut gc_module) -> gc_status {
     boundary("gc_module_destroy", || {

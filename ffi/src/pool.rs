@@ -1,9 +1,29 @@
-//! Device memory pools.
+//! Device memory pools: stable addresses, best-fit sub-allocation from
+//! 2 MiB pages mapped on demand, PyTorch-style statistics, and memory
+//! shared by the graphs captured into the pool.
 //!
-//! Thread safety: a gc_pool may be used from any number of threads at once
-//! (allocations are serialized inside); gc_pool_destroy must not race with
-//! other calls on the same handle. Graphs sharing a pool must not run
-//! concurrently (they may share scratch memory).
+//! Captures: while a thread has a capture open into a pool
+//! (gc_capture_begin with the pool), that thread's gc_pool_alloc calls
+//! allocate for the capture. Blocks the capture frees may be reused later
+//! in the same capture and by later captures into the same pool: that is
+//! how several graphs share memory, so graphs sharing a pool must not run
+//! concurrently (order their launches on one stream, or wait between
+//! them); graphcore does not detect it. While a graph that used some pool
+//! memory is alive, eager allocations never get that memory.
+//!
+//! A block allocated during a capture and not freed in it stays allocated
+//! after gc_capture_end: it is the caller's (typically an output the graph
+//! writes on each launch), not the graph's. Destroying the graph does not
+//! free it; free it with gc_pool_free. After that free, later captures into
+//! the pool may reuse its space, so do not rely on its contents from a
+//! graph launched afterwards.
+//!
+//! A failed capture leaves the pool as it was before gc_capture_begin:
+//! allocated_bytes, reserved_bytes, block and segment counts and the
+//! layout (pages mapped for the capture are unmapped). The cumulative
+//! statistics are not rolled back: peak_allocated_bytes and
+//! peak_reserved_bytes may have risen, and alloc_count and free_count count
+//! the capture's allocations and their release.
 
 use crate::args::{read_options, Out, Versioned, VersionedOut};
 use crate::context::{context, gc_context};
@@ -14,6 +34,18 @@ use std::ffi::c_void;
 
 /// A device memory pool: stable addresses, shared by graphs, with
 /// PyTorch-style statistics.
+///
+/// Ownership: gc_pool_create returns a handle the caller destroys with
+/// gc_pool_destroy. Graphs and execs that hold memory of the pool, and
+/// runners using it, keep the pool alive after that; its device memory is
+/// released (after a wait for the device) when the last of them goes.
+/// Blocks come from gc_pool_alloc and go back with gc_pool_free; blocks
+/// still live when the pool goes die with it.
+///
+/// Thread safety: every call may run concurrently with any other on the
+/// same pool (allocations are serialized inside), except gc_pool_destroy,
+/// which must not race with other calls on the handle. Graphs sharing a
+/// pool must not run concurrently (see the section above).
 pub struct gc_pool;
 
 pub(crate) static POOLS: Registry<Pool> = Registry::new(3, "gc_pool");
@@ -30,7 +62,9 @@ pub struct gc_pool_options {
     /// Set to sizeof(gc_pool_options).
     pub struct_size: usize,
     /// Bytes to reserve (map) at creation, rounded up to the 2 MiB page
-    /// size; like PyTorch's CUDAGraphPool(device, size). Default 0.
+    /// size; like PyTorch's CUDAGraphPool(device, size). Default 0. This is
+    /// a head start, not a floor: gc_pool_trim releases these pages too
+    /// when they hold nothing.
     pub initial_bytes: u64,
     /// Hard cap on reserved bytes: an allocation that would pass it fails
     /// with GC_ERROR_OUT_OF_MEMORY and the pool is unchanged. 0 (default)
@@ -82,8 +116,16 @@ impl Versioned for gc_pool_statistics {
     const V1_SIZE: usize = std::mem::size_of::<Self>();
 }
 
-/// Creates a pool on ctx's device (options may be NULL). initial_bytes over
-/// max_bytes is GC_ERROR_INVALID_ARGUMENT.
+/// Creates a pool on ctx's device (options may be NULL: no initial bytes,
+/// no cap). Graphs captured into one pool share its memory and must not run
+/// concurrently: order their launches (one stream, or a wait between
+/// them); graphcore does not detect overlapping launches.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or pool is NULL, a wrong
+/// options->struct_size, initial_bytes over max_bytes or over the device's
+/// memory), GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_NOT_SUPPORTED
+/// (the device lacks virtual memory management), GC_ERROR_OUT_OF_MEMORY
+/// (mapping initial_bytes, or reserving the address range, failed),
+/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
 #[no_mangle]
 pub extern "C" fn gc_pool_create(
     ctx: *mut gc_context,
@@ -107,9 +149,13 @@ pub extern "C" fn gc_pool_create(
 
 /// Allocates `bytes` (rounded up to 256; the address is 256-byte aligned).
 /// On a thread capturing into this pool (gc_capture_begin with this pool),
-/// the block belongs to the capture. Zero bytes is GC_ERROR_INVALID_ARGUMENT;
-/// past max_bytes or the device's memory, GC_ERROR_OUT_OF_MEMORY and the
-/// pool is unchanged.
+/// the block belongs to the capture (see the section above for what that
+/// means and who frees it). The caller frees the block with gc_pool_free.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (pool or ptr is NULL, bytes is 0 or
+/// overflows), GC_ERROR_INVALID_HANDLE (pool destroyed),
+/// GC_ERROR_OUT_OF_MEMORY (past max_bytes or the device's memory; the pool
+/// is unchanged), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (mapping new pages
+/// failed; the pool is unchanged).
 #[no_mangle]
 pub extern "C" fn gc_pool_alloc(
     pool: *mut gc_pool,
@@ -127,7 +173,10 @@ pub extern "C" fn gc_pool_alloc(
 /// Returns a block to the pool. The block may be reused by the next
 /// allocation at once: order its last use before that (same stream, or
 /// synchronize). A pointer this pool did not hand out, or one already
-/// freed, is GC_ERROR_INVALID_ARGUMENT and nothing changes.
+/// freed, is GC_ERROR_INVALID_ARGUMENT and nothing changes. Needs no
+/// driver call.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (pool is NULL, or ptr is not a live
+/// block of this pool), GC_ERROR_INVALID_HANDLE (pool destroyed).
 #[no_mangle]
 pub extern "C" fn gc_pool_free(pool: *mut gc_pool, ptr: *mut c_void) -> gc_status {
     boundary("gc_pool_free", || {
@@ -136,6 +185,8 @@ pub extern "C" fn gc_pool_free(pool: *mut gc_pool, ptr: *mut c_void) -> gc_statu
 }
 
 /// Fills *stats (set stats->struct_size = sizeof(gc_pool_statistics)).
+/// Errors: GC_ERROR_INVALID_ARGUMENT (pool or stats is NULL, or a wrong
+/// struct_size), GC_ERROR_INVALID_HANDLE (pool destroyed).
 #[no_mangle]
 pub extern "C" fn gc_pool_stats(pool: *mut gc_pool, stats: *mut gc_pool_statistics) -> gc_status {
     boundary("gc_pool_stats", || {
@@ -163,19 +214,25 @@ pub(crate) fn pool_statistics(p: &Pool) -> gc_pool_statistics {
 }
 
 /// Returns device memory that holds no live block and no live graph's
-/// memory to the driver (waits for the device first). Addresses handed out
+/// memory to the driver (waits for the device first), including the pages
+/// of initial_bytes: reserved_bytes may drop below it. Addresses handed out
 /// stay valid. While a capture begun with gc_capture_begin or
 /// gc_runner_capture is open in the context (into any pool or none) this is
 /// GC_ERROR_INVALID_STATE and nothing changes, even with nothing to trim (a
 /// device-wide wait would invalidate the capture).
+/// Errors: GC_ERROR_INVALID_ARGUMENT (pool is NULL), GC_ERROR_INVALID_HANDLE
+/// (pool destroyed), GC_ERROR_INVALID_STATE (a capture is open in the
+/// context), GC_ERROR_DEVICE_FAULT (the wait found faulted work),
+/// GC_ERROR_CUDA.
 #[no_mangle]
 pub extern "C" fn gc_pool_trim(pool: *mut gc_pool) -> gc_status {
     boundary("gc_pool_trim", || self::pool(pool)?.trim())
 }
 
-/// Drops this handle. Live blocks die with the pool; graphs that used the
-/// pool keep its memory until the last of them is destroyed. NULL is a
-/// no-op.
+/// Drops this handle. Live blocks die with the pool; graphs, execs and
+/// runners that use the pool keep its memory until the last of them is
+/// destroyed. NULL is a no-op.
+/// Errors: GC_ERROR_INVALID_HANDLE (pool already destroyed, or not a pool).
 #[no_mangle]
 pub extern "C" fn gc_pool_destroy(pool: *mut gc_pool) -> gc_status {
     boundary("gc_pool_destroy", || {

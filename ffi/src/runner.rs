@@ -1,8 +1,7 @@
-//! Bucketed graphs: one graph per batch size sharing one pool.
-//!
-//! Thread safety: gc_runner_replay may run from several threads at once on
-//! one runner; gc_runner_capture excludes replays while it runs;
-//! gc_runner_destroy must not race with other calls on the same handle.
+//! Bucketed graphs: one graph per batch size, all sharing one pool, as
+//! PyTorch serves a model with one CUDA graph per batch size. A replay
+//! picks the smallest bucket that holds the rows asked for; the caller pads
+//! its input to that size.
 
 use crate::args::{Out, Versioned, VersionedOut};
 use crate::context::{context, gc_context};
@@ -15,6 +14,19 @@ use std::ffi::c_void;
 use std::sync::{Arc, RwLock};
 
 /// A family of graphs keyed by batch size, sharing one pool.
+///
+/// Ownership: gc_runner_create returns a handle the caller destroys with
+/// gc_runner_destroy, which destroys the runner's graphs (their pool memory
+/// returns to the pool) and its stream. The runner holds its pool: a pool
+/// passed in stays the caller's handle and may be destroyed before the
+/// runner.
+///
+/// Thread safety: gc_runner_replay and gc_runner_stats may run from several
+/// threads at once on one runner. gc_runner_capture excludes them: they
+/// wait until it returns. The buckets share the runner's pool, so the GPU
+/// work of two replays must not overlap: replay on one stream, or order
+/// the streams (graphcore does not detect it). gc_runner_destroy must not
+/// race with other calls on the handle.
 pub struct gc_runner;
 
 /// Most buckets one runner holds.
@@ -22,8 +34,14 @@ pub const GC_RUNNER_MAX_BUCKETS: usize = 16;
 
 /// Records one bucket's work on `stream` for `batch` rows (graphcore's
 /// gc_op_* calls, gc_launch, your own kernels on gc_stream_raw(stream)...).
-/// Called for the warm-up runs, then once under capture. Return GC_SUCCESS,
-/// or the failing call's status to abort gc_runner_capture.
+/// Called for the warm-up runs, then once under capture, always on the
+/// thread that called gc_runner_capture, before that call returns. The
+/// stream is the runner's (do not destroy it; synchronizing it under
+/// capture breaks the capture); while it
+/// captures, gc_pool_alloc on the runner's pool from this thread allocates
+/// for the capture. It must not call gc_runner_* on the same runner (that
+/// would deadlock). Return GC_SUCCESS, or the failing call's status to
+/// abort gc_runner_capture.
 pub type gc_record_fn = Option<
     unsafe extern "C" fn(stream: *mut gc_stream, batch: u32, user_data: *mut c_void) -> gc_status,
 >;
@@ -74,7 +92,13 @@ impl Versioned for gc_runner_statistics {
     const V1_SIZE: usize = std::mem::size_of::<Self>();
 }
 
-/// Creates a runner whose graphs share `pool` (NULL: a new pool of its own).
+/// Creates a runner whose graphs share `pool` (NULL: a new pool of its own,
+/// no initial bytes, no cap), with a stream of its own for warm-ups and
+/// captures.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or runner is NULL, or a pool of
+/// another context), GC_ERROR_INVALID_HANDLE (a destroyed handle),
+/// GC_ERROR_NOT_SUPPORTED (a new pool needs virtual memory management),
+/// GC_ERROR_OUT_OF_MEMORY, GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT.
 #[no_mangle]
 pub extern "C" fn gc_runner_create(
     ctx: *mut gc_context,
@@ -104,10 +128,20 @@ pub extern "C" fn gc_runner_create(
 /// GC_RUNNER_MAX_BUCKETS in all): `record` runs `warmup_runs` times per
 /// bucket eagerly on the runner's side stream, then once per bucket under
 /// capture, largest first, into the shared pool; each graph is instantiated
-/// and uploaded. If `record` fails or breaks a capture, this call fails with
-/// that error, adds no bucket, and leaves no pool growth behind: the blocks
-/// the failed capture allocated are freed. Blocks `record` allocates in
-/// warm-up runs (eagerly) or keeps in a capture are the caller's to free.
+/// and uploaded. `record` runs on the calling thread. gc_runner_capture
+/// waits for the warm-up work before the first capture and for each upload,
+/// so all its work is done when it returns. If `record` fails or breaks a
+/// capture, this call fails with that error, adds no bucket, and leaves no
+/// pool growth behind: the blocks the failed capture allocated are freed
+/// (and if the pool grew, it is trimmed as by gc_pool_trim). Blocks `record`
+/// allocates in warm-up runs (eagerly) or keeps in a successful capture are
+/// the caller's to free.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (runner, buckets or record is NULL, n
+/// is 0, a size is 0 or given twice or already a bucket, or more than
+/// GC_RUNNER_MAX_BUCKETS buckets in all), GC_ERROR_INVALID_HANDLE (runner
+/// destroyed), GC_ERROR_CAPTURE (a capture broke), GC_ERROR_OUT_OF_MEMORY,
+/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT, or any status `record` returned
+/// (its message kept in gc_last_error()).
 #[no_mangle]
 pub extern "C" fn gc_runner_capture(
     runner: *mut gc_runner,
@@ -143,6 +177,11 @@ pub extern "C" fn gc_runner_capture(
 /// Replays the smallest bucket of at least `rows` rows on `stream` and
 /// writes its size to *bucket (the caller pads its input to it). More rows
 /// than the largest bucket is GC_ERROR_NO_BUCKET: run that batch eagerly.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (a NULL pointer or handle, rows is 0,
+/// or a stream of another context), GC_ERROR_INVALID_HANDLE (a destroyed
+/// handle), GC_ERROR_NO_BUCKET (rows over the largest bucket, or no bucket
+/// captured yet), GC_ERROR_CAPTURE, GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT
+/// (from the launch, as gc_exec_launch).
 #[no_mangle]
 pub extern "C" fn gc_runner_replay(
     runner: *mut gc_runner,
@@ -169,6 +208,8 @@ pub extern "C" fn gc_runner_replay(
 /// Fills *stats (set stats->struct_size = sizeof(gc_runner_statistics)):
 /// per bucket its capture time, node count and pool bytes, and the pool's
 /// totals.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (runner or stats is NULL, or a wrong
+/// struct_size), GC_ERROR_INVALID_HANDLE (runner destroyed).
 #[no_mangle]
 pub extern "C" fn gc_runner_stats(
     runner: *mut gc_runner,
@@ -197,8 +238,10 @@ pub extern "C" fn gc_runner_stats(
     })
 }
 
-/// Destroys the runner and its graphs (their pool memory returns to the
-/// pool). NULL is a no-op.
+/// Destroys the runner, its graphs (their pool memory returns to the
+/// pool) and its stream. NULL is a no-op.
+/// Errors: GC_ERROR_INVALID_HANDLE (runner already destroyed, or not a
+/// runner).
 #[no_mangle]
 pub extern "C" fn gc_runner_destroy(runner: *mut gc_runner) -> gc_status {
     boundary("gc_runner_destroy", || {

@@ -1,5 +1,39 @@
-//! Status codes, the per-thread last error, and the boundary every export
-//! runs inside (errors become statuses, panics become `GC_ERROR_PANIC`).
+//! Status codes. Every fallible call returns a gc_status; results go
+//! through out-parameters, written only on success. gc_last_error() gives
+//! the calling thread's message for its last failure (which call, which
+//! argument, the CUDA error's name and text), gc_last_cuda_result() the
+//! CUresult behind it.
+//!
+//! Errors lists: each function's doc has a line starting with `Errors:`
+//! naming the statuses it returns besides GC_SUCCESS, each with when. One
+//! status is left out of those lists because any call may return it:
+//! GC_ERROR_PANIC, a bug inside graphcore caught at the boundary (please
+//! report it; the library stays usable). GC_ERROR_CUDA and
+//! GC_ERROR_DEVICE_FAULT are listed for every call that reaches the driver.
+//!
+//! Wrong `struct_size`: an option or result struct whose struct_size is
+//! smaller than the struct's first version, or more than 4096 bytes larger
+//! than this library's struct, is GC_ERROR_INVALID_ARGUMENT and nothing is
+//! read or written. A larger struct from a newer header is accepted when
+//! the bytes this library does not know are zero (options) and gets only
+//! the fields it knows written (results).
+//!
+//! After GC_ERROR_DEVICE_FAULT (a kernel faulted: illegal address, trap,
+//! misaligned access, ...): CUDA makes the error sticky. The device's
+//! primary context, which graphcore shares with the CUDA runtime in the
+//! process, is unusable, and every later call that reaches it returns
+//! GC_ERROR_DEVICE_FAULT again. graphcore cannot repair this: it does not
+//! reset the primary context (that would pull memory, streams and modules
+//! from under every other user of it in the process), and
+//! gc_context_create on that device returns the same broken context while
+//! any graphcore object of the device is alive. What to do: stop
+//! submitting work, destroy the graphcore objects of that device (destroys
+//! neither hang nor crash; they may report the fault), and restart the
+//! process: CUDA documents that after a sticky error the process must be
+//! relaunched to use CUDA again.
+//!
+//! Thread safety: all calls of this section may run concurrently from any
+//! threads; the last error is per thread.
 
 use graphcore_core::{Error, ErrorKind};
 use std::cell::RefCell;
@@ -21,7 +55,8 @@ pub enum gc_status {
     GC_ERROR_OUT_OF_MEMORY = 3,
     /// No CUDA driver (libcuda.so) could be loaded on this machine.
     GC_ERROR_NO_DRIVER = 4,
-    /// The driver loaded but there is no usable device (or no such ordinal).
+    /// The driver loaded but the machine has no CUDA device. (A device
+    /// ordinal out of range is GC_ERROR_INVALID_ARGUMENT.)
     GC_ERROR_NO_DEVICE = 5,
     /// The driver or the device lacks a feature this call needs.
     GC_ERROR_NOT_SUPPORTED = 6,
@@ -33,11 +68,14 @@ pub enum gc_status {
     GC_ERROR_INVALID_STATE = 9,
     /// A name (built-in kernel, function of a module) was not found.
     GC_ERROR_NOT_FOUND = 10,
-    /// gc_exec_update was given a graph of another topology.
+    /// gc_exec_update was given a graph of another topology, or an update
+    /// or gc_exec_set_kernel_args would change a fused chain.
     GC_ERROR_UPDATE_MISMATCH = 11,
-    /// A runner was asked for more rows than its largest bucket holds.
+    /// A runner was asked for more rows than its largest bucket holds, or
+    /// has no bucket yet.
     GC_ERROR_NO_BUCKET = 12,
-    /// A kernel faulted; the device context is unusable (sticky CUDA error).
+    /// A kernel faulted; the device context is unusable (sticky CUDA error):
+    /// see "After GC_ERROR_DEVICE_FAULT" above.
     GC_ERROR_DEVICE_FAULT = 13,
     /// A panic inside graphcore was caught; the library is in a safe state.
     GC_ERROR_PANIC = 14,
@@ -162,7 +200,8 @@ pub(crate) fn boundary(func: &str, body: impl FnOnce() -> Result<(), Error>) -> 
 
 /// The name of a status constant ("GC_ERROR_INVALID_ARGUMENT"), or
 /// "GC_UNKNOWN_STATUS" for a value that is not a gc_status. The string is
-/// static; never free it. Thread-safe.
+/// static; never free it.
+/// Errors: none.
 #[no_mangle]
 pub extern "C" fn gc_status_name(status: c_int) -> *const c_char {
     status_name(status).map_or(c"GC_UNKNOWN_STATUS".as_ptr(), CStr::as_ptr)
@@ -171,7 +210,9 @@ pub extern "C" fn gc_status_name(status: c_int) -> *const c_char {
 /// This thread's message for its last failed graphcore call: the function,
 /// what was wrong (which argument, which sizes), and for CUDA failures the
 /// CUDA error's name and text. Empty if no call has failed on this thread.
-/// The string stays valid until the next failing call on this thread.
+/// The string belongs to graphcore and stays valid until the next failing
+/// call on this thread; never free it. A successful call leaves it as it was.
+/// Errors: none.
 #[no_mangle]
 pub extern "C" fn gc_last_error() -> *const c_char {
     LAST.with(|l| l.borrow().message.as_ptr())
@@ -179,6 +220,7 @@ pub extern "C" fn gc_last_error() -> *const c_char {
 
 /// The raw CUresult behind this thread's last failure (0, CUDA_SUCCESS, when
 /// the last failure did not come from CUDA).
+/// Errors: none.
 #[no_mangle]
 pub extern "C" fn gc_last_cuda_result() -> c_int {
     LAST.with(|l| l.borrow().cuda)

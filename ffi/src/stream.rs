@@ -1,17 +1,31 @@
-//! Streams, owned or borrowed.
-//!
-//! Thread safety: work may be enqueued on one gc_stream from several threads
-//! (in the order the calls happen); gc_stream_destroy must not race with
-//! other calls on the same handle.
+//! Streams: graphcore's own (gc_stream_create) or borrowed CUstream /
+//! cudaStream_t handles (gc_stream_wrap). Work on a stream runs in the
+//! order it was enqueued; gc_stream_raw hands the CUstream to your own
+//! kernels and libraries, and gc_stream_wait_stream orders two streams
+//! (also across a capture: fork and join).
 
 use crate::args::Out;
 use crate::context::{context, gc_context};
 use crate::handle::Registry;
 use crate::status::{boundary, gc_status};
 use graphcore_core::Stream;
-use std::ffi::{c_int, c_void};
+use std::ffi::c_void;
 
 /// A CUDA stream: created by graphcore, or a borrowed CUstream/cudaStream_t.
+///
+/// Ownership: the caller destroys the handle with gc_stream_destroy. A
+/// stream graphcore created is destroyed once the handle and graphcore's
+/// own references to it are gone (work already enqueued still finishes); a
+/// borrowed one stays the caller's and is never destroyed by graphcore.
+/// Destroying a stream that is capturing ends and discards its capture (the
+/// capture's pool is rolled back). The runner's
+/// stream handed to a gc_record_fn belongs to the runner.
+///
+/// Thread safety: work may be enqueued on one stream from several threads
+/// at once (it runs in the order the calls happen). gc_capture_begin and
+/// gc_capture_end on a stream are serialized inside, but the caller orders
+/// them (one capture at a time per stream). gc_stream_destroy must not race
+/// with other calls on the same handle.
 pub struct gc_stream;
 
 pub(crate) static STREAMS: Registry<Stream> = Registry::new(2, "gc_stream");
@@ -21,7 +35,12 @@ pub(crate) fn stream(h: *mut gc_stream, arg: &str) -> graphcore_core::Result<Str
     STREAMS.get(h as u64, arg)
 }
 
-/// Creates a non-blocking stream owned by graphcore.
+/// Creates a non-blocking stream owned by graphcore; destroy it with
+/// gc_stream_destroy.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or stream is NULL),
+/// GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY (the
+/// driver or the handle table is out of memory), GC_ERROR_CUDA,
+/// GC_ERROR_DEVICE_FAULT (from the driver).
 #[no_mangle]
 pub extern "C" fn gc_stream_create(ctx: *mut gc_context, stream: *mut *mut gc_stream) -> gc_status {
     boundary("gc_stream_create", || {
@@ -34,7 +53,12 @@ pub extern "C" fn gc_stream_create(ctx: *mut gc_context, stream: *mut *mut gc_st
 
 /// Borrows `raw`, a CUstream or cudaStream_t of ctx's device that the
 /// caller owns and keeps alive while graphcore uses it (graphcore never
-/// destroys it). NULL is the legacy default stream.
+/// destroys it; gc_stream_destroy drops only the handle). NULL is the
+/// legacy default stream. graphcore cannot check that raw is a stream of
+/// ctx's device: a stream of another device is undefined behaviour in CUDA.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or stream is NULL),
+/// GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY,
+/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (creating the stream's event failed).
 #[no_mangle]
 pub extern "C" fn gc_stream_wrap(
     ctx: *mut gc_context,
@@ -52,6 +76,9 @@ pub extern "C" fn gc_stream_wrap(
 
 /// Writes the underlying CUstream (usable as a cudaStream_t) to *raw, so
 /// your own kernels and libraries (cuBLAS, ...) can work on the stream.
+/// The CUstream stays valid while the gc_stream lives; do not destroy it.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or raw is NULL),
+/// GC_ERROR_INVALID_HANDLE (stream destroyed).
 #[no_mangle]
 pub extern "C" fn gc_stream_raw(stream: *mut gc_stream, raw: *mut *mut c_void) -> gc_status {
     boundary("gc_stream_raw", || {
@@ -64,7 +91,12 @@ pub extern "C" fn gc_stream_raw(stream: *mut gc_stream, raw: *mut *mut c_void) -
 /// Makes `stream` wait for the work enqueued on `other` so far (an event
 /// recorded on other, waited on by stream). Capture-safe: a stream that
 /// waits on a capturing stream joins its capture (fork); the capturing
-/// stream must wait on it again before gc_capture_end (join).
+/// stream must wait on it again before gc_capture_end (join). Both streams
+/// must be of one context. Waiting on itself is a no-op.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (a NULL handle, or streams of two
+/// contexts), GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_CAPTURE
+/// (CUDA refused the wait under capture, e.g. joining two captures; the
+/// capture is invalid now), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT.
 #[no_mangle]
 pub extern "C" fn gc_stream_wait_stream(
     stream: *mut gc_stream,
@@ -76,7 +108,12 @@ pub extern "C" fn gc_stream_wait_stream(
 }
 
 /// Blocks until the stream's work is done. On a capturing stream this fails
-/// with GC_ERROR_CAPTURE and invalidates the capture (as CUDA does).
+/// with GC_ERROR_CAPTURE and invalidates the capture (as CUDA does); the
+/// error of gc_capture_end then names this call.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream is NULL),
+/// GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_CAPTURE (the stream
+/// is capturing), GC_ERROR_DEVICE_FAULT (work on the stream faulted),
+/// GC_ERROR_CUDA (another failure of the work or the wait).
 #[no_mangle]
 pub extern "C" fn gc_stream_synchronize(stream: *mut gc_stream) -> gc_status {
     boundary("gc_stream_synchronize", || {
@@ -84,23 +121,12 @@ pub extern "C" fn gc_stream_synchronize(stream: *mut gc_stream) -> gc_status {
     })
 }
 
-/// Writes 1 to *capturing while the stream captures (through graphcore or
-/// not), else 0.
-#[no_mangle]
-pub extern "C" fn gc_stream_is_capturing(
-    stream: *mut gc_stream,
-    capturing: *mut c_int,
-) -> gc_status {
-    boundary("gc_stream_is_capturing", || {
-        let out = Out::new(capturing, "capturing")?;
-        out.set(self::stream(stream, "stream")?.is_capturing()? as c_int);
-        Ok(())
-    })
-}
-
 /// Destroys the handle; an owned stream is destroyed once work that
 /// graphcore objects still reference it for is gone (a borrowed one is
-/// never destroyed). NULL is a no-op.
+/// never destroyed). A capture still open on it is ended and discarded,
+/// and its pool rolled back. NULL is a no-op.
+/// Errors: GC_ERROR_INVALID_HANDLE (stream already destroyed, or not a
+/// stream).
 #[no_mangle]
 pub extern "C" fn gc_stream_destroy(stream: *mut gc_stream) -> gc_status {
     boundary("gc_stream_destroy", || {

@@ -1,0 +1,115 @@
+//! Stream capture: between gc_capture_begin and gc_capture_end, the work
+//! enqueued on a stream is recorded into a graph instead of run. With a
+//! pool, the capture's allocations come from that pool (see the Pool
+//! section for who owns them and what a failed capture leaves).
+//!
+//! Thread safety: one capture at a time per stream. End a capture on the
+//! thread that began it: CUDA requires it in the thread-local and global
+//! modes, and in every mode the pool gives the capture the allocations of
+//! the beginning thread only (other threads' gc_pool_alloc calls on the
+//! pool stay eager). Different streams may capture concurrently on
+//! different threads. While any capture is open in a context,
+//! gc_context_synchronize and gc_pool_trim refuse to run (they would
+//! invalidate it).
+
+use crate::args::Out;
+use crate::graph::{gc_graph, GRAPHS};
+use crate::pool::{gc_pool, pool};
+use crate::status::{boundary, gc_status};
+use crate::stream::{gc_stream, stream};
+use graphcore_core::{CaptureMode, Error};
+use std::ffi::c_int;
+
+/// How a capture treats potentially unsafe CUDA calls (cudaMalloc, a
+/// synchronize...) made while it is open; CUDA's stream capture modes. Any
+/// other value is GC_ERROR_INVALID_ARGUMENT at gc_capture_begin.
+pub type gc_capture_mode = u32;
+/// Unsafe calls from the capturing thread invalidate the capture (default).
+pub const GC_CAPTURE_THREAD_LOCAL: gc_capture_mode = 0;
+/// Unsafe calls from any thread invalidate the capture.
+pub const GC_CAPTURE_GLOBAL: gc_capture_mode = 1;
+/// No call is checked.
+pub const GC_CAPTURE_RELAXED: gc_capture_mode = 2;
+
+/// Begins capturing `stream`: all work enqueued on it (graphcore's
+/// kernels and copies, your own kernels and cuBLAS calls on the raw
+/// stream, and streams that join through gc_stream_wait_stream) is recorded,
+/// not run. With a pool (may be NULL), gc_pool_alloc on the calling thread
+/// allocates for the capture until gc_capture_end; blocks it frees are
+/// reused within the capture and by later captures into the same pool.
+/// A stream that is already capturing (through graphcore or the CUDA API)
+/// is GC_ERROR_INVALID_STATE. The pool must be of the stream's context.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream is NULL, mode is not a
+/// gc_capture_mode, or the pool is of another context),
+/// GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_INVALID_STATE (the
+/// stream is capturing already, or this thread has a capture open into the
+/// pool), GC_ERROR_CAPTURE (CUDA cannot capture the stream, e.g. the legacy
+/// default stream), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT. Nothing is begun
+/// on failure.
+#[no_mangle]
+pub extern "C" fn gc_capture_begin(
+    stream: *mut gc_stream,
+    pool: *mut gc_pool,
+    mode: gc_capture_mode,
+) -> gc_status {
+    boundary("gc_capture_begin", || {
+        let s = self::stream(stream, "stream")?;
+        let p = if pool.is_null() {
+            None
+        } else {
+            Some(self::pool(pool)?)
+        };
+        let mode = match mode {
+            GC_CAPTURE_THREAD_LOCAL => CaptureMode::ThreadLocal,
+            GC_CAPTURE_GLOBAL => CaptureMode::Global,
+            GC_CAPTURE_RELAXED => CaptureMode::Relaxed,
+            m => {
+                return Err(Error::invalid_argument(format!(
+                    "`mode` {m} is not a gc_capture_mode"
+                )))
+            }
+        };
+        graphcore_core::begin_capture(&s, p.as_ref(), mode)
+    })
+}
+
+/// Ends the capture begun on `stream` and writes the captured graph to
+/// *graph. If the capture was invalidated, the error names the first
+/// graphcore call that broke it (GC_ERROR_CAPTURE); a stream that joined
+/// and did not rejoin is GC_ERROR_CAPTURE too; either way the stream is
+/// usable for eager work and the pool is as it was before
+/// gc_capture_begin. Without a begin: GC_ERROR_INVALID_STATE. The caller
+/// destroys the graph with gc_graph_destroy; it holds the pool memory its
+/// capture used.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or graph is NULL; the capture
+/// then stays open), GC_ERROR_INVALID_HANDLE (stream destroyed),
+/// GC_ERROR_INVALID_STATE (no graphcore capture is open on the stream),
+/// GC_ERROR_CAPTURE (the capture was invalidated, a joined stream did not
+/// rejoin, or the end came from another thread), GC_ERROR_OUT_OF_MEMORY,
+/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+#[no_mangle]
+pub extern "C" fn gc_capture_end(stream: *mut gc_stream, graph: *mut *mut gc_graph) -> gc_status {
+    boundary("gc_capture_end", || {
+        let out = Out::new(graph, "graph")?;
+        let g = graphcore_core::end_capture(&self::stream(stream, "stream")?)?;
+        out.set(GRAPHS.insert(g)? as *mut gc_graph);
+        Ok(())
+    })
+}
+
+/// Writes 1 to *capturing while the stream captures (through graphcore or
+/// not, including a stream that joined a capture), else 0.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or capturing is NULL),
+/// GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_CUDA,
+/// GC_ERROR_DEVICE_FAULT.
+#[no_mangle]
+pub extern "C" fn gc_stream_is_capturing(
+    stream: *mut gc_stream,
+    capturing: *mut c_int,
+) -> gc_status {
+    boundary("gc_stream_is_capturing", || {
+        let out = Out::new(capturing, "capturing")?;
+        out.set(self::stream(stream, "stream")?.is_capturing()? as c_int);
+        Ok(())
+    })
+}

@@ -1,0 +1,56 @@
+//! Launches: any gc_function on a stream (gc_launch), and the typed
+//! gc_op_* calls of the built-in kernels.
+//!
+//! Kernel arguments (gc_launch, gc_graph_add_kernel,
+//! gc_exec_set_kernel_args) follow cuLaunchKernel: `void **args` holds one
+//! pointer per kernel parameter, in order, each to a value of that
+//! parameter's type; there is no count. The values are copied before the
+//! call returns, so the caller's storage may go away afterwards. args may
+//! be NULL only for a kernel without parameters. graphcore cannot check
+//! the count or the types of a kernel from a module or gc_function_wrap:
+//! too few pointers is undefined behaviour, as with cuLaunchKernel. For a
+//! built-in kernel the layout is known (listed at the end of this section)
+//! and graphcore reads exactly those parameters.
+
+use crate::module::{function, gc_dim3, gc_function};
+use crate::status::{boundary, gc_status};
+use crate::stream::{gc_stream, stream};
+use graphcore_core::LaunchConfig;
+use std::ffi::c_void;
+
+/// The launch configuration of `grid`, `block` and `shared_bytes`.
+pub(crate) fn launch_config(grid: gc_dim3, block: gc_dim3, shared_bytes: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid: [grid.x, grid.y, grid.z],
+        block: [block.x, block.y, block.z],
+        shared_bytes,
+    }
+}
+
+/// Launches `function` on `stream` with `args` as cuLaunchKernel takes them
+/// (one pointer per kernel parameter; the values are copied before this
+/// returns). A zero or over-limit grid or block dimension is
+/// GC_ERROR_INVALID_ARGUMENT and nothing is launched. Recorded, not run,
+/// when the stream captures. function and stream must be of one context.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (function or stream is NULL, a zero or
+/// over-limit dimension, more than 1024 threads a block, or a function and
+/// stream of two contexts), GC_ERROR_INVALID_HANDLE (a destroyed handle),
+/// GC_ERROR_CAPTURE (CUDA refused the launch under capture; the capture is
+/// invalid now), GC_ERROR_CUDA (the driver refused the launch, e.g. too
+/// much shared memory), GC_ERROR_DEVICE_FAULT (earlier work faulted).
+#[no_mangle]
+pub extern "C" fn gc_launch(
+    function: *mut gc_function,
+    stream: *mut gc_stream,
+    grid: gc_dim3,
+    block: gc_dim3,
+    shared_bytes: u32,
+    args: *mut *mut c_void,
+) -> gc_status {
+    boundary("gc_launch", || {
+        let f = self::function(function)?;
+        let s = self::stream(stream, "stream")?;
+        // SAFETY: the caller passes one pointer per parameter, as documented.
+        unsafe { f.launch(&s, &launch_config(grid, block, shared_bytes), args) }
+    })
+}
