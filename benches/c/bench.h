@@ -6,7 +6,9 @@
  *
  * Driver prototypes and structs are those of cuda.h (CUDA 12/13), under
  * the symbol names libcuda exports for them (the _v2 names where cuda.h
- * maps a call to one). */
+ * maps a call to one).
+ *
+ * Include it before any system header: it sets _POSIX_C_SOURCE. */
 #ifndef GC_BENCH_H
 #define GC_BENCH_H
 
