@@ -2,6 +2,7 @@
 //! run everywhere; tests marked `#[ignore = "needs a CUDA GPU"]` run on the
 //! GPU machine (`--include-ignored`, see scripts/gpu-check).
 
+mod benches;
 mod c_abi;
 mod gpu;
 mod header;
