@@ -78,6 +78,8 @@ typedef void (*CUhostFn)(void *user_data);
 #define BENCH_CU_MEMORYTYPE_DEVICE 2
 /* CUstreamCaptureMode: CU_STREAM_CAPTURE_MODE_THREAD_LOCAL */
 #define BENCH_CU_CAPTURE_THREAD_LOCAL 1
+/* CUstream_flags: CU_STREAM_NON_BLOCKING (gc_stream_create's kind) */
+#define BENCH_CU_STREAM_NON_BLOCKING 1
 /* CUevent_flags: CU_EVENT_DISABLE_TIMING */
 #define BENCH_CU_EVENT_DISABLE_TIMING 2
 

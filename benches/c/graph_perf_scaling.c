@@ -53,7 +53,7 @@ static const struct {
     {"first_launch", "first launch+sync", 0},
     {"launch", "launch (CPU)", 1.02},
     {"launch_sync", "launch+sync", 0},
-    {"device", "device time", 0},
+    {"device", "device (per graph)", 0},
     {"update", "update, all changed", 1.05},
 };
 

@@ -235,7 +235,7 @@ int main(void) {
     CUfunction raw_sum;
     for (int i = 0; i < 3; i++) {
         TRY(gc_stream_create(ctx, &gs[i]));
-        CU(cu.StreamCreate(&rs[i], 0));
+        CU(cu.StreamCreate(&rs[i], BENCH_CU_STREAM_NON_BLOCKING));
         CU(cu.EventCreate(&ev[i], BENCH_CU_EVENT_DISABLE_TIMING));
     }
     TRY(gc_pool_create(ctx, NULL, &pool));
