@@ -3,6 +3,7 @@
 //! GPU machine (`--include-ignored`, see scripts/gpu-check).
 
 mod architecture;
+mod benches;
 mod c_abi;
 mod gpu;
 mod header;

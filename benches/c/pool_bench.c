@@ -4,126 +4,74 @@
  * cuMemAlloc + cuMemFree. Median nanoseconds per pair over many batches.
  * Prints a table and writes JSON to $OUT/pool_bench.json (or ./).
  *
- * libcuda is opened with dlopen, so this builds without the CUDA toolkit. */
-#define _POSIX_C_SOURCE 200809L
-#include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include "graphcore.h"
-
-typedef int (*alloc_async_t)(unsigned long long *, size_t, void *);
-typedef int (*free_async_t)(unsigned long long, void *);
-typedef int (*alloc_t)(unsigned long long *, size_t);
-typedef int (*free_t)(unsigned long long);
-typedef int (*sync_t)(void *);
+ * Then the scaling over threads: 1, 2, 4, 8 and 16 threads, each with its
+ * own pool, start each round together and time their own alloc+free pairs
+ * (issue 15: "16 threads on 16 pools must not contend"). Per thread count,
+ * the mean and the slowest of the threads' median ns per pair; written to
+ * $OUT/pool_threads.json. */
+#include "bench.h" /* first: it sets _POSIX_C_SOURCE */
+#include <pthread.h>
 
 #define BATCH 1000
 #define ROUNDS 101
+#define THREAD_ROUNDS 51
+#define MAX_THREADS 16
 
-static double now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v) {
-    qsort(v, ROUNDS, sizeof *v, cmp);
-    return v[ROUNDS / 2];
-}
-
-static void *sym(void *lib, const char *name) {
-    void *p = dlsym(lib, name);
-    if (!p) {
-        fprintf(stderr, "pool_bench: %s not found in libcuda\n", name);
+/* Exits unless every result OR-ed into `bad` was 0 (success). */
+static void check_batch(int bad, const char *what) {
+    if (bad) {
+        fprintf(stderr, "pool_bench: %s failed in a timed batch\n", what);
         exit(1);
     }
-    return p;
 }
 
-#define TRY(call)                                                                    \
-    do {                                                                             \
-        gc_status st_ = (call);                                                      \
-        if (st_ != GC_SUCCESS) {                                                     \
-            fprintf(stderr, "%s: %s\n", #call, gc_last_error());                     \
-            exit(1);                                                                 \
-        }                                                                            \
-    } while (0)
-
-int main(void) {
-    gc_context *ctx;
-    gc_stream *stream;
-    gc_pool *pool;
-    TRY(gc_context_create(0, &ctx));
-    TRY(gc_stream_create(ctx, &stream));
-    TRY(gc_pool_create(ctx, NULL, &pool));
-    void *raw_stream;
-    TRY(gc_stream_raw(stream, &raw_stream));
-    void *cuda = dlopen("libcuda.so.1", RTLD_NOW);
-    if (!cuda) {
-        fprintf(stderr, "pool_bench: no libcuda.so.1\n");
-        return 1;
-    }
-    alloc_async_t alloc_async;
-    free_async_t free_async;
-    alloc_t alloc;
-    free_t mfree;
-    sync_t sync;
-    /* POSIX's way to turn dlsym's result into a function pointer. */
-    *(void **)&alloc_async = sym(cuda, "cuMemAllocAsync");
-    *(void **)&free_async = sym(cuda, "cuMemFreeAsync");
-    *(void **)&alloc = sym(cuda, "cuMemAlloc_v2");
-    *(void **)&mfree = sym(cuda, "cuMemFree_v2");
-    *(void **)&sync = sym(cuda, "cuStreamSynchronize");
-
+static void single_thread(gc_pool *pool, CUstream raw_stream) {
     size_t sizes[] = {4096, 1 << 20};
     static double pool_ns[ROUNDS], async_ns[ROUNDS], plain_ns[ROUNDS];
-    FILE *json;
     char path[4096];
     const char *out = getenv("OUT");
     snprintf(path, sizeof path, "%s/pool_bench.json", out ? out : ".");
-    json = fopen(path, "w");
+    FILE *json = fopen(path, "w");
     if (json) fprintf(json, "[\n");
-    printf("%10s %14s %18s %14s %12s %12s\n", "bytes", "gc_pool ns", "cuMemAllocAsync ns",
-           "cuMemAlloc ns", "vs async", "vs plain");
+    printf("%10s %14s %18s %14s %12s %12s\n", "bytes", "gc_pool ns", "cuMemAllocAsync ns", "cuMemAlloc ns",
+           "vs async", "vs plain");
     for (int s = 0; s < 2; s++) {
         size_t bytes = sizes[s];
         void *p;
-        unsigned long long d;
+        CUdeviceptr d;
         /* Warm up every path (the first allocation grows each pool). */
         TRY(gc_pool_alloc(pool, bytes, &p));
         TRY(gc_pool_free(pool, p));
-        alloc_async(&d, bytes, raw_stream);
-        free_async(d, raw_stream);
-        sync(raw_stream);
+        CU(cu.MemAllocAsync(&d, bytes, raw_stream));
+        CU(cu.MemFreeAsync(d, raw_stream));
+        CU(cu.StreamSynchronize(raw_stream));
         for (int r = 0; r < ROUNDS; r++) {
-            double t0 = now_ns();
+            int bad = 0;
+            double t0 = bench_now_ns();
             for (int i = 0; i < BATCH; i++) {
-                gc_pool_alloc(pool, bytes, &p);
-                gc_pool_free(pool, p);
+                bad |= gc_pool_alloc(pool, bytes, &p);
+                bad |= gc_pool_free(pool, p);
             }
-            pool_ns[r] = (now_ns() - t0) / BATCH;
-            t0 = now_ns();
+            pool_ns[r] = (bench_now_ns() - t0) / BATCH;
+            check_batch(bad, "gc_pool_alloc/gc_pool_free");
+            t0 = bench_now_ns();
             for (int i = 0; i < BATCH; i++) {
-                alloc_async(&d, bytes, raw_stream);
-                free_async(d, raw_stream);
+                bad |= cu.MemAllocAsync(&d, bytes, raw_stream);
+                bad |= cu.MemFreeAsync(d, raw_stream);
             }
-            async_ns[r] = (now_ns() - t0) / BATCH;
-            sync(raw_stream);
-            t0 = now_ns();
+            async_ns[r] = (bench_now_ns() - t0) / BATCH;
+            check_batch(bad, "cuMemAllocAsync/cuMemFreeAsync");
+            CU(cu.StreamSynchronize(raw_stream));
+            t0 = bench_now_ns();
             for (int i = 0; i < BATCH / 10; i++) {
-                alloc(&d, bytes);
-                mfree(d);
+                bad |= cu.MemAlloc(&d, bytes);
+                bad |= cu.MemFree(d);
             }
-            plain_ns[r] = (now_ns() - t0) / (BATCH / 10);
+            plain_ns[r] = (bench_now_ns() - t0) / (BATCH / 10);
+            check_batch(bad, "cuMemAlloc/cuMemFree");
         }
-        double a = median(pool_ns), b = median(async_ns), c = median(plain_ns);
+        double a = bench_median(pool_ns, ROUNDS), b = bench_median(async_ns, ROUNDS),
+               c = bench_median(plain_ns, ROUNDS);
         printf("%10zu %14.1f %18.1f %14.1f %11.1fx %11.1fx\n", bytes, a, b, c, b / a, c / a);
         if (json)
             fprintf(json,
@@ -135,6 +83,101 @@ int main(void) {
         fprintf(json, "]\n");
         fclose(json);
     }
+}
+
+/* One thread of the scaling run: its own pool, its median ns per pair. */
+struct worker {
+    gc_pool *pool;
+    pthread_barrier_t *start;
+    double ns[THREAD_ROUNDS];
+    double median;
+    int bad;
+};
+
+static void *work(void *arg) {
+    struct worker *w = arg;
+    void *p;
+    for (int r = 0; r < THREAD_ROUNDS; r++) {
+        int bad = 0; /* a local: no stores to memory other threads read */
+        pthread_barrier_wait(w->start);
+        double t0 = bench_now_ns();
+        for (int i = 0; i < BATCH; i++) {
+            bad |= gc_pool_alloc(w->pool, 4096, &p);
+            bad |= gc_pool_free(w->pool, p);
+        }
+        w->ns[r] = (bench_now_ns() - t0) / BATCH;
+        w->bad |= bad;
+    }
+    w->median = bench_median(w->ns, THREAD_ROUNDS);
+    return NULL;
+}
+
+static void thread_scaling(gc_context *ctx) {
+    static struct worker workers[MAX_THREADS];
+    pthread_t threads[MAX_THREADS];
+    const int counts[] = {1, 2, 4, 8, 16};
+    double base = 0.0;
+    FILE *json = bench_json_open(ctx, "pool_threads.json", "pool_threads");
+    if (json)
+        fprintf(json, "  \"method\": \"each thread its own pool, alloc+free of 4096 bytes, %d pairs per round, "
+                      "rounds started together, median of %d rounds per thread\",\n  \"units\": \"ns per pair\",\n"
+                      "  \"rows\": [\n",
+                BATCH, THREAD_ROUNDS);
+    printf("\nalloc+free of 4096 bytes, each thread on its own pool (ns per pair per thread)\n");
+    printf("%8s %12s %12s %12s\n", "threads", "mean", "slowest", "mean / 1");
+    for (int c = 0; c < 5; c++) {
+        int n = counts[c];
+        pthread_barrier_t start;
+        if (pthread_barrier_init(&start, NULL, (unsigned)n) != 0) {
+            fprintf(stderr, "pool_bench: pthread_barrier_init failed\n");
+            exit(1);
+        }
+        for (int t = 0; t < n; t++) {
+            void *p;
+            memset(&workers[t], 0, sizeof workers[t]);
+            workers[t].start = &start;
+            TRY(gc_pool_create(ctx, NULL, &workers[t].pool));
+            /* The first allocation grows the pool: not timed. */
+            TRY(gc_pool_alloc(workers[t].pool, 4096, &p));
+            TRY(gc_pool_free(workers[t].pool, p));
+        }
+        for (int t = 0; t < n; t++)
+            if (pthread_create(&threads[t], NULL, work, &workers[t]) != 0) {
+                fprintf(stderr, "pool_bench: pthread_create failed\n");
+                exit(1);
+            }
+        double sum = 0.0, slowest = 0.0;
+        for (int t = 0; t < n; t++) {
+            pthread_join(threads[t], NULL);
+            check_batch(workers[t].bad, "gc_pool_alloc/gc_pool_free (threads)");
+            sum += workers[t].median;
+            if (workers[t].median > slowest) slowest = workers[t].median;
+            TRY(gc_pool_destroy(workers[t].pool));
+        }
+        pthread_barrier_destroy(&start);
+        double mean = sum / n;
+        if (n == 1) base = mean;
+        printf("%8d %12.1f %12.1f %11.2fx\n", n, mean, slowest, mean / base);
+        if (json)
+            fprintf(json, "    {\"threads\": %d, \"mean_ns\": %.1f, \"slowest_ns\": %.1f, \"mean_vs_one\": %.3f}%s\n",
+                    n, mean, slowest, mean / base, c == 4 ? "" : ",");
+    }
+    if (json) {
+        fprintf(json, "  ]\n}\n");
+        fclose(json);
+    }
+}
+
+int main(void) {
+    gc_context *ctx = bench_start("pool_bench");
+    gc_stream *stream;
+    gc_pool *pool;
+    CUstream raw_stream;
+    TRY(gc_stream_create(ctx, &stream));
+    TRY(gc_pool_create(ctx, NULL, &pool));
+    TRY(gc_stream_raw(stream, (void **)&raw_stream));
+    single_thread(pool, raw_stream);
+    thread_scaling(ctx);
     TRY(gc_pool_destroy(pool));
     TRY(gc_stream_destroy(stream));
     TRY(gc_context_destroy(ctx));

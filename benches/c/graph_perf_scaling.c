@@ -1,0 +1,310 @@
+/* graphcore vs the CUDA driver on the method of NVIDIA's cudaGraphsPerfScaling
+ * sample: a straight chain of N empty kernels (N = 1 ... 1000), and for each
+ * N the time to
+ *   capture     begin capture, N launches, end capture;
+ *   build       create a graph and add N kernel nodes, each after the last;
+ *   instantiate the captured graph (flags 0);
+ *   first       launch of the fresh exec, with the stream synchronize;
+ *   launch      the launch call alone (CPU time), the exec already run once;
+ *   launch+sync a launch and the synchronize after it;
+ *   device      GPU time per graph launch (events around many launches);
+ *   update      the exec updated from a graph in which every node's
+ *               argument changed.
+ * Raw CUDA (cuStreamBeginCapture_v2, cuGraphAddKernelNode_v2,
+ * cuGraphInstantiateWithFlags, cuGraphLaunch, cuGraphExecUpdate_v2) and
+ * graphcore (gc_capture_*, gc_graph_add_kernel, gc_graph_instantiate,
+ * gc_exec_launch, gc_exec_update) run the same kernel on the same stream,
+ * interleaved round by round (the side that goes first alternates), and
+ * each figure is the median over all rounds. Prints the table, ratio
+ * graphcore / raw and the issue's target per row, last; writes
+ * $OUT/graph_perf_scaling.json (or ./). */
+#include "bench.h"
+
+/* An empty kernel taking one 32-bit argument (its "tag", which update
+ * changes), PTX ISA 8.0 for sm_75 and later. */
+static const char PTX[] =
+    ".version 8.0\n"
+    ".target sm_75\n"
+    ".address_size 64\n"
+    "\n"
+    ".visible .entry gc_bench_empty(\n"
+    "    .param .u32 gc_bench_empty_tag\n"
+    ")\n"
+    "{\n"
+    "    ret;\n"
+    "}\n";
+
+#define WARMUP 2 /* rounds per length not counted */
+#define ROUNDS 51 /* rounds per length counted */
+#define REPEATS 10 /* repeat launches per round */
+#define MAX_SAMPLES (ROUNDS * REPEATS)
+
+enum row { CAPTURE, BUILD, INSTANTIATE, FIRST, LAUNCH, LAUNCH_SYNC, DEVICE, UPDATE, ROWS };
+
+/* Each row's JSON key, label, and target ratio (graphcore / raw) from
+ * issue 15; 0 where it sets none. */
+static const struct {
+    const char *key, *label;
+    double target;
+} rows[ROWS] = {
+    {"capture", "capture", 1.10},
+    {"build", "explicit build", 1.10},
+    {"instantiate", "instantiate", 1.05},
+    {"first_launch", "first launch+sync", 0},
+    {"launch", "launch (CPU)", 1.02},
+    {"launch_sync", "launch+sync", 0},
+    {"device", "device (per graph)", 0},
+    {"update", "update, all changed", 1.05},
+};
+
+static const int lengths[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000};
+#define LENGTHS ((int)(sizeof lengths / sizeof lengths[0]))
+
+/* What both sides share. */
+static gc_context *ctx;
+static gc_stream *stream;
+static gc_function *fn;
+static CUstream raw_stream;
+static CUfunction raw_fn;
+static CUevent ev_start, ev_end;
+
+/* One side of the comparison: the graph calls of raw CUDA or of graphcore,
+ * behind one interface so that both are timed by the same code. Graphs and
+ * execs are opaque pointers (CUgraph / gc_graph, CUgraphExec / gc_exec). */
+struct side {
+    const char *name;
+    void *(*capture)(int len, uint32_t tag);
+    void *(*build)(int len, uint32_t tag);
+    void *(*instantiate)(void *graph);
+    void (*launch)(void *exec);
+    void (*sync)(void);
+    void (*update)(void *exec, void *graph);
+    void (*destroy)(void *graph, void *exec);
+};
+
+static void *raw_capture(int len, uint32_t tag) {
+    void *args[] = {&tag};
+    CUgraph g;
+    CU(cu.StreamBeginCapture(raw_stream, BENCH_CU_CAPTURE_THREAD_LOCAL));
+    for (int i = 0; i < len; i++) CU(cu.LaunchKernel(raw_fn, 1, 1, 1, 1, 1, 1, 0, raw_stream, args, NULL));
+    CU(cu.StreamEndCapture(raw_stream, &g));
+    return g;
+}
+
+static void *raw_build(int len, uint32_t tag) {
+    void *args[] = {&tag};
+    bench_kernel_node_params p = {raw_fn, 1, 1, 1, 1, 1, 1, 0, args, NULL, NULL, NULL};
+    CUgraph g;
+    CUgraphNode prev = NULL, node;
+    CU(cu.GraphCreate(&g, 0));
+    for (int i = 0; i < len; i++) {
+        CU(cu.GraphAddKernelNode(&node, g, i ? &prev : NULL, i ? 1 : 0, &p));
+        prev = node;
+    }
+    return g;
+}
+
+static void *raw_instantiate(void *graph) {
+    CUgraphExec e;
+    CU(cu.GraphInstantiateWithFlags(&e, graph, 0));
+    return e;
+}
+
+static void raw_launch(void *exec) { CU(cu.GraphLaunch(exec, raw_stream)); }
+
+static void raw_sync(void) { CU(cu.StreamSynchronize(raw_stream)); }
+
+static void raw_update(void *exec, void *graph) {
+    bench_update_info info;
+    CU(cu.GraphExecUpdate(exec, graph, &info));
+}
+
+static void raw_destroy(void *graph, void *exec) {
+    if (exec) CU(cu.GraphExecDestroy(exec));
+    if (graph) CU(cu.GraphDestroy(graph));
+}
+
+static void *gc_capture(int len, uint32_t tag) {
+    void *args[] = {&tag};
+    gc_dim3 one = {1, 1, 1};
+    gc_graph *g;
+    TRY(gc_capture_begin(stream, NULL, GC_CAPTURE_THREAD_LOCAL));
+    for (int i = 0; i < len; i++) TRY(gc_launch(fn, stream, one, one, 0, args));
+    TRY(gc_capture_end(stream, &g));
+    return g;
+}
+
+static void *gc_build(int len, uint32_t tag) {
+    void *args[] = {&tag};
+    gc_dim3 one = {1, 1, 1};
+    gc_graph *g;
+    gc_node prev, node;
+    TRY(gc_graph_create(ctx, &g));
+    for (int i = 0; i < len; i++) {
+        TRY(gc_graph_add_kernel(g, fn, one, one, 0, args, i ? &prev : NULL, i ? 1 : 0, &node));
+        prev = node;
+    }
+    return g;
+}
+
+static void *gc_instantiate(void *graph) {
+    gc_exec *e;
+    TRY(gc_graph_instantiate(graph, 0, &e));
+    return e;
+}
+
+static void gc_launch_exec(void *exec) { TRY(gc_exec_launch(exec, stream)); }
+
+static void gc_sync(void) { TRY(gc_stream_synchronize(stream)); }
+
+static void gc_update(void *exec, void *graph) { TRY(gc_exec_update(exec, graph)); }
+
+static void gc_destroy(void *graph, void *exec) {
+    TRY(gc_exec_destroy(exec));
+    TRY(gc_graph_destroy(graph));
+}
+
+static const struct side sides[2] = {
+    {"raw", raw_capture, raw_build, raw_instantiate, raw_launch, raw_sync, raw_update, raw_destroy},
+    {"graphcore", gc_capture, gc_build, gc_instantiate, gc_launch_exec, gc_sync, gc_update, gc_destroy},
+};
+
+/* The samples (ns) of one length: [side][row]. */
+static double samples[2][ROWS][MAX_SAMPLES];
+static size_t counts[2][ROWS];
+
+static void push(int side, enum row r, double ns) {
+    if (counts[side][r] < MAX_SAMPLES) samples[side][r][counts[side][r]++] = ns;
+}
+
+/* Graph launches per device-time sample: about 2000 nodes' worth. */
+static int device_reps(int len) { return len >= 400 ? 5 : 2000 / len; }
+
+/* One round of every measurement for one side and length; counted unless
+ * a warm-up round. */
+static void round_of(int s, int len, int counted) {
+    const struct side *sd = &sides[s];
+    double t0 = bench_now_ns();
+    void *g = sd->capture(len, 1);
+    double t1 = bench_now_ns();
+    void *b = sd->build(len, 1);
+    double t2 = bench_now_ns();
+    sd->destroy(b, NULL);
+    double t3 = bench_now_ns();
+    void *e = sd->instantiate(g);
+    double t4 = bench_now_ns();
+    sd->launch(e);
+    sd->sync();
+    double t5 = bench_now_ns();
+    if (counted) {
+        push(s, CAPTURE, t1 - t0);
+        push(s, BUILD, t2 - t1);
+        push(s, INSTANTIATE, t4 - t3);
+        push(s, FIRST, t5 - t4);
+    }
+    for (int i = 0; i < REPEATS; i++) {
+        double a = bench_now_ns();
+        sd->launch(e);
+        double c = bench_now_ns();
+        sd->sync();
+        double d = bench_now_ns();
+        if (counted) {
+            push(s, LAUNCH, c - a);
+            push(s, LAUNCH_SYNC, d - a);
+        }
+    }
+    int reps = device_reps(len);
+    CU(cu.EventRecord(ev_start, raw_stream));
+    for (int i = 0; i < reps; i++) sd->launch(e);
+    CU(cu.EventRecord(ev_end, raw_stream));
+    CU(cu.EventSynchronize(ev_end));
+    float ms;
+    CU(cu.EventElapsedTime(&ms, ev_start, ev_end));
+    if (counted) push(s, DEVICE, ms * 1e6 / reps);
+    /* Update to a graph whose every node has another tag, and back. */
+    void *g2 = sd->capture(len, 2);
+    t0 = bench_now_ns();
+    sd->update(e, g2);
+    t1 = bench_now_ns();
+    sd->update(e, g);
+    t2 = bench_now_ns();
+    if (counted) {
+        push(s, UPDATE, t1 - t0);
+        push(s, UPDATE, t2 - t1);
+    }
+    sd->sync();
+    sd->destroy(g2, NULL);
+    sd->destroy(g, e);
+}
+
+/* Medians in microseconds: [length][side][row]. */
+static double result[LENGTHS][2][ROWS];
+
+int main(void) {
+    ctx = bench_start("graph_perf_scaling");
+    gc_module *module;
+    TRY(gc_stream_create(ctx, &stream));
+    TRY(gc_module_load(ctx, PTX, sizeof PTX - 1, &module));
+    TRY(gc_module_function(module, "gc_bench_empty", &fn));
+    TRY(gc_stream_raw(stream, (void **)&raw_stream));
+    TRY(gc_function_raw(fn, (void **)&raw_fn));
+    CU(cu.EventCreate(&ev_start, 0));
+    CU(cu.EventCreate(&ev_end, 0));
+
+    printf("graph_perf_scaling: chains of empty kernels, raw CUDA vs graphcore, median of %d rounds\n", ROUNDS);
+    for (int l = 0; l < LENGTHS; l++) {
+        memset(counts, 0, sizeof counts);
+        for (int r = -WARMUP; r < ROUNDS; r++) {
+            int first = (r & 1) != 0; /* alternate which side goes first */
+            round_of(first, lengths[l], r >= 0);
+            round_of(!first, lengths[l], r >= 0);
+        }
+        for (int s = 0; s < 2; s++)
+            for (int r = 0; r < ROWS; r++)
+                result[l][s][r] = bench_median(samples[s][r], counts[s][r]) / 1e3;
+        printf("  %4d nodes: capture %.1f / %.1f us, launch %.2f / %.2f us (raw / graphcore)\n", lengths[l],
+               result[l][0][CAPTURE], result[l][1][CAPTURE], result[l][0][LAUNCH], result[l][1][LAUNCH]);
+        fflush(stdout);
+    }
+
+    FILE *json = bench_json_open(ctx, "graph_perf_scaling.json", "graph_perf_scaling");
+    if (json)
+        fprintf(json,
+                "  \"method\": \"cudaGraphsPerfScaling: chain of empty kernels, raw and graphcore interleaved, "
+                "median of %d rounds (%d launches per round for launch rows)\",\n"
+                "  \"units\": \"us\",\n  \"rows\": [\n",
+                ROUNDS, REPEATS);
+    printf("\n%-20s %6s %12s %12s %8s %8s\n", "what", "nodes", "raw us", "graphcore us", "ratio", "target");
+    for (int r = 0; r < ROWS; r++) {
+        for (int l = 0; l < LENGTHS; l++) {
+            double raw = result[l][0][r], ours = result[l][1][r], ratio = raw > 0 ? ours / raw : 0;
+            char target[16] = "-";
+            if (rows[r].target > 0)
+                snprintf(target, sizeof target, "%.2f%s", rows[r].target, ratio <= rows[r].target ? "" : " !");
+            printf("%-20s %6d %12.2f %12.2f %7.3fx %8s\n", rows[r].label, lengths[l], raw, ours, ratio, target);
+            if (!json) continue;
+            fprintf(json,
+                    "    {\"row\": \"%s\", \"nodes\": %d, \"raw_us\": %.3f, \"graphcore_us\": %.3f, "
+                    "\"raw_us_per_node\": %.4f, \"graphcore_us_per_node\": %.4f, \"ratio\": %.4f, ",
+                    rows[r].key, lengths[l], raw, ours, raw / lengths[l], ours / lengths[l], ratio);
+            if (rows[r].target > 0)
+                fprintf(json, "\"target\": %.2f, \"met\": %s}", rows[r].target,
+                        ratio <= rows[r].target ? "true" : "false");
+            else
+                fprintf(json, "\"target\": null, \"met\": null}");
+            fprintf(json, "%s\n", r == ROWS - 1 && l == LENGTHS - 1 ? "" : ",");
+        }
+    }
+    printf("(ratio = graphcore / raw; target from issue 15, \"!\" where missed)\n");
+    if (json) {
+        fprintf(json, "  ]\n}\n");
+        fclose(json);
+    }
+    CU(cu.EventDestroy(ev_start));
+    CU(cu.EventDestroy(ev_end));
+    TRY(gc_function_destroy(fn));
+    TRY(gc_module_destroy(module));
+    TRY(gc_stream_destroy(stream));
+    TRY(gc_context_destroy(ctx));
+    return 0;
+}
