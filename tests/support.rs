@@ -24,3 +24,17 @@ pub(crate) fn lib_dir() -> PathBuf {
     );
     dir
 }
+
+/// The command for tool `name`: `$env` when set, else the copy
+/// scripts/test-deps installed in target/tools/venv/bin (`make test` runs
+/// it), else `name` on PATH.
+pub(crate) fn tool_command(name: &str, env: &str) -> String {
+    if let Ok(cmd) = std::env::var(env) {
+        return cmd;
+    }
+    let local = repo().join("target/tools/venv/bin").join(name);
+    if local.exists() {
+        return local.display().to_string();
+    }
+    name.to_string()
+}
