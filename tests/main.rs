@@ -7,5 +7,6 @@ mod gpu;
 mod header;
 mod install;
 mod python;
+mod readme;
 mod support;
 mod version;
