@@ -10,7 +10,9 @@ Every block of README.md between ``<!-- results:begin NAME -->`` and
   - the sources: the exports of ffi/src (``#[no_mangle]`` functions) and the
     ``COVER(...)`` sections of tests/c/bad_input.c;
   - tests/counts.json, which the suite checks against its own run
-    (tests/c_abi.rs, ``bad_input``: GC_BLESS=1 rewrites it).
+    (tests/c_abi.rs, ``bad_input``: GC_BLESS=1 rewrites it);
+  - docs/fresh-make-test.log, the transcript of `make test` run from fresh
+    clones (its "# run N: ..." and "wall time" lines).
 
     python3 scripts/readme_results.py          # rewrite README.md (make readme-results)
     python3 scripts/readme_results.py --check  # exit 1 with a diff if README.md differs
@@ -24,11 +26,15 @@ import difflib
 import json
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
 RESULTS = REPO / "benches" / "results"
+# An H100's f32 multiplications per second, in T (its data sheet's FP32
+# rate, one multiplication per FMA).
+H100_FP32_T = 33
 BLOCK = re.compile(
     r"(<!-- results:begin (?P<name>[a-z-]+) -->\n)(?P<body>.*?)(<!-- results:end -->)", re.S
 )
@@ -380,15 +386,31 @@ def block_fusion():
         "Fused results are bitwise equal to the unfused graph's (tested on random",
         f"chains of 1\u2013300 operations, built and captured). At {big['floats'] // 2**20} Mi floats the fused",
         "kernel reads and writes memory once but does 200 multiplications per",
-        f"element: {mults:.1f} G float multiplications take at least 0.4 ms on an H100",
-        "(about 33 T per second), so \"one pass over memory\" cannot be reached without",
+        f"element: {mults:.1f} G float multiplications take at least {mults / H100_FP32_T:.1f} ms on an H100",
+        f"(about {H100_FP32_T} T per second), so \"one pass over memory\" cannot be reached without",
         "changing results (\u00d72 then \u00f72 is not the identity for every float: it",
         "overflows for the largest), which fusion must not do.",
     ]
     return "\n".join(lines)
 
 
+def block_fresh_make_test():
+    log = (REPO / "docs" / "fresh-make-test.log").read_text()
+    runs = re.findall(r"^# run \d+: (.*?), (\d{4}-\d\d-\d\d) .*?^# make test exit status (\d+), "
+                      r"wall time (\d+) s$", log, re.S | re.M)
+    if not runs or any(rc != "0" for _, _, rc, _ in runs):
+        sys.exit("readme_results: docs/fresh-make-test.log has no run, or a failed one")
+    parts = [f"**{int(secs) // 60} min {int(secs) % 60:02d} s** {title}" for title, _, _, secs in runs]
+    text = (
+        f"Measured on {runs[-1][1]} (2 cores, empty cargo and pip caches: crates and wheels "
+        f"are downloaded), a fresh clone's `make test` passes in {'; in '.join(parts)} "
+        "(transcript: `docs/fresh-make-test.log`)."
+    )
+    return textwrap.fill(text, 76, break_long_words=False, break_on_hyphens=False)
+
+
 BLOCKS = {
+    "fresh-make-test": block_fresh_make_test,
     "reliability": block_reliability,
     "device": block_device,
     "pool": block_pool,
