@@ -2,7 +2,7 @@
 #
 #   make example   build everything (release) and run the main example
 #   make test      the whole test suite (what CI runs); first installs what
-#                  it needs under target/tools (scripts/test-deps)
+#                  it needs under target/tools (make test-deps, scripts/test-deps)
 #   make install   install the library, headers, pkg-config and CMake files:
 #                  make install PREFIX=/usr/local [DESTDIR=/staging]
 #                  (INSTALL_FROM=DIR installs DIR's libgraphcore.so/.a
@@ -41,7 +41,7 @@ INSTALL_FROM ?=
 INSTALL_ENV = PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' LIBDIR='$(LIBDIR)' \
               INCLUDEDIR='$(INCLUDEDIR)' FROM='$(or $(INSTALL_FROM),$(RELEASE))'
 
-.PHONY: all lib examples example test lint header readme-results ptx check-ptx gpu-check fuzz abi-check abi-baseline clean install uninstall
+.PHONY: all lib examples example test test-deps lint header readme-results ptx check-ptx gpu-check fuzz abi-check abi-baseline clean install uninstall
 
 all: lib examples
 
@@ -78,18 +78,20 @@ lint:
 	$(CARGO) clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
 
 # scripts/test-deps installs NVRTC, pytest, cmake and pkg-config into this
-# venv when they are missing; the test recipes find them first on PATH.
+# venv when they are missing (and says so); the recipes below find them
+# first on PATH.
 TOOLS_BIN := $(CURDIR)/target/tools/venv/bin
 check-ptx test: export PATH := $(TOOLS_BIN):$(PATH)
 
-check-ptx:
+test-deps:
+	scripts/test-deps
+
+check-ptx: test-deps
 	$(PYTHON) kernels/gen_ptx.py --check
 
 # cargo-nextest when installed, else cargo test; the last line is the
 # runner's summary.
-test:
-	scripts/test-deps
-	$(PYTHON) kernels/gen_ptx.py --check
+test: check-ptx
 	$(CARGO) build -p graphcore-ffi
 	@if command -v cargo-nextest >/dev/null; then \
 	  echo "$(CARGO) nextest run --workspace --no-fail-fast"; \

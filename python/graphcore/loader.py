@@ -25,6 +25,7 @@ import ctypes as C
 import os
 import shutil
 import subprocess
+import threading
 
 from . import __version__
 from .errors import LibraryNotFoundError, error_for
@@ -42,6 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 _UNCHECKED = {"gc_last_cuda_result", "gc_status_name", "gc_last_error", "gc_version"}
 
 _loaded = None  # (ctypes.CDLL, path) once loaded
+_loading = threading.Lock()
 
 
 def _pkg_config_libdir():
@@ -101,9 +103,15 @@ def _declare(handle, path):
 def load():
     """Loads the library once (see the module's docstring); returns
     (ctypes.CDLL, path). Raises LibraryNotFoundError."""
+    with _loading:
+        if _loaded is None:
+            _load()
+    return _loaded
+
+
+def _load():
+    """One search; load() holds the lock."""
     global _loaded
-    if _loaded is not None:
-        return _loaded
     env = os.environ.get("GRAPHCORE_LIB")
     places = [("$GRAPHCORE_LIB", env, None)] if env else candidates()
     tried = []
@@ -121,7 +129,7 @@ def load():
             continue
         _declare(handle, path)
         _loaded = (handle, path)
-        return _loaded
+        return
     raise LibraryNotFoundError(
         "graphcore: cannot load libgraphcore; searched:\n  %s\n"
         "Build it (make lib), install it (make install; for a custom prefix set "
