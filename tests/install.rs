@@ -6,7 +6,8 @@
 //! `--variable=libdir`, and `graphcore-static` linking libgraphcore.a), and
 //! consumer.cpp (graphcore.hpp, graphcore::graphcore) and consumer.c
 //! (graphcore::graphcore_static) with CMake's `find_package(graphcore)`;
-//! all five run. Without a driver they must say
+//! all five run; the Python binding, copied out of the repository, finds
+//! the install through pkg-config. Without a driver they must say
 //! "no driver mode" with graphcore's message; with one (GC_GPU=1 on the GPU
 //! machine) they must do a full run and check its data. Then `make
 //! uninstall` must leave no file behind.
@@ -368,6 +369,38 @@ fn install_staged_with_destdir() {
     assert!(left.is_empty(), "make uninstall left {left:?}");
 }
 
+/// The Python binding as a user meets it after `make install` into a custom
+/// prefix and `pip install ./python`: a copy of python/graphcore outside the
+/// repository, with PKG_CONFIG_PATH naming the prefix and no GRAPHCORE_LIB
+/// or LD_LIBRARY_PATH, loads the installed library (pkg-config's libdir).
+fn python_finds_the_install(scratch: &Path, prefix: &Path) {
+    let python = tool_command("python3", "PYTHON");
+    let site = scratch.join("site");
+    let package = site.join("graphcore");
+    std::fs::create_dir_all(&package).unwrap();
+    for e in std::fs::read_dir(repo().join("python/graphcore")).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_some_and(|x| x == "py") {
+            std::fs::copy(&path, package.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let out = run(Command::new(&python)
+        .args(["-c", "import graphcore; print(graphcore.LIBRARY)"])
+        .current_dir(&site)
+        .env("PYTHONPATH", &site)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PKG_CONFIG", tool("pkg-config", "PKG_CONFIG", "pkg-config"))
+        .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+        .env_remove("PKG_CONFIG_LIBDIR")
+        .env_remove("GRAPHCORE_LIB")
+        .env_remove("LD_LIBRARY_PATH"));
+    assert_eq!(
+        Path::new(out.trim()),
+        prefix.join(format!("lib/libgraphcore.so.{MAJOR}")),
+        "the Python binding did not load the installed library through pkg-config"
+    );
+}
+
 /// `make install PREFIX=<temporary folder>`: installed twice (a reinstall
 /// replaces the files), used from there, then `make uninstall`.
 #[test]
@@ -379,6 +412,7 @@ fn install_into_prefix() {
     assert_eq!(files_under(&prefix), expected_files(""));
     check_tree(&prefix, &prefix, None);
     build_and_run(&scratch.0, &prefix, None);
+    python_finds_the_install(&scratch.0, &prefix);
 
     make("uninstall", &prefix, None);
     let left = files_under(&prefix);
