@@ -135,7 +135,8 @@ class HostBuffer:
     """Pinned host memory from gc_host_alloc (what copies and memcpy nodes
     need). ``ptr`` is its address; ``view()`` a memoryview of it and
     ``as_array(ctype)`` a ctypes array over it (both keep the buffer alive;
-    free() invalidates them). Freed by free(), ``with``, or collection."""
+    free() invalidates them). Freed by free(), ``with``, or collection; free
+    it only once the copies using it have finished."""
 
     def __init__(self, context, nbytes):
         self.context = context
