@@ -16,7 +16,7 @@
 //! test` installs the last two, scripts/test-deps): a missing one fails the
 //! test and names the package to install.
 
-use crate::support::{lib_dir, repo, tool_command};
+use crate::support::{lib_dir, missing_tool, repo, tool_command};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -30,9 +30,9 @@ fn tool(name: &str, env: &str, install: &str) -> String {
     let cmd = tool_command(name, env);
     match Command::new(&cmd).arg("--version").output() {
         Ok(o) if o.status.success() => cmd,
-        _ => panic!(
-            "missing tool: {name} (`{cmd} --version` failed): run scripts/test-deps (make test \
-             does), or install it (Debian/Ubuntu: apt-get install -y {install}), or set {env}"
+        _ => missing_tool(
+            &format!("{name} (`{cmd} --version` failed)"),
+            &format!("Debian/Ubuntu: apt-get install -y {install}; or set {env} to it"),
         ),
     }
 }

@@ -6,21 +6,23 @@
 //! required (`make test` installs pytest, scripts/test-deps): without them
 //! the test fails and says what to install.
 
-use crate::support::{lib_dir, repo, tool_command};
+use crate::support::{lib_dir, missing_tool, repo, tool_command};
 use std::process::Command;
 
 #[test]
 fn pytest() {
     let python = tool_command("python3", "PYTHON");
-    let probe = Command::new(&python)
-        .args(["-c", "import pytest"])
-        .output()
-        .unwrap_or_else(|e| panic!("missing tool: cannot run {python} ({e}): install python3"));
-    assert!(
-        probe.status.success(),
-        "missing tool: pytest, for {python}: run scripts/test-deps (make test does), \
-         or python3 -m pip install pytest"
-    );
+    match Command::new(&python).args(["-c", "import pytest"]).output() {
+        Err(e) => missing_tool(
+            &format!("python3 (cannot run {python}: {e})"),
+            "apt-get install -y python3, or set PYTHON",
+        ),
+        Ok(probe) if !probe.status.success() => missing_tool(
+            &format!("pytest, for {python}"),
+            "scripts/test-deps, or python3 -m pip install pytest",
+        ),
+        Ok(_) => {}
+    }
     let out = Command::new(&python)
         .args(["-m", "pytest", "-p", "no:cacheprovider", "-rs", "-q"])
         .arg(repo().join("python/tests"))

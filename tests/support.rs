@@ -38,3 +38,15 @@ pub(crate) fn tool_command(name: &str, env: &str) -> String {
     }
     name.to_string()
 }
+
+/// Fails the running test because a tool is missing: prints `what` and how
+/// to install it, without the panic hook's location and backtrace (a
+/// missing tool is not a bug in the code under test).
+pub(crate) fn missing_tool(what: &str, install: &str) -> ! {
+    let message = format!(
+        "missing tool: {what}\n  install it: {install}\n  (`make test` installs pytest, cmake and \
+         pkg-config itself: scripts/test-deps)"
+    );
+    eprintln!("{message}");
+    std::panic::resume_unwind(Box::new(message))
+}
