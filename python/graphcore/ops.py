@@ -12,6 +12,7 @@ from .loader import lib
 from .objects import Function, _handle_of, _stream
 from .structs import _D, PROTOTYPES, ChainOp
 
+
 def memcpy_async(stream, dst, src, nbytes):
     """gc_memcpy_async (any direction; host memory should be pinned)."""
     w = "memcpy_async"
