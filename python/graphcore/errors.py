@@ -33,6 +33,7 @@ STATUS_NAMES = {
 }
 STATUS_CODES = {name: code for code, name in STATUS_NAMES.items()}
 
+
 class Error(Exception):
     """A failed graphcore call.
 

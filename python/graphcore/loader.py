@@ -58,7 +58,8 @@ def _pkg_config_libdir():
         return None, "%s failed: %s" % (pkg_config, e)
     libdir = r.stdout.strip()
     if r.returncode != 0 or not libdir:
-        return None, "pkg-config does not know graphcore (set PKG_CONFIG_PATH to <prefix>/lib/pkgconfig)"
+        return None, ("pkg-config does not know graphcore "
+                      "(set PKG_CONFIG_PATH to <prefix>/lib/pkgconfig)")
     return libdir, None
 
 
