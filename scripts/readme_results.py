@@ -404,7 +404,8 @@ def block_fresh_make_test():
     text = (
         f"Measured on {runs[-1][1]} (2 cores, empty cargo and pip caches: crates and wheels "
         f"are downloaded), a fresh clone's `make test` passes in {'; in '.join(parts)} "
-        "(transcript: `docs/fresh-make-test.log`)."
+        "(transcript: `docs/fresh-make-test.log`; the machine is shared, so times vary with its "
+        "load)."
     )
     return textwrap.fill(text, 76, break_long_words=False, break_on_hyphens=False)
 
