@@ -81,7 +81,7 @@ lint:
 # venv when they are missing (and says so); the recipes below find them
 # first on PATH.
 TOOLS_BIN := $(CURDIR)/target/tools/venv/bin
-check-ptx test: export PATH := $(TOOLS_BIN):$(PATH)
+check-ptx ptx test: export PATH := $(TOOLS_BIN):$(PATH)
 
 test-deps:
 	scripts/test-deps
@@ -108,7 +108,7 @@ header:
 readme-results:
 	$(PYTHON) scripts/readme_results.py
 
-ptx:
+ptx: test-deps
 	$(PYTHON) kernels/gen_ptx.py
 
 gpu-check:
