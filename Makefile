@@ -1,7 +1,8 @@
 # graphcore: one entry point for building, running and testing.
 #
 #   make example   build everything (release) and run the main example
-#   make test      the whole test suite (what CI runs)
+#   make test      the whole test suite (what CI runs); first installs what
+#                  it needs under target/tools (make test-deps, scripts/test-deps)
 #   make install   install the library, headers, pkg-config and CMake files:
 #                  make install PREFIX=/usr/local [DESTDIR=/staging]
 #                  (INSTALL_FROM=DIR installs DIR's libgraphcore.so/.a
@@ -9,6 +10,8 @@
 #   make uninstall remove exactly what make install installed (same PREFIX,
 #                  DESTDIR)
 #   make header    regenerate include/graphcore.h from ffi/
+#   make readme-results  rewrite README.md's figures from benches/results/,
+#                  the sources and tests/counts.json (scripts/readme_results.py)
 #   make ptx       regenerate kernels/ptx/*.ptx from kernels/*.cu (NVRTC 12.0)
 #   make gpu-check stage everything for the GPU machine (scripts/gpu-check)
 #   make fuzz      fuzz every target for FUZZ_SECS (default 60) each (fuzz/run)
@@ -38,7 +41,7 @@ INSTALL_FROM ?=
 INSTALL_ENV = PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' LIBDIR='$(LIBDIR)' \
               INCLUDEDIR='$(INCLUDEDIR)' FROM='$(or $(INSTALL_FROM),$(RELEASE))'
 
-.PHONY: all lib examples example test lint header ptx check-ptx gpu-check fuzz abi-check abi-baseline clean install uninstall
+.PHONY: all lib examples example test test-deps lint header readme-results ptx check-ptx gpu-check fuzz abi-check abi-baseline clean install uninstall
 
 all: lib examples
 
@@ -74,17 +77,38 @@ lint:
 	$(CARGO) fmt --manifest-path fuzz/Cargo.toml -- --check
 	$(CARGO) clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
 
-check-ptx:
+# scripts/test-deps installs NVRTC, pytest, cmake and pkg-config into this
+# venv when they are missing (and says so); the recipes below find them
+# first on PATH.
+TOOLS_BIN := $(CURDIR)/target/tools/venv/bin
+check-ptx ptx test: export PATH := $(TOOLS_BIN):$(PATH)
+
+test-deps:
+	scripts/test-deps
+
+check-ptx: test-deps
 	$(PYTHON) kernels/gen_ptx.py --check
 
+# cargo-nextest when installed, else cargo test; the last line is the
+# runner's summary.
 test: check-ptx
 	$(CARGO) build -p graphcore-ffi
-	$(CARGO) nextest run --workspace --no-fail-fast
+	@if command -v cargo-nextest >/dev/null; then \
+	  echo "$(CARGO) nextest run --workspace --no-fail-fast"; \
+	  $(CARGO) nextest run --workspace --no-fail-fast; \
+	else \
+	  echo "cargo-nextest not found: running cargo test instead (cargo install cargo-nextest --locked adds it)"; \
+	  echo "$(CARGO) test --workspace --no-fail-fast"; \
+	  $(CARGO) test --workspace --no-fail-fast; \
+	fi
 
 header:
 	GC_BLESS=1 $(CARGO) test --test suite header_is_current
 
-ptx:
+readme-results:
+	$(PYTHON) scripts/readme_results.py
+
+ptx: test-deps
 	$(PYTHON) kernels/gen_ptx.py
 
 gpu-check:

@@ -9,9 +9,11 @@
 //! process, prints "covers gc_..." for each function it exercises, and
 //! [`bad_input`] fails unless every function of the header is covered
 //! (so a new export needs its bad-input cases). Without a driver it also
-//! runs under valgrind ([`bad_input_under_valgrind`]).
+//! runs under valgrind ([`bad_input_under_valgrind`]). The no-driver run's
+//! count of checks and sections is recorded in tests/counts.json (the
+//! README's figures come from it) and must match it (GC_BLESS=1 rewrites it).
 
-use crate::support::{lib_dir, repo};
+use crate::support::{lib_dir, missing_tool, repo};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -209,13 +211,26 @@ fn sections(exe: &Path) -> Vec<String> {
         .collect()
 }
 
+/// What a run of the bad-input sections found.
+struct SectionsRun {
+    /// The functions the sections covered, sorted.
+    covered: Vec<String>,
+    /// One report per failed section.
+    failures: Vec<String>,
+    /// Checks passed, over all sections.
+    passed: u64,
+    /// Sections run.
+    sections: usize,
+}
+
 /// Runs each section of bad_input in its own process (`wrap` prefixes the
-/// command, e.g. valgrind); returns the functions the sections covered and
-/// the failures.
-fn run_sections(exe: &Path, wrap: &[&str]) -> (Vec<String>, Vec<String>) {
+/// command, e.g. valgrind).
+fn run_sections(exe: &Path, wrap: &[&str]) -> SectionsRun {
     let mut covered = Vec::new();
     let mut failures = Vec::new();
-    for section in sections(exe) {
+    let mut passed = 0;
+    let all = sections(exe);
+    for section in &all {
         let mut cmd = match wrap.split_first() {
             Some((first, rest)) => {
                 let mut c = Command::new(first);
@@ -224,7 +239,7 @@ fn run_sections(exe: &Path, wrap: &[&str]) -> (Vec<String>, Vec<String>) {
             }
             None => Command::new(exe),
         };
-        let out = sanitizer_env(cmd.arg(&section))
+        let out = sanitizer_env(cmd.arg(section))
             .output()
             .expect("run bad_input");
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -237,6 +252,16 @@ fn run_sections(exe: &Path, wrap: &[&str]) -> (Vec<String>, Vec<String>) {
         );
         let summary = stdout.lines().rev().find(|l| l.contains(" passed, "));
         println!("{}", summary.unwrap_or("(no summary line)"));
+        passed += summary
+            .and_then(|l| {
+                l.split(" passed, ")
+                    .next()?
+                    .rsplit(' ')
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .unwrap_or(0u64);
         if !out.status.success() || !summary.is_some_and(|l| l.ends_with(" 0 failed")) {
             failures.push(format!(
                 "section {section} ({}):\n{}\n{}",
@@ -252,7 +277,36 @@ fn run_sections(exe: &Path, wrap: &[&str]) -> (Vec<String>, Vec<String>) {
     }
     covered.sort();
     covered.dedup();
-    (covered, failures)
+    SectionsRun {
+        covered,
+        failures,
+        passed,
+        sections: all.len(),
+    }
+}
+
+/// tests/counts.json records what the no-driver bad-input run checks; the
+/// README's figures come from it (scripts/readme_results.py). Fails when it
+/// differs from `run`; GC_BLESS=1 rewrites it.
+fn check_counts(run: &SectionsRun) {
+    let path = repo().join("tests/counts.json");
+    let want = format!(
+        "{{\n  \"bad_input_checks_no_driver\": {},\n  \"bad_input_sections\": {}\n}}\n",
+        run.passed, run.sections
+    );
+    if std::env::var_os("GC_BLESS").is_some() {
+        std::fs::write(&path, &want).unwrap();
+        return;
+    }
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        have == want,
+        "tests/counts.json is stale: the no-driver bad-input run made {} checks in {} sections.\n\
+         Rewrite it (GC_BLESS=1 cargo test --test suite c_abi::bad_input), then `make readme-results`.\n\
+         have:\n{have}want:\n{want}",
+        run.passed,
+        run.sections
+    );
 }
 
 #[test]
@@ -260,17 +314,26 @@ fn bad_input() {
     let src = repo().join("tests/c/bad_input.c");
     let exe = build_dir().join("bad_input");
     compile(&src, &exe, false, &[]).unwrap_or_else(|e| panic!("{e}"));
-    let (covered, failures) = run_sections(&exe, &[]);
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    let run = run_sections(&exe, &[]);
+    assert!(run.failures.is_empty(), "{}", run.failures.join("\n\n"));
     let missing: Vec<String> = header_functions()
         .into_iter()
-        .filter(|f| !covered.contains(f))
+        .filter(|f| !run.covered.contains(f))
         .collect();
     assert!(
         missing.is_empty(),
         "functions of graphcore.h with no bad-input cases in tests/c/bad_input.c: {missing:?}"
     );
-    println!("bad_input: {} functions covered", covered.len());
+    println!(
+        "bad_input: {} functions covered, {} checks in {} sections",
+        run.covered.len(),
+        run.passed,
+        run.sections
+    );
+    // The count is the no-driver run's; with a driver the sections check more.
+    if std::env::var_os("GC_GPU").is_none() {
+        check_counts(&run);
+    }
 }
 
 /// Every export of libgraphcore.so is in the header, and every function of
@@ -283,7 +346,7 @@ fn every_export_is_covered_by_the_bad_input_suite() {
         .args(["--dyn-syms", "--wide"])
         .arg(lib_dir().join("libgraphcore.so"))
         .output()
-        .expect("readelf (binutils) is needed for this test");
+        .unwrap_or_else(|e| missing_tool(&format!("readelf ({e})"), "apt-get install -y binutils"));
     let text = String::from_utf8_lossy(&out.stdout);
     let mut exports: Vec<String> = text
         .lines()
@@ -326,10 +389,12 @@ fn bad_input_under_valgrind() {
         .output()
         .is_ok_and(|o| o.status.success());
     if !have {
-        assert!(
-            std::env::var_os("GC_REQUIRE_VALGRIND").is_none(),
-            "valgrind is required (GC_REQUIRE_VALGRIND is set) but not installed"
-        );
+        if std::env::var_os("GC_REQUIRE_VALGRIND").is_some() {
+            missing_tool(
+                "valgrind (GC_REQUIRE_VALGRIND is set)",
+                "apt-get install -y valgrind",
+            );
+        }
         println!("skipped: valgrind is not installed");
         return;
     }
@@ -338,7 +403,7 @@ fn bad_input_under_valgrind() {
     compile_with(&src, &exe, false, false, &[]).unwrap_or_else(|e| panic!("{e}"));
     let supp = repo().join("tests/c/valgrind.supp");
     let supp_arg = format!("--suppressions={}", supp.display());
-    let (covered, failures) = run_sections(
+    let run = run_sections(
         &exe,
         &[
             "valgrind",
@@ -350,6 +415,6 @@ fn bad_input_under_valgrind() {
             &supp_arg,
         ],
     );
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    assert_eq!(covered, header_functions());
+    assert!(run.failures.is_empty(), "{}", run.failures.join("\n\n"));
+    assert_eq!(run.covered, header_functions());
 }

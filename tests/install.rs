@@ -1,18 +1,22 @@
 //! `make install` / `make uninstall` as a user meets them: the library
 //! (installed from the one this suite tests, INSTALL_FROM=lib_dir()) goes
 //! into a temporary prefix, once directly and once staged with DESTDIR;
-//! tests/install/consumer.c is built with `pkg-config --cflags --libs
-//! graphcore`, and consumer.cpp (graphcore.hpp, graphcore::graphcore) and
-//! consumer.c (graphcore::graphcore_static) with CMake's
-//! `find_package(graphcore)`; all three run. Without a driver they must say
+//! tests/install/consumer.c is built with pkg-config three ways (`--cflags
+//! --libs graphcore` run with LD_LIBRARY_PATH, the same with an rpath from
+//! `--variable=libdir`, and `graphcore-static` linking libgraphcore.a), and
+//! consumer.cpp (graphcore.hpp, graphcore::graphcore) and consumer.c
+//! (graphcore::graphcore_static) with CMake's `find_package(graphcore)`;
+//! all five run; the Python binding, copied out of the repository, finds
+//! the install through pkg-config. Without a driver they must say
 //! "no driver mode" with graphcore's message; with one (GC_GPU=1 on the GPU
 //! machine) they must do a full run and check its data. Then `make
 //! uninstall` must leave no file behind.
 //!
-//! make, a C and C++ compiler, pkg-config and cmake are required: a missing
-//! one fails the test and names the package to install.
+//! make, a C and C++ compiler, pkg-config and cmake are required (`make
+//! test` installs the last two, scripts/test-deps): a missing one fails the
+//! test and names the package to install.
 
-use crate::support::{lib_dir, repo};
+use crate::support::{lib_dir, missing_tool, repo, tool_command};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,14 +24,15 @@ use std::process::Command;
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 const MAJOR: &str = env!("CARGO_PKG_VERSION_MAJOR");
 
-/// The command for `tool` ($env overrides it); fails if it cannot run.
+/// The command for `tool` (see support::tool_command); fails with one line
+/// saying what to install if it cannot run.
 fn tool(name: &str, env: &str, install: &str) -> String {
-    let cmd = std::env::var(env).unwrap_or_else(|_| name.to_string());
+    let cmd = tool_command(name, env);
     match Command::new(&cmd).arg("--version").output() {
         Ok(o) if o.status.success() => cmd,
-        _ => panic!(
-            "`{cmd} --version` failed: this test needs {name}; install it (Debian/Ubuntu: \
-             apt-get install -y {install}), or set {env} to it"
+        _ => missing_tool(
+            &format!("{name} (`{cmd} --version` failed)"),
+            &format!("Debian/Ubuntu: apt-get install -y {install}; or set {env} to it"),
         ),
     }
 }
@@ -121,6 +126,7 @@ fn expected_files(prefix_rel: &str) -> BTreeSet<String> {
         "include/graphcore.h".into(),
         "include/graphcore.hpp".into(),
         "lib/pkgconfig/graphcore.pc".into(),
+        "lib/pkgconfig/graphcore-static.pc".into(),
         "lib/cmake/graphcore/graphcoreConfig.cmake".into(),
         "lib/cmake/graphcore/graphcoreConfigVersion.cmake".into(),
     ]
@@ -190,13 +196,17 @@ fn check_tree(root: &Path, prefix: &Path, destdir: Option<&Path>) {
     }
 }
 
-/// Runs a consumer program; checks it did a full run, or (only without
-/// GC_GPU) that it reported the missing driver. Returns its last line.
+/// Runs a consumer program (with LD_LIBRARY_PATH=`ld_path`, or none);
+/// checks it did a full run, or (only without GC_GPU) that it reported the
+/// missing driver. Returns its last line.
 fn run_consumer(exe: &Path, ld_path: Option<&Path>) -> String {
     let mut cmd = Command::new(exe);
-    if let Some(p) = ld_path {
-        cmd.env("LD_LIBRARY_PATH", p);
-    }
+    // Without `ld_path` the program must find the library itself (rpath),
+    // not through the LD_LIBRARY_PATH cargo gives the suite.
+    match ld_path {
+        Some(p) => cmd.env("LD_LIBRARY_PATH", p),
+        None => cmd.env_remove("LD_LIBRARY_PATH"),
+    };
     let out = run(&mut cmd);
     println!("{out}");
     let last = out.lines().last().unwrap_or_default().to_string();
@@ -240,7 +250,6 @@ fn build_and_run(scratch: &Path, root: &Path, sysroot: Option<&Path>) {
     let pkg = |args: &[&str]| {
         let mut cmd = Command::new(&pkg_config);
         cmd.args(args)
-            .arg("graphcore")
             .env("PKG_CONFIG_LIBDIR", root.join("lib/pkgconfig"))
             .env_remove("PKG_CONFIG_PATH")
             .env_remove("PKG_CONFIG_SYSROOT_DIR");
@@ -249,8 +258,17 @@ fn build_and_run(scratch: &Path, root: &Path, sysroot: Option<&Path>) {
         }
         run(&mut cmd).trim().to_string()
     };
-    assert_eq!(pkg(&["--modversion"]), VERSION);
-    let flags = pkg(&["--cflags", "--libs"]);
+    assert_eq!(pkg(&["--modversion", "graphcore"]), VERSION);
+    assert_eq!(pkg(&["--modversion", "graphcore-static"]), VERSION);
+    let compile = |exe: &Path, flags: &str| {
+        run(Command::new(&cc)
+            .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+            .arg(src.join("consumer.c"))
+            .arg("-o")
+            .arg(exe)
+            .args(flags.split_whitespace()));
+    };
+    let flags = pkg(&["--cflags", "--libs", "graphcore"]);
     println!("pkg-config --cflags --libs graphcore: {flags}");
     let want_i = format!("-I{}", root.join("include").display());
     let want_l = format!("-L{}", root.join("lib").display());
@@ -258,20 +276,45 @@ fn build_and_run(scratch: &Path, root: &Path, sysroot: Option<&Path>) {
         flags.contains(&want_i) && flags.contains(&want_l) && flags.contains("-lgraphcore"),
         "pkg-config gave `{flags}`, expected {want_i} {want_l} -lgraphcore"
     );
-    let exe = scratch.join("consumer_pkgconfig");
-    run(Command::new(&cc)
-        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic"])
-        .arg(src.join("consumer.c"))
-        .arg("-o")
-        .arg(&exe)
-        .args(flags.split_whitespace()));
     let soname = format!("libgraphcore.so.{MAJOR}");
+    let loads_shared = |exe: &Path| {
+        assert!(
+            needed(exe).contains(&soname),
+            "{} does not load {soname}: {:?}",
+            exe.display(),
+            needed(exe)
+        );
+    };
+
+    // Shared, found through LD_LIBRARY_PATH at run time.
+    let exe = scratch.join("consumer_pkgconfig");
+    compile(&exe, &flags);
+    loads_shared(&exe);
+    run_consumer(&exe, Some(&root.join("lib")));
+
+    // Shared, found through an rpath to pkg-config's libdir (as the README
+    // says). The libdir names PREFIX: a staged install is not there, so
+    // only the direct install runs without LD_LIBRARY_PATH.
+    let libdir = pkg(&["--variable=libdir", "graphcore"]);
+    let exe = scratch.join("consumer_rpath");
+    compile(&exe, &format!("{flags} -Wl,-rpath,{libdir}"));
+    loads_shared(&exe);
+    if sysroot.is_none() {
+        assert_eq!(Path::new(&libdir), root.join("lib"));
+        run_consumer(&exe, None);
+    }
+
+    // Static, through graphcore-static.pc: no libgraphcore at run time.
+    let flags = pkg(&["--cflags", "--libs", "graphcore-static"]);
+    println!("pkg-config --cflags --libs graphcore-static: {flags}");
+    let exe = scratch.join("consumer_pkgconfig_static");
+    compile(&exe, &flags);
     assert!(
-        needed(&exe).contains(&soname),
-        "consumer does not load {soname}: {:?}",
+        !needed(&exe).iter().any(|n| n.starts_with("libgraphcore")),
+        "consumer_pkgconfig_static loads libgraphcore: {:?}",
         needed(&exe)
     );
-    run_consumer(&exe, Some(&root.join("lib")));
+    run_consumer(&exe, None);
 
     // C++ and static C with CMake's find_package(graphcore).
     let build = scratch.join("cmake-build");
@@ -294,7 +337,7 @@ fn build_and_run(scratch: &Path, root: &Path, sysroot: Option<&Path>) {
         .arg(&build)
         .args(["--parallel", "2"]));
     let cpp = build.join("consumer_cpp");
-    assert!(needed(&cpp).contains(&soname), "{:?}", needed(&cpp));
+    loads_shared(&cpp);
     run_consumer(&cpp, None); // CMake's build RPATH finds the library
     let st = build.join("consumer_static");
     assert!(
@@ -326,6 +369,38 @@ fn install_staged_with_destdir() {
     assert!(left.is_empty(), "make uninstall left {left:?}");
 }
 
+/// The Python binding as a user meets it after `make install` into a custom
+/// prefix and `pip install ./python`: a copy of python/graphcore outside the
+/// repository, with PKG_CONFIG_PATH naming the prefix and no GRAPHCORE_LIB
+/// or LD_LIBRARY_PATH, loads the installed library (pkg-config's libdir).
+fn python_finds_the_install(scratch: &Path, prefix: &Path) {
+    let python = tool_command("python3", "PYTHON");
+    let site = scratch.join("site");
+    let package = site.join("graphcore");
+    std::fs::create_dir_all(&package).unwrap();
+    for e in std::fs::read_dir(repo().join("python/graphcore")).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_some_and(|x| x == "py") {
+            std::fs::copy(&path, package.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let out = run(Command::new(&python)
+        .args(["-c", "import graphcore; print(graphcore.LIBRARY)"])
+        .current_dir(&site)
+        .env("PYTHONPATH", &site)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PKG_CONFIG", tool("pkg-config", "PKG_CONFIG", "pkg-config"))
+        .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+        .env_remove("PKG_CONFIG_LIBDIR")
+        .env_remove("GRAPHCORE_LIB")
+        .env_remove("LD_LIBRARY_PATH"));
+    assert_eq!(
+        Path::new(out.trim()),
+        prefix.join(format!("lib/libgraphcore.so.{MAJOR}")),
+        "the Python binding did not load the installed library through pkg-config"
+    );
+}
+
 /// `make install PREFIX=<temporary folder>`: installed twice (a reinstall
 /// replaces the files), used from there, then `make uninstall`.
 #[test]
@@ -337,6 +412,7 @@ fn install_into_prefix() {
     assert_eq!(files_under(&prefix), expected_files(""));
     check_tree(&prefix, &prefix, None);
     build_and_run(&scratch.0, &prefix, None);
+    python_finds_the_install(&scratch.0, &prefix);
 
     make("uninstall", &prefix, None);
     let left = files_under(&prefix);

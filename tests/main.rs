@@ -9,5 +9,6 @@ mod gpu;
 mod header;
 mod install;
 mod python;
+mod readme;
 mod support;
 mod version;

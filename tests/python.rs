@@ -3,23 +3,26 @@
 //! binding against the header, error mapping, argument checks and handle
 //! lifetimes, and skip the GPU tests (pytest lists them as skipped); on the
 //! GPU machine (GC_GPU=1) the GPU tests must run. python3 and pytest are
-//! required: without them the test fails and says what to install.
+//! required (`make test` installs pytest, scripts/test-deps): without them
+//! the test fails and says what to install.
 
-use crate::support::{lib_dir, repo};
+use crate::support::{lib_dir, missing_tool, repo, tool_command};
 use std::process::Command;
 
 #[test]
 fn pytest() {
-    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
-    let probe = Command::new(&python)
-        .args(["-c", "import pytest"])
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {python} ({e}): install python3"));
-    assert!(
-        probe.status.success(),
-        "pytest is missing for {python}: install it (python3 -m pip install pytest)\n{}",
-        String::from_utf8_lossy(&probe.stderr)
-    );
+    let python = tool_command("python3", "PYTHON");
+    match Command::new(&python).args(["-c", "import pytest"]).output() {
+        Err(e) => missing_tool(
+            &format!("python3 (cannot run {python}: {e})"),
+            "apt-get install -y python3, or set PYTHON",
+        ),
+        Ok(probe) if !probe.status.success() => missing_tool(
+            &format!("pytest, for {python}"),
+            "scripts/test-deps, or python3 -m pip install pytest",
+        ),
+        Ok(_) => {}
+    }
     let out = Command::new(&python)
         .args(["-m", "pytest", "-p", "no:cacheprovider", "-rs", "-q"])
         .arg(repo().join("python/tests"))

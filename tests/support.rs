@@ -24,3 +24,29 @@ pub(crate) fn lib_dir() -> PathBuf {
     );
     dir
 }
+
+/// The command for tool `name`: `$env` when set, else the copy
+/// scripts/test-deps installed in target/tools/venv/bin (`make test` runs
+/// it), else `name` on PATH.
+pub(crate) fn tool_command(name: &str, env: &str) -> String {
+    if let Ok(cmd) = std::env::var(env) {
+        return cmd;
+    }
+    let local = repo().join("target/tools/venv/bin").join(name);
+    if local.exists() {
+        return local.display().to_string();
+    }
+    name.to_string()
+}
+
+/// Fails the running test because a tool is missing: prints `what` and how
+/// to install it, without the panic hook's location and backtrace (a
+/// missing tool is not a bug in the code under test).
+pub(crate) fn missing_tool(what: &str, install: &str) -> ! {
+    let message = format!(
+        "missing tool: {what}\n  install it: {install}\n  (`make test` installs pytest, cmake and \
+         pkg-config itself: scripts/test-deps)"
+    );
+    eprintln!("{message}");
+    std::panic::resume_unwind(Box::new(message))
+}

@@ -3,7 +3,7 @@
 //! SONAME of libgraphcore.so and the Python binding's __version__ (which
 //! python/pyproject.toml takes). scripts/install reads Cargo.toml itself.
 
-use crate::support::{lib_dir, repo};
+use crate::support::{lib_dir, missing_tool, repo};
 use std::process::Command;
 
 fn header_macro(header: &str, name: &str) -> u32 {
@@ -32,7 +32,7 @@ fn soname_is_major_version() {
         .args(["-d"])
         .arg(lib_dir().join("libgraphcore.so"))
         .output()
-        .expect("readelf (binutils) is needed for this test");
+        .unwrap_or_else(|e| missing_tool(&format!("readelf ({e})"), "apt-get install -y binutils"));
     let text = String::from_utf8_lossy(&out.stdout);
     let want = format!("[libgraphcore.so.{}]", env!("CARGO_PKG_VERSION_MAJOR"));
     assert!(

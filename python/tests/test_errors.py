@@ -68,17 +68,17 @@ def test_python_side_argument_checks():
 
 
 def test_kernel_arguments_must_say_their_type():
-    array, keep = gc._kernel_args([C.c_uint64(7), C.c_float(2.0), gc.ptr(0x1000)], "t")
+    array, keep = gc.args._kernel_args([C.c_uint64(7), C.c_float(2.0), gc.ptr(0x1000)], "t")
     assert len(keep) == 3
     assert C.c_uint64.from_address(array[0]).value == 7
     assert C.c_float.from_address(array[1]).value == 2.0
     assert C.c_void_p.from_address(array[2]).value == 0x1000
-    assert gc._kernel_args([], "t")[0] is None
+    assert gc.args._kernel_args([], "t")[0] is None
     for bad in (7, 2.0, True):
         with pytest.raises(TypeError, match="say its C type"):
-            gc._kernel_args([bad], "t")
+            gc.args._kernel_args([bad], "t")
     with pytest.raises(TypeError, match="not an address"):
-        gc._kernel_args([object()], "t")
+        gc.args._kernel_args([object()], "t")
 
 
 class FakeTensor:  # PyTorch's shape of it
@@ -121,21 +121,21 @@ def test_addresses_and_streams_from_other_libraries():
 
 
 def test_shapes_and_sizes():
-    assert tuple(getattr(gc._dim3(4, "t", "grid"), a) for a in "xyz") == (4, 1, 1)
-    assert tuple(getattr(gc._dim3((2, 3), "t", "grid"), a) for a in "xyz") == (2, 3, 1)
+    assert tuple(getattr(gc.args._dim3(4, "t", "grid"), a) for a in "xyz") == (4, 1, 1)
+    assert tuple(getattr(gc.args._dim3((2, 3), "t", "grid"), a) for a in "xyz") == (2, 3, 1)
     with pytest.raises(gc.InvalidArgumentError):
-        gc._dim3((1, 1, 1, 1), "t", "grid")
+        gc.args._dim3((1, 1, 1, 1), "t", "grid")
     with pytest.raises(gc.InvalidArgumentError):
-        gc._dim3(1 << 32, "t", "grid")
+        gc.args._dim3(1 << 32, "t", "grid")
     with pytest.raises(gc.InvalidArgumentError, match="must be positive"):
-        gc._int(0, "t", "nbytes", positive=True)
+        gc.args._int(0, "t", "nbytes", positive=True)
     with pytest.raises(gc.InvalidArgumentError, match="outside the range"):
-        gc._int(-1, "t", "n")
-    assert gc._nodes(None, "t") == (None, 0)
-    nodes, n = gc._nodes([gc.Node(1, 0), gc.Node(1, 1)], "t")
+        gc.args._int(-1, "t", "n")
+    assert gc.args._nodes(None, "t") == (None, 0)
+    nodes, n = gc.args._nodes([gc.Node(1, 0), gc.Node(1, 1)], "t")
     assert n == 2 and nodes[1].index == 1
     with pytest.raises(TypeError, match="Nodes"):
-        gc._nodes([0], "t")
+        gc.args._nodes([0], "t")
 
 
 def test_typed_kernels_check_their_arguments():

@@ -40,7 +40,7 @@ class FakeLib:
 @pytest.fixture
 def fake(monkeypatch):
     f = FakeLib()
-    monkeypatch.setattr(gc, "lib", f)
+    monkeypatch.setattr(gc.objects, "lib", f)  # what the handle owners call
     return f
 
 
@@ -135,7 +135,7 @@ def test_exec_keeps_graph_callbacks(monkeypatch):
             pass
 
     fake = Lib()
-    monkeypatch.setattr(gc, "lib", fake)
+    monkeypatch.setattr(gc.objects, "lib", fake)
     g = gc.Graph._adopt(0x5000, None, owns=False)
     hits = []
     g.add_host(lambda: hits.append(1))

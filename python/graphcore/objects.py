@@ -1,0 +1,718 @@
+"""The objects that own graphcore's handles: Context, Stream, Pool,
+HostBuffer, Module, Function, Graph, Exec, Runner, and ``capture``.
+
+Ownership (as in graphcore.h): each object owns its handle and destroys it
+on ``close()``, at the end of a ``with`` block, or when collected; a
+borrowed handle (``Stream.wrap``, the stream ``Runner.capture`` passes to
+``record``) is only dropped, never destroyed. Objects keep what they depend
+on alive (a Graph its host callbacks and kernels' modules, an Exec its
+graph's). Close dependents before what they came from: graphs and execs
+before their pool, everything before its Context.
+
+Thread safety (as in graphcore.h): Context, Pool, Stream, Module and
+Function may be used from several threads at once, and so may
+``Exec.launch`` and ``Runner.replay``; ``close()`` must not race with other
+calls on the same object; ``Exec.update`` and ``Exec.set_kernel_args`` must
+not race with a launch of the same Exec; build each Graph from one thread;
+a thread-local capture begins and ends on one thread. Graphs sharing a Pool
+must not run concurrently. Imports errors, structs, loader and args.
+"""
+
+import ctypes as C
+import os
+
+from .args import _addr, _dim3, _fail, _int, _kernel_args, _name, _nodes, _out
+from .errors import Error, InvalidHandleError, InvalidStateError
+from .loader import lib
+from .structs import (
+    CAPTURE_THREAD_LOCAL, HOST_FN, RECORD_FN, DeviceInfo, ExecStatistics, Node, PoolOptions,
+    PoolStatistics, RunnerStatistics,
+)
+
+__all__ = [
+    "device_count", "raw_stream", "Context", "HostBuffer", "Stream", "Pool", "Module",
+    "Function", "Graph", "Exec", "capture", "begin_capture", "end_capture", "Runner",
+]
+
+
+def device_count():
+    """gc_device_count. Without a driver: NoDriverError."""
+    n = C.c_int()
+    lib.gc_device_count(C.byref(n))
+    return n.value
+
+
+class _Handle:
+    """Owns one graphcore handle: close() (or ``with``, or collection)
+    destroys it. ``handle`` is the C handle, for ``graphcore.lib`` calls."""
+
+    _destroy = None  # the C destroy function's name
+
+    def __init__(self, handle=None, owns=True):
+        self._h = handle
+        self._owns = owns
+
+    @property
+    def handle(self):
+        """The C handle (an int). InvalidHandleError once closed."""
+        if not self._h:
+            raise InvalidHandleError("%s is closed" % type(self).__name__)
+        return self._h
+
+    @property
+    def closed(self):
+        return not self._h
+
+    def close(self):
+        """Destroys the handle (a borrowed one is only dropped). Idempotent."""
+        h, self._h = self._h, None
+        if h and self._owns:
+            getattr(lib, self._destroy)(h)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass  # at exit, or a handle destroyed behind our back
+
+    def __repr__(self):
+        state = "closed" if self.closed else "0x%x" % self._h
+        return "<graphcore.%s %s>" % (type(self).__name__, state)
+
+    @classmethod
+    def _adopt(cls, handle, context=None, owns=True):
+        obj = cls.__new__(cls)
+        _Handle.__init__(obj, handle, owns)
+        obj.context = context
+        return obj
+
+
+class Context(_Handle):
+    """gc_context_create(device): a device's primary context. Usable from
+    several threads at once; close() it last (it must not race with other
+    calls). Calls on its objects make it the calling thread's current CUDA
+    context (cuCtxSetCurrent)."""
+
+    _destroy = "gc_context_destroy"
+
+    def __init__(self, device=0):
+        super().__init__()
+        h = _out()
+        lib.gc_context_create(_int(device, "Context", "device", 32, signed=True), C.byref(h))
+        self._h = h.value
+        self.context = self
+
+    def info(self):
+        """gc_context_info: a DeviceInfo."""
+        info = DeviceInfo()
+        info.struct_size = C.sizeof(DeviceInfo)
+        lib.gc_context_info(self.handle, C.byref(info))
+        return info
+
+    def synchronize(self):
+        lib.gc_context_synchronize(self.handle)
+
+    def host_alloc(self, nbytes):
+        """gc_host_alloc: pinned host memory, as a HostBuffer."""
+        return HostBuffer(self, nbytes)
+
+    def mse_workspace_bytes(self, n):
+        """gc_op_mse_workspace_bytes: the workspace op_mse needs for n elements."""
+        out = C.c_uint64()
+        lib.gc_op_mse_workspace_bytes(self.handle, _int(n, "mse_workspace_bytes", "n"),
+                                      C.byref(out))
+        return out.value
+
+
+class HostBuffer:
+    """Pinned host memory from gc_host_alloc (what copies and memcpy nodes
+    need). ``ptr`` is its address; ``view()`` a memoryview of it and
+    ``as_array(ctype)`` a ctypes array over it (both keep the buffer alive;
+    free() invalidates them). Freed by free(), ``with``, or collection; free
+    it only once the copies using it have finished."""
+
+    def __init__(self, context, nbytes):
+        self.context = context
+        self.ptr = 0
+        self.nbytes = _int(nbytes, "Context.host_alloc", "nbytes", positive=True)
+        p = C.c_void_p()
+        lib.gc_host_alloc(context.handle, self.nbytes, C.byref(p))
+        self.ptr = p.value
+
+    def free(self):
+        """gc_host_free. Idempotent."""
+        p, self.ptr = self.ptr, 0
+        if p:
+            lib.gc_host_free(self.context.handle, p)
+
+    close = free
+
+    @property
+    def closed(self):
+        return not self.ptr
+
+    def _check(self):
+        if not self.ptr:
+            raise InvalidHandleError("HostBuffer is freed")
+
+    def as_array(self, ctype=C.c_ubyte, count=None):
+        """A ctypes array of ``count`` ``ctype`` (default: as many as fit)."""
+        self._check()
+        size = C.sizeof(ctype)
+        if count is None:
+            count = self.nbytes // size
+        if count * size > self.nbytes:
+            raise _fail("HostBuffer.as_array", "%d x %d bytes do not fit in %d" % (
+                count, size, self.nbytes))
+        array = (ctype * count).from_address(self.ptr)
+        array._graphcore_buffer = self  # keeps the memory alive
+        return array
+
+    def view(self, fmt="B"):
+        """A writable memoryview of the buffer, cast to struct format ``fmt``."""
+        return memoryview(self.as_array(C.c_ubyte)).cast("B").cast(fmt)
+
+    def __len__(self):
+        return self.nbytes
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.free()
+        return False
+
+    def __del__(self):
+        try:
+            self.free()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return "<graphcore.HostBuffer %d bytes at 0x%x>" % (self.nbytes, self.ptr)
+
+
+class Stream(_Handle):
+    """gc_stream_create(ctx): a stream graphcore owns; Stream.wrap(ctx, s)
+    borrows one you own (a torch.cuda.Stream, a CuPy stream, a raw
+    CUstream as an int; closing the wrapper leaves it alive). Several threads
+    may enqueue on one Stream; close() must not race with them."""
+
+    _destroy = "gc_stream_destroy"
+
+    def __init__(self, context):
+        super().__init__()
+        h = _out()
+        lib.gc_stream_create(_handle_of(context, Context, "Stream", "context"), C.byref(h))
+        self._h = h.value
+        self.context = context
+        self.borrowed = None
+
+    @classmethod
+    def wrap(cls, context, stream):
+        """gc_stream_wrap: borrows ``stream`` (kept referenced by the result,
+        never destroyed by graphcore). 0 is the legacy default stream."""
+        raw = raw_stream(stream)
+        h = _out()
+        lib.gc_stream_wrap(_handle_of(context, Context, "Stream.wrap", "context"), raw or None,
+                           C.byref(h))
+        obj = cls._adopt(h.value, context)
+        obj.borrowed = stream
+        return obj
+
+    @property
+    def raw(self):
+        """gc_stream_raw: the CUstream (a cudaStream_t) as an int, e.g. for
+        torch.cuda.ExternalStream(s.raw) or cupy.cuda.ExternalStream(s.raw)."""
+        out = C.c_void_p()
+        lib.gc_stream_raw(self.handle, C.byref(out))
+        return out.value or 0
+
+    def wait_stream(self, other):
+        """gc_stream_wait_stream: this stream waits for other's work so far."""
+        lib.gc_stream_wait_stream(self.handle, _handle_of(other, Stream, "wait_stream", "other"))
+
+    def synchronize(self):
+        lib.gc_stream_synchronize(self.handle)
+
+    @property
+    def is_capturing(self):
+        out = C.c_int()
+        lib.gc_stream_is_capturing(self.handle, C.byref(out))
+        return bool(out.value)
+
+
+def raw_stream(obj):
+    """The CUstream / cudaStream_t ``obj`` stands for: a graphcore Stream, an
+    int, or anything with ``.cuda_stream`` (PyTorch) or an int ``.ptr`` (CuPy)."""
+    if isinstance(obj, Stream):
+        return obj.raw
+    if isinstance(obj, bool):
+        raise TypeError("a stream cannot be a bool")
+    if isinstance(obj, int):
+        return obj
+    for attr in ("cuda_stream", "ptr"):
+        value = getattr(obj, attr, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    raise TypeError(
+        "%s is not a stream: pass a graphcore.Stream, an int, or an object with "
+        ".cuda_stream (PyTorch) or .ptr (CuPy)" % type(obj).__name__
+    )
+
+
+def _handle_of(obj, cls, where, name, nullable=False):
+    if obj is None and nullable:
+        return None
+    if not isinstance(obj, cls):
+        raise TypeError("%s: %s must be a graphcore.%s, not %s" % (
+            where, name, cls.__name__, type(obj).__name__))
+    return obj.handle
+
+
+def _stream(obj, where):
+    if isinstance(obj, Stream):
+        return obj.handle
+    raise TypeError(
+        "%s: the stream must be a graphcore.Stream (Stream.wrap(ctx, s) borrows a PyTorch or "
+        "CuPy stream), not %s" % (where, type(obj).__name__)
+    )
+
+
+class Pool(_Handle):
+    """gc_pool_create: a device memory pool (stable addresses, shared by
+    graphs, PyTorch-style statistics). Usable from several threads at once;
+    close() must not race with other calls. Graphs sharing a pool must not
+    run concurrently (they may share scratch memory)."""
+
+    _destroy = "gc_pool_destroy"
+
+    def __init__(self, context, initial_bytes=0, max_bytes=0):
+        super().__init__()
+        opts = PoolOptions(C.sizeof(PoolOptions), _int(initial_bytes, "Pool", "initial_bytes"),
+                           _int(max_bytes, "Pool", "max_bytes"))
+        h = _out()
+        lib.gc_pool_create(_handle_of(context, Context, "Pool", "context"), C.byref(opts),
+                           C.byref(h))
+        self._h = h.value
+        self.context = context
+
+    def alloc(self, nbytes):
+        """gc_pool_alloc: a device address (an int), 256-byte aligned."""
+        out = C.c_void_p()
+        lib.gc_pool_alloc(self.handle, _int(nbytes, "Pool.alloc", "nbytes", positive=True),
+                          C.byref(out))
+        return out.value
+
+    def free(self, address_):
+        """gc_pool_free."""
+        lib.gc_pool_free(self.handle, _addr(address_, "Pool.free", "address"))
+
+    def stats(self):
+        """gc_pool_stats: a PoolStatistics (allocated_bytes, reserved_bytes,
+        peak_allocated_bytes, peak_reserved_bytes, ...)."""
+        st = PoolStatistics()
+        st.struct_size = C.sizeof(PoolStatistics)
+        lib.gc_pool_stats(self.handle, C.byref(st))
+        return st
+
+    def trim(self):
+        """gc_pool_trim: returns unused memory to the driver."""
+        lib.gc_pool_trim(self.handle)
+
+
+class Module(_Handle):
+    """gc_module_load: a PTX (str or bytes), cubin or fatbin (bytes) image.
+    Usable from several threads at once; close() must not race with them."""
+
+    _destroy = "gc_module_destroy"
+
+    def __init__(self, context, image):
+        super().__init__()
+        if isinstance(image, str):
+            image = image.encode()
+        if not isinstance(image, (bytes, bytearray)):
+            raise TypeError("Module: image must be bytes or str, not %s" % type(image).__name__)
+        image = bytes(image)
+        h = _out()
+        lib.gc_module_load(_handle_of(context, Context, "Module", "context"), image, len(image),
+                           C.byref(h))
+        self._h = h.value
+        self.context = context
+
+    def function(self, name):
+        """gc_module_function: the extern "C" kernel ``name``."""
+        h = _out()
+        lib.gc_module_function(self.handle, _name(name, "Module.function"), C.byref(h))
+        return Function._adopt(h.value, self.context)
+
+
+class Function(_Handle):
+    """A kernel: Module.function, Function.builtin or Function.wrap. Usable
+    from several threads at once; close() must not race with them."""
+
+    _destroy = "gc_function_destroy"
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("use Function.builtin(ctx, name), Function.wrap(ctx, raw) or "
+                        "Module.function(name)")
+
+    @classmethod
+    def builtin(cls, context, name):
+        """gc_kernel_builtin: a built-in kernel ("gc_scale_f32", ...; the list
+        and each kernel's parameters are at the end of graphcore.h)."""
+        h = _out()
+        lib.gc_kernel_builtin(_handle_of(context, Context, "Function.builtin", "context"),
+                              _name(name, "Function.builtin"), C.byref(h))
+        return cls._adopt(h.value, context)
+
+    @classmethod
+    def wrap(cls, context, raw, name=None):
+        """gc_function_wrap: a CUfunction / cudaFunction_t (an int) that you
+        keep loaded."""
+        h = _out()
+        lib.gc_function_wrap(_handle_of(context, Context, "Function.wrap", "context"),
+                             _addr(raw, "Function.wrap", "raw"),
+                             _name(name, "Function.wrap", nullable=True), C.byref(h))
+        return cls._adopt(h.value, context)
+
+    @property
+    def raw(self):
+        """gc_function_raw: the CUfunction as an int."""
+        out = C.c_void_p()
+        lib.gc_function_raw(self.handle, C.byref(out))
+        return out.value or 0
+
+
+class Graph(_Handle):
+    """gc_graph_create(ctx): a graph to add nodes to (capture also gives
+    Graphs). Node-adding methods take ``deps``, Nodes (or one Node) that the
+    new node runs after, and return the new Node. Build each graph from one
+    thread; different graphs may be built concurrently."""
+
+    _destroy = "gc_graph_destroy"
+
+    def __init__(self, context):
+        super().__init__()
+        h = _out()
+        lib.gc_graph_create(_handle_of(context, Context, "Graph", "context"), C.byref(h))
+        self._h = h.value
+        self.context = context
+        self._keep = []
+
+    @classmethod
+    def _adopt(cls, handle, context=None, owns=True):
+        obj = super()._adopt(handle, context, owns)
+        obj._keep = []
+        return obj
+
+    def add_kernel(self, function, grid, block, args=(), deps=(), shared_bytes=0):
+        """gc_graph_add_kernel (args as for launch(); copied now)."""
+        w = "Graph.add_kernel"
+        array, keep = _kernel_args(args, w)
+        nodes, n = _nodes(deps, w)
+        node = Node()
+        lib.gc_graph_add_kernel(self.handle, _handle_of(function, Function, w, "function"),
+                                _dim3(grid, w, "grid"), _dim3(block, w, "block"),
+                                _int(shared_bytes, w, "shared_bytes", 32), array, nodes, n,
+                                C.byref(node))
+        del keep
+        self._keep.append(function)  # keeps its module loaded
+        return node
+
+    def add_memcpy(self, dst, src, nbytes, deps=()):
+        """gc_graph_add_memcpy (host memory must be pinned: a HostBuffer)."""
+        w = "Graph.add_memcpy"
+        nodes, n = _nodes(deps, w)
+        node = Node()
+        lib.gc_graph_add_memcpy(self.handle, _addr(dst, w, "dst"), _addr(src, w, "src"),
+                                _int(nbytes, w, "nbytes"), nodes, n, C.byref(node))
+        for buf in (dst, src):
+            if isinstance(buf, HostBuffer):
+                self._keep.append(buf)
+        return node
+
+    def add_memset(self, dst, value, nbytes, deps=()):
+        """gc_graph_add_memset: nbytes bytes at dst set to the byte value."""
+        w = "Graph.add_memset"
+        nodes, n = _nodes(deps, w)
+        node = Node()
+        lib.gc_graph_add_memset(self.handle, _addr(dst, w, "dst"),
+                                _int(value, w, "value", 32, signed=True),
+                                _int(nbytes, w, "nbytes"), nodes, n, C.byref(node))
+        return node
+
+    def add_host(self, fn, deps=()):
+        """gc_graph_add_host: calls fn() when the node runs, on a driver thread
+        (it must not call CUDA or graphcore). Exceptions are printed."""
+        w = "Graph.add_host"
+        if not callable(fn):
+            raise TypeError("%s: fn must be callable" % w)
+        nodes, n = _nodes(deps, w)
+        callback = HOST_FN(lambda _user: fn())
+        node = Node()
+        lib.gc_graph_add_host(self.handle, callback, None, nodes, n, C.byref(node))
+        self._keep.append(callback)  # alive while this graph or its execs are
+        return node
+
+    def add_child(self, child, deps=()):
+        """gc_graph_add_child: a node running a copy of ``child``."""
+        w = "Graph.add_child"
+        nodes, n = _nodes(deps, w)
+        node = Node()
+        lib.gc_graph_add_child(self.handle, _handle_of(child, Graph, w, "child"), nodes, n,
+                               C.byref(node))
+        self._keep.extend(child._keep)
+        return node
+
+    def add_empty(self, deps=()):
+        """gc_graph_add_empty: a join point."""
+        nodes, n = _nodes(deps, "Graph.add_empty")
+        node = Node()
+        lib.gc_graph_add_empty(self.handle, nodes, n, C.byref(node))
+        return node
+
+    def add_dependency(self, from_, to):
+        """gc_graph_add_dependency: ``to`` runs after ``from_``."""
+        for x in (from_, to):
+            if not isinstance(x, Node):
+                raise TypeError("Graph.add_dependency: nodes must be Nodes")
+        lib.gc_graph_add_dependency(self.handle, from_, to)
+
+    @property
+    def node_count(self):
+        out = C.c_size_t()
+        lib.gc_graph_node_count(self.handle, C.byref(out))
+        return out.value
+
+    def __len__(self):
+        return self.node_count
+
+    @property
+    def pool_bytes(self):
+        """gc_graph_pool_bytes: pool memory the graph holds."""
+        out = C.c_uint64()
+        lib.gc_graph_pool_bytes(self.handle, C.byref(out))
+        return out.value
+
+    @property
+    def raw(self):
+        """gc_graph_raw: the CUgraph as an int (still graphcore's)."""
+        out = C.c_void_p()
+        lib.gc_graph_raw(self.handle, C.byref(out))
+        return out.value or 0
+
+    def write_dot(self, path):
+        """gc_graph_write_dot: the graph in Graphviz DOT."""
+        lib.gc_graph_write_dot(self.handle, os.fsencode(path))
+
+    def instantiate(self, flags=0):
+        """gc_graph_instantiate (flags: INSTANTIATE_*): an Exec."""
+        return Exec(self, flags)
+
+
+class Exec(_Handle):
+    """gc_graph_instantiate(graph, flags): a launchable graph. launch() may
+    run from several threads at once; update() and set_kernel_args() must not
+    race with a launch of this Exec, nor close() with any call."""
+
+    _destroy = "gc_exec_destroy"
+
+    def __init__(self, graph, flags=0):
+        super().__init__()
+        h = _out()
+        lib.gc_graph_instantiate(_handle_of(graph, Graph, "Exec", "graph"),
+                                 _int(flags, "Exec", "flags", 32), C.byref(h))
+        self._h = h.value
+        self.context = graph.context
+        self._keep = list(graph._keep)
+
+    def upload(self, stream):
+        lib.gc_exec_upload(self.handle, _stream(stream, "Exec.upload"))
+
+    def launch(self, stream):
+        """gc_exec_launch: replays the graph on ``stream``."""
+        lib.gc_exec_launch(self.handle, _stream(stream, "Exec.launch"))
+
+    replay = launch
+
+    def update(self, graph):
+        """gc_exec_update: the parameters of ``graph`` (same topology)."""
+        lib.gc_exec_update(self.handle, _handle_of(graph, Graph, "Exec.update", "graph"))
+        self._keep.extend(graph._keep)
+
+    def set_kernel_args(self, node, args):
+        """gc_exec_set_kernel_args: new arguments for kernel node ``node``."""
+        w = "Exec.set_kernel_args"
+        if not isinstance(node, Node):
+            raise TypeError("%s: node must be a Node" % w)
+        array, keep = _kernel_args(args, w)
+        lib.gc_exec_set_kernel_args(self.handle, node, array)
+        del keep
+
+    @property
+    def raw(self):
+        """gc_exec_raw: the CUgraphExec as an int (still graphcore's)."""
+        out = C.c_void_p()
+        lib.gc_exec_raw(self.handle, C.byref(out))
+        return out.value or 0
+
+    def stats(self):
+        """gc_exec_stats: node counts before and after fusion, as a dict."""
+        st = ExecStatistics()
+        st.struct_size = C.sizeof(st)
+        lib.gc_exec_stats(self.handle, C.byref(st))
+        return st.as_dict()
+
+    def write_dot(self, path):
+        """gc_exec_write_dot: the instantiated (possibly fused) graph as DOT."""
+        lib.gc_exec_write_dot(self.handle, os.fsencode(path))
+
+
+class capture:
+    """Captures the work enqueued on ``stream`` while the ``with`` block runs
+    (gc_capture_begin / gc_capture_end)::
+
+        with graphcore.capture(stream, pool) as cap:
+            ...            # graphcore ops, or PyTorch / CuPy work on the stream
+        graph = cap.graph
+
+    ``stream``: a graphcore.Stream, or (with ``context``, or a ``pool`` to take
+    it from) a PyTorch / CuPy stream or raw CUstream, borrowed for the capture.
+    ``pool``: allocations from it on this thread belong to the capture.
+    If the block raises, the capture is ended and its graph dropped (the
+    stream is usable again) and the exception propagates."""
+
+    def __init__(self, stream, pool=None, mode=CAPTURE_THREAD_LOCAL, context=None):
+        if pool is not None and not isinstance(pool, Pool):
+            raise TypeError("capture: pool must be a graphcore.Pool or None")
+        if not isinstance(stream, Stream):
+            context = context if context is not None else getattr(pool, "context", None)
+            if context is None:
+                raise TypeError(
+                    "capture: to capture a %s, pass context= (or a pool), or a graphcore.Stream"
+                    % type(stream).__name__
+                )
+            stream = Stream.wrap(context, stream)
+        self.stream = stream
+        self.pool = pool
+        self.mode = _int(mode, "capture", "mode", 32)
+        self._graph = None
+        self._open = False
+
+    def __enter__(self):
+        lib.gc_capture_begin(self.stream.handle, self.pool.handle if self.pool else None,
+                             self.mode)
+        self._open = True
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self._open = False
+        h = _out()
+        try:
+            lib.gc_capture_end(self.stream.handle, C.byref(h))
+        except Error:
+            if exc_type is None:
+                raise
+            return False  # the block's own exception is the one to see
+        graph = Graph._adopt(h.value, self.stream.context)
+        if exc_type is not None:
+            graph.close()
+            return False
+        self._graph = graph
+        return False
+
+    @property
+    def graph(self):
+        """The captured Graph, once the ``with`` block has ended."""
+        if self._graph is None:
+            raise InvalidStateError("capture.graph: the capture has not ended (or failed)")
+        return self._graph
+
+
+class Runner(_Handle):
+    """gc_runner_create: graphs per batch size ("buckets") in one pool.
+    replay() may run from several threads at once; capture() excludes
+    replays while it runs; close() must not race with other calls."""
+
+    _destroy = "gc_runner_destroy"
+
+    def __init__(self, context, pool=None):
+        super().__init__()
+        h = _out()
+        lib.gc_runner_create(_handle_of(context, Context, "Runner", "context"),
+                             _handle_of(pool, Pool, "Runner", "pool", nullable=True), C.byref(h))
+        self._h = h.value
+        self.context = context
+        self.pool = pool
+
+    def capture(self, buckets, record, warmup_runs=3):
+        """gc_runner_capture: ``record(stream, batch)`` enqueues one bucket's
+        work on ``stream`` (a borrowed graphcore.Stream); it runs warmup_runs
+        times per bucket eagerly, then once under capture. An exception in
+        ``record`` aborts the call and is re-raised here."""
+        w = "Runner.capture"
+        if not callable(record):
+            raise TypeError("%s: record must be callable" % w)
+        sizes = [_int(b, w, "bucket", 32, positive=True) for b in buckets]
+        if not sizes:
+            raise _fail(w, "no buckets")
+        pending = []
+
+        def trampoline(stream_h, batch, _user):
+            try:
+                record(Stream._adopt(stream_h, self.context, owns=False), batch)
+                return 0
+            except Error as e:
+                pending.append(e)
+                return e.code
+            except BaseException as e:  # noqa: B902 - re-raised after the call
+                pending.append(e)
+                return InvalidStateError.code
+
+        callback = RECORD_FN(trampoline)
+        array = (C.c_uint32 * len(sizes))(*sizes)
+        try:
+            lib.gc_runner_capture(self.handle, array, len(sizes), callback, None,
+                                  _int(warmup_runs, w, "warmup_runs", 32))
+        except Error as e:
+            if pending:
+                raise pending[0] from e
+            raise
+
+    def replay(self, rows, stream):
+        """gc_runner_replay: replays the smallest bucket of at least ``rows``
+        rows; returns its size. NoBucketError above the largest."""
+        w = "Runner.replay"
+        out = C.c_uint32()
+        lib.gc_runner_replay(self.handle, _int(rows, w, "rows", 32), _stream(stream, w),
+                             C.byref(out))
+        return out.value
+
+    def stats(self):
+        """gc_runner_stats: a RunnerStatistics."""
+        st = RunnerStatistics()
+        st.struct_size = C.sizeof(RunnerStatistics)
+        lib.gc_runner_stats(self.handle, C.byref(st))
+        return st
+
+
+def begin_capture(stream, pool=None, mode=CAPTURE_THREAD_LOCAL):
+    """gc_capture_begin, for captures that do not fit a ``with`` block."""
+    lib.gc_capture_begin(_stream(stream, "begin_capture"),
+                         _handle_of(pool, Pool, "begin_capture", "pool", nullable=True),
+                         _int(mode, "begin_capture", "mode", 32))
+
+
+def end_capture(stream):
+    """gc_capture_end: the captured Graph."""
+    h = _out()
+    lib.gc_capture_end(_stream(stream, "end_capture"), C.byref(h))
+    return Graph._adopt(h.value, stream.context)

@@ -1,0 +1,120 @@
+"""Work enqueued on a stream: copies and sets, launches of any kernel, and
+graphcore's typed built-in kernels (``op_scale``, ``op_linear``...,
+``op_chain``). Each runs eagerly, or is recorded while the stream captures.
+Any number of threads may enqueue on any streams (graphcore.h). Imports
+structs, loader, args and objects.
+"""
+
+import ctypes as C
+
+from .args import _addr, _dim3, _float, _int, _kernel_args
+from .loader import lib
+from .objects import Function, _handle_of, _stream
+from .structs import _D, PROTOTYPES, ChainOp
+
+
+def memcpy_async(stream, dst, src, nbytes):
+    """gc_memcpy_async (any direction; host memory should be pinned)."""
+    w = "memcpy_async"
+    lib.gc_memcpy_async(_stream(stream, w), _addr(dst, w, "dst"), _addr(src, w, "src"),
+                        _int(nbytes, w, "nbytes"))
+
+
+def memset_async(stream, dst, value, nbytes):
+    """gc_memset_async: sets nbytes bytes at dst to the byte value."""
+    w = "memset_async"
+    lib.gc_memset_async(_stream(stream, w), _addr(dst, w, "dst"),
+                        _int(value, w, "value", 32, signed=True), _int(nbytes, w, "nbytes"))
+
+
+def launch(function, stream, grid, block, args=(), shared_bytes=0):
+    """gc_launch: runs (or, while the stream captures, records) ``function``.
+    ``args``: one value per kernel parameter, typed (ctypes.c_float(2.0),
+    ctypes.c_uint64(n), graphcore.ptr(x), or tensors / HostBuffers for
+    pointers); the values are copied before this returns."""
+    w = "launch"
+    array, keep = _kernel_args(args, w)
+    lib.gc_launch(_handle_of(function, Function, w, "function"), _stream(stream, w),
+                  _dim3(grid, w, "grid"), _dim3(block, w, "block"),
+                  _int(shared_bytes, w, "shared_bytes", 32), array)
+    del keep
+
+
+# Parameter names of the typed kernels after the stream (op_* functions).
+_OP_PARAMS = {
+    "gc_op_fill": "y n value",
+    "gc_op_copy": "y x n",
+    "gc_op_scale": "y x n alpha",
+    "gc_op_add_scalar": "y x n c",
+    "gc_op_axpy": "y x n alpha",
+    "gc_op_add": "z x y n",
+    "gc_op_mul": "z x y n",
+    "gc_op_relu": "y x n",
+    "gc_op_relu_backward": "dx dy x n",
+    "gc_op_sgd": "w g n lr",
+    "gc_op_bias_add": "y x b rows cols",
+    "gc_op_linear": "y x w b m n k relu",
+    "gc_op_linear_backward_input": "dx dy w m n k",
+    "gc_op_linear_backward_weight": "dw dy x m n k",
+    "gc_op_linear_weight_sgd": "w dy x m n k lr",
+    "gc_op_bias_grad": "db dy rows cols",
+    "gc_op_bias_sgd": "b dy rows cols lr",
+    "gc_op_mse": "loss grad pred target n grad_scale workspace workspace_bytes",
+}
+# Pointer parameters that may be None (NULL).
+_NULLABLE = {("gc_op_linear", "b"), ("gc_op_mse", "grad")}
+
+
+def _make_op(cname):
+    argtypes = PROTOTYPES[cname][1][1:]
+    names = _OP_PARAMS[cname].split()
+    pyname = cname[3:]
+
+    def op(stream, *args, **kwargs):
+        if len(args) > len(names):
+            raise TypeError("%s takes %d arguments after the stream (%s)" % (
+                pyname, len(names), ", ".join(names)))
+        values = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in names or k in values:
+                raise TypeError("%s: unexpected or repeated argument %r" % (pyname, k))
+            values[k] = v
+        missing = [n for n in names if n not in values]
+        if missing:
+            raise TypeError("%s: missing %s" % (pyname, ", ".join(missing)))
+        converted = []
+        for name, t in zip(names, argtypes):
+            v = values[name]
+            if t is _D:
+                converted.append(_addr(v, pyname, name, nullable=(cname, name) in _NULLABLE))
+            elif t is C.c_float:
+                converted.append(_float(v, pyname, name))
+            elif t is C.c_int:
+                converted.append(_int(v, pyname, name, 32, signed=True))
+            else:
+                converted.append(_int(v, pyname, name, 8 * C.sizeof(t)))
+        getattr(lib, cname)(_stream(stream, pyname), *converted)
+
+    op.__name__ = op.__qualname__ = pyname
+    op.__doc__ = "%s(stream, %s): see graphcore.h." % (cname, ", ".join(names))
+    return op
+
+
+for _cname in _OP_PARAMS:
+    globals()[_cname[3:]] = _make_op(_cname)
+del _cname
+
+
+def op_chain(stream, y, x, n, ops):
+    """gc_op_chain: up to CHAIN_MAX_OPS operations, ``ops`` a list of
+    (CHAIN_* opcode, constant) pairs or ChainOps, applied in one pass."""
+    w = "op_chain"
+    items = [o if isinstance(o, ChainOp) else ChainOp(_int(o[0], w, "opcode", 32),
+                                                      _float(o[1], w, "value"))
+             for o in ops]
+    array = (ChainOp * max(len(items), 1))(*items)
+    lib.gc_op_chain(_stream(stream, w), _addr(y, w, "y"), _addr(x, w, "x", nullable=True),
+                    _int(n, w, "n"), array, len(items))
+
+
+__all__ = ["memcpy_async", "memset_async", "launch", "op_chain"] + [c[3:] for c in _OP_PARAMS]

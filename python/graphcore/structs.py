@@ -1,0 +1,263 @@
+"""The header's constants, C structures and function prototypes.
+
+``PROTOTYPES`` maps every function of include/graphcore.h to its ctypes
+(restype, argtypes); python/tests/test_binding.py checks it, the constants
+and the structure layouts against the header. Imports nothing else of the
+package.
+"""
+
+import ctypes as C
+
+__all__ = [
+    "INSTANTIATE_UPLOAD", "INSTANTIATE_AUTO_FREE_ON_LAUNCH", "INSTANTIATE_USE_NODE_PRIORITY",
+    "INSTANTIATE_FUSE_ELEMENTWISE", "CAPTURE_THREAD_LOCAL", "CAPTURE_GLOBAL", "CAPTURE_RELAXED",
+    "CHAIN_FILL", "CHAIN_MUL", "CHAIN_ADD", "CHAIN_RELU", "CHAIN_MAX", "CHAIN_MIN",
+    "CHAIN_MAX_OPS", "RUNNER_MAX_BUCKETS", "Dim3", "Node", "DeviceInfo", "ChainOp",
+    "PoolOptions", "PoolStatistics", "ExecStatistics", "RunnerBucket", "RunnerStatistics",
+    "HOST_FN", "RECORD_FN", "PROTOTYPES",
+]
+
+# ------------------------------------------------------------------ constants
+# (the header's macros; python/tests checks them against it)
+
+INSTANTIATE_UPLOAD = 1
+INSTANTIATE_AUTO_FREE_ON_LAUNCH = 2
+INSTANTIATE_USE_NODE_PRIORITY = 4
+INSTANTIATE_FUSE_ELEMENTWISE = 8
+CAPTURE_THREAD_LOCAL = 0
+CAPTURE_GLOBAL = 1
+CAPTURE_RELAXED = 2
+CHAIN_FILL = 1
+CHAIN_MUL = 2
+CHAIN_ADD = 3
+CHAIN_RELU = 4
+CHAIN_MAX = 5
+CHAIN_MIN = 6
+CHAIN_MAX_OPS = 8
+RUNNER_MAX_BUCKETS = 16
+
+# ------------------------------------------------------------- C structures
+
+
+class Dim3(C.Structure):
+    """gc_dim3: a grid or block shape."""
+
+    _fields_ = [("x", C.c_uint32), ("y", C.c_uint32), ("z", C.c_uint32)]
+
+    def __repr__(self):
+        return "Dim3(%d, %d, %d)" % (self.x, self.y, self.z)
+
+
+class Node(C.Structure):
+    """gc_node: a node of a graph (its graph's id and its index)."""
+
+    _fields_ = [("graph", C.c_uint64), ("index", C.c_uint32)]
+
+    def __eq__(self, other):
+        return isinstance(other, Node) and (self.graph, self.index) == (other.graph, other.index)
+
+    def __hash__(self):
+        return hash((self.graph, self.index))
+
+    def __repr__(self):
+        return "Node(graph=%d, index=%d)" % (self.graph, self.index)
+
+
+class DeviceInfo(C.Structure):
+    """gc_device_info (Context.info())."""
+
+    _fields_ = [
+        ("struct_size", C.c_size_t),
+        ("name", C.c_char * 256),
+        ("ordinal", C.c_int),
+        ("cc_major", C.c_int),
+        ("cc_minor", C.c_int),
+        ("sm_count", C.c_int),
+        ("total_bytes", C.c_uint64),
+        ("free_bytes", C.c_uint64),
+        ("driver_version", C.c_int),
+    ]
+
+
+class ChainOp(C.Structure):
+    """gc_chain_op: one operation of op_chain (CHAIN_* opcode, constant)."""
+
+    _fields_ = [("op", C.c_uint32), ("value", C.c_float)]
+
+
+class PoolOptions(C.Structure):
+    """gc_pool_options (Pool(ctx, initial_bytes=..., max_bytes=...))."""
+
+    _fields_ = [
+        ("struct_size", C.c_size_t),
+        ("initial_bytes", C.c_uint64),
+        ("max_bytes", C.c_uint64),
+    ]
+
+
+class PoolStatistics(C.Structure):
+    """gc_pool_statistics (Pool.stats()), named as PyTorch names them."""
+
+    _fields_ = [
+        ("struct_size", C.c_size_t),
+        ("allocated_bytes", C.c_uint64),
+        ("reserved_bytes", C.c_uint64),
+        ("peak_allocated_bytes", C.c_uint64),
+        ("peak_reserved_bytes", C.c_uint64),
+        ("segment_count", C.c_uint64),
+        ("block_count", C.c_uint64),
+        ("free_block_count", C.c_uint64),
+        ("alloc_count", C.c_uint64),
+        ("free_count", C.c_uint64),
+    ]
+
+    def as_dict(self):
+        return {name: getattr(self, name) for name, _ in self._fields_[1:]}
+
+
+class ExecStatistics(C.Structure):
+    """gc_exec_statistics (Exec.stats()): node counts before and after fusion."""
+
+    _fields_ = [
+        ("struct_size", C.c_size_t),
+        ("graph_nodes", C.c_uint64),
+        ("fused_away", C.c_uint64),
+        ("instantiated_nodes", C.c_uint64),
+        ("chains", C.c_uint64),
+    ]
+
+    def as_dict(self):
+        return {name: getattr(self, name) for name, _ in self._fields_[1:]}
+
+
+class RunnerBucket(C.Structure):
+    """gc_runner_bucket: one bucket of RunnerStatistics."""
+
+    _fields_ = [
+        ("batch", C.c_uint32),
+        ("node_count", C.c_uint32),
+        ("capture_us", C.c_double),
+        ("pool_bytes", C.c_uint64),
+    ]
+
+
+class RunnerStatistics(C.Structure):
+    """gc_runner_statistics (Runner.stats())."""
+
+    _fields_ = [
+        ("struct_size", C.c_size_t),
+        ("bucket_count", C.c_uint32),
+        ("buckets", RunnerBucket * RUNNER_MAX_BUCKETS),
+        ("pool", PoolStatistics),
+    ]
+
+
+HOST_FN = C.CFUNCTYPE(None, C.c_void_p)
+RECORD_FN = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_uint32, C.c_void_p)
+
+# ------------------------------------------------------------ the C functions
+
+_S = C.c_int  # gc_status (checked: a failure raises)
+_H = C.c_void_p  # a handle (gc_context *, gc_stream *, ...)
+_D = C.c_void_p  # an address (void *, float *)
+_P = C.POINTER
+
+# Every function of include/graphcore.h: name -> (restype, argtypes).
+# python/tests/test_binding.py checks this table against the header.
+PROTOTYPES = {
+    "gc_status_name": (C.c_char_p, [C.c_int]),
+    "gc_last_error": (C.c_char_p, []),
+    "gc_last_cuda_result": (C.c_int, []),
+    "gc_version": (C.c_uint32, []),
+    # devices
+    "gc_device_count": (_S, [_P(C.c_int)]),
+    "gc_context_create": (_S, [C.c_int, _P(_H)]),
+    "gc_context_info": (_S, [_H, _P(DeviceInfo)]),
+    "gc_context_synchronize": (_S, [_H]),
+    "gc_context_destroy": (_S, [_H]),
+    # streams
+    "gc_stream_create": (_S, [_H, _P(_H)]),
+    "gc_stream_wrap": (_S, [_H, _D, _P(_H)]),
+    "gc_stream_raw": (_S, [_H, _P(_D)]),
+    "gc_stream_wait_stream": (_S, [_H, _H]),
+    "gc_stream_synchronize": (_S, [_H]),
+    "gc_stream_is_capturing": (_S, [_H, _P(C.c_int)]),
+    "gc_stream_destroy": (_S, [_H]),
+    # memory
+    "gc_pool_create": (_S, [_H, _P(PoolOptions), _P(_H)]),
+    "gc_pool_alloc": (_S, [_H, C.c_size_t, _P(_D)]),
+    "gc_pool_free": (_S, [_H, _D]),
+    "gc_pool_stats": (_S, [_H, _P(PoolStatistics)]),
+    "gc_pool_trim": (_S, [_H]),
+    "gc_pool_destroy": (_S, [_H]),
+    "gc_host_alloc": (_S, [_H, C.c_size_t, _P(_D)]),
+    "gc_host_free": (_S, [_H, _D]),
+    "gc_memcpy_async": (_S, [_H, _D, _D, C.c_size_t]),
+    "gc_memset_async": (_S, [_H, _D, C.c_int, C.c_size_t]),
+    # kernels
+    "gc_module_load": (_S, [_H, _D, C.c_size_t, _P(_H)]),
+    "gc_module_function": (_S, [_H, C.c_char_p, _P(_H)]),
+    "gc_function_wrap": (_S, [_H, _D, C.c_char_p, _P(_H)]),
+    "gc_kernel_builtin": (_S, [_H, C.c_char_p, _P(_H)]),
+    "gc_launch": (_S, [_H, _H, Dim3, Dim3, C.c_uint32, _P(_D)]),
+    "gc_function_raw": (_S, [_H, _P(_D)]),
+    "gc_function_destroy": (_S, [_H]),
+    "gc_module_destroy": (_S, [_H]),
+    # capture
+    "gc_capture_begin": (_S, [_H, _H, C.c_uint32]),
+    "gc_capture_end": (_S, [_H, _P(_H)]),
+    # building
+    "gc_graph_create": (_S, [_H, _P(_H)]),
+    "gc_graph_add_kernel": (
+        _S, [_H, _H, Dim3, Dim3, C.c_uint32, _P(_D), _P(Node), C.c_size_t, _P(Node)]),
+    "gc_graph_add_memcpy": (_S, [_H, _D, _D, C.c_size_t, _P(Node), C.c_size_t, _P(Node)]),
+    "gc_graph_add_memset": (_S, [_H, _D, C.c_int, C.c_size_t, _P(Node), C.c_size_t, _P(Node)]),
+    "gc_graph_add_host": (_S, [_H, HOST_FN, _D, _P(Node), C.c_size_t, _P(Node)]),
+    "gc_graph_add_child": (_S, [_H, _H, _P(Node), C.c_size_t, _P(Node)]),
+    "gc_graph_add_empty": (_S, [_H, _P(Node), C.c_size_t, _P(Node)]),
+    "gc_graph_add_dependency": (_S, [_H, Node, Node]),
+    "gc_graph_node_count": (_S, [_H, _P(C.c_size_t)]),
+    "gc_graph_raw": (_S, [_H, _P(_D)]),
+    "gc_graph_pool_bytes": (_S, [_H, _P(C.c_uint64)]),
+    "gc_graph_write_dot": (_S, [_H, C.c_char_p]),
+    "gc_graph_destroy": (_S, [_H]),
+    # replay
+    "gc_graph_instantiate": (_S, [_H, C.c_uint32, _P(_H)]),
+    "gc_exec_upload": (_S, [_H, _H]),
+    "gc_exec_launch": (_S, [_H, _H]),
+    "gc_exec_update": (_S, [_H, _H]),
+    "gc_exec_set_kernel_args": (_S, [_H, Node, _P(_D)]),
+    "gc_exec_raw": (_S, [_H, _P(_D)]),
+    "gc_exec_stats": (_S, [_H, _P(ExecStatistics)]),
+    "gc_exec_write_dot": (_S, [_H, C.c_char_p]),
+    "gc_exec_destroy": (_S, [_H]),
+    # bucketed graphs
+    "gc_runner_create": (_S, [_H, _H, _P(_H)]),
+    "gc_runner_capture": (_S, [_H, _P(C.c_uint32), C.c_size_t, RECORD_FN, _D, C.c_uint32]),
+    "gc_runner_replay": (_S, [_H, C.c_uint32, _H, _P(C.c_uint32)]),
+    "gc_runner_stats": (_S, [_H, _P(RunnerStatistics)]),
+    "gc_runner_destroy": (_S, [_H]),
+    # built-in kernels, typed
+    "gc_op_chain": (_S, [_H, _D, _D, C.c_uint64, _P(ChainOp), C.c_uint32]),
+    "gc_op_mse_workspace_bytes": (_S, [_H, C.c_uint64, _P(C.c_uint64)]),
+    "gc_op_fill": (_S, [_H, _D, C.c_uint64, C.c_float]),
+    "gc_op_copy": (_S, [_H, _D, _D, C.c_uint64]),
+    "gc_op_scale": (_S, [_H, _D, _D, C.c_uint64, C.c_float]),
+    "gc_op_add_scalar": (_S, [_H, _D, _D, C.c_uint64, C.c_float]),
+    "gc_op_axpy": (_S, [_H, _D, _D, C.c_uint64, C.c_float]),
+    "gc_op_add": (_S, [_H, _D, _D, _D, C.c_uint64]),
+    "gc_op_mul": (_S, [_H, _D, _D, _D, C.c_uint64]),
+    "gc_op_relu": (_S, [_H, _D, _D, C.c_uint64]),
+    "gc_op_relu_backward": (_S, [_H, _D, _D, _D, C.c_uint64]),
+    "gc_op_sgd": (_S, [_H, _D, _D, C.c_uint64, C.c_float]),
+    "gc_op_bias_add": (_S, [_H, _D, _D, _D, C.c_uint32, C.c_uint32]),
+    "gc_op_linear": (_S, [_H, _D, _D, _D, _D, C.c_uint32, C.c_uint32, C.c_uint32, C.c_int]),
+    "gc_op_linear_backward_input": (_S, [_H, _D, _D, _D, C.c_uint32, C.c_uint32, C.c_uint32]),
+    "gc_op_linear_backward_weight": (_S, [_H, _D, _D, _D, C.c_uint32, C.c_uint32, C.c_uint32]),
+    "gc_op_linear_weight_sgd": (
+        _S, [_H, _D, _D, _D, C.c_uint32, C.c_uint32, C.c_uint32, C.c_float]),
+    "gc_op_bias_grad": (_S, [_H, _D, _D, C.c_uint32, C.c_uint32]),
+    "gc_op_bias_sgd": (_S, [_H, _D, _D, C.c_uint32, C.c_uint32, C.c_float]),
+    "gc_op_mse": (_S, [_H, _D, _D, _D, _D, C.c_uint64, C.c_float, _D, C.c_uint64]),
+}
+
