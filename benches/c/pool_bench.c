@@ -2,11 +2,17 @@
  * by side in one run on one GPU: gc_pool_alloc + gc_pool_free of a cached
  * block, cuMemAllocAsync + cuMemFreeAsync (the stream-ordered pool), and
  * cuMemAlloc + cuMemFree. Median nanoseconds per pair over many batches.
- * Prints a table and writes JSON to $OUT/pool_bench.json (or ./).
+ * Then thread scaling: 1, 2, 4, 8 and 16 threads, each with its own pool,
+ * all timing 4 KiB pairs at once; ns per pair per thread should stay flat
+ * (pools never contend). Prints tables and writes JSON to
+ * $OUT/pool_bench.json (or ./): one row per size ("bytes", "gc_pool_ns",
+ * ...) and one per thread count ("threads", "gc_pool_ns": the mean over
+ * the threads of each one's median, "gc_pool_ns_max": the slowest one's).
  *
  * libcuda is opened with dlopen, so this builds without the CUDA toolkit. */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +53,8 @@ static void *sym(void *lib, const char *name) {
     return p;
 }
 
+#define MAX_THREADS 16
+
 #define TRY(call)                                                                    \
     do {                                                                             \
         gc_status st_ = (call);                                                      \
@@ -55,6 +63,61 @@ static void *sym(void *lib, const char *name) {
             exit(1);                                                                 \
         }                                                                            \
     } while (0)
+
+/* One thread of the scaling run: its own pool, timed between barriers. */
+struct worker {
+    gc_pool *pool;
+    pthread_barrier_t *start;
+    double ns[ROUNDS];
+    double median_ns;
+};
+
+static void *scaling_worker(void *arg) {
+    struct worker *w = arg;
+    void *p;
+    TRY(gc_pool_alloc(w->pool, 4096, &p)); /* grows the pool: not timed */
+    TRY(gc_pool_free(w->pool, p));
+    pthread_barrier_wait(w->start);
+    for (int r = 0; r < ROUNDS; r++) {
+        double t0 = now_ns();
+        for (int i = 0; i < BATCH; i++) {
+            gc_pool_alloc(w->pool, 4096, &p);
+            gc_pool_free(w->pool, p);
+        }
+        w->ns[r] = (now_ns() - t0) / BATCH;
+    }
+    w->median_ns = median(w->ns);
+    return NULL;
+}
+
+/* Runs `threads` workers on pools of their own; returns the mean of their
+ * medians and stores the slowest one's in *max. */
+static double scaling(gc_context *ctx, int threads, double *max) {
+    static struct worker w[MAX_THREADS];
+    pthread_t t[MAX_THREADS];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, (unsigned)threads);
+    for (int i = 0; i < threads; i++) {
+        TRY(gc_pool_create(ctx, NULL, &w[i].pool));
+        w[i].start = &start;
+    }
+    for (int i = 0; i < threads; i++) {
+        if (pthread_create(&t[i], NULL, scaling_worker, &w[i]) != 0) {
+            fprintf(stderr, "pool_bench: pthread_create failed\n");
+            exit(1);
+        }
+    }
+    double sum = 0;
+    *max = 0;
+    for (int i = 0; i < threads; i++) {
+        pthread_join(t[i], NULL);
+        sum += w[i].median_ns;
+        if (w[i].median_ns > *max) *max = w[i].median_ns;
+        TRY(gc_pool_destroy(w[i].pool));
+    }
+    pthread_barrier_destroy(&start);
+    return sum / threads;
+}
 
 int main(void) {
     gc_context *ctx;
@@ -129,7 +192,20 @@ int main(void) {
             fprintf(json,
                     "  {\"bytes\": %zu, \"gc_pool_ns\": %.1f, \"cuMemAllocAsync_ns\": %.1f, "
                     "\"cuMemAlloc_ns\": %.1f}%s\n",
-                    bytes, a, b, c, s == 0 ? "," : "");
+                    bytes, a, b, c, ",");
+    }
+    printf("\nthread scaling: 4096-byte pairs, one pool per thread, all threads at once\n");
+    printf("%8s %22s %22s %12s\n", "threads", "ns/pair/thread (mean)", "ns/pair/thread (max)",
+           "vs 1 thread");
+    int counts[] = {1, 2, 4, 8, MAX_THREADS};
+    double one = 0;
+    for (int k = 0; k < 5; k++) {
+        double max, mean = scaling(ctx, counts[k], &max);
+        if (k == 0) one = mean;
+        printf("%8d %22.1f %22.1f %11.2fx\n", counts[k], mean, max, mean / one);
+        if (json)
+            fprintf(json, "  {\"threads\": %d, \"bytes\": 4096, \"gc_pool_ns\": %.1f, \"gc_pool_ns_max\": %.1f}%s\n",
+                    counts[k], mean, max, k < 4 ? "," : "");
     }
     if (json) {
         fprintf(json, "]\n");
