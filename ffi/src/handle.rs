@@ -21,7 +21,9 @@
 //!   decrements on leaving. Remove first makes the version even (no new
 //!   lookup can match from then on), then waits for `readers` to drain
 //!   before it takes the object out; only after that does the slot go back
-//!   on the free list for a later insert.
+//!   on the free list for a later insert. (Lookups stay inside only for a
+//!   clone or a short call, a few per thread at most: the count stays far
+//!   below 2^32 and never carries into the version.)
 //!
 //! Insert and remove serialize on a mutex only for the free list; a remove
 //! waits for nothing but lookups of its own slot. The memory ordering of
@@ -249,11 +251,10 @@ impl<T: Clone> Registry<T> {
         // version check are one atomic step: a remove that makes the
         // version even after it will see this reader counted.
         let word = slot.word.fetch_add(1, Ordering::Acquire);
-        let guard_word = &slot.word;
         if generation & 1 == 0 || (word >> 32) as u32 != generation {
             // Stale: this reader never touches the cell. Leaving needs no
             // ordering with a remove, but Release (the guard's) is harmless.
-            guard_word.fetch_sub(1, Ordering::Release);
+            slot.word.fetch_sub(1, Ordering::Release);
             return Err(self.stale(arg));
         }
         // SAFETY: the version is odd and matches: the object was inserted
@@ -263,7 +264,7 @@ impl<T: Clone> Registry<T> {
         // while the version is odd.
         match unsafe { &*slot.value.get() } {
             Some(value) => Ok(Guard {
-                word: guard_word,
+                word: &slot.word,
                 value,
             }),
             None => unreachable!("an odd version always has its object"),
