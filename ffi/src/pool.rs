@@ -231,22 +231,71 @@ mod tests {
         FAKES.insert(Arc::new(Mutex::new(a))).unwrap() as *mut gc_pool
     }
 
-    /// Median ns per alloc + free pair of 4 KiB on `pool`.
-    fn pairs(pool: *mut gc_pool) -> f64 {
+    /// Median ns of `pair` (one alloc + free) over batches.
+    fn median_ns(mut pair: impl FnMut()) -> f64 {
         const BATCH: u32 = 10_000;
         let mut ns: Vec<f64> = (0..51)
             .map(|_| {
                 let t = Instant::now();
                 for _ in 0..BATCH {
-                    let mut p = std::ptr::null_mut();
-                    assert_eq!(fake_alloc(pool, 4096, &mut p), gc_status::GC_SUCCESS);
-                    assert_eq!(fake_free(pool, p), gc_status::GC_SUCCESS);
+                    pair();
                 }
                 t.elapsed().as_nanos() as f64 / BATCH as f64
             })
             .collect();
         ns.sort_by(f64::total_cmp);
         ns[ns.len() / 2]
+    }
+
+    /// Median ns per alloc + free pair of 4 KiB on `pool`, through the path.
+    fn pairs(pool: *mut gc_pool) -> f64 {
+        median_ns(|| {
+            let mut p = std::ptr::null_mut();
+            assert_eq!(fake_alloc(pool, 4096, &mut p), gc_status::GC_SUCCESS);
+            assert_eq!(fake_free(pool, p), gc_status::GC_SUCCESS);
+        })
+    }
+
+    /// Counts this thread's heap allocations (for the test binary only).
+    struct Counting;
+
+    thread_local! {
+        static ALLOCATIONS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    // SAFETY: forwards to the system allocator unchanged; the count is a
+    // const-initialized thread-local Cell (no allocation, no destructor).
+    unsafe impl std::alloc::GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+            let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+            // SAFETY: the caller's contract is System's.
+            unsafe { std::alloc::System.alloc(layout) }
+        }
+
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+            // SAFETY: the caller's contract is System's.
+            unsafe { std::alloc::System.dealloc(ptr, layout) }
+        }
+    }
+
+    #[global_allocator]
+    static COUNTING: Counting = Counting;
+
+    /// A warm alloc + free pair through the C ABI's path makes no heap
+    /// allocation (handle lookup, boundary, out-parameter, pool lock).
+    #[test]
+    fn a_warm_pair_does_not_allocate() {
+        let pool = fake_pool();
+        let mut p = std::ptr::null_mut();
+        assert_eq!(fake_alloc(pool, 4096, &mut p), gc_status::GC_SUCCESS);
+        assert_eq!(fake_free(pool, p), gc_status::GC_SUCCESS);
+        let before = ALLOCATIONS.with(|n| n.get());
+        for _ in 0..1000 {
+            assert_eq!(fake_alloc(pool, 4096, &mut p), gc_status::GC_SUCCESS);
+            assert_eq!(fake_free(pool, p), gc_status::GC_SUCCESS);
+        }
+        assert_eq!(ALLOCATIONS.with(|n| n.get()), before);
+        FAKES.remove(pool as u64, "pool").unwrap();
     }
 
     /// The CPU cost of the C ABI's alloc + free pair without the driver,
@@ -256,6 +305,26 @@ mod tests {
     #[ignore = "timing; run by hand"]
     fn fake_pool_timing() {
         let pools: Vec<usize> = (0..16).map(|_| fake_pool() as usize).collect();
+        // The parts: the allocator alone, then under its mutex.
+        let a = FAKES.get(pools[0] as u64, "pool").unwrap();
+        let alone = median_ns(|| {
+            let mut a = a.lock().unwrap();
+            let plan = a.plan_alloc(4096, Owner::Eager).unwrap();
+            let off = a.commit_alloc(std::hint::black_box(plan));
+            a.free(std::hint::black_box(off)).unwrap();
+        });
+        let locked = median_ns(|| {
+            let off = {
+                let mut a = a.lock().unwrap();
+                let plan = a.plan_alloc(4096, Owner::Eager).unwrap();
+                a.commit_alloc(plan)
+            };
+            a.lock().unwrap().free(std::hint::black_box(off)).unwrap();
+        });
+        drop(a);
+        println!(
+            "allocator alone (one lock per pair): {alone:.1} ns; a lock per call: {locked:.1} ns"
+        );
         println!(
             "alloc + free through the C ABI path, fake pool, 1 thread: {:.1} ns",
             pairs(pools[0] as *mut gc_pool)
