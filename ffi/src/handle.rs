@@ -315,12 +315,14 @@ impl<T: Clone> Registry<T> {
         // pairs with their Release decrements, so their reads of the object
         // happen before the take. (Stale lookups come and go in the count
         // meanwhile; they never touch the cell.)
+        // Clones leave within nanoseconds; a `with` call (a launch that
+        // waits for queue space) may take longer: back off to sleeping.
         let mut spins = 0u32;
         while slot.word.load(Ordering::Acquire) & READERS_MASK != 0 {
-            if spins < 64 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
+            match spins {
+                0..64 => std::hint::spin_loop(),
+                64..1024 => std::thread::yield_now(),
+                _ => std::thread::sleep(std::time::Duration::from_micros(50)),
             }
             spins = spins.saturating_add(1);
         }

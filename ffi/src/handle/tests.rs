@@ -215,6 +215,46 @@ fn lookups_race_remove_and_reinsert_of_one_slot() {
     assert!(hits.load(Ordering::Relaxed) > 0, "no lookup ever succeeded");
 }
 
+/// A remove during a `with` call on the same handle waits for the call to
+/// return before it takes the object; lookups in the meantime already see
+/// the handle destroyed.
+#[test]
+fn remove_waits_for_a_call_in_progress() {
+    let reg: Arc<Registry<Arc<AtomicBool>>> = Arc::new(Registry::new(7, "gc_exec"));
+    let h = reg.insert(Arc::new(AtomicBool::new(false))).unwrap();
+    let inside = Arc::new(Barrier::new(2));
+    let call = {
+        let (reg, inside) = (reg.clone(), inside.clone());
+        std::thread::spawn(move || {
+            reg.with(h, "exec", |done| {
+                inside.wait();
+                std::thread::sleep(std::time::Duration::from_millis(if cfg!(miri) {
+                    1
+                } else {
+                    50
+                }));
+                done.store(true, Ordering::SeqCst);
+                Ok(())
+            })
+        })
+    };
+    inside.wait();
+    let remover = {
+        let reg = reg.clone();
+        std::thread::spawn(move || reg.remove(h, "exec").unwrap().unwrap())
+    };
+    // Once the remove has begun, new lookups fail at once.
+    while reg.get(h, "exec").is_ok() {
+        std::thread::yield_now();
+    }
+    let taken = remover.join().unwrap();
+    assert!(
+        taken.load(Ordering::SeqCst),
+        "taken before the call returned"
+    );
+    call.join().unwrap().unwrap();
+}
+
 /// Two threads removing the same handle: exactly one gets the object.
 #[test]
 fn racing_removes_of_one_handle_have_one_winner() {
