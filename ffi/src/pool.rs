@@ -301,6 +301,16 @@ mod tests {
     /// The CPU cost of the C ABI's alloc + free pair without the driver,
     /// one thread and then a thread per pool. Run with
     /// `cargo test --release -p graphcore-ffi -- --ignored --nocapture fake_pool_timing`.
+    ///
+    /// On a 2-core Xeon VM (2026-11-25), ns per pair per thread, medians:
+    ///
+    /// | handle table            | 1 thread | 2   | 4     | 8     | 16    |
+    /// |-------------------------|----------|-----|-------|-------|-------|
+    /// | RwLock (before)         | 66       | 568 | 1,062 | 1,783 | 3,508 |
+    /// | atomic slots (now)      | 66       | 67  | 68    | 67    | 67    |
+    ///
+    /// Of the 66 ns, the allocator under one lock per pair is 40 ns, a lock
+    /// per call adds 5 ns, the two handle lookups and the boundary ~20 ns.
     #[test]
     #[ignore = "timing; run by hand"]
     fn fake_pool_timing() {

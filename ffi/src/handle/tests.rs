@@ -322,6 +322,8 @@ fn concurrent_inserts_and_lookups_across_threads() {
 /// Times lookups against a RwLock table (the previous design), one thread
 /// and then one thread per slot. Not a correctness test; run with
 /// `cargo test --release -p graphcore-ffi -- --ignored --nocapture lookup_timing`.
+/// On a 2-core Xeon VM: `with` 12 ns at 1 to 16 threads; the RwLock 14 ns
+/// alone, 170 to 190 ns from 2 threads on (its reader count bounces).
 #[test]
 #[ignore = "timing; run by hand"]
 fn lookup_timing() {
