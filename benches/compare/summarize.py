@@ -18,7 +18,10 @@ def metrics(d):
         return json.load(open(p)) if os.path.exists(p) else None
     pool = load("pool_bench.json")
     for row in pool or []:
-        m[f"pool alloc+free {row['bytes']} B (ns)"] = row["gc_pool_ns"]
+        if "threads" in row:
+            m[f"pool alloc+free, {row['threads']} threads (ns/pair/thread)"] = row["gc_pool_ns"]
+        else:
+            m[f"pool alloc+free {row['bytes']} B (ns)"] = row["gc_pool_ns"]
     cap = load("capture_bench.json")
     for row in cap or []:
         m[f"capture {row['nodes']} nodes (us)"] = row["gc_capture_us"]

@@ -3,33 +3,103 @@
 //! `GC_ERROR_INVALID_ARGUMENT`; a handle of the wrong kind, a destroyed one
 //! (its slot's generation moved on) or garbage is `GC_ERROR_INVALID_HANDLE`,
 //! never undefined behaviour.
+//!
+//! Lookups take no lock. The slots live in chunks that never move: chunk
+//! `k` holds `64 << k` slots, is allocated the first time an insert needs
+//! it and is freed only with the table (the tables are statics: never).
+//! So a reader reaches its slot with one acquire load of the chunk pointer.
+//! Each slot has one atomic word, `version << 32 | readers`:
+//!
+//! * `version` is odd while the slot holds an object, and is then the
+//!   generation written into the object's handle; even while it is empty.
+//!   Insert adds one (even to odd), remove adds one (odd to even), so a
+//!   handle is dead from its remove on, until the version wraps around
+//!   (2^31 reuses of one slot).
+//! * `readers` counts the lookups inside the slot. A lookup increments it,
+//!   then checks the version it got back from that same atomic operation;
+//!   only a matching odd version lets it read the object, and it
+//!   decrements on leaving. Remove first makes the version even (no new
+//!   lookup can match from then on), then waits for `readers` to drain
+//!   before it takes the object out; only after that does the slot go back
+//!   on the free list for a later insert. (Lookups stay inside only for a
+//!   clone or a short call, a few per thread at most: the count stays far
+//!   below 2^32 and never carries into the version.)
+//!
+//! Insert and remove serialize on a mutex only for the free list; a remove
+//! waits for nothing but lookups of its own slot. The memory ordering of
+//! each step is argued where it happens.
 
 use graphcore_core::{Error, ErrorKind, Result};
-use std::sync::RwLock;
+use std::cell::UnsafeCell;
+use std::ops::Deref;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::Mutex;
 
 const KIND_SHIFT: u32 = 56;
 const INDEX_SHIFT: u32 = 32;
 const INDEX_MASK: u64 = (1 << 24) - 1;
 
+/// Chunk 0 holds `1 << FIRST_BITS` slots; each next chunk twice as many.
+const FIRST_BITS: u32 = 6;
+/// Number of chunks: they hold 64 * (2^18 - 1) slots, the most that a
+/// handle's 24-bit index can name (rounded down to whole chunks).
+const CHUNKS: usize = 18;
+/// Slots the table can hold.
+const CAPACITY: usize = ((1 << CHUNKS) - 1) << FIRST_BITS;
+const _: () = assert!(CAPACITY as u64 <= INDEX_MASK + 1);
+
+/// One step of a slot word's version (its high half).
+const VERSION_ONE: u64 = 1 << 32;
+/// The readers count (the low half of a slot word).
+const READERS_MASK: u64 = (1 << 32) - 1;
+
+/// One slot, alone on its cache lines: lookups of different objects (16
+/// threads on 16 pools) write different lines and never contend.
+#[repr(align(128))]
 struct Slot<T> {
-    generation: u32,
-    value: Option<T>,
+    /// `version << 32 | readers`; see the module doc.
+    word: AtomicU64,
+    /// The object: `Some` exactly while the version is odd, except inside
+    /// an insert or a remove, which own the cell then (see there).
+    value: UnsafeCell<Option<T>>,
 }
 
-struct Slots<T> {
-    slots: Vec<Slot<T>>,
-    free: Vec<u32>,
+impl<T> Slot<T> {
+    fn empty() -> Self {
+        Slot {
+            word: AtomicU64::new(0),
+            value: UnsafeCell::new(None),
+        }
+    }
+}
+
+/// Slots no object holds: the free list and the first never-used index.
+struct Free {
+    list: Vec<u32>,
+    next: u32,
 }
 
 /// One table per handle kind, of graphcore-core objects (cheap, reference
-/// counted clones). Lookups take a read lock and clone the object, so calls
-/// on different objects never wait on each other, and an object lives until
-/// the last call using it returns, even if its handle is destroyed meanwhile.
+/// counted clones). Lookups are lock-free (two atomic operations on the
+/// object's own slot), so calls on different objects never wait on each
+/// other, and an object lives until the last call using it returns, even
+/// if its handle is destroyed meanwhile.
 pub(crate) struct Registry<T> {
     kind: u8,
     name: &'static str,
-    table: RwLock<Slots<T>>,
+    /// Chunk `k`: `64 << k` slots, or null until first needed.
+    chunks: [AtomicPtr<Slot<T>>; CHUNKS],
+    free: Mutex<Free>,
 }
+
+// SAFETY: objects are shared between threads only by reference (T: Sync)
+// and moved in and out by whichever thread inserts or removes (T: Send);
+// every access to a slot's value cell follows the protocol of the module
+// doc, which gives each write exclusive access and orders it before or
+// after every read (argued at each access).
+unsafe impl<T: Send + Sync> Sync for Registry<T> {}
+// SAFETY: as above; the chunks are owned by the table.
+unsafe impl<T: Send + Sync> Send for Registry<T> {}
 
 /// The C name of the handle kind encoded in `h`, for messages.
 fn kind_name(h: u64) -> &'static str {
@@ -46,45 +116,106 @@ fn kind_name(h: u64) -> &'static str {
     }
 }
 
+/// The chunk holding slot `index` and the slot's place in it.
+fn locate(index: usize) -> (usize, usize) {
+    let k = ((index >> FIRST_BITS) + 1).ilog2() as usize;
+    (k, index - (((1 << k) - 1) << FIRST_BITS))
+}
+
+/// Slots in chunk `k`.
+fn chunk_len(k: usize) -> usize {
+    1 << (k as u32 + FIRST_BITS)
+}
+
+/// A lookup inside its slot: derefs to the object, which cannot be taken
+/// out of the slot before this is dropped.
+pub(crate) struct Guard<'a, T> {
+    word: &'a AtomicU64,
+    value: &'a T,
+}
+
+impl<T> Deref for Guard<'_, T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        self.value
+    }
+}
+
+impl<T> Drop for Guard<'_, T> {
+    fn drop(&mut self) {
+        // Release: this lookup's reads of the object happen before the
+        // remove that sees the count drop (it loads with Acquire) takes it.
+        self.word.fetch_sub(1, Ordering::Release);
+    }
+}
+
 impl<T: Clone> Registry<T> {
     /// An empty table for handles of `kind` (its C type name is `name`).
     pub(crate) const fn new(kind: u8, name: &'static str) -> Self {
         Registry {
             kind,
             name,
-            table: RwLock::new(Slots {
-                slots: Vec::new(),
-                free: Vec::new(),
+            chunks: [const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNKS],
+            free: Mutex::new(Free {
+                list: Vec::new(),
+                next: 0,
             }),
         }
     }
 
+    /// Slot `index`, if its chunk exists.
+    fn slot(&self, index: usize) -> Option<&Slot<T>> {
+        let (k, at) = locate(index);
+        // Acquire: pairs with the Release store in `insert` that published
+        // the chunk, so its slots are seen initialized.
+        let chunk = self.chunks.get(k)?.load(Ordering::Acquire);
+        if chunk.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null chunk `k` points to `chunk_len(k)` initialized
+        // slots that stay put until the table is dropped (which `&self`
+        // rules out), and `at < chunk_len(k)` by `locate`.
+        Some(unsafe { &*chunk.add(at) })
+    }
+
     /// Stores `value` and returns its handle.
     pub(crate) fn insert(&self, value: T) -> Result<u64> {
-        let mut t = self.table.write().unwrap_or_else(|e| e.into_inner());
-        let index = match t.free.pop() {
-            Some(i) => i,
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let index = match free.list.pop() {
+            Some(i) => i as usize,
             None => {
-                let i = t.slots.len();
-                if i as u64 > INDEX_MASK {
+                let i = free.next as usize;
+                if i >= CAPACITY {
                     return Err(Error::new(
                         ErrorKind::OutOfMemory,
                         format!("too many live {} handles", self.name),
                     ));
                 }
-                t.slots.push(Slot {
-                    generation: 1,
-                    value: None,
-                });
-                i as u32
+                let (k, _) = locate(i);
+                if self.chunks[k].load(Ordering::Relaxed).is_null() {
+                    // Only inserts create chunks, under the mutex: no race.
+                    let chunk: Box<[Slot<T>]> = (0..chunk_len(k)).map(|_| Slot::empty()).collect();
+                    // Release: readers that see the pointer see the slots.
+                    self.chunks[k].store(Box::into_raw(chunk).cast(), Ordering::Release);
+                }
+                free.next += 1;
+                i
             }
         };
-        let slot = &mut t.slots[index as usize];
-        slot.value = Some(value);
-        let h = (self.kind as u64) << KIND_SHIFT
-            | (index as u64) << INDEX_SHIFT
-            | slot.generation as u64;
-        Ok(h)
+        let slot = self.slot(index).expect("the chunk of a used index exists");
+        // SAFETY: the slot is empty (even version) and owned by this insert:
+        // it was never used, or its remove finished taking the object out
+        // before putting it on the free list, which we hold locked. Lookups
+        // of the slot meanwhile see an even version and never touch the
+        // cell; the version only turns odd (publishing the cell) below.
+        unsafe { *slot.value.get() = Some(value) };
+        // Release: a lookup whose Acquire increment reads this version (or
+        // a later one of the same word's read-modify-writes) sees the value.
+        let old = slot.word.fetch_add(VERSION_ONE, Ordering::Release);
+        let version = ((old >> 32) as u32).wrapping_add(1);
+        debug_assert!(version & 1 == 1);
+        Ok((self.kind as u64) << KIND_SHIFT | (index as u64) << INDEX_SHIFT | version as u64)
     }
 
     fn decode(&self, h: u64, arg: &str) -> Result<(usize, u32)> {
@@ -110,93 +241,117 @@ impl<T: Clone> Registry<T> {
         )
     }
 
+    /// Enters the slot of handle `h`: the object stays in it until the
+    /// guard is dropped. Two atomic operations on the object's slot.
+    fn enter(&self, h: u64, arg: &str) -> Result<Guard<'_, T>> {
+        let (index, generation) = self.decode(h, arg)?;
+        let slot = self.slot(index).ok_or_else(|| self.stale(arg))?;
+        // Acquire: pairs with insert's Release, so a matching version means
+        // the object written before it is visible. The increment and the
+        // version check are one atomic step: a remove that makes the
+        // version even after it will see this reader counted.
+        let word = slot.word.fetch_add(1, Ordering::Acquire);
+        if generation & 1 == 0 || (word >> 32) as u32 != generation {
+            // Stale: this reader never touches the cell. Leaving needs no
+            // ordering with a remove, but Release (the guard's) is harmless.
+            slot.word.fetch_sub(1, Ordering::Release);
+            return Err(self.stale(arg));
+        }
+        // SAFETY: the version is odd and matches: the object was inserted
+        // before (Acquire above), and no remove can take it out until this
+        // reader has left (the guard's Release decrement, below which the
+        // reference does not outlive the guard). No one writes the cell
+        // while the version is odd.
+        match unsafe { &*slot.value.get() } {
+            Some(value) => Ok(Guard {
+                word: &slot.word,
+                value,
+            }),
+            None => unreachable!("an odd version always has its object"),
+        }
+    }
+
     /// The object behind handle `h` (`arg` names the parameter in errors).
     pub(crate) fn get(&self, h: u64, arg: &str) -> Result<T> {
-        let (index, generation) = self.decode(h, arg)?;
-        let t = self.table.read().unwrap_or_else(|e| e.into_inner());
-        match t.slots.get(index) {
-            Some(Slot {
-                generation: g,
-                value: Some(v),
-            }) if *g == generation => Ok(v.clone()),
-            _ => Err(self.stale(arg)),
-        }
+        let guard = self.enter(h, arg)?;
+        Ok(guard.value.clone())
     }
 
-    /// Runs `f` on the object behind `h` under the table's read lock,
-    /// without cloning it: for short, hot calls (pool alloc/free, launch).
-    /// Creating or destroying handles of this kind waits until `f` returns.
+    /// Runs `f` on the object behind `h` without cloning it: for short, hot
+    /// calls (pool alloc/free, launch). Destroying this same handle waits
+    /// until `f` returns, so `f` must not destroy it.
     pub(crate) fn with<R>(&self, h: u64, arg: &str, f: impl FnOnce(&T) -> Result<R>) -> Result<R> {
-        let (index, generation) = self.decode(h, arg)?;
-        let t = self.table.read().unwrap_or_else(|e| e.into_inner());
-        match t.slots.get(index) {
-            Some(Slot {
-                generation: g,
-                value: Some(v),
-            }) if *g == generation => f(v),
-            _ => Err(self.stale(arg)),
-        }
+        let guard = self.enter(h, arg)?;
+        f(&guard)
     }
 
-    /// Removes handle `h`; NULL is a no-op (`Ok(None)`).
+    /// Removes handle `h`; NULL is a no-op (`Ok(None)`). Waits for lookups
+    /// still inside the slot (clones, or `with` calls) to leave.
     pub(crate) fn remove(&self, h: u64, arg: &str) -> Result<Option<T>> {
         if h == 0 {
             return Ok(None);
         }
         let (index, generation) = self.decode(h, arg)?;
-        let mut t = self.table.write().unwrap_or_else(|e| e.into_inner());
-        let slot = match t.slots.get_mut(index) {
-            Some(s) if s.generation == generation && s.value.is_some() => s,
-            _ => return Err(self.stale(arg)),
-        };
-        let v = slot.value.take();
-        slot.generation = slot.generation.wrapping_add(1).max(1);
-        t.free.push(index as u32);
-        Ok(v)
+        let slot = self.slot(index).ok_or_else(|| self.stale(arg))?;
+        // Make the version even, if it is still the handle's (odd) one: the
+        // compare-exchange lets one of two racing removes win. Acquire:
+        // pairs with the insert's Release, for the take below.
+        let mut word = slot.word.load(Ordering::Relaxed);
+        loop {
+            if generation & 1 == 0 || (word >> 32) as u32 != generation {
+                return Err(self.stale(arg));
+            }
+            match slot.word.compare_exchange_weak(
+                word,
+                word.wrapping_add(VERSION_ONE),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(now) => word = now,
+            }
+        }
+        // No lookup can enter now; wait for those inside to leave. Acquire:
+        // pairs with their Release decrements, so their reads of the object
+        // happen before the take. (Stale lookups come and go in the count
+        // meanwhile; they never touch the cell.)
+        // Clones leave within nanoseconds; a `with` call (a launch that
+        // waits for queue space) may take longer: back off to sleeping.
+        let mut spins = 0u32;
+        while slot.word.load(Ordering::Acquire) & READERS_MASK != 0 {
+            match spins {
+                0..64 => std::hint::spin_loop(),
+                64..1024 => std::thread::yield_now(),
+                _ => std::thread::sleep(std::time::Duration::from_micros(50)),
+            }
+            spins = spins.saturating_add(1);
+        }
+        // SAFETY: this remove won the compare-exchange, so it alone owns the
+        // even slot: no lookup reads the cell (the version does not match
+        // any) and no insert writes it (the slot is not on the free list).
+        let value = unsafe { (*slot.value.get()).take() };
+        self.free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .list
+            .push(index as u32);
+        Ok(value)
+    }
+}
+
+impl<T> Drop for Registry<T> {
+    fn drop(&mut self) {
+        for (k, chunk) in self.chunks.iter_mut().enumerate() {
+            let p = *chunk.get_mut();
+            if !p.is_null() {
+                // SAFETY: `p` came from `Box::into_raw` of a boxed slice of
+                // `chunk_len(k)` slots in `insert`; `&mut self` means no
+                // lookup holds a reference into it.
+                drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, chunk_len(k))) });
+            }
+        }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn handles_are_checked() {
-        let a: Registry<u32> = Registry::new(3, "gc_pool");
-        let b: Registry<u32> = Registry::new(2, "gc_stream");
-        let h = a.insert(7).unwrap();
-        assert_eq!(a.get(h, "pool").unwrap(), 7);
-        assert_eq!(
-            b.get(h, "stream").unwrap_err().kind(),
-            ErrorKind::InvalidHandle
-        );
-        assert_eq!(
-            a.get(0, "pool").unwrap_err().kind(),
-            ErrorKind::InvalidArgument
-        );
-        a.remove(h, "pool").unwrap();
-        assert_eq!(
-            a.get(h, "pool").unwrap_err().kind(),
-            ErrorKind::InvalidHandle
-        );
-        assert_eq!(
-            a.remove(h, "pool").unwrap_err().kind(),
-            ErrorKind::InvalidHandle
-        );
-        // The slot is reused with a new generation: the old handle stays dead.
-        let h2 = a.insert(8).unwrap();
-        assert_ne!(h, h2);
-        assert_eq!(
-            a.get(h, "pool").unwrap_err().kind(),
-            ErrorKind::InvalidHandle
-        );
-        assert_eq!(a.get(h2, "pool").unwrap(), 8);
-        assert!(a.remove(0, "pool").unwrap().is_none());
-        assert_eq!(
-            a.get(0x0300_0000_0000_0001 | (5 << 32), "pool")
-                .unwrap_err()
-                .kind(),
-            ErrorKind::InvalidHandle
-        );
-    }
-}
+mod tests;

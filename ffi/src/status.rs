@@ -164,6 +164,10 @@ thread_local! {
     });
 }
 
+/// Records a failure as this thread's last error (off the success path:
+/// out of line, so a successful call's boundary stays a few instructions).
+#[cold]
+#[inline(never)]
 fn set_last(func: &str, e: &Error) {
     let text = format!("{func}: {}", e.message()).replace('\0', " ");
     LAST.with(|l| {
@@ -183,19 +187,24 @@ pub(crate) fn boundary(func: &str, body: impl FnOnce() -> Result<(), Error>) -> 
             set_last(func, &e);
             e.kind().into()
         }
-        Err(payload) => {
-            let what = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            set_last(
-                func,
-                &Error::new(ErrorKind::Panic, format!("internal panic caught: {what}")),
-            );
-            gc_status::GC_ERROR_PANIC
-        }
+        Err(payload) => caught_panic(func, payload),
     }
+}
+
+/// Records a panic caught at the boundary as this thread's last error.
+#[cold]
+#[inline(never)]
+fn caught_panic(func: &str, payload: Box<dyn std::any::Any + Send>) -> gc_status {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    set_last(
+        func,
+        &Error::new(ErrorKind::Panic, format!("internal panic caught: {what}")),
+    );
+    gc_status::GC_ERROR_PANIC
 }
 
 /// The name of a status constant ("GC_ERROR_INVALID_ARGUMENT"), or

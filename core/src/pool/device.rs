@@ -5,7 +5,8 @@
 //! breaks an open stream capture (it runs in relaxed capture mode).
 
 use super::{
-    Allocator, CaptureId, Footprint, Owner, PagePlan, PageRange, PoolConfig, PoolError, PoolStats,
+    AllocPlan, Allocator, CaptureId, Footprint, Owner, PagePlan, PageRange, PoolConfig, PoolError,
+    PoolStats,
 };
 use crate::context::{Context, PoolBlocks};
 use crate::driver::{self, memory as dm};
@@ -109,6 +110,37 @@ impl PoolShared {
         }
     }
 
+    /// The slow path of [`Pool::alloc`]: maps the plan's new pages, then
+    /// commits it (under the lock throughout: the plan must stay valid).
+    #[cold]
+    #[inline(never)]
+    fn grow(
+        &self,
+        mut st: std::sync::MutexGuard<'_, PoolState>,
+        plan: AllocPlan,
+        bytes: u64,
+    ) -> Result<u64> {
+        let runs = plan.new_pages();
+        self.ctx.bind()?;
+        for (k, &r) in runs.iter().enumerate() {
+            // `map` undoes its own run on failure; undo the runs before it
+            // too, so the pool is unchanged.
+            if let Err(e) = self.map(&mut st, r) {
+                for &done in &runs[..k] {
+                    self.unmap(&mut st, done);
+                }
+                return Err(e.context(&format!(
+                    "growing the pool by {} bytes for a {bytes}-byte block",
+                    plan.new_page_count() * self.granularity
+                )));
+            }
+        }
+        Ok(self.base + st.alloc.commit_alloc(plan))
+    }
+
+    /// Who an allocation made now on this thread belongs to. No capture
+    /// open on the pool (the common case) needs no thread lookup.
+    #[inline]
     fn owner(st: &PoolState) -> Owner {
         if st.captures.is_empty() {
             return Owner::Eager;
@@ -265,25 +297,21 @@ impl Pool {
         let sh = &*self.inner;
         let mut st = lock(&sh.state);
         let owner = PoolShared::owner(&st);
-        let plan = st.alloc.plan_alloc(bytes, owner)?;
-        let runs = plan.new_pages();
-        if !runs.is_empty() {
-            sh.ctx.bind()?;
-            for (k, &r) in runs.iter().enumerate() {
-                // `map` undoes its own run on failure; undo the runs before
-                // it too, so the pool is unchanged.
-                if let Err(e) = sh.map(&mut st, r) {
-                    for &done in &runs[..k] {
-                        sh.unmap(&mut st, done);
-                    }
-                    return Err(e.context(&format!(
-                        "growing the pool by {} bytes for a {bytes}-byte block",
-                        plan.new_page_count() * sh.granularity
-                    )));
-                }
+        let plan = match st.alloc.plan_alloc(bytes, owner) {
+            Ok(plan) => plan,
+            Err(e) => {
+                drop(st);
+                return Err(e.into());
             }
+        };
+        if !plan.new_pages().is_empty() {
+            return sh.grow(st, plan, bytes);
         }
-        Ok(sh.base + st.alloc.commit_alloc(plan))
+        // The hot path: a block on mapped pages, under the lock only the
+        // allocator's own work.
+        let offset = st.alloc.commit_alloc(plan);
+        drop(st);
+        Ok(sh.base + offset)
     }
 
     /// Returns a block to the pool. A pointer the pool did not hand out, or
@@ -294,7 +322,10 @@ impl Pool {
             "0x{ptr:x} does not belong to this pool"
         );
         let sh = &*self.inner;
-        lock(&sh.state).alloc.free(ptr - sh.base)?;
+        // The guard is dropped at the end of the statement: errors are
+        // formatted after the lock is released.
+        let freed = lock(&sh.state).alloc.free(ptr - sh.base);
+        freed?;
         Ok(())
     }
 
