@@ -6,7 +6,9 @@ use super::foundation::add_one;
 use super::*;
 use graphcore_core::instantiate_flags::FUSE_ELEMENTWISE;
 use graphcore_core::kernels::ops::{self, OP_ADD, OP_MUL, OP_RELU};
-use graphcore_core::{launch_op, CaptureMode, ErrorKind, Exec, Graph, LaunchConfig, Node};
+use graphcore_core::{
+    launch_op, CaptureMode, ErrorKind, Exec, Function, Graph, LaunchConfig, Node,
+};
 use std::ffi::c_void;
 
 /// One elementwise step of a random chain on buffer `y` (in place).
@@ -104,9 +106,8 @@ fn fused_chains_are_bitwise_equal_to_unfused() {
 /// Eleven kernel nodes in a line over `n` floats at `y`: five scales
 /// (gc_scale_f32, alpha 1 + i/8 for node i), the user kernel `add_one` (node
 /// 5), five more scales. Fusion makes two chains of it around node 5.
-pub(crate) fn scales_around_a_user_kernel(c: &Context, y: u64, n: usize) -> Graph {
+pub(crate) fn scales_around_a_user_kernel(c: &Context, user: &Function, y: u64, n: usize) -> Graph {
     let scale = graphcore_core::Function::from_builtin(c, "gc_scale_f32").unwrap();
-    let user = add_one(c);
     let cfg = LaunchConfig {
         grid: [8, 1, 1],
         block: [256, 1, 1],
@@ -128,7 +129,7 @@ pub(crate) fn scales_around_a_user_kernel(c: &Context, y: u64, n: usize) -> Grap
                 ..cfg
             };
             // SAFETY: add_one(u64, u32).
-            unsafe { g.add_kernel(&user, &ucfg, args.as_mut_ptr(), &deps) }.unwrap()
+            unsafe { g.add_kernel(user, &ucfg, args.as_mut_ptr(), &deps) }.unwrap()
         } else {
             let (mut yy, mut xx, mut nn, mut a) = (y, y, n as u64, 1.0 + i as f32 / 8.0);
             let mut args = [
@@ -153,7 +154,7 @@ fn built_graphs_fuse_around_user_kernels() {
     let p = pool(&c);
     let n = 4099usize;
     let y = p.alloc(n as u64 * 4).unwrap();
-    let g = scales_around_a_user_kernel(&c, y, n);
+    let g = scales_around_a_user_kernel(&c, &add_one(&c), y, n);
     let plain = Exec::new(&g, 0).unwrap();
     let fused = Exec::new(&g, FUSE_ELEMENTWISE).unwrap();
     assert_eq!(fused.stats().chains, 2);

@@ -3,6 +3,7 @@
 //! test races threads under a watchdog ([`race`]), so a deadlock fails the
 //! test instead of hanging it.
 
+use super::foundation::add_one;
 use super::fusion::scales_around_a_user_kernel;
 use super::*;
 use graphcore_core::graph::NodeKind;
@@ -55,7 +56,7 @@ fn to_dot_and_set_kernel_args_race_on_one_exec_without_deadlock() {
     let p = pool(&c);
     let n = 4099usize;
     let y = p.alloc(n as u64 * 4).unwrap();
-    let g = scales_around_a_user_kernel(&c, y, n);
+    let g = scales_around_a_user_kernel(&c, &add_one(&c), y, n);
     let plain = Exec::new(&g, 0).unwrap();
     let fused = Exec::new(&g, FUSE_ELEMENTWISE).unwrap();
     assert_eq!(fused.stats().chains, 2);
@@ -97,7 +98,7 @@ fn one_graph_instantiated_fused_adopted_and_extended_at_once() {
     let n = 4099usize;
     let y = p.alloc(n as u64 * 4).unwrap();
     let scratch = p.alloc(1 << 20).unwrap();
-    let g = scales_around_a_user_kernel(&c, y, n);
+    let g = scales_around_a_user_kernel(&c, &add_one(&c), y, n);
     let base = g.node_count();
     let added = Arc::new(AtomicUsize::new(0));
     let plain = {
