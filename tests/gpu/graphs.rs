@@ -462,8 +462,8 @@ fn an_exec_ignores_nodes_added_to_its_graph_afterwards() {
     let n = 4099usize;
     let y = p.alloc(n as u64 * 4).unwrap();
     for flags in [0, graphcore_core::instantiate_flags::FUSE_ELEMENTWISE] {
-        let user = add_one(&c);
-        let g = super::fusion::scales_around_a_user_kernel(&c, &user, y, n);
+        let in_graph = add_one(&c);
+        let g = super::fusion::scales_around_a_user_kernel(&c, &in_graph, y, n);
         let reference = Exec::new(&g, flags).unwrap();
         let dot = reference.to_dot("g");
         let stats = reference.stats();
@@ -491,7 +491,9 @@ fn an_exec_ignores_nodes_added_to_its_graph_afterwards() {
         let err = unsafe { e.set_kernel_args(added, args.as_mut_ptr()) }.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{}", err.message());
         // An update from a graph built as the exec's was still applies.
-        e.update(&super::fusion::scales_around_a_user_kernel(&c, &user, y, n))
-            .unwrap();
+        e.update(&super::fusion::scales_around_a_user_kernel(
+            &c, &in_graph, y, n,
+        ))
+        .unwrap();
     }
 }
