@@ -116,7 +116,12 @@ fn linkable_lib() -> PathBuf {
     let so = lib_dir().join("libgraphcore.so");
     let soname = format!("libgraphcore.so.{}", env!("CARGO_PKG_VERSION_MAJOR"));
     for name in ["libgraphcore.so".to_string(), soname] {
-        std::fs::copy(&so, dir.join(name)).unwrap();
+        // Copy to a fresh name, then rename over the old one: a program of
+        // another test (cargo test runs them in threads) that has the old
+        // file mapped keeps its inode instead of seeing it rewritten.
+        let tmp = dir.join(format!("{name}.{:?}.tmp", std::thread::current().id()));
+        std::fs::copy(&so, &tmp).unwrap();
+        std::fs::rename(&tmp, dir.join(name)).unwrap();
     }
     dir
 }
