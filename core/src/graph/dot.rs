@@ -26,8 +26,14 @@ fn label(kind: &NodeKind) -> String {
             ..
         } => format!("memcpy {direction}\\n{}", bytes(*n)),
         NodeKind::Memset {
-            bytes: n, value, ..
-        } => format!("memset 0x{value:02x}\\n{}", bytes(*n)),
+            bytes: n,
+            value,
+            elem_size,
+            ..
+        } => {
+            let w = 2 * *elem_size as usize;
+            format!("memset 0x{value:0w$x}\\n{}", bytes(*n))
+        }
         NodeKind::Host => "host callback".into(),
         NodeKind::Child { nodes } => format!("child graph\\n{nodes} nodes"),
         NodeKind::Empty => "empty".into(),
