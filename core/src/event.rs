@@ -111,7 +111,7 @@ impl Event {
         for (name, e) in [("start", start), ("end", end)] {
             ensure_arg!(
                 e.inner.timing != Some(false),
-                "`{name}` was created without timing (GC_EVENT_DISABLE_TIMING)"
+                "`{name}` was created without timing"
             );
         }
         start.inner.ctx.bind()?;
