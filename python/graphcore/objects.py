@@ -259,13 +259,16 @@ class Stream(_Handle):
         """gc_launch_host_func: calls fn() on a driver thread once the work
         enqueued before it is done (it must not call CUDA or graphcore);
         recorded as a host node while the stream captures. Exceptions are
-        printed. The callback is kept until the next synchronize() (or, when
-        captured, with the captured Graph)."""
+        printed. The callback is kept until the next synchronize(); one
+        launched while the stream captures is kept for the life of the
+        process (the graph's execs may replay it after every Python object
+        of the capture is gone)."""
         if not callable(fn):
             raise TypeError("Stream.launch_host_func: fn must be callable")
         callback = HOST_FN(lambda _user: fn())
+        capturing = self.is_capturing
         lib.gc_launch_host_func(self.handle, callback, None)
-        self._host_fns.append(callback)
+        (_CAPTURED_HOST_FNS if capturing else self._host_fns).append(callback)
 
     def synchronize(self):
         lib.gc_stream_synchronize(self.handle)
@@ -334,6 +337,11 @@ class Event(_Handle):
         lib.gc_event_elapsed_ms(self.handle, _handle_of(end, Event, "elapsed_ms", "end"),
                                 C.byref(out))
         return out.value
+
+
+# Host functions launched on capturing streams: replays may call them as
+# long as the process runs.
+_CAPTURED_HOST_FNS = []
 
 
 def raw_stream(obj):
@@ -729,7 +737,6 @@ class capture:
         lib.gc_capture_begin(self.stream.handle, self.pool.handle if self.pool else None,
                              self.mode)
         self._open = True
-        self._host_fns_before = len(self.stream._host_fns)
         return self
 
     def __exit__(self, exc_type, exc, tb):
@@ -742,8 +749,6 @@ class capture:
                 raise
             return False  # the block's own exception is the one to see
         graph = Graph._adopt(h.value, self.stream.context)
-        # Host functions launched during the capture run at each replay.
-        graph._keep.extend(self.stream._host_fns[self._host_fns_before:])
         if exc_type is not None:
             graph.close()
             return False
