@@ -446,7 +446,11 @@ enum gc_status gc_stream_destroy(struct gc_stream *stream);
  * With GC_EVENT_EXTERNAL the capture gets an event record node (each replay
  * records the event: time graph work, or order other streams after it) or
  * an event wait node (each replay waits for the event's latest record:
- * order a graph after eager work). Querying, synchronizing on or timing an
+ * order a graph after eager work). A graph captured by gc_capture_begin
+ * keeps the events of the event nodes made on its capturing stream alive
+ * (destroying their handles is safe); for an event node made on a stream
+ * that joined the capture, keep the event until the graph's execs are
+ * gone. Querying, synchronizing on or timing an
  * event whose latest record was made in a still-open capture is refused by
  * CUDA (GC_ERROR_CAPTURE).
  * ========================================================================== */
@@ -1812,7 +1816,9 @@ enum gc_status gc_stream_is_capturing(struct gc_stream *stream, int *capturing);
  * gc_graph_destroy (a graph wrapped with GC_GRAPH_WRAP_BORROW leaves the
  * CUgraph to the caller). The graph keeps the functions of its
  * kernel nodes loaded and holds the pool memory its capture (and its child
- * graphs' captures) used; execs instantiated from it keep what they need,
+ * graphs' captures) used, and the events of the event nodes its capture
+ * made on the capturing stream; execs instantiated from it keep what they
+ * need,
  * so the graph may be destroyed before them. gc_graph_add_child copies the
  * child, which stays the caller's.
  *

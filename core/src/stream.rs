@@ -101,6 +101,9 @@ impl fmt::Display for StreamOp {
 pub(crate) struct OpenCapture {
     /// The pool the capture allocates from, if any.
     pub(crate) pool: Option<PoolCapture>,
+    /// Events the capture's event nodes record or wait on (the graph keeps
+    /// them alive).
+    pub(crate) events: Vec<Event>,
     breaker: Option<(StreamOp, Error)>,
 }
 
@@ -109,6 +112,7 @@ impl OpenCapture {
     pub(crate) fn new(pool: Option<PoolCapture>) -> Self {
         OpenCapture {
             pool,
+            events: Vec::new(),
             breaker: None,
         }
     }
@@ -190,16 +194,20 @@ impl Stream {
     /// here so far. While the stream captures, a plain record marks a point
     /// of the capture (another stream waiting on it joins the capture);
     /// with `external` the capture gets an event record node instead, and
-    /// each replay records the event. `external` is ignored outside capture.
+    /// each replay records the event (a capture begun on this stream keeps
+    /// the event alive for its graph). `external` is ignored outside
+    /// capture.
     pub fn record_event(&self, event: &Event, external: bool) -> Result<()> {
         ensure_arg!(
             self.inner.ctx.same(event.context()),
             "the event and the stream belong to different contexts"
         );
         self.inner.ctx.bind()?;
-        let r = self
-            .external_in_capture(external)
-            .and_then(|ext| ds::event_record(event.raw(), self.raw(), ext));
+        let r = self.external_in_capture(external).and_then(|ext| {
+            ds::event_record(event.raw(), self.raw(), ext)?;
+            self.keep_for_capture(event, ext);
+            Ok(())
+        });
         self.note(StreamOp::EventRecord, r)
     }
 
@@ -207,7 +215,8 @@ impl Stream {
     /// for. While the stream captures, a plain wait on an event recorded in
     /// the same capture is a dependency (a fork or join); with `external`
     /// the capture gets an event wait node instead, and each replay waits
-    /// for the event's latest record then. `external` is ignored outside
+    /// for the event's latest record then (a capture begun on this stream
+    /// keeps the event alive for its graph). `external` is ignored outside
     /// capture.
     pub fn wait_event(&self, event: &Event, external: bool) -> Result<()> {
         ensure_arg!(
@@ -215,10 +224,22 @@ impl Stream {
             "the event and the stream belong to different contexts"
         );
         self.inner.ctx.bind()?;
-        let r = self
-            .external_in_capture(external)
-            .and_then(|ext| ds::wait_event(self.raw(), event.raw(), ext));
+        let r = self.external_in_capture(external).and_then(|ext| {
+            ds::wait_event(self.raw(), event.raw(), ext)?;
+            self.keep_for_capture(event, ext);
+            Ok(())
+        });
         self.note(StreamOp::WaitEvent, r)
+    }
+
+    /// When an event node of `event` was made (`node`) in the capture
+    /// graphcore opened on this stream, keeps the event for its graph.
+    fn keep_for_capture(&self, event: &Event, node: bool) {
+        if node {
+            if let Some(open) = self.capture_slot().as_mut() {
+                open.events.push(event.clone());
+            }
+        }
     }
 
     /// `external`, unless the stream is not capturing (CUDA refuses the

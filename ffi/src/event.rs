@@ -12,7 +12,11 @@
 //! With GC_EVENT_EXTERNAL the capture gets an event record node (each replay
 //! records the event: time graph work, or order other streams after it) or
 //! an event wait node (each replay waits for the event's latest record:
-//! order a graph after eager work). Querying, synchronizing on or timing an
+//! order a graph after eager work). A graph captured by gc_capture_begin
+//! keeps the events of the event nodes made on its capturing stream alive
+//! (destroying their handles is safe); for an event node made on a stream
+//! that joined the capture, keep the event until the graph's execs are
+//! gone. Querying, synchronizing on or timing an
 //! event whose latest record was made in a still-open capture is refused by
 //! CUDA (GC_ERROR_CAPTURE).
 

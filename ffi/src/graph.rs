@@ -18,7 +18,9 @@ use std::ffi::{c_char, c_int, c_void};
 /// gc_graph_destroy (a graph wrapped with GC_GRAPH_WRAP_BORROW leaves the
 /// CUgraph to the caller). The graph keeps the functions of its
 /// kernel nodes loaded and holds the pool memory its capture (and its child
-/// graphs' captures) used; execs instantiated from it keep what they need,
+/// graphs' captures) used, and the events of the event nodes its capture
+/// made on the capturing stream; execs instantiated from it keep what they
+/// need,
 /// so the graph may be destroyed before them. gc_graph_add_child copies the
 /// child, which stays the caller's.
 ///

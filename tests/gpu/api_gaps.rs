@@ -174,6 +174,13 @@ fn external_events_become_nodes_that_replays_record_and_wait_on() {
         let ms = Event::elapsed_ms(&start, &end).unwrap();
         assert!((0.0..10_000.0).contains(&ms), "round {round}: {ms} ms");
     }
+    // The graph keeps the events of its nodes: dropping them is safe.
+    drop((start, end, gate));
+    e.launch(&s1).unwrap();
+    s1.synchronize().unwrap();
+    drop(g);
+    e.launch(&s1).unwrap();
+    s1.synchronize().unwrap();
 }
 
 /// What a host function saw: the float at `host` each time it ran.

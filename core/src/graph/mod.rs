@@ -16,6 +16,7 @@ use crate::driver::memory::{memory_kind, MemoryKind, Memset};
 use crate::driver::owned::{Nodes, Owned, Shared};
 use crate::driver::{CUgraph, CUgraphNode};
 use crate::error::{ensure_arg, Error, Result};
+use crate::event::Event;
 use crate::lock::lock;
 use crate::module::{Function, LaunchConfig};
 use crate::pool::{check_pool_range, GraphMemory};
@@ -70,6 +71,8 @@ pub(crate) struct GraphState {
     functions: Vec<Function>,
     /// Pool memory held by this graph's capture and its child graphs'.
     memory: Vec<Arc<GraphMemory>>,
+    /// Events its (and its child graphs') event nodes record or wait on.
+    events: Vec<Event>,
 }
 
 impl GraphState {
@@ -157,15 +160,18 @@ impl Graph {
                 nodes: Nodes::default(),
                 functions: Vec::new(),
                 memory: Vec::new(),
+                events: Vec::new(),
             },
         ))
     }
 
-    /// Wraps a graph CUDA captured, reading its nodes and edges back.
+    /// Wraps a graph CUDA captured, reading its nodes and edges back; it
+    /// keeps `events` (those of its event nodes) alive.
     pub(crate) fn from_captured(
         ctx: &Context,
         raw: CUgraph,
         memory: Option<GraphMemory>,
+        events: Vec<Event>,
     ) -> Result<Graph> {
         // On failure, dropping `owned` destroys the graph.
         let owned = Owned::new(raw, ctx.primary());
@@ -179,6 +185,7 @@ impl Graph {
                 nodes: ordered.into(),
                 functions: Vec::new(),
                 memory: memory.map(Arc::new).into_iter().collect(),
+                events,
             },
         ))
     }
@@ -209,13 +216,14 @@ impl Graph {
                 nodes: ordered.into(),
                 functions: Vec::new(),
                 memory: Vec::new(),
+                events: Vec::new(),
             },
         ))
     }
 
     /// A new graph with the same nodes, parameters and edges (CUDA's
-    /// clone), numbered as this one's. It keeps this graph's functions and
-    /// pool memory alive too; later changes to either graph leave the other
+    /// clone), numbered as this one's. It keeps this graph's functions,
+    /// pool memory and events alive too; later changes to either graph leave the other
     /// as it is.
     pub fn duplicate(&self) -> Result<Graph> {
         let ctx = &self.inner.ctx;
@@ -236,6 +244,7 @@ impl Graph {
                 nodes: nodes.into(),
                 functions: st.functions.clone(),
                 memory: st.memory.clone(),
+                events: st.events.clone(),
             },
         ))
     }
@@ -482,6 +491,7 @@ impl Graph {
         let raw = dg::add_child(st.raw(), &raw_deps, c.raw())?;
         st.functions.extend(c.functions.iter().cloned());
         st.memory.extend(c.memory.iter().cloned());
+        st.events.extend(c.events.iter().cloned());
         drop(c);
         Ok(self.push(&mut st, NodeKind::Child { nodes }, &idx, raw))
     }
