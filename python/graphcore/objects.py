@@ -298,12 +298,23 @@ class Event(_Handle):
         self.context = context
 
     @classmethod
-    def wrap(cls, context, raw):
-        """gc_event_wrap: borrows the CUevent / cudaEvent_t ``raw`` (an int)."""
+    def wrap(cls, context, event):
+        """gc_event_wrap: borrows ``event`` (kept referenced by the result,
+        never destroyed by graphcore): a CUevent / cudaEvent_t as an int, or
+        an object with an int ``.cuda_event`` (PyTorch) or ``.ptr`` (CuPy)."""
+        raw = event
+        if not isinstance(event, int):
+            for attr in ("cuda_event", "ptr"):
+                value = getattr(event, attr, None)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    raw = value
+                    break
         h = _out()
         lib.gc_event_wrap(_handle_of(context, Context, "Event.wrap", "context"),
-                          _int(raw, "Event.wrap", "raw") or None, C.byref(h))
-        return cls._adopt(h.value, context)
+                          _int(raw, "Event.wrap", "event") or None, C.byref(h))
+        obj = cls._adopt(h.value, context)
+        obj.borrowed = event
+        return obj
 
     @property
     def raw(self):
