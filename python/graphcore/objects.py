@@ -3,8 +3,9 @@ HostBuffer, Module, Function, Graph, Exec, Runner, and ``capture``.
 
 Ownership (as in graphcore.h): each object owns its handle and destroys it
 on ``close()``, at the end of a ``with`` block, or when collected; a
-borrowed handle (``Stream.wrap``, ``Event.wrap``, ``Graph.wrap``, the stream ``Runner.capture`` passes to
-``record``) is only dropped, never destroyed. Objects keep what they depend
+borrowed handle (``Stream.wrap``, ``Event.wrap``, ``Graph.wrap``, the
+stream ``Runner.capture`` passes to ``record``) is only dropped, never
+destroyed. Objects keep what they depend
 on alive (a Graph its host callbacks and kernels' modules, an Exec its
 graph's). Close dependents before what they came from: graphs and execs
 before their pool, everything before its Context.
