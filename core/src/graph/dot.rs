@@ -120,4 +120,19 @@ mod tests {
         let odd = to_dot(&g, "a\"b\\");
         assert!(odd.starts_with("digraph \"a\\\"b\\\\\" {"), "{odd}");
     }
+
+    #[test]
+    fn memsets_show_their_value_at_the_element_width() {
+        let label_of = |value, elem_size| {
+            label(&NodeKind::Memset {
+                dst: 1,
+                value,
+                elem_size,
+                bytes: 4096,
+            })
+        };
+        assert_eq!(label_of(0xab, 1), "memset 0xab\\n4 KiB");
+        assert_eq!(label_of(0xbe, 2), "memset 0x00be\\n4 KiB");
+        assert_eq!(label_of(0xdead_beef, 4), "memset 0xdeadbeef\\n4 KiB");
+    }
 }
