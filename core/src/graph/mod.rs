@@ -204,8 +204,9 @@ impl Graph {
     /// alive.
     pub unsafe fn wrap_raw(ctx: &Context, raw: CUgraph, adopt: bool) -> Result<Graph> {
         ensure_arg!(!raw.is_null(), "`raw` is NULL");
-        ctx.bind()?;
+        // Adopted first, so that a failure below destroys it too.
         let owned = adopt.then(|| Owned::new(raw, ctx.primary()));
+        ctx.bind()?;
         let (desc, ordered) = read(ctx, raw)?;
         Ok(Self::wrap(
             ctx,
