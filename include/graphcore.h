@@ -2011,7 +2011,9 @@ typedef uint32_t gc_graph_wrap_flags;
 
 /**
  * Adopt: graphcore destroys the CUgraph once the handle and the execs
- * made from it are gone (also when gc_graph_wrap fails).
+ * made from it are gone, or when gc_graph_wrap fails reading it (when it
+ * fails on its arguments - a NULL or destroyed handle, unknown flags - the
+ * CUgraph stays the caller's).
  */
 #define GC_GRAPH_WRAP_ADOPT 1
 

@@ -337,7 +337,9 @@ pub type gc_graph_wrap_flags = u32;
 /// and execs made from it) uses it, and destroys it afterwards.
 pub const GC_GRAPH_WRAP_BORROW: gc_graph_wrap_flags = 0;
 /// Adopt: graphcore destroys the CUgraph once the handle and the execs
-/// made from it are gone (also when gc_graph_wrap fails).
+/// made from it are gone, or when gc_graph_wrap fails reading it (when it
+/// fails on its arguments - a NULL or destroyed handle, unknown flags - the
+/// CUgraph stays the caller's).
 pub const GC_GRAPH_WRAP_ADOPT: gc_graph_wrap_flags = 1;
 
 /// Wraps `raw`, a CUgraph (cudaGraph_t) of ctx's device built with the
