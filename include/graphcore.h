@@ -30,6 +30,7 @@
 /* The handle types, declared first so every section may name them (each is
  * documented in its own section). */
 struct gc_context;
+struct gc_event;
 struct gc_exec;
 struct gc_function;
 struct gc_graph;
@@ -340,7 +341,8 @@ enum gc_status gc_context_destroy(struct gc_context *ctx);
  * cudaStream_t handles (gc_stream_wrap). Work on a stream runs in the
  * order it was enqueued; gc_stream_raw hands the CUstream to your own
  * kernels and libraries, and gc_stream_wait_stream orders two streams
- * (also across a capture: fork and join).
+ * (also across a capture: fork and join). To wait on an event of your own,
+ * wrap it (gc_event_wrap) and use gc_stream_wait_event (Event section).
  * ========================================================================== */
 
 /**
@@ -426,6 +428,180 @@ enum gc_status gc_stream_synchronize(struct gc_stream *stream);
  * stream).
  */
 enum gc_status gc_stream_destroy(struct gc_stream *stream);
+
+/* ==========================================================================
+ * Event
+ *
+ * Events: mark a point in a stream's work (gc_event_record), make another
+ * stream wait for it (gc_stream_wait_event), wait for it on the host
+ * (gc_event_synchronize, gc_event_query) and time the work between two
+ * records (gc_event_elapsed_ms). gc_event_wrap borrows a cudaEvent_t you
+ * already have, so a graphcore stream can wait on your own events.
+ *
+ * Under capture (CUDA's rules, cuEventRecord and cuStreamWaitEvent during
+ * stream capture): a plain record on a capturing stream marks a point of
+ * the capture, and a stream that waits on that event joins the capture
+ * (fork; the capturing stream must wait on it again before gc_capture_end,
+ * join); no node is made and the event itself is not recorded by replays.
+ * With GC_EVENT_EXTERNAL the capture gets an event record node (each replay
+ * records the event: time graph work, or order other streams after it) or
+ * an event wait node (each replay waits for the event's latest record:
+ * order a graph after eager work). A graph captured by gc_capture_begin
+ * keeps the events of the event nodes made on its capturing stream alive
+ * (destroying their handles is safe); for an event node made on a stream
+ * that joined the capture, keep the event until the graph's execs are
+ * gone. Querying, synchronizing on or timing an
+ * event whose latest record was made in a still-open capture is refused by
+ * CUDA (GC_ERROR_CAPTURE).
+ * ========================================================================== */
+
+/**
+ * A CUDA event: created by graphcore, or a borrowed CUevent/cudaEvent_t.
+ *
+ * Ownership: the caller destroys the handle with gc_event_destroy. An
+ * event graphcore created is destroyed once the handle is gone (records
+ * already enqueued still complete); a borrowed one stays the caller's and
+ * is never destroyed by graphcore.
+ *
+ * Thread safety: every call may run concurrently with any other on the
+ * same event (recording it on two streams at once leaves it standing for
+ * either record, as in CUDA), except gc_event_destroy, which must not race
+ * with other calls on the handle.
+ */
+typedef struct gc_event gc_event;
+
+/**
+ * Flags of gc_event_create (OR them; 0 is the default: an event that
+ * records times).
+ */
+typedef uint32_t gc_event_flags;
+
+/**
+ * An event without timing: cheaper to record and wait on, but
+ * gc_event_elapsed_ms refuses it.
+ */
+#define GC_EVENT_DISABLE_TIMING 1
+
+/**
+ * Flags of gc_event_record and gc_stream_wait_event (0 or this).
+ */
+typedef uint32_t gc_event_capture_flags;
+
+/**
+ * While the stream captures, make an event record (or wait) node instead
+ * of an in-capture dependency; ignored when the stream is not capturing.
+ */
+#define GC_EVENT_EXTERNAL 1
+
+/**
+ * Creates an event owned by graphcore (flags: GC_EVENT_DISABLE_TIMING, or
+ * 0 for an event that records times); destroy it with gc_event_destroy.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (ctx or event is NULL, or unknown
+ * flags), GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY
+ * (the driver or the handle table is out of memory), GC_ERROR_CUDA,
+ * GC_ERROR_DEVICE_FAULT (from the driver).
+ */
+enum gc_status gc_event_create(struct gc_context *ctx,
+                               gc_event_flags flags,
+                               struct gc_event **event);
+
+/**
+ * Borrows `raw`, a CUevent or cudaEvent_t of ctx's device that the caller
+ * owns and keeps alive while graphcore uses it (graphcore never destroys
+ * it; gc_event_destroy drops only the handle). graphcore cannot check
+ * that raw is a live event of ctx's device: anything else is undefined
+ * behaviour in CUDA. Whether it records times is the caller's choice at
+ * creation; gc_event_elapsed_ms reports GC_ERROR_CUDA if it does not.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (ctx, raw or event is NULL),
+ * GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY (the
+ * handle table), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (making ctx current).
+ */
+enum gc_status gc_event_wrap(struct gc_context *ctx, void *raw, struct gc_event **event);
+
+/**
+ * Writes the underlying CUevent (usable as a cudaEvent_t) to *raw, for
+ * CUDA calls graphcore does not wrap. It stays valid while the gc_event
+ * lives; do not destroy it.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (event or raw is NULL),
+ * GC_ERROR_INVALID_HANDLE (event destroyed).
+ */
+enum gc_status gc_event_raw(struct gc_event *event, void **raw);
+
+/**
+ * Records `event` on `stream`: the event then stands for the work
+ * enqueued on the stream so far (a later record replaces it). flags: 0, or
+ * GC_EVENT_EXTERNAL to make an event record node while the stream
+ * captures (see this section's text for records under capture). Event and
+ * stream must be of one context.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (event or stream is NULL, unknown
+ * flags, or two contexts), GC_ERROR_INVALID_HANDLE (a destroyed handle),
+ * GC_ERROR_CAPTURE (CUDA refused the record under capture; the capture is
+ * invalid now), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT.
+ */
+enum gc_status gc_event_record(struct gc_event *event,
+                               struct gc_stream *stream,
+                               gc_event_capture_flags flags);
+
+/**
+ * Makes `stream` wait for the work `event`'s latest record stands for (an
+ * event never recorded: no wait). The event may be a borrowed one the
+ * caller records with the CUDA API. flags: 0, or GC_EVENT_EXTERNAL to make
+ * an event wait node while the stream captures (a plain wait under
+ * capture must be on an event recorded in the same capture: a fork or a
+ * join). Event and stream must be of one context.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream or event is NULL, unknown
+ * flags, or two contexts), GC_ERROR_INVALID_HANDLE (a destroyed handle),
+ * GC_ERROR_CAPTURE (CUDA refused the wait under capture, e.g. a plain wait
+ * on an event recorded outside it; the capture is invalid now),
+ * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT.
+ */
+enum gc_status gc_stream_wait_event(struct gc_stream *stream,
+                                    struct gc_event *event,
+                                    gc_event_capture_flags flags);
+
+/**
+ * Blocks until the work the event's latest record stands for is done (at
+ * once for an event never recorded).
+ * Errors: GC_ERROR_INVALID_ARGUMENT (event is NULL),
+ * GC_ERROR_INVALID_HANDLE (event destroyed), GC_ERROR_CAPTURE (its latest
+ * record was made in a capture still open), GC_ERROR_DEVICE_FAULT (the
+ * work faulted), GC_ERROR_CUDA (another failure).
+ */
+enum gc_status gc_event_synchronize(struct gc_event *event);
+
+/**
+ * Writes 1 to *done when the work the event's latest record stands for is
+ * done (or it was never recorded), 0 when it is still running; never
+ * blocks.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (event or done is NULL),
+ * GC_ERROR_INVALID_HANDLE (event destroyed), GC_ERROR_CAPTURE (its latest
+ * record was made in a capture still open), GC_ERROR_DEVICE_FAULT (the
+ * work faulted), GC_ERROR_CUDA (another failure).
+ */
+enum gc_status gc_event_query(struct gc_event *event, int *done);
+
+/**
+ * Writes the milliseconds from `start`'s latest record to `end`'s to *ms
+ * (about half a microsecond resolution; negative when end was recorded
+ * first). Both must record times, be of one context, and be done.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (a NULL argument, events of two
+ * contexts, or an event made with GC_EVENT_DISABLE_TIMING),
+ * GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_INVALID_STATE
+ * (the work of either is not done yet: synchronize on end first),
+ * GC_ERROR_CAPTURE (a record made in a capture still open), GC_ERROR_CUDA
+ * (e.g. an event never recorded, or a borrowed event without timing),
+ * GC_ERROR_DEVICE_FAULT.
+ */
+enum gc_status gc_event_elapsed_ms(struct gc_event *start, struct gc_event *end, float *ms);
+
+/**
+ * Destroys the handle; an owned event is destroyed with it (records
+ * already enqueued still complete), a borrowed one never is. NULL is a
+ * no-op.
+ * Errors: GC_ERROR_INVALID_HANDLE (event already destroyed, or not an
+ * event).
+ */
+enum gc_status gc_event_destroy(struct gc_event *event);
 
 /* ==========================================================================
  * Pool
@@ -678,6 +854,26 @@ enum gc_status gc_memcpy_async(struct gc_stream *stream, void *dst, const void *
  */
 enum gc_status gc_memset_async(struct gc_stream *stream, void *dst, int value, size_t bytes);
 
+/**
+ * Sets `count` elements of `elem_size` bytes (1, 2 or 4) of device memory
+ * at `dst` to `value` (its low elem_size bytes) on `stream`, as
+ * cuMemsetD8/D16/D32Async do. dst must be aligned to elem_size and value
+ * must fit in an element. Zero elements is a no-op. A range that starts in
+ * a live pool block and runs past its end is refused. Recorded, not run,
+ * when the stream captures. gc_memset_async is this with elem_size 1.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream or dst is NULL, elem_size is
+ * not 1, 2 or 4, dst is not aligned to it, value does not fit in an
+ * element, or the range overruns its pool block or the address space),
+ * GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_CAPTURE (CUDA
+ * refused it under capture), GC_ERROR_CUDA (e.g. dst is not device
+ * memory), GC_ERROR_DEVICE_FAULT.
+ */
+enum gc_status gc_memset_async_elem(struct gc_stream *stream,
+                                    void *dst,
+                                    uint32_t value,
+                                    uint32_t elem_size,
+                                    size_t count);
+
 /* ==========================================================================
  * Module and function
  *
@@ -845,6 +1041,13 @@ enum gc_status gc_module_destroy(struct gc_module *module);
  * ========================================================================== */
 
 /**
+ * A host callback (of gc_launch_host_func and graph host nodes): called
+ * with the user data given, on a CPU thread of the driver. It must not
+ * call CUDA or graphcore.
+ */
+typedef void (*gc_host_fn)(void *user_data);
+
+/**
  * Launches `function` on `stream` with `args` as cuLaunchKernel takes them
  * (one pointer per kernel parameter; the values are copied before this
  * returns). A zero or over-limit grid or block dimension is
@@ -863,6 +1066,20 @@ enum gc_status gc_launch(struct gc_function *function,
                          struct gc_dim3 block,
                          uint32_t shared_bytes,
                          void **args);
+
+/**
+ * Enqueues a call of `func(user_data)` on `stream` (cuLaunchHostFunc): it
+ * runs on a CPU thread of the driver once the work enqueued before it is
+ * done, and work enqueued after it waits until it returns. It must not
+ * call CUDA or graphcore. Recorded as a host node when the stream
+ * captures (then it runs at each replay: user_data must stay valid while
+ * any exec of the graph may run).
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream or func is NULL),
+ * GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_CAPTURE (CUDA
+ * refused it under capture; the capture is invalid now), GC_ERROR_CUDA,
+ * GC_ERROR_DEVICE_FAULT (earlier work faulted).
+ */
+enum gc_status gc_launch_host_func(struct gc_stream *stream, gc_host_fn func, void *user_data);
 
 /**
  * One operation of gc_op_chain: an opcode (GC_CHAIN_*) and its constant.
@@ -1594,10 +1811,14 @@ enum gc_status gc_stream_is_capturing(struct gc_stream *stream, int *capturing);
 /**
  * A CUDA graph being built, or captured from a stream.
  *
- * Ownership: gc_graph_create and gc_capture_end return a handle the caller
- * destroys with gc_graph_destroy. The graph keeps the functions of its
+ * Ownership: gc_graph_create, gc_graph_clone, gc_graph_wrap and
+ * gc_capture_end return a handle the caller destroys with
+ * gc_graph_destroy (a graph wrapped with GC_GRAPH_WRAP_BORROW leaves the
+ * CUgraph to the caller). The graph keeps the functions of its
  * kernel nodes loaded and holds the pool memory its capture (and its child
- * graphs' captures) used; execs instantiated from it keep what they need,
+ * graphs' captures) used, and the events of the event nodes its capture
+ * made on the capturing stream; execs instantiated from it keep what they
+ * need,
  * so the graph may be destroyed before them. gc_graph_add_child copies the
  * child, which stays the caller's.
  *
@@ -1693,11 +1914,25 @@ enum gc_status gc_graph_add_memset(struct gc_graph *graph,
                                    struct gc_node *node);
 
 /**
- * A host callback of a graph: called with the user data given when the
- * node was added, on a CPU thread of the driver. It must not call CUDA or
- * graphcore.
+ * Adds a node setting `count` elements of `elem_size` bytes (1, 2 or 4)
+ * of device memory at `dst` to `value` (its low elem_size bytes): a
+ * cuMemsetD16/D32-style node. dst must be aligned to elem_size and value
+ * must fit in an element. gc_graph_add_memset is this with elem_size 1.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (graph or dst is NULL, count is 0,
+ * elem_size is not 1, 2 or 4, dst is not aligned to it, value does not fit
+ * in an element, dst is not device memory, the range overruns its pool
+ * block or the address space, or a bad dependency as for
+ * gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph destroyed),
+ * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
  */
-typedef void (*gc_host_fn)(void *user_data);
+enum gc_status gc_graph_add_memset_elem(struct gc_graph *graph,
+                                        void *dst,
+                                        uint32_t value,
+                                        uint32_t elem_size,
+                                        size_t count,
+                                        const struct gc_node *deps,
+                                        size_t ndeps,
+                                        struct gc_node *node);
 
 /**
  * Adds a node calling `func(user_data)` when it runs (on a CPU thread of
@@ -1750,6 +1985,55 @@ enum gc_status gc_graph_add_empty(struct gc_graph *graph,
 enum gc_status gc_graph_add_dependency(struct gc_graph *graph,
                                        struct gc_node from,
                                        struct gc_node to);
+
+/**
+ * Makes a new graph with the same nodes, parameters and edges as `graph`
+ * (CUDA's clone; node i of the clone copies node i of graph, so gc_node
+ * values carry over with the clone's id). The clone keeps graph's
+ * functions and pool memory alive as graph does; later changes to either
+ * leave the other as it is. Destroy it with gc_graph_destroy.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (graph or clone is NULL),
+ * GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_OUT_OF_MEMORY,
+ * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+ */
+enum gc_status gc_graph_clone(struct gc_graph *graph, struct gc_graph **clone);
+
+/**
+ * Flags of gc_graph_wrap: who destroys the CUgraph.
+ */
+typedef uint32_t gc_graph_wrap_flags;
+
+/**
+ * Borrow: the caller keeps the CUgraph alive while graphcore (the graph
+ * and execs made from it) uses it, and destroys it afterwards.
+ */
+#define GC_GRAPH_WRAP_BORROW 0
+
+/**
+ * Adopt: graphcore destroys the CUgraph once the handle and the execs
+ * made from it are gone, or when gc_graph_wrap fails reading it (when it
+ * fails on its arguments - a NULL or destroyed handle, unknown flags - the
+ * CUgraph stays the caller's).
+ */
+#define GC_GRAPH_WRAP_ADOPT 1
+
+/**
+ * Wraps `raw`, a CUgraph (cudaGraph_t) of ctx's device built with the
+ * CUDA API or captured outside graphcore, reading its nodes and edges as
+ * gc_capture_end reads a captured graph (nodes numbered in a dependency
+ * order). flags: GC_GRAPH_WRAP_BORROW or GC_GRAPH_WRAP_ADOPT (see them for
+ * who destroys it). Do not change raw with the CUDA API afterwards (the
+ * description graphcore keeps would go stale); the functions and memory
+ * its nodes use stay the caller's to keep alive. graphcore cannot check
+ * that raw is a live graph: anything else is undefined behaviour in CUDA.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (ctx, raw or graph is NULL, or unknown
+ * flags), GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY,
+ * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (reading the nodes failed).
+ */
+enum gc_status gc_graph_wrap(struct gc_context *ctx,
+                             void *raw,
+                             gc_graph_wrap_flags flags,
+                             struct gc_graph **graph);
 
 /**
  * Writes the number of nodes to *count.

@@ -2,8 +2,8 @@
  * graphcore.hpp: a header-only C++17 layer over graphcore.h (the C API,
  * which documents every call). It adds ownership and errors, nothing else:
  *
- *  - graphcore::context, stream, pool, module, function, graph, exec and
- *    runner own one handle each: move-only, gc_<thing>_destroy on
+ *  - graphcore::context, stream, event, pool, module, function, graph, exec
+ *    and runner own one handle each: move-only, gc_<thing>_destroy on
  *    destruction. Their constructors call the matching create function (and
  *    throw on failure); each also adopts a handle you already have
  *    (explicit T(gc_thing *)), gives it back with release(), and converts
@@ -39,8 +39,9 @@
  * reset(), release() and destruction of one owner must not race with other
  * uses of it (as gc_*_destroy must not race with calls on its handle).
  *
- * Errors: the constructors, stream::wrap, function::builtin and
- * function::wrap, capture::end and the graph_add_* helpers throw
+ * Errors: the constructors, stream::wrap, event::wrap, event::elapsed_ms,
+ * function::builtin and function::wrap, graph::clone and graph::wrap,
+ * capture::end and the graph_add_* helpers throw
  * graphcore::error with the status the C call returned (its `Errors:` line
  * in graphcore.h lists them); nothing else here throws. Destructors never
  * throw: destroy failures are ignored there (call
@@ -177,6 +178,36 @@ public:
     }
 };
 
+/** An event: gc_event_create or gc_event_wrap / gc_event_destroy. A
+ * wrapped event (a cudaEvent_t) stays yours: the owner drops only the
+ * handle. Any call but destruction may run from several threads at once.
+ * The constructor, wrap() and elapsed_ms() throw what gc_event_create,
+ * gc_event_wrap and gc_event_elapsed_ms return; record, wait and
+ * synchronize are the C calls (gc_event_record(e, s, 0),
+ * gc_stream_wait_event(s, e, 0), gc_event_synchronize(e)) through check(). */
+class event : public detail::owner<gc_event, gc_event_destroy> {
+public:
+    using owner::owner;
+    event() noexcept = default;
+    /** gc_event_create(ctx, flags): 0 records times,
+     * GC_EVENT_DISABLE_TIMING does not. */
+    explicit event(gc_context *ctx, gc_event_flags flags = 0) {
+        check(gc_event_create(ctx, flags, &h_));
+    }
+    /** gc_event_wrap(ctx, raw): borrows a CUevent / cudaEvent_t. */
+    static event wrap(gc_context *ctx, void *raw) {
+        gc_event *e = nullptr;
+        check(gc_event_wrap(ctx, raw, &e));
+        return event(e);
+    }
+    /** gc_event_elapsed_ms(start, end): milliseconds between the records. */
+    static float elapsed_ms(gc_event *start, gc_event *end) {
+        float ms = 0.0f;
+        check(gc_event_elapsed_ms(start, end, &ms));
+        return ms;
+    }
+};
+
 /** A device memory pool: gc_pool_create / gc_pool_destroy. Graphs, execs
  * and runners that use its memory keep it alive after the owner goes.
  * gc_pool_alloc / gc_pool_free may run from any threads at once; graphs
@@ -234,17 +265,31 @@ public:
     }
 };
 
-/** A graph: gc_graph_create (or adopt gc_capture_end's) / gc_graph_destroy.
- * Execs made from it keep what they need after the owner goes. Build each
- * graph from one thread (the node order is yours); different graphs may be
- * built at once. The constructor throws what gc_graph_create returns; the
- * graph_add_* helpers below throw what their C calls return. */
+/** A graph: gc_graph_create, clone() or wrap() (or adopt gc_capture_end's)
+ * / gc_graph_destroy. Execs made from it keep what they need after the
+ * owner goes. Build each graph from one thread (the node order is yours);
+ * different graphs may be built at once. The constructor, clone() and
+ * wrap() throw what gc_graph_create, gc_graph_clone and gc_graph_wrap
+ * return; the graph_add_* helpers below throw what their C calls return. */
 class graph : public detail::owner<gc_graph, gc_graph_destroy> {
 public:
     using owner::owner;
     graph() noexcept = default;
     /** gc_graph_create(ctx): an empty graph to add nodes to. */
     explicit graph(gc_context *ctx) { check(gc_graph_create(ctx, &h_)); }
+    /** gc_graph_clone(source): a new graph with the same nodes. */
+    static graph clone(gc_graph *source) {
+        gc_graph *g = nullptr;
+        check(gc_graph_clone(source, &g));
+        return graph(g);
+    }
+    /** gc_graph_wrap(ctx, raw, flags): a CUgraph / cudaGraph_t, borrowed
+     * (GC_GRAPH_WRAP_BORROW) or adopted (GC_GRAPH_WRAP_ADOPT). */
+    static graph wrap(gc_context *ctx, void *raw, gc_graph_wrap_flags flags) {
+        gc_graph *g = nullptr;
+        check(gc_graph_wrap(ctx, raw, flags, &g));
+        return graph(g);
+    }
 };
 
 /** An instantiated graph: gc_graph_instantiate / gc_exec_destroy. It keeps
@@ -362,6 +407,24 @@ inline gc_node graph_add_memset(gc_graph *graph, void *dst, int value, std::size
                                 std::initializer_list<gc_node> deps = {}) {
     gc_node node{};
     check(gc_graph_add_memset(graph, dst, value, bytes, deps.begin(), deps.size(), &node));
+    return node;
+}
+
+/** gc_graph_add_memset_elem after the nodes in `deps`; returns the new node. */
+inline gc_node graph_add_memset_elem(gc_graph *graph, void *dst, std::uint32_t value,
+                                     std::uint32_t elem_size, std::size_t count,
+                                     const std::vector<gc_node> &deps) {
+    gc_node node{};
+    check(gc_graph_add_memset_elem(graph, dst, value, elem_size, count, deps.data(), deps.size(),
+                                   &node));
+    return node;
+}
+inline gc_node graph_add_memset_elem(gc_graph *graph, void *dst, std::uint32_t value,
+                                     std::uint32_t elem_size, std::size_t count,
+                                     std::initializer_list<gc_node> deps = {}) {
+    gc_node node{};
+    check(gc_graph_add_memset_elem(graph, dst, value, elem_size, count, deps.begin(), deps.size(),
+                                   &node));
     return node;
 }
 

@@ -35,6 +35,10 @@ const SECTIONS: &[Section] = &[
         files: &["stream.rs"],
     },
     Section {
+        title: "Event",
+        files: &["event.rs"],
+    },
+    Section {
         title: "Pool",
         files: &["pool.rs"],
     },

@@ -164,6 +164,7 @@ struct bench_cuda {
     CUresult (*MemFree)(CUdeviceptr);
     CUresult (*GraphCreate)(CUgraph *, unsigned);
     CUresult (*GraphDestroy)(CUgraph);
+    CUresult (*GraphClone)(CUgraph *, CUgraph);
     CUresult (*GraphAddKernelNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
                                    const bench_kernel_node_params *);
     CUresult (*GraphAddMemcpyNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
@@ -252,6 +253,7 @@ static inline gc_context *bench_start(const char *prog) {
     BENCH_LOAD(lib, MemFree, "cuMemFree_v2");
     BENCH_LOAD(lib, GraphCreate, "cuGraphCreate");
     BENCH_LOAD(lib, GraphDestroy, "cuGraphDestroy");
+    BENCH_LOAD(lib, GraphClone, "cuGraphClone");
     BENCH_LOAD(lib, GraphAddKernelNode, "cuGraphAddKernelNode_v2");
     BENCH_LOAD(lib, GraphAddMemcpyNode, "cuGraphAddMemcpyNode");
     BENCH_LOAD(lib, GraphAddMemsetNode, "cuGraphAddMemsetNode");

@@ -2,22 +2,27 @@
  * description, against graphcore and against the CUDA driver: an array of
  * N floats is copied to the device, summed by one kernel into one double
  * per block and by a second launch into one double, copied back, and
- * handed to a host node. Four graphs do it, each checked against the CPU's
+ * handed to a host node. Six graphs do it, each checked against the CPU's
  * sum after every launch:
- *   raw manual       cuGraphAdd{Memcpy,Memset,Kernel,Host}Node;
- *   raw captured     three streams forked and joined with events;
- *   graphcore manual gc_graph_add_{memcpy,memset,kernel,host};
- *   graphcore captured three gc streams joined with gc_stream_wait_stream.
- * The inputs are multiples of 1/1024, so every order of summation gives the
+ *   raw manual         cuGraphAdd{Memcpy,Memset,Kernel,Host}Node;
+ *   raw captured       three streams forked and joined with events, the
+ *                      host function by cuLaunchHostFunc;
+ *   raw clone          cuGraphClone of the captured graph;
+ *   graphcore manual   gc_graph_add_{memcpy,memset_elem,kernel,host};
+ *   graphcore captured three gc streams forked and joined with gc events
+ *                      (gc_event_record, gc_stream_wait_event), the host
+ *                      function by gc_launch_host_func;
+ *   graphcore clone    gc_graph_clone of the captured graph.
+ * The memsets are of 4-byte elements on both sides, as in the sample. The
+ * inputs are multiples of 1/1024, so every order of summation gives the
  * same double exactly: the sums must be equal, not close. Each graph's
- * launch+sync is timed, the four interleaved round by round; prints the
- * table last and writes $OUT/simple_graphs.json (or ./). Exit status 1
- * when a sum differs.
- *
- * Two steps leave graphcore (issue 15, item 5, "API gaps"): the captured
- * graph's host function is cuLaunchHostFunc on the gc stream's raw
- * CUstream, and the sample's clone of the graph has no graphcore call
- * (gc_graph_clone), so it is left out on both sides. */
+ * launch+sync is timed, the six interleaved round by round; prints the
+ * table last and writes $OUT/simple_graphs.json (or ./). Before timing, a
+ * clone of the raw manual graph is adopted by gc_graph_wrap and run once,
+ * and the raw captured graph is borrowed by it and read back (its node
+ * count must be graphcore's captured one). Exit status 1 when a sum or a
+ * count differs. Nothing steps outside graphcore on its side (issue 15,
+ * item 5). */
 #include "bench.h"
 
 /* out[block] = sum of in[i] over the grid-stride elements of the block,
@@ -187,8 +192,8 @@ static gc_graph *gc_manual(gc_context *ctx, gc_function *sum) {
     gc_dim3 grid = {BLOCKS, 1, 1}, one = {1, 1, 1}, block = {THREADS, 1, 1};
     TRY(gc_graph_create(ctx, &g));
     TRY(gc_graph_add_memcpy(g, in_d, in_h, (size_t)N * sizeof(float), NULL, 0, &copy_in));
-    TRY(gc_graph_add_memset(g, partial_d, 0, BLOCKS * sizeof(double), NULL, 0, &clear_partial));
-    TRY(gc_graph_add_memset(g, result_d, 0, sizeof(double), NULL, 0, &clear_result));
+    TRY(gc_graph_add_memset_elem(g, partial_d, 0, 4, 2 * BLOCKS, NULL, 0, &clear_partial));
+    TRY(gc_graph_add_memset_elem(g, result_d, 0, 4, 2, NULL, 0, &clear_result));
     gc_node deps_first[] = {copy_in, clear_partial};
     TRY(gc_graph_add_kernel(g, sum, grid, block, 0, args_first, deps_first, 2, &first));
     gc_node deps_final[] = {first, clear_result};
@@ -198,35 +203,51 @@ static gc_graph *gc_manual(gc_context *ctx, gc_function *sum) {
     return g;
 }
 
-static gc_graph *gc_captured(gc_function *sum, gc_stream *s[3]) {
+static gc_graph *gc_captured(gc_function *sum, gc_stream *s[3], gc_event *ev[3]) {
     gc_graph *g;
     gc_dim3 grid = {BLOCKS, 1, 1}, one = {1, 1, 1}, block = {THREADS, 1, 1};
-    CUstream raw;
-    TRY(gc_stream_raw(s[0], (void **)&raw));
     TRY(gc_capture_begin(s[0], NULL, GC_CAPTURE_THREAD_LOCAL));
-    TRY(gc_stream_wait_stream(s[1], s[0]));
-    TRY(gc_stream_wait_stream(s[2], s[0]));
+    TRY(gc_event_record(ev[0], s[0], 0));
+    TRY(gc_stream_wait_event(s[1], ev[0], 0));
+    TRY(gc_stream_wait_event(s[2], ev[0], 0));
     TRY(gc_memcpy_async(s[0], in_d, in_h, (size_t)N * sizeof(float)));
-    TRY(gc_memset_async(s[1], partial_d, 0, BLOCKS * sizeof(double)));
-    TRY(gc_memset_async(s[2], result_d, 0, sizeof(double)));
-    TRY(gc_stream_wait_stream(s[0], s[1]));
+    TRY(gc_memset_async_elem(s[1], partial_d, 0, 4, 2 * BLOCKS));
+    TRY(gc_event_record(ev[1], s[1], 0));
+    TRY(gc_memset_async_elem(s[2], result_d, 0, 4, 2));
+    TRY(gc_event_record(ev[2], s[2], 0));
+    TRY(gc_stream_wait_event(s[0], ev[1], 0));
     TRY(gc_launch(sum, s[0], grid, block, 0, args_first));
-    TRY(gc_stream_wait_stream(s[0], s[2]));
+    TRY(gc_stream_wait_event(s[0], ev[2], 0));
     TRY(gc_launch(sum, s[0], one, block, 0, args_final));
     TRY(gc_memcpy_async(s[0], result_h, result_d, sizeof(double)));
-    /* No graphcore call launches a host function on a stream (issue 15). */
-    CU(cu.LaunchHostFunc(raw, record_sum, &seen));
+    TRY(gc_launch_host_func(s[0], record_sum, &seen));
     TRY(gc_capture_end(s[0], &g));
     return g;
 }
 
-enum graph { RAW_MANUAL, RAW_CAPTURED, GC_MANUAL, GC_CAPTURED, GRAPHS };
-static const char *const names[GRAPHS] = {"raw manual", "raw captured", "graphcore manual",
-                                         "graphcore captured"};
+/* One launch of `e` on `s`: the host node must run once and see the CPU's
+ * sum. Returns 1 when it does not (and says so). */
+static int check_once(const char *what, gc_exec *e, gc_stream *s, double cpu) {
+    int calls = seen.calls;
+    *result_h = -1.0;
+    TRY(gc_exec_launch(e, s));
+    TRY(gc_stream_synchronize(s));
+    if (seen.calls == calls + 1 && seen.sum == cpu) return 0;
+    fprintf(stderr, "simple_graphs: %s: sum %.1f (host node ran %d times), CPU sum %.1f\n", what, seen.sum,
+            seen.calls - calls, cpu);
+    return 1;
+}
+
+enum graph { RAW_MANUAL, RAW_CAPTURED, RAW_CLONE, GC_MANUAL, GC_CAPTURED, GC_CLONE, GRAPHS };
+#define KINDS 3 /* manual, captured, clone: raw and graphcore each */
+static const char *const names[GRAPHS] = {"raw manual",       "raw captured",       "raw clone",
+                                         "graphcore manual", "graphcore captured", "graphcore clone"};
+static const char *const kinds[KINDS] = {"manual", "captured", "clone"};
 
 int main(void) {
     gc_context *ctx = bench_start("simple_graphs");
     gc_stream *gs[3];
+    gc_event *gev[3];
     CUstream rs[3];
     CUevent ev[3];
     gc_pool *pool;
@@ -235,6 +256,7 @@ int main(void) {
     CUfunction raw_sum;
     for (int i = 0; i < 3; i++) {
         TRY(gc_stream_create(ctx, &gs[i]));
+        TRY(gc_event_create(ctx, GC_EVENT_DISABLE_TIMING, &gev[i]));
         CU(cu.StreamCreate(&rs[i], BENCH_CU_STREAM_NON_BLOCKING));
         CU(cu.EventCreate(&ev[i], BENCH_CU_EVENT_DISABLE_TIMING));
     }
@@ -254,19 +276,46 @@ int main(void) {
         cpu += in_h[i];
     }
 
-    CUgraph raw_graph[2] = {raw_manual(raw_sum), raw_captured(raw_sum, rs, ev)};
-    gc_graph *gc_graph_of[2] = {gc_manual(ctx, sum), gc_captured(sum, gs)};
-    CUgraphExec raw_exec[2];
-    gc_exec *gc_exec_of[2];
-    size_t nodes[2];
-    for (int i = 0; i < 2; i++) {
+    CUgraph raw_graph[KINDS] = {raw_manual(raw_sum), raw_captured(raw_sum, rs, ev), NULL};
+    CU(cu.GraphClone(&raw_graph[2], raw_graph[1]));
+    gc_graph *gc_graph_of[KINDS] = {gc_manual(ctx, sum), gc_captured(sum, gs, gev), NULL};
+    TRY(gc_graph_clone(gc_graph_of[1], &gc_graph_of[2]));
+    CUgraphExec raw_exec[KINDS];
+    gc_exec *gc_exec_of[KINDS];
+    size_t nodes[KINDS];
+    int wrong = 0;
+
+    /* gc_graph_wrap: a raw graph adopted (graphcore destroys it) runs and
+     * sums; one borrowed reads back as many nodes as graphcore captured. */
+    {
+        CUgraph raw_copy;
+        gc_graph *adopted, *borrowed;
+        gc_exec *e;
+        size_t n_borrowed, n_captured;
+        CU(cu.GraphClone(&raw_copy, raw_graph[0]));
+        TRY(gc_graph_wrap(ctx, raw_copy, GC_GRAPH_WRAP_ADOPT, &adopted));
+        TRY(gc_graph_instantiate(adopted, 0, &e));
+        wrong += check_once("adopted raw graph", e, gs[0], cpu);
+        TRY(gc_exec_destroy(e));
+        TRY(gc_graph_destroy(adopted)); /* destroys raw_copy */
+        TRY(gc_graph_wrap(ctx, raw_graph[1], GC_GRAPH_WRAP_BORROW, &borrowed));
+        TRY(gc_graph_node_count(borrowed, &n_borrowed));
+        TRY(gc_graph_node_count(gc_graph_of[1], &n_captured));
+        TRY(gc_graph_destroy(borrowed)); /* raw_graph[1] stays ours */
+        if (n_borrowed != n_captured) {
+            fprintf(stderr, "simple_graphs: the borrowed raw captured graph has %zu nodes, graphcore's %zu\n",
+                    n_borrowed, n_captured);
+            wrong++;
+        }
+    }
+
+    for (int i = 0; i < KINDS; i++) {
         CU(cu.GraphInstantiateWithFlags(&raw_exec[i], raw_graph[i], 0));
         TRY(gc_graph_instantiate(gc_graph_of[i], 0, &gc_exec_of[i]));
         TRY(gc_graph_node_count(gc_graph_of[i], &nodes[i]));
     }
 
     static double us[GRAPHS][ROUNDS];
-    int wrong = 0;
     for (int r = -1; r < ROUNDS; r++) { /* one warm-up round */
         for (int k = 0; k < GRAPHS; k++) {
             int g = (k + (r < 0 ? 0 : r)) % GRAPHS; /* rotate the order */
@@ -300,24 +349,24 @@ int main(void) {
                 "  \"rows\": [\n",
                 N, BLOCKS, THREADS, ROUNDS, cpu, wrong ? "false" : "true");
     printf("simpleCudaGraphs reduction, %u floats, CPU sum %.1f: %s\n", N, cpu,
-           wrong ? "SUMS DIFFER" : "all four graphs give the CPU's sum");
+           wrong ? "SUMS DIFFER" : "all six graphs give the CPU's sum");
     printf("%-10s %6s %12s %14s %8s\n", "graph", "nodes", "raw us", "graphcore us", "ratio");
-    for (int i = 0; i < 2; i++) {
-        const char *kind = i ? "captured" : "manual";
+    for (int i = 0; i < KINDS; i++) {
+        const char *kind = kinds[i];
         double raw = med[RAW_MANUAL + i], ours = med[GC_MANUAL + i];
         printf("%-10s %6zu %12.1f %14.1f %7.3fx\n", kind, nodes[i], raw, ours, ours / raw);
         if (json)
             fprintf(json,
                     "    {\"graph\": \"%s\", \"nodes\": %zu, \"raw_launch_sync_us\": %.2f, "
                     "\"graphcore_launch_sync_us\": %.2f, \"ratio\": %.4f}%s\n",
-                    kind, nodes[i], raw, ours, ours / raw, i ? "" : ",");
+                    kind, nodes[i], raw, ours, ours / raw, i == KINDS - 1 ? "" : ",");
     }
     if (json) {
         fprintf(json, "  ]\n}\n");
         fclose(json);
     }
 
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < KINDS; i++) {
         CU(cu.GraphExecDestroy(raw_exec[i]));
         CU(cu.GraphDestroy(raw_graph[i]));
         TRY(gc_exec_destroy(gc_exec_of[i]));
@@ -333,6 +382,7 @@ int main(void) {
     TRY(gc_pool_destroy(pool));
     for (int i = 0; i < 3; i++) {
         CU(cu.EventDestroy(ev[i]));
+        TRY(gc_event_destroy(gev[i]));
         CU(cu.StreamDestroy(rs[i]));
         TRY(gc_stream_destroy(gs[i]));
     }

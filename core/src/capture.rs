@@ -58,7 +58,8 @@ pub fn end_capture(stream: &Stream) -> Result<Graph> {
     match ended {
         Ok(raw) => {
             let memory = open.pool.take().map(|p| p.end()).transpose()?;
-            Graph::from_captured(stream.context(), raw, memory)
+            let events = std::mem::take(&mut open.events);
+            Graph::from_captured(stream.context(), raw, memory, events)
         }
         Err(e) => {
             ds::discard_capture(stream.raw());

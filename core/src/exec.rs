@@ -310,9 +310,7 @@ impl Exec {
                 RawNode::Memcpy { dst, src, bytes } => {
                     dg::exec_set_memcpy(e, n, dst, src, bytes, ctx)
                 }
-                RawNode::Memset { dst, value, bytes } => {
-                    dg::exec_set_memset(e, n, dst, value, bytes, ctx)
-                }
+                RawNode::Memset(m) => dg::exec_set_memset(e, n, &m, ctx),
                 RawNode::Host { f, user_data } => dg::exec_set_host(e, n, f, user_data),
                 RawNode::Empty | RawNode::Child(_) | RawNode::Other(_) => Ok(()),
             };

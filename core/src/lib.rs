@@ -3,11 +3,11 @@
 //! A one-way stack of modules (docs/architecture.md draws it; the suite's
 //! tests/architecture.rs keeps it): `driver` is the only module that calls
 //! CUDA and owns every driver handle; the pool's allocator logic and a
-//! graph's description are pure; the rest (contexts, streams, pools, copies,
-//! modules, graphs, capture, execs, runners) is the safe API the C library
-//! wraps. Objects are reference
-//! counted: a graph keeps the functions and pool memory it uses alive, an
-//! exec its graph, everything its context, so nothing in use can be freed.
+//! graph's description are pure; the rest (contexts, streams, events, pools,
+//! copies, modules, graphs, capture, execs, runners) is the safe API the C
+//! library wraps. Objects are reference counted: a graph keeps the
+//! functions, pool memory and events it uses alive, an exec its graph,
+//! everything its context, so nothing in use can be freed.
 
 mod builtins;
 mod capture;
@@ -15,6 +15,7 @@ mod context;
 mod copy;
 mod driver;
 pub mod error;
+mod event;
 mod exec;
 pub mod graph;
 mod lock;
@@ -25,9 +26,10 @@ mod stream;
 
 pub use capture::{begin_capture, end_capture};
 pub use context::{device_count, driver_version, Context};
-pub use copy::{copy_async, set_async};
+pub use copy::{copy_async, set_async, set_elements_async};
 pub use driver::stream::CaptureMode;
 pub use error::{Error, ErrorKind, Result};
+pub use event::Event;
 pub use exec::{flags as instantiate_flags, Exec};
 pub use graph::{Graph, Node};
 pub use graphcore_kernels as kernels;

@@ -8,8 +8,11 @@ use crate::context::Context;
 use crate::driver::owned::{Owned, Shared};
 use crate::driver::{self, stream as ds, CUevent, CUstream};
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
+use crate::event::Event;
 use crate::lock::{get_mut, lock};
 use crate::pool::PoolCapture;
+use crate::HostFn;
+use std::ffi::c_void;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -67,6 +70,12 @@ pub(crate) enum StreamOp {
     ExecLaunch,
     /// An exec upload.
     ExecUpload,
+    /// An event record.
+    EventRecord,
+    /// A wait for an event.
+    WaitEvent,
+    /// A host function launch.
+    HostFunc,
 }
 
 impl fmt::Display for StreamOp {
@@ -80,6 +89,9 @@ impl fmt::Display for StreamOp {
             StreamOp::Synchronize => "a stream synchronize",
             StreamOp::ExecLaunch => "an exec launch",
             StreamOp::ExecUpload => "an exec upload",
+            StreamOp::EventRecord => "an event record",
+            StreamOp::WaitEvent => "an event wait",
+            StreamOp::HostFunc => "a host function launch",
         })
     }
 }
@@ -89,6 +101,9 @@ impl fmt::Display for StreamOp {
 pub(crate) struct OpenCapture {
     /// The pool the capture allocates from, if any.
     pub(crate) pool: Option<PoolCapture>,
+    /// Events the capture's event nodes record or wait on (the graph keeps
+    /// them alive).
+    pub(crate) events: Vec<Event>,
     breaker: Option<(StreamOp, Error)>,
 }
 
@@ -97,6 +112,7 @@ impl OpenCapture {
     pub(crate) fn new(pool: Option<PoolCapture>) -> Self {
         OpenCapture {
             pool,
+            events: Vec::new(),
             breaker: None,
         }
     }
@@ -168,10 +184,81 @@ impl Stream {
         }
         self.inner.ctx.bind()?;
         let ev = lock(&other.inner.join_event);
-        let r = ds::event_record(ev.raw(), other.raw())
-            .and_then(|_| ds::wait_event(self.raw(), ev.raw()));
+        let r = ds::event_record(ev.raw(), other.raw(), false)
+            .and_then(|_| ds::wait_event(self.raw(), ev.raw(), false));
         drop(ev);
         self.note(StreamOp::WaitStream, r)
+    }
+
+    /// Records `event` on this stream: it then stands for the work enqueued
+    /// here so far. While the stream captures, a plain record marks a point
+    /// of the capture (another stream waiting on it joins the capture);
+    /// with `external` the capture gets an event record node instead, and
+    /// each replay records the event (a capture begun on this stream keeps
+    /// the event alive for its graph). `external` is ignored outside
+    /// capture.
+    pub fn record_event(&self, event: &Event, external: bool) -> Result<()> {
+        ensure_arg!(
+            self.inner.ctx.same(event.context()),
+            "the event and the stream belong to different contexts"
+        );
+        self.inner.ctx.bind()?;
+        let r = self.external_in_capture(external).and_then(|ext| {
+            ds::event_record(event.raw(), self.raw(), ext)?;
+            self.keep_for_capture(event, ext);
+            Ok(())
+        });
+        self.note(StreamOp::EventRecord, r)
+    }
+
+    /// Makes this stream wait for the work `event`'s latest record stands
+    /// for. While the stream captures, a plain wait on an event recorded in
+    /// the same capture is a dependency (a fork or join); with `external`
+    /// the capture gets an event wait node instead, and each replay waits
+    /// for the event's latest record then (a capture begun on this stream
+    /// keeps the event alive for its graph). `external` is ignored outside
+    /// capture.
+    pub fn wait_event(&self, event: &Event, external: bool) -> Result<()> {
+        ensure_arg!(
+            self.inner.ctx.same(event.context()),
+            "the event and the stream belong to different contexts"
+        );
+        self.inner.ctx.bind()?;
+        let r = self.external_in_capture(external).and_then(|ext| {
+            ds::wait_event(self.raw(), event.raw(), ext)?;
+            self.keep_for_capture(event, ext);
+            Ok(())
+        });
+        self.note(StreamOp::WaitEvent, r)
+    }
+
+    /// When an event node of `event` was made (`node`) in the capture
+    /// graphcore opened on this stream, keeps the event for its graph.
+    fn keep_for_capture(&self, event: &Event, node: bool) {
+        if node {
+            if let Some(open) = self.capture_slot().as_mut() {
+                open.events.push(event.clone());
+            }
+        }
+    }
+
+    /// `external`, unless the stream is not capturing (CUDA refuses the
+    /// external flags outside capture).
+    fn external_in_capture(&self, external: bool) -> Result<bool> {
+        Ok(external && ds::capture_status(self.raw())? != ds::CaptureStatus::None)
+    }
+
+    /// Enqueues a call of `f(user_data)` on a CPU thread of the driver,
+    /// after the work enqueued so far; later work waits for it to return.
+    /// Captured as a host node while the stream captures.
+    ///
+    /// # Safety
+    /// `f` must be safe to call with `user_data` when the call runs (each
+    /// time a captured graph runs), and must not call CUDA.
+    pub unsafe fn launch_host_func(&self, f: HostFn, user_data: *mut c_void) -> Result<()> {
+        self.inner.ctx.bind()?;
+        let r = ds::launch_host_func(self.raw(), f, user_data);
+        self.note(StreamOp::HostFunc, r)
     }
 
     /// Blocks until the stream's work is done. On a capturing stream this

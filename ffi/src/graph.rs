@@ -5,7 +5,7 @@
 use crate::args::Out;
 use crate::context::{context, gc_context};
 use crate::handle::Registry;
-use crate::launch::launch_config;
+use crate::launch::{gc_host_fn, launch_config};
 use crate::module::{function, gc_dim3, gc_function};
 use crate::status::{boundary, gc_status};
 use graphcore_core::{Error, Graph, Node};
@@ -13,10 +13,14 @@ use std::ffi::{c_char, c_int, c_void};
 
 /// A CUDA graph being built, or captured from a stream.
 ///
-/// Ownership: gc_graph_create and gc_capture_end return a handle the caller
-/// destroys with gc_graph_destroy. The graph keeps the functions of its
+/// Ownership: gc_graph_create, gc_graph_clone, gc_graph_wrap and
+/// gc_capture_end return a handle the caller destroys with
+/// gc_graph_destroy (a graph wrapped with GC_GRAPH_WRAP_BORROW leaves the
+/// CUgraph to the caller). The graph keeps the functions of its
 /// kernel nodes loaded and holds the pool memory its capture (and its child
-/// graphs' captures) used; execs instantiated from it keep what they need,
+/// graphs' captures) used, and the events of the event nodes its capture
+/// made on the capturing stream; execs instantiated from it keep what they
+/// need,
 /// so the graph may be destroyed before them. gc_graph_add_child copies the
 /// child, which stays the caller's.
 ///
@@ -193,10 +197,37 @@ pub extern "C" fn gc_graph_add_memset(
     })
 }
 
-/// A host callback of a graph: called with the user data given when the
-/// node was added, on a CPU thread of the driver. It must not call CUDA or
-/// graphcore.
-pub type gc_host_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
+/// Adds a node setting `count` elements of `elem_size` bytes (1, 2 or 4)
+/// of device memory at `dst` to `value` (its low elem_size bytes): a
+/// cuMemsetD16/D32-style node. dst must be aligned to elem_size and value
+/// must fit in an element. gc_graph_add_memset is this with elem_size 1.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (graph or dst is NULL, count is 0,
+/// elem_size is not 1, 2 or 4, dst is not aligned to it, value does not fit
+/// in an element, dst is not device memory, the range overruns its pool
+/// block or the address space, or a bad dependency as for
+/// gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph destroyed),
+/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+#[no_mangle]
+pub extern "C" fn gc_graph_add_memset_elem(
+    graph: *mut gc_graph,
+    dst: *mut c_void,
+    value: u32,
+    elem_size: u32,
+    count: usize,
+    deps: *const gc_node,
+    ndeps: usize,
+    node: *mut gc_node,
+) -> gc_status {
+    boundary("gc_graph_add_memset_elem", || {
+        let g = self::graph(graph, "graph")?;
+        let deps = self::deps(deps, ndeps)?;
+        // SAFETY: the caller's promise (this function's doc): `dst` is device
+        // memory valid for `count * elem_size` bytes whenever the graph runs.
+        let n = unsafe { g.add_memset_elements(dst as u64, value, elem_size, count, &deps) }?;
+        emit(node, n);
+        Ok(())
+    })
+}
 
 /// Adds a node calling `func(user_data)` when it runs (on a CPU thread of
 /// the driver; it must not call CUDA or graphcore). user_data must stay
@@ -279,6 +310,68 @@ pub extern "C" fn gc_graph_add_dependency(
 ) -> gc_status {
     boundary("gc_graph_add_dependency", || {
         self::graph(graph, "graph")?.add_dependency(from.into(), to.into())
+    })
+}
+
+/// Makes a new graph with the same nodes, parameters and edges as `graph`
+/// (CUDA's clone; node i of the clone copies node i of graph, so gc_node
+/// values carry over with the clone's id). The clone keeps graph's
+/// functions and pool memory alive as graph does; later changes to either
+/// leave the other as it is. Destroy it with gc_graph_destroy.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (graph or clone is NULL),
+/// GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_OUT_OF_MEMORY,
+/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+#[no_mangle]
+pub extern "C" fn gc_graph_clone(graph: *mut gc_graph, clone: *mut *mut gc_graph) -> gc_status {
+    boundary("gc_graph_clone", || {
+        let out = Out::new(clone, "clone")?;
+        let c = self::graph(graph, "graph")?.duplicate()?;
+        out.set(GRAPHS.insert(c)? as *mut gc_graph);
+        Ok(())
+    })
+}
+
+/// Flags of gc_graph_wrap: who destroys the CUgraph.
+pub type gc_graph_wrap_flags = u32;
+/// Borrow: the caller keeps the CUgraph alive while graphcore (the graph
+/// and execs made from it) uses it, and destroys it afterwards.
+pub const GC_GRAPH_WRAP_BORROW: gc_graph_wrap_flags = 0;
+/// Adopt: graphcore destroys the CUgraph once the handle and the execs
+/// made from it are gone, or when gc_graph_wrap fails reading it (when it
+/// fails on its arguments - a NULL or destroyed handle, unknown flags - the
+/// CUgraph stays the caller's).
+pub const GC_GRAPH_WRAP_ADOPT: gc_graph_wrap_flags = 1;
+
+/// Wraps `raw`, a CUgraph (cudaGraph_t) of ctx's device built with the
+/// CUDA API or captured outside graphcore, reading its nodes and edges as
+/// gc_capture_end reads a captured graph (nodes numbered in a dependency
+/// order). flags: GC_GRAPH_WRAP_BORROW or GC_GRAPH_WRAP_ADOPT (see them for
+/// who destroys it). Do not change raw with the CUDA API afterwards (the
+/// description graphcore keeps would go stale); the functions and memory
+/// its nodes use stay the caller's to keep alive. graphcore cannot check
+/// that raw is a live graph: anything else is undefined behaviour in CUDA.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx, raw or graph is NULL, or unknown
+/// flags), GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY,
+/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (reading the nodes failed).
+#[no_mangle]
+pub extern "C" fn gc_graph_wrap(
+    ctx: *mut gc_context,
+    raw: *mut c_void,
+    flags: gc_graph_wrap_flags,
+    graph: *mut *mut gc_graph,
+) -> gc_status {
+    boundary("gc_graph_wrap", || {
+        let out = Out::new(graph, "graph")?;
+        if flags & !GC_GRAPH_WRAP_ADOPT != 0 {
+            return Err(Error::invalid_argument(format!(
+                "unknown flags 0x{flags:x} (GC_GRAPH_WRAP_BORROW or GC_GRAPH_WRAP_ADOPT)"
+            )));
+        }
+        let ctx = context(ctx)?;
+        // SAFETY: the caller vouches for `raw` as documented.
+        let g = unsafe { Graph::wrap_raw(&ctx, raw as _, flags == GC_GRAPH_WRAP_ADOPT) }?;
+        out.set(GRAPHS.insert(g)? as *mut gc_graph);
+        Ok(())
     })
 }
 

@@ -112,6 +112,7 @@ fn kind_name(h: u64) -> &'static str {
         6 => "gc_graph",
         7 => "gc_exec",
         8 => "gc_runner",
+        9 => "gc_event",
         _ => "not a graphcore handle",
     }
 }

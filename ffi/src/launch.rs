@@ -15,8 +15,14 @@
 use crate::module::{function, gc_dim3, gc_function};
 use crate::status::{boundary, gc_status};
 use crate::stream::{gc_stream, stream};
+use graphcore_core::Error;
 use graphcore_core::LaunchConfig;
 use std::ffi::c_void;
+
+/// A host callback (of gc_launch_host_func and graph host nodes): called
+/// with the user data given, on a CPU thread of the driver. It must not
+/// call CUDA or graphcore.
+pub type gc_host_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
 
 /// The launch configuration of `grid`, `block` and `shared_bytes`.
 pub(crate) fn launch_config(grid: gc_dim3, block: gc_dim3, shared_bytes: u32) -> LaunchConfig {
@@ -52,5 +58,29 @@ pub extern "C" fn gc_launch(
         let s = self::stream(stream, "stream")?;
         // SAFETY: the caller passes one pointer per parameter, as documented.
         unsafe { f.launch(&s, &launch_config(grid, block, shared_bytes), args) }
+    })
+}
+
+/// Enqueues a call of `func(user_data)` on `stream` (cuLaunchHostFunc): it
+/// runs on a CPU thread of the driver once the work enqueued before it is
+/// done, and work enqueued after it waits until it returns. It must not
+/// call CUDA or graphcore. Recorded as a host node when the stream
+/// captures (then it runs at each replay: user_data must stay valid while
+/// any exec of the graph may run).
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or func is NULL),
+/// GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_CAPTURE (CUDA
+/// refused it under capture; the capture is invalid now), GC_ERROR_CUDA,
+/// GC_ERROR_DEVICE_FAULT (earlier work faulted).
+#[no_mangle]
+pub extern "C" fn gc_launch_host_func(
+    stream: *mut gc_stream,
+    func: gc_host_fn,
+    user_data: *mut c_void,
+) -> gc_status {
+    boundary("gc_launch_host_func", || {
+        let s = self::stream(stream, "stream")?;
+        let f = func.ok_or_else(|| Error::invalid_argument("`func` is NULL"))?;
+        // SAFETY: the caller vouches for func with user_data, as documented.
+        unsafe { s.launch_host_func(f, user_data) }
     })
 }

@@ -13,6 +13,7 @@
 mod args;
 pub mod capture;
 pub mod context;
+pub mod event;
 pub mod exec;
 pub mod graph;
 mod handle;

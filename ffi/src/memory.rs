@@ -94,3 +94,31 @@ pub extern "C" fn gc_memset_async(
         unsafe { graphcore_core::set_async(&s, dst as u64, value as u8, bytes) }
     })
 }
+
+/// Sets `count` elements of `elem_size` bytes (1, 2 or 4) of device memory
+/// at `dst` to `value` (its low elem_size bytes) on `stream`, as
+/// cuMemsetD8/D16/D32Async do. dst must be aligned to elem_size and value
+/// must fit in an element. Zero elements is a no-op. A range that starts in
+/// a live pool block and runs past its end is refused. Recorded, not run,
+/// when the stream captures. gc_memset_async is this with elem_size 1.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or dst is NULL, elem_size is
+/// not 1, 2 or 4, dst is not aligned to it, value does not fit in an
+/// element, or the range overruns its pool block or the address space),
+/// GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_CAPTURE (CUDA
+/// refused it under capture), GC_ERROR_CUDA (e.g. dst is not device
+/// memory), GC_ERROR_DEVICE_FAULT.
+#[no_mangle]
+pub extern "C" fn gc_memset_async_elem(
+    stream: *mut gc_stream,
+    dst: *mut c_void,
+    value: u32,
+    elem_size: u32,
+    count: usize,
+) -> gc_status {
+    boundary("gc_memset_async_elem", || {
+        let s = self::stream(stream, "stream")?;
+        // SAFETY: the caller's promise (this function's doc): `dst` is device
+        // memory valid for `count * elem_size` bytes until the set has run.
+        unsafe { graphcore_core::set_elements_async(&s, dst as u64, value, elem_size, count) }
+    })
+}

@@ -2,7 +2,8 @@
 //! cudaStream_t handles (gc_stream_wrap). Work on a stream runs in the
 //! order it was enqueued; gc_stream_raw hands the CUstream to your own
 //! kernels and libraries, and gc_stream_wait_stream orders two streams
-//! (also across a capture: fork and join).
+//! (also across a capture: fork and join). To wait on an event of your own,
+//! wrap it (gc_event_wrap) and use gc_stream_wait_event (Event section).
 
 use crate::args::Out;
 use crate::context::{context, gc_context};

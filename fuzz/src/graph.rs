@@ -50,7 +50,8 @@ fn kind(input: &mut Input) -> NodeKind {
         },
         2 => NodeKind::Memset {
             dst: input.u64(),
-            value: input.u8(),
+            value: input.u32(),
+            elem_size: [1, 2, 4][input.below(3) as usize],
             bytes: input.u32() as usize,
         },
         3 => NodeKind::Host,

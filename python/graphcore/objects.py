@@ -1,15 +1,16 @@
-"""The objects that own graphcore's handles: Context, Stream, Pool,
+"""The objects that own graphcore's handles: Context, Stream, Event, Pool,
 HostBuffer, Module, Function, Graph, Exec, Runner, and ``capture``.
 
 Ownership (as in graphcore.h): each object owns its handle and destroys it
 on ``close()``, at the end of a ``with`` block, or when collected; a
-borrowed handle (``Stream.wrap``, the stream ``Runner.capture`` passes to
-``record``) is only dropped, never destroyed. Objects keep what they depend
+borrowed handle (``Stream.wrap``, ``Event.wrap``, ``Graph.wrap``, the
+stream ``Runner.capture`` passes to ``record``) is only dropped, never
+destroyed. Objects keep what they depend
 on alive (a Graph its host callbacks and kernels' modules, an Exec its
 graph's). Close dependents before what they came from: graphs and execs
 before their pool, everything before its Context.
 
-Thread safety (as in graphcore.h): Context, Pool, Stream, Module and
+Thread safety (as in graphcore.h): Context, Pool, Stream, Event, Module and
 Function may be used from several threads at once, and so may
 ``Exec.launch`` and ``Runner.replay``; ``close()`` must not race with other
 calls on the same object; ``Exec.update`` and ``Exec.set_kernel_args`` must
@@ -25,12 +26,13 @@ from .args import _addr, _dim3, _fail, _int, _kernel_args, _name, _nodes, _out
 from .errors import Error, InvalidHandleError, InvalidStateError
 from .loader import lib
 from .structs import (
-    CAPTURE_THREAD_LOCAL, HOST_FN, RECORD_FN, DeviceInfo, ExecStatistics, Node, PoolOptions,
+    CAPTURE_THREAD_LOCAL, EVENT_DISABLE_TIMING, EVENT_EXTERNAL, GRAPH_WRAP_ADOPT,
+    GRAPH_WRAP_BORROW, HOST_FN, RECORD_FN, DeviceInfo, ExecStatistics, Node, PoolOptions,
     PoolStatistics, RunnerStatistics,
 )
 
 __all__ = [
-    "device_count", "raw_stream", "Context", "HostBuffer", "Stream", "Pool", "Module",
+    "device_count", "raw_stream", "Context", "HostBuffer", "Stream", "Event", "Pool", "Module",
     "Function", "Graph", "Exec", "capture", "begin_capture", "end_capture", "Runner",
 ]
 
@@ -214,6 +216,14 @@ class Stream(_Handle):
         self._h = h.value
         self.context = context
         self.borrowed = None
+        self._host_fns = []
+
+    @classmethod
+    def _adopt(cls, handle, context=None, owns=True):
+        obj = super()._adopt(handle, context, owns)
+        obj.borrowed = None
+        obj._host_fns = []
+        return obj
 
     @classmethod
     def wrap(cls, context, stream):
@@ -239,14 +249,111 @@ class Stream(_Handle):
         """gc_stream_wait_stream: this stream waits for other's work so far."""
         lib.gc_stream_wait_stream(self.handle, _handle_of(other, Stream, "wait_stream", "other"))
 
+    def wait_event(self, event, external=False):
+        """gc_stream_wait_event: this stream waits for the work ``event``'s
+        latest record stands for. ``external``: while capturing, make an
+        event wait node (each replay waits for the event)."""
+        lib.gc_stream_wait_event(self.handle, _handle_of(event, Event, "wait_event", "event"),
+                                 EVENT_EXTERNAL if external else 0)
+
+    def launch_host_func(self, fn):
+        """gc_launch_host_func: calls fn() on a driver thread once the work
+        enqueued before it is done (it must not call CUDA or graphcore);
+        recorded as a host node while the stream captures. Exceptions are
+        printed. The callback is kept until the next synchronize(); one
+        launched while the stream captures is kept for the life of the
+        process (the graph's execs may replay it after every Python object
+        of the capture is gone)."""
+        if not callable(fn):
+            raise TypeError("Stream.launch_host_func: fn must be callable")
+        callback = HOST_FN(lambda _user: fn())
+        capturing = self.is_capturing
+        lib.gc_launch_host_func(self.handle, callback, None)
+        (_CAPTURED_HOST_FNS if capturing else self._host_fns).append(callback)
+
     def synchronize(self):
         lib.gc_stream_synchronize(self.handle)
+        self._host_fns.clear()  # every host function enqueued so far has run
 
     @property
     def is_capturing(self):
         out = C.c_int()
         lib.gc_stream_is_capturing(self.handle, C.byref(out))
         return bool(out.value)
+
+
+class Event(_Handle):
+    """gc_event_create(ctx): an event graphcore owns (``timing=False``: no
+    timing, cheaper); Event.wrap(ctx, raw) borrows a cudaEvent_t you own
+    (closing the wrapper leaves it alive). Record it on a stream, make
+    streams wait on it, wait for it here, or time between two records."""
+
+    _destroy = "gc_event_destroy"
+
+    def __init__(self, context, timing=True):
+        super().__init__()
+        h = _out()
+        lib.gc_event_create(_handle_of(context, Context, "Event", "context"),
+                            0 if timing else EVENT_DISABLE_TIMING, C.byref(h))
+        self._h = h.value
+        self.context = context
+
+    @classmethod
+    def wrap(cls, context, event):
+        """gc_event_wrap: borrows ``event`` (kept referenced by the result,
+        never destroyed by graphcore): a CUevent / cudaEvent_t as an int, or
+        an object with an int ``.cuda_event`` (PyTorch) or ``.ptr`` (CuPy)."""
+        raw = event
+        if not isinstance(event, int):
+            for attr in ("cuda_event", "ptr"):
+                value = getattr(event, attr, None)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    raw = value
+                    break
+        h = _out()
+        lib.gc_event_wrap(_handle_of(context, Context, "Event.wrap", "context"),
+                          _int(raw, "Event.wrap", "event") or None, C.byref(h))
+        obj = cls._adopt(h.value, context)
+        obj.borrowed = event
+        return obj
+
+    @property
+    def raw(self):
+        """gc_event_raw: the CUevent (a cudaEvent_t) as an int."""
+        out = C.c_void_p()
+        lib.gc_event_raw(self.handle, C.byref(out))
+        return out.value or 0
+
+    def record(self, stream, external=False):
+        """gc_event_record: the event stands for stream's work so far.
+        ``external``: while capturing, make an event record node (each
+        replay records the event)."""
+        lib.gc_event_record(self.handle, _stream(stream, "Event.record"),
+                            EVENT_EXTERNAL if external else 0)
+
+    def synchronize(self):
+        """gc_event_synchronize: blocks until the recorded work is done."""
+        lib.gc_event_synchronize(self.handle)
+
+    @property
+    def done(self):
+        """gc_event_query: True when the recorded work is done (never blocks)."""
+        out = C.c_int()
+        lib.gc_event_query(self.handle, C.byref(out))
+        return bool(out.value)
+
+    def elapsed_ms(self, end):
+        """gc_event_elapsed_ms: milliseconds from this event's record to
+        ``end``'s (both with timing, both done)."""
+        out = C.c_float()
+        lib.gc_event_elapsed_ms(self.handle, _handle_of(end, Event, "elapsed_ms", "end"),
+                                C.byref(out))
+        return out.value
+
+
+# Host functions launched on capturing streams: replays may call them as
+# long as the process runs.
+_CAPTURED_HOST_FNS = []
 
 
 def raw_stream(obj):
@@ -449,6 +556,17 @@ class Graph(_Handle):
                                 _int(nbytes, w, "nbytes"), nodes, n, C.byref(node))
         return node
 
+    def add_memset_elem(self, dst, value, elem_size, count, deps=()):
+        """gc_graph_add_memset_elem: count elements of elem_size bytes (1, 2
+        or 4) at dst, each set to value."""
+        w = "Graph.add_memset_elem"
+        nodes, n = _nodes(deps, w)
+        node = Node()
+        lib.gc_graph_add_memset_elem(self.handle, _addr(dst, w, "dst"), _int(value, w, "value", 32),
+                                     _int(elem_size, w, "elem_size", 32), _int(count, w, "count"),
+                                     nodes, n, C.byref(node))
+        return node
+
     def add_host(self, fn, deps=()):
         """gc_graph_add_host: calls fn() when the node runs, on a driver thread
         (it must not call CUDA or graphcore). Exceptions are printed."""
@@ -508,6 +626,26 @@ class Graph(_Handle):
         out = C.c_void_p()
         lib.gc_graph_raw(self.handle, C.byref(out))
         return out.value or 0
+
+    def clone(self):
+        """gc_graph_clone: a new Graph with the same nodes (numbered alike)."""
+        h = _out()
+        lib.gc_graph_clone(self.handle, C.byref(h))
+        obj = Graph._adopt(h.value, self.context)
+        obj._keep = list(self._keep)
+        return obj
+
+    @classmethod
+    def wrap(cls, context, raw, adopt=False):
+        """gc_graph_wrap: a Graph of the CUgraph / cudaGraph_t ``raw`` (an
+        int) built or captured outside graphcore. ``adopt``: graphcore
+        destroys it; otherwise it stays yours (keep it alive while the Graph
+        and its Execs are used)."""
+        h = _out()
+        lib.gc_graph_wrap(_handle_of(context, Context, "Graph.wrap", "context"),
+                          _int(raw, "Graph.wrap", "raw") or None,
+                          GRAPH_WRAP_ADOPT if adopt else GRAPH_WRAP_BORROW, C.byref(h))
+        return cls._adopt(h.value, context)
 
     def write_dot(self, path):
         """gc_graph_write_dot: the graph in Graphviz DOT."""

@@ -27,6 +27,14 @@ def memset_async(stream, dst, value, nbytes):
                         _int(value, w, "value", 32, signed=True), _int(nbytes, w, "nbytes"))
 
 
+def memset_async_elem(stream, dst, value, elem_size, count):
+    """gc_memset_async_elem: sets count elements of elem_size bytes (1, 2 or
+    4) at dst to value (dst aligned to elem_size)."""
+    w = "memset_async_elem"
+    lib.gc_memset_async_elem(_stream(stream, w), _addr(dst, w, "dst"), _int(value, w, "value", 32),
+                             _int(elem_size, w, "elem_size", 32), _int(count, w, "count"))
+
+
 def launch(function, stream, grid, block, args=(), shared_bytes=0):
     """gc_launch: runs (or, while the stream captures, records) ``function``.
     ``args``: one value per kernel parameter, typed (ctypes.c_float(2.0),
@@ -117,4 +125,5 @@ def op_chain(stream, y, x, n, ops):
                     _int(n, w, "n"), array, len(items))
 
 
-__all__ = ["memcpy_async", "memset_async", "launch", "op_chain"] + [c[3:] for c in _OP_PARAMS]
+__all__ = ["memcpy_async", "memset_async", "memset_async_elem", "launch", "op_chain"] + [
+    c[3:] for c in _OP_PARAMS]

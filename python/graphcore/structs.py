@@ -12,7 +12,8 @@ __all__ = [
     "INSTANTIATE_UPLOAD", "INSTANTIATE_AUTO_FREE_ON_LAUNCH", "INSTANTIATE_USE_NODE_PRIORITY",
     "INSTANTIATE_FUSE_ELEMENTWISE", "CAPTURE_THREAD_LOCAL", "CAPTURE_GLOBAL", "CAPTURE_RELAXED",
     "CHAIN_FILL", "CHAIN_MUL", "CHAIN_ADD", "CHAIN_RELU", "CHAIN_MAX", "CHAIN_MIN",
-    "CHAIN_MAX_OPS", "RUNNER_MAX_BUCKETS", "Dim3", "Node", "DeviceInfo", "ChainOp",
+    "CHAIN_MAX_OPS", "RUNNER_MAX_BUCKETS", "EVENT_DISABLE_TIMING", "EVENT_EXTERNAL",
+    "GRAPH_WRAP_BORROW", "GRAPH_WRAP_ADOPT", "Dim3", "Node", "DeviceInfo", "ChainOp",
     "PoolOptions", "PoolStatistics", "ExecStatistics", "RunnerBucket", "RunnerStatistics",
     "HOST_FN", "RECORD_FN", "PROTOTYPES",
 ]
@@ -35,6 +36,10 @@ CHAIN_MAX = 5
 CHAIN_MIN = 6
 CHAIN_MAX_OPS = 8
 RUNNER_MAX_BUCKETS = 16
+EVENT_DISABLE_TIMING = 1
+EVENT_EXTERNAL = 1
+GRAPH_WRAP_BORROW = 0
+GRAPH_WRAP_ADOPT = 1
 
 # ------------------------------------------------------------- C structures
 
@@ -183,6 +188,16 @@ PROTOTYPES = {
     "gc_stream_synchronize": (_S, [_H]),
     "gc_stream_is_capturing": (_S, [_H, _P(C.c_int)]),
     "gc_stream_destroy": (_S, [_H]),
+    # events
+    "gc_event_create": (_S, [_H, C.c_uint32, _P(_H)]),
+    "gc_event_wrap": (_S, [_H, _D, _P(_H)]),
+    "gc_event_raw": (_S, [_H, _P(_D)]),
+    "gc_event_record": (_S, [_H, _H, C.c_uint32]),
+    "gc_stream_wait_event": (_S, [_H, _H, C.c_uint32]),
+    "gc_event_synchronize": (_S, [_H]),
+    "gc_event_query": (_S, [_H, _P(C.c_int)]),
+    "gc_event_elapsed_ms": (_S, [_H, _H, _D]),
+    "gc_event_destroy": (_S, [_H]),
     # memory
     "gc_pool_create": (_S, [_H, _P(PoolOptions), _P(_H)]),
     "gc_pool_alloc": (_S, [_H, C.c_size_t, _P(_D)]),
@@ -194,12 +209,14 @@ PROTOTYPES = {
     "gc_host_free": (_S, [_H, _D]),
     "gc_memcpy_async": (_S, [_H, _D, _D, C.c_size_t]),
     "gc_memset_async": (_S, [_H, _D, C.c_int, C.c_size_t]),
+    "gc_memset_async_elem": (_S, [_H, _D, C.c_uint32, C.c_uint32, C.c_size_t]),
     # kernels
     "gc_module_load": (_S, [_H, _D, C.c_size_t, _P(_H)]),
     "gc_module_function": (_S, [_H, C.c_char_p, _P(_H)]),
     "gc_function_wrap": (_S, [_H, _D, C.c_char_p, _P(_H)]),
     "gc_kernel_builtin": (_S, [_H, C.c_char_p, _P(_H)]),
     "gc_launch": (_S, [_H, _H, Dim3, Dim3, C.c_uint32, _P(_D)]),
+    "gc_launch_host_func": (_S, [_H, HOST_FN, _D]),
     "gc_function_raw": (_S, [_H, _P(_D)]),
     "gc_function_destroy": (_S, [_H]),
     "gc_module_destroy": (_S, [_H]),
@@ -212,10 +229,14 @@ PROTOTYPES = {
         _S, [_H, _H, Dim3, Dim3, C.c_uint32, _P(_D), _P(Node), C.c_size_t, _P(Node)]),
     "gc_graph_add_memcpy": (_S, [_H, _D, _D, C.c_size_t, _P(Node), C.c_size_t, _P(Node)]),
     "gc_graph_add_memset": (_S, [_H, _D, C.c_int, C.c_size_t, _P(Node), C.c_size_t, _P(Node)]),
+    "gc_graph_add_memset_elem": (
+        _S, [_H, _D, C.c_uint32, C.c_uint32, C.c_size_t, _P(Node), C.c_size_t, _P(Node)]),
     "gc_graph_add_host": (_S, [_H, HOST_FN, _D, _P(Node), C.c_size_t, _P(Node)]),
     "gc_graph_add_child": (_S, [_H, _H, _P(Node), C.c_size_t, _P(Node)]),
     "gc_graph_add_empty": (_S, [_H, _P(Node), C.c_size_t, _P(Node)]),
     "gc_graph_add_dependency": (_S, [_H, Node, Node]),
+    "gc_graph_clone": (_S, [_H, _P(_H)]),
+    "gc_graph_wrap": (_S, [_H, _D, C.c_uint32, _P(_H)]),
     "gc_graph_node_count": (_S, [_H, _P(C.c_size_t)]),
     "gc_graph_raw": (_S, [_H, _P(_D)]),
     "gc_graph_pool_bytes": (_S, [_H, _P(C.c_uint64)]),

@@ -44,10 +44,11 @@ STRUCTS = {
     "gc_runner_statistics": gc.RunnerStatistics,
 }
 HANDLES = {"gc_context", "gc_stream", "gc_pool", "gc_module", "gc_function", "gc_graph",
-           "gc_exec", "gc_runner"}
+           "gc_exec", "gc_runner", "gc_event"}
 SCALARS = {"int": C.c_int, "uint32_t": C.c_uint32, "uint64_t": C.c_uint64, "size_t": C.c_size_t,
-           "float": C.c_float, "gc_capture_mode": C.c_uint32, "gc_host_fn": gc.HOST_FN,
-           "gc_record_fn": gc.RECORD_FN}
+           "float": C.c_float, "gc_capture_mode": C.c_uint32, "gc_event_flags": C.c_uint32,
+           "gc_event_capture_flags": C.c_uint32, "gc_graph_wrap_flags": C.c_uint32,
+           "gc_host_fn": gc.HOST_FN, "gc_record_fn": gc.RECORD_FN}
 
 
 def expected_ctype(c_type):

@@ -254,3 +254,62 @@ def test_capture_around_pytorch(ctx, pool, torch):
         gc.op_add_scalar(gs, y, y, n, 3.0)
         gs.synchronize()
         assert bool((y == 3.0).all())
+
+
+def test_events_time_and_order_work(ctx, stream, pool):
+    other = gc.Stream(ctx)
+    d = pool.alloc(4 * N)
+    start, end = gc.Event(ctx), gc.Event(ctx)
+    start.record(stream)
+    gc.op_fill(stream, d, N, 3.0)
+    end.record(stream)
+    other.wait_event(end)  # other runs after the fill
+    gc.op_scale(other, d, d, N, 2.0)
+    other.synchronize()
+    assert end.done
+    assert 0.0 <= start.elapsed_ms(end) < 10_000.0
+    assert download(ctx, stream, d, 1) == [6.0]
+    with pytest.raises(gc.InvalidArgumentError):
+        start.elapsed_ms(gc.Event(ctx, timing=False))
+    borrowed = gc.Event.wrap(ctx, end.raw)
+    borrowed.close()  # the wrapped event stays alive
+    end.synchronize()
+
+
+def test_host_func_eager_and_captured(ctx, stream):
+    calls = []
+    stream.launch_host_func(lambda: calls.append("eager"))
+    stream.synchronize()
+    assert calls == ["eager"]
+    with gc.capture(stream) as cap:
+        stream.launch_host_func(lambda: calls.append("replay"))
+    e = cap.graph.instantiate()
+    e.launch(stream)
+    e.launch(stream)
+    stream.synchronize()
+    assert calls == ["eager", "replay", "replay"]
+
+
+def test_clone_and_wrap(ctx, stream, pool):
+    d = pool.alloc(4 * N)
+    g = gc.Graph(ctx)
+    g.add_memset_elem(d, 0x3F800000, 4, N)  # 1.0f in every element
+    c = g.clone()
+    assert len(c) == 1
+    gc.memset_async(stream, d, 0, 4 * N)
+    c.instantiate().launch(stream)
+    assert download(ctx, stream, d, N) == [1.0] * N
+    w = gc.Graph.wrap(ctx, g.raw)  # borrowed: g keeps the CUgraph
+    assert len(w) == 1
+    gc.memset_async(stream, d, 0, 4 * N)
+    w.instantiate().launch(stream)
+    assert download(ctx, stream, d, 2) == [1.0, 1.0]
+
+
+def test_memset_elem_eager(ctx, stream, pool):
+    d = pool.alloc(4 * N)
+    gc.memset_async_elem(stream, d, 0x4000, 2, 2 * N)  # 0x40004000 per float
+    got = download(ctx, stream, d, 1)[0]
+    assert got == C.c_float.from_buffer_copy((0x40004000).to_bytes(4, "little")).value
+    with pytest.raises(gc.InvalidArgumentError):
+        gc.memset_async_elem(stream, d + 2, 0, 4, 4)

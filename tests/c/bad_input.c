@@ -23,9 +23,9 @@
 #include <stdlib.h>
 #include "check.h"
 
-enum kind { K_CONTEXT = 1, K_STREAM, K_POOL, K_MODULE, K_FUNCTION, K_GRAPH, K_EXEC, K_RUNNER };
+enum kind { K_CONTEXT = 1, K_STREAM, K_POOL, K_MODULE, K_FUNCTION, K_GRAPH, K_EXEC, K_RUNNER, K_EVENT };
 static const char *const KIND_NAME[] = {"", "gc_context", "gc_stream", "gc_pool", "gc_module",
-                                        "gc_function", "gc_graph", "gc_exec", "gc_runner"};
+                                        "gc_function", "gc_graph", "gc_exec", "gc_runner", "gc_event"};
 
 /* A handle value with `kind` in its top byte, as graphcore encodes them. */
 static void *forged(int kind, uint32_t index, uint32_t generation) {
@@ -62,8 +62,9 @@ static struct fixture {
     gc_node node;
     gc_exec *exec; /* from `graph` */
     gc_runner *runner;
-    void *dead[9];  /* a destroyed handle of each kind */
-    void *alive[9]; /* a live handle of each kind */
+    gc_event *ev;    /* an event that records times */
+    void *dead[10];  /* a destroyed handle of each kind */
+    void *alive[10]; /* a live handle of each kind */
 } fx;
 
 static gc_status record_fill(gc_stream *s, uint32_t batch, void *user) {
@@ -85,7 +86,7 @@ static void fixture_gpu(void) {
              gc_module_function(fx.mod, "noop", &fx.noop) == GC_SUCCESS &&
              gc_module_function(fx.mod, "add_one", &fx.add_one) == GC_SUCCESS &&
              gc_kernel_builtin(fx.ctx, "gc_fill_f32", &fx.fill) == GC_SUCCESS &&
-             gc_graph_create(fx.ctx, &fx.graph) == GC_SUCCESS;
+             gc_graph_create(fx.ctx, &fx.graph) == GC_SUCCESS && gc_event_create(fx.ctx, 0, &fx.ev) == GC_SUCCESS;
     gc_dim3 one = {1, 1, 1};
     ok = ok && gc_graph_add_kernel(fx.graph, fx.noop, one, one, 0, NULL, NULL, 0, &fx.node) == GC_SUCCESS &&
          gc_graph_instantiate(fx.graph, 0, &fx.exec) == GC_SUCCESS &&
@@ -105,6 +106,7 @@ static void fixture_gpu(void) {
     fx.alive[K_GRAPH] = fx.graph;
     fx.alive[K_EXEC] = fx.exec;
     fx.alive[K_RUNNER] = fx.runner;
+    fx.alive[K_EVENT] = fx.ev;
     /* One destroyed handle of each kind. */
     gc_context *c;
     gc_stream *s;
@@ -114,6 +116,7 @@ static void fixture_gpu(void) {
     gc_graph *g;
     gc_exec *e;
     gc_runner *r;
+    gc_event *ev;
     ok = gc_context_create(0, &c) == GC_SUCCESS && gc_context_destroy(c) == GC_SUCCESS &&
          gc_stream_create(fx.ctx, &s) == GC_SUCCESS && gc_stream_destroy(s) == GC_SUCCESS &&
          gc_pool_create(fx.ctx, NULL, &p) == GC_SUCCESS && gc_pool_destroy(p) == GC_SUCCESS &&
@@ -121,7 +124,8 @@ static void fixture_gpu(void) {
          gc_module_function(fx.mod, "noop", &f) == GC_SUCCESS && gc_function_destroy(f) == GC_SUCCESS &&
          gc_graph_create(fx.ctx, &g) == GC_SUCCESS && gc_graph_destroy(g) == GC_SUCCESS &&
          gc_graph_instantiate(fx.graph, 0, &e) == GC_SUCCESS && gc_exec_destroy(e) == GC_SUCCESS &&
-         gc_runner_create(fx.ctx, fx.pool, &r) == GC_SUCCESS && gc_runner_destroy(r) == GC_SUCCESS;
+         gc_runner_create(fx.ctx, fx.pool, &r) == GC_SUCCESS && gc_runner_destroy(r) == GC_SUCCESS &&
+         gc_event_create(fx.ctx, 0, &ev) == GC_SUCCESS && gc_event_destroy(ev) == GC_SUCCESS;
     if (!ok) {
         fprintf(stderr, "fixture (destroyed handles): %s\n", gc_last_error());
         exit(2);
@@ -134,12 +138,13 @@ static void fixture_gpu(void) {
     fx.dead[K_GRAPH] = g;
     fx.dead[K_EXEC] = e;
     fx.dead[K_RUNNER] = r;
+    fx.dead[K_EVENT] = ev;
 }
 
 static void fixture_no_driver(void) {
     /* Stand-ins: handles of the right kind that were never issued, and
      * addresses that are never dereferenced (every call fails earlier). */
-    for (int k = K_CONTEXT; k <= K_RUNNER; k++) fx.alive[k] = forged(k, 0xABCDE, 1);
+    for (int k = K_CONTEXT; k <= K_EVENT; k++) fx.alive[k] = forged(k, 0xABCDE, 1);
     fx.ctx = fx.alive[K_CONTEXT];
     fx.s = fx.s2 = fx.alive[K_STREAM];
     fx.pool = fx.alive[K_POOL];
@@ -148,6 +153,7 @@ static void fixture_no_driver(void) {
     fx.graph = fx.alive[K_GRAPH];
     fx.exec = fx.alive[K_EXEC];
     fx.runner = fx.alive[K_RUNNER];
+    fx.ev = fx.alive[K_EVENT];
     fx.buf = (void *)(uintptr_t)0x10000;
     fx.buf2 = (void *)(uintptr_t)0x20000;
     fx.host = (void *)(uintptr_t)0x30000;
@@ -375,6 +381,11 @@ static void context_functions(void) {
     objects_work();
 }
 
+/* A host function that counts its calls in *user. */
+static void host_count(void *user) {
+    ++*(int *)user;
+}
+
 /* ------------------------------------------------------------------ */
 static void stream_functions(void) {
     COVER(gc_stream_create);
@@ -415,6 +426,17 @@ static void stream_functions(void) {
         BAD_HANDLE_ARG(K_STREAM, h, gc_stream_wait_stream(fx.s, h), GC_ERROR_INVALID_ARGUMENT);
         EXPECT_OK(gc_stream_wait_stream(fx.s, fx.s)); /* itself: a no-op */
         EXPECT_OK(gc_stream_wait_stream(fx.s, fx.s2));
+    }
+    objects_work();
+
+    COVER(gc_launch_host_func);
+    BAD_HANDLE_ARG(K_STREAM, h, gc_launch_host_func(h, host_count, NULL), GC_ERROR_INVALID_ARGUMENT);
+    EXPECT2(gc_launch_host_func(fx.s, NULL, NULL), GC_ERROR_INVALID_ARGUMENT, GC_ERROR_INVALID_HANDLE);
+    if (fx.gpu) {
+        int calls = 0;
+        EXPECT_OK(gc_launch_host_func(fx.s, host_count, &calls));
+        EXPECT_OK(gc_stream_synchronize(fx.s));
+        CHECK(calls == 1);
     }
     objects_work();
 
@@ -523,6 +545,167 @@ static void memory_functions(void) {
         EXPECT_OK(gc_memcpy_async(fx.s, fx.host, fx.buf, 16));
         EXPECT_OK(gc_stream_synchronize(fx.s));
         CHECK(((unsigned char *)fx.host)[15] == 0xff);
+        EXPECT_OK(gc_stream_synchronize(fx.s));
+    }
+    objects_work();
+
+    COVER(gc_memset_async_elem);
+    BAD_HANDLE_ARG(K_STREAM, h, gc_memset_async_elem(h, fx.buf, 0, 4, 16), GC_ERROR_INVALID_ARGUMENT);
+    EXPECT2(gc_memset_async_elem(fx.s, NULL, 0, 4, 16), GC_ERROR_INVALID_ARGUMENT, GC_ERROR_INVALID_HANDLE);
+    EXPECT2(gc_memset_async_elem(fx.s, fx.buf, 0, 4, 0), GC_SUCCESS, GC_ERROR_INVALID_HANDLE); /* a no-op */
+    {
+        const uint32_t sizes[] = {0, 3, 8, 16, UINT32_MAX};
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+            check_case = "an element size other than 1, 2 or 4";
+            EXPECT2(gc_memset_async_elem(fx.s, fx.buf, 0, sizes[i], 16), GC_ERROR_INVALID_ARGUMENT,
+                    GC_ERROR_INVALID_HANDLE);
+        }
+    }
+    check_case = "dst not aligned to the element size";
+    EXPECT2(gc_memset_async_elem(fx.s, (char *)fx.buf + 1, 0, 2, 16), GC_ERROR_INVALID_ARGUMENT,
+            GC_ERROR_INVALID_HANDLE);
+    EXPECT2(gc_memset_async_elem(fx.s, (char *)fx.buf + 2, 0, 4, 16), GC_ERROR_INVALID_ARGUMENT,
+            GC_ERROR_INVALID_HANDLE);
+    check_case = "a value that does not fit in an element";
+    EXPECT2(gc_memset_async_elem(fx.s, fx.buf, 0x100, 1, 16), GC_ERROR_INVALID_ARGUMENT, GC_ERROR_INVALID_HANDLE);
+    EXPECT2(gc_memset_async_elem(fx.s, fx.buf, 0x10000, 2, 16), GC_ERROR_INVALID_ARGUMENT, GC_ERROR_INVALID_HANDLE);
+    check_case = "a count whose bytes overflow";
+    EXPECT2(gc_memset_async_elem(fx.s, fx.buf, 0, 4, SIZE_MAX / 2), GC_ERROR_INVALID_ARGUMENT,
+            GC_ERROR_INVALID_HANDLE);
+    if (fx.gpu) {
+        check_case = "elements past the 4096-byte pool block";
+        EXPECT_STATUS(gc_memset_async_elem(fx.s, fx.buf, 0, 4, BUF_BYTES / 4 + 1), GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_ERROR_MENTIONS("4100 bytes");
+        check_case = "2- and 4-byte elements land whole";
+        EXPECT_OK(gc_memset_async_elem(fx.s, fx.buf, 0xbeef, 2, 8));
+        EXPECT_OK(gc_memset_async_elem(fx.s, (char *)fx.buf + 16, 0xdeadbeefu, 4, 4));
+        EXPECT_OK(gc_memcpy_async(fx.s, fx.host, fx.buf, 32));
+        EXPECT_OK(gc_stream_synchronize(fx.s));
+        CHECK(((uint16_t *)fx.host)[7] == 0xbeef);
+        CHECK(((uint32_t *)fx.host)[7] == 0xdeadbeefu);
+    }
+    objects_work();
+}
+
+/* ------------------------------------------------------------------ */
+static void event_functions(void) {
+    gc_event *e = NULL, *untimed = NULL;
+    float ms = -7.0f;
+    int done = 7;
+
+    COVER(gc_event_create);
+    EXPECT_STATUS(gc_event_create(fx.ctx, 0, NULL), GC_ERROR_INVALID_ARGUMENT);
+    BAD_HANDLE_ARG(K_CONTEXT, h, gc_event_create(h, 0, &e), GC_ERROR_INVALID_ARGUMENT);
+    check_case = "unknown flags";
+    EXPECT_STATUS(gc_event_create(fx.ctx, 2, &e), GC_ERROR_INVALID_ARGUMENT);
+    EXPECT_STATUS(gc_event_create(fx.ctx, UINT32_MAX, &e), GC_ERROR_INVALID_ARGUMENT);
+    CHECK(e == NULL);
+    if (fx.gpu) EXPECT_OK(gc_event_create(fx.ctx, GC_EVENT_DISABLE_TIMING, &untimed));
+    else untimed = fx.ev;
+    objects_work();
+
+    COVER(gc_event_wrap);
+    EXPECT_STATUS(gc_event_wrap(fx.ctx, &host_word, NULL), GC_ERROR_INVALID_ARGUMENT);
+    BAD_HANDLE_ARG(K_CONTEXT, h, gc_event_wrap(h, &host_word, &e), GC_ERROR_INVALID_ARGUMENT);
+    check_case = "raw NULL";
+    EXPECT2(gc_event_wrap(fx.ctx, NULL, &e), GC_ERROR_INVALID_ARGUMENT, GC_ERROR_INVALID_HANDLE);
+    CHECK(e == NULL);
+    if (fx.gpu) {
+        /* Borrowing our own event's CUevent: the borrowed handle goes, the
+         * event stays. */
+        void *raw = NULL;
+        gc_event *borrowed = NULL;
+        EXPECT_OK(gc_event_raw(fx.ev, &raw));
+        EXPECT_OK(gc_event_wrap(fx.ctx, raw, &borrowed));
+        EXPECT_OK(gc_event_record(borrowed, fx.s, 0));
+        EXPECT_OK(gc_event_destroy(borrowed));
+        EXPECT_OK(gc_event_synchronize(fx.ev));
+    }
+    objects_work();
+
+    COVER(gc_event_raw);
+    void *raw = &host_word;
+    EXPECT_STATUS(gc_event_raw(fx.ev, NULL), GC_ERROR_INVALID_ARGUMENT);
+    BAD_HANDLE_ARG(K_EVENT, h, gc_event_raw(h, &raw), GC_ERROR_INVALID_ARGUMENT);
+    CHECK(raw == &host_word);
+    objects_work();
+
+    COVER(gc_event_record);
+    BAD_HANDLE_ARG(K_EVENT, h, gc_event_record(h, fx.s, 0), GC_ERROR_INVALID_ARGUMENT);
+    if (fx.gpu) {
+        BAD_HANDLE_ARG(K_STREAM, h, gc_event_record(fx.ev, h, 0), GC_ERROR_INVALID_ARGUMENT);
+        check_case = "unknown flags";
+        EXPECT_STATUS(gc_event_record(fx.ev, fx.s, 2), GC_ERROR_INVALID_ARGUMENT);
+        check_case = "GC_EVENT_EXTERNAL outside capture is a plain record";
+        EXPECT_OK(gc_event_record(fx.ev, fx.s, GC_EVENT_EXTERNAL));
+        EXPECT_OK(gc_event_synchronize(fx.ev));
+    }
+    objects_work();
+
+    COVER(gc_stream_wait_event);
+    BAD_HANDLE_ARG(K_STREAM, h, gc_stream_wait_event(h, fx.ev, 0), GC_ERROR_INVALID_ARGUMENT);
+    if (fx.gpu) {
+        BAD_HANDLE_ARG(K_EVENT, h, gc_stream_wait_event(fx.s, h, 0), GC_ERROR_INVALID_ARGUMENT);
+        check_case = "unknown flags";
+        EXPECT_STATUS(gc_stream_wait_event(fx.s, fx.ev, 0x80000000u), GC_ERROR_INVALID_ARGUMENT);
+        gc_event *never = NULL;
+        EXPECT_OK(gc_event_create(fx.ctx, 0, &never));
+        check_case = "an event never recorded: no wait";
+        EXPECT_OK(gc_stream_wait_event(fx.s, never, 0));
+        EXPECT_OK(gc_stream_wait_event(fx.s2, fx.ev, GC_EVENT_EXTERNAL));
+        EXPECT_OK(gc_stream_synchronize(fx.s));
+        EXPECT_OK(gc_event_destroy(never));
+    }
+    objects_work();
+
+    COVER(gc_event_synchronize);
+    BAD_HANDLE_ARG(K_EVENT, h, gc_event_synchronize(h), GC_ERROR_INVALID_ARGUMENT);
+    objects_work();
+
+    COVER(gc_event_query);
+    EXPECT_STATUS(gc_event_query(fx.ev, NULL), GC_ERROR_INVALID_ARGUMENT);
+    BAD_HANDLE_ARG(K_EVENT, h, gc_event_query(h, &done), GC_ERROR_INVALID_ARGUMENT);
+    CHECK(done == 7);
+    if (fx.gpu) {
+        EXPECT_OK(gc_event_query(fx.ev, &done));
+        CHECK(done == 1);
+    }
+    objects_work();
+
+    COVER(gc_event_elapsed_ms);
+    EXPECT_STATUS(gc_event_elapsed_ms(fx.ev, fx.ev, NULL), GC_ERROR_INVALID_ARGUMENT);
+    BAD_HANDLE_ARG(K_EVENT, h, gc_event_elapsed_ms(h, fx.ev, &ms), GC_ERROR_INVALID_ARGUMENT);
+    if (fx.gpu) {
+        BAD_HANDLE_ARG(K_EVENT, h, gc_event_elapsed_ms(fx.ev, h, &ms), GC_ERROR_INVALID_ARGUMENT);
+        check_case = "an event without timing";
+        EXPECT_OK(gc_event_record(untimed, fx.s, 0));
+        EXPECT_OK(gc_stream_synchronize(fx.s));
+        EXPECT_STATUS(gc_event_elapsed_ms(fx.ev, untimed, &ms), GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_STATUS(gc_event_elapsed_ms(untimed, fx.ev, &ms), GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_ERROR_MENTIONS("without timing");
+        check_case = "an event never recorded";
+        gc_event *never = NULL;
+        EXPECT_OK(gc_event_create(fx.ctx, 0, &never));
+        EXPECT_FAILS(gc_event_elapsed_ms(fx.ev, never, &ms));
+        EXPECT_OK(gc_event_destroy(never));
+        CHECK(ms == -7.0f);
+        check_case = "one event against itself";
+        EXPECT_OK(gc_event_elapsed_ms(fx.ev, fx.ev, &ms));
+        CHECK(ms == 0.0f);
+    }
+    CHECK(fx.gpu || ms == -7.0f);
+    objects_work();
+
+    COVER(gc_event_destroy);
+    EXPECT_OK(gc_event_destroy(NULL));
+    EACH_BAD(K_EVENT, h, EXPECT_STATUS(gc_event_destroy(h), GC_ERROR_INVALID_HANDLE));
+    if (fx.gpu) {
+        EXPECT_OK(gc_event_create(fx.ctx, 0, &e));
+        EXPECT_OK(gc_event_record(e, fx.s, 0)); /* a record in flight */
+        EXPECT_OK(gc_event_destroy(e));
+        EXPECT_STATUS(gc_event_destroy(e), GC_ERROR_INVALID_HANDLE);
+        EXPECT_STATUS(gc_event_synchronize(e), GC_ERROR_INVALID_HANDLE);
+        EXPECT_OK(gc_event_destroy(untimed));
         EXPECT_OK(gc_stream_synchronize(fx.s));
     }
     objects_work();
@@ -1153,6 +1336,37 @@ static void graph_functions(void) {
     }
     objects_work();
 
+    COVER(gc_graph_add_memset_elem);
+    BAD_HANDLE_ARG(K_GRAPH, h, gc_graph_add_memset_elem(h, fx.buf, 0, 4, 16, NULL, 0, NULL),
+                   GC_ERROR_INVALID_ARGUMENT);
+    BAD_DEPS(gc_graph_add_memset_elem(g, fx.buf, 0, 4, 16, deps, ndeps, NULL));
+    EXPECT2(gc_graph_add_memset_elem(g, NULL, 0, 4, 16, NULL, 0, NULL), GC_ERROR_INVALID_ARGUMENT,
+            GC_ERROR_INVALID_HANDLE);
+    EXPECT2(gc_graph_add_memset_elem(g, fx.buf, 0, 4, 0, NULL, 0, NULL), GC_ERROR_INVALID_ARGUMENT,
+            GC_ERROR_INVALID_HANDLE);
+    check_case = "an element size other than 1, 2 or 4";
+    EXPECT2(gc_graph_add_memset_elem(g, fx.buf, 0, 8, 16, NULL, 0, NULL), GC_ERROR_INVALID_ARGUMENT,
+            GC_ERROR_INVALID_HANDLE);
+    check_case = "dst not aligned to the element size";
+    EXPECT2(gc_graph_add_memset_elem(g, (char *)fx.buf + 2, 0, 4, 16, NULL, 0, NULL), GC_ERROR_INVALID_ARGUMENT,
+            GC_ERROR_INVALID_HANDLE);
+    check_case = "a value that does not fit in an element";
+    EXPECT2(gc_graph_add_memset_elem(g, fx.buf, 0x12345, 2, 16, NULL, 0, NULL), GC_ERROR_INVALID_ARGUMENT,
+            GC_ERROR_INVALID_HANDLE);
+    EXPECT2(gc_graph_add_memset_elem(g, fx.host, 0, 4, 16, NULL, 0, NULL), GC_ERROR_INVALID_ARGUMENT,
+            GC_ERROR_INVALID_HANDLE); /* host memory is not device memory */
+    if (fx.gpu) {
+        gc_graph *scratch = NULL;
+        EXPECT_OK(gc_graph_create(fx.ctx, &scratch));
+        check_case = "a set node of elements overrunning its pool block";
+        EXPECT_STATUS(gc_graph_add_memset_elem(scratch, fx.buf, 0, 2, BUF_BYTES, NULL, 0, NULL),
+                      GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_OK(gc_graph_node_count(scratch, &count));
+        CHECK(count == 0);
+        EXPECT_OK(gc_graph_destroy(scratch));
+    }
+    objects_work();
+
     COVER(gc_graph_add_host);
     BAD_HANDLE_ARG(K_GRAPH, h, gc_graph_add_host(h, host_cb, NULL, NULL, 0, NULL), GC_ERROR_INVALID_ARGUMENT);
     BAD_DEPS(gc_graph_add_host(g, host_cb, NULL, deps, ndeps, NULL));
@@ -1208,6 +1422,46 @@ static void graph_functions(void) {
         EXPECT_OK(gc_exec_launch(e, fx.s));
         EXPECT_OK(gc_stream_synchronize(fx.s));
         EXPECT_OK(gc_exec_destroy(e));
+    }
+    objects_work();
+
+    COVER(gc_graph_clone);
+    gc_graph *clone = NULL;
+    EXPECT_STATUS(gc_graph_clone(fx.graph, NULL), GC_ERROR_INVALID_ARGUMENT);
+    BAD_HANDLE_ARG(K_GRAPH, h, gc_graph_clone(h, &clone), GC_ERROR_INVALID_ARGUMENT);
+    CHECK(clone == NULL);
+    if (fx.gpu) {
+        EXPECT_OK(gc_graph_clone(fx.graph, &clone));
+        EXPECT_OK(gc_graph_node_count(clone, &count));
+        CHECK(count == 1);
+        EXPECT_OK(gc_graph_destroy(clone));
+        EXPECT_OK(gc_graph_node_count(fx.graph, &count)); /* the source lives on */
+        CHECK(count == 1);
+    }
+    objects_work();
+
+    COVER(gc_graph_wrap);
+    gc_graph *wrapped = NULL;
+    EXPECT_STATUS(gc_graph_wrap(fx.ctx, &host_word, GC_GRAPH_WRAP_BORROW, NULL), GC_ERROR_INVALID_ARGUMENT);
+    BAD_HANDLE_ARG(K_CONTEXT, h, gc_graph_wrap(h, &host_word, GC_GRAPH_WRAP_BORROW, &wrapped),
+                   GC_ERROR_INVALID_ARGUMENT);
+    check_case = "unknown flags";
+    EXPECT_STATUS(gc_graph_wrap(fx.ctx, &host_word, 2, &wrapped), GC_ERROR_INVALID_ARGUMENT);
+    check_case = "raw NULL";
+    EXPECT2(gc_graph_wrap(fx.ctx, NULL, GC_GRAPH_WRAP_ADOPT, &wrapped), GC_ERROR_INVALID_ARGUMENT,
+            GC_ERROR_INVALID_HANDLE);
+    CHECK(wrapped == NULL);
+    if (fx.gpu) {
+        /* Borrow the fixture graph's own CUgraph: its node is read back, and
+         * destroying the borrowing handle leaves the graph whole. */
+        void *rawg = NULL;
+        EXPECT_OK(gc_graph_raw(fx.graph, &rawg));
+        EXPECT_OK(gc_graph_wrap(fx.ctx, rawg, GC_GRAPH_WRAP_BORROW, &wrapped));
+        EXPECT_OK(gc_graph_node_count(wrapped, &count));
+        CHECK(count == 1);
+        EXPECT_OK(gc_graph_destroy(wrapped));
+        EXPECT_OK(gc_graph_node_count(fx.graph, &count));
+        CHECK(count == 1);
     }
     objects_work();
 
@@ -1799,6 +2053,7 @@ static const struct {
     {"status", status_functions},
     {"context", context_functions},
     {"stream", stream_functions},
+    {"event", event_functions},
     {"memory", memory_functions},
     {"pool", pool_functions},
     {"module", module_functions},

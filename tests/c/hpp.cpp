@@ -29,6 +29,7 @@ static_assert(owner_shape<gc::function, gc_function>());
 static_assert(owner_shape<gc::graph, gc_graph>());
 static_assert(owner_shape<gc::exec, gc_exec>());
 static_assert(owner_shape<gc::runner, gc_runner>());
+static_assert(owner_shape<gc::event, gc_event>());
 static_assert(std::is_base_of_v<std::runtime_error, gc::error>);
 static_assert(!std::is_copy_constructible_v<gc::capture>);
 
@@ -84,6 +85,12 @@ static void errors() {
     EXPECT_THROW_STATUS(gc::graph_add_empty(nullptr, std::vector<gc_node>{}), GC_ERROR_INVALID_ARGUMENT);
     // Never-issued handles: the error names the kind.
     EXPECT_THROW_STATUS(gc::stream s(bogus<gc_context>()), GC_ERROR_INVALID_HANDLE);
+    EXPECT_THROW_STATUS(gc::event e(bogus<gc_context>()), GC_ERROR_INVALID_HANDLE);
+    EXPECT_THROW_STATUS(gc::event::elapsed_ms(bogus<gc_event>(), bogus<gc_event>()),
+                        GC_ERROR_INVALID_HANDLE);
+    EXPECT_THROW_STATUS(gc::graph::clone(bogus<gc_graph>()), GC_ERROR_INVALID_HANDLE);
+    int word = 0;  // not a CUgraph; the unknown flags are refused first
+    EXPECT_THROW_STATUS(gc::graph::wrap(bogus<gc_context>(), &word, 7), GC_ERROR_INVALID_ARGUMENT);
 }
 
 static void owners() {
@@ -209,6 +216,38 @@ static void with_driver() {
     gc::function noop(m, "noop");
     m.reset();  // the function keeps the module loaded
     gc::check(gc_launch(noop, s, gc_dim3{1, 1, 1}, gc_dim3{1, 1, 1}, 0, nullptr));
+    // Events time work and order a second stream; clones and wrapped graphs
+    // replay what their source does; element memsets land whole.
+    gc::stream s2(ctx);
+    gc::event start(ctx), stop(ctx), untimed(ctx, GC_EVENT_DISABLE_TIMING);
+    gc::check(gc_event_record(start, s, 0));
+    gc::check(gc_memset_async_elem(s, d, 0x3f800000u, 4, n));  // 1.0f each
+    gc::check(gc_event_record(stop, s, 0));
+    gc::check(gc_stream_wait_event(s2, stop, 0));
+    gc::check(gc_launch(scale, s2, grid, block, 0, twice.args));
+    gc::check(gc_event_record(untimed, s2, 0));
+    gc::check(gc_event_synchronize(untimed));
+    CHECK(gc::event::elapsed_ms(start, stop) >= 0.0f);
+    EXPECT_THROW_STATUS(gc::event::elapsed_ms(start, untimed), GC_ERROR_INVALID_ARGUMENT);
+    gc::graph src(ctx);
+    gc::graph_add_memset_elem(src, d, 0x4040u, 2, 2 * n);  // 0x40404040 per float
+    gc::graph copy = gc::graph::clone(src);
+    void *raw_src = nullptr;
+    gc::check(gc_graph_raw(src, &raw_src));
+    gc::graph view = gc::graph::wrap(ctx, raw_src, GC_GRAPH_WRAP_BORROW);
+    for (gc_graph *run : {copy.get(), view.get()}) {
+        gc::check(gc_memset_async(s, d, 0, n * sizeof(float)));
+        gc::exec ex(run);
+        gc::check(gc_exec_launch(ex, s));
+        gc::check(gc_memcpy_async(s, h, d, n * sizeof(float)));
+        gc::check(gc_stream_synchronize(s));
+        std::uint32_t bits = 0;
+        memcpy(&bits, &h[n - 1], sizeof bits);
+        CHECK(bits == 0x40404040u);
+    }
+    view.reset();  // the borrowed CUgraph stays src's
+    gc::check(gc_graph_node_count(src, &count));
+    CHECK(count == 1);
     gc::stream borrowed = gc::stream::wrap(ctx, nullptr);
     gc::check(gc_stream_synchronize(borrowed));
     gc::check(gc_stream_synchronize(s));

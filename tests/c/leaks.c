@@ -85,6 +85,22 @@ static int cycle_stream(int i) {
     return 0;
 }
 
+static int cycle_event(int i) {
+    gc_event *e, *w;
+    void *raw;
+    int done;
+    TRY(gc_event_create(ctx, (i % 2) ? GC_EVENT_DISABLE_TIMING : 0, &e));
+    TRY(gc_event_record(e, s, 0));
+    TRY(gc_event_raw(e, &raw));
+    TRY(gc_event_wrap(ctx, raw, &w));
+    TRY(gc_stream_wait_event(s, w, 0));
+    TRY(gc_event_query(w, &done));
+    TRY(gc_event_destroy(w));
+    TRY(gc_event_destroy(e));
+    if (i % 100 == 99) TRY(gc_stream_synchronize(s));
+    return 0;
+}
+
 static int cycle_pool(int i) {
     gc_pool *p;
     gc_pool_options o;
@@ -154,18 +170,36 @@ static int cycle_graph(int i) {
     TRY(gc_graph_add_child(g, child, &b, 1, NULL));
     TRY(gc_graph_add_empty(g, NULL, 0, &a));
     TRY(gc_graph_add_dependency(g, b, a));
+    TRY(gc_graph_add_memset_elem(g, buf, 0, 4, 64, &b, 1, NULL));
+    gc_graph *copy, *view;
+    void *raw;
+    TRY(gc_graph_clone(g, &copy));
+    TRY(gc_graph_raw(copy, &raw));
+    TRY(gc_graph_wrap(ctx, raw, GC_GRAPH_WRAP_BORROW, &view));
+    TRY(gc_graph_destroy(view));
+    TRY(gc_graph_destroy(copy));
     TRY(gc_graph_destroy(child));
     TRY(gc_graph_destroy(g));
     return 0;
 }
 
+static void host_noop(void *user) {
+    (void)user;
+}
+
 static int cycle_capture(int i) {
     gc_graph *g;
+    gc_event *e;
     void *a;
+    TRY(gc_event_create(ctx, GC_EVENT_DISABLE_TIMING, &e));
     TRY(gc_capture_begin(s, pool, GC_CAPTURE_THREAD_LOCAL));
     TRY(gc_pool_alloc(pool, 4096u << (i % 4), &a));
     TRY(gc_op_fill(s, a, 256, 1.0f));
+    TRY(gc_event_record(e, s, GC_EVENT_EXTERNAL)); /* the graph keeps e */
+    TRY(gc_launch_host_func(s, host_noop, NULL));
+    TRY(gc_memset_async_elem(s, a, 0, 2, 128));
     TRY(gc_capture_end(s, &g));
+    TRY(gc_event_destroy(e));
     TRY(gc_graph_destroy(g));
     TRY(gc_pool_free(pool, a));
     return 0;
@@ -255,6 +289,7 @@ int main(int argc, char **argv) {
            WARMUP, HOST_TOLERANCE / 1024, DEVICE_TOLERANCE / 1024);
     measure("context", cycle_context, cycles);
     measure("stream", cycle_stream, cycles);
+    measure("event", cycle_event, cycles);
     measure("pool", cycle_pool, cycles);
     measure("block", cycle_block, cycles);
     measure("host", cycle_host, cycles);

@@ -8,7 +8,7 @@ use graphcore_core::{launch_op, CaptureMode, ErrorKind, Exec, Graph, LaunchConfi
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-fn scale(s: &Stream, y: u64, x: u64, n: usize, alpha: f32) {
+pub(super) fn scale(s: &Stream, y: u64, x: u64, n: usize, alpha: f32) {
     let sms = s.context().sm_count();
     // SAFETY: the buffers are live device allocations of this test holding the
     // elements the operation reads and writes.

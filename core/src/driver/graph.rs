@@ -1,6 +1,7 @@
 //! CUDA graphs: creating nodes, reading captured ones back, instantiating,
 //! uploading, launching and updating executable graphs.
 
+use super::memory::Memset;
 use super::{check, sys, CUcontext, CUfunction, CUgraph, CUgraphExec, CUgraphNode, CUstream};
 use crate::error::{Error, ErrorKind, Result};
 use std::ffi::c_void;
@@ -116,23 +117,26 @@ pub(crate) fn add_memcpy(
     Ok(n)
 }
 
-/// Adds a node setting `bytes` bytes at `dst` to `value`.
+/// The driver's parameters of memset `m` (one row).
+fn memset_raw(m: &Memset) -> sys::CUDA_MEMSET_NODE_PARAMS {
+    sys::CUDA_MEMSET_NODE_PARAMS {
+        dst: m.dst,
+        pitch: 0,
+        value: m.value,
+        elementSize: m.elem_size,
+        width: m.count,
+        height: 1,
+    }
+}
+
+/// Adds a node running memset `m`.
 pub(crate) fn add_memset(
     g: CUgraph,
     deps: &[CUgraphNode],
-    dst: u64,
-    value: u8,
-    bytes: usize,
+    m: &Memset,
     ctx: CUcontext,
 ) -> Result<CUgraphNode> {
-    let p = sys::CUDA_MEMSET_NODE_PARAMS {
-        dst,
-        pitch: 0,
-        value: value as u32,
-        elementSize: 1,
-        width: bytes,
-        height: 1,
-    };
+    let p = memset_raw(m);
     let mut n = std::ptr::null_mut();
     check(
         // SAFETY: reads the params.
@@ -253,11 +257,7 @@ pub(crate) enum RawNode {
         src: u64,
         bytes: usize,
     },
-    Memset {
-        dst: u64,
-        value: u8,
-        bytes: usize,
-    },
+    Memset(Memset),
     Host {
         f: Option<HostFn>,
         user_data: *mut c_void,
@@ -321,11 +321,12 @@ pub(crate) fn read_node(n: CUgraphNode) -> Result<RawNode> {
                 unsafe { sys::cuGraphMemsetNodeGetParams(n, &mut p) },
                 "cuGraphMemsetNodeGetParams",
             )?;
-            RawNode::Memset {
+            RawNode::Memset(Memset {
                 dst: p.dst,
-                value: p.value as u8,
-                bytes: p.width * p.elementSize as usize * p.height.max(1),
-            }
+                value: p.value,
+                elem_size: p.elementSize,
+                count: p.width * p.height.max(1),
+            })
         }
         T::CU_GRAPH_NODE_TYPE_HOST => {
             let mut p = sys::CUDA_HOST_NODE_PARAMS {
@@ -483,19 +484,10 @@ pub(crate) fn exec_set_memcpy(
 pub(crate) fn exec_set_memset(
     e: CUgraphExec,
     n: CUgraphNode,
-    dst: u64,
-    value: u8,
-    bytes: usize,
+    m: &Memset,
     ctx: CUcontext,
 ) -> Result<()> {
-    let p = sys::CUDA_MEMSET_NODE_PARAMS {
-        dst,
-        pitch: 0,
-        value: value as u32,
-        elementSize: 1,
-        width: bytes,
-        height: 1,
-    };
+    let p = memset_raw(m);
     check(
         // SAFETY: n is a memset node of the graph e was made from.
         unsafe { sys::cuGraphExecMemsetNodeSetParams(e, n, &p, ctx) },

@@ -2,7 +2,7 @@
 //! the virtual memory management calls that back graphcore's pools.
 
 use super::{check, sys, CUdevice, CUdeviceptr, CUstream};
-use crate::error::Result;
+use crate::error::{ensure_arg, Result};
 use std::ffi::c_void;
 
 /// Allocates `bytes` of pinned, portable host memory.
@@ -32,13 +32,71 @@ pub(crate) fn copy_async(dst: u64, src: u64, bytes: usize, s: CUstream) -> Resul
     )
 }
 
-/// Sets `bytes` bytes at `dst` to `value` on `s`.
-pub(crate) fn set_async(dst: u64, value: u8, bytes: usize, s: CUstream) -> Result<()> {
-    check(
-        // SAFETY: the caller vouches for the range.
-        unsafe { sys::cuMemsetD8Async(dst, value, bytes, s) },
-        "cuMemsetD8Async",
-    )
+/// A memset: `count` elements of `elem_size` bytes (1, 2 or 4) at `dst`,
+/// each set to the low `elem_size` bytes of `value`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Memset {
+    pub dst: u64,
+    pub value: u32,
+    pub elem_size: u32,
+    pub count: usize,
+}
+
+impl Memset {
+    /// Checks a memset's shape (pure): `dst` is not NULL and is aligned to
+    /// `elem_size`, which is 1, 2 or 4; `value` fits in an element; the
+    /// byte count does not overflow.
+    pub(crate) fn new(dst: u64, value: u32, elem_size: u32, count: usize) -> Result<Memset> {
+        ensure_arg!(dst != 0, "`dst` is NULL");
+        ensure_arg!(
+            matches!(elem_size, 1 | 2 | 4),
+            "`elem_size` is {elem_size}; it must be 1, 2 or 4"
+        );
+        ensure_arg!(
+            dst % elem_size as u64 == 0,
+            "`dst` (0x{dst:x}) is not aligned to the element size ({elem_size} bytes)"
+        );
+        ensure_arg!(
+            elem_size == 4 || value >> (8 * elem_size) == 0,
+            "`value` 0x{value:x} does not fit in a {elem_size}-byte element"
+        );
+        ensure_arg!(
+            count.checked_mul(elem_size as usize).is_some(),
+            "{count} elements of {elem_size} bytes overflow the address space"
+        );
+        Ok(Memset {
+            dst,
+            value,
+            elem_size,
+            count,
+        })
+    }
+
+    /// The bytes it sets.
+    pub(crate) fn bytes(&self) -> usize {
+        self.count * self.elem_size as usize
+    }
+}
+
+/// Runs memset `m` on `s`.
+pub(crate) fn set_async(m: &Memset, s: CUstream) -> Result<()> {
+    match m.elem_size {
+        1 => check(
+            // SAFETY: the caller vouches for the range.
+            unsafe { sys::cuMemsetD8Async(m.dst, m.value as u8, m.count, s) },
+            "cuMemsetD8Async",
+        ),
+        2 => check(
+            // SAFETY: the caller vouches for the range.
+            unsafe { sys::cuMemsetD16Async(m.dst, m.value as u16, m.count, s) },
+            "cuMemsetD16Async",
+        ),
+        _ => check(
+            // SAFETY: the caller vouches for the range.
+            unsafe { sys::cuMemsetD32Async(m.dst, m.value, m.count, s) },
+            "cuMemsetD32Async",
+        ),
+    }
 }
 
 /// Where a pointer's memory lives, as far as CUDA knows.
@@ -168,4 +226,33 @@ pub(crate) fn map(va: CUdeviceptr, bytes: u64, h: PhysHandle, dev: CUdevice) -> 
 pub(crate) fn unmap(va: CUdeviceptr, bytes: u64) {
     // SAFETY: the range is mapped and no longer used by the device.
     unsafe { sys::cuMemUnmap(va, bytes as usize) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Memset;
+    use crate::error::ErrorKind;
+
+    #[test]
+    fn memsets_check_their_shape() {
+        let m = Memset::new(0x1000, 0xbeef, 2, 8).unwrap();
+        assert_eq!(m.bytes(), 16);
+        assert_eq!(Memset::new(0x1000, 0xdead_beef, 4, 3).unwrap().bytes(), 12);
+        assert_eq!(Memset::new(0x1001, 0xff, 1, 0).unwrap().bytes(), 0);
+        let refused = [
+            (0, 0, 1, 1, "NULL"),
+            (0x1000, 0, 3, 1, "1, 2 or 4"),
+            (0x1000, 0, 8, 1, "1, 2 or 4"),
+            (0x1001, 0, 2, 1, "not aligned"),
+            (0x1002, 0, 4, 1, "not aligned"),
+            (0x1000, 0x100, 1, 1, "does not fit"),
+            (0x1000, 0x1_0000, 2, 1, "does not fit"),
+            (0x1000, 0, 4, usize::MAX / 2, "overflow"),
+        ];
+        for (dst, value, size, count, why) in refused {
+            let e = Memset::new(dst, value, size, count).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{why}");
+            assert!(e.message().contains(why), "{}", e.message());
+        }
+    }
 }

@@ -2,6 +2,7 @@
 
 use super::{check, sys, CUevent, CUgraph, CUstream};
 use crate::error::Result;
+use std::ffi::c_void;
 
 /// Creates a non-blocking stream in the current context.
 pub(crate) fn create() -> Result<CUstream> {
@@ -51,18 +52,78 @@ pub(crate) fn event_destroy(e: CUevent) -> Result<()> {
     check(unsafe { sys::cuEventDestroy_v2(e) }, "cuEventDestroy")
 }
 
-/// Records `e` on `s`.
-pub(crate) fn event_record(e: CUevent, s: CUstream) -> Result<()> {
-    // SAFETY: live event and stream.
-    check(unsafe { sys::cuEventRecord(e, s) }, "cuEventRecord")
+/// Records `e` on `s`. With `external` (valid only while `s` captures),
+/// the capture gets an event record node: each replay records `e`.
+pub(crate) fn event_record(e: CUevent, s: CUstream, external: bool) -> Result<()> {
+    let flags = if external {
+        sys::CUevent_record_flags::CU_EVENT_RECORD_EXTERNAL as u32
+    } else {
+        sys::CUevent_record_flags::CU_EVENT_RECORD_DEFAULT as u32
+    };
+    check(
+        // SAFETY: live event and stream.
+        unsafe { sys::cuEventRecordWithFlags(e, s, flags) },
+        "cuEventRecordWithFlags",
+    )
 }
 
-/// Makes `s` wait for the work recorded in `e`.
-pub(crate) fn wait_event(s: CUstream, e: CUevent) -> Result<()> {
+/// Makes `s` wait for the work recorded in `e`. With `external` (valid only
+/// while `s` captures), the capture gets an event wait node: each replay
+/// waits for `e`'s latest record.
+pub(crate) fn wait_event(s: CUstream, e: CUevent, external: bool) -> Result<()> {
+    let flags = if external {
+        sys::CUevent_wait_flags::CU_EVENT_WAIT_EXTERNAL as u32
+    } else {
+        sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT as u32
+    };
     check(
         // SAFETY: live stream and event.
-        unsafe { sys::cuStreamWaitEvent(s, e, 0) },
+        unsafe { sys::cuStreamWaitEvent(s, e, flags) },
         "cuStreamWaitEvent",
+    )
+}
+
+/// Blocks until the work recorded in `e` is done.
+pub(crate) fn event_synchronize(e: CUevent) -> Result<()> {
+    check(
+        // SAFETY: live event.
+        unsafe { sys::cuEventSynchronize(e) },
+        "cuEventSynchronize",
+    )
+}
+
+/// True when the work recorded in `e` is done (or `e` was never recorded).
+pub(crate) fn event_query(e: CUevent) -> Result<bool> {
+    // SAFETY: live event.
+    let r = unsafe { sys::cuEventQuery(e) };
+    if r == sys::CUresult::CUDA_ERROR_NOT_READY {
+        return Ok(false);
+    }
+    check(r, "cuEventQuery").map(|()| true)
+}
+
+/// Milliseconds between two completed records of timing events.
+pub(crate) fn event_elapsed_ms(start: CUevent, end: CUevent) -> Result<f32> {
+    let mut ms = 0f32;
+    check(
+        // SAFETY: live events; writes one float.
+        unsafe { sys::cuEventElapsedTime(&mut ms, start, end) },
+        "cuEventElapsedTime",
+    )?;
+    Ok(ms)
+}
+
+/// Enqueues a call of `f(user_data)` on a CPU thread of the driver, after
+/// the work enqueued on `s` so far (captured as a host node).
+pub(crate) fn launch_host_func(
+    s: CUstream,
+    f: crate::HostFn,
+    user_data: *mut c_void,
+) -> Result<()> {
+    check(
+        // SAFETY: live stream; the caller vouches for `f` with `user_data`.
+        unsafe { sys::cuLaunchHostFunc(s, Some(f), user_data) },
+        "cuLaunchHostFunc",
     )
 }
 

@@ -124,12 +124,14 @@ pub enum NodeKind {
         /// Which way it copies.
         direction: Direction,
     },
-    /// Setting `bytes` bytes to `value`.
+    /// Setting `bytes` bytes, in elements of `elem_size` bytes, to `value`.
     Memset {
         /// Destination address.
         dst: u64,
-        /// Byte value.
-        value: u8,
+        /// Element value (its low `elem_size` bytes).
+        value: u32,
+        /// Bytes per element: 1, 2 or 4.
+        elem_size: u32,
         /// Bytes set.
         bytes: usize,
     },

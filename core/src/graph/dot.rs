@@ -26,8 +26,14 @@ fn label(kind: &NodeKind) -> String {
             ..
         } => format!("memcpy {direction}\\n{}", bytes(*n)),
         NodeKind::Memset {
-            bytes: n, value, ..
-        } => format!("memset 0x{value:02x}\\n{}", bytes(*n)),
+            bytes: n,
+            value,
+            elem_size,
+            ..
+        } => {
+            let w = 2 * *elem_size as usize;
+            format!("memset 0x{value:0w$x}\\n{}", bytes(*n))
+        }
         NodeKind::Host => "host callback".into(),
         NodeKind::Child { nodes } => format!("child graph\\n{nodes} nodes"),
         NodeKind::Empty => "empty".into(),
@@ -113,5 +119,20 @@ mod tests {
         // Names with quotes and backslashes stay valid DOT strings.
         let odd = to_dot(&g, "a\"b\\");
         assert!(odd.starts_with("digraph \"a\\\"b\\\\\" {"), "{odd}");
+    }
+
+    #[test]
+    fn memsets_show_their_value_at_the_element_width() {
+        let label_of = |value, elem_size| {
+            label(&NodeKind::Memset {
+                dst: 1,
+                value,
+                elem_size,
+                bytes: 4096,
+            })
+        };
+        assert_eq!(label_of(0xab, 1), "memset 0xab\\n4 KiB");
+        assert_eq!(label_of(0xbe, 2), "memset 0x00be\\n4 KiB");
+        assert_eq!(label_of(0xdead_beef, 4), "memset 0xdeadbeef\\n4 KiB");
     }
 }

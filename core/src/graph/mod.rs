@@ -12,10 +12,11 @@ pub use dot::to_dot;
 
 use crate::context::Context;
 use crate::driver::graph::{self as dg, KernelParams, RawNode};
-use crate::driver::memory::{memory_kind, MemoryKind};
-use crate::driver::owned::{Nodes, Owned};
+use crate::driver::memory::{memory_kind, MemoryKind, Memset};
+use crate::driver::owned::{Nodes, Owned, Shared};
 use crate::driver::{CUgraph, CUgraphNode};
 use crate::error::{ensure_arg, Error, Result};
+use crate::event::Event;
 use crate::lock::lock;
 use crate::module::{Function, LaunchConfig};
 use crate::pool::{check_pool_range, GraphMemory};
@@ -56,10 +57,12 @@ struct GraphInner {
 /// What the graph's lock guards: the CUDA graph and everything describing
 /// it. Two graph locks are held at once only by [`lock_in_order`].
 pub(crate) struct GraphState {
+    /// The CUDA graph when graphcore destroys it (`None` for a borrowed
+    /// one). Destroyed first (fields drop in order), before the functions
+    /// and memory its nodes use.
+    owned: Option<Owned<CUgraph>>,
     /// The CUDA graph (driver calls on it or its nodes hold the lock).
-    /// Destroyed first (fields drop in order), before the functions and
-    /// memory its nodes use.
-    raw: Owned<CUgraph>,
+    raw: Shared<CUgraph>,
     /// Shared with the execs instantiated from the graph (copied when the
     /// graph changes while they hold it).
     pub(crate) desc: Arc<GraphDesc>,
@@ -68,6 +71,8 @@ pub(crate) struct GraphState {
     functions: Vec<Function>,
     /// Pool memory held by this graph's capture and its child graphs'.
     memory: Vec<Arc<GraphMemory>>,
+    /// Events its (and its child graphs') event nodes record or wait on.
+    events: Vec<Event>,
 }
 
 impl GraphState {
@@ -149,54 +154,98 @@ impl Graph {
         Ok(Self::wrap(
             ctx,
             GraphState {
-                raw,
+                raw: Shared::new(raw.raw()),
+                owned: Some(raw),
                 desc: Arc::new(GraphDesc::new()),
                 nodes: Nodes::default(),
                 functions: Vec::new(),
                 memory: Vec::new(),
+                events: Vec::new(),
             },
         ))
     }
 
-    /// Wraps a graph CUDA captured, reading its nodes and edges back.
+    /// Wraps a graph CUDA captured, reading its nodes and edges back; it
+    /// keeps `events` (those of its event nodes) alive.
     pub(crate) fn from_captured(
         ctx: &Context,
         raw: CUgraph,
         memory: Option<GraphMemory>,
+        events: Vec<Event>,
     ) -> Result<Graph> {
-        let owned = Owned::new(raw, ctx.primary());
-        let read = || -> Result<(GraphDesc, Vec<CUgraphNode>)> {
-            let nodes = dg::nodes(raw)?;
-            let index: HashMap<CUgraphNode, usize> =
-                nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
-            let mut deps = vec![Vec::new(); nodes.len()];
-            for (from, to) in dg::edges(raw)? {
-                deps[index[&to]].push(index[&from]);
-            }
-            // Edges may point backwards in CUDA's listing: add nodes in a
-            // topological order, then renumber.
-            let order = topological(&deps);
-            let mut desc = GraphDesc::new();
-            let mut new_index = vec![0usize; nodes.len()];
-            let mut ordered = Vec::with_capacity(nodes.len());
-            for &i in &order {
-                let kind = describe(ctx, dg::read_node(nodes[i])?)?;
-                let d: Vec<usize> = deps[i].iter().map(|&j| new_index[j]).collect();
-                new_index[i] = desc.push(kind, &d);
-                ordered.push(nodes[i]);
-            }
-            Ok((desc, ordered))
-        };
         // On failure, dropping `owned` destroys the graph.
-        let (desc, ordered) = read()?;
+        let owned = Owned::new(raw, ctx.primary());
+        let (desc, ordered) = read(ctx, raw)?;
         Ok(Self::wrap(
             ctx,
             GraphState {
-                raw: owned,
+                owned: Some(owned),
+                raw: Shared::new(raw),
                 desc: Arc::new(desc),
                 nodes: ordered.into(),
                 functions: Vec::new(),
                 memory: memory.map(Arc::new).into_iter().collect(),
+                events,
+            },
+        ))
+    }
+
+    /// Wraps a `CUgraph` (a `cudaGraph_t`) made outside graphcore, reading
+    /// its nodes and edges back as a captured graph's are. With `adopt`,
+    /// graphcore destroys it when the last value using it goes (also when
+    /// this fails); otherwise the caller keeps it alive and destroys it.
+    ///
+    /// # Safety
+    /// `raw` must be a live graph of `ctx`'s device. Borrowed, it must stay
+    /// alive while this value (or an exec made from it) is used; adopted,
+    /// nothing else may destroy it. Either way it must not be changed
+    /// outside graphcore afterwards (the description would go stale), and
+    /// whatever its nodes use (functions, memory) is the caller's to keep
+    /// alive.
+    pub unsafe fn wrap_raw(ctx: &Context, raw: CUgraph, adopt: bool) -> Result<Graph> {
+        ensure_arg!(!raw.is_null(), "`raw` is NULL");
+        // Adopted first, so that a failure below destroys it too.
+        let owned = adopt.then(|| Owned::new(raw, ctx.primary()));
+        ctx.bind()?;
+        let (desc, ordered) = read(ctx, raw)?;
+        Ok(Self::wrap(
+            ctx,
+            GraphState {
+                owned,
+                raw: Shared::new(raw),
+                desc: Arc::new(desc),
+                nodes: ordered.into(),
+                functions: Vec::new(),
+                memory: Vec::new(),
+                events: Vec::new(),
+            },
+        ))
+    }
+
+    /// A new graph with the same nodes, parameters and edges (CUDA's
+    /// clone), numbered as this one's. It keeps this graph's functions,
+    /// pool memory and events alive too; later changes to either graph leave the other
+    /// as it is.
+    pub fn duplicate(&self) -> Result<Graph> {
+        let ctx = &self.inner.ctx;
+        let st = self.state();
+        ctx.bind()?;
+        let raw = Owned::new(dg::clone(st.raw())?, ctx.primary());
+        let nodes = st
+            .nodes
+            .iter()
+            .map(|&n| dg::find_in_clone(n, raw.raw()))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self::wrap(
+            ctx,
+            GraphState {
+                raw: Shared::new(raw.raw()),
+                owned: Some(raw),
+                desc: Arc::clone(&st.desc),
+                nodes: nodes.into(),
+                functions: st.functions.clone(),
+                memory: st.memory.clone(),
+                events: st.events.clone(),
             },
         ))
     }
@@ -215,6 +264,12 @@ impl Graph {
     /// calls on it must not overlap graphcore's calls on this graph.
     pub fn raw(&self) -> CUgraph {
         self.state().raw()
+    }
+
+    /// True when the caller owns the CUDA graph ([`Graph::wrap_raw`]
+    /// without adopting it).
+    pub fn is_borrowed(&self) -> bool {
+        self.state().owned.is_none()
     }
 
     pub(crate) fn state(&self) -> MutexGuard<'_, GraphState> {
@@ -352,11 +407,11 @@ impl Graph {
         Ok(self.push(&mut st, kind, &idx, raw))
     }
 
-    /// Adds a node setting `bytes` bytes of device memory at `dst` to `value`.
+    /// Adds a node setting `bytes` bytes of device memory at `dst` to
+    /// `value`: [`add_memset_elements`](Self::add_memset_elements) of bytes.
     ///
     /// # Safety
-    /// `dst` must be device memory valid for `bytes` bytes whenever the
-    /// graph (or an exec made from it) runs.
+    /// As for [`add_memset_elements`](Self::add_memset_elements).
     pub unsafe fn add_memset(
         &self,
         dst: u64,
@@ -364,18 +419,37 @@ impl Graph {
         bytes: usize,
         deps: &[Node],
     ) -> Result<Node> {
-        ensure_arg!(dst != 0, "`dst` is NULL");
-        ensure_arg!(bytes > 0, "a memset node of 0 bytes");
+        // SAFETY: this function's contract is the callee's.
+        unsafe { self.add_memset_elements(dst, value as u32, 1, bytes, deps) }
+    }
+
+    /// Adds a node setting `count` elements of `elem_size` bytes (1, 2 or
+    /// 4) of device memory at `dst` to `value`. `dst` must be aligned to
+    /// `elem_size` and `value` must fit in an element.
+    ///
+    /// # Safety
+    /// `dst` must be device memory valid for `count * elem_size` bytes
+    /// whenever the graph (or an exec made from it) runs.
+    pub unsafe fn add_memset_elements(
+        &self,
+        dst: u64,
+        value: u32,
+        elem_size: u32,
+        count: usize,
+        deps: &[Node],
+    ) -> Result<Node> {
+        let m = Memset::new(dst, value, elem_size, count)?;
+        ensure_arg!(count > 0, "a memset node of 0 elements");
         self.inner.ctx.bind()?;
         ensure_arg!(
             memory_kind(dst) == MemoryKind::Device,
             "`dst` (0x{dst:x}) is not device memory"
         );
-        check_pool_range(&self.inner.ctx, "dst", dst, bytes)?;
+        check_pool_range(&self.inner.ctx, "dst", dst, m.bytes())?;
         let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
-        let raw = dg::add_memset(st.raw(), &raw_deps, dst, value, bytes, self.inner.ctx.raw())?;
-        Ok(self.push(&mut st, NodeKind::Memset { dst, value, bytes }, &idx, raw))
+        let raw = dg::add_memset(st.raw(), &raw_deps, &m, self.inner.ctx.raw())?;
+        Ok(self.push(&mut st, memset_kind(&m), &idx, raw))
     }
 
     /// Adds a node calling `f(user_data)` on a CPU thread when it runs.
@@ -418,6 +492,7 @@ impl Graph {
         let raw = dg::add_child(st.raw(), &raw_deps, c.raw())?;
         st.functions.extend(c.functions.iter().cloned());
         st.memory.extend(c.memory.iter().cloned());
+        st.events.extend(c.events.iter().cloned());
         drop(c);
         Ok(self.push(&mut st, NodeKind::Child { nodes }, &idx, raw))
     }
@@ -464,6 +539,31 @@ impl Graph {
     }
 }
 
+/// Reads graph `raw`'s nodes and edges back: its description, and its
+/// nodes in the description's order (a topological one).
+fn read(ctx: &Context, raw: CUgraph) -> Result<(GraphDesc, Vec<CUgraphNode>)> {
+    let nodes = dg::nodes(raw)?;
+    let index: HashMap<CUgraphNode, usize> =
+        nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+    let mut deps = vec![Vec::new(); nodes.len()];
+    for (from, to) in dg::edges(raw)? {
+        deps[index[&to]].push(index[&from]);
+    }
+    // Edges may point backwards in CUDA's listing: add nodes in a
+    // topological order, then renumber.
+    let order = topological(&deps);
+    let mut desc = GraphDesc::new();
+    let mut new_index = vec![0usize; nodes.len()];
+    let mut ordered = Vec::with_capacity(nodes.len());
+    for &i in &order {
+        let kind = describe(ctx, dg::read_node(nodes[i])?)?;
+        let d: Vec<usize> = deps[i].iter().map(|&j| new_index[j]).collect();
+        new_index[i] = desc.push(kind, &d);
+        ordered.push(nodes[i]);
+    }
+    Ok((desc, ordered))
+}
+
 /// Describes a node CUDA reports.
 fn describe(ctx: &Context, raw: RawNode) -> Result<NodeKind> {
     Ok(match raw {
@@ -491,7 +591,7 @@ fn describe(ctx: &Context, raw: RawNode) -> Result<NodeKind> {
             bytes,
             direction: direction(memory_kind(dst), memory_kind(src)),
         },
-        RawNode::Memset { dst, value, bytes } => NodeKind::Memset { dst, value, bytes },
+        RawNode::Memset(m) => memset_kind(&m),
         RawNode::Host { .. } => NodeKind::Host,
         RawNode::Child(g) => NodeKind::Child {
             nodes: dg::nodes(g)?.len(),
@@ -499,6 +599,16 @@ fn describe(ctx: &Context, raw: RawNode) -> Result<NodeKind> {
         RawNode::Empty => NodeKind::Empty,
         RawNode::Other(what) => NodeKind::Other(what),
     })
+}
+
+/// The description of memset `m`.
+fn memset_kind(m: &Memset) -> NodeKind {
+    NodeKind::Memset {
+        dst: m.dst,
+        value: m.value,
+        elem_size: m.elem_size,
+        bytes: m.bytes(),
+    }
 }
 
 /// A topological order of nodes given each node's dependencies (stable:
