@@ -205,6 +205,11 @@ impl Function {
         &self.inner.name
     }
 
+    /// True when both values are the same function (one handle's clones).
+    pub(crate) fn same(&self, other: &Function) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// The raw `CUfunction`.
     pub fn raw(&self) -> CUfunction {
         self.inner.raw.raw()

@@ -209,7 +209,7 @@ pub extern "C" fn gc_exec_write_dot(exec: *mut gc_exec, path: *const c_char) -> 
         let name = std::path::Path::new(p)
             .file_stem()
             .map_or("exec".into(), |s| s.to_string_lossy().into_owned());
-        std::fs::write(p, e.to_dot(&name)).map_err(|err| {
+        std::fs::write(p, e.to_dot(&name)?).map_err(|err| {
             graphcore_core::Error::invalid_argument(format!("cannot write {p}: {err}"))
         })
     })

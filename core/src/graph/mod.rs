@@ -60,20 +60,93 @@ pub(crate) struct GraphState {
     /// Destroyed first (fields drop in order), before the functions and
     /// memory its nodes use.
     raw: Owned<CUgraph>,
-    /// Shared with the execs instantiated from the graph (copied when the
-    /// graph changes while they hold it).
-    pub(crate) desc: Arc<GraphDesc>,
-    pub(crate) nodes: Nodes,
+    /// The description and nodes: from the start for a graph built node by
+    /// node; for a captured graph, read back from CUDA under the lock by the
+    /// first call that needs them ([`Graph::described`]), so ending a
+    /// capture costs what CUDA's own end does.
+    described: Option<Described>,
+    /// Number of nodes (kept with the description, and known for a captured
+    /// graph before it is read back).
+    count: usize,
     /// Functions launched by kernel nodes (kept loaded).
     functions: Vec<Function>,
     /// Pool memory held by this graph's capture and its child graphs'.
     memory: Vec<Arc<GraphMemory>>,
 }
 
+/// A graph's description, and its CUDA nodes in the description's order.
+struct Described {
+    /// Shared with the execs instantiated from the graph (copied when the
+    /// graph changes while they hold it).
+    desc: Arc<GraphDesc>,
+    nodes: Nodes,
+    /// For a captured graph read back lazily: its description as captured,
+    /// which execs instantiated before the read back stand on (see
+    /// [`Graph::captured_desc`]); `None` for a graph built node by node.
+    as_captured: Option<Arc<GraphDesc>>,
+}
+
 impl GraphState {
     /// The CUDA graph, for driver calls made under the lock.
     pub(crate) fn raw(&self) -> CUgraph {
         self.raw.raw()
+    }
+
+    /// The description and the nodes indexed as it, if they are there (a
+    /// captured graph not read back has none yet).
+    pub(crate) fn if_read(&self) -> Option<(&Arc<GraphDesc>, &Nodes)> {
+        self.described.as_ref().map(|d| (&d.desc, &d.nodes))
+    }
+
+    /// Number of nodes.
+    pub(crate) fn count(&self) -> usize {
+        self.count
+    }
+}
+
+/// A graph's locked state whose description is there: what calls that read
+/// or change the description hold ([`Graph::described`]).
+pub(crate) struct DescribedState<'a> {
+    st: MutexGuard<'a, GraphState>,
+}
+
+impl<'a> DescribedState<'a> {
+    /// The locked state `st` with its description there: a captured
+    /// graph's is read back now if no call has needed it before.
+    fn new(mut st: MutexGuard<'a, GraphState>, ctx: &Context) -> Result<Self> {
+        if st.described.is_none() {
+            st.described = Some(Graph::read_back(ctx, st.raw())?);
+        }
+        Ok(DescribedState { st })
+    }
+
+    fn described(&self) -> &Described {
+        self.st
+            .described
+            .as_ref()
+            .expect("a DescribedState is made only once described")
+    }
+
+    fn described_mut(&mut self) -> &mut Described {
+        self.st
+            .described
+            .as_mut()
+            .expect("a DescribedState is made only once described")
+    }
+
+    /// The CUDA graph, for driver calls made under the lock.
+    pub(crate) fn raw(&self) -> CUgraph {
+        self.st.raw()
+    }
+
+    /// The description (shared with execs).
+    pub(crate) fn desc(&self) -> &Arc<GraphDesc> {
+        &self.described().desc
+    }
+
+    /// The CUDA nodes, indexed as the description.
+    pub(crate) fn nodes(&self) -> &Nodes {
+        &self.described().nodes
     }
 }
 
@@ -150,55 +223,85 @@ impl Graph {
             ctx,
             GraphState {
                 raw,
-                desc: Arc::new(GraphDesc::new()),
-                nodes: Nodes::default(),
+                described: Some(Described {
+                    desc: Arc::new(GraphDesc::new()),
+                    nodes: Nodes::default(),
+                    as_captured: None,
+                }),
+                count: 0,
                 functions: Vec::new(),
                 memory: Vec::new(),
             },
         ))
     }
 
-    /// Wraps a graph CUDA captured, reading its nodes and edges back.
+    /// Wraps a graph CUDA captured. Only its node count is read now; its
+    /// nodes, edges and parameters are read back when first needed.
     pub(crate) fn from_captured(
         ctx: &Context,
         raw: CUgraph,
         memory: Option<GraphMemory>,
     ) -> Result<Graph> {
-        let owned = Owned::new(raw, ctx.primary());
-        let read = || -> Result<(GraphDesc, Vec<CUgraphNode>)> {
-            let nodes = dg::nodes(raw)?;
-            let index: HashMap<CUgraphNode, usize> =
-                nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
-            let mut deps = vec![Vec::new(); nodes.len()];
-            for (from, to) in dg::edges(raw)? {
-                deps[index[&to]].push(index[&from]);
-            }
-            // Edges may point backwards in CUDA's listing: add nodes in a
-            // topological order, then renumber.
-            let order = topological(&deps);
-            let mut desc = GraphDesc::new();
-            let mut new_index = vec![0usize; nodes.len()];
-            let mut ordered = Vec::with_capacity(nodes.len());
-            for &i in &order {
-                let kind = describe(ctx, dg::read_node(nodes[i])?)?;
-                let d: Vec<usize> = deps[i].iter().map(|&j| new_index[j]).collect();
-                new_index[i] = desc.push(kind, &d);
-                ordered.push(nodes[i]);
-            }
-            Ok((desc, ordered))
-        };
         // On failure, dropping `owned` destroys the graph.
-        let (desc, ordered) = read()?;
+        let owned = Owned::new(raw, ctx.primary());
+        let count = dg::node_count(raw)?;
         Ok(Self::wrap(
             ctx,
             GraphState {
                 raw: owned,
-                desc: Arc::new(desc),
-                nodes: ordered.into(),
+                described: None,
+                count,
                 functions: Vec::new(),
                 memory: memory.map(Arc::new).into_iter().collect(),
             },
         ))
+    }
+
+    /// Reads a captured graph's nodes and edges back: its description, and
+    /// its nodes in the description's order.
+    fn read_back(ctx: &Context, raw: CUgraph) -> Result<Described> {
+        ctx.bind()?;
+        let nodes = dg::nodes(raw)?;
+        let index: HashMap<CUgraphNode, usize> =
+            nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+        let mut deps = vec![Vec::new(); nodes.len()];
+        for (from, to) in dg::edges(raw)? {
+            deps[index[&to]].push(index[&from]);
+        }
+        // Edges may point backwards in CUDA's listing: add nodes in a
+        // topological order, then renumber.
+        let order = topological(&deps);
+        let mut desc = GraphDesc::new();
+        let mut new_index = vec![0usize; nodes.len()];
+        let mut ordered = Vec::with_capacity(nodes.len());
+        for &i in &order {
+            let kind = describe(ctx, dg::read_node(nodes[i])?)?;
+            let d: Vec<usize> = deps[i].iter().map(|&j| new_index[j]).collect();
+            new_index[i] = desc.push(kind, &d);
+            ordered.push(nodes[i]);
+        }
+        let desc = Arc::new(desc);
+        Ok(Described {
+            as_captured: Some(desc.clone()),
+            desc,
+            nodes: ordered.into(),
+        })
+    }
+
+    /// The graph's state with its description there: a captured graph is
+    /// read back now, under the lock, if no call has needed it before.
+    pub(crate) fn described(&self) -> Result<DescribedState<'_>> {
+        DescribedState::new(self.state(), &self.inner.ctx)
+    }
+
+    /// The description of a captured graph as it was captured (what an exec
+    /// instantiated from it, or updated with it, before it was read back
+    /// stands on: a graph is read back before anything changes it). For a
+    /// graph built node by node, its description now.
+    pub(crate) fn captured_desc(&self) -> Result<Arc<GraphDesc>> {
+        let st = self.described()?;
+        let d = st.described();
+        Ok(d.as_captured.as_ref().unwrap_or(&d.desc).clone())
     }
 
     /// The graph's unique id (what [`Node::graph`] holds).
@@ -223,12 +326,13 @@ impl Graph {
 
     /// Number of nodes.
     pub fn node_count(&self) -> usize {
-        self.state().desc.len()
+        self.state().count
     }
 
-    /// A copy of the graph's description.
-    pub fn desc(&self) -> GraphDesc {
-        (*self.state().desc).clone()
+    /// A copy of the graph's description (a captured graph is read back
+    /// from CUDA the first time).
+    pub fn desc(&self) -> Result<GraphDesc> {
+        Ok((**self.described()?.desc()).clone())
     }
 
     /// Pool bytes this graph holds: what its capture (and its child graphs'
@@ -243,7 +347,11 @@ impl Graph {
     }
 
     /// The raw nodes for `deps`, checking each belongs to this graph.
-    fn resolve(&self, st: &GraphState, deps: &[Node]) -> Result<(Vec<usize>, Vec<CUgraphNode>)> {
+    fn resolve(
+        &self,
+        st: &DescribedState<'_>,
+        deps: &[Node],
+    ) -> Result<(Vec<usize>, Vec<CUgraphNode>)> {
         let mut idx = Vec::with_capacity(deps.len());
         for (i, d) in deps.iter().enumerate() {
             ensure_arg!(
@@ -252,14 +360,22 @@ impl Graph {
             );
             idx.push(d.index as usize);
         }
-        st.desc.check_deps(&idx)?;
-        let raw = idx.iter().map(|&i| st.nodes[i]).collect();
+        st.desc().check_deps(&idx)?;
+        let raw = idx.iter().map(|&i| st.nodes()[i]).collect();
         Ok((idx, raw))
     }
 
-    fn push(&self, st: &mut GraphState, kind: NodeKind, deps: &[usize], raw: CUgraphNode) -> Node {
-        let index = Arc::make_mut(&mut st.desc).push(kind, deps);
-        st.nodes.push(raw);
+    fn push(
+        &self,
+        st: &mut DescribedState<'_>,
+        kind: NodeKind,
+        deps: &[usize],
+        raw: CUgraphNode,
+    ) -> Node {
+        let d = st.described_mut();
+        let index = Arc::make_mut(&mut d.desc).push(kind, deps);
+        d.nodes.push(raw);
+        st.st.count = index + 1;
         Node {
             graph: self.inner.id,
             index: index as u32,
@@ -284,7 +400,7 @@ impl Graph {
             f.context().same(&self.inner.ctx),
             "the function belongs to another context"
         );
-        let mut st = self.state();
+        let mut st = self.described()?;
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
         let params = KernelParams {
@@ -307,7 +423,10 @@ impl Graph {
             // SAFETY: as above, one valid pointer per parameter of `k`.
             args: builtin.map_or(Vec::new(), |k| unsafe { builtin_args(k, args) }),
         };
-        st.functions.push(f.clone());
+        // Consecutive nodes of one function keep it once.
+        if !st.st.functions.last().is_some_and(|g| g.same(f)) {
+            st.st.functions.push(f.clone());
+        }
         Ok(self.push(&mut st, kind, &idx, raw))
     }
 
@@ -340,7 +459,7 @@ impl Graph {
         let ctx = &self.inner.ctx;
         check_pool_range(ctx, "dst", dst, bytes)?;
         check_pool_range(ctx, "src", src, bytes)?;
-        let mut st = self.state();
+        let mut st = self.described()?;
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         let raw = dg::add_memcpy(st.raw(), &raw_deps, dst, src, bytes, self.inner.ctx.raw())?;
         let kind = NodeKind::Memcpy {
@@ -372,7 +491,7 @@ impl Graph {
             "`dst` (0x{dst:x}) is not device memory"
         );
         check_pool_range(&self.inner.ctx, "dst", dst, bytes)?;
-        let mut st = self.state();
+        let mut st = self.described()?;
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         let raw = dg::add_memset(st.raw(), &raw_deps, dst, value, bytes, self.inner.ctx.raw())?;
         Ok(self.push(&mut st, NodeKind::Memset { dst, value, bytes }, &idx, raw))
@@ -388,7 +507,7 @@ impl Graph {
         user_data: *mut c_void,
         deps: &[Node],
     ) -> Result<Node> {
-        let mut st = self.state();
+        let mut st = self.described()?;
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
         let raw = dg::add_host(st.raw(), &raw_deps, f, user_data)?;
@@ -407,24 +526,25 @@ impl Graph {
             "the child graph belongs to another context"
         );
         // CUDA reads the child while it copies it: both locks are held.
-        let (mut st, c) = lock_in_order(
+        let (st, c) = lock_in_order(
             (&self.inner.state, self.inner.id),
             (&child.inner.state, child.inner.id),
         );
-        let nodes = c.desc.len();
+        let nodes = c.count;
         ensure_arg!(nodes > 0, "the child graph has no nodes");
+        let mut st = DescribedState::new(st, &self.inner.ctx)?;
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
         let raw = dg::add_child(st.raw(), &raw_deps, c.raw())?;
-        st.functions.extend(c.functions.iter().cloned());
-        st.memory.extend(c.memory.iter().cloned());
+        st.st.functions.extend(c.functions.iter().cloned());
+        st.st.memory.extend(c.memory.iter().cloned());
         drop(c);
         Ok(self.push(&mut st, NodeKind::Child { nodes }, &idx, raw))
     }
 
     /// Adds a node that does nothing: a join point for dependencies.
     pub fn add_empty(&self, deps: &[Node]) -> Result<Node> {
-        let mut st = self.state();
+        let mut st = self.described()?;
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
         let raw = dg::add_empty(st.raw(), &raw_deps)?;
@@ -440,18 +560,19 @@ impl Graph {
                 "`{name}` is a node of another graph"
             );
         }
-        let mut st = self.state();
+        let mut st = self.described()?;
         let (f, t) = (from.index as usize, to.index as usize);
-        st.desc.check_edge(f, t)?;
+        st.desc().check_edge(f, t)?;
         self.inner.ctx.bind()?;
-        dg::add_dependency(st.raw(), st.nodes[f], st.nodes[t])?;
-        Arc::make_mut(&mut st.desc).add_edge(f, t);
+        dg::add_dependency(st.raw(), st.nodes()[f], st.nodes()[t])?;
+        Arc::make_mut(&mut st.described_mut().desc).add_edge(f, t);
         Ok(())
     }
 
-    /// The graph in Graphviz DOT.
-    pub fn to_dot(&self, name: &str) -> String {
-        to_dot(&self.state().desc, name)
+    /// The graph in Graphviz DOT (a captured graph is read back from CUDA
+    /// the first time).
+    pub fn to_dot(&self, name: &str) -> Result<String> {
+        Ok(to_dot(self.described()?.desc(), name))
     }
 
     /// Writes the graph in Graphviz DOT to `path`.
@@ -459,7 +580,7 @@ impl Graph {
         let name = path
             .file_stem()
             .map_or("graph".into(), |s| s.to_string_lossy().into_owned());
-        std::fs::write(path, self.to_dot(&name))
+        std::fs::write(path, self.to_dot(&name)?)
             .map_err(|e| Error::invalid_argument(format!("cannot write {}: {e}", path.display())))
     }
 }
@@ -494,7 +615,7 @@ fn describe(ctx: &Context, raw: RawNode) -> Result<NodeKind> {
         RawNode::Memset { dst, value, bytes } => NodeKind::Memset { dst, value, bytes },
         RawNode::Host { .. } => NodeKind::Host,
         RawNode::Child(g) => NodeKind::Child {
-            nodes: dg::nodes(g)?.len(),
+            nodes: dg::node_count(g)?,
         },
         RawNode::Empty => NodeKind::Empty,
         RawNode::Other(what) => NodeKind::Other(what),
