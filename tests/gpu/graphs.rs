@@ -383,6 +383,85 @@ fn update_and_set_args_change_results() {
     );
 }
 
+/// A captured graph is read back only when a call needs its nodes: an exec
+/// made or updated before that stands on the graph as captured, even after
+/// nodes are added to it; updates with read and unread graphs work either
+/// way (whole, or node by node), and refusals still name the difference.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn captured_graphs_are_read_back_on_demand() {
+    let c = ctx();
+    let s = Stream::new(&c).unwrap();
+    let p = pool(&c);
+    let n = 1000;
+    let buf = p.alloc(n as u64 * 4).unwrap();
+    let x = random(seed(), n);
+    let build = |alphas: &[f32]| {
+        graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
+        for &a in alphas {
+            scale(&s, buf, buf, n, a);
+        }
+        graphcore_core::end_capture(&s).unwrap()
+    };
+    let check = |e: &Exec, factor: f32| {
+        upload(&s, buf, &x);
+        e.launch(&s).unwrap();
+        let want: Vec<f32> = x.iter().map(|v| v * factor).collect();
+        assert_eq!(download(&s, buf, n), want, "factor {factor}");
+    };
+    let shapes = |dot: String| dot.lines().filter(|l| l.contains("[shape=")).count();
+    let g = build(&[2.0, 1.0, 1.0, 1.0]);
+    assert_eq!(g.node_count(), 4);
+    let e = Exec::new(&g, 0).unwrap();
+    check(&e, 2.0);
+
+    // A node added to the source later: the exec keeps the graph as captured.
+    let last = graphcore_core::Node {
+        graph: g.id(),
+        index: 3,
+    };
+    g.add_empty(&[last]).unwrap();
+    assert_eq!(g.node_count(), 5);
+    assert_eq!(e.stats().graph_nodes, 4);
+    assert_eq!(shapes(e.to_dot("e").unwrap()), 4);
+
+    // Unread: a whole update. Read, after an unread one: whole again.
+    e.update(&build(&[-1.0, 1.0, 1.0, 1.0])).unwrap();
+    check(&e, -1.0);
+    let read = build(&[4.0, 1.0, 1.0, 1.0]);
+    assert_eq!(shapes(read.to_dot("read").unwrap()), 4);
+    e.update(&read).unwrap();
+    check(&e, 4.0);
+    // Both read, one node changed: node by node.
+    let again = build(&[4.0, 1.0, 1.0, 2.0]);
+    assert_eq!(again.desc().unwrap().len(), 4);
+    e.update(&again).unwrap();
+    check(&e, 8.0);
+
+    // Another topology, unread: refused, naming the node counts.
+    let err = e.update(&build(&[1.0, 1.0, 1.0])).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::UpdateMismatch);
+    assert!(err.message().contains("3 nodes"), "{}", err.message());
+    check(&e, 8.0);
+
+    // set_kernel_args on node 0 of the source (read back by now): alpha 16
+    // (times 2 at the last node).
+    let node = graphcore_core::Node {
+        graph: g.id(),
+        index: 0,
+    };
+    let (mut y, mut xx, mut nn, mut alpha) = (buf, buf, n as u64, 16f32);
+    let mut args = [
+        &mut y as *mut u64 as *mut c_void,
+        &mut xx as *mut u64 as *mut c_void,
+        &mut nn as *mut u64 as *mut c_void,
+        &mut alpha as *mut f32 as *mut c_void,
+    ];
+    // SAFETY: the args match gc_scale_f32(y, x, n, alpha).
+    unsafe { e.set_kernel_args(node, args.as_mut_ptr()).unwrap() };
+    check(&e, 32.0);
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn eight_threads_replay_eight_execs_concurrently() {
