@@ -360,7 +360,7 @@ impl Exec {
                 };
                 if *func != old {
                     let name = match kind {
-                        NodeKind::Kernel { name, .. } => name.as_str(),
+                        NodeKind::Kernel { name, .. } => &**name,
                         _ => "?",
                     };
                     return Err(Error::new(

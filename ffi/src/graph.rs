@@ -65,18 +65,29 @@ impl From<gc_node> for Node {
     }
 }
 
-fn deps(p: *const gc_node, n: usize) -> graphcore_core::Result<Vec<Node>> {
+// gc_node and core's Node are both `#[repr(C)]` { u64, u32 }: the caller's
+// array is read in place.
+const _: () = assert!(
+    std::mem::size_of::<gc_node>() == std::mem::size_of::<Node>()
+        && std::mem::align_of::<gc_node>() == std::mem::align_of::<Node>()
+        && std::mem::offset_of!(gc_node, graph) == std::mem::offset_of!(Node, graph)
+        && std::mem::offset_of!(gc_node, index) == std::mem::offset_of!(Node, index)
+);
+
+/// The caller's `n` dependencies at `p`, read in place.
+fn deps<'a>(p: *const gc_node, n: usize) -> graphcore_core::Result<&'a [Node]> {
     if n == 0 {
-        return Ok(Vec::new());
+        return Ok(&[]);
     }
     if p.is_null() {
         return Err(Error::invalid_argument(format!(
             "`deps` is NULL but `ndeps` is {n}"
         )));
     }
-    // SAFETY: the caller passes `n` readable nodes.
-    let s: &[gc_node] = unsafe { std::slice::from_raw_parts(p, n) };
-    Ok(s.iter().map(|&d| d.into()).collect())
+    // SAFETY: the caller passes `n` readable nodes, unchanged during the
+    // call; gc_node and Node have one layout (`#[repr(C)]`, the same fields at the
+    // same offsets, checked above).
+    Ok(unsafe { std::slice::from_raw_parts(p.cast::<Node>(), n) })
 }
 
 /// Writes the new node if the caller asked for it (`node` may be NULL).
@@ -131,7 +142,7 @@ pub extern "C" fn gc_graph_add_kernel(
         let d = self::deps(deps, ndeps)?;
         let cfg = launch_config(grid, block, shared_bytes);
         // SAFETY: the caller passes one pointer per parameter, as documented.
-        let n = unsafe { g.add_kernel(&f, &cfg, args, &d) }?;
+        let n = unsafe { g.add_kernel(&f, &cfg, args, d) }?;
         emit(node, n);
         Ok(())
     })
@@ -159,7 +170,7 @@ pub extern "C" fn gc_graph_add_memcpy(
         let deps = self::deps(deps, ndeps)?;
         // SAFETY: the caller's promise (this function's doc): `dst` and `src`
         // are valid for `bytes` bytes whenever the graph runs.
-        let n = unsafe { g.add_memcpy(dst as u64, src as u64, bytes, &deps) }?;
+        let n = unsafe { g.add_memcpy(dst as u64, src as u64, bytes, deps) }?;
         emit(node, n);
         Ok(())
     })
@@ -187,7 +198,7 @@ pub extern "C" fn gc_graph_add_memset(
         let deps = self::deps(deps, ndeps)?;
         // SAFETY: the caller's promise (this function's doc): `dst` is device
         // memory valid for `bytes` bytes whenever the graph runs.
-        let n = unsafe { g.add_memset(dst as u64, value as u8, bytes, &deps) }?;
+        let n = unsafe { g.add_memset(dst as u64, value as u8, bytes, deps) }?;
         emit(node, n);
         Ok(())
     })
@@ -217,7 +228,7 @@ pub extern "C" fn gc_graph_add_host(
         let g = self::graph(graph, "graph")?;
         let f = func.ok_or_else(|| Error::invalid_argument("`func` is NULL"))?;
         // SAFETY: the caller vouches for fn and user_data, as documented.
-        let n = unsafe { g.add_host(f, user_data, &self::deps(deps, ndeps)?) }?;
+        let n = unsafe { g.add_host(f, user_data, self::deps(deps, ndeps)?) }?;
         emit(node, n);
         Ok(())
     })
@@ -240,7 +251,7 @@ pub extern "C" fn gc_graph_add_child(
     boundary("gc_graph_add_child", || {
         let g = self::graph(graph, "graph")?;
         let c = self::graph(child, "child")?;
-        let n = g.add_child(&c, &self::deps(deps, ndeps)?)?;
+        let n = g.add_child(&c, self::deps(deps, ndeps)?)?;
         emit(node, n);
         Ok(())
     })
@@ -259,7 +270,7 @@ pub extern "C" fn gc_graph_add_empty(
 ) -> gc_status {
     boundary("gc_graph_add_empty", || {
         let g = self::graph(graph, "graph")?;
-        let n = g.add_empty(&self::deps(deps, ndeps)?)?;
+        let n = g.add_empty(self::deps(deps, ndeps)?)?;
         emit(node, n);
         Ok(())
     })

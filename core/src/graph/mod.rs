@@ -27,7 +27,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A node of a graph: which graph, and its index there (nodes are numbered
 /// in the order they were added, or, for captured graphs, as CUDA lists
-/// them).
+/// them). `#[repr(C)]`: laid out as the C API's `gc_node`.
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Node {
     /// The id of the graph the node belongs to.
@@ -147,6 +148,31 @@ impl<'a> DescribedState<'a> {
     /// The CUDA nodes, indexed as the description.
     pub(crate) fn nodes(&self) -> &Nodes {
         &self.described().nodes
+    }
+}
+
+/// Dependencies of a new node whose raw nodes are kept inline (no
+/// allocation for the driver call): a chain's one, a join's few.
+const INLINE_DEPS: usize = 4;
+
+/// A new node's dependencies, checked: their indices (kept in the
+/// description) and their CUDA nodes (for the driver call).
+struct Deps {
+    idx: Vec<usize>,
+    /// The raw nodes when there are at most [`INLINE_DEPS`].
+    inline: [CUgraphNode; INLINE_DEPS],
+    /// The raw nodes when there are more.
+    spilled: Vec<CUgraphNode>,
+}
+
+impl Deps {
+    /// The CUDA nodes, in order.
+    fn raw(&self) -> &[CUgraphNode] {
+        if self.idx.len() <= INLINE_DEPS {
+            &self.inline[..self.idx.len()]
+        } else {
+            &self.spilled
+        }
     }
 }
 
@@ -277,7 +303,7 @@ impl Graph {
         for &i in &order {
             let kind = describe(ctx, dg::read_node(nodes[i])?)?;
             let d: Vec<usize> = deps[i].iter().map(|&j| new_index[j]).collect();
-            new_index[i] = desc.push(kind, &d);
+            new_index[i] = desc.push(kind, d);
             ordered.push(nodes[i]);
         }
         let desc = Arc::new(desc);
@@ -346,12 +372,9 @@ impl Graph {
         self.state().memory.iter().map(|m| m.peak_bytes()).sum()
     }
 
-    /// The raw nodes for `deps`, checking each belongs to this graph.
-    fn resolve(
-        &self,
-        st: &DescribedState<'_>,
-        deps: &[Node],
-    ) -> Result<(Vec<usize>, Vec<CUgraphNode>)> {
+    /// The indices and raw nodes of `deps`, checking each belongs to this
+    /// graph.
+    fn resolve(&self, st: &DescribedState<'_>, deps: &[Node]) -> Result<Deps> {
         let mut idx = Vec::with_capacity(deps.len());
         for (i, d) in deps.iter().enumerate() {
             ensure_arg!(
@@ -361,15 +384,29 @@ impl Graph {
             idx.push(d.index as usize);
         }
         st.desc().check_deps(&idx)?;
-        let raw = idx.iter().map(|&i| st.nodes()[i]).collect();
-        Ok((idx, raw))
+        let nodes = st.nodes();
+        let mut inline = [std::ptr::null_mut(); INLINE_DEPS];
+        let spilled = if idx.len() <= INLINE_DEPS {
+            for (r, &i) in inline.iter_mut().zip(&idx) {
+                *r = nodes[i];
+            }
+            Vec::new()
+        } else {
+            idx.iter().map(|&i| nodes[i]).collect()
+        };
+        Ok(Deps {
+            idx,
+            inline,
+            spilled,
+        })
     }
 
+    /// Records a node the driver added (after `deps`) in the description.
     fn push(
         &self,
         st: &mut DescribedState<'_>,
         kind: NodeKind,
-        deps: &[usize],
+        deps: Vec<usize>,
         raw: CUgraphNode,
     ) -> Node {
         let d = st.described_mut();
@@ -401,7 +438,7 @@ impl Graph {
             "the function belongs to another context"
         );
         let mut st = self.described()?;
-        let (idx, raw_deps) = self.resolve(&st, deps)?;
+        let deps = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
         let params = KernelParams {
             func: f.raw(),
@@ -412,10 +449,10 @@ impl Graph {
         };
         // SAFETY: `args` holds one valid pointer per parameter of `f` (this
         // function's contract); the driver copies the values.
-        let raw = unsafe { dg::add_kernel(st.raw(), &raw_deps, &params) }?;
+        let raw = unsafe { dg::add_kernel(st.raw(), deps.raw(), &params) }?;
         let builtin = f.builtin();
         let kind = NodeKind::Kernel {
-            name: f.name().to_string(),
+            name: f.shared_name(),
             grid: cfg.grid,
             block: cfg.block,
             shared_bytes: cfg.shared_bytes,
@@ -427,7 +464,7 @@ impl Graph {
         if !st.st.functions.last().is_some_and(|g| g.same(f)) {
             st.st.functions.push(f.clone());
         }
-        Ok(self.push(&mut st, kind, &idx, raw))
+        Ok(self.push(&mut st, kind, deps.idx, raw))
     }
 
     /// Adds a copy of `bytes` bytes from `src` to `dst`. Each side must be
@@ -460,15 +497,15 @@ impl Graph {
         check_pool_range(ctx, "dst", dst, bytes)?;
         check_pool_range(ctx, "src", src, bytes)?;
         let mut st = self.described()?;
-        let (idx, raw_deps) = self.resolve(&st, deps)?;
-        let raw = dg::add_memcpy(st.raw(), &raw_deps, dst, src, bytes, self.inner.ctx.raw())?;
+        let deps = self.resolve(&st, deps)?;
+        let raw = dg::add_memcpy(st.raw(), deps.raw(), dst, src, bytes, self.inner.ctx.raw())?;
         let kind = NodeKind::Memcpy {
             dst,
             src,
             bytes,
             direction: direction(kd, ks),
         };
-        Ok(self.push(&mut st, kind, &idx, raw))
+        Ok(self.push(&mut st, kind, deps.idx, raw))
     }
 
     /// Adds a node setting `bytes` bytes of device memory at `dst` to `value`.
@@ -492,9 +529,21 @@ impl Graph {
         );
         check_pool_range(&self.inner.ctx, "dst", dst, bytes)?;
         let mut st = self.described()?;
-        let (idx, raw_deps) = self.resolve(&st, deps)?;
-        let raw = dg::add_memset(st.raw(), &raw_deps, dst, value, bytes, self.inner.ctx.raw())?;
-        Ok(self.push(&mut st, NodeKind::Memset { dst, value, bytes }, &idx, raw))
+        let deps = self.resolve(&st, deps)?;
+        let raw = dg::add_memset(
+            st.raw(),
+            deps.raw(),
+            dst,
+            value,
+            bytes,
+            self.inner.ctx.raw(),
+        )?;
+        Ok(self.push(
+            &mut st,
+            NodeKind::Memset { dst, value, bytes },
+            deps.idx,
+            raw,
+        ))
     }
 
     /// Adds a node calling `f(user_data)` on a CPU thread when it runs.
@@ -508,10 +557,10 @@ impl Graph {
         deps: &[Node],
     ) -> Result<Node> {
         let mut st = self.described()?;
-        let (idx, raw_deps) = self.resolve(&st, deps)?;
+        let deps = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
-        let raw = dg::add_host(st.raw(), &raw_deps, f, user_data)?;
-        Ok(self.push(&mut st, NodeKind::Host, &idx, raw))
+        let raw = dg::add_host(st.raw(), deps.raw(), f, user_data)?;
+        Ok(self.push(&mut st, NodeKind::Host, deps.idx, raw))
     }
 
     /// Adds a node running a copy of `child` (its pool memory and
@@ -533,22 +582,22 @@ impl Graph {
         let nodes = c.count;
         ensure_arg!(nodes > 0, "the child graph has no nodes");
         let mut st = DescribedState::new(st, &self.inner.ctx)?;
-        let (idx, raw_deps) = self.resolve(&st, deps)?;
+        let deps = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
-        let raw = dg::add_child(st.raw(), &raw_deps, c.raw())?;
+        let raw = dg::add_child(st.raw(), deps.raw(), c.raw())?;
         st.st.functions.extend(c.functions.iter().cloned());
         st.st.memory.extend(c.memory.iter().cloned());
         drop(c);
-        Ok(self.push(&mut st, NodeKind::Child { nodes }, &idx, raw))
+        Ok(self.push(&mut st, NodeKind::Child { nodes }, deps.idx, raw))
     }
 
     /// Adds a node that does nothing: a join point for dependencies.
     pub fn add_empty(&self, deps: &[Node]) -> Result<Node> {
         let mut st = self.described()?;
-        let (idx, raw_deps) = self.resolve(&st, deps)?;
+        let deps = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
-        let raw = dg::add_empty(st.raw(), &raw_deps)?;
-        Ok(self.push(&mut st, NodeKind::Empty, &idx, raw))
+        let raw = dg::add_empty(st.raw(), deps.raw())?;
+        Ok(self.push(&mut st, NodeKind::Empty, deps.idx, raw))
     }
 
     /// Makes `to` depend on `from`. Nodes of another graph, self-loops,
@@ -597,7 +646,7 @@ fn describe(ctx: &Context, raw: RawNode) -> Result<NodeKind> {
         } => {
             let builtin = ctx.builtin_of(func);
             NodeKind::Kernel {
-                name: builtin.map_or_else(|| format!("kernel@{func:p}"), |k| k.name.to_string()),
+                name: builtin.map_or_else(|| format!("kernel@{func:p}").into(), |k| k.name.into()),
                 grid,
                 block,
                 shared_bytes,
