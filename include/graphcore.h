@@ -1564,7 +1564,10 @@ enum gc_status gc_capture_begin(struct gc_stream *stream,
  * usable for eager work and the pool is as it was before
  * gc_capture_begin. Without a begin: GC_ERROR_INVALID_STATE. The caller
  * destroys the graph with gc_graph_destroy; it holds the pool memory its
- * capture used.
+ * capture used. Ending costs what CUDA's own end does: the graph's nodes
+ * are read back only by the first call that needs them (DOT, adding nodes
+ * or edges, fusion, gc_exec_set_kernel_args, an update compared node by
+ * node).
  * Errors: GC_ERROR_INVALID_ARGUMENT (stream or graph is NULL; the capture
  * then stays open), GC_ERROR_INVALID_HANDLE (stream destroyed),
  * GC_ERROR_INVALID_STATE (no graphcore capture is open on the stream),
@@ -1783,7 +1786,8 @@ enum gc_status gc_graph_pool_bytes(struct gc_graph *graph, uint64_t *bytes);
  * The file is created or replaced.
  * Errors: GC_ERROR_INVALID_ARGUMENT (graph or path is NULL, path is not
  * UTF-8, or the file cannot be written: the message gives the OS error),
- * GC_ERROR_INVALID_HANDLE (graph destroyed).
+ * GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_CUDA (reading a
+ * captured graph's nodes back failed).
  */
 enum gc_status gc_graph_write_dot(struct gc_graph *graph, const char *path);
 
@@ -1957,7 +1961,8 @@ enum gc_status gc_exec_stats(struct gc_exec *exec, struct gc_exec_statistics *st
  * in Graphviz DOT. The file is created or replaced.
  * Errors: GC_ERROR_INVALID_ARGUMENT (exec or path is NULL, path is not
  * UTF-8, or the file cannot be written: the message gives the OS error),
- * GC_ERROR_INVALID_HANDLE (exec destroyed).
+ * GC_ERROR_INVALID_HANDLE (exec destroyed), GC_ERROR_CUDA (reading a
+ * captured graph's nodes back failed).
  */
 enum gc_status gc_exec_write_dot(struct gc_exec *exec, const char *path);
 

@@ -200,7 +200,8 @@ pub extern "C" fn gc_exec_stats(exec: *mut gc_exec, stats: *mut gc_exec_statisti
 /// in Graphviz DOT. The file is created or replaced.
 /// Errors: GC_ERROR_INVALID_ARGUMENT (exec or path is NULL, path is not
 /// UTF-8, or the file cannot be written: the message gives the OS error),
-/// GC_ERROR_INVALID_HANDLE (exec destroyed).
+/// GC_ERROR_INVALID_HANDLE (exec destroyed), GC_ERROR_CUDA (reading a
+/// captured graph's nodes back failed).
 #[no_mangle]
 pub extern "C" fn gc_exec_write_dot(exec: *mut gc_exec, path: *const c_char) -> gc_status {
     boundary("gc_exec_write_dot", || {

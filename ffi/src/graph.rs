@@ -339,7 +339,8 @@ pub extern "C" fn gc_graph_pool_bytes(graph: *mut gc_graph, bytes: *mut u64) -> 
 /// The file is created or replaced.
 /// Errors: GC_ERROR_INVALID_ARGUMENT (graph or path is NULL, path is not
 /// UTF-8, or the file cannot be written: the message gives the OS error),
-/// GC_ERROR_INVALID_HANDLE (graph destroyed).
+/// GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_CUDA (reading a
+/// captured graph's nodes back failed).
 #[no_mangle]
 pub extern "C" fn gc_graph_write_dot(graph: *mut gc_graph, path: *const c_char) -> gc_status {
     boundary("gc_graph_write_dot", || {
