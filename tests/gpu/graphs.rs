@@ -223,6 +223,48 @@ unsafe extern "C" fn count_call(data: *mut c_void) {
     HOST_CALLS.fetch_add(unsafe { *(data as *const u32) }, Ordering::SeqCst);
 }
 
+/// Kernel nodes are added without making the context current (the driver
+/// takes it from the function): a thread that never made any context
+/// current builds a chain that then runs right.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn kernel_nodes_are_added_from_a_thread_without_a_current_context() {
+    let c = ctx();
+    let s = Stream::new(&c).unwrap();
+    let p = pool(&c);
+    let n = 1000usize;
+    let y = p.alloc(n as u64 * 4).unwrap();
+    let g = Graph::new(&c).unwrap();
+    let f = add_one(&c);
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let (mut a0, mut a1) = (y, n as u32);
+                let mut args = [
+                    &mut a0 as *mut u64 as *mut c_void,
+                    &mut a1 as *mut u32 as *mut c_void,
+                ];
+                let cfg = LaunchConfig {
+                    grid: [(n as u32).div_ceil(256), 1, 1],
+                    block: [256, 1, 1],
+                    shared_bytes: 0,
+                };
+                let mut prev = Vec::new();
+                for _ in 0..3 {
+                    // SAFETY: add_one(u64, u32) over `n` floats at `y`.
+                    let node = unsafe { g.add_kernel(&f, &cfg, args.as_mut_ptr(), &prev) }.unwrap();
+                    prev = vec![node];
+                }
+            })
+            .join()
+            .unwrap();
+    });
+    let e = Exec::new(&g, 0).unwrap();
+    upload(&s, y, &vec![1.0; n]);
+    e.launch(&s).unwrap();
+    assert_eq!(download(&s, y, n), vec![4.0; n]);
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_node_kind_in_an_explicit_graph() {

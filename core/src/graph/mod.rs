@@ -439,7 +439,9 @@ impl Graph {
         );
         let mut st = self.described()?;
         let deps = self.resolve(&st, deps)?;
-        self.inner.ctx.bind()?;
+        // No context is made current: the node names its function, and the
+        // driver takes the context from it (CUDA ignores the node's context
+        // field when the function is set).
         let params = KernelParams {
             func: f.raw(),
             grid: cfg.grid,
