@@ -223,9 +223,10 @@ unsafe extern "C" fn count_call(data: *mut c_void) {
     HOST_CALLS.fetch_add(unsafe { *(data as *const u32) }, Ordering::SeqCst);
 }
 
-/// Kernel nodes are added without making the context current (the driver
-/// takes it from the function): a thread that never made any context
-/// current builds a chain that then runs right.
+/// A thread that never made a context current builds a chain of kernel
+/// nodes, which then runs right: graphcore makes the context current for
+/// the driver (which crashed adding a kernel node without one when
+/// graphcore tried to spare that call).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn kernel_nodes_are_added_from_a_thread_without_a_current_context() {

@@ -439,9 +439,10 @@ impl Graph {
         );
         let mut st = self.described()?;
         let deps = self.resolve(&st, deps)?;
-        // No context is made current: the node names its function, and the
-        // driver takes the context from it (CUDA ignores the node's context
-        // field when the function is set).
+        // The driver needs the context current even though the node names
+        // its function (without it, a thread that never made one current
+        // crashes in the driver).
+        self.inner.ctx.bind()?;
         let params = KernelParams {
             func: f.raw(),
             grid: cfg.grid,
