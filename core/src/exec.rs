@@ -430,8 +430,11 @@ impl Exec {
             Err(failed) => failed,
         };
         let Some(r) = refused else { return Err(e) };
+        // Ours first: it may be `graph`'s own description, read under the
+        // graph's lock, which must not be held then.
+        let ours = current.known()?.clone();
         let st = graph.described()?;
-        if let Some(diff) = current.known()?.topology_difference(st.desc()) {
+        if let Some(diff) = ours.topology_difference(st.desc()) {
             return Err(Error::new(ErrorKind::UpdateMismatch, diff.to_string()));
         }
         Err(refusal(&r, st.nodes(), st.desc()))

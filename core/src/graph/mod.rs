@@ -166,6 +166,25 @@ struct Deps {
 }
 
 impl Deps {
+    /// The dependencies `idx` (checked) of a graph whose CUDA nodes are
+    /// `nodes`.
+    fn new(idx: Vec<usize>, nodes: &[CUgraphNode]) -> Deps {
+        let mut inline = [std::ptr::null_mut(); INLINE_DEPS];
+        let spilled = if idx.len() <= INLINE_DEPS {
+            for (r, &i) in inline.iter_mut().zip(&idx) {
+                *r = nodes[i];
+            }
+            Vec::new()
+        } else {
+            idx.iter().map(|&i| nodes[i]).collect()
+        };
+        Deps {
+            idx,
+            inline,
+            spilled,
+        }
+    }
+
     /// The CUDA nodes, in order.
     fn raw(&self) -> &[CUgraphNode] {
         if self.idx.len() <= INLINE_DEPS {
@@ -384,21 +403,7 @@ impl Graph {
             idx.push(d.index as usize);
         }
         st.desc().check_deps(&idx)?;
-        let nodes = st.nodes();
-        let mut inline = [std::ptr::null_mut(); INLINE_DEPS];
-        let spilled = if idx.len() <= INLINE_DEPS {
-            for (r, &i) in inline.iter_mut().zip(&idx) {
-                *r = nodes[i];
-            }
-            Vec::new()
-        } else {
-            idx.iter().map(|&i| nodes[i]).collect()
-        };
-        Ok(Deps {
-            idx,
-            inline,
-            spilled,
-        })
+        Ok(Deps::new(idx, st.nodes()))
     }
 
     /// Records a node the driver added (after `deps`) in the description.
@@ -745,6 +750,17 @@ mod tests {
                 .expect("two threads locking one pair deadlocked");
         }
         assert_eq!(*crate::lock::lock(&pair.0), 200_000);
+    }
+
+    #[test]
+    fn deps_keep_few_raw_nodes_inline_and_spill_the_rest() {
+        let nodes: Vec<super::CUgraphNode> = (1..=10usize).map(|i| i as _).collect();
+        for idx in [vec![], vec![3], vec![9, 0, 4, 2], vec![1, 8, 2, 7, 5, 0]] {
+            let want: Vec<_> = idx.iter().map(|&i| nodes[i]).collect();
+            let deps = super::Deps::new(idx.clone(), &nodes);
+            assert_eq!(deps.raw(), &want[..], "dependencies {idx:?}");
+            assert_eq!(deps.idx, idx);
+        }
     }
 
     #[test]
