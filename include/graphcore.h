@@ -1781,7 +1781,10 @@ enum gc_status gc_capture_begin(struct gc_stream *stream,
  * usable for eager work and the pool is as it was before
  * gc_capture_begin. Without a begin: GC_ERROR_INVALID_STATE. The caller
  * destroys the graph with gc_graph_destroy; it holds the pool memory its
- * capture used.
+ * capture used. Ending costs what CUDA's own end does: the graph's nodes
+ * are read back only by the first call that needs them (DOT, adding nodes
+ * or edges, fusion, gc_exec_set_kernel_args, an update compared node by
+ * node).
  * Errors: GC_ERROR_INVALID_ARGUMENT (stream or graph is NULL; the capture
  * then stays open), GC_ERROR_INVALID_HANDLE (stream destroyed),
  * GC_ERROR_INVALID_STATE (no graphcore capture is open on the stream),
@@ -2011,7 +2014,7 @@ typedef uint32_t gc_graph_wrap_flags;
 
 /**
  * Adopt: graphcore destroys the CUgraph once the handle and the execs
- * made from it are gone, or when gc_graph_wrap fails reading it (when it
+ * made from it are gone, or when gc_graph_wrap fails counting its nodes (when it
  * fails on its arguments - a NULL or destroyed handle, unknown flags - the
  * CUgraph stays the caller's).
  */
@@ -2019,16 +2022,16 @@ typedef uint32_t gc_graph_wrap_flags;
 
 /**
  * Wraps `raw`, a CUgraph (cudaGraph_t) of ctx's device built with the
- * CUDA API or captured outside graphcore, reading its nodes and edges as
- * gc_capture_end reads a captured graph (nodes numbered in a dependency
- * order). flags: GC_GRAPH_WRAP_BORROW or GC_GRAPH_WRAP_ADOPT (see them for
+ * CUDA API or captured outside graphcore. As for a captured graph, only its
+ * node count is read now; its nodes and edges are read back by the first
+ * call that needs them (nodes numbered in a dependency order). flags: GC_GRAPH_WRAP_BORROW or GC_GRAPH_WRAP_ADOPT (see them for
  * who destroys it). Do not change raw with the CUDA API afterwards (the
  * description graphcore keeps would go stale); the functions and memory
  * its nodes use stay the caller's to keep alive. graphcore cannot check
  * that raw is a live graph: anything else is undefined behaviour in CUDA.
  * Errors: GC_ERROR_INVALID_ARGUMENT (ctx, raw or graph is NULL, or unknown
  * flags), GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY,
- * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (reading the nodes failed).
+ * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (counting the nodes failed).
  */
 enum gc_status gc_graph_wrap(struct gc_context *ctx,
                              void *raw,
@@ -2067,7 +2070,8 @@ enum gc_status gc_graph_pool_bytes(struct gc_graph *graph, uint64_t *bytes);
  * The file is created or replaced.
  * Errors: GC_ERROR_INVALID_ARGUMENT (graph or path is NULL, path is not
  * UTF-8, or the file cannot be written: the message gives the OS error),
- * GC_ERROR_INVALID_HANDLE (graph destroyed).
+ * GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_CUDA (reading a
+ * captured graph's nodes back failed).
  */
 enum gc_status gc_graph_write_dot(struct gc_graph *graph, const char *path);
 
@@ -2241,7 +2245,8 @@ enum gc_status gc_exec_stats(struct gc_exec *exec, struct gc_exec_statistics *st
  * in Graphviz DOT. The file is created or replaced.
  * Errors: GC_ERROR_INVALID_ARGUMENT (exec or path is NULL, path is not
  * UTF-8, or the file cannot be written: the message gives the OS error),
- * GC_ERROR_INVALID_HANDLE (exec destroyed).
+ * GC_ERROR_INVALID_HANDLE (exec destroyed), GC_ERROR_CUDA (reading a
+ * captured graph's nodes back failed).
  */
 enum gc_status gc_exec_write_dot(struct gc_exec *exec, const char *path);
 

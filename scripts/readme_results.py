@@ -267,6 +267,64 @@ def block_graphs():
     return "\n".join(lines)
 
 
+def block_perf_scaling():
+    g = load("graph_perf_scaling.json")
+    shown = (1, 10, 100, 1000)
+    rows = {}
+    for r in g["rows"]:
+        rows.setdefault(r["row"], []).append(r)
+    labels = {
+        "capture": "capture (begin, N launches, end)",
+        "build": "explicit build (N kernel nodes)",
+        "instantiate": "instantiate",
+        "first_launch": "first launch + sync",
+        "launch": "launch (CPU time of the call)",
+        "launch_sync": "launch + sync",
+        "device": "device time per graph",
+        "update": "update, every node changed",
+    }
+    lines = [
+        "| graphcore \u00f7 raw CUDA | "
+        + " | ".join(f"{n} node{'s' if n > 1 else ''}" for n in shown)
+        + " | target |",
+        "|---" * (len(shown) + 2) + "|",
+    ]
+    for key, label in labels.items():
+        rs = rows[key]
+        by_n = {r["nodes"]: r for r in rs}
+        cells = [
+            f"{by_n[n]['ratio']:.2f} ({by_n[n]['raw_us']:.1f} / {by_n[n]['graphcore_us']:.1f} \u00b5s)"
+            for n in shown
+        ]
+        target = rs[0]["target"]
+        if target is None:
+            verdict_text = "\u2014"
+        else:
+            missed = [r for r in rs if not r["met"]]
+            worst = max(rs, key=lambda r: r["ratio"])
+            verdict_text = f"\u2264 {target:.2f}" + verdict(
+                not missed,
+                "",
+                f": **missed** at {len(missed)} of {len(rs)} lengths "
+                f"(worst {worst['ratio']:.2f} at {worst['nodes']} node{'s' if worst['nodes'] > 1 else ''})",
+            )
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {verdict_text} |")
+    lengths = ", ".join(str(n) for n in sorted({r["nodes"] for r in g["rows"]}))
+    lines += [
+        "",
+        textwrap.fill(
+            f"Each cell: the ratio, then raw CUDA / graphcore medians ({g['units']}) of "
+            f"{g['method'].split('median of ')[-1].rstrip(')')}); a chain of empty kernels, "
+            f"lengths {lengths} (all in benches/results/graph_perf_scaling.json), "
+            f"{g['gpu']}, {g['date'][:10]}.",
+            76,
+            break_long_words=False,
+            break_on_hyphens=False,
+        ),
+    ]
+    return "\n".join(lines)
+
+
 def block_kernels():
     k = load("kernels_vs_torch.json")
     rows = k["linear_bias_relu"]
@@ -416,6 +474,7 @@ BLOCKS = {
     "device": block_device,
     "pool": block_pool,
     "graphs": block_graphs,
+    "perf-scaling": block_perf_scaling,
     "kernels": block_kernels,
     "programs": block_programs,
     "fusion": block_fusion,

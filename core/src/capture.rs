@@ -28,16 +28,22 @@ pub fn begin_capture(stream: &Stream, pool: Option<&Pool>, mode: CaptureMode) ->
         );
     }
     stream.context().bind()?;
-    if ds::capture_status(stream.raw())? != CaptureStatus::None {
-        return Err(Error::invalid_state(
-            "the stream is already capturing outside graphcore (a capture begun with the CUDA API, or a stream that joined another capture)",
-        ));
-    }
     // Dropped on failure below, the pool's capture rolls back.
     let open = OpenCapture::new(pool.map(Pool::begin_capture).transpose()?);
+    // CUDA refuses to begin on a stream that captures already; only then is
+    // the stream asked why (one driver call fewer on the way in).
     stream
         .context()
-        .open_capture(|| ds::begin_capture(stream.raw(), mode))?;
+        .open_capture(|| ds::begin_capture(stream.raw(), mode))
+        .map_err(|e| {
+            if ds::capture_status(stream.raw()).is_ok_and(|st| st != CaptureStatus::None) {
+                Error::invalid_state(
+                    "the stream is already capturing outside graphcore (a capture begun with the CUDA API, or a stream that joined another capture)",
+                )
+            } else {
+                e
+            }
+        })?;
     *slot = Some(open);
     Ok(())
 }

@@ -4,10 +4,10 @@
 use crate::context::Context;
 use crate::driver::graph::{self as dg, KernelParams, RawNode};
 use crate::driver::owned::Owned;
-use crate::driver::CUgraphExec;
+use crate::driver::{CUgraphExec, CUgraphNode};
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
 use crate::graph::fuse::{self, Fused};
-use crate::graph::{Graph, GraphDesc, Node, NodeKind};
+use crate::graph::{Graph, GraphDesc, GraphState, Node, NodeKind};
 use crate::lock::lock;
 use crate::stream::{Stream, StreamOp};
 use std::ffi::c_void;
@@ -53,11 +53,66 @@ struct ExecInner {
     updated_from: Mutex<Option<Graph>>,
     /// What each node does now (the source's description as instantiated,
     /// then each update's): lets an update skip nodes whose parameters stay
-    /// the same. (Shared with the source until either changes, to keep
-    /// instantiation lean.)
-    current: Mutex<Arc<GraphDesc>>,
+    /// the same. (Shared with the source until either changes, or read back
+    /// from a captured graph only when needed, to keep instantiation and
+    /// update lean.)
+    current: Mutex<Current>,
     /// The fused copy that was instantiated, when fusion applied.
     fused: Mutex<Option<Fused>>,
+}
+
+/// What each node of an exec does now.
+enum Current {
+    /// This description.
+    Known(Arc<GraphDesc>),
+    /// What `graph` did as captured: a captured graph not read back yet,
+    /// read back when first needed (see [`Graph::captured_desc`]).
+    AsCaptured {
+        /// The graph (kept alive by the exec anyway).
+        graph: Graph,
+        /// Its number of nodes.
+        nodes: usize,
+    },
+}
+
+impl Current {
+    /// What `graph` does now, from its locked state `st`.
+    fn of(graph: &Graph, st: &GraphState) -> Current {
+        match st.if_read() {
+            Some((d, _)) => Current::Known(d.clone()),
+            None => Current::AsCaptured {
+                graph: graph.clone(),
+                nodes: st.count(),
+            },
+        }
+    }
+
+    /// Number of nodes.
+    fn len(&self) -> usize {
+        match self {
+            Current::Known(d) => d.len(),
+            Current::AsCaptured { nodes, .. } => *nodes,
+        }
+    }
+
+    /// The description, read back now if it was not. Takes the graph's
+    /// lock: call it holding no graph lock.
+    fn known(&mut self) -> Result<&mut Arc<GraphDesc>> {
+        if let Current::AsCaptured { graph, .. } = self {
+            *self = Current::Known(graph.captured_desc()?);
+        }
+        match self {
+            Current::Known(d) => Ok(d),
+            Current::AsCaptured { .. } => unreachable!("read back above"),
+        }
+    }
+}
+
+/// The nodes an update sets one by one: each one's index and new
+/// description, and the new graph's CUDA nodes, in the same order.
+struct NodeUpdates {
+    changed: Vec<(usize, NodeKind)>,
+    new_nodes: Vec<CUgraphNode>,
 }
 
 /// What an exec holds: node counts before and after fusion.
@@ -98,11 +153,14 @@ impl Exec {
         };
         // CUDA reads the graph while it instantiates it: under its lock,
         // with the description of the graph it instantiates.
-        let (raw, desc) = match &fused {
-            Some(f) => (dg::instantiate(f.raw(), cuda)?, f.source.clone()),
+        let (raw, current) = match &fused {
+            Some(f) => (
+                dg::instantiate(f.raw(), cuda)?,
+                Current::Known(f.source.clone()),
+            ),
             None => {
                 let st = graph.state();
-                (dg::instantiate(st.raw(), cuda)?, st.desc.clone())
+                (dg::instantiate(st.raw(), cuda)?, Current::of(graph, &st))
             }
         };
         let exec = Exec {
@@ -111,7 +169,7 @@ impl Exec {
                 ctx,
                 source: graph.clone(),
                 updated_from: Mutex::new(None),
-                current: Mutex::new(desc),
+                current: Mutex::new(current),
                 fused: Mutex::new(fused),
             }),
         };
@@ -128,7 +186,7 @@ impl Exec {
 
     /// What each node does now: the source's description as instantiated,
     /// until the first update or argument change.
-    fn current(&self) -> MutexGuard<'_, Arc<GraphDesc>> {
+    fn current(&self) -> MutexGuard<'_, Current> {
         lock(&self.inner.current)
     }
 
@@ -152,13 +210,13 @@ impl Exec {
     }
 
     /// The graph that was instantiated (fused, if fusion applied), in DOT.
-    pub fn to_dot(&self, name: &str) -> String {
+    pub fn to_dot(&self, name: &str) -> Result<String> {
         // One lock at a time: `fused` is released before `current` is taken
         // (see the lock order at `ExecInner`).
         if let Some(f) = &*lock(&self.inner.fused) {
-            return crate::graph::to_dot(&f.desc, name);
+            return Ok(crate::graph::to_dot(&f.desc, name));
         }
-        crate::graph::to_dot(&self.current(), name)
+        Ok(crate::graph::to_dot(self.current().known()?, name))
     }
 
     /// The graph the exec was instantiated from.
@@ -197,8 +255,9 @@ impl Exec {
     /// have the same topology (nodes of the same kinds, same edges); the
     /// first difference is named in the error and the exec is unchanged.
     /// When few nodes change, only they are set (CUDA's per-node exec
-    /// setters); otherwise, or with child or other nodes, the whole graph
-    /// goes through `cuGraphExecUpdate`.
+    /// setters); otherwise, with child or other nodes, or when either side
+    /// is a captured graph not read back (reading it costs more than CUDA's
+    /// own comparison), the whole graph goes through `cuGraphExecUpdate`.
     pub fn update(&self, graph: &Graph) -> Result<()> {
         ensure_arg!(
             graph.context().same(&self.inner.ctx),
@@ -206,45 +265,72 @@ impl Exec {
         );
         let mut current = self.current();
         if lock(&self.inner.fused).is_some() {
-            return self.update_fused(graph, Arc::make_mut(&mut current));
+            return self.update_fused(graph, Arc::make_mut(current.known()?));
         }
         // The exec's record and the new graph are separate locks (the new
         // graph may be the source itself: its lock is taken only here).
-        let (changed, new_nodes, whole) = {
+        let by_node = {
             let st = graph.state();
-            let theirs = &st.desc;
-            if let Some(diff) = current.topology_difference(theirs) {
-                return Err(Error::new(ErrorKind::UpdateMismatch, diff.to_string()));
+            match (&*current, st.if_read()) {
+                (Current::Known(ours), Some((theirs, nodes))) => {
+                    Self::plan_update(ours, theirs, nodes)?
+                }
+                _ => None,
             }
-            let whole = (0..theirs.len())
-                .any(|i| matches!(theirs.node(i), NodeKind::Child { .. } | NodeKind::Other(_)));
-            let changed: Vec<(usize, NodeKind)> = (0..theirs.len())
-                .filter(|&i| {
-                    // Host callbacks and user kernels carry parameters the
-                    // description does not record: always set them.
-                    matches!(
-                        theirs.node(i),
-                        NodeKind::Host | NodeKind::Kernel { builtin: None, .. }
-                    ) || current.node(i) != theirs.node(i)
-                })
-                .map(|i| (i, theirs.node(i).clone()))
-                .collect();
-            let nodes: Vec<_> = changed.iter().map(|(i, _)| st.nodes[*i]).collect();
-            let whole = whole || changed.len() * 4 > theirs.len().max(4);
-            (changed, nodes, whole)
         };
         self.inner.ctx.bind()?;
-        if whole {
-            self.update_whole(graph)?;
-        } else {
-            self.update_nodes(graph, &changed, &new_nodes)?;
-        }
-        let current = Arc::make_mut(&mut current);
-        for (i, kind) in changed {
-            current.set_node(i, kind);
+        match by_node {
+            Some(NodeUpdates { changed, new_nodes }) => {
+                self.update_nodes(graph, &changed, &new_nodes)?;
+                let current = Arc::make_mut(current.known()?);
+                for (i, kind) in changed {
+                    current.set_node(i, kind);
+                }
+            }
+            None => {
+                self.update_whole(graph, &mut current)?;
+                *current = Current::of(graph, &graph.state());
+            }
         }
         *lock(&self.inner.updated_from) = Some(graph.clone());
         Ok(())
+    }
+
+    /// Compares the exec's description `ours` with the new graph's
+    /// `theirs` (whose CUDA nodes are `nodes`): the nodes to set one by one,
+    /// or `None` when the whole graph should go through `cuGraphExecUpdate`
+    /// (many nodes change, or child or other nodes are there). A topology
+    /// difference is refused.
+    fn plan_update(
+        ours: &GraphDesc,
+        theirs: &GraphDesc,
+        nodes: &[CUgraphNode],
+    ) -> Result<Option<NodeUpdates>> {
+        if let Some(diff) = ours.topology_difference(theirs) {
+            return Err(Error::new(ErrorKind::UpdateMismatch, diff.to_string()));
+        }
+        let n = theirs.len();
+        if (0..n).any(|i| matches!(theirs.node(i), NodeKind::Child { .. } | NodeKind::Other(_))) {
+            return Ok(None);
+        }
+        // Host callbacks and user kernels carry parameters the description
+        // does not record: always set them.
+        let changes = |i: &usize| {
+            matches!(
+                theirs.node(*i),
+                NodeKind::Host | NodeKind::Kernel { builtin: None, .. }
+            ) || ours.node(*i) != theirs.node(*i)
+        };
+        // Count first: a whole update needs no copies of the changes.
+        if (0..n).filter(changes).count() * 4 > n.max(4) {
+            return Ok(None);
+        }
+        let changed: Vec<(usize, NodeKind)> = (0..n)
+            .filter(changes)
+            .map(|i| (i, theirs.node(i).clone()))
+            .collect();
+        let new_nodes = changed.iter().map(|(i, _)| nodes[*i]).collect();
+        Ok(Some(NodeUpdates { changed, new_nodes }))
     }
 
     /// Sets the parameters of the `changed` nodes (read from `graph`'s
@@ -254,7 +340,7 @@ impl Exec {
         &self,
         graph: &Graph,
         changed: &[(usize, NodeKind)],
-        new_nodes: &[crate::driver::CUgraphNode],
+        new_nodes: &[CUgraphNode],
     ) -> Result<()> {
         // Driver calls on a graph's nodes hold that graph's lock, one graph
         // at a time (`graph` may be the source itself).
@@ -265,8 +351,8 @@ impl Exec {
                 .map(|&n| dg::read_node(n))
                 .collect::<Result<_>>()?
         };
-        let source = self.inner.source.state();
-        let source_nodes: Vec<_> = changed.iter().map(|(i, _)| source.nodes[*i]).collect();
+        let source = self.inner.source.described()?;
+        let source_nodes: Vec<_> = changed.iter().map(|(i, _)| source.nodes()[*i]).collect();
         for (k, (i, kind)) in changed.iter().enumerate() {
             if let RawNode::Kernel { func, .. } = &reads[k] {
                 let RawNode::Kernel { func: old, .. } = dg::read_node(source_nodes[k])? else {
@@ -274,7 +360,7 @@ impl Exec {
                 };
                 if *func != old {
                     let name = match kind {
-                        NodeKind::Kernel { name, .. } => name.as_str(),
+                        NodeKind::Kernel { name, .. } => &**name,
                         _ => "?",
                     };
                     return Err(Error::new(
@@ -322,7 +408,8 @@ impl Exec {
         drop(source);
         if let Some((k, err)) = failed {
             // Leave the exec consistent: try CUDA's whole-graph update.
-            return self.update_whole(graph).map_err(|_| {
+            let st = graph.state();
+            return dg::exec_update(self.raw(), st.raw()).map_err(|_| {
                 err.context(&format!(
                     "node {}: the exec may be partly updated; update it again or re-instantiate",
                     changed[k].0
@@ -332,43 +419,30 @@ impl Exec {
         Ok(())
     }
 
-    /// `cuGraphExecUpdate` with the whole graph.
-    fn update_whole(&self, graph: &Graph) -> Result<()> {
-        let st = graph.state();
-        self.update_raw(st.raw(), &st.nodes, &st.desc)
-    }
-
-    /// `cuGraphExecUpdate` with graph `raw` (whose nodes and description
-    /// name the node CUDA blames).
-    fn update_raw(
-        &self,
-        raw: crate::driver::CUgraph,
-        nodes: &[crate::driver::CUgraphNode],
-        desc: &GraphDesc,
-    ) -> Result<()> {
-        if let Err((e, refused)) = dg::exec_update(self.raw(), raw) {
-            let Some(r) = refused else { return Err(e) };
-            let at = nodes.iter().position(|&n| n == r.node);
-            return Err(Error::new(
-                ErrorKind::UpdateMismatch,
-                match at {
-                    Some(i) => format!(
-                        "node {i} ({}): {}; the exec is unchanged",
-                        desc.node(i).kind_name(),
-                        r.reason
-                    ),
-                    None => format!("{}; the exec is unchanged", r.reason),
-                },
-            ));
+    /// `cuGraphExecUpdate` with the whole of `graph`. A refusal names the
+    /// first topology difference from `current`, else the node CUDA blames
+    /// (reading descriptions back only then).
+    fn update_whole(&self, graph: &Graph, current: &mut Current) -> Result<()> {
+        let (e, refused) = match dg::exec_update(self.raw(), graph.state().raw()) {
+            Ok(()) => return Ok(()),
+            Err(failed) => failed,
+        };
+        let Some(r) = refused else { return Err(e) };
+        // Ours first: it may be `graph`'s own description, read under the
+        // graph's lock, which must not be held then.
+        let ours = current.known()?.clone();
+        let st = graph.described()?;
+        if let Some(diff) = ours.topology_difference(st.desc()) {
+            return Err(Error::new(ErrorKind::UpdateMismatch, diff.to_string()));
         }
-        Ok(())
+        Err(refusal(&r, st.nodes(), st.desc()))
     }
 
     /// Updates a fused exec: `graph` must fuse the same way (same chains,
     /// same number of launches each); its fused copy then updates the exec
     /// as a whole.
     fn update_fused(&self, graph: &Graph, current: &mut GraphDesc) -> Result<()> {
-        if let Some(diff) = current.topology_difference(&graph.state().desc) {
+        if let Some(diff) = current.topology_difference(graph.described()?.desc()) {
             return Err(Error::new(ErrorKind::UpdateMismatch, diff.to_string()));
         }
         let mismatch = || {
@@ -391,7 +465,10 @@ impl Exec {
             return Err(mismatch());
         }
         self.inner.ctx.bind()?;
-        self.update_raw(new.raw(), &new.nodes, &new.desc)?;
+        dg::exec_update(self.raw(), new.raw()).map_err(|(e, refused)| match refused {
+            Some(r) => refusal(&r, &new.nodes, &new.desc),
+            None => e,
+        })?;
         ours.adopt(&new);
         *current = theirs.clone();
         *lock(&self.inner.updated_from) = Some(graph.clone());
@@ -415,6 +492,7 @@ impl Exec {
         );
         let i = node.index as usize;
         let mut current = self.current();
+        let current = current.known()?;
         ensure_arg!(
             i < current.len(),
             "`node` {i} is not in this exec: the graph had {} nodes when it was instantiated",
@@ -426,9 +504,9 @@ impl Exec {
             current.node(i).kind_name()
         );
         let (raw_node, read) = {
-            let st = source.state();
+            let st = source.described()?;
             self.inner.ctx.bind()?;
-            (st.nodes[i], dg::read_node(st.nodes[i])?)
+            (st.nodes()[i], dg::read_node(st.nodes()[i])?)
         };
         let RawNode::Kernel {
             func,
@@ -457,13 +535,7 @@ impl Exec {
             None => raw_node,
             Some(f) => {
                 if let Some(c) = f.plan.chains.iter().position(|c| c.nodes.contains(&i)) {
-                    return f.set_chain_args(
-                        self.raw(),
-                        Arc::make_mut(&mut current),
-                        c,
-                        i,
-                        updated,
-                    );
+                    return f.set_chain_args(self.raw(), Arc::make_mut(current), c, i, updated);
                 }
                 f.nodes[f.map[i].expect("a node outside chains is kept")]
             }
@@ -480,7 +552,24 @@ impl Exec {
         let _source = fused.is_none().then(|| source.state());
         // SAFETY: as above; the driver copies the values.
         unsafe { dg::exec_set_kernel(self.raw(), exec_node, &params) }?;
-        Arc::make_mut(&mut current).set_node(i, updated);
+        Arc::make_mut(current).set_node(i, updated);
         Ok(())
     }
+}
+
+/// The error for an update CUDA refused: CUDA's reason, naming the node it
+/// blames by its index in `desc` (whose nodes are `nodes`).
+fn refusal(r: &dg::UpdateRefused, nodes: &[CUgraphNode], desc: &GraphDesc) -> Error {
+    let at = nodes.iter().position(|&n| n == r.node);
+    Error::new(
+        ErrorKind::UpdateMismatch,
+        match at {
+            Some(i) => format!(
+                "node {i} ({}): {}; the exec is unchanged",
+                desc.node(i).kind_name(),
+                r.reason
+            ),
+            None => format!("{}; the exec is unchanged", r.reason),
+        },
+    )
 }

@@ -79,7 +79,7 @@ impl Module {
         Ok(Function::from_parts(
             &self.inner.ctx,
             raw,
-            name.to_string(),
+            name,
             Some(self.inner.clone()),
             None,
         ))
@@ -97,7 +97,8 @@ struct FunctionInner {
     ctx: Context,
     /// Kept loaded by `_module`, the context's built-ins, or the caller.
     raw: SharedFunction,
-    name: String,
+    /// Shared with the graph nodes that launch it.
+    name: Arc<str>,
     builtin: Option<&'static KernelInfo>,
     _module: Option<Arc<ModuleInner>>,
 }
@@ -147,7 +148,7 @@ impl Function {
     fn from_parts(
         ctx: &Context,
         raw: CUfunction,
-        name: String,
+        name: &str,
         module: Option<Arc<ModuleInner>>,
         builtin: Option<&'static KernelInfo>,
     ) -> Function {
@@ -155,7 +156,7 @@ impl Function {
             inner: Arc::new(FunctionInner {
                 ctx: ctx.clone(),
                 raw: SharedFunction::new(raw),
-                name,
+                name: name.into(),
                 builtin,
                 _module: module,
             }),
@@ -177,13 +178,7 @@ impl Function {
             .map_err(|e| e.context("the handle is not a usable CUfunction"))?;
         let name = if name.is_empty() { "user_kernel" } else { name };
         let builtin = ctx.builtin_of(raw);
-        Ok(Function::from_parts(
-            ctx,
-            raw,
-            name.to_string(),
-            None,
-            builtin,
-        ))
+        Ok(Function::from_parts(ctx, raw, name, None, builtin))
     }
 
     /// The built-in kernel `name` of `ctx` (see `graphcore_kernels::KERNELS`),
@@ -194,7 +189,7 @@ impl Function {
         Ok(Function::from_parts(
             ctx,
             raw,
-            kernel.name().to_string(),
+            kernel.name(),
             None,
             Some(kernel.info()),
         ))
@@ -203,6 +198,16 @@ impl Function {
     /// The function's name.
     pub fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// The function's name, shared (what its graph nodes record).
+    pub(crate) fn shared_name(&self) -> Arc<str> {
+        self.inner.name.clone()
+    }
+
+    /// True when both values are the same function (one handle's clones).
+    pub(crate) fn same(&self, other: &Function) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
     }
 
     /// The raw `CUfunction`.

@@ -80,7 +80,10 @@ pub extern "C" fn gc_capture_begin(
 /// usable for eager work and the pool is as it was before
 /// gc_capture_begin. Without a begin: GC_ERROR_INVALID_STATE. The caller
 /// destroys the graph with gc_graph_destroy; it holds the pool memory its
-/// capture used.
+/// capture used. Ending costs what CUDA's own end does: the graph's nodes
+/// are read back only by the first call that needs them (DOT, adding nodes
+/// or edges, fusion, gc_exec_set_kernel_args, an update compared node by
+/// node).
 /// Errors: GC_ERROR_INVALID_ARGUMENT (stream or graph is NULL; the capture
 /// then stays open), GC_ERROR_INVALID_HANDLE (stream destroyed),
 /// GC_ERROR_INVALID_STATE (no graphcore capture is open on the stream),

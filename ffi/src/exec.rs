@@ -200,7 +200,8 @@ pub extern "C" fn gc_exec_stats(exec: *mut gc_exec, stats: *mut gc_exec_statisti
 /// in Graphviz DOT. The file is created or replaced.
 /// Errors: GC_ERROR_INVALID_ARGUMENT (exec or path is NULL, path is not
 /// UTF-8, or the file cannot be written: the message gives the OS error),
-/// GC_ERROR_INVALID_HANDLE (exec destroyed).
+/// GC_ERROR_INVALID_HANDLE (exec destroyed), GC_ERROR_CUDA (reading a
+/// captured graph's nodes back failed).
 #[no_mangle]
 pub extern "C" fn gc_exec_write_dot(exec: *mut gc_exec, path: *const c_char) -> gc_status {
     boundary("gc_exec_write_dot", || {
@@ -209,7 +210,7 @@ pub extern "C" fn gc_exec_write_dot(exec: *mut gc_exec, path: *const c_char) -> 
         let name = std::path::Path::new(p)
             .file_stem()
             .map_or("exec".into(), |s| s.to_string_lossy().into_owned());
-        std::fs::write(p, e.to_dot(&name)).map_err(|err| {
+        std::fs::write(p, e.to_dot(&name)?).map_err(|err| {
             graphcore_core::Error::invalid_argument(format!("cannot write {p}: {err}"))
         })
     })

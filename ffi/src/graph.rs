@@ -69,18 +69,29 @@ impl From<gc_node> for Node {
     }
 }
 
-fn deps(p: *const gc_node, n: usize) -> graphcore_core::Result<Vec<Node>> {
+// gc_node and core's Node are both `#[repr(C)]` { u64, u32 }: the caller's
+// array is read in place.
+const _: () = assert!(
+    std::mem::size_of::<gc_node>() == std::mem::size_of::<Node>()
+        && std::mem::align_of::<gc_node>() == std::mem::align_of::<Node>()
+        && std::mem::offset_of!(gc_node, graph) == std::mem::offset_of!(Node, graph)
+        && std::mem::offset_of!(gc_node, index) == std::mem::offset_of!(Node, index)
+);
+
+/// The caller's `n` dependencies at `p`, read in place.
+fn deps<'a>(p: *const gc_node, n: usize) -> graphcore_core::Result<&'a [Node]> {
     if n == 0 {
-        return Ok(Vec::new());
+        return Ok(&[]);
     }
     if p.is_null() {
         return Err(Error::invalid_argument(format!(
             "`deps` is NULL but `ndeps` is {n}"
         )));
     }
-    // SAFETY: the caller passes `n` readable nodes.
-    let s: &[gc_node] = unsafe { std::slice::from_raw_parts(p, n) };
-    Ok(s.iter().map(|&d| d.into()).collect())
+    // SAFETY: the caller passes `n` readable nodes, unchanged during the
+    // call; gc_node and Node have one layout (`#[repr(C)]`, the same fields at the
+    // same offsets, checked above).
+    Ok(unsafe { std::slice::from_raw_parts(p.cast::<Node>(), n) })
 }
 
 /// Writes the new node if the caller asked for it (`node` may be NULL).
@@ -135,7 +146,7 @@ pub extern "C" fn gc_graph_add_kernel(
         let d = self::deps(deps, ndeps)?;
         let cfg = launch_config(grid, block, shared_bytes);
         // SAFETY: the caller passes one pointer per parameter, as documented.
-        let n = unsafe { g.add_kernel(&f, &cfg, args, &d) }?;
+        let n = unsafe { g.add_kernel(&f, &cfg, args, d) }?;
         emit(node, n);
         Ok(())
     })
@@ -163,7 +174,7 @@ pub extern "C" fn gc_graph_add_memcpy(
         let deps = self::deps(deps, ndeps)?;
         // SAFETY: the caller's promise (this function's doc): `dst` and `src`
         // are valid for `bytes` bytes whenever the graph runs.
-        let n = unsafe { g.add_memcpy(dst as u64, src as u64, bytes, &deps) }?;
+        let n = unsafe { g.add_memcpy(dst as u64, src as u64, bytes, deps) }?;
         emit(node, n);
         Ok(())
     })
@@ -191,7 +202,7 @@ pub extern "C" fn gc_graph_add_memset(
         let deps = self::deps(deps, ndeps)?;
         // SAFETY: the caller's promise (this function's doc): `dst` is device
         // memory valid for `bytes` bytes whenever the graph runs.
-        let n = unsafe { g.add_memset(dst as u64, value as u8, bytes, &deps) }?;
+        let n = unsafe { g.add_memset(dst as u64, value as u8, bytes, deps) }?;
         emit(node, n);
         Ok(())
     })
@@ -223,7 +234,7 @@ pub extern "C" fn gc_graph_add_memset_elem(
         let deps = self::deps(deps, ndeps)?;
         // SAFETY: the caller's promise (this function's doc): `dst` is device
         // memory valid for `count * elem_size` bytes whenever the graph runs.
-        let n = unsafe { g.add_memset_elements(dst as u64, value, elem_size, count, &deps) }?;
+        let n = unsafe { g.add_memset_elements(dst as u64, value, elem_size, count, deps) }?;
         emit(node, n);
         Ok(())
     })
@@ -248,7 +259,7 @@ pub extern "C" fn gc_graph_add_host(
         let g = self::graph(graph, "graph")?;
         let f = func.ok_or_else(|| Error::invalid_argument("`func` is NULL"))?;
         // SAFETY: the caller vouches for fn and user_data, as documented.
-        let n = unsafe { g.add_host(f, user_data, &self::deps(deps, ndeps)?) }?;
+        let n = unsafe { g.add_host(f, user_data, self::deps(deps, ndeps)?) }?;
         emit(node, n);
         Ok(())
     })
@@ -271,7 +282,7 @@ pub extern "C" fn gc_graph_add_child(
     boundary("gc_graph_add_child", || {
         let g = self::graph(graph, "graph")?;
         let c = self::graph(child, "child")?;
-        let n = g.add_child(&c, &self::deps(deps, ndeps)?)?;
+        let n = g.add_child(&c, self::deps(deps, ndeps)?)?;
         emit(node, n);
         Ok(())
     })
@@ -290,7 +301,7 @@ pub extern "C" fn gc_graph_add_empty(
 ) -> gc_status {
     boundary("gc_graph_add_empty", || {
         let g = self::graph(graph, "graph")?;
-        let n = g.add_empty(&self::deps(deps, ndeps)?)?;
+        let n = g.add_empty(self::deps(deps, ndeps)?)?;
         emit(node, n);
         Ok(())
     })
@@ -337,22 +348,22 @@ pub type gc_graph_wrap_flags = u32;
 /// and execs made from it) uses it, and destroys it afterwards.
 pub const GC_GRAPH_WRAP_BORROW: gc_graph_wrap_flags = 0;
 /// Adopt: graphcore destroys the CUgraph once the handle and the execs
-/// made from it are gone, or when gc_graph_wrap fails reading it (when it
+/// made from it are gone, or when gc_graph_wrap fails counting its nodes (when it
 /// fails on its arguments - a NULL or destroyed handle, unknown flags - the
 /// CUgraph stays the caller's).
 pub const GC_GRAPH_WRAP_ADOPT: gc_graph_wrap_flags = 1;
 
 /// Wraps `raw`, a CUgraph (cudaGraph_t) of ctx's device built with the
-/// CUDA API or captured outside graphcore, reading its nodes and edges as
-/// gc_capture_end reads a captured graph (nodes numbered in a dependency
-/// order). flags: GC_GRAPH_WRAP_BORROW or GC_GRAPH_WRAP_ADOPT (see them for
+/// CUDA API or captured outside graphcore. As for a captured graph, only its
+/// node count is read now; its nodes and edges are read back by the first
+/// call that needs them (nodes numbered in a dependency order). flags: GC_GRAPH_WRAP_BORROW or GC_GRAPH_WRAP_ADOPT (see them for
 /// who destroys it). Do not change raw with the CUDA API afterwards (the
 /// description graphcore keeps would go stale); the functions and memory
 /// its nodes use stay the caller's to keep alive. graphcore cannot check
 /// that raw is a live graph: anything else is undefined behaviour in CUDA.
 /// Errors: GC_ERROR_INVALID_ARGUMENT (ctx, raw or graph is NULL, or unknown
 /// flags), GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY,
-/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (reading the nodes failed).
+/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (counting the nodes failed).
 #[no_mangle]
 pub extern "C" fn gc_graph_wrap(
     ctx: *mut gc_context,
@@ -421,7 +432,8 @@ pub extern "C" fn gc_graph_pool_bytes(graph: *mut gc_graph, bytes: *mut u64) -> 
 /// The file is created or replaced.
 /// Errors: GC_ERROR_INVALID_ARGUMENT (graph or path is NULL, path is not
 /// UTF-8, or the file cannot be written: the message gives the OS error),
-/// GC_ERROR_INVALID_HANDLE (graph destroyed).
+/// GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_CUDA (reading a
+/// captured graph's nodes back failed).
 #[no_mangle]
 pub extern "C" fn gc_graph_write_dot(graph: *mut gc_graph, path: *const c_char) -> gc_status {
     boundary("gc_graph_write_dot", || {

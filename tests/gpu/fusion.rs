@@ -94,8 +94,8 @@ fn fused_chains_are_bitwise_equal_to_unfused() {
         );
         if g.node_count() > 1 {
             assert!(
-                fused.to_dot("f").contains("gc_chain_f32")
-                    || fused.to_dot("f").contains("gc_fused_chain")
+                fused.to_dot("f").unwrap().contains("gc_chain_f32")
+                    || fused.to_dot("f").unwrap().contains("gc_fused_chain")
             );
         }
         p.free(x).unwrap();

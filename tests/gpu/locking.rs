@@ -68,7 +68,7 @@ fn to_dot_and_set_kernel_args_race_on_one_exec_without_deadlock() {
                 Box::new(move || {
                     let end = Instant::now() + RACE;
                     while Instant::now() < end {
-                        assert!(dot.to_dot("g").contains("digraph"));
+                        assert!(dot.to_dot("g").unwrap().contains("digraph"));
                     }
                 }),
                 Box::new(move || {
@@ -131,7 +131,7 @@ fn one_graph_instantiated_fused_adopted_and_extended_at_once() {
                 let before = g.node_count();
                 parent.add_child(&g, &[]).unwrap();
                 let after = g.node_count();
-                match parent.desc().node(0) {
+                match parent.desc().unwrap().node(0) {
                     NodeKind::Child { nodes } => assert!(
                         (before..=after).contains(nodes),
                         "child of {nodes} nodes, the graph had {before}..={after}"

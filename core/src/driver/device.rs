@@ -99,8 +99,15 @@ pub(crate) fn release_primary(dev: CUdevice) {
     unsafe { sys::cuDevicePrimaryCtxRelease_v2(dev) };
 }
 
-/// Makes `ctx` current on the calling thread.
+/// Makes `ctx` current on the calling thread. Most calls find it current
+/// already; it is then not set again.
 pub(crate) fn set_current(ctx: CUcontext) -> Result<()> {
+    let mut current = std::ptr::null_mut();
+    // SAFETY: writes one context handle.
+    let read = unsafe { sys::cuCtxGetCurrent(&mut current) };
+    if read == sys::CUresult::CUDA_SUCCESS && current == ctx {
+        return Ok(());
+    }
     // SAFETY: ctx is a live (retained) context.
     check(unsafe { sys::cuCtxSetCurrent(ctx) }, "cuCtxSetCurrent")
 }

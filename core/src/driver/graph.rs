@@ -200,14 +200,20 @@ pub(crate) fn add_dependency(g: CUgraph, from: CUgraphNode, to: CUgraphNode) -> 
     )
 }
 
-/// Every node of `g`.
-pub(crate) fn nodes(g: CUgraph) -> Result<Vec<CUgraphNode>> {
+/// The number of nodes of `g`.
+pub(crate) fn node_count(g: CUgraph) -> Result<usize> {
     let mut n = 0usize;
     check(
         // SAFETY: with NULL, writes the count only.
         unsafe { sys::cuGraphGetNodes(g, std::ptr::null_mut(), &mut n) },
         "cuGraphGetNodes",
     )?;
+    Ok(n)
+}
+
+/// Every node of `g`.
+pub(crate) fn nodes(g: CUgraph) -> Result<Vec<CUgraphNode>> {
+    let mut n = node_count(g)?;
     if n == 0 {
         return Ok(Vec::new());
     }

@@ -6,6 +6,7 @@
 use crate::error::{ensure_arg, Result};
 use graphcore_kernels::{KernelInfo, Value};
 use std::fmt;
+use std::sync::Arc;
 
 /// Which way a copy goes: between host and device memory, either side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -100,8 +101,8 @@ impl fmt::Display for TopologyDifference {
 pub enum NodeKind {
     /// A kernel launch.
     Kernel {
-        /// The function's name.
-        name: String,
+        /// The function's name (shared with the function).
+        name: Arc<str>,
         /// Grid dimensions.
         grid: [u32; 3],
         /// Block dimensions.
@@ -225,11 +226,12 @@ impl GraphDesc {
     }
 
     /// Adds a node after [`check_deps`](Self::check_deps) passed; returns
-    /// its index.
-    pub fn push(&mut self, kind: NodeKind, deps: &[usize]) -> usize {
-        debug_assert!(self.check_deps(deps).is_ok());
+    /// its index. `deps` is kept as given (a `Vec` moves in, no copy).
+    pub fn push(&mut self, kind: NodeKind, deps: impl Into<Vec<usize>>) -> usize {
+        let deps = deps.into();
+        debug_assert!(self.check_deps(&deps).is_ok());
         self.nodes.push(kind);
-        self.deps.push(deps.to_vec());
+        self.deps.push(deps);
         self.nodes.len() - 1
     }
 
@@ -320,7 +322,7 @@ mod tests {
         for i in 0..n {
             let deps: Vec<usize> = if i == 0 { vec![] } else { vec![i - 1] };
             g.check_deps(&deps).unwrap();
-            g.push(NodeKind::Empty, &deps);
+            g.push(NodeKind::Empty, deps);
         }
         g
     }
@@ -353,9 +355,9 @@ mod tests {
         assert_eq!(d, TopologyDifference::NodeCount { ours: 3, theirs: 4 });
         assert!(d.to_string().contains("4 nodes"), "{d}");
         let mut b = GraphDesc::new();
-        b.push(NodeKind::Empty, &[]);
-        b.push(NodeKind::Host, &[0]);
-        b.push(NodeKind::Empty, &[1]);
+        b.push(NodeKind::Empty, []);
+        b.push(NodeKind::Host, [0]);
+        b.push(NodeKind::Empty, [1]);
         let d = a.topology_difference(&b).unwrap();
         assert_eq!(
             d,
@@ -367,7 +369,7 @@ mod tests {
         );
         assert!(d.to_string().starts_with("node 1"), "{d}");
         let mut c = chain(2);
-        c.push(NodeKind::Empty, &[0]);
+        c.push(NodeKind::Empty, [0]);
         let d = a.topology_difference(&c).unwrap();
         assert_eq!(
             d,

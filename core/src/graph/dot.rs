@@ -96,7 +96,7 @@ mod tests {
                 bytes: 4096,
                 direction: crate::graph::Direction::HostToDevice,
             },
-            &[],
+            [],
         );
         let b = g.push(
             NodeKind::Kernel {
@@ -107,9 +107,9 @@ mod tests {
                 builtin: None,
                 args: vec![],
             },
-            &[a],
+            [a],
         );
-        g.push(NodeKind::Empty, &[a, b]);
+        g.push(NodeKind::Empty, [a, b]);
         let dot = to_dot(&g, "fb");
         assert!(dot.starts_with("digraph \"fb\" {"));
         assert_eq!(dot.lines().filter(|l| l.contains("[shape=")).count(), 3);

@@ -28,7 +28,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A node of a graph: which graph, and its index there (nodes are numbered
 /// in the order they were added, or, for captured graphs, as CUDA lists
-/// them).
+/// them). `#[repr(C)]`: laid out as the C API's `gc_node`.
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Node {
     /// The id of the graph the node belongs to.
@@ -63,10 +64,14 @@ pub(crate) struct GraphState {
     owned: Option<Owned<CUgraph>>,
     /// The CUDA graph (driver calls on it or its nodes hold the lock).
     raw: Shared<CUgraph>,
-    /// Shared with the execs instantiated from the graph (copied when the
-    /// graph changes while they hold it).
-    pub(crate) desc: Arc<GraphDesc>,
-    pub(crate) nodes: Nodes,
+    /// The description and nodes: from the start for a graph built node by
+    /// node; for a captured graph, read back from CUDA under the lock by the
+    /// first call that needs them ([`Graph::described`]), so ending a
+    /// capture costs what CUDA's own end does.
+    described: Option<Described>,
+    /// Number of nodes (kept with the description, and known for a captured
+    /// graph before it is read back).
+    count: usize,
     /// Functions launched by kernel nodes (kept loaded).
     functions: Vec<Function>,
     /// Pool memory held by this graph's capture and its child graphs'.
@@ -75,10 +80,123 @@ pub(crate) struct GraphState {
     events: Vec<Event>,
 }
 
+/// A graph's description, and its CUDA nodes in the description's order.
+struct Described {
+    /// Shared with the execs instantiated from the graph (copied when the
+    /// graph changes while they hold it).
+    desc: Arc<GraphDesc>,
+    nodes: Nodes,
+    /// For a captured graph read back lazily: its description as captured,
+    /// which execs instantiated before the read back stand on (see
+    /// [`Graph::captured_desc`]); `None` for a graph built node by node.
+    as_captured: Option<Arc<GraphDesc>>,
+}
+
 impl GraphState {
     /// The CUDA graph, for driver calls made under the lock.
     pub(crate) fn raw(&self) -> CUgraph {
         self.raw.raw()
+    }
+
+    /// The description and the nodes indexed as it, if they are there (a
+    /// captured graph not read back has none yet).
+    pub(crate) fn if_read(&self) -> Option<(&Arc<GraphDesc>, &Nodes)> {
+        self.described.as_ref().map(|d| (&d.desc, &d.nodes))
+    }
+
+    /// Number of nodes.
+    pub(crate) fn count(&self) -> usize {
+        self.count
+    }
+}
+
+/// A graph's locked state whose description is there: what calls that read
+/// or change the description hold ([`Graph::described`]).
+pub(crate) struct DescribedState<'a> {
+    st: MutexGuard<'a, GraphState>,
+}
+
+impl<'a> DescribedState<'a> {
+    /// The locked state `st` with its description there: a captured
+    /// graph's is read back now if no call has needed it before.
+    fn new(mut st: MutexGuard<'a, GraphState>, ctx: &Context) -> Result<Self> {
+        if st.described.is_none() {
+            st.described = Some(Graph::read_back(ctx, st.raw())?);
+        }
+        Ok(DescribedState { st })
+    }
+
+    fn described(&self) -> &Described {
+        self.st
+            .described
+            .as_ref()
+            .expect("a DescribedState is made only once described")
+    }
+
+    fn described_mut(&mut self) -> &mut Described {
+        self.st
+            .described
+            .as_mut()
+            .expect("a DescribedState is made only once described")
+    }
+
+    /// The CUDA graph, for driver calls made under the lock.
+    pub(crate) fn raw(&self) -> CUgraph {
+        self.st.raw()
+    }
+
+    /// The description (shared with execs).
+    pub(crate) fn desc(&self) -> &Arc<GraphDesc> {
+        &self.described().desc
+    }
+
+    /// The CUDA nodes, indexed as the description.
+    pub(crate) fn nodes(&self) -> &Nodes {
+        &self.described().nodes
+    }
+}
+
+/// Dependencies of a new node whose raw nodes are kept inline (no
+/// allocation for the driver call): a chain's one, a join's few.
+const INLINE_DEPS: usize = 4;
+
+/// A new node's dependencies, checked: their indices (kept in the
+/// description) and their CUDA nodes (for the driver call).
+struct Deps {
+    idx: Vec<usize>,
+    /// The raw nodes when there are at most [`INLINE_DEPS`].
+    inline: [CUgraphNode; INLINE_DEPS],
+    /// The raw nodes when there are more.
+    spilled: Vec<CUgraphNode>,
+}
+
+impl Deps {
+    /// The dependencies `idx` (checked) of a graph whose CUDA nodes are
+    /// `nodes`.
+    fn new(idx: Vec<usize>, nodes: &[CUgraphNode]) -> Deps {
+        let mut inline = [std::ptr::null_mut(); INLINE_DEPS];
+        let spilled = if idx.len() <= INLINE_DEPS {
+            for (r, &i) in inline.iter_mut().zip(&idx) {
+                *r = nodes[i];
+            }
+            Vec::new()
+        } else {
+            idx.iter().map(|&i| nodes[i]).collect()
+        };
+        Deps {
+            idx,
+            inline,
+            spilled,
+        }
+    }
+
+    /// The CUDA nodes, in order.
+    fn raw(&self) -> &[CUgraphNode] {
+        if self.idx.len() <= INLINE_DEPS {
+            &self.inline[..self.idx.len()]
+        } else {
+            &self.spilled
+        }
     }
 }
 
@@ -156,8 +274,12 @@ impl Graph {
             GraphState {
                 raw: Shared::new(raw.raw()),
                 owned: Some(raw),
-                desc: Arc::new(GraphDesc::new()),
-                nodes: Nodes::default(),
+                described: Some(Described {
+                    desc: Arc::new(GraphDesc::new()),
+                    nodes: Nodes::default(),
+                    as_captured: None,
+                }),
+                count: 0,
                 functions: Vec::new(),
                 memory: Vec::new(),
                 events: Vec::new(),
@@ -165,8 +287,9 @@ impl Graph {
         ))
     }
 
-    /// Wraps a graph CUDA captured, reading its nodes and edges back; it
-    /// keeps `events` (those of its event nodes) alive.
+    /// Wraps a graph CUDA captured; it keeps `events` (those of its event
+    /// nodes) alive. Only its node count is read now; its nodes, edges and
+    /// parameters are read back when first needed.
     pub(crate) fn from_captured(
         ctx: &Context,
         raw: CUgraph,
@@ -175,14 +298,14 @@ impl Graph {
     ) -> Result<Graph> {
         // On failure, dropping `owned` destroys the graph.
         let owned = Owned::new(raw, ctx.primary());
-        let (desc, ordered) = read(ctx, raw)?;
+        let count = dg::node_count(raw)?;
         Ok(Self::wrap(
             ctx,
             GraphState {
                 owned: Some(owned),
                 raw: Shared::new(raw),
-                desc: Arc::new(desc),
-                nodes: ordered.into(),
+                described: None,
+                count,
                 functions: Vec::new(),
                 memory: memory.map(Arc::new).into_iter().collect(),
                 events,
@@ -190,10 +313,11 @@ impl Graph {
         ))
     }
 
-    /// Wraps a `CUgraph` (a `cudaGraph_t`) made outside graphcore, reading
-    /// its nodes and edges back as a captured graph's are. With `adopt`,
-    /// graphcore destroys it when the last value using it goes (also when
-    /// this fails); otherwise the caller keeps it alive and destroys it.
+    /// Wraps a `CUgraph` (a `cudaGraph_t`) made outside graphcore; its
+    /// nodes and edges are read back when first needed, as a captured
+    /// graph's are. With `adopt`, graphcore destroys it when the last value
+    /// using it goes (also when this fails); otherwise the caller keeps it
+    /// alive and destroys it.
     ///
     /// # Safety
     /// `raw` must be a live graph of `ctx`'s device. Borrowed, it must stay
@@ -207,14 +331,14 @@ impl Graph {
         // Adopted first, so that a failure below destroys it too.
         let owned = adopt.then(|| Owned::new(raw, ctx.primary()));
         ctx.bind()?;
-        let (desc, ordered) = read(ctx, raw)?;
+        let count = dg::node_count(raw)?;
         Ok(Self::wrap(
             ctx,
             GraphState {
                 owned,
                 raw: Shared::new(raw),
-                desc: Arc::new(desc),
-                nodes: ordered.into(),
+                described: None,
+                count,
                 functions: Vec::new(),
                 memory: Vec::new(),
                 events: Vec::new(),
@@ -224,15 +348,15 @@ impl Graph {
 
     /// A new graph with the same nodes, parameters and edges (CUDA's
     /// clone), numbered as this one's. It keeps this graph's functions,
-    /// pool memory and events alive too; later changes to either graph leave the other
-    /// as it is.
+    /// pool memory and events alive too; later changes to either graph
+    /// leave the other as it is.
     pub fn duplicate(&self) -> Result<Graph> {
         let ctx = &self.inner.ctx;
-        let st = self.state();
+        let st = self.described()?;
         ctx.bind()?;
         let raw = Owned::new(dg::clone(st.raw())?, ctx.primary());
         let nodes = st
-            .nodes
+            .nodes()
             .iter()
             .map(|&n| dg::find_in_clone(n, raw.raw()))
             .collect::<Result<Vec<_>>>()?;
@@ -241,13 +365,70 @@ impl Graph {
             GraphState {
                 raw: Shared::new(raw.raw()),
                 owned: Some(raw),
-                desc: Arc::clone(&st.desc),
-                nodes: nodes.into(),
-                functions: st.functions.clone(),
-                memory: st.memory.clone(),
-                events: st.events.clone(),
+                described: Some(Described {
+                    desc: Arc::clone(st.desc()),
+                    nodes: nodes.into(),
+                    as_captured: None,
+                }),
+                count: st.st.count,
+                functions: st.st.functions.clone(),
+                memory: st.st.memory.clone(),
+                events: st.st.events.clone(),
             },
         ))
+    }
+
+    /// True when the caller owns the CUDA graph ([`Graph::wrap_raw`]
+    /// without adopting it).
+    pub fn is_borrowed(&self) -> bool {
+        self.state().owned.is_none()
+    }
+
+    /// Reads a captured graph's nodes and edges back: its description, and
+    /// its nodes in the description's order.
+    fn read_back(ctx: &Context, raw: CUgraph) -> Result<Described> {
+        ctx.bind()?;
+        let nodes = dg::nodes(raw)?;
+        let index: HashMap<CUgraphNode, usize> =
+            nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+        let mut deps = vec![Vec::new(); nodes.len()];
+        for (from, to) in dg::edges(raw)? {
+            deps[index[&to]].push(index[&from]);
+        }
+        // Edges may point backwards in CUDA's listing: add nodes in a
+        // topological order, then renumber.
+        let order = topological(&deps);
+        let mut desc = GraphDesc::new();
+        let mut new_index = vec![0usize; nodes.len()];
+        let mut ordered = Vec::with_capacity(nodes.len());
+        for &i in &order {
+            let kind = describe(ctx, dg::read_node(nodes[i])?)?;
+            let d: Vec<usize> = deps[i].iter().map(|&j| new_index[j]).collect();
+            new_index[i] = desc.push(kind, d);
+            ordered.push(nodes[i]);
+        }
+        let desc = Arc::new(desc);
+        Ok(Described {
+            as_captured: Some(desc.clone()),
+            desc,
+            nodes: ordered.into(),
+        })
+    }
+
+    /// The graph's state with its description there: a captured graph is
+    /// read back now, under the lock, if no call has needed it before.
+    pub(crate) fn described(&self) -> Result<DescribedState<'_>> {
+        DescribedState::new(self.state(), &self.inner.ctx)
+    }
+
+    /// The description of a captured graph as it was captured (what an exec
+    /// instantiated from it, or updated with it, before it was read back
+    /// stands on: a graph is read back before anything changes it). For a
+    /// graph built node by node, its description now.
+    pub(crate) fn captured_desc(&self) -> Result<Arc<GraphDesc>> {
+        let st = self.described()?;
+        let d = st.described();
+        Ok(d.as_captured.as_ref().unwrap_or(&d.desc).clone())
     }
 
     /// The graph's unique id (what [`Node::graph`] holds).
@@ -266,24 +447,19 @@ impl Graph {
         self.state().raw()
     }
 
-    /// True when the caller owns the CUDA graph ([`Graph::wrap_raw`]
-    /// without adopting it).
-    pub fn is_borrowed(&self) -> bool {
-        self.state().owned.is_none()
-    }
-
     pub(crate) fn state(&self) -> MutexGuard<'_, GraphState> {
         lock(&self.inner.state)
     }
 
     /// Number of nodes.
     pub fn node_count(&self) -> usize {
-        self.state().desc.len()
+        self.state().count
     }
 
-    /// A copy of the graph's description.
-    pub fn desc(&self) -> GraphDesc {
-        (*self.state().desc).clone()
+    /// A copy of the graph's description (a captured graph is read back
+    /// from CUDA the first time).
+    pub fn desc(&self) -> Result<GraphDesc> {
+        Ok((**self.described()?.desc()).clone())
     }
 
     /// Pool bytes this graph holds: what its capture (and its child graphs'
@@ -297,8 +473,9 @@ impl Graph {
         self.state().memory.iter().map(|m| m.peak_bytes()).sum()
     }
 
-    /// The raw nodes for `deps`, checking each belongs to this graph.
-    fn resolve(&self, st: &GraphState, deps: &[Node]) -> Result<(Vec<usize>, Vec<CUgraphNode>)> {
+    /// The indices and raw nodes of `deps`, checking each belongs to this
+    /// graph.
+    fn resolve(&self, st: &DescribedState<'_>, deps: &[Node]) -> Result<Deps> {
         let mut idx = Vec::with_capacity(deps.len());
         for (i, d) in deps.iter().enumerate() {
             ensure_arg!(
@@ -307,14 +484,22 @@ impl Graph {
             );
             idx.push(d.index as usize);
         }
-        st.desc.check_deps(&idx)?;
-        let raw = idx.iter().map(|&i| st.nodes[i]).collect();
-        Ok((idx, raw))
+        st.desc().check_deps(&idx)?;
+        Ok(Deps::new(idx, st.nodes()))
     }
 
-    fn push(&self, st: &mut GraphState, kind: NodeKind, deps: &[usize], raw: CUgraphNode) -> Node {
-        let index = Arc::make_mut(&mut st.desc).push(kind, deps);
-        st.nodes.push(raw);
+    /// Records a node the driver added (after `deps`) in the description.
+    fn push(
+        &self,
+        st: &mut DescribedState<'_>,
+        kind: NodeKind,
+        deps: Vec<usize>,
+        raw: CUgraphNode,
+    ) -> Node {
+        let d = st.described_mut();
+        let index = Arc::make_mut(&mut d.desc).push(kind, deps);
+        d.nodes.push(raw);
+        st.st.count = index + 1;
         Node {
             graph: self.inner.id,
             index: index as u32,
@@ -339,8 +524,11 @@ impl Graph {
             f.context().same(&self.inner.ctx),
             "the function belongs to another context"
         );
-        let mut st = self.state();
-        let (idx, raw_deps) = self.resolve(&st, deps)?;
+        let mut st = self.described()?;
+        let deps = self.resolve(&st, deps)?;
+        // The driver needs the context current even though the node names
+        // its function (without it, a thread that never made one current
+        // crashes in the driver).
         self.inner.ctx.bind()?;
         let params = KernelParams {
             func: f.raw(),
@@ -351,10 +539,10 @@ impl Graph {
         };
         // SAFETY: `args` holds one valid pointer per parameter of `f` (this
         // function's contract); the driver copies the values.
-        let raw = unsafe { dg::add_kernel(st.raw(), &raw_deps, &params) }?;
+        let raw = unsafe { dg::add_kernel(st.raw(), deps.raw(), &params) }?;
         let builtin = f.builtin();
         let kind = NodeKind::Kernel {
-            name: f.name().to_string(),
+            name: f.shared_name(),
             grid: cfg.grid,
             block: cfg.block,
             shared_bytes: cfg.shared_bytes,
@@ -362,8 +550,11 @@ impl Graph {
             // SAFETY: as above, one valid pointer per parameter of `k`.
             args: builtin.map_or(Vec::new(), |k| unsafe { builtin_args(k, args) }),
         };
-        st.functions.push(f.clone());
-        Ok(self.push(&mut st, kind, &idx, raw))
+        // Consecutive nodes of one function keep it once.
+        if !st.st.functions.last().is_some_and(|g| g.same(f)) {
+            st.st.functions.push(f.clone());
+        }
+        Ok(self.push(&mut st, kind, deps.idx, raw))
     }
 
     /// Adds a copy of `bytes` bytes from `src` to `dst`. Each side must be
@@ -395,16 +586,16 @@ impl Graph {
         let ctx = &self.inner.ctx;
         check_pool_range(ctx, "dst", dst, bytes)?;
         check_pool_range(ctx, "src", src, bytes)?;
-        let mut st = self.state();
-        let (idx, raw_deps) = self.resolve(&st, deps)?;
-        let raw = dg::add_memcpy(st.raw(), &raw_deps, dst, src, bytes, self.inner.ctx.raw())?;
+        let mut st = self.described()?;
+        let deps = self.resolve(&st, deps)?;
+        let raw = dg::add_memcpy(st.raw(), deps.raw(), dst, src, bytes, self.inner.ctx.raw())?;
         let kind = NodeKind::Memcpy {
             dst,
             src,
             bytes,
             direction: direction(kd, ks),
         };
-        Ok(self.push(&mut st, kind, &idx, raw))
+        Ok(self.push(&mut st, kind, deps.idx, raw))
     }
 
     /// Adds a node setting `bytes` bytes of device memory at `dst` to
@@ -446,10 +637,10 @@ impl Graph {
             "`dst` (0x{dst:x}) is not device memory"
         );
         check_pool_range(&self.inner.ctx, "dst", dst, m.bytes())?;
-        let mut st = self.state();
-        let (idx, raw_deps) = self.resolve(&st, deps)?;
-        let raw = dg::add_memset(st.raw(), &raw_deps, &m, self.inner.ctx.raw())?;
-        Ok(self.push(&mut st, memset_kind(&m), &idx, raw))
+        let mut st = self.described()?;
+        let deps = self.resolve(&st, deps)?;
+        let raw = dg::add_memset(st.raw(), deps.raw(), &m, self.inner.ctx.raw())?;
+        Ok(self.push(&mut st, memset_kind(&m), deps.idx, raw))
     }
 
     /// Adds a node calling `f(user_data)` on a CPU thread when it runs.
@@ -462,11 +653,11 @@ impl Graph {
         user_data: *mut c_void,
         deps: &[Node],
     ) -> Result<Node> {
-        let mut st = self.state();
-        let (idx, raw_deps) = self.resolve(&st, deps)?;
+        let mut st = self.described()?;
+        let deps = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
-        let raw = dg::add_host(st.raw(), &raw_deps, f, user_data)?;
-        Ok(self.push(&mut st, NodeKind::Host, &idx, raw))
+        let raw = dg::add_host(st.raw(), deps.raw(), f, user_data)?;
+        Ok(self.push(&mut st, NodeKind::Host, deps.idx, raw))
     }
 
     /// Adds a node running a copy of `child` (its pool memory and
@@ -481,29 +672,30 @@ impl Graph {
             "the child graph belongs to another context"
         );
         // CUDA reads the child while it copies it: both locks are held.
-        let (mut st, c) = lock_in_order(
+        let (st, c) = lock_in_order(
             (&self.inner.state, self.inner.id),
             (&child.inner.state, child.inner.id),
         );
-        let nodes = c.desc.len();
+        let nodes = c.count;
         ensure_arg!(nodes > 0, "the child graph has no nodes");
-        let (idx, raw_deps) = self.resolve(&st, deps)?;
+        let mut st = DescribedState::new(st, &self.inner.ctx)?;
+        let deps = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
-        let raw = dg::add_child(st.raw(), &raw_deps, c.raw())?;
-        st.functions.extend(c.functions.iter().cloned());
-        st.memory.extend(c.memory.iter().cloned());
-        st.events.extend(c.events.iter().cloned());
+        let raw = dg::add_child(st.raw(), deps.raw(), c.raw())?;
+        st.st.functions.extend(c.functions.iter().cloned());
+        st.st.memory.extend(c.memory.iter().cloned());
+        st.st.events.extend(c.events.iter().cloned());
         drop(c);
-        Ok(self.push(&mut st, NodeKind::Child { nodes }, &idx, raw))
+        Ok(self.push(&mut st, NodeKind::Child { nodes }, deps.idx, raw))
     }
 
     /// Adds a node that does nothing: a join point for dependencies.
     pub fn add_empty(&self, deps: &[Node]) -> Result<Node> {
-        let mut st = self.state();
-        let (idx, raw_deps) = self.resolve(&st, deps)?;
+        let mut st = self.described()?;
+        let deps = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
-        let raw = dg::add_empty(st.raw(), &raw_deps)?;
-        Ok(self.push(&mut st, NodeKind::Empty, &idx, raw))
+        let raw = dg::add_empty(st.raw(), deps.raw())?;
+        Ok(self.push(&mut st, NodeKind::Empty, deps.idx, raw))
     }
 
     /// Makes `to` depend on `from`. Nodes of another graph, self-loops,
@@ -515,18 +707,19 @@ impl Graph {
                 "`{name}` is a node of another graph"
             );
         }
-        let mut st = self.state();
+        let mut st = self.described()?;
         let (f, t) = (from.index as usize, to.index as usize);
-        st.desc.check_edge(f, t)?;
+        st.desc().check_edge(f, t)?;
         self.inner.ctx.bind()?;
-        dg::add_dependency(st.raw(), st.nodes[f], st.nodes[t])?;
-        Arc::make_mut(&mut st.desc).add_edge(f, t);
+        dg::add_dependency(st.raw(), st.nodes()[f], st.nodes()[t])?;
+        Arc::make_mut(&mut st.described_mut().desc).add_edge(f, t);
         Ok(())
     }
 
-    /// The graph in Graphviz DOT.
-    pub fn to_dot(&self, name: &str) -> String {
-        to_dot(&self.state().desc, name)
+    /// The graph in Graphviz DOT (a captured graph is read back from CUDA
+    /// the first time).
+    pub fn to_dot(&self, name: &str) -> Result<String> {
+        Ok(to_dot(self.described()?.desc(), name))
     }
 
     /// Writes the graph in Graphviz DOT to `path`.
@@ -534,34 +727,9 @@ impl Graph {
         let name = path
             .file_stem()
             .map_or("graph".into(), |s| s.to_string_lossy().into_owned());
-        std::fs::write(path, self.to_dot(&name))
+        std::fs::write(path, self.to_dot(&name)?)
             .map_err(|e| Error::invalid_argument(format!("cannot write {}: {e}", path.display())))
     }
-}
-
-/// Reads graph `raw`'s nodes and edges back: its description, and its
-/// nodes in the description's order (a topological one).
-fn read(ctx: &Context, raw: CUgraph) -> Result<(GraphDesc, Vec<CUgraphNode>)> {
-    let nodes = dg::nodes(raw)?;
-    let index: HashMap<CUgraphNode, usize> =
-        nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
-    let mut deps = vec![Vec::new(); nodes.len()];
-    for (from, to) in dg::edges(raw)? {
-        deps[index[&to]].push(index[&from]);
-    }
-    // Edges may point backwards in CUDA's listing: add nodes in a
-    // topological order, then renumber.
-    let order = topological(&deps);
-    let mut desc = GraphDesc::new();
-    let mut new_index = vec![0usize; nodes.len()];
-    let mut ordered = Vec::with_capacity(nodes.len());
-    for &i in &order {
-        let kind = describe(ctx, dg::read_node(nodes[i])?)?;
-        let d: Vec<usize> = deps[i].iter().map(|&j| new_index[j]).collect();
-        new_index[i] = desc.push(kind, &d);
-        ordered.push(nodes[i]);
-    }
-    Ok((desc, ordered))
 }
 
 /// Describes a node CUDA reports.
@@ -576,7 +744,7 @@ fn describe(ctx: &Context, raw: RawNode) -> Result<NodeKind> {
         } => {
             let builtin = ctx.builtin_of(func);
             NodeKind::Kernel {
-                name: builtin.map_or_else(|| format!("kernel@{func:p}"), |k| k.name.to_string()),
+                name: builtin.map_or_else(|| format!("kernel@{func:p}").into(), |k| k.name.into()),
                 grid,
                 block,
                 shared_bytes,
@@ -594,7 +762,7 @@ fn describe(ctx: &Context, raw: RawNode) -> Result<NodeKind> {
         RawNode::Memset(m) => memset_kind(&m),
         RawNode::Host { .. } => NodeKind::Host,
         RawNode::Child(g) => NodeKind::Child {
-            nodes: dg::nodes(g)?.len(),
+            nodes: dg::node_count(g)?,
         },
         RawNode::Empty => NodeKind::Empty,
         RawNode::Other(what) => NodeKind::Other(what),
@@ -682,6 +850,17 @@ mod tests {
                 .expect("two threads locking one pair deadlocked");
         }
         assert_eq!(*crate::lock::lock(&pair.0), 200_000);
+    }
+
+    #[test]
+    fn deps_keep_few_raw_nodes_inline_and_spill_the_rest() {
+        let nodes: Vec<super::CUgraphNode> = (1..=10usize).map(|i| i as _).collect();
+        for idx in [vec![], vec![3], vec![9, 0, 4, 2], vec![1, 8, 2, 7, 5, 0]] {
+            let want: Vec<_> = idx.iter().map(|&i| nodes[i]).collect();
+            let deps = super::Deps::new(idx.clone(), &nodes);
+            assert_eq!(deps.raw(), &want[..], "dependencies {idx:?}");
+            assert_eq!(deps.idx, idx);
+        }
     }
 
     #[test]

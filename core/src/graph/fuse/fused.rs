@@ -42,8 +42,8 @@ impl Fused {
         // The clone, and the lookups of the graph's nodes in it, read the
         // graph: under its lock. The rest works on the clone alone.
         let (desc, mut f, clones) = {
-            let st = graph.state();
-            let plan = plan(&st.desc);
+            let st = graph.described()?;
+            let plan = plan(st.desc());
             if plan.chains.is_empty() {
                 return Ok(None);
             }
@@ -52,7 +52,7 @@ impl Fused {
             let f = Fused {
                 raw: Owned::new(raw, ctx.primary()),
                 ctx: ctx.clone(),
-                source: st.desc.clone(),
+                source: st.desc().clone(),
                 plan,
                 desc: GraphDesc::new(),
                 nodes: Nodes::default(),
@@ -60,11 +60,11 @@ impl Fused {
                 kernels: Vec::new(),
             };
             let clones: Vec<CUgraphNode> = st
-                .nodes
+                .nodes()
                 .iter()
                 .map(|&n| dg::find_in_clone(n, raw))
                 .collect::<Result<_>>()?;
-            (st.desc.clone(), f, clones)
+            (st.desc().clone(), f, clones)
         };
         let raw = f.raw.raw();
         f.kernels = f

@@ -179,7 +179,7 @@ fn segment_kind(seg: &Segment, nodes: &[usize], sms: u32) -> Result<NodeKind, Si
     let label = |name: &str| format!("{name} (fused nodes {nodes:?}, {} ops)", seg.ops.len());
     Ok(if seg.is_generated() {
         NodeKind::Kernel {
-            name: label(jit::ENTRY),
+            name: label(jit::ENTRY).into(),
             grid: [jit::grid(seg.n, sms), 1, 1],
             block: [jit::BLOCK, 1, 1],
             shared_bytes: 0,
@@ -189,7 +189,7 @@ fn segment_kind(seg: &Segment, nodes: &[usize], sms: u32) -> Result<NodeKind, Si
     } else {
         let call = segment_call(seg, sms)?;
         NodeKind::Kernel {
-            name: label(call.kernel.name()),
+            name: label(call.kernel.name()).into(),
             grid: call.grid,
             block: call.block,
             shared_bytes: call.shared_bytes,
@@ -234,7 +234,7 @@ pub fn apply(
                         vec![stands_for[chain.nodes[k - 1]]]
                     };
                     let kind = segment_kind(seg, &chain.nodes, sms)?;
-                    let new = out.push(kind, &deps);
+                    let new = out.push(kind, deps);
                     map[i] = Some(new);
                     stands_for[i] = new;
                 } else {
@@ -249,7 +249,7 @@ pub fn apply(
             }
             None => {
                 let deps: Vec<usize> = desc.deps(i).iter().map(|&d| stands_for[d]).collect();
-                let new = out.push(desc.node(i).clone(), &deps);
+                let new = out.push(desc.node(i).clone(), deps);
                 map[i] = Some(new);
                 stands_for[i] = new;
             }
@@ -307,7 +307,7 @@ mod tests {
         let mut g = GraphDesc::new();
         for (i, k) in kinds.into_iter().enumerate() {
             let deps: Vec<usize> = if i == 0 { vec![] } else { vec![i - 1] };
-            g.push(k, &deps);
+            g.push(k, deps);
         }
         g
     }
@@ -400,18 +400,18 @@ mod tests {
     #[test]
     fn branches_and_second_consumers_bound_chains() {
         let mut g = GraphDesc::new();
-        let a = g.push(scale(8, 8, 4, 2.0), &[]);
-        let b = g.push(scale(8, 8, 4, 2.0), &[a]);
-        g.push(scale(8, 8, 4, 2.0), &[a]); // a second consumer of `a`
-        let d = g.push(scale(8, 8, 4, 2.0), &[b]);
+        let a = g.push(scale(8, 8, 4, 2.0), []);
+        let b = g.push(scale(8, 8, 4, 2.0), [a]);
+        g.push(scale(8, 8, 4, 2.0), [a]); // a second consumer of `a`
+        let d = g.push(scale(8, 8, 4, 2.0), [b]);
         let p = plan(&g);
         assert_eq!(p.chains.len(), 1);
         assert_eq!(p.chains[0].nodes, vec![b, d]);
         // A join: a node with two predecessors starts no link into it.
         let mut g = GraphDesc::new();
-        let a = g.push(scale(8, 8, 4, 2.0), &[]);
-        let e = g.push(NodeKind::Empty, &[]);
-        g.push(scale(8, 8, 4, 2.0), &[a, e]);
+        let a = g.push(scale(8, 8, 4, 2.0), []);
+        let e = g.push(NodeKind::Empty, []);
+        g.push(scale(8, 8, 4, 2.0), [a, e]);
         assert!(plan(&g).chains.is_empty());
     }
 
@@ -460,13 +460,13 @@ mod apply_tests {
             bytes: 16,
             direction: crate::graph::Direction::HostToDevice,
         };
-        let a = g.push(copy.clone(), &[]);
+        let a = g.push(copy.clone(), []);
         let mut prev = a;
         for i in 0..10 {
-            prev = g.push(scale(8, 8, 4, i as f32), &[prev]);
+            prev = g.push(scale(8, 8, 4, i as f32), [prev]);
         }
-        let out = g.push(copy, &[prev]);
-        let side = g.push(NodeKind::Empty, &[a]);
+        let out = g.push(copy, [prev]);
+        let side = g.push(NodeKind::Empty, [a]);
         let p = plan(&g);
         assert_eq!(p.chains[0].segments.len(), 1);
         let (f, map) = apply(&g, &p, 132).unwrap();
