@@ -9,6 +9,8 @@
 //! counted: a graph keeps the functions and pool memory it uses alive, an
 //! exec its graph, everything its context, so nothing in use can be freed.
 
+pub mod arg;
+mod bind;
 mod builtins;
 mod capture;
 mod context;
@@ -23,7 +25,8 @@ pub mod pool;
 mod runner;
 mod stream;
 
-pub use capture::{begin_capture, end_capture};
+pub use arg::{ArgDecl, Binding};
+pub use capture::{begin_capture, declare_capture_arg, end_capture};
 pub use context::{device_count, driver_version, Context};
 pub use copy::{copy_async, set_async};
 pub use driver::stream::CaptureMode;

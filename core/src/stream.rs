@@ -4,6 +4,7 @@
 //! it rolls back when it is dropped, so a stream that goes away mid-capture
 //! leaves its pool as it was.
 
+use crate::arg::ArgDecl;
 use crate::context::Context;
 use crate::driver::owned::{Owned, Shared};
 use crate::driver::{self, stream as ds, CUevent, CUstream};
@@ -89,6 +90,8 @@ impl fmt::Display for StreamOp {
 pub(crate) struct OpenCapture {
     /// The pool the capture allocates from, if any.
     pub(crate) pool: Option<PoolCapture>,
+    /// Arguments declared during the capture (handed to its graph).
+    pub(crate) args: Vec<ArgDecl>,
     breaker: Option<(StreamOp, Error)>,
 }
 
@@ -97,6 +100,7 @@ impl OpenCapture {
     pub(crate) fn new(pool: Option<PoolCapture>) -> Self {
         OpenCapture {
             pool,
+            args: Vec::new(),
             breaker: None,
         }
     }

@@ -10,6 +10,7 @@ pub mod fuse;
 pub use desc::{Direction, GraphDesc, NodeKind, TopologyDifference};
 pub use dot::to_dot;
 
+use crate::arg::{check_new, ArgDecl};
 use crate::context::Context;
 use crate::driver::graph::{self as dg, KernelParams, RawNode};
 use crate::driver::memory::{memory_kind, MemoryKind};
@@ -18,7 +19,7 @@ use crate::driver::{CUgraph, CUgraphNode};
 use crate::error::{ensure_arg, Error, Result};
 use crate::lock::lock;
 use crate::module::{Function, LaunchConfig};
-use crate::pool::{check_pool_range, GraphMemory};
+use crate::pool::{check_device_range, check_pool_range, GraphMemory};
 use graphcore_kernels::{KernelInfo, Value};
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -68,6 +69,8 @@ pub(crate) struct GraphState {
     functions: Vec<Function>,
     /// Pool memory held by this graph's capture and its child graphs'.
     memory: Vec<Arc<GraphMemory>>,
+    /// Declared arguments, by index.
+    pub(crate) args: Vec<ArgDecl>,
 }
 
 impl GraphState {
@@ -154,6 +157,7 @@ impl Graph {
                 nodes: Nodes::default(),
                 functions: Vec::new(),
                 memory: Vec::new(),
+                args: Vec::new(),
             },
         ))
     }
@@ -163,6 +167,7 @@ impl Graph {
         ctx: &Context,
         raw: CUgraph,
         memory: Option<GraphMemory>,
+        args: Vec<ArgDecl>,
     ) -> Result<Graph> {
         let owned = Owned::new(raw, ctx.primary());
         let read = || -> Result<(GraphDesc, Vec<CUgraphNode>)> {
@@ -197,6 +202,7 @@ impl Graph {
                 nodes: ordered.into(),
                 functions: Vec::new(),
                 memory: memory.map(Arc::new).into_iter().collect(),
+                args,
             },
         ))
     }
@@ -240,6 +246,27 @@ impl Graph {
     /// The highest pool bytes its capture had allocated at once.
     pub fn pool_peak_bytes(&self) -> u64 {
         self.state().memory.iter().map(|m| m.peak_bytes()).sum()
+    }
+
+    /// Declares `base .. base + bytes` an argument of the graph (see
+    /// [`crate::arg`]): execs made later find its uses in the nodes and can
+    /// bind it to another range at launch. Returns its index (declaration
+    /// order; a captured graph's arguments declared during its capture come
+    /// first). The range must be device memory of the graph's device and
+    /// overlap no argument declared before.
+    pub fn declare_arg(&self, base: u64, bytes: usize, exact: bool) -> Result<usize> {
+        let mut st = self.state();
+        let d = ArgDecl { base, bytes, exact };
+        let index = check_new(&st.args, &d)?;
+        self.inner.ctx.bind()?;
+        check_device_range(&self.inner.ctx, "ptr", base, bytes)?;
+        st.args.push(d);
+        Ok(index)
+    }
+
+    /// The declared arguments, by index.
+    pub fn args(&self) -> Vec<ArgDecl> {
+        self.state().args.clone()
     }
 
     /// The raw nodes for `deps`, checking each belongs to this graph.
