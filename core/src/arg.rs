@@ -45,8 +45,10 @@ impl ArgDecl {
 }
 
 /// One binding of a launch: argument `index` now at `ptr`, a range of
-/// `bytes` bytes (0: as large as the memory at `ptr` allows).
+/// `bytes` bytes (0: as large as the memory at `ptr` allows). Laid out as
+/// C's `gc_binding` (size_t, pointer, size_t).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
 pub struct Binding {
     /// The argument's index (its declaration order in the graph).
     pub index: usize,
@@ -95,9 +97,11 @@ pub fn check_new(decls: &[ArgDecl], d: &ArgDecl) -> Result<usize> {
         d.base.checked_add(d.bytes as u64).is_some(),
         "the argument's range overflows the address space"
     );
-    if let Some((i, o)) = decls.iter().enumerate().find(|(_, o)| {
-        d.base < o.base + o.bytes as u64 && o.base < d.base + d.bytes as u64
-    }) {
+    if let Some((i, o)) = decls
+        .iter()
+        .enumerate()
+        .find(|(_, o)| d.base < o.base + o.bytes as u64 && o.base < d.base + d.bytes as u64)
+    {
         return Err(Error::invalid_argument(format!(
             "the range 0x{:x} + {} bytes overlaps argument {i} (0x{:x} + {} bytes)",
             d.base, d.bytes, o.base, o.bytes
@@ -135,8 +139,16 @@ mod tests {
         assert_eq!(
             out,
             vec![
-                Slot { at: 0, arg: 0, delta: 0 },
-                Slot { at: 8, arg: 0, delta: 0xf0 }
+                Slot {
+                    at: 0,
+                    arg: 0,
+                    delta: 0
+                },
+                Slot {
+                    at: 8,
+                    arg: 0,
+                    delta: 0xf0
+                }
             ]
         );
     }

@@ -130,7 +130,10 @@ fn site_of(
             // pointer per parameter of the function whose layout this is.
             unsafe { fill(&mut buf, &layout, args) };
             find_kernel_slots(decls, builtin, &layout, &buf, &mut slots);
-            let ptrs = layout.iter().map(|&(o, _)| buf.as_ptr() as usize + o).collect();
+            let ptrs = layout
+                .iter()
+                .map(|&(o, _)| buf.as_ptr() as usize + o)
+                .collect();
             SiteKind::Kernel {
                 func: Shared::new(func),
                 grid,

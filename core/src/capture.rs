@@ -59,7 +59,12 @@ pub fn end_capture(stream: &Stream) -> Result<Graph> {
     match ended {
         Ok(raw) => {
             let memory = open.pool.take().map(|p| p.end()).transpose()?;
-            Graph::from_captured(stream.context(), raw, memory, std::mem::take(&mut open.args))
+            Graph::from_captured(
+                stream.context(),
+                raw,
+                memory,
+                std::mem::take(&mut open.args),
+            )
         }
         Err(e) => {
             ds::discard_capture(stream.raw());
@@ -79,7 +84,9 @@ pub fn end_capture(stream: &Stream) -> Result<Graph> {
 pub fn declare_capture_arg(stream: &Stream, base: u64, bytes: usize, exact: bool) -> Result<usize> {
     let mut slot = stream.capture_slot();
     let open = slot.as_mut().ok_or_else(|| {
-        Error::invalid_state("the stream is not capturing through graphcore: no capture was begun on it")
+        Error::invalid_state(
+            "the stream is not capturing through graphcore: no capture was begun on it",
+        )
     })?;
     let d = ArgDecl { base, bytes, exact };
     let index = check_new(&open.args, &d)?;

@@ -263,7 +263,11 @@ impl Exec {
     /// After an update: the arguments' uses found again in `values` (the
     /// nodes whose parameters the exec now has; `exec_nodes` are the ones
     /// its setters name), and the current bindings set in them.
-    fn rebind_after_update(&self, values: &[CUgraphNode], exec_nodes: &[CUgraphNode]) -> Result<()> {
+    fn rebind_after_update(
+        &self,
+        values: &[CUgraphNode],
+        exec_nodes: &[CUgraphNode],
+    ) -> Result<()> {
         let Some(table) = &self.inner.args else {
             return Ok(());
         };
@@ -334,7 +338,9 @@ impl Exec {
             let values: Vec<CUgraphNode> = graph.state().nodes.to_vec();
             let _graph = graph.state();
             self.rebind_after_update(&values, &exec_nodes)
-                .map_err(|e| e.context("the exec was updated but its arguments could not be rebound"))?;
+                .map_err(|e| {
+                    e.context("the exec was updated but its arguments could not be rebound")
+                })?;
         }
         Ok(())
     }
@@ -488,7 +494,9 @@ impl Exec {
         self.update_raw(new.raw(), &new.nodes, &new.desc)?;
         ours.adopt(&new);
         self.rebind_after_update(&new.nodes, &ours.nodes)
-            .map_err(|e| e.context("the exec was updated but its arguments could not be rebound"))?;
+            .map_err(|e| {
+                e.context("the exec was updated but its arguments could not be rebound")
+            })?;
         *current = theirs.clone();
         *lock(&self.inner.updated_from) = Some(graph.clone());
         Ok(())

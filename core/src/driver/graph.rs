@@ -590,8 +590,7 @@ pub(crate) fn exec_set_child(e: CUgraphExec, n: CUgraphNode, g: CUgraph) -> Resu
 
 /// `cuFuncGetParamInfo`, looked up at run time (drivers of CUDA 12.4 and
 /// later have it; the baseline bindings are CUDA 12.0).
-type ParamInfoFn =
-    unsafe extern "C" fn(CUfunction, usize, *mut usize, *mut usize) -> sys::CUresult;
+type ParamInfoFn = unsafe extern "C" fn(CUfunction, usize, *mut usize, *mut usize) -> sys::CUresult;
 
 fn param_info_fn() -> Option<ParamInfoFn> {
     static F: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
@@ -601,7 +600,13 @@ fn param_info_fn() -> Option<ParamInfoFn> {
         let mut status: sys::CUdriverProcAddressQueryResult = unsafe { std::mem::zeroed() };
         // SAFETY: a NUL-terminated name; writes one function pointer.
         let r = unsafe {
-            sys::cuGetProcAddress_v2(c"cuFuncGetParamInfo".as_ptr(), &mut pfn, 12040, 0, &mut status)
+            sys::cuGetProcAddress_v2(
+                c"cuFuncGetParamInfo".as_ptr(),
+                &mut pfn,
+                12040,
+                0,
+                &mut status,
+            )
         };
         (r == sys::CUresult::CUDA_SUCCESS && !pfn.is_null()).then_some(pfn as usize)
     });
