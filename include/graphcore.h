@@ -1986,8 +1986,8 @@ typedef struct gc_binding {
  * Memory a binding names must stay valid while launches using it may
  * run. Any bad binding is GC_ERROR_INVALID_ARGUMENT naming it, and the
  * exec is unchanged and not launched. No heap allocation.
- * Errors: GC_ERROR_INVALID_ARGUMENT (a NULL handle, bindings NULL with n
- * > 0, a stream of another context, an exec whose graph declared no
+ * Errors: GC_ERROR_INVALID_ARGUMENT (a NULL handle, bindings NULL while n
+ * is not 0, a stream of another context, an exec whose graph declared no
  * arguments, an unknown argument index, an argument bound twice, a NULL,
  * host or other device's address, or a range smaller than declared),
  * GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_CAPTURE,
@@ -2254,7 +2254,7 @@ enum gc_status gc_runner_replay(struct gc_runner *runner,
  * order, so an index names the same argument (the input, the output...)
  * in every bucket. Bindings persist per bucket.
  * Errors: GC_ERROR_INVALID_ARGUMENT (a NULL pointer or handle, bindings
- * NULL with n > 0, rows is 0, a stream of another context, or a bad
+ * NULL while n is not 0, rows is 0, a stream of another context, or a bad
  * binding as for gc_exec_launch_with, naming the bucket; nothing is
  * launched), GC_ERROR_INVALID_HANDLE (a destroyed handle),
  * GC_ERROR_NO_BUCKET (rows over the largest bucket, or no bucket captured

@@ -263,10 +263,12 @@ impl Site {
                     shared_bytes: *shared_bytes,
                     args: ptrs.as_mut_ptr() as *mut *mut c_void,
                 };
-                // SAFETY: `ptrs` holds one address per parameter of `func`,
-                // each into `buf` at the parameter's offset, with its bytes.
                 match exec {
+                    // SAFETY: `ptrs` holds one address per parameter of
+                    // `func`, each into `buf` at the parameter's offset,
+                    // with its bytes.
                     Some(e) => unsafe { dg::exec_set_kernel(e, n, &p) },
+                    // SAFETY: as above.
                     None => unsafe { dg::set_kernel(n, &p) },
                 }
             }

@@ -172,8 +172,8 @@ pub(crate) fn bindings<'a>(
 /// Memory a binding names must stay valid while launches using it may
 /// run. Any bad binding is GC_ERROR_INVALID_ARGUMENT naming it, and the
 /// exec is unchanged and not launched. No heap allocation.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (a NULL handle, bindings NULL with n
-/// > 0, a stream of another context, an exec whose graph declared no
+/// Errors: GC_ERROR_INVALID_ARGUMENT (a NULL handle, bindings NULL while n
+/// is not 0, a stream of another context, an exec whose graph declared no
 /// arguments, an unknown argument index, an argument bound twice, a NULL,
 /// host or other device's address, or a range smaller than declared),
 /// GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_CAPTURE,

@@ -215,7 +215,7 @@ pub extern "C" fn gc_runner_replay(
 /// order, so an index names the same argument (the input, the output...)
 /// in every bucket. Bindings persist per bucket.
 /// Errors: GC_ERROR_INVALID_ARGUMENT (a NULL pointer or handle, bindings
-/// NULL with n > 0, rows is 0, a stream of another context, or a bad
+/// NULL while n is not 0, rows is 0, a stream of another context, or a bad
 /// binding as for gc_exec_launch_with, naming the bucket; nothing is
 /// launched), GC_ERROR_INVALID_HANDLE (a destroyed handle),
 /// GC_ERROR_NO_BUCKET (rows over the largest bucket, or no bucket captured

@@ -12,7 +12,7 @@ __all__ = [
     "INSTANTIATE_UPLOAD", "INSTANTIATE_AUTO_FREE_ON_LAUNCH", "INSTANTIATE_USE_NODE_PRIORITY",
     "INSTANTIATE_FUSE_ELEMENTWISE", "CAPTURE_THREAD_LOCAL", "CAPTURE_GLOBAL", "CAPTURE_RELAXED",
     "CHAIN_FILL", "CHAIN_MUL", "CHAIN_ADD", "CHAIN_RELU", "CHAIN_MAX", "CHAIN_MIN",
-    "CHAIN_MAX_OPS", "RUNNER_MAX_BUCKETS", "Dim3", "Node", "DeviceInfo", "ChainOp",
+    "CHAIN_MAX_OPS", "RUNNER_MAX_BUCKETS", "ARG_EXACT", "Binding", "Dim3", "Node", "DeviceInfo", "ChainOp",
     "PoolOptions", "PoolStatistics", "ExecStatistics", "RunnerBucket", "RunnerStatistics",
     "HOST_FN", "RECORD_FN", "PROTOTYPES",
 ]
@@ -35,6 +35,7 @@ CHAIN_MAX = 5
 CHAIN_MIN = 6
 CHAIN_MAX_OPS = 8
 RUNNER_MAX_BUCKETS = 16
+ARG_EXACT = 1
 
 # ------------------------------------------------------------- C structures
 
@@ -61,6 +62,12 @@ class Node(C.Structure):
 
     def __repr__(self):
         return "Node(graph=%d, index=%d)" % (self.graph, self.index)
+
+
+class Binding(C.Structure):
+    """gc_binding: argument ``index`` now at ``ptr`` (``bytes`` there, or 0)."""
+
+    _fields_ = [("index", C.c_size_t), ("ptr", C.c_void_p), ("bytes", C.c_size_t)]
 
 
 class DeviceInfo(C.Structure):
@@ -206,6 +213,7 @@ PROTOTYPES = {
     # capture
     "gc_capture_begin": (_S, [_H, _H, C.c_uint32]),
     "gc_capture_end": (_S, [_H, _P(_H)]),
+    "gc_capture_arg": (_S, [_H, _D, C.c_size_t, C.c_uint32, _P(C.c_size_t)]),
     # building
     "gc_graph_create": (_S, [_H, _P(_H)]),
     "gc_graph_add_kernel": (
@@ -216,6 +224,7 @@ PROTOTYPES = {
     "gc_graph_add_child": (_S, [_H, _H, _P(Node), C.c_size_t, _P(Node)]),
     "gc_graph_add_empty": (_S, [_H, _P(Node), C.c_size_t, _P(Node)]),
     "gc_graph_add_dependency": (_S, [_H, Node, Node]),
+    "gc_graph_declare_arg": (_S, [_H, _D, C.c_size_t, C.c_uint32, _P(C.c_size_t)]),
     "gc_graph_node_count": (_S, [_H, _P(C.c_size_t)]),
     "gc_graph_raw": (_S, [_H, _P(_D)]),
     "gc_graph_pool_bytes": (_S, [_H, _P(C.c_uint64)]),
@@ -225,6 +234,8 @@ PROTOTYPES = {
     "gc_graph_instantiate": (_S, [_H, C.c_uint32, _P(_H)]),
     "gc_exec_upload": (_S, [_H, _H]),
     "gc_exec_launch": (_S, [_H, _H]),
+    "gc_exec_launch_with": (_S, [_H, _H, _P(Binding), C.c_size_t]),
+    "gc_exec_arg_info": (_S, [_H, C.c_size_t, _P(C.c_size_t)]),
     "gc_exec_update": (_S, [_H, _H]),
     "gc_exec_set_kernel_args": (_S, [_H, Node, _P(_D)]),
     "gc_exec_raw": (_S, [_H, _P(_D)]),
@@ -235,6 +246,8 @@ PROTOTYPES = {
     "gc_runner_create": (_S, [_H, _H, _P(_H)]),
     "gc_runner_capture": (_S, [_H, _P(C.c_uint32), C.c_size_t, RECORD_FN, _D, C.c_uint32]),
     "gc_runner_replay": (_S, [_H, C.c_uint32, _H, _P(C.c_uint32)]),
+    "gc_runner_replay_with": (
+        _S, [_H, C.c_uint32, _H, _P(Binding), C.c_size_t, _P(C.c_uint32)]),
     "gc_runner_stats": (_S, [_H, _P(RunnerStatistics)]),
     "gc_runner_destroy": (_S, [_H]),
     # built-in kernels, typed
