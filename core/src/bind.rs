@@ -115,6 +115,10 @@ fn site_of(
             shared_bytes,
             args,
         } => {
+            if args.is_null() {
+                // Parameters packed in `extra`: not scanned.
+                return Ok(None);
+            }
             let builtin = ctx.builtin_of(func);
             let layout = match builtin {
                 Some(k) => builtin_layout(k),

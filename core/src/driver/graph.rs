@@ -289,8 +289,19 @@ pub(crate) fn read_node(n: CUgraphNode) -> Result<RawNode> {
                 unsafe { sys::cuGraphKernelNodeGetParams_v2(n, &mut p) },
                 "cuGraphKernelNodeGetParams",
             )?;
+            let mut func = p.func;
+            if func.is_null() && !p.kern.is_null() {
+                // A launch of a library kernel (CUkernel, as the runtime
+                // makes for lazily loaded modules): its function in the
+                // current context.
+                check(
+                    // SAFETY: writes one function handle of a live kernel.
+                    unsafe { sys::cuKernelGetFunction(&mut func, p.kern) },
+                    "cuKernelGetFunction",
+                )?;
+            }
             RawNode::Kernel {
-                func: p.func,
+                func,
                 grid: [p.gridDimX, p.gridDimY, p.gridDimZ],
                 block: [p.blockDimX, p.blockDimY, p.blockDimZ],
                 shared_bytes: p.sharedMemBytes,
