@@ -386,8 +386,9 @@ impl ArgTable {
                 d.bytes,
                 b.bytes
             );
-            check_device_range(&self.ctx, &format!("argument {}", b.index), b.ptr, d.bytes)
-                .map_err(|e| e.context(&format!("binding {k}")))?;
+            // The names are made only on failure (no allocation otherwise).
+            check_device_range(&self.ctx, "ptr", b.ptr, d.bytes)
+                .map_err(|e| e.context(&format!("binding {k} (argument {})", b.index)))?;
         }
         Ok(())
     }

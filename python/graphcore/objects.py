@@ -58,33 +58,37 @@ def _add_name(names, name, index, where):
 
 
 class _Bindings:
-    """A preallocated gc_binding array for launches with keyword bindings
-    (no allocation per call beyond what ctypes does for the call itself)."""
+    """A preallocated gc_binding array for launches with keyword bindings:
+    a flat array of size_t triples (index, ptr, bytes) filled with one slice
+    assignment, passed as a gc_binding pointer made once."""
 
-    __slots__ = ("names", "array", "where")
+    __slots__ = ("names", "flat", "array", "where")
 
     def __init__(self, names, where):
         self.names = dict(names)
-        self.array = (Binding * max(1, len(names)))()
+        n = max(1, len(names))
+        self.flat = (C.c_size_t * (3 * n))()
+        self.array = C.cast(self.flat, C.POINTER(Binding))
         self.where = where
 
     def fill(self, kw):
-        names, array = self.names, self.array
-        if len(kw) > len(array):
+        names = self.names
+        if len(kw) > len(names):
             raise _fail(self.where, "%d bindings for %d arguments" % (len(kw), len(names)))
-        i = 0
+        values = []
         for name, buf in kw.items():
             index = names.get(name)
             if index is None:
                 raise _fail(self.where, "no argument named %r (declared: %s)"
                             % (name, ", ".join(names) or "none"))
-            b = array[i]
-            b.index = index
-            b.ptr = _addr(buf, self.where, name)
+            try:
+                ptr = buf.data_ptr()  # torch tensors: the fast path
+            except AttributeError:
+                ptr = _addr(buf, self.where, name) or 0
             nb = getattr(buf, "nbytes", 0)
-            b.bytes = nb if type(nb) is int else 0
-            i += 1
-        return i
+            values += (index, ptr, nb if type(nb) is int else 0)
+        self.flat[:len(values)] = values
+        return len(kw)
 
 
 def device_count():
