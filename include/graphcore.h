@@ -1582,7 +1582,9 @@ enum gc_status gc_capture_end(struct gc_stream *stream, struct gc_graph **graph)
  * uses are found, GC_ARG_EXACT and what cannot be covered). Typically the
  * input and output buffers of a captured model, declared in the same order
  * in each bucket's capture of a runner (gc_runner_replay_with binds them
- * by index). Declaring does not break the capture.
+ * by index; a record function also runs eagerly for the warm-ups, so it
+ * declares only while gc_stream_is_capturing says 1). Declaring does not
+ * break the capture.
  * Errors: GC_ERROR_INVALID_ARGUMENT (stream, ptr or index is NULL, bytes
  * is 0, an unknown flag, ptr is not device memory of the stream's device
  * or holds fewer than bytes bytes, or the range overlaps an argument
