@@ -55,6 +55,11 @@ pub(crate) fn check_pool_range(ctx: &Context, arg: &str, addr: u64, bytes: usize
 /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument).
 pub(crate) fn check_device_range(ctx: &Context, arg: &str, addr: u64, bytes: usize) -> Result<()> {
     ensure_arg!(addr != 0, "`{arg}` is NULL");
+    // A live block of one of the context's pools is device memory of its
+    // device: no driver query is needed.
+    if let Some(block) = ctx.pool_block_of(addr) {
+        return check_range(arg, addr, bytes, |_| Some(block));
+    }
     let Some(info) = pointer_info(addr) else {
         return Err(Error::invalid_argument(format!(
             "`{arg}` (0x{addr:x}) is not device memory (a host address, or memory CUDA does not know)"
@@ -66,9 +71,6 @@ pub(crate) fn check_device_range(ctx: &Context, arg: &str, addr: u64, bytes: usi
         info.device,
         ctx.ordinal()
     );
-    if ctx.pool_block_of(addr).is_some() {
-        return check_pool_range(ctx, arg, addr, bytes);
-    }
     let have = (info.start + info.size).saturating_sub(addr);
     ensure_arg!(
         bytes as u64 <= have,
