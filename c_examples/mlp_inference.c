@@ -1,7 +1,10 @@
 /* The PyTorch notes' CUDAGraphModel in C: a 1024 -> 512 -> 256 -> 10 MLP
  * with ReLU between, served with one graph per batch size (1, 4, 16, 32)
- * in one shared pool through a gc_runner, static input and output buffers,
- * and an eager fallback above 32 rows.
+ * in one shared pool through a gc_runner, and an eager fallback above 32
+ * rows. The graphs declare their input and output as arguments
+ * (gc_capture_arg), so each request is served from its own input and output
+ * buffers (gc_runner_replay_with) with no copy into static buffers; the
+ * notes' way (copy in, replay, copy out) is timed beside it.
  *
  * Weights are initialised as torch.nn.Linear does (uniform +-1/sqrt(in))
  * from a fixed seed, or read from a file (--data FILE: W1, b1, W2, b2, W3,
@@ -28,13 +31,26 @@ typedef struct {
     float *x, *y; /* the static input (32 rows) and output */
 } mlp;
 
+/* The arguments every bucket's graph declares, in this order. */
+enum { ARG_X = 0, ARG_Y = 1 };
+
 /* The forward pass for `rows` rows of m->x into m->y; the hidden
  * activations are scratch from the pool, freed at the end (inside a
- * capture they are reused by the next bucket's capture). */
+ * capture they are reused by the next bucket's capture). Under capture it
+ * declares m->x and m->y arguments ARG_X and ARG_Y (the warm-up runs are
+ * eager and declare nothing). */
 static gc_status forward(gc_stream *s, uint32_t rows, void *user) {
     mlp *m = user;
     float *h1, *h2;
     gc_status st;
+    int capturing = 0;
+    if ((st = gc_stream_is_capturing(s, &capturing))) return st;
+    if (capturing) {
+        size_t ix, iy;
+        if ((st = gc_capture_arg(s, m->x, (size_t)rows * IN * sizeof(float), 0, &ix))) return st;
+        if ((st = gc_capture_arg(s, m->y, (size_t)rows * OUT * sizeof(float), 0, &iy))) return st;
+        if (ix != ARG_X || iy != ARG_Y) return GC_ERROR_INVALID_STATE;
+    }
     if ((st = gc_pool_alloc(m->pool, (size_t)rows * H1 * sizeof(float), (void **)&h1))) return st;
     if ((st = gc_pool_alloc(m->pool, (size_t)rows * H2 * sizeof(float), (void **)&h2))) return st;
     if ((st = gc_op_linear(s, h1, m->x, m->w1, m->b1, rows, H1, IN, 1))) return st;
@@ -63,6 +79,13 @@ static void reference(const float *w1, const float *b1, const float *w2, const f
         for (int k = 0; k < H2; k++) a += h2[k] * w3[(size_t)j * H2 + k];
         y[j] = a;
     }
+}
+
+/* The bucket a request of `rows` rows runs in (0: above the largest). */
+static uint32_t bucket_of(uint32_t rows) {
+    for (int i = 0; i < NBUCKETS; i++)
+        if (BUCKETS[i] >= rows) return BUCKETS[i];
+    return 0;
 }
 
 static float *device_copy(gc_context *ctx, gc_stream *s, gc_pool *pool, const float *h, size_t n) {
@@ -165,29 +188,38 @@ int main(int argc, char **argv) {
            "(%.2fx); four separate pools would reserve %.1f MB\n",
            shared / 1048576.0, alone32 / 1048576.0, (double)shared / (double)alone32, separate / 1048576.0);
 
-    /* Serve requests of several sizes: copy in, replay (or eager above 32),
-     * copy out; compare with the eager path and the CPU reference. */
+    /* Serve requests of several sizes, each from its own input and output
+     * buffers (padded to its bucket's rows, as a replay computes them all):
+     * the graph is bound to them, nothing is copied (eager above 32).
+     * Compare with the eager path and the CPU reference. */
     int ok = 1;
     uint32_t requests[] = {1, 3, 4, 16, 20, 32, 50};
     float *y_graph = malloc((size_t)MAX_ROWS * OUT * sizeof(float));
     float *y_eager = malloc((size_t)MAX_ROWS * OUT * sizeof(float));
     double max_ref_err = 0, max_eager_err = 0;
     for (size_t r = 0; r < sizeof requests / sizeof *requests; r++) {
-        uint32_t n = requests[r], bucket = 0;
+        uint32_t n = requests[r], bucket = bucket_of(n);
+        uint32_t padded = bucket ? bucket : n;
         const char *how;
-        TRY(gc_memcpy_async(s, m.x, inputs, (size_t)(n < 32 ? n : 32) * IN * sizeof(float)));
-        gc_status st = gc_runner_replay(runner, n, s, &bucket);
+        /* The request's own buffers, as a server would receive them. */
+        float *req_x, *req_y;
+        TRY(gc_pool_alloc(pool, (size_t)padded * IN * sizeof(float), (void **)&req_x));
+        TRY(gc_pool_alloc(pool, (size_t)padded * OUT * sizeof(float), (void **)&req_y));
+        upload(ctx, s, req_x, h[6], (size_t)n * IN);
+        gc_binding bind[2] = {{ARG_X, req_x, (size_t)padded * IN * sizeof(float)},
+                              {ARG_Y, req_y, (size_t)padded * OUT * sizeof(float)}};
+        gc_status st = gc_runner_replay_with(runner, n, s, bind, 2, &bucket);
         if (st == GC_ERROR_NO_BUCKET) {
             mlp big = m;
-            big.x = inputs;
+            big.x = req_x;
+            big.y = req_y;
             TRY(forward(s, n, &big));
             how = "eager fallback";
         } else {
             TRY(st);
-            how = "graph";
+            how = "graph, bound";
         }
-        TRY(gc_memcpy_async(s, results, m.y, (size_t)n * OUT * sizeof(float)));
-        download(ctx, s, y_graph, results, (size_t)n * OUT);
+        download(ctx, s, y_graph, req_y, (size_t)n * OUT);
         mlp eager = m;
         eager.x = inputs;
         eager.y = results;
@@ -211,6 +243,8 @@ int main(int argc, char **argv) {
                 fclose(f);
             }
         }
+        TRY(gc_pool_free(pool, req_x));
+        TRY(gc_pool_free(pool, req_y));
         max_ref_err = fmax(max_ref_err, worst);
         max_eager_err = fmax(max_eager_err, worst_eager);
         int good = worst <= 1e-4 && worst_eager <= 1e-5;
@@ -219,19 +253,37 @@ int main(int argc, char **argv) {
                bucket, worst, worst_eager, good ? "" : "(TOO LARGE)");
     }
 
-    /* Timings, end to end as the notes do it: copy the input into the
-     * static buffer, replay, copy the output out, all on the device. */
+    /* Timings, end to end: with bindings (each request bound to its own
+     * buffers: two requests' buffers alternate, so every replay rebinds),
+     * and as the notes do it (copy the input into the static buffer,
+     * replay, copy the output out), all on the device; and eager. */
+    float *req_x[2], *req_y[2];
+    for (int i = 0; i < 2; i++) {
+        TRY(gc_pool_alloc(pool, (size_t)32 * IN * sizeof(float), (void **)&req_x[i]));
+        TRY(gc_pool_alloc(pool, (size_t)32 * OUT * sizeof(float), (void **)&req_y[i]));
+        TRY(gc_memcpy_async(s, req_x[i], inputs, (size_t)32 * IN * sizeof(float)));
+    }
     printf("timings (median per request over 7 runs of 1000, end to end):\n");
-    printf("  %5s %12s %12s %8s\n", "batch", "graph", "eager", "speedup");
-    char json_rows[4][160];
+    printf("  %5s %12s %12s %12s %9s %9s\n", "batch", "bound", "copies", "eager", "vs copies",
+           "vs eager");
+    char json_rows[4][200];
     for (int b = 0; b < NBUCKETS; b++) {
         uint32_t n = BUCKETS[b], bucket;
-        double graph_t[7], eager_t[7];
+        double graph_t[7], eager_t[7], bound_t[7];
+        gc_binding bind[2][2];
+        for (int i = 0; i < 2; i++) {
+            bind[i][0] = (gc_binding){ARG_X, req_x[i], (size_t)n * IN * sizeof(float)};
+            bind[i][1] = (gc_binding){ARG_Y, req_y[i], (size_t)n * OUT * sizeof(float)};
+        }
         mlp eager = m;
         eager.x = inputs;
         eager.y = results;
         for (int rep = 0; rep < 7; rep++) {
             double t = now_us();
+            for (int i = 0; i < 1000; i++) TRY(gc_runner_replay_with(runner, n, s, bind[i & 1], 2, &bucket));
+            TRY(gc_stream_synchronize(s));
+            bound_t[rep] = (now_us() - t) / 1000;
+            t = now_us();
             for (int i = 0; i < 1000; i++) {
                 TRY(gc_memcpy_async(s, m.x, inputs, (size_t)n * IN * sizeof(float)));
                 TRY(gc_runner_replay(runner, n, s, &bucket));
@@ -244,9 +296,10 @@ int main(int argc, char **argv) {
             TRY(gc_stream_synchronize(s));
             eager_t[rep] = (now_us() - t) / 1000;
         }
-        double g = median(graph_t, 7), e = median(eager_t, 7);
-        printf("  %5u %9.2f us %9.2f us %7.2fx\n", n, g, e, e / g);
-        snprintf(json_rows[b], sizeof json_rows[b], "{\"batch\": %u, \"graph_us\": %.3f, \"eager_us\": %.3f}", n, g, e);
+        double g = median(graph_t, 7), e = median(eager_t, 7), bd = median(bound_t, 7);
+        printf("  %5u %9.2f us %9.2f us %9.2f us %8.2fx %8.2fx\n", n, bd, g, e, g / bd, e / bd);
+        snprintf(json_rows[b], sizeof json_rows[b],
+                 "{\"batch\": %u, \"graph_us\": %.3f, \"bound_us\": %.3f, \"eager_us\": %.3f}", n, g, bd, e);
     }
     if (json) {
         FILE *f = fopen(json, "w");

@@ -1795,6 +1795,30 @@ enum gc_status gc_capture_begin(struct gc_stream *stream,
 enum gc_status gc_capture_end(struct gc_stream *stream, struct gc_graph **graph);
 
 /**
+ * Declares the device range ptr .. ptr + bytes an argument of the graph
+ * `stream` is capturing (between gc_capture_begin and gc_capture_end),
+ * and writes its index to *index; the graph gc_capture_end returns
+ * carries it, as if declared with gc_graph_declare_arg (see there for how
+ * uses are found, GC_ARG_EXACT and what cannot be covered). Typically the
+ * input and output buffers of a captured model, declared in the same order
+ * in each bucket's capture of a runner (gc_runner_replay_with binds them
+ * by index; a record function also runs eagerly for the warm-ups, so it
+ * declares only while gc_stream_is_capturing says 1). Declaring does not
+ * break the capture.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream, ptr or index is NULL, bytes
+ * is 0, an unknown flag, ptr is not device memory of the stream's device
+ * or holds fewer than bytes bytes, or the range overlaps an argument
+ * declared before in the capture), GC_ERROR_INVALID_HANDLE (stream
+ * destroyed), GC_ERROR_INVALID_STATE (no graphcore capture is open on the
+ * stream).
+ */
+enum gc_status gc_capture_arg(struct gc_stream *stream,
+                              const void *ptr,
+                              size_t bytes,
+                              uint32_t flags,
+                              size_t *index);
+
+/**
  * Writes 1 to *capturing while the stream captures (through graphcore or
  * not, including a stream that joined a capture), else 0.
  * Errors: GC_ERROR_INVALID_ARGUMENT (stream or capturing is NULL),
@@ -1849,6 +1873,45 @@ typedef struct gc_node {
      */
     uint32_t index;
 } gc_node;
+
+/**
+ * gc_graph_declare_arg and gc_capture_arg flag: find the argument's uses
+ * only where they are known exactly (graphcore's built-in kernels' pointer
+ * parameters, memcpy and memset endpoints); do not scan other kernels'
+ * parameters (no false positives; foreign kernels' uses are then not
+ * rebound).
+ */
+#define GC_ARG_EXACT 1
+
+/**
+ * Declares the device range ptr .. ptr + bytes an argument of `graph`
+ * and writes its index to *index (arguments are numbered from 0 in
+ * declaration order; a captured graph's arguments declared with
+ * gc_capture_arg come first). An exec instantiated later finds every
+ * place the range's addresses occur in its nodes, and gc_exec_launch_with
+ * binds the argument to another range, patching those places:
+ * built-in kernels' pointer parameters exactly; other kernels' (a
+ * module's, a wrapped or captured foreign kernel such as cuBLAS) by a
+ * scan of their parameters for 8-byte-aligned 8-byte values inside the
+ * range (the parameters are bounded with the driver's cuFuncGetParamInfo,
+ * CUDA 12.4 and later; older drivers scan no such kernel); memcpy and
+ * memset endpoints; child graphs, recursively. An address inside the range
+ * (base + offset) moves with the base. A scanned integer that happens to
+ * hold an address inside the range is rebound too (a false positive):
+ * GC_ARG_EXACT opts out of scanning. Addresses a kernel computes on the
+ * device or reads from device memory cannot be found; gc_exec_arg_info
+ * says how many uses were found. Execs instantiated before the
+ * declaration do not see it. The range stays the caller's memory.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (graph, ptr or index is NULL, bytes
+ * is 0, an unknown flag, ptr is not device memory of the graph's device or
+ * holds fewer than bytes bytes, or the range overlaps an argument declared
+ * before), GC_ERROR_INVALID_HANDLE (graph destroyed).
+ */
+enum gc_status gc_graph_declare_arg(struct gc_graph *graph,
+                                    const void *ptr,
+                                    size_t bytes,
+                                    uint32_t flags,
+                                    size_t *index);
 
 /**
  * Creates an empty graph on ctx's device; destroy it with
@@ -2103,6 +2166,10 @@ enum gc_status gc_graph_destroy(struct gc_graph *graph);
  * Thread safety: gc_exec_launch may be called from several threads at
  * once, on the same or different execs, without locks or allocation
  * (launches of one exec run one after another, as CUDA orders them).
+ * gc_exec_launch_with may be called from several threads at once on one
+ * exec (its bindings are serialized inside), but it must not race with a
+ * gc_exec_launch of the same exec from another thread (the caller
+ * serializes them: CUDA's exec setters and launches of one exec are not).
  * gc_exec_update and gc_exec_set_kernel_args must not race with a launch
  * of the same exec, nor with each other; the caller serializes them.
  * gc_exec_destroy must not race with other calls on the handle.
@@ -2172,6 +2239,65 @@ enum gc_status gc_exec_upload(struct gc_exec *exec, struct gc_stream *stream);
  * GC_ERROR_DEVICE_FAULT (earlier work on the device faulted).
  */
 enum gc_status gc_exec_launch(struct gc_exec *exec, struct gc_stream *stream);
+
+/**
+ * One binding for gc_exec_launch_with and gc_runner_replay_with:
+ * argument `index` (as gc_graph_declare_arg or gc_capture_arg numbered
+ * it) now lives at `ptr`, a device range of `bytes` bytes. `bytes` 0
+ * means "as large as the memory at ptr": graphcore then checks that the
+ * declared size fits in ptr's allocation (or pool block).
+ */
+typedef struct gc_binding {
+    /**
+     * The argument's index.
+     */
+    size_t index;
+    /**
+     * The new first address (device memory of the exec's device).
+     */
+    void *ptr;
+    /**
+     * Bytes available at ptr (at least the declared size), or 0.
+     */
+    size_t bytes;
+} gc_binding;
+
+/**
+ * Binds arguments to new ranges, then launches the exec on `stream` as
+ * gc_exec_launch does: `bindings` holds n gc_binding (n may be 0:
+ * bindings may be NULL, and this is gc_exec_launch). Only the nodes whose
+ * values change are patched (CUDA's exec setters); binding an argument to
+ * the address it has now costs nothing. Bindings persist: gc_exec_launch
+ * and later calls keep the last ones; gc_exec_update keeps them too (the
+ * uses are found again in the updating graph, at the declared ranges'
+ * addresses, and set to the bound ones). A binding applies to launches
+ * made after it: a launch of the exec already enqueued or running uses
+ * the addresses it was launched with (CUDA documents its exec setters so).
+ * Memory a binding names must stay valid while launches using it may
+ * run. Any bad binding is GC_ERROR_INVALID_ARGUMENT naming it, and the
+ * exec is unchanged and not launched. No heap allocation.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (a NULL handle, bindings NULL while n
+ * is not 0, a stream of another context, an exec whose graph declared no
+ * arguments, an unknown argument index, an argument bound twice, a NULL,
+ * host or other device's address, or a range smaller than declared),
+ * GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_CAPTURE,
+ * GC_ERROR_CUDA (the driver refused a new value: the old bindings are
+ * back), GC_ERROR_DEVICE_FAULT.
+ */
+enum gc_status gc_exec_launch_with(struct gc_exec *exec,
+                                   struct gc_stream *stream,
+                                   const struct gc_binding *bindings,
+                                   size_t n);
+
+/**
+ * Writes to *uses how many uses of argument `index` the exec found in its
+ * nodes (kernel parameters, memcpy and memset endpoints, child graphs'
+ * included): a caller checks that a captured library was covered (0 means
+ * binding the argument changes nothing).
+ * Errors: GC_ERROR_INVALID_ARGUMENT (exec or uses is NULL, or index is
+ * not a declared argument), GC_ERROR_INVALID_HANDLE (exec destroyed).
+ */
+enum gc_status gc_exec_arg_info(struct gc_exec *exec, size_t index, size_t *uses);
 
 /**
  * Updates the exec in place with the parameters of `graph`, a graph of
@@ -2282,8 +2408,10 @@ enum gc_status gc_exec_destroy(struct gc_exec *exec);
  * passed in stays the caller's handle and may be destroyed before the
  * runner.
  *
- * Thread safety: gc_runner_replay and gc_runner_stats may run from several
- * threads at once on one runner. gc_runner_capture excludes them: they
+ * Thread safety: gc_runner_replay, gc_runner_replay_with and
+ * gc_runner_stats may run from several threads at once on one runner
+ * (a plain replay must not race with a replay with bindings of the same
+ * bucket: as for gc_exec_launch_with). gc_runner_capture excludes them: they
  * wait until it returns. The buckets share the runner's pool, so the GPU
  * work of two replays must not overlap: replay on one stream, or order
  * the streams (graphcore does not detect it). gc_runner_destroy must not
@@ -2408,6 +2536,27 @@ enum gc_status gc_runner_replay(struct gc_runner *runner,
                                 uint32_t rows,
                                 struct gc_stream *stream,
                                 uint32_t *bucket);
+
+/**
+ * gc_runner_replay with bindings: binds the arguments in the chosen
+ * bucket's exec, as gc_exec_launch_with does, then replays it and writes
+ * its size to *bucket. Each bucket's capture declares its arguments with
+ * gc_capture_arg on the stream the record function gets, in the same
+ * order, so an index names the same argument (the input, the output...)
+ * in every bucket. Bindings persist per bucket.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (a NULL pointer or handle, bindings
+ * NULL while n is not 0, rows is 0, a stream of another context, or a bad
+ * binding as for gc_exec_launch_with, naming the bucket; nothing is
+ * launched), GC_ERROR_INVALID_HANDLE (a destroyed handle),
+ * GC_ERROR_NO_BUCKET (rows over the largest bucket, or no bucket captured
+ * yet), GC_ERROR_CAPTURE, GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT.
+ */
+enum gc_status gc_runner_replay_with(struct gc_runner *runner,
+                                     uint32_t rows,
+                                     struct gc_stream *stream,
+                                     const struct gc_binding *bindings,
+                                     size_t n,
+                                     uint32_t *bucket);
 
 /**
  * Fills *stats (set stats->struct_size = sizeof(gc_runner_statistics)):

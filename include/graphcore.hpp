@@ -467,6 +467,72 @@ inline gc_node graph_add_empty(gc_graph *graph, std::initializer_list<gc_node> d
     return node;
 }
 
+/* ------------------------------------------------------------ graph arguments */
+
+/** A declared graph argument holding elements of type T: its index (as
+ * gc_graph_declare_arg or gc_capture_arg returned it) and its element
+ * count. to() makes the gc_binding for a new buffer of the same type, so a
+ * float argument cannot be bound to an int buffer by mistake. */
+template <typename T>
+struct arg {
+    /** The argument's index. */
+    std::size_t index = 0;
+    /** Elements declared. */
+    std::size_t count = 0;
+    /** A binding of this argument to `ptr`, a device buffer of `count`
+     * elements (0: as large as its memory; gc_exec_launch_with checks). */
+    gc_binding to(T *ptr, std::size_t elements = 0) const noexcept {
+        return gc_binding{index, static_cast<void *>(ptr), elements * sizeof(T)};
+    }
+};
+
+/** gc_graph_declare_arg for `count` elements at `ptr` (flags: GC_ARG_EXACT
+ * or 0); throws what it returns. */
+template <typename T>
+arg<T> graph_declare_arg(gc_graph *graph, T *ptr, std::size_t count, std::uint32_t flags = 0) {
+    arg<T> a;
+    a.count = count;
+    check(gc_graph_declare_arg(graph, static_cast<const void *>(ptr), count * sizeof(T), flags,
+                               &a.index));
+    return a;
+}
+
+/** gc_capture_arg for `count` elements at `ptr`, on a capturing stream;
+ * throws what it returns. */
+template <typename T>
+arg<T> capture_arg(gc_stream *stream, T *ptr, std::size_t count, std::uint32_t flags = 0) {
+    arg<T> a;
+    a.count = count;
+    check(gc_capture_arg(stream, static_cast<const void *>(ptr), count * sizeof(T), flags,
+                         &a.index));
+    return a;
+}
+
+/** gc_exec_launch_with: e.g. exec_launch_with(e, s, {x.to(in), y.to(out)}). */
+inline void exec_launch_with(gc_exec *exec, gc_stream *stream,
+                             std::initializer_list<gc_binding> bindings) {
+    check(gc_exec_launch_with(exec, stream, bindings.begin(), bindings.size()));
+}
+inline void exec_launch_with(gc_exec *exec, gc_stream *stream,
+                             const std::vector<gc_binding> &bindings) {
+    check(gc_exec_launch_with(exec, stream, bindings.data(), bindings.size()));
+}
+
+/** gc_runner_replay_with; returns the bucket's size. */
+inline std::uint32_t runner_replay_with(gc_runner *runner, std::uint32_t rows, gc_stream *stream,
+                                        std::initializer_list<gc_binding> bindings) {
+    std::uint32_t bucket = 0;
+    check(gc_runner_replay_with(runner, rows, stream, bindings.begin(), bindings.size(), &bucket));
+    return bucket;
+}
+
+/** gc_exec_arg_info: the uses found of argument `index`. */
+inline std::size_t exec_arg_uses(gc_exec *exec, std::size_t index) {
+    std::size_t uses = 0;
+    check(gc_exec_arg_info(exec, index, &uses));
+    return uses;
+}
+
 }  // namespace graphcore
 
 #endif /* GRAPHCORE_HPP */

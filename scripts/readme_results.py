@@ -468,7 +468,58 @@ def block_fresh_make_test():
     return textwrap.fill(text, 76, break_long_words=False, break_on_hyphens=False)
 
 
+def block_args():
+    b = load("args_bench.json")
+    py = load("args_python.json")
+    mlp = load("args_mlp.json")["timings"]
+    lines = [
+        "| MLP batch | bindings, no copies | copy in + replay + copy out | eager | bindings vs copies |",
+        "|---|---|---|---|---|",
+    ]
+    for r in mlp:
+        lines.append(
+            f"| {r['batch']} | **{r['bound_us']:.2f} \u00b5s** | {r['graph_us']:.2f} \u00b5s | "
+            f"{r['eager_us']:.2f} \u00b5s | {times(r['graph_us'] / r['bound_us'], 2)} |"
+        )
+    lines += [
+        "",
+        "CPU cost per launch, x rebound on every call (enqueue only):",
+        "",
+        "| nodes patched | raw `cuGraphLaunch` | "
+        "raw `cuGraphExecKernelNodeSetParams` + launch | `gc_exec_launch_with` | target (raw + 0.5 \u00b5s/node) |",
+        "|---|---|---|---|---|",
+    ]
+    for c in b["launch_cost_ns"]:
+        target = c["raw_launch"] + 500 * c["nodes"]
+        lines.append(
+            f"| {c['nodes']} | {n0(c['raw_launch'])} ns | {n0(c['raw_set_launch'])} ns | "
+            f"**{n0(c['gc_launch_with'])} ns** | {n0(target)} ns"
+            + verdict(c["gc_launch_with"] <= target, "", ": **missed**") + " |"
+        )
+    big = b["input_64mib_us"]
+    speed = big["copy"] / big["bind"]
+    lines += [
+        "",
+        f"A 64 MiB input, end to end (y = 2x over it): copying it into the static input and "
+        f"launching takes {big['copy']:.0f} \u00b5s, rebinding and launching {big['bind']:.0f} \u00b5s: "
+        f"**{speed:.1f}\u00d7** (target 10\u00d7"
+        + verdict(speed >= 10, "", ": **missed**: the graph's own kernel reads the 64 MiB too, "
+                  "so removing the copy can at most halve the time")
+        + ").",
+        "",
+        f"From Python, `exec.launch(stream, x=t, y=t)` with two torch tensors costs "
+        f"{py['launch_ns']['python'] / 1000:.1f} \u00b5s of CPU, "
+        f"{(py['launch_ns']['python'] - py['launch_ns']['raw']) / 1000:.1f} \u00b5s over the raw C call "
+        f"through ctypes (target 2 \u00b5s"
+        + verdict(py["launch_ns"]["python"] - py["launch_ns"]["raw"] <= 2000, "", ": **missed**")
+        + "); `runner.replay(rows, stream, x=, y=)` "
+        f"{(py['replay_ns']['python'] - py['replay_ns']['raw']) / 1000:.1f} \u00b5s over its raw call.",
+    ]
+    return "\n".join(lines)
+
+
 BLOCKS = {
+    "args": block_args,
     "fresh-make-test": block_fresh_make_test,
     "reliability": block_reliability,
     "device": block_device,

@@ -2,10 +2,11 @@
 //! allocations come from. A failed capture names the first graphcore call
 //! that broke it, leaves the stream usable and rolls the pool back.
 
+use crate::arg::{check_new, ArgDecl};
 use crate::driver::stream::{self as ds, CaptureMode, CaptureStatus};
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
 use crate::graph::Graph;
-use crate::pool::Pool;
+use crate::pool::{check_device_range, Pool};
 use crate::stream::{OpenCapture, Stream, StreamOp};
 
 const AFTER_FAILURE: &str =
@@ -65,7 +66,8 @@ pub fn end_capture(stream: &Stream) -> Result<Graph> {
         Ok(raw) => {
             let memory = open.pool.take().map(|p| p.end()).transpose()?;
             let events = std::mem::take(&mut open.events);
-            Graph::from_captured(stream.context(), raw, memory, events)
+            let args = std::mem::take(&mut open.args);
+            Graph::from_captured(stream.context(), raw, memory, events, args)
         }
         Err(e) => {
             ds::discard_capture(stream.raw());
@@ -74,6 +76,27 @@ pub fn end_capture(stream: &Stream) -> Result<Graph> {
             Err(explain(e, breaker))
         }
     }
+}
+
+/// Declares `base .. base + bytes` an argument of the graph `stream` is
+/// capturing (see [`crate::arg`]); returns its index (arguments are
+/// numbered in declaration order). Without a graphcore capture open on the
+/// stream this is [`ErrorKind::InvalidState`]; a range that is not device
+/// memory of the stream's device, or overlaps an argument declared before,
+/// is [`ErrorKind::InvalidArgument`].
+pub fn declare_capture_arg(stream: &Stream, base: u64, bytes: usize, exact: bool) -> Result<usize> {
+    let mut slot = stream.capture_slot();
+    let open = slot.as_mut().ok_or_else(|| {
+        Error::invalid_state(
+            "the stream is not capturing through graphcore: no capture was begun on it",
+        )
+    })?;
+    let d = ArgDecl { base, bytes, exact };
+    let index = check_new(&open.args, &d)?;
+    stream.context().bind()?;
+    check_device_range(stream.context(), "ptr", base, bytes)?;
+    open.args.push(d);
+    Ok(index)
 }
 
 /// Ends, and discards, the capture begun with [`begin_capture`] on

@@ -1,6 +1,8 @@
 //! Executable graphs: instantiate once, upload, launch many times, update
 //! parameters in place.
 
+use crate::arg::{ArgDecl, Binding};
+use crate::bind::ArgTable;
 use crate::context::Context;
 use crate::driver::graph::{self as dg, KernelParams, RawNode};
 use crate::driver::owned::Owned;
@@ -40,9 +42,9 @@ pub struct Exec {
     inner: Arc<ExecInner>,
 }
 
-/// Lock order: `current`, then `fused`, then `updated_from` (a thread
-/// holding one of them takes only those after it); graph locks (the source's
-/// or an update's) come after all of them.
+/// Lock order: `current`, then `fused`, then `args`, then `updated_from` (a
+/// thread holding one of them takes only those after it); graph locks (the
+/// source's or an update's) come after all of them.
 struct ExecInner {
     /// Destroyed first (fields drop in order), before the graphs it runs.
     raw: Owned<CUgraphExec>,
@@ -59,6 +61,9 @@ struct ExecInner {
     current: Mutex<Current>,
     /// The fused copy that was instantiated, when fusion applied.
     fused: Mutex<Option<Fused>>,
+    /// The declared arguments' uses and bindings (`None`: the graph
+    /// declared none, and launches never lock).
+    args: Option<Mutex<ArgTable>>,
 }
 
 /// What each node of an exec does now.
@@ -153,24 +158,50 @@ impl Exec {
         };
         // CUDA reads the graph while it instantiates it: under its lock,
         // with the description of the graph it instantiates.
-        let (raw, current) = match &fused {
-            Some(f) => (
-                dg::instantiate(f.raw(), cuda)?,
-                Current::Known(f.source.clone()),
-            ),
+        // The arguments' uses are found in the graph that is instantiated,
+        // under its lock (the fused copy is ours alone); a captured graph
+        // that declares arguments is read back for them now.
+        let table = |decls: &[ArgDecl], nodes: &[CUgraphNode]| {
+            (!decls.is_empty())
+                .then(|| ArgTable::new(&ctx, decls, nodes, nodes).map(Mutex::new))
+                .transpose()
+        };
+        let (raw, current, args) = match &fused {
+            Some(f) => {
+                let decls = graph.args();
+                let raw = dg::instantiate(f.raw(), cuda)?;
+                (
+                    raw,
+                    Current::Known(f.source.clone()),
+                    table(&decls, &f.nodes),
+                )
+            }
             None => {
                 let st = graph.state();
-                (dg::instantiate(st.raw(), cuda)?, Current::of(graph, &st))
+                if st.args.is_empty() {
+                    let raw = dg::instantiate(st.raw(), cuda)?;
+                    (raw, Current::of(graph, &st), Ok(None))
+                } else {
+                    drop(st);
+                    let st = graph.described()?;
+                    let raw = dg::instantiate(st.raw(), cuda)?;
+                    let args = table(st.args(), st.nodes());
+                    (raw, Current::Known(st.desc().clone()), args)
+                }
             }
         };
+        // Owned from here: a failed search destroys the exec.
+        let owned = Owned::new(raw, ctx.primary());
+        let args = args?;
         let exec = Exec {
             inner: Arc::new(ExecInner {
-                raw: Owned::new(raw, ctx.primary()),
+                raw: owned,
                 ctx,
                 source: graph.clone(),
                 updated_from: Mutex::new(None),
                 current: Mutex::new(current),
                 fused: Mutex::new(fused),
+                args,
             }),
         };
         if flags & flags::UPLOAD != 0 {
@@ -251,6 +282,73 @@ impl Exec {
         stream.note(StreamOp::ExecLaunch, dg::launch(self.raw(), stream.raw()))
     }
 
+    /// Binds arguments to new ranges (see [`crate::arg`]), patching only the
+    /// nodes whose values change, then launches the exec on `stream`.
+    /// Bindings persist: later launches (with or without bindings) use
+    /// them. Bad bindings (unknown index, NULL, host memory, memory of
+    /// another device, a range smaller than declared) are
+    /// [`ErrorKind::InvalidArgument`] naming the binding, and the exec is
+    /// unchanged. A binding affects the launches after it; a launch already
+    /// enqueued runs with the addresses it was launched with. No heap
+    /// allocation; binding takes the exec's argument lock (launches without
+    /// bindings take none).
+    pub fn launch_with(&self, stream: &Stream, bindings: &[Binding]) -> Result<()> {
+        self.check_stream(stream)?;
+        if !bindings.is_empty() {
+            let Some(table) = &self.inner.args else {
+                return Err(Error::invalid_argument(
+                    "the exec's graph declares no arguments: nothing can be bound",
+                ));
+            };
+            let fused = lock(&self.inner.fused);
+            let mut t = lock(table);
+            if t.prepare(bindings)? {
+                // The setters name nodes of the graph that was instantiated:
+                // the source's (under its lock) or the fused copy's.
+                let _source = fused.is_none().then(|| self.inner.source.state());
+                t.apply(self.raw())?;
+            }
+        }
+        self.launch(stream)
+    }
+
+    /// Number of arguments the exec's graph declared.
+    pub fn arg_count(&self) -> usize {
+        self.inner.args.as_ref().map_or(0, |t| lock(t).len())
+    }
+
+    /// How many uses of argument `index` were found in the exec's nodes
+    /// (child graphs' included): 0 means binding it changes nothing.
+    pub fn arg_uses(&self, index: usize) -> Result<usize> {
+        match &self.inner.args {
+            Some(t) => lock(t).uses(index),
+            None => Err(Error::invalid_argument(format!(
+                "argument {index} is not declared: the exec's graph declares none"
+            ))),
+        }
+    }
+
+    /// After an update: the arguments' uses found again in `values` (the
+    /// nodes whose parameters the exec now has; `exec_nodes` are the ones
+    /// its setters name), and the current bindings set in them.
+    fn rebind_after_update(
+        &self,
+        values: &[CUgraphNode],
+        exec_nodes: &[CUgraphNode],
+    ) -> Result<()> {
+        let Some(table) = &self.inner.args else {
+            return Ok(());
+        };
+        let mut t = lock(table);
+        let moved = t.moved();
+        let mut new = ArgTable::new(&self.inner.ctx, t.decls(), values, exec_nodes)?;
+        if new.prepare(&moved)? {
+            new.apply(self.raw())?;
+        }
+        *t = new;
+        Ok(())
+    }
+
     /// Updates the exec in place with `graph`'s parameters. `graph` must
     /// have the same topology (nodes of the same kinds, same edges); the
     /// first difference is named in the error and the exec is unchanged.
@@ -293,6 +391,15 @@ impl Exec {
             }
         }
         *lock(&self.inner.updated_from) = Some(graph.clone());
+        if self.inner.args.is_some() {
+            // The exec has the graph's values now: find the uses in them.
+            let exec_nodes: Vec<CUgraphNode> = self.inner.source.described()?.nodes().to_vec();
+            let st = graph.described()?;
+            self.rebind_after_update(st.nodes(), &exec_nodes)
+                .map_err(|e| {
+                    e.context("the exec was updated but its arguments could not be rebound")
+                })?;
+        }
         Ok(())
     }
 
@@ -470,6 +577,10 @@ impl Exec {
             None => e,
         })?;
         ours.adopt(&new);
+        self.rebind_after_update(&new.nodes, &ours.nodes)
+            .map_err(|e| {
+                e.context("the exec was updated but its arguments could not be rebound")
+            })?;
         *current = theirs.clone();
         *lock(&self.inner.updated_from) = Some(graph.clone());
         Ok(())
@@ -531,6 +642,11 @@ impl Exec {
             *values = unsafe { crate::graph::builtin_args(k, args) };
         }
         let mut fused = lock(&self.inner.fused);
+        ensure_arg!(
+            fused.is_none() || self.inner.args.is_none(),
+            "a fused exec whose graph declares arguments cannot take new kernel arguments: \
+             update it with a graph instead, or instantiate without fusion"
+        );
         let exec_node = match fused.as_mut() {
             None => raw_node,
             Some(f) => {
@@ -553,6 +669,10 @@ impl Exec {
         // SAFETY: as above; the driver copies the values.
         unsafe { dg::exec_set_kernel(self.raw(), exec_node, &params) }?;
         Arc::make_mut(current).set_node(i, updated);
+        if let Some(t) = &self.inner.args {
+            // SAFETY: as above.
+            unsafe { lock(t).refresh_kernel(self.raw(), exec_node, args) }?;
+        }
         Ok(())
     }
 }

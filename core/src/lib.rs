@@ -9,6 +9,8 @@
 //! functions, pool memory and events it uses alive, an exec its graph,
 //! everything its context, so nothing in use can be freed.
 
+pub mod arg;
+mod bind;
 mod builtins;
 mod capture;
 mod context;
@@ -24,7 +26,8 @@ pub mod pool;
 mod runner;
 mod stream;
 
-pub use capture::{begin_capture, end_capture};
+pub use arg::{ArgDecl, Binding};
+pub use capture::{begin_capture, declare_capture_arg, end_capture};
 pub use context::{device_count, driver_version, Context};
 pub use copy::{copy_async, set_async, set_elements_async};
 pub use driver::stream::CaptureMode;

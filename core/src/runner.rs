@@ -2,6 +2,7 @@
 //! PyTorch notes serve an MLP with `torch.cuda.graph(g, pool=…)` per batch
 //! size. A replay picks the smallest bucket that holds the rows asked for.
 
+use crate::arg::Binding;
 use crate::capture::{abort_capture, begin_capture, end_capture};
 use crate::context::Context;
 use crate::driver::stream::CaptureMode;
@@ -138,6 +139,21 @@ impl Runner {
         ensure_arg!(rows > 0, "`rows` is 0");
         let b = self.bucket_for(rows)?;
         b.exec.launch(stream)?;
+        Ok(b.batch)
+    }
+
+    /// [`replay`](Self::replay) with bindings: binds the arguments in the
+    /// chosen bucket's exec (see [`Exec::launch_with`]) and launches it.
+    /// Each bucket's capture declares its own arguments (with
+    /// [`declare_capture_arg`](crate::declare_capture_arg) on the runner's
+    /// stream), in the same order, so an index names the same argument in
+    /// every bucket. Bindings persist per bucket.
+    pub fn replay_with(&self, rows: u32, stream: &Stream, bindings: &[Binding]) -> Result<u32> {
+        ensure_arg!(rows > 0, "`rows` is 0");
+        let b = self.bucket_for(rows)?;
+        b.exec
+            .launch_with(stream, bindings)
+            .map_err(|e| e.context(&format!("bucket {}", b.batch)))?;
         Ok(b.batch)
     }
 

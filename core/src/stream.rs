@@ -4,6 +4,7 @@
 //! it rolls back when it is dropped, so a stream that goes away mid-capture
 //! leaves its pool as it was.
 
+use crate::arg::ArgDecl;
 use crate::context::Context;
 use crate::driver::owned::{Owned, Shared};
 use crate::driver::{self, stream as ds, CUevent, CUstream};
@@ -104,6 +105,8 @@ pub(crate) struct OpenCapture {
     /// Events the capture's event nodes record or wait on (the graph keeps
     /// them alive).
     pub(crate) events: Vec<Event>,
+    /// Arguments declared during the capture (handed to its graph).
+    pub(crate) args: Vec<ArgDecl>,
     breaker: Option<(StreamOp, Error)>,
 }
 
@@ -113,6 +116,7 @@ impl OpenCapture {
         OpenCapture {
             pool,
             events: Vec::new(),
+            args: Vec::new(),
             breaker: None,
         }
     }

@@ -18,7 +18,7 @@ use crate::pool::{gc_pool, pool};
 use crate::status::{boundary, gc_status};
 use crate::stream::{gc_stream, stream};
 use graphcore_core::{CaptureMode, Error};
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
 
 /// How a capture treats potentially unsafe CUDA calls (cudaMalloc, a
 /// synchronize...) made while it is open; CUDA's stream capture modes. Any
@@ -96,6 +96,41 @@ pub extern "C" fn gc_capture_end(stream: *mut gc_stream, graph: *mut *mut gc_gra
         let out = Out::new(graph, "graph")?;
         let g = graphcore_core::end_capture(&self::stream(stream, "stream")?)?;
         out.set(GRAPHS.insert(g)? as *mut gc_graph);
+        Ok(())
+    })
+}
+
+/// Declares the device range ptr .. ptr + bytes an argument of the graph
+/// `stream` is capturing (between gc_capture_begin and gc_capture_end),
+/// and writes its index to *index; the graph gc_capture_end returns
+/// carries it, as if declared with gc_graph_declare_arg (see there for how
+/// uses are found, GC_ARG_EXACT and what cannot be covered). Typically the
+/// input and output buffers of a captured model, declared in the same order
+/// in each bucket's capture of a runner (gc_runner_replay_with binds them
+/// by index; a record function also runs eagerly for the warm-ups, so it
+/// declares only while gc_stream_is_capturing says 1). Declaring does not
+/// break the capture.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, ptr or index is NULL, bytes
+/// is 0, an unknown flag, ptr is not device memory of the stream's device
+/// or holds fewer than bytes bytes, or the range overlaps an argument
+/// declared before in the capture), GC_ERROR_INVALID_HANDLE (stream
+/// destroyed), GC_ERROR_INVALID_STATE (no graphcore capture is open on the
+/// stream).
+#[no_mangle]
+pub extern "C" fn gc_capture_arg(
+    stream: *mut gc_stream,
+    ptr: *const c_void,
+    bytes: usize,
+    flags: u32,
+    index: *mut usize,
+) -> gc_status {
+    boundary("gc_capture_arg", || {
+        let out = Out::new(index, "index")?;
+        let exact = crate::graph::arg_exact(flags)?;
+        let s = self::stream(stream, "stream")?;
+        out.set(graphcore_core::declare_capture_arg(
+            &s, ptr as u64, bytes, exact,
+        )?);
         Ok(())
     })
 }

@@ -21,6 +21,10 @@ use std::ffi::{c_char, c_void};
 /// Thread safety: gc_exec_launch may be called from several threads at
 /// once, on the same or different execs, without locks or allocation
 /// (launches of one exec run one after another, as CUDA orders them).
+/// gc_exec_launch_with may be called from several threads at once on one
+/// exec (its bindings are serialized inside), but it must not race with a
+/// gc_exec_launch of the same exec from another thread (the caller
+/// serializes them: CUDA's exec setters and launches of one exec are not).
 /// gc_exec_update and gc_exec_set_kernel_args must not race with a launch
 /// of the same exec, nor with each other; the caller serializes them.
 /// gc_exec_destroy must not race with other calls on the handle.
@@ -107,6 +111,105 @@ pub extern "C" fn gc_exec_launch(exec: *mut gc_exec, stream: *mut gc_stream) -> 
         EXECS.with(exec as u64, "exec", |e| {
             STREAMS.with(stream as u64, "stream", |s| e.launch(s))
         })
+    })
+}
+
+/// One binding for gc_exec_launch_with and gc_runner_replay_with:
+/// argument `index` (as gc_graph_declare_arg or gc_capture_arg numbered
+/// it) now lives at `ptr`, a device range of `bytes` bytes. `bytes` 0
+/// means "as large as the memory at ptr": graphcore then checks that the
+/// declared size fits in ptr's allocation (or pool block).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct gc_binding {
+    /// The argument's index.
+    pub index: usize,
+    /// The new first address (device memory of the exec's device).
+    pub ptr: *mut c_void,
+    /// Bytes available at ptr (at least the declared size), or 0.
+    pub bytes: usize,
+}
+
+const _: () = assert!(
+    std::mem::size_of::<gc_binding>() == std::mem::size_of::<graphcore_core::Binding>()
+        && std::mem::align_of::<gc_binding>() == std::mem::align_of::<graphcore_core::Binding>()
+        && std::mem::offset_of!(gc_binding, index)
+            == std::mem::offset_of!(graphcore_core::Binding, index)
+        && std::mem::offset_of!(gc_binding, ptr)
+            == std::mem::offset_of!(graphcore_core::Binding, ptr)
+        && std::mem::offset_of!(gc_binding, bytes)
+            == std::mem::offset_of!(graphcore_core::Binding, bytes)
+);
+
+/// The bindings array of a call, read in place (no copy).
+pub(crate) fn bindings<'a>(
+    b: *const gc_binding,
+    n: usize,
+) -> graphcore_core::Result<&'a [graphcore_core::Binding]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if b.is_null() {
+        return Err(graphcore_core::Error::invalid_argument(format!(
+            "`bindings` is NULL with n = {n}"
+        )));
+    }
+    // SAFETY: the caller passes n readable gc_binding values; Binding has
+    // the same C layout (checked above) and any bit pattern is valid.
+    Ok(unsafe { std::slice::from_raw_parts(b as *const graphcore_core::Binding, n) })
+}
+
+/// Binds arguments to new ranges, then launches the exec on `stream` as
+/// gc_exec_launch does: `bindings` holds n gc_binding (n may be 0:
+/// bindings may be NULL, and this is gc_exec_launch). Only the nodes whose
+/// values change are patched (CUDA's exec setters); binding an argument to
+/// the address it has now costs nothing. Bindings persist: gc_exec_launch
+/// and later calls keep the last ones; gc_exec_update keeps them too (the
+/// uses are found again in the updating graph, at the declared ranges'
+/// addresses, and set to the bound ones). A binding applies to launches
+/// made after it: a launch of the exec already enqueued or running uses
+/// the addresses it was launched with (CUDA documents its exec setters so).
+/// Memory a binding names must stay valid while launches using it may
+/// run. Any bad binding is GC_ERROR_INVALID_ARGUMENT naming it, and the
+/// exec is unchanged and not launched. No heap allocation.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (a NULL handle, bindings NULL while n
+/// is not 0, a stream of another context, an exec whose graph declared no
+/// arguments, an unknown argument index, an argument bound twice, a NULL,
+/// host or other device's address, or a range smaller than declared),
+/// GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_CAPTURE,
+/// GC_ERROR_CUDA (the driver refused a new value: the old bindings are
+/// back), GC_ERROR_DEVICE_FAULT.
+#[no_mangle]
+pub extern "C" fn gc_exec_launch_with(
+    exec: *mut gc_exec,
+    stream: *mut gc_stream,
+    bindings: *const gc_binding,
+    n: usize,
+) -> gc_status {
+    boundary("gc_exec_launch_with", || {
+        let b = self::bindings(bindings, n)?;
+        EXECS.with(exec as u64, "exec", |e| {
+            STREAMS.with(stream as u64, "stream", |s| e.launch_with(s, b))
+        })
+    })
+}
+
+/// Writes to *uses how many uses of argument `index` the exec found in its
+/// nodes (kernel parameters, memcpy and memset endpoints, child graphs'
+/// included): a caller checks that a captured library was covered (0 means
+/// binding the argument changes nothing).
+/// Errors: GC_ERROR_INVALID_ARGUMENT (exec or uses is NULL, or index is
+/// not a declared argument), GC_ERROR_INVALID_HANDLE (exec destroyed).
+#[no_mangle]
+pub extern "C" fn gc_exec_arg_info(
+    exec: *mut gc_exec,
+    index: usize,
+    uses: *mut usize,
+) -> gc_status {
+    boundary("gc_exec_arg_info", || {
+        let out = Out::new(uses, "uses")?;
+        out.set(self::exec(exec)?.arg_uses(index)?);
+        Ok(())
     })
 }
 

@@ -102,6 +102,63 @@ fn emit(node: *mut gc_node, n: Node) {
     }
 }
 
+/// gc_graph_declare_arg and gc_capture_arg flag: find the argument's uses
+/// only where they are known exactly (graphcore's built-in kernels' pointer
+/// parameters, memcpy and memset endpoints); do not scan other kernels'
+/// parameters (no false positives; foreign kernels' uses are then not
+/// rebound).
+pub const GC_ARG_EXACT: u32 = 1;
+
+/// The checked flags of an argument declaration: whether it is exact.
+pub(crate) fn arg_exact(flags: u32) -> graphcore_core::Result<bool> {
+    if flags & !GC_ARG_EXACT != 0 {
+        return Err(Error::invalid_argument(format!(
+            "unknown argument flags 0x{:x}",
+            flags & !GC_ARG_EXACT
+        )));
+    }
+    Ok(flags & GC_ARG_EXACT != 0)
+}
+
+/// Declares the device range ptr .. ptr + bytes an argument of `graph`
+/// and writes its index to *index (arguments are numbered from 0 in
+/// declaration order; a captured graph's arguments declared with
+/// gc_capture_arg come first). An exec instantiated later finds every
+/// place the range's addresses occur in its nodes, and gc_exec_launch_with
+/// binds the argument to another range, patching those places:
+/// built-in kernels' pointer parameters exactly; other kernels' (a
+/// module's, a wrapped or captured foreign kernel such as cuBLAS) by a
+/// scan of their parameters for 8-byte-aligned 8-byte values inside the
+/// range (the parameters are bounded with the driver's cuFuncGetParamInfo,
+/// CUDA 12.4 and later; older drivers scan no such kernel); memcpy and
+/// memset endpoints; child graphs, recursively. An address inside the range
+/// (base + offset) moves with the base. A scanned integer that happens to
+/// hold an address inside the range is rebound too (a false positive):
+/// GC_ARG_EXACT opts out of scanning. Addresses a kernel computes on the
+/// device or reads from device memory cannot be found; gc_exec_arg_info
+/// says how many uses were found. Execs instantiated before the
+/// declaration do not see it. The range stays the caller's memory.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (graph, ptr or index is NULL, bytes
+/// is 0, an unknown flag, ptr is not device memory of the graph's device or
+/// holds fewer than bytes bytes, or the range overlaps an argument declared
+/// before), GC_ERROR_INVALID_HANDLE (graph destroyed).
+#[no_mangle]
+pub extern "C" fn gc_graph_declare_arg(
+    graph: *mut gc_graph,
+    ptr: *const c_void,
+    bytes: usize,
+    flags: u32,
+    index: *mut usize,
+) -> gc_status {
+    boundary("gc_graph_declare_arg", || {
+        let out = Out::new(index, "index")?;
+        let exact = arg_exact(flags)?;
+        let g = self::graph(graph, "graph")?;
+        out.set(g.declare_arg(ptr as u64, bytes, exact)?);
+        Ok(())
+    })
+}
+
 /// Creates an empty graph on ctx's device; destroy it with
 /// gc_graph_destroy.
 /// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or graph is NULL),

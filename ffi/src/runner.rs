@@ -5,6 +5,7 @@
 
 use crate::args::{Out, Versioned, VersionedOut};
 use crate::context::{context, gc_context};
+use crate::exec::gc_binding;
 use crate::handle::Registry;
 use crate::pool::{gc_pool, gc_pool_statistics, pool_statistics, POOLS};
 use crate::status::{boundary, gc_status};
@@ -21,8 +22,10 @@ use std::sync::{Arc, RwLock};
 /// passed in stays the caller's handle and may be destroyed before the
 /// runner.
 ///
-/// Thread safety: gc_runner_replay and gc_runner_stats may run from several
-/// threads at once on one runner. gc_runner_capture excludes them: they
+/// Thread safety: gc_runner_replay, gc_runner_replay_with and
+/// gc_runner_stats may run from several threads at once on one runner
+/// (a plain replay must not race with a replay with bindings of the same
+/// bucket: as for gc_exec_launch_with). gc_runner_capture excludes them: they
 /// wait until it returns. The buckets share the runner's pool, so the GPU
 /// work of two replays must not overlap: replay on one stream, or order
 /// the streams (graphcore does not detect it). gc_runner_destroy must not
@@ -201,6 +204,44 @@ pub extern "C" fn gc_runner_replay(
             })
         })?;
         out.set(b);
+        Ok(())
+    })
+}
+
+/// gc_runner_replay with bindings: binds the arguments in the chosen
+/// bucket's exec, as gc_exec_launch_with does, then replays it and writes
+/// its size to *bucket. Each bucket's capture declares its arguments with
+/// gc_capture_arg on the stream the record function gets, in the same
+/// order, so an index names the same argument (the input, the output...)
+/// in every bucket. Bindings persist per bucket.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (a NULL pointer or handle, bindings
+/// NULL while n is not 0, rows is 0, a stream of another context, or a bad
+/// binding as for gc_exec_launch_with, naming the bucket; nothing is
+/// launched), GC_ERROR_INVALID_HANDLE (a destroyed handle),
+/// GC_ERROR_NO_BUCKET (rows over the largest bucket, or no bucket captured
+/// yet), GC_ERROR_CAPTURE, GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT.
+#[no_mangle]
+pub extern "C" fn gc_runner_replay_with(
+    runner: *mut gc_runner,
+    rows: u32,
+    stream: *mut gc_stream,
+    bindings: *const gc_binding,
+    n: usize,
+    bucket: *mut u32,
+) -> gc_status {
+    boundary("gc_runner_replay_with", || {
+        let out = Out::new(bucket, "bucket")?;
+        let b = crate::exec::bindings(bindings, n)?;
+        let batch = RUNNERS.with(runner as u64, "runner", |entry| {
+            STREAMS.with(stream as u64, "stream", |s| {
+                entry
+                    .runner
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .replay_with(rows, s, b)
+            })
+        })?;
+        out.set(batch);
         Ok(())
     })
 }

@@ -26,15 +26,71 @@ from .args import _addr, _dim3, _fail, _int, _kernel_args, _name, _nodes, _out
 from .errors import Error, InvalidHandleError, InvalidStateError
 from .loader import lib
 from .structs import (
-    CAPTURE_THREAD_LOCAL, EVENT_DISABLE_TIMING, EVENT_EXTERNAL, GRAPH_WRAP_ADOPT,
-    GRAPH_WRAP_BORROW, HOST_FN, RECORD_FN, DeviceInfo, ExecStatistics, Node, PoolOptions,
-    PoolStatistics, RunnerStatistics,
+    ARG_EXACT, CAPTURE_THREAD_LOCAL, EVENT_DISABLE_TIMING, EVENT_EXTERNAL, GRAPH_WRAP_ADOPT,
+    GRAPH_WRAP_BORROW, HOST_FN, RECORD_FN, Binding, DeviceInfo, ExecStatistics, Node,
+    PoolOptions, PoolStatistics, RunnerStatistics,
 )
 
 __all__ = [
     "device_count", "raw_stream", "Context", "HostBuffer", "Stream", "Event", "Pool", "Module",
     "Function", "Graph", "Exec", "capture", "begin_capture", "end_capture", "Runner",
 ]
+
+# Graph arguments: names given on the Python side, by declaration order.
+# A capture's names are kept per stream handle until the capture ends.
+_capture_names = {}
+
+
+def _arg_bytes(buffer, nbytes, where):
+    """The bytes of an argument: ``nbytes``, else the buffer's ``nbytes``."""
+    if nbytes is None:
+        nbytes = getattr(buffer, "nbytes", None)
+        if not isinstance(nbytes, int):
+            raise TypeError("%s: pass nbytes= (the buffer has no int .nbytes)" % where)
+    return _int(nbytes, where, "nbytes", 64, positive=True)
+
+
+def _add_name(names, name, index, where):
+    name = "arg%d" % index if name is None else name
+    if not isinstance(name, str) or not name.isidentifier():
+        raise TypeError("%s: name must be an identifier (a keyword of launch())" % where)
+    if name in names:
+        raise _fail(where, "argument name %r is declared twice" % name)
+    names[name] = index
+
+
+class _Bindings:
+    """A preallocated gc_binding array for launches with keyword bindings:
+    a flat array of size_t triples (index, ptr, bytes) filled with one slice
+    assignment, passed as a gc_binding pointer made once."""
+
+    __slots__ = ("names", "flat", "array", "where")
+
+    def __init__(self, names, where):
+        self.names = dict(names)
+        n = max(1, len(names))
+        self.flat = (C.c_size_t * (3 * n))()
+        self.array = C.cast(self.flat, C.POINTER(Binding))
+        self.where = where
+
+    def fill(self, kw):
+        names = self.names
+        if len(kw) > len(names):
+            raise _fail(self.where, "%d bindings for %d arguments" % (len(kw), len(names)))
+        values = []
+        for name, buf in kw.items():
+            index = names.get(name)
+            if index is None:
+                raise _fail(self.where, "no argument named %r (declared: %s)"
+                            % (name, ", ".join(names) or "none"))
+            try:
+                ptr = buf.data_ptr()  # torch tensors: the fast path
+            except AttributeError:
+                ptr = _addr(buf, self.where, name) or 0
+            nb = getattr(buf, "nbytes", 0)
+            values += (index, ptr, nb if type(nb) is int else 0)
+        self.flat[:len(values)] = values
+        return len(kw)
 
 
 def device_count():
@@ -236,6 +292,24 @@ class Stream(_Handle):
         obj = cls._adopt(h.value, context)
         obj.borrowed = stream
         return obj
+
+    def capture_arg(self, buffer, nbytes=None, name=None, exact=False):
+        """gc_capture_arg: declares ``buffer`` (``nbytes`` bytes, default
+        its ``.nbytes``) an argument of the graph this stream captures, named
+        ``name`` (default ``arg<index>``) for launch(stream, name=...);
+        returns its index. In a Runner's record function, the warm-up runs
+        are eager: there it declares nothing and returns None."""
+        w = "Stream.capture_arg"
+        if getattr(self, "_record", False):
+            capturing = C.c_int()
+            lib.gc_stream_is_capturing(self.handle, C.byref(capturing))
+            if not capturing.value:
+                return None
+        out = C.c_size_t()
+        lib.gc_capture_arg(self.handle, _addr(buffer, w, "buffer"), _arg_bytes(buffer, nbytes, w),
+                           ARG_EXACT if exact else 0, C.byref(out))
+        _add_name(_capture_names.setdefault(self.handle, {}), name, out.value, w)
+        return out.value
 
     @property
     def raw(self):
@@ -513,12 +587,27 @@ class Graph(_Handle):
         self._h = h.value
         self.context = context
         self._keep = []
+        self._arg_names = {}
 
     @classmethod
     def _adopt(cls, handle, context=None, owns=True):
         obj = super()._adopt(handle, context, owns)
         obj._keep = []
+        obj._arg_names = {}
         return obj
+
+    def declare_arg(self, buffer, nbytes=None, name=None, exact=False):
+        """gc_graph_declare_arg: declares ``buffer`` (``nbytes`` bytes,
+        default its ``.nbytes``) an argument named ``name`` (default
+        ``arg<index>``); execs made later bind it with
+        ``launch(stream, name=new_buffer)``. Returns its index."""
+        w = "Graph.declare_arg"
+        out = C.c_size_t()
+        lib.gc_graph_declare_arg(self.handle, _addr(buffer, w, "buffer"),
+                                 _arg_bytes(buffer, nbytes, w), ARG_EXACT if exact else 0,
+                                 C.byref(out))
+        _add_name(self._arg_names, name, out.value, w)
+        return out.value
 
     def add_kernel(self, function, grid, block, args=(), deps=(), shared_bytes=0):
         """gc_graph_add_kernel (args as for launch(); copied now)."""
@@ -662,6 +751,7 @@ class Exec(_Handle):
     race with a launch of this Exec, nor close() with any call."""
 
     _destroy = "gc_exec_destroy"
+    _bindings = _Bindings({}, "Exec.launch")  # a graph without arguments
 
     def __init__(self, graph, flags=0):
         super().__init__()
@@ -671,13 +761,31 @@ class Exec(_Handle):
         self._h = h.value
         self.context = graph.context
         self._keep = list(graph._keep)
+        self._bindings = _Bindings(graph._arg_names, "Exec.launch")
 
     def upload(self, stream):
         lib.gc_exec_upload(self.handle, _stream(stream, "Exec.upload"))
 
-    def launch(self, stream):
-        """gc_exec_launch: replays the graph on ``stream``."""
-        lib.gc_exec_launch(self.handle, _stream(stream, "Exec.launch"))
+    def launch(self, stream, **bindings):
+        """gc_exec_launch: replays the graph on ``stream``. With keyword
+        bindings (``x=tensor``: a declared argument's name and its new
+        buffer), gc_exec_launch_with: the arguments are rebound first, and
+        stay bound for later launches."""
+        if not bindings:
+            lib.gc_exec_launch(self.handle, _stream(stream, "Exec.launch"))
+            return
+        b = self._bindings
+        n = b.fill(bindings)
+        lib.gc_exec_launch_with(self.handle, _stream(stream, "Exec.launch"), b.array, n)
+
+    def arg_uses(self, name):
+        """gc_exec_arg_info: the uses found of argument ``name`` (or index)."""
+        index = name if isinstance(name, int) else self._bindings.names.get(name)
+        if index is None:
+            raise _fail("Exec.arg_uses", "no argument named %r" % (name,))
+        out = C.c_size_t()
+        lib.gc_exec_arg_info(self.handle, index, C.byref(out))
+        return out.value
 
     replay = launch
 
@@ -748,6 +856,7 @@ class capture:
     def __enter__(self):
         lib.gc_capture_begin(self.stream.handle, self.pool.handle if self.pool else None,
                              self.mode)
+        _capture_names.pop(self.stream.handle, None)
         self._open = True
         return self
 
@@ -761,6 +870,7 @@ class capture:
                 raise
             return False  # the block's own exception is the one to see
         graph = Graph._adopt(h.value, self.stream.context)
+        graph._arg_names = _capture_names.pop(self.stream.handle, {})
         if exc_type is not None:
             graph.close()
             return False
@@ -781,6 +891,7 @@ class Runner(_Handle):
     replays while it runs; close() must not race with other calls."""
 
     _destroy = "gc_runner_destroy"
+    _bindings = _Bindings({}, "Runner.replay")  # until a capture declares arguments
 
     def __init__(self, context, pool=None):
         super().__init__()
@@ -804,9 +915,17 @@ class Runner(_Handle):
             raise _fail(w, "no buckets")
         pending = []
 
+        names = []
+
         def trampoline(stream_h, batch, _user):
             try:
-                record(Stream._adopt(stream_h, self.context, owns=False), batch)
+                stream = Stream._adopt(stream_h, self.context, owns=False)
+                stream._record = True
+                _capture_names.pop(stream_h, None)
+                record(stream, batch)
+                declared = _capture_names.pop(stream_h, None)
+                if declared is not None:
+                    names.append((batch, declared))
                 return 0
             except Error as e:
                 pending.append(e)
@@ -824,14 +943,30 @@ class Runner(_Handle):
             if pending:
                 raise pending[0] from e
             raise
+        known = self._bindings.names
+        for batch, declared in names:
+            if known and declared != known:
+                raise _fail(w, "bucket %d declared arguments %s; other buckets %s"
+                            % (batch, sorted(declared), sorted(known)))
+            known = declared
+        if known is not self._bindings.names:
+            self._bindings = _Bindings(known, "Runner.replay")
 
-    def replay(self, rows, stream):
+    def replay(self, rows, stream, **bindings):
         """gc_runner_replay: replays the smallest bucket of at least ``rows``
-        rows; returns its size. NoBucketError above the largest."""
+        rows; returns its size. NoBucketError above the largest. With
+        keyword bindings (``x=tensor``, names the record function gave
+        Stream.capture_arg), gc_runner_replay_with."""
         w = "Runner.replay"
         out = C.c_uint32()
-        lib.gc_runner_replay(self.handle, _int(rows, w, "rows", 32), _stream(stream, w),
-                             C.byref(out))
+        if not bindings:
+            lib.gc_runner_replay(self.handle, _int(rows, w, "rows", 32), _stream(stream, w),
+                                 C.byref(out))
+            return out.value
+        b = self._bindings
+        n = b.fill(bindings)
+        lib.gc_runner_replay_with(self.handle, _int(rows, w, "rows", 32), _stream(stream, w),
+                                  b.array, n, C.byref(out))
         return out.value
 
     def stats(self):
@@ -844,6 +979,7 @@ class Runner(_Handle):
 
 def begin_capture(stream, pool=None, mode=CAPTURE_THREAD_LOCAL):
     """gc_capture_begin, for captures that do not fit a ``with`` block."""
+    _capture_names.pop(getattr(stream, "handle", None), None)
     lib.gc_capture_begin(_stream(stream, "begin_capture"),
                          _handle_of(pool, Pool, "begin_capture", "pool", nullable=True),
                          _int(mode, "begin_capture", "mode", 32))
@@ -853,4 +989,6 @@ def end_capture(stream):
     """gc_capture_end: the captured Graph."""
     h = _out()
     lib.gc_capture_end(_stream(stream, "end_capture"), C.byref(h))
-    return Graph._adopt(h.value, stream.context)
+    graph = Graph._adopt(h.value, stream.context)
+    graph._arg_names = _capture_names.pop(stream.handle, {})
+    return graph

@@ -13,7 +13,8 @@ __all__ = [
     "INSTANTIATE_FUSE_ELEMENTWISE", "CAPTURE_THREAD_LOCAL", "CAPTURE_GLOBAL", "CAPTURE_RELAXED",
     "CHAIN_FILL", "CHAIN_MUL", "CHAIN_ADD", "CHAIN_RELU", "CHAIN_MAX", "CHAIN_MIN",
     "CHAIN_MAX_OPS", "RUNNER_MAX_BUCKETS", "EVENT_DISABLE_TIMING", "EVENT_EXTERNAL",
-    "GRAPH_WRAP_BORROW", "GRAPH_WRAP_ADOPT", "Dim3", "Node", "DeviceInfo", "ChainOp",
+    "GRAPH_WRAP_BORROW", "GRAPH_WRAP_ADOPT", "ARG_EXACT", "Binding", "Dim3", "Node", "DeviceInfo",
+    "ChainOp",
     "PoolOptions", "PoolStatistics", "ExecStatistics", "RunnerBucket", "RunnerStatistics",
     "HOST_FN", "RECORD_FN", "PROTOTYPES",
 ]
@@ -40,6 +41,7 @@ EVENT_DISABLE_TIMING = 1
 EVENT_EXTERNAL = 1
 GRAPH_WRAP_BORROW = 0
 GRAPH_WRAP_ADOPT = 1
+ARG_EXACT = 1
 
 # ------------------------------------------------------------- C structures
 
@@ -66,6 +68,12 @@ class Node(C.Structure):
 
     def __repr__(self):
         return "Node(graph=%d, index=%d)" % (self.graph, self.index)
+
+
+class Binding(C.Structure):
+    """gc_binding: argument ``index`` now at ``ptr`` (``bytes`` there, or 0)."""
+
+    _fields_ = [("index", C.c_size_t), ("ptr", C.c_void_p), ("bytes", C.c_size_t)]
 
 
 class DeviceInfo(C.Structure):
@@ -223,6 +231,7 @@ PROTOTYPES = {
     # capture
     "gc_capture_begin": (_S, [_H, _H, C.c_uint32]),
     "gc_capture_end": (_S, [_H, _P(_H)]),
+    "gc_capture_arg": (_S, [_H, _D, C.c_size_t, C.c_uint32, _P(C.c_size_t)]),
     # building
     "gc_graph_create": (_S, [_H, _P(_H)]),
     "gc_graph_add_kernel": (
@@ -237,6 +246,7 @@ PROTOTYPES = {
     "gc_graph_add_dependency": (_S, [_H, Node, Node]),
     "gc_graph_clone": (_S, [_H, _P(_H)]),
     "gc_graph_wrap": (_S, [_H, _D, C.c_uint32, _P(_H)]),
+    "gc_graph_declare_arg": (_S, [_H, _D, C.c_size_t, C.c_uint32, _P(C.c_size_t)]),
     "gc_graph_node_count": (_S, [_H, _P(C.c_size_t)]),
     "gc_graph_raw": (_S, [_H, _P(_D)]),
     "gc_graph_pool_bytes": (_S, [_H, _P(C.c_uint64)]),
@@ -246,6 +256,8 @@ PROTOTYPES = {
     "gc_graph_instantiate": (_S, [_H, C.c_uint32, _P(_H)]),
     "gc_exec_upload": (_S, [_H, _H]),
     "gc_exec_launch": (_S, [_H, _H]),
+    "gc_exec_launch_with": (_S, [_H, _H, _P(Binding), C.c_size_t]),
+    "gc_exec_arg_info": (_S, [_H, C.c_size_t, _P(C.c_size_t)]),
     "gc_exec_update": (_S, [_H, _H]),
     "gc_exec_set_kernel_args": (_S, [_H, Node, _P(_D)]),
     "gc_exec_raw": (_S, [_H, _P(_D)]),
@@ -256,6 +268,8 @@ PROTOTYPES = {
     "gc_runner_create": (_S, [_H, _H, _P(_H)]),
     "gc_runner_capture": (_S, [_H, _P(C.c_uint32), C.c_size_t, RECORD_FN, _D, C.c_uint32]),
     "gc_runner_replay": (_S, [_H, C.c_uint32, _H, _P(C.c_uint32)]),
+    "gc_runner_replay_with": (
+        _S, [_H, C.c_uint32, _H, _P(Binding), C.c_size_t, _P(C.c_uint32)]),
     "gc_runner_stats": (_S, [_H, _P(RunnerStatistics)]),
     "gc_runner_destroy": (_S, [_H]),
     # built-in kernels, typed

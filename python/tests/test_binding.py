@@ -40,7 +40,7 @@ STRUCTS = {
     "gc_device_info": gc.DeviceInfo, "gc_node": gc.Node, "gc_dim3": gc.Dim3,
     "gc_chain_op": gc.ChainOp, "gc_pool_options": gc.PoolOptions,
     "gc_pool_statistics": gc.PoolStatistics, "gc_runner_bucket": gc.RunnerBucket,
-    "gc_exec_statistics": gc.ExecStatistics,
+    "gc_exec_statistics": gc.ExecStatistics, "gc_binding": gc.Binding,
     "gc_runner_statistics": gc.RunnerStatistics,
 }
 HANDLES = {"gc_context", "gc_stream", "gc_pool", "gc_module", "gc_function", "gc_graph",

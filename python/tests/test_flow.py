@@ -144,3 +144,50 @@ def test_exec_keeps_graph_callbacks(monkeypatch):
     assert fake.callback in e._keep
     C.cast(fake.callback, C.CFUNCTYPE(None, C.c_void_p))(None)  # as the driver calls it
     assert hits == [1]
+
+
+class _Tensor:
+    """A stand-in for a torch tensor: .data_ptr() and .nbytes."""
+
+    def __init__(self, ptr, nbytes):
+        self.ptr, self.nbytes = ptr, nbytes
+
+    def data_ptr(self):
+        return self.ptr
+
+
+def test_launch_binds_arguments_by_name(monkeypatch):
+    class Lib(FakeLib):
+        def gc_graph_declare_arg(self, graph, ptr, nbytes, flags, out):
+            self.calls.append(("declare", ptr, nbytes, flags))
+            out._obj.value = len([c for c in self.calls if c[0] == "declare"]) - 1
+
+        def gc_graph_instantiate(self, graph, flags, out):
+            out._obj.value = 0x8000
+
+        def gc_exec_launch(self, e, s):
+            self.calls.append(("launch", e, s))
+
+        def gc_exec_launch_with(self, e, s, array, n):
+            self.calls.append(("with", [(array[i].index, array[i].ptr, array[i].bytes)
+                                        for i in range(n)]))
+
+        def gc_exec_destroy(self, h):
+            pass
+
+    fake = Lib()
+    monkeypatch.setattr(gc.objects, "lib", fake)
+    g = gc.Graph._adopt(0x5000, None, owns=False)
+    assert g.declare_arg(_Tensor(0x10000, 64), name="x") == 0
+    assert g.declare_arg(0x20000, nbytes=32, exact=True) == 1
+    assert fake.calls == [("declare", 0x10000, 64, 0), ("declare", 0x20000, 32, gc.ARG_EXACT)]
+    with pytest.raises(TypeError, match="nbytes"):
+        g.declare_arg(0x30000)
+    e = g.instantiate()
+    s = stream()
+    e.launch(s)
+    assert fake.calls[-1] == ("launch", 0x8000, 0x1000)
+    e.launch(s, x=_Tensor(0x40000, 128), arg1=0x50000)
+    assert fake.calls[-1] == ("with", [(0, 0x40000, 128), (1, 0x50000, 0)])
+    with pytest.raises(gc.InvalidArgumentError, match="no argument named 'y'"):
+        e.launch(s, y=0x1)

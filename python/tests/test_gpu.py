@@ -313,3 +313,61 @@ def test_memset_elem_eager(ctx, stream, pool):
     assert got == C.c_float.from_buffer_copy((0x40004000).to_bytes(4, "little")).value
     with pytest.raises(gc.InvalidArgumentError):
         gc.memset_async_elem(stream, d + 2, 0, 4, 4)
+
+
+def test_graph_arguments(ctx, stream, pool):
+    """Arguments declared during a capture (by name) and on a graph, bound
+    at launch and at replay; bad bindings raise and change nothing."""
+    x, y, x2, y2 = (pool.alloc(4 * N) for _ in range(4))
+    upload(ctx, stream, x, [float(i) for i in range(N)])
+    upload(ctx, stream, x2, [10.0 * i for i in range(N)])
+    for b in (y, y2):
+        gc.memset_async(stream, b, 0, 4 * N)
+    with gc.capture(stream, pool) as cap:
+        assert stream.capture_arg(x, 4 * N, name="x") == 0
+        assert stream.capture_arg(y, 4 * N, name="y") == 1
+        gc.op_scale(stream, y, x, N, 2.0)
+    e = cap.graph.instantiate()
+    assert e.arg_uses("x") == 1 and e.arg_uses("y") == 1
+    e.launch(stream, x=x2, y=y2)
+    assert download(ctx, stream, y2, 3) == [0.0, 20.0, 40.0]
+    assert download(ctx, stream, y, 3) == [0.0, 0.0, 0.0]
+    with ctx.host_alloc(4 * N) as h:
+        with pytest.raises(gc.InvalidArgumentError, match="binding 0"):
+            e.launch(stream, x=h)
+    with pytest.raises(gc.InvalidArgumentError, match="no argument named"):
+        e.launch(stream, z=x)
+    gc.memset_async(stream, y2, 0, 4 * N)
+    e.launch(stream)  # keeps the last bindings
+    assert download(ctx, stream, y2, 2) == [0.0, 20.0]
+
+    def record(s, batch):
+        s.capture_arg(x, 4 * batch, name="x")
+        s.capture_arg(y, 4 * batch, name="y")
+        gc.op_scale(s, y, x, batch, 3.0)
+
+    with gc.Runner(ctx, pool) as r:
+        r.capture([1, 4], record, warmup_runs=1)
+        assert r.replay(3, stream, x=x2, y=y2) == 4
+        assert download(ctx, stream, y2, 4) == [0.0, 30.0, 60.0, 90.0]
+
+
+def test_graph_arguments_with_torch(ctx, pool, torch):
+    """exec.launch(stream, x=tensor, y=tensor) with torch tensors."""
+    n = 4096
+    xs = [torch.randn(n, device="cuda") for _ in range(2)]
+    ys = [torch.zeros(n, device="cuda") for _ in range(2)]
+    torch.cuda.synchronize()
+    with gc.Stream(ctx) as s:
+        with gc.capture(s, pool) as cap:
+            gc.op_scale(s, ys[0], xs[0], n, 2.0)
+        g = cap.graph
+        g.declare_arg(xs[0], name="x")
+        g.declare_arg(ys[0], name="y")
+        e = g.instantiate()
+        e.launch(s, x=xs[1], y=ys[1])
+        s.synchronize()
+        assert torch.equal(ys[1], xs[1] * 2.0)
+        assert bool((ys[0] == 0).all())
+        with pytest.raises(gc.InvalidArgumentError, match="declared"):
+            e.launch(s, x=xs[1][: n // 2])  # a smaller range than declared

@@ -2046,6 +2046,175 @@ static void runner_functions(void) {
 }
 
 /* ------------------------------------------------------------------ */
+/* A record function declaring its output (user) as argument 0. */
+static gc_status record_fill_arg(gc_stream *s, uint32_t batch, void *user) {
+    size_t index = 99;
+    gc_status st = gc_capture_arg(s, user, (size_t)batch * 64u * 4u, 0, &index);
+    if (st != GC_SUCCESS) return st;
+    if (index != 0) return GC_ERROR_INVALID_STATE;
+    return gc_op_fill(s, (float *)user, (uint64_t)batch * 64u, 2.0f);
+}
+
+static void args_functions(void) {
+    size_t index = 77, uses = 77;
+    gc_dim3 one = {1, 1, 1};
+    gc_graph *g = NULL;
+    gc_exec *e = NULL;
+    gc_binding b;
+    memset(&b, 0, sizeof b);
+
+    COVER(gc_graph_declare_arg);
+    BAD_HANDLE_ARG(K_GRAPH, h, gc_graph_declare_arg(h, fx.buf, 64, 0, &index), GC_ERROR_INVALID_ARGUMENT);
+    EXPECT_STATUS(gc_graph_declare_arg(fx.graph, fx.buf, 64, 0, NULL), GC_ERROR_INVALID_ARGUMENT);
+    EXPECT_STATUS(gc_graph_declare_arg(fx.graph, fx.buf, 64, 0x80, &index), GC_ERROR_INVALID_ARGUMENT);
+    CHECK(index == 77);
+    if (fx.gpu) {
+        EXPECT_OK(gc_graph_create(fx.ctx, &g));
+        REFUSED("ptr NULL", EXPECT_STATUS(gc_graph_declare_arg(g, NULL, 64, 0, &index), GC_ERROR_INVALID_ARGUMENT));
+        EXPECT_ERROR_MENTIONS("NULL");
+        REFUSED("0 bytes", EXPECT_STATUS(gc_graph_declare_arg(g, fx.buf, 0, 0, &index), GC_ERROR_INVALID_ARGUMENT));
+        REFUSED("a host address", EXPECT_STATUS(gc_graph_declare_arg(g, &host_word, 4, 0, &index), GC_ERROR_INVALID_ARGUMENT));
+        EXPECT_ERROR_MENTIONS("not device memory");
+        REFUSED("pinned host memory", EXPECT_STATUS(gc_graph_declare_arg(g, fx.host, 4, 0, &index), GC_ERROR_INVALID_ARGUMENT));
+        REFUSED("a range past its pool block",
+                EXPECT_STATUS(gc_graph_declare_arg(g, fx.buf, BUF_BYTES + 4, 0, &index), GC_ERROR_INVALID_ARGUMENT));
+        CHECK(index == 77);
+        check_case = "a good declaration";
+        EXPECT_OK(gc_graph_declare_arg(g, fx.buf, SMALL * 4, 0, &index));
+        CHECK(index == 0);
+        REFUSED("an overlapping range",
+                EXPECT_STATUS(gc_graph_declare_arg(g, (char *)fx.buf + 4, 4, GC_ARG_EXACT, &index), GC_ERROR_INVALID_ARGUMENT));
+        EXPECT_ERROR_MENTIONS("argument 0");
+        uint64_t y = (uint64_t)(uintptr_t)fx.buf, count = SMALL;
+        float v = 3.0f;
+        void *args[3] = {&y, &count, &v};
+        EXPECT_OK(gc_graph_add_kernel(g, fx.fill, one, one, 0, args, NULL, 0, NULL));
+        EXPECT_OK(gc_graph_instantiate(g, 0, &e));
+    }
+    objects_work();
+
+    COVER(gc_capture_arg);
+    BAD_HANDLE_ARG(K_STREAM, h, gc_capture_arg(h, fx.buf, 64, 0, &index), GC_ERROR_INVALID_ARGUMENT);
+    EXPECT_STATUS(gc_capture_arg(fx.s, fx.buf, 64, 0, NULL), GC_ERROR_INVALID_ARGUMENT);
+    if (fx.gpu) {
+        REFUSED("no capture open", EXPECT_STATUS(gc_capture_arg(fx.s, fx.buf, 64, 0, &index), GC_ERROR_INVALID_STATE));
+        gc_graph *cg = NULL;
+        EXPECT_OK(gc_capture_begin(fx.s, fx.pool, GC_CAPTURE_THREAD_LOCAL));
+        REFUSED("a host address under capture",
+                EXPECT_STATUS(gc_capture_arg(fx.s, &host_word, 4, 0, &index), GC_ERROR_INVALID_ARGUMENT));
+        REFUSED("an unknown flag", EXPECT_STATUS(gc_capture_arg(fx.s, fx.buf, 4, 2, &index), GC_ERROR_INVALID_ARGUMENT));
+        check_case = "declaring does not break the capture";
+        EXPECT_OK(gc_capture_arg(fx.s, fx.buf2, 64, GC_ARG_EXACT, &index));
+        CHECK(index == 0);
+        EXPECT_OK(gc_op_fill(fx.s, (float *)fx.buf2, 16, 1.0f));
+        EXPECT_OK(gc_capture_end(fx.s, &cg));
+        gc_exec *ce = NULL;
+        EXPECT_OK(gc_graph_instantiate(cg, 0, &ce));
+        EXPECT_OK(gc_exec_arg_info(ce, 0, &uses));
+        CHECK(uses == 1);
+        EXPECT_OK(gc_exec_destroy(ce));
+        EXPECT_OK(gc_graph_destroy(cg));
+    }
+    objects_work();
+
+    COVER(gc_exec_arg_info);
+    BAD_HANDLE_ARG(K_EXEC, h, gc_exec_arg_info(h, 0, &uses), GC_ERROR_INVALID_ARGUMENT);
+    EXPECT_STATUS(gc_exec_arg_info(fx.exec, 0, NULL), GC_ERROR_INVALID_ARGUMENT);
+    if (fx.gpu) {
+        REFUSED("an exec without arguments", EXPECT_STATUS(gc_exec_arg_info(fx.exec, 0, &uses), GC_ERROR_INVALID_ARGUMENT));
+        REFUSED("an unknown index", EXPECT_STATUS(gc_exec_arg_info(e, 1, &uses), GC_ERROR_INVALID_ARGUMENT));
+        EXPECT_ERROR_MENTIONS("argument 1");
+        check_case = "the fill kernel's pointer is one use";
+        EXPECT_OK(gc_exec_arg_info(e, 0, &uses));
+        CHECK(uses == 1);
+    }
+    objects_work();
+
+    COVER(gc_exec_launch_with);
+    b.index = 0;
+    b.ptr = fx.buf2;
+    BAD_HANDLE_ARG(K_EXEC, h, gc_exec_launch_with(h, fx.s, &b, 1), GC_ERROR_INVALID_ARGUMENT);
+    EXPECT_STATUS(gc_exec_launch_with(fx.exec, fx.s, NULL, 1), GC_ERROR_INVALID_ARGUMENT);
+    if (fx.gpu) {
+        BAD_HANDLE_ARG(K_STREAM, h, gc_exec_launch_with(e, h, &b, 1), GC_ERROR_INVALID_ARGUMENT);
+        REFUSED("an exec without arguments", EXPECT_STATUS(gc_exec_launch_with(fx.exec, fx.s, &b, 1), GC_ERROR_INVALID_ARGUMENT));
+        gc_binding bad = b;
+        bad.index = 5;
+        REFUSED("an unknown index", EXPECT_STATUS(gc_exec_launch_with(e, fx.s, &bad, 1), GC_ERROR_INVALID_ARGUMENT));
+        EXPECT_ERROR_MENTIONS("argument 5");
+        bad = b;
+        bad.ptr = NULL;
+        REFUSED("ptr NULL", EXPECT_STATUS(gc_exec_launch_with(e, fx.s, &bad, 1), GC_ERROR_INVALID_ARGUMENT));
+        EXPECT_ERROR_MENTIONS("binding 0");
+        bad.ptr = &host_word;
+        REFUSED("a host address", EXPECT_STATUS(gc_exec_launch_with(e, fx.s, &bad, 1), GC_ERROR_INVALID_ARGUMENT));
+        bad.ptr = fx.host;
+        REFUSED("pinned host memory", EXPECT_STATUS(gc_exec_launch_with(e, fx.s, &bad, 1), GC_ERROR_INVALID_ARGUMENT));
+        bad = b;
+        bad.bytes = 8;
+        REFUSED("a range smaller than declared", EXPECT_STATUS(gc_exec_launch_with(e, fx.s, &bad, 1), GC_ERROR_INVALID_ARGUMENT));
+        EXPECT_ERROR_MENTIONS("declared");
+        bad.bytes = 0;
+        bad.ptr = (char *)fx.buf2 + BUF_BYTES - 8;
+        REFUSED("a range running past its block", EXPECT_STATUS(gc_exec_launch_with(e, fx.s, &bad, 1), GC_ERROR_INVALID_ARGUMENT));
+        gc_binding twice[2] = {b, b};
+        REFUSED("an argument bound twice", EXPECT_STATUS(gc_exec_launch_with(e, fx.s, twice, 2), GC_ERROR_INVALID_ARGUMENT));
+        check_case = "the exec is unchanged: it fills buf";
+        EXPECT_OK(gc_memset_async(fx.s, fx.buf, 0, SMALL * 4));
+        EXPECT_OK(gc_memset_async(fx.s, fx.buf2, 0, SMALL * 4));
+        EXPECT_OK(gc_exec_launch_with(e, fx.s, NULL, 0));
+        EXPECT_OK(gc_memcpy_async(fx.s, fx.host, fx.buf, SMALL * 4));
+        EXPECT_OK(gc_memcpy_async(fx.s, (char *)fx.host + BUF_BYTES, fx.buf2, SMALL * 4));
+        EXPECT_OK(gc_stream_synchronize(fx.s));
+        CHECK(((float *)fx.host)[SMALL - 1] == 3.0f);
+        CHECK(((float *)((char *)fx.host + BUF_BYTES))[SMALL - 1] == 0.0f);
+        check_case = "bound to buf2, it fills buf2, and a plain launch keeps the binding";
+        EXPECT_OK(gc_memset_async(fx.s, fx.buf, 0, SMALL * 4));
+        EXPECT_OK(gc_exec_launch_with(e, fx.s, &b, 1));
+        EXPECT_OK(gc_memset_async(fx.s, fx.buf2, 0, SMALL * 4));
+        EXPECT_OK(gc_exec_launch(e, fx.s));
+        EXPECT_OK(gc_memcpy_async(fx.s, fx.host, fx.buf, SMALL * 4));
+        EXPECT_OK(gc_memcpy_async(fx.s, (char *)fx.host + BUF_BYTES, fx.buf2, SMALL * 4));
+        EXPECT_OK(gc_stream_synchronize(fx.s));
+        CHECK(((float *)fx.host)[SMALL - 1] == 0.0f);
+        CHECK(((float *)((char *)fx.host + BUF_BYTES))[SMALL - 1] == 3.0f);
+        EXPECT_OK(gc_exec_destroy(e));
+        EXPECT_OK(gc_graph_destroy(g));
+    }
+    objects_work();
+
+    COVER(gc_runner_replay_with);
+    uint32_t got = 0;
+    BAD_HANDLE_ARG(K_RUNNER, h, gc_runner_replay_with(h, 1, fx.s, &b, 1, &got), GC_ERROR_INVALID_ARGUMENT);
+    EXPECT_STATUS(gc_runner_replay_with(fx.runner, 1, fx.s, &b, 1, NULL), GC_ERROR_INVALID_ARGUMENT);
+    EXPECT_STATUS(gc_runner_replay_with(fx.runner, 1, fx.s, NULL, 1, &got), GC_ERROR_INVALID_ARGUMENT);
+    if (fx.gpu) {
+        gc_runner *r = NULL;
+        uint32_t sizes[2] = {1, 2};
+        EXPECT_OK(gc_runner_create(fx.ctx, fx.pool, &r));
+        EXPECT_OK(gc_runner_capture(r, sizes, 2, record_fill_arg, fx.buf, 0));
+        gc_binding bad = b;
+        bad.index = 3;
+        REFUSED("an unknown index", EXPECT_STATUS(gc_runner_replay_with(r, 2, fx.s, &bad, 1, &got), GC_ERROR_INVALID_ARGUMENT));
+        EXPECT_ERROR_MENTIONS("bucket 2");
+        REFUSED("rows 0", EXPECT_STATUS(gc_runner_replay_with(r, 0, fx.s, &b, 1, &got), GC_ERROR_INVALID_ARGUMENT));
+        REFUSED("rows over the largest bucket", EXPECT_STATUS(gc_runner_replay_with(r, 3, fx.s, &b, 1, &got), GC_ERROR_NO_BUCKET));
+        check_case = "a replay bound to buf2 fills buf2";
+        EXPECT_OK(gc_memset_async(fx.s, fx.buf, 0, 128 * 4));
+        EXPECT_OK(gc_memset_async(fx.s, fx.buf2, 0, 128 * 4));
+        EXPECT_OK(gc_runner_replay_with(r, 2, fx.s, &b, 1, &got));
+        CHECK(got == 2);
+        EXPECT_OK(gc_memcpy_async(fx.s, fx.host, fx.buf, 128 * 4));
+        EXPECT_OK(gc_memcpy_async(fx.s, (char *)fx.host + BUF_BYTES, fx.buf2, 128 * 4));
+        EXPECT_OK(gc_stream_synchronize(fx.s));
+        CHECK(((float *)fx.host)[127] == 0.0f);
+        CHECK(((float *)((char *)fx.host + BUF_BYTES))[127] == 2.0f);
+        EXPECT_OK(gc_runner_destroy(r));
+    }
+    objects_work();
+}
+
+/* ------------------------------------------------------------------ */
 static const struct {
     const char *name;
     void (*run)(void);
@@ -2064,6 +2233,7 @@ static const struct {
     {"exec", exec_functions},
     {"ops", ops_functions},
     {"runner", runner_functions},
+    {"args", args_functions},
 };
 #define NSECTIONS (sizeof SECTIONS / sizeof SECTIONS[0])
 

@@ -83,6 +83,18 @@ static void errors() {
     EXPECT_THROW_STATUS(gc::capture c(nullptr), GC_ERROR_INVALID_ARGUMENT);
     EXPECT_THROW_STATUS(gc::graph_add_empty(nullptr), GC_ERROR_INVALID_ARGUMENT);
     EXPECT_THROW_STATUS(gc::graph_add_empty(nullptr, std::vector<gc_node>{}), GC_ERROR_INVALID_ARGUMENT);
+    // Typed arguments: a binding carries the index and the bytes of its type.
+    gc::arg<float> x;
+    x.index = 2;
+    gc_binding bx = x.to(reinterpret_cast<float *>(0x1000), 4);
+    CHECK(bx.index == 2 && bx.ptr == reinterpret_cast<void *>(0x1000) && bx.bytes == 16);
+    static_assert(!std::is_invocable_v<decltype(&gc::arg<float>::to), gc::arg<float>, int *, std::size_t>,
+                  "a float argument takes float buffers only");
+    EXPECT_THROW_STATUS(gc::graph_declare_arg(nullptr, reinterpret_cast<float *>(0x1000), 4),
+                        GC_ERROR_INVALID_ARGUMENT);
+    EXPECT_THROW_STATUS(gc::exec_launch_with(nullptr, nullptr, {bx}), GC_ERROR_INVALID_ARGUMENT);
+    EXPECT_THROW_STATUS(gc::exec_arg_uses(nullptr, 0), GC_ERROR_INVALID_ARGUMENT);
+    EXPECT_THROW_STATUS(gc::runner_replay_with(nullptr, 1, nullptr, {bx}), GC_ERROR_INVALID_ARGUMENT);
     // Never-issued handles: the error names the kind.
     EXPECT_THROW_STATUS(gc::stream s(bogus<gc_context>()), GC_ERROR_INVALID_HANDLE);
     EXPECT_THROW_STATUS(gc::event e(bogus<gc_context>()), GC_ERROR_INVALID_HANDLE);

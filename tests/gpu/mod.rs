@@ -2,6 +2,7 @@
 //! machine through scripts/gpu-check (`--include-ignored`).
 
 mod api_gaps;
+mod args;
 mod faults;
 mod foundation;
 mod fusion;

@@ -291,8 +291,19 @@ pub(crate) fn read_node(n: CUgraphNode) -> Result<RawNode> {
                 unsafe { sys::cuGraphKernelNodeGetParams_v2(n, &mut p) },
                 "cuGraphKernelNodeGetParams",
             )?;
+            let mut func = p.func;
+            if func.is_null() && !p.kern.is_null() {
+                // A launch of a library kernel (CUkernel, as the runtime
+                // makes for lazily loaded modules): its function in the
+                // current context.
+                check(
+                    // SAFETY: writes one function handle of a live kernel.
+                    unsafe { sys::cuKernelGetFunction(&mut func, p.kern) },
+                    "cuKernelGetFunction",
+                )?;
+            }
             RawNode::Kernel {
-                func: p.func,
+                func,
                 grid: [p.gridDimX, p.gridDimY, p.gridDimZ],
                 block: [p.blockDimX, p.blockDimY, p.blockDimZ],
                 shared_bytes: p.sharedMemBytes,
@@ -557,4 +568,78 @@ pub(crate) unsafe fn set_kernel(n: CUgraphNode, p: &KernelParams) -> Result<()> 
 pub(crate) fn destroy_node(n: CUgraphNode) -> Result<()> {
     // SAFETY: n is a node of a live graph.
     check(unsafe { sys::cuGraphDestroyNode(n) }, "cuGraphDestroyNode")
+}
+
+/// Sets new parameters for copy node `n` of a (not instantiated) graph.
+pub(crate) fn set_memcpy(n: CUgraphNode, dst: u64, src: u64, bytes: usize) -> Result<()> {
+    let c = memcpy_raw(dst, src, bytes);
+    check(
+        // SAFETY: n is a memcpy node of a live graph; reads the params.
+        unsafe { sys::cuGraphMemcpyNodeSetParams(n, &c) },
+        "cuGraphMemcpyNodeSetParams",
+    )
+}
+
+/// Sets new parameters for memset node `n` of a (not instantiated) graph.
+pub(crate) fn set_memset(n: CUgraphNode, m: &Memset) -> Result<()> {
+    let p = memset_raw(m);
+    check(
+        // SAFETY: n is a memset node of a live graph; reads the params.
+        unsafe { sys::cuGraphMemsetNodeSetParams(n, &p) },
+        "cuGraphMemsetNodeSetParams",
+    )
+}
+
+/// Sets child-graph node `n` of `e` to run graph `g` (same topology as
+/// the child it was instantiated with).
+pub(crate) fn exec_set_child(e: CUgraphExec, n: CUgraphNode, g: CUgraph) -> Result<()> {
+    check(
+        // SAFETY: live exec, its child node and a live graph (read only).
+        unsafe { sys::cuGraphExecChildGraphNodeSetParams(e, n, g) },
+        "cuGraphExecChildGraphNodeSetParams",
+    )
+}
+
+/// `cuFuncGetParamInfo`, looked up at run time (drivers of CUDA 12.4 and
+/// later have it; the baseline bindings are CUDA 12.0).
+type ParamInfoFn = unsafe extern "C" fn(CUfunction, usize, *mut usize, *mut usize) -> sys::CUresult;
+
+fn param_info_fn() -> Option<ParamInfoFn> {
+    static F: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    let addr = *F.get_or_init(|| {
+        let mut pfn = std::ptr::null_mut();
+        // SAFETY: a plain C enum the driver overwrites.
+        let mut status: sys::CUdriverProcAddressQueryResult = unsafe { std::mem::zeroed() };
+        // SAFETY: a NUL-terminated name; writes one function pointer.
+        let r = unsafe {
+            sys::cuGetProcAddress_v2(
+                c"cuFuncGetParamInfo".as_ptr(),
+                &mut pfn,
+                12040,
+                0,
+                &mut status,
+            )
+        };
+        (r == sys::CUresult::CUDA_SUCCESS && !pfn.is_null()).then_some(pfn as usize)
+    });
+    // SAFETY: the driver's address of cuFuncGetParamInfo, whose C signature
+    // is `ParamInfoFn`.
+    addr.map(|a| unsafe { std::mem::transmute::<usize, ParamInfoFn>(a) })
+}
+
+/// Each parameter's (offset, size) in `f`'s parameter buffer, in order;
+/// `None` when the driver cannot tell (older than CUDA 12.4).
+pub(crate) fn param_layout(f: CUfunction) -> Option<Vec<(usize, usize)>> {
+    let get = param_info_fn()?;
+    let mut out = Vec::new();
+    loop {
+        let (mut offset, mut size) = (0usize, 0usize);
+        // SAFETY: a live function; writes two sizes, or fails past the last
+        // parameter.
+        let r = unsafe { get(f, out.len(), &mut offset, &mut size) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            return Some(out);
+        }
+        out.push((offset, size));
+    }
 }

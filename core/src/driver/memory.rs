@@ -228,6 +228,49 @@ pub(crate) fn unmap(va: CUdeviceptr, bytes: u64) {
     unsafe { sys::cuMemUnmap(va, bytes as usize) };
 }
 
+/// What CUDA knows of a device address: its device and the allocation (or
+/// mapping) around it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PointerInfo {
+    /// The device's ordinal.
+    pub device: i32,
+    /// First address of the allocation holding the pointer.
+    pub start: u64,
+    /// Bytes of that allocation.
+    pub size: u64,
+}
+
+/// [`PointerInfo`] of `p`, or `None` when it is not device memory CUDA
+/// knows (a host address, pinned host memory, garbage).
+pub(crate) fn pointer_info(p: u64) -> Option<PointerInfo> {
+    use sys::CUpointer_attribute as A;
+    let (mut t, mut device, mut start, mut size) = (0u32, -1i32, 0u64, 0usize);
+    let mut attrs = [
+        A::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+        A::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+        A::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+        A::CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+    ];
+    let mut data = [
+        &mut t as *mut u32 as *mut c_void,
+        &mut device as *mut i32 as *mut c_void,
+        &mut start as *mut u64 as *mut c_void,
+        &mut size as *mut usize as *mut c_void,
+    ];
+    // SAFETY: one destination of the attribute's type per attribute; fails
+    // harmlessly for unknown pointers.
+    let r = unsafe {
+        sys::cuPointerGetAttributes(attrs.len() as u32, attrs.as_mut_ptr(), data.as_mut_ptr(), p)
+    };
+    let on_device = t == sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32
+        || t == sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED as u32;
+    (r == sys::CUresult::CUDA_SUCCESS && on_device).then_some(PointerInfo {
+        device,
+        start,
+        size: size as u64,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::Memset;

@@ -10,6 +10,7 @@ pub mod fuse;
 pub use desc::{Direction, GraphDesc, NodeKind, TopologyDifference};
 pub use dot::to_dot;
 
+use crate::arg::{check_new, ArgDecl};
 use crate::context::Context;
 use crate::driver::graph::{self as dg, KernelParams, RawNode};
 use crate::driver::memory::{memory_kind, MemoryKind, Memset};
@@ -19,7 +20,7 @@ use crate::error::{ensure_arg, Error, Result};
 use crate::event::Event;
 use crate::lock::lock;
 use crate::module::{Function, LaunchConfig};
-use crate::pool::{check_pool_range, GraphMemory};
+use crate::pool::{check_device_range, check_pool_range, GraphMemory};
 use graphcore_kernels::{KernelInfo, Value};
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -78,6 +79,8 @@ pub(crate) struct GraphState {
     memory: Vec<Arc<GraphMemory>>,
     /// Events its (and its child graphs') event nodes record or wait on.
     events: Vec<Event>,
+    /// Declared arguments, by index.
+    pub(crate) args: Vec<ArgDecl>,
 }
 
 /// A graph's description, and its CUDA nodes in the description's order.
@@ -153,6 +156,11 @@ impl<'a> DescribedState<'a> {
     /// The CUDA nodes, indexed as the description.
     pub(crate) fn nodes(&self) -> &Nodes {
         &self.described().nodes
+    }
+
+    /// The declared arguments, by index.
+    pub(crate) fn args(&self) -> &[ArgDecl] {
+        &self.st.args
     }
 }
 
@@ -283,6 +291,7 @@ impl Graph {
                 functions: Vec::new(),
                 memory: Vec::new(),
                 events: Vec::new(),
+                args: Vec::new(),
             },
         ))
     }
@@ -295,6 +304,7 @@ impl Graph {
         raw: CUgraph,
         memory: Option<GraphMemory>,
         events: Vec<Event>,
+        args: Vec<ArgDecl>,
     ) -> Result<Graph> {
         // On failure, dropping `owned` destroys the graph.
         let owned = Owned::new(raw, ctx.primary());
@@ -309,6 +319,7 @@ impl Graph {
                 functions: Vec::new(),
                 memory: memory.map(Arc::new).into_iter().collect(),
                 events,
+                args,
             },
         ))
     }
@@ -342,6 +353,7 @@ impl Graph {
                 functions: Vec::new(),
                 memory: Vec::new(),
                 events: Vec::new(),
+                args: Vec::new(),
             },
         ))
     }
@@ -374,6 +386,7 @@ impl Graph {
                 functions: st.st.functions.clone(),
                 memory: st.st.memory.clone(),
                 events: st.st.events.clone(),
+                args: st.st.args.clone(),
             },
         ))
     }
@@ -471,6 +484,27 @@ impl Graph {
     /// The highest pool bytes its capture had allocated at once.
     pub fn pool_peak_bytes(&self) -> u64 {
         self.state().memory.iter().map(|m| m.peak_bytes()).sum()
+    }
+
+    /// Declares `base .. base + bytes` an argument of the graph (see
+    /// [`crate::arg`]): execs made later find its uses in the nodes and can
+    /// bind it to another range at launch. Returns its index (declaration
+    /// order; a captured graph's arguments declared during its capture come
+    /// first). The range must be device memory of the graph's device and
+    /// overlap no argument declared before.
+    pub fn declare_arg(&self, base: u64, bytes: usize, exact: bool) -> Result<usize> {
+        let mut st = self.state();
+        let d = ArgDecl { base, bytes, exact };
+        let index = check_new(&st.args, &d)?;
+        self.inner.ctx.bind()?;
+        check_device_range(&self.inner.ctx, "ptr", base, bytes)?;
+        st.args.push(d);
+        Ok(index)
+    }
+
+    /// The declared arguments, by index.
+    pub fn args(&self) -> Vec<ArgDecl> {
+        self.state().args.clone()
     }
 
     /// The indices and raw nodes of `deps`, checking each belongs to this

@@ -5,6 +5,7 @@
 //! neighbouring block, or fault on an unmapped page and kill the context).
 
 use crate::context::Context;
+use crate::driver::memory::pointer_info;
 use crate::error::{ensure_arg, Error, Result};
 
 /// Checks the range `addr .. addr + bytes` named `arg` (`bytes > 0`).
@@ -44,6 +45,38 @@ pub(crate) fn check_range(
 /// graph copy and set nodes).
 pub(crate) fn check_pool_range(ctx: &Context, arg: &str, addr: u64, bytes: usize) -> Result<()> {
     check_range(arg, addr, bytes, |a| ctx.pool_block_of(a))
+}
+
+/// Checks that `addr .. addr + bytes` (`bytes > 0`), named `arg` in errors,
+/// is device memory of `ctx`'s device that holds `bytes` bytes: inside one
+/// live pool block for pool memory, else inside the allocation CUDA reports
+/// around `addr`. NULL, host addresses (pageable or pinned), memory of
+/// another device and a range running past its memory are
+/// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument).
+pub(crate) fn check_device_range(ctx: &Context, arg: &str, addr: u64, bytes: usize) -> Result<()> {
+    ensure_arg!(addr != 0, "`{arg}` is NULL");
+    // A live block of one of the context's pools is device memory of its
+    // device: no driver query is needed.
+    if let Some(block) = ctx.pool_block_of(addr) {
+        return check_range(arg, addr, bytes, |_| Some(block));
+    }
+    let Some(info) = pointer_info(addr) else {
+        return Err(Error::invalid_argument(format!(
+            "`{arg}` (0x{addr:x}) is not device memory (a host address, or memory CUDA does not know)"
+        )));
+    };
+    ensure_arg!(
+        info.device == ctx.ordinal(),
+        "`{arg}` (0x{addr:x}) is memory of device {}, not of this context's device {}",
+        info.device,
+        ctx.ordinal()
+    );
+    let have = (info.start + info.size).saturating_sub(addr);
+    ensure_arg!(
+        bytes as u64 <= have,
+        "`{arg}` (0x{addr:x}) has {have} bytes up to the end of its allocation; {bytes} are needed"
+    );
+    Ok(())
 }
 
 #[cfg(test)]

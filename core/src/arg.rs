@@ -1,0 +1,187 @@
+//! Graph arguments (pure): a declared device range of a graph, and the rule
+//! that finds its uses in a kernel's parameter bytes.
+//!
+//! An argument is declared on a graph (built or captured) as a range
+//! `[base, base + bytes)`. At instantiate, graphcore records every place
+//! the range's addresses occur in the graph's nodes, so a launch can bind
+//! the argument to another range and patch exactly those places:
+//!
+//! - built-in kernels: their pointer parameters, from the kernel table
+//!   (exact);
+//! - other kernels (modules, wrapped and captured foreign kernels such as
+//!   cuBLAS): every 8-byte-aligned 8-byte value of the parameter buffer
+//!   that lies inside the range (a scan, see [`scan`]), the buffer bounded
+//!   by `cuFuncGetParamInfo` (drivers of CUDA 12.4 and later; on older
+//!   drivers such kernels are not scanned). An integer parameter that
+//!   happens to hold a value inside the range is a false positive: declare
+//!   the argument exact ([`ArgDecl::exact`]) to scan nothing;
+//! - memcpy and memset endpoints (exact);
+//! - child graphs, recursively.
+//!
+//! An interior address (`base + offset`) moves with its base. Addresses a
+//! kernel computes on the device, or reads from device memory, cannot be
+//! found: such uses are not rebound.
+
+use crate::error::{ensure_arg, Error, Result};
+
+/// A declared argument: a device range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArgDecl {
+    /// First address of the range.
+    pub base: u64,
+    /// Bytes of the range; a binding must provide at least as many.
+    pub bytes: usize,
+    /// Find uses only where they are known exactly (built-in kernels'
+    /// pointer parameters, memcpy and memset endpoints): no scan of other
+    /// kernels' parameters.
+    pub exact: bool,
+}
+
+impl ArgDecl {
+    /// The offset of `addr` from the base, when `addr` lies in the range.
+    pub fn offset_of(&self, addr: u64) -> Option<u64> {
+        (addr >= self.base && addr - self.base < self.bytes as u64).then(|| addr - self.base)
+    }
+}
+
+/// One binding of a launch: argument `index` now at `ptr`, a range of
+/// `bytes` bytes (0: as large as the memory at `ptr` allows). Laid out as
+/// C's `gc_binding` (size_t, pointer, size_t).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub struct Binding {
+    /// The argument's index (its declaration order in the graph).
+    pub index: usize,
+    /// The new first address.
+    pub ptr: u64,
+    /// Bytes available at `ptr` (0: unknown, checked against the memory).
+    pub bytes: usize,
+}
+
+/// A use found by [`scan`]: the byte offset in the buffer, the argument
+/// and the offset from its base.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slot {
+    /// Byte offset of the 8-byte value in the scanned buffer.
+    pub at: usize,
+    /// The argument's index.
+    pub arg: usize,
+    /// The value's offset from the argument's base.
+    pub delta: u64,
+}
+
+/// The scanning rule: every 8-byte value at an 8-byte-aligned offset of
+/// `buf` (offset `start`..`end` of a parameter) that lies inside one of
+/// `decls`' ranges (the first that holds it), skipping exact ones.
+pub fn scan(buf: &[u8], start: usize, end: usize, decls: &[ArgDecl], out: &mut Vec<Slot>) {
+    let mut at = start.next_multiple_of(8);
+    while at + 8 <= end.min(buf.len()) {
+        let v = u64::from_le_bytes(buf[at..at + 8].try_into().expect("8 bytes"));
+        if let Some((arg, delta)) = decls
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| !d.exact)
+            .find_map(|(i, d)| d.offset_of(v).map(|o| (i, o)))
+        {
+            out.push(Slot { at, arg, delta });
+        }
+        at += 8;
+    }
+}
+
+/// Checks that `d` may be declared beside `decls`: a nonempty range that
+/// overlaps none of them. Returns the new argument's index.
+pub fn check_new(decls: &[ArgDecl], d: &ArgDecl) -> Result<usize> {
+    ensure_arg!(d.bytes > 0, "an argument of 0 bytes");
+    ensure_arg!(
+        d.base.checked_add(d.bytes as u64).is_some(),
+        "the argument's range overflows the address space"
+    );
+    if let Some((i, o)) = decls
+        .iter()
+        .enumerate()
+        .find(|(_, o)| d.base < o.base + o.bytes as u64 && o.base < d.base + d.bytes as u64)
+    {
+        return Err(Error::invalid_argument(format!(
+            "the range 0x{:x} + {} bytes overlaps argument {i} (0x{:x} + {} bytes)",
+            d.base, d.bytes, o.base, o.bytes
+        )));
+    }
+    Ok(decls.len())
+}
+
+/// The first of `decls` holding `addr`, with the offset from its base.
+pub fn find(decls: &[ArgDecl], addr: u64) -> Option<(usize, u64)> {
+    decls
+        .iter()
+        .enumerate()
+        .find_map(|(i, d)| d.offset_of(addr).map(|o| (i, o)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decl(base: u64, bytes: usize, exact: bool) -> ArgDecl {
+        ArgDecl { base, bytes, exact }
+    }
+
+    #[test]
+    fn scan_finds_aligned_values_inside_ranges_with_their_offsets() {
+        let decls = [decl(0x1000, 0x100, false), decl(0x2000, 0x10, false)];
+        let mut buf = vec![0u8; 40];
+        buf[0..8].copy_from_slice(&0x1000u64.to_le_bytes());
+        buf[8..16].copy_from_slice(&0x10f0u64.to_le_bytes());
+        buf[16..24].copy_from_slice(&0x2010u64.to_le_bytes()); // one past the end
+        buf[28..36].copy_from_slice(&0x2000u64.to_le_bytes()); // unaligned
+        let mut out = Vec::new();
+        scan(&buf, 0, buf.len(), &decls, &mut out);
+        assert_eq!(
+            out,
+            vec![
+                Slot {
+                    at: 0,
+                    arg: 0,
+                    delta: 0
+                },
+                Slot {
+                    at: 8,
+                    arg: 0,
+                    delta: 0xf0
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn scan_keeps_to_the_parameter_and_skips_exact_arguments() {
+        let mut buf = vec![0u8; 24];
+        for at in [0, 8, 16] {
+            buf[at..at + 8].copy_from_slice(&0x1008u64.to_le_bytes());
+        }
+        let mut out = Vec::new();
+        scan(&buf, 4, 20, &[decl(0x1000, 16, false)], &mut out);
+        assert_eq!(out.iter().map(|s| s.at).collect::<Vec<_>>(), vec![8]);
+        out.clear();
+        scan(&buf, 0, 24, &[decl(0x1000, 16, true)], &mut out);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn overlapping_or_empty_declarations_are_refused() {
+        let decls = [decl(0x1000, 0x100, false)];
+        assert_eq!(check_new(&decls, &decl(0x1100, 8, false)).unwrap(), 1);
+        assert!(check_new(&decls, &decl(0x10f8, 16, false)).is_err());
+        assert!(check_new(&decls, &decl(0x800, 0x1000, false)).is_err());
+        assert!(check_new(&decls, &decl(0x2000, 0, false)).is_err());
+        assert!(check_new(&[], &decl(u64::MAX, 2, false)).is_err());
+    }
+
+    #[test]
+    fn find_takes_the_first_range_holding_the_address() {
+        let decls = [decl(0x1000, 0x100, true), decl(0x1080, 0x100, false)];
+        assert_eq!(find(&decls, 0x1090), Some((0, 0x90)));
+        assert_eq!(find(&decls, 0x1100), Some((1, 0x80)));
+        assert_eq!(find(&decls, 0x1180), None);
+    }
+}

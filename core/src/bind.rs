@@ -1,0 +1,520 @@
+//! An exec's bound arguments: where each declared argument's addresses
+//! occur in the instantiated graph's nodes (found once, by the rule in
+//! [`crate::arg`]), the address each argument is bound to now, and the
+//! patching of exactly the nodes a new binding changes.
+//!
+//! Patching uses CUDA's exec setters (`cuGraphExecKernelNodeSetParams`,
+//! the memcpy and memset ones, and `cuGraphExecChildGraphNodeSetParams`
+//! with a patched copy of a child graph). CUDA documents them as affecting
+//! later launches only: a launch already enqueued runs with the values it
+//! was launched with.
+
+use crate::arg::{find, scan, ArgDecl, Binding, Slot};
+use crate::context::Context;
+use crate::driver::graph::{self as dg, KernelParams, RawNode};
+use crate::driver::memory::Memset;
+use crate::driver::owned::{Owned, Shared};
+use crate::driver::{CUfunction, CUgraph, CUgraphExec, CUgraphNode};
+use crate::error::{ensure_arg, Result};
+use crate::pool::check_device_range;
+use graphcore_kernels::KernelInfo;
+use std::ffi::c_void;
+
+/// One node whose parameters hold argument addresses.
+struct Site {
+    /// The node the setter names (of the graph the exec was instantiated
+    /// from, or of a child graph's copy).
+    node: Shared<CUgraphNode>,
+    what: SiteKind,
+    /// Where each use is: for a kernel the byte offset in `buf`, for a
+    /// memcpy 0 (dst) or 1 (src), for a memset 0.
+    slots: Vec<Slot>,
+}
+
+enum SiteKind {
+    Kernel {
+        func: Shared<CUfunction>,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_bytes: u32,
+        /// The parameter values, each at its offset.
+        buf: Vec<u8>,
+        /// Each parameter's (offset, size) in `buf`.
+        layout: Vec<(usize, usize)>,
+        /// The address of each parameter in `buf`, as the driver's
+        /// `kernelParams` array wants them (`buf` is never resized).
+        ptrs: Vec<usize>,
+    },
+    Memcpy {
+        dst: u64,
+        src: u64,
+        bytes: usize,
+    },
+    Memset(Memset),
+    /// A child graph: `graph` owns the copy the exec is set to run (`None`
+    /// for a child nested in such a copy, patched in place).
+    Child {
+        graph: Option<Owned<CUgraph>>,
+        sites: Vec<Site>,
+    },
+}
+
+/// An exec's declared arguments, their uses, and their current bindings.
+pub(crate) struct ArgTable {
+    ctx: Context,
+    decls: Vec<ArgDecl>,
+    /// Each argument's current first address.
+    bound: Vec<u64>,
+    /// Top-level sites (a child graph's sites are inside its site).
+    sites: Vec<Site>,
+    /// For each argument, the top-level sites using it.
+    users: Vec<Vec<usize>>,
+    /// For each argument, the number of uses (child graphs' included).
+    uses: Vec<usize>,
+    /// Scratch, preallocated: sites to patch, their flags, old bindings.
+    dirty: Vec<usize>,
+    marked: Vec<bool>,
+    saved: Vec<u64>,
+}
+
+/// Each parameter's (offset, size) for a built-in kernel: its table's
+/// kinds, each at its natural alignment.
+fn builtin_layout(k: &KernelInfo) -> Vec<(usize, usize)> {
+    let mut at = 0usize;
+    k.args
+        .iter()
+        .map(|(_, kind)| {
+            let size = kind.size();
+            at = at.next_multiple_of(size);
+            let slot = (at, size);
+            at += size;
+            slot
+        })
+        .collect()
+}
+
+/// Finds the uses in node `read`; `None` when it has none. The site names
+/// `node` (the node setters name: `read` itself, or the exec graph's node
+/// corresponding to it). `nested`: a node of a child graph.
+fn site_of(
+    ctx: &Context,
+    decls: &[ArgDecl],
+    read: CUgraphNode,
+    node: CUgraphNode,
+    nested: bool,
+) -> Result<Option<Site>> {
+    let mut slots = Vec::new();
+    let what = match dg::read_node(read)? {
+        RawNode::Kernel {
+            func,
+            grid,
+            block,
+            shared_bytes,
+            args,
+        } => {
+            if args.is_null() {
+                // Parameters packed in `extra`: not scanned.
+                return Ok(None);
+            }
+            let builtin = ctx.builtin_of(func);
+            let layout = match builtin {
+                Some(k) => builtin_layout(k),
+                None if decls.iter().all(|d| d.exact) => return Ok(None),
+                None => match dg::param_layout(func) {
+                    Some(l) => l,
+                    None => return Ok(None),
+                },
+            };
+            let len = layout.iter().map(|&(o, s)| o + s).max().unwrap_or(0);
+            let mut buf = vec![0u8; len];
+            // SAFETY: the driver's copy of the node's parameters holds one
+            // pointer per parameter of the function whose layout this is.
+            unsafe { fill(&mut buf, &layout, args) };
+            find_kernel_slots(decls, builtin, &layout, &buf, &mut slots);
+            let ptrs = layout
+                .iter()
+                .map(|&(o, _)| buf.as_ptr() as usize + o)
+                .collect();
+            SiteKind::Kernel {
+                func: Shared::new(func),
+                grid,
+                block,
+                shared_bytes,
+                buf,
+                layout,
+                ptrs,
+            }
+        }
+        RawNode::Memcpy { dst, src, bytes } => {
+            for (at, addr) in [(0, dst), (1, src)] {
+                if let Some((arg, delta)) = find(decls, addr) {
+                    slots.push(Slot { at, arg, delta });
+                }
+            }
+            SiteKind::Memcpy { dst, src, bytes }
+        }
+        RawNode::Memset(m) => {
+            if let Some((arg, delta)) = find(decls, m.dst) {
+                slots.push(Slot { at: 0, arg, delta });
+            }
+            SiteKind::Memset(m)
+        }
+        RawNode::Child(g) => {
+            // The exec runs a copy of the child we patch and set whole; a
+            // child nested in that copy is patched in place.
+            let (graph, inner) = if nested {
+                (None, g)
+            } else {
+                let c = Owned::new(dg::clone(g)?, ctx.primary());
+                let raw = c.raw();
+                (Some(c), raw)
+            };
+            let mut sites = Vec::new();
+            for n in dg::nodes(inner)? {
+                if let Some(s) = site_of(ctx, decls, n, n, true)? {
+                    slots.extend(s.all_slots());
+                    sites.push(s);
+                }
+            }
+            SiteKind::Child { graph, sites }
+        }
+        RawNode::Host { .. } | RawNode::Empty | RawNode::Other(_) => return Ok(None),
+    };
+    Ok((!slots.is_empty()).then_some(Site {
+        node: Shared::new(node),
+        what,
+        slots,
+    }))
+}
+
+/// Copies each parameter's value from `args` into `buf` at its offset.
+///
+/// # Safety
+/// `args` must hold one pointer per entry of `layout`, each NULL or to as
+/// many bytes as the entry's size.
+unsafe fn fill(buf: &mut [u8], layout: &[(usize, usize)], args: *mut *mut c_void) {
+    for (i, &(o, s)) in layout.iter().enumerate() {
+        // SAFETY: entry `i` exists (this function's contract).
+        let p = unsafe { *args.add(i) } as *const u8;
+        if !p.is_null() {
+            // SAFETY: `p` points to `s` bytes (this function's contract).
+            buf[o..o + s].copy_from_slice(unsafe { std::slice::from_raw_parts(p, s) });
+        }
+    }
+}
+
+/// A kernel's uses: a built-in's pointer parameters exactly, any other
+/// kernel's by the scan (non-exact arguments only).
+fn find_kernel_slots(
+    decls: &[ArgDecl],
+    builtin: Option<&KernelInfo>,
+    layout: &[(usize, usize)],
+    buf: &[u8],
+    out: &mut Vec<Slot>,
+) {
+    match builtin {
+        Some(k) => {
+            for (i, (_, kind)) in k.args.iter().enumerate() {
+                if *kind != graphcore_kernels::Arg::Ptr {
+                    continue;
+                }
+                let at = layout[i].0;
+                let v = u64::from_le_bytes(buf[at..at + 8].try_into().expect("8 bytes"));
+                if let Some((arg, delta)) = find(decls, v) {
+                    out.push(Slot { at, arg, delta });
+                }
+            }
+        }
+        None => {
+            for &(o, s) in layout {
+                scan(buf, o, o + s, decls, out);
+            }
+        }
+    }
+}
+
+impl Site {
+    /// Every use, a child graph's included (its slots are its sites').
+    fn all_slots(&self) -> impl Iterator<Item = Slot> + '_ {
+        self.slots.iter().copied()
+    }
+
+    /// Writes the current bindings into the node's values and sets them:
+    /// in `exec` for a top-level site, in the (copied) graph otherwise.
+    fn patch(&mut self, bound: &[u64], exec: Option<CUgraphExec>, ctx: &Context) -> Result<()> {
+        let n = self.node.raw();
+        let addr = |s: &Slot| bound[s.arg].wrapping_add(s.delta);
+        match &mut self.what {
+            SiteKind::Kernel {
+                func,
+                grid,
+                block,
+                shared_bytes,
+                buf,
+                ptrs,
+                ..
+            } => {
+                for s in &self.slots {
+                    buf[s.at..s.at + 8].copy_from_slice(&addr(s).to_le_bytes());
+                }
+                let p = KernelParams {
+                    func: func.raw(),
+                    grid: *grid,
+                    block: *block,
+                    shared_bytes: *shared_bytes,
+                    args: ptrs.as_mut_ptr() as *mut *mut c_void,
+                };
+                match exec {
+                    // SAFETY: `ptrs` holds one address per parameter of
+                    // `func`, each into `buf` at the parameter's offset,
+                    // with its bytes.
+                    Some(e) => unsafe { dg::exec_set_kernel(e, n, &p) },
+                    // SAFETY: as above.
+                    None => unsafe { dg::set_kernel(n, &p) },
+                }
+            }
+            SiteKind::Memcpy { dst, src, bytes } => {
+                for s in &self.slots {
+                    *(if s.at == 0 { &mut *dst } else { &mut *src }) = addr(s);
+                }
+                match exec {
+                    Some(e) => dg::exec_set_memcpy(e, n, *dst, *src, *bytes, ctx.raw()),
+                    None => dg::set_memcpy(n, *dst, *src, *bytes),
+                }
+            }
+            SiteKind::Memset(m) => {
+                for s in &self.slots {
+                    // The new endpoint must keep the element alignment.
+                    *m = Memset::new(addr(s), m.value, m.elem_size, m.count)?;
+                }
+                match exec {
+                    Some(e) => dg::exec_set_memset(e, n, m, ctx.raw()),
+                    None => dg::set_memset(n, m),
+                }
+            }
+            SiteKind::Child { graph, sites } => {
+                for s in sites.iter_mut() {
+                    s.patch(bound, None, ctx)?;
+                }
+                match (exec, graph) {
+                    (Some(e), Some(g)) => dg::exec_set_child(e, n, g.raw()),
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
+}
+
+impl ArgTable {
+    /// Finds the uses of `decls` in the nodes `values` (read for their
+    /// parameters); `exec_nodes` are the corresponding nodes of the graph
+    /// the exec was instantiated from (what its setters name). Every
+    /// argument starts bound to its declared range.
+    pub(crate) fn new(
+        ctx: &Context,
+        decls: &[ArgDecl],
+        values: &[CUgraphNode],
+        exec_nodes: &[CUgraphNode],
+    ) -> Result<ArgTable> {
+        let mut sites = Vec::new();
+        for (&v, &n) in values.iter().zip(exec_nodes) {
+            if let Some(s) = site_of(ctx, decls, v, n, false)? {
+                sites.push(s);
+            }
+        }
+        let mut t = ArgTable {
+            ctx: ctx.clone(),
+            bound: decls.iter().map(|d| d.base).collect(),
+            decls: decls.to_vec(),
+            marked: vec![false; sites.len()],
+            dirty: Vec::with_capacity(sites.len()),
+            saved: vec![0; decls.len()],
+            sites,
+            users: vec![Vec::new(); decls.len()],
+            uses: vec![0; decls.len()],
+        };
+        t.reindex();
+        Ok(t)
+    }
+
+    /// Number of declared arguments.
+    pub(crate) fn len(&self) -> usize {
+        self.decls.len()
+    }
+
+    /// The uses found of argument `index` (child graphs' included).
+    pub(crate) fn uses(&self, index: usize) -> Result<usize> {
+        self.check_index(index)?;
+        Ok(self.uses[index])
+    }
+
+    /// The declarations.
+    pub(crate) fn decls(&self) -> &[ArgDecl] {
+        &self.decls
+    }
+
+    fn check_index(&self, index: usize) -> Result<()> {
+        ensure_arg!(
+            index < self.decls.len(),
+            "argument {index} is not declared: the exec's graph declares {}",
+            self.decls.len()
+        );
+        Ok(())
+    }
+
+    /// Checks `bindings` (known arguments, each once, each a device range
+    /// of this context at least as large as its declaration).
+    fn check(&self, bindings: &[Binding]) -> Result<()> {
+        for (k, b) in bindings.iter().enumerate() {
+            self.check_index(b.index)
+                .map_err(|e| e.context(&format!("binding {k}")))?;
+            ensure_arg!(
+                !bindings[..k].iter().any(|o| o.index == b.index),
+                "binding {k}: argument {} is bound twice",
+                b.index
+            );
+            if b.ptr == self.bound[b.index] {
+                continue;
+            }
+            let d = self.decls[b.index];
+            ensure_arg!(
+                b.bytes == 0 || b.bytes >= d.bytes,
+                "binding {k}: argument {} was declared with {} bytes; the new range has {}",
+                b.index,
+                d.bytes,
+                b.bytes
+            );
+            // The names are made only on failure (no allocation otherwise).
+            check_device_range(&self.ctx, "ptr", b.ptr, d.bytes)
+                .map_err(|e| e.context(&format!("binding {k} (argument {})", b.index)))?;
+        }
+        Ok(())
+    }
+
+    /// Binds each argument of `bindings` to its new address and marks the
+    /// nodes whose values change; [`apply`](Self::apply) then patches them.
+    /// Returns whether any node must be patched. Bad bindings are refused
+    /// before anything changes. No allocation.
+    pub(crate) fn prepare(&mut self, bindings: &[Binding]) -> Result<bool> {
+        self.check(bindings)?;
+        self.saved.copy_from_slice(&self.bound);
+        self.clear_marks();
+        for b in bindings {
+            if self.bound[b.index] == b.ptr {
+                continue;
+            }
+            self.bound[b.index] = b.ptr;
+            for &s in &self.users[b.index] {
+                if !self.marked[s] {
+                    self.marked[s] = true;
+                    self.dirty.push(s);
+                }
+            }
+        }
+        Ok(!self.dirty.is_empty())
+    }
+
+    /// Patches, in `exec`, the nodes [`prepare`](Self::prepare) marked. If
+    /// the driver refuses one, the old bindings are put back (and the nodes
+    /// patched so far restored).
+    pub(crate) fn apply(&mut self, exec: CUgraphExec) -> Result<()> {
+        let r = self.ctx.bind().and_then(|()| self.patch_dirty(exec));
+        if let Err(e) = r {
+            self.bound.copy_from_slice(&self.saved);
+            let restored = self.patch_dirty(exec);
+            self.clear_marks();
+            return Err(match restored {
+                Ok(()) => e.context("binding failed and was undone; the exec is unchanged"),
+                Err(_) => e.context(
+                    "binding failed and could not be undone; the exec may be partly rebound: \
+                     bind the arguments again or re-instantiate",
+                ),
+            });
+        }
+        self.clear_marks();
+        Ok(())
+    }
+
+    /// The bindings that differ from the declared ranges (to carry over to
+    /// a table made after an update).
+    pub(crate) fn moved(&self) -> Vec<Binding> {
+        (0..self.decls.len())
+            .filter(|&i| self.bound[i] != self.decls[i].base)
+            .map(|i| Binding {
+                index: i,
+                ptr: self.bound[i],
+                bytes: 0,
+            })
+            .collect()
+    }
+
+    /// Kernel node `node` (a top-level node of the exec) took new values
+    /// `args` (`Exec::set_kernel_args`): its uses are found again in them
+    /// and the current bindings set in `exec`. A node with no uses before
+    /// stays without.
+    ///
+    /// # Safety
+    /// `args` must hold one valid pointer per parameter of the node's
+    /// kernel, each to a value of the parameter's type.
+    pub(crate) unsafe fn refresh_kernel(
+        &mut self,
+        exec: CUgraphExec,
+        node: CUgraphNode,
+        args: *mut *mut c_void,
+    ) -> Result<()> {
+        let Some(i) = self.sites.iter().position(|s| s.node.raw() == node) else {
+            return Ok(());
+        };
+        let decls = &self.decls;
+        let site = &mut self.sites[i];
+        let SiteKind::Kernel {
+            func, buf, layout, ..
+        } = &mut site.what
+        else {
+            return Ok(());
+        };
+        // SAFETY: one valid pointer per parameter (this function's contract).
+        unsafe { fill(buf, layout, args) };
+        site.slots.clear();
+        let builtin = self.ctx.builtin_of(func.raw());
+        find_kernel_slots(decls, builtin, layout, buf, &mut site.slots);
+        self.reindex();
+        self.ctx.bind()?;
+        // The node now holds the values as given: set the bindings in it.
+        let site = &mut self.sites[i];
+        if site.slots.is_empty() {
+            return Ok(());
+        }
+        site.patch(&self.bound, Some(exec), &self.ctx)
+    }
+
+    /// Recounts each argument's users and uses from the sites.
+    fn reindex(&mut self) {
+        for u in &mut self.users {
+            u.clear();
+        }
+        self.uses.iter_mut().for_each(|u| *u = 0);
+        for (i, s) in self.sites.iter().enumerate() {
+            for slot in s.all_slots() {
+                self.uses[slot.arg] += 1;
+                if self.users[slot.arg].last() != Some(&i) {
+                    self.users[slot.arg].push(i);
+                }
+            }
+        }
+    }
+
+    fn patch_dirty(&mut self, exec: CUgraphExec) -> Result<()> {
+        for &s in &self.dirty {
+            self.sites[s].patch(&self.bound, Some(exec), &self.ctx)?;
+        }
+        Ok(())
+    }
+
+    fn clear_marks(&mut self) {
+        for &s in &self.dirty {
+            self.marked[s] = false;
+        }
+        self.dirty.clear();
+    }
+}
