@@ -23,13 +23,14 @@ pub mod pool;
 mod runner;
 mod stream;
 
-pub use capture::{begin_capture, end_capture};
+pub use capture::{begin_capture, begin_capture_into, end_capture};
 pub use context::{device_count, driver_version, Context};
 pub use copy::{copy_async, set_async};
+pub use driver::conditional::CondType;
 pub use driver::stream::CaptureMode;
 pub use error::{Error, ErrorKind, Result};
 pub use exec::{flags as instantiate_flags, Exec};
-pub use graph::{Graph, Node};
+pub use graph::{ConditionalHandle, Graph, Node};
 pub use graphcore_kernels as kernels;
 pub use module::{launch_op, Function, LaunchConfig, Module};
 pub use pool::{Pool, PoolOptions};

@@ -89,6 +89,9 @@ impl fmt::Display for StreamOp {
 pub(crate) struct OpenCapture {
     /// The pool the capture allocates from, if any.
     pub(crate) pool: Option<PoolCapture>,
+    /// The existing graph the capture adds to (a conditional body), kept
+    /// opaque here: `capture` (above) knows its type.
+    pub(crate) into: Option<Box<dyn std::any::Any + Send>>,
     breaker: Option<(StreamOp, Error)>,
 }
 
@@ -97,6 +100,7 @@ impl OpenCapture {
     pub(crate) fn new(pool: Option<PoolCapture>) -> Self {
         OpenCapture {
             pool,
+            into: None,
             breaker: None,
         }
     }

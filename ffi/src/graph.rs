@@ -65,7 +65,7 @@ impl From<gc_node> for Node {
     }
 }
 
-fn deps(p: *const gc_node, n: usize) -> graphcore_core::Result<Vec<Node>> {
+pub(crate) fn deps(p: *const gc_node, n: usize) -> graphcore_core::Result<Vec<Node>> {
     if n == 0 {
         return Ok(Vec::new());
     }
@@ -80,7 +80,7 @@ fn deps(p: *const gc_node, n: usize) -> graphcore_core::Result<Vec<Node>> {
 }
 
 /// Writes the new node if the caller asked for it (`node` may be NULL).
-fn emit(node: *mut gc_node, n: Node) {
+pub(crate) fn emit(node: *mut gc_node, n: Node) {
     if !node.is_null() {
         // SAFETY: non-NULL, writable as documented.
         unsafe { node.write(n.into()) }

@@ -8,22 +8,23 @@ mod dot;
 pub mod fuse;
 
 pub use desc::{Direction, GraphDesc, NodeKind, TopologyDifference};
-pub use dot::to_dot;
+pub use dot::{to_dot, to_dot_nested, Nested};
 
 use crate::context::Context;
+use crate::driver::conditional::{self as dc, CondType};
 use crate::driver::graph::{self as dg, KernelParams, RawNode};
 use crate::driver::memory::{memory_kind, MemoryKind};
-use crate::driver::owned::{Nodes, Owned};
+use crate::driver::owned::{Nodes, Owned, Shared};
 use crate::driver::{CUgraph, CUgraphNode};
-use crate::error::{ensure_arg, Error, Result};
+use crate::error::{ensure_arg, Error, ErrorKind, Result};
 use crate::lock::lock;
 use crate::module::{Function, LaunchConfig};
 use crate::pool::{check_pool_range, GraphMemory};
 use graphcore_kernels::{KernelInfo, Value};
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 /// A node of a graph: which graph, and its index there (nodes are numbered
 /// in the order they were added, or, for captured graphs, as CUDA lists
@@ -51,6 +52,29 @@ struct GraphInner {
     ctx: Context,
     id: u64,
     state: Mutex<GraphState>,
+    /// For a conditional node's body: the graph holding the node (weak: the
+    /// holder keeps its bodies, and CUDA destroys a body with its holder).
+    holder: Option<Weak<GraphInner>>,
+    /// Set when the graph is instantiated: its bodies cannot change after.
+    instantiated: AtomicBool,
+}
+
+/// A conditional node's handle: the value a kernel sets on the device
+/// (`cudaGraphSetConditional`) to steer the node. Made per graph, used by
+/// conditional nodes of that graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConditionalHandle {
+    /// The id of the graph it was made for.
+    pub graph: u64,
+    /// CUDA's handle (`CUgraphConditionalHandle`), for device code.
+    pub raw: u64,
+}
+
+/// The CUDA graph of a [`GraphState`]: one graphcore made (and destroys),
+/// or a conditional node's body (CUDA destroys it with its holder).
+enum RawGraph {
+    Owned(Owned<CUgraph>),
+    Body(Shared<CUgraph>),
 }
 
 /// What the graph's lock guards: the CUDA graph and everything describing
@@ -59,7 +83,7 @@ pub(crate) struct GraphState {
     /// The CUDA graph (driver calls on it or its nodes hold the lock).
     /// Destroyed first (fields drop in order), before the functions and
     /// memory its nodes use.
-    raw: Owned<CUgraph>,
+    raw: RawGraph,
     /// Shared with the execs instantiated from the graph (copied when the
     /// graph changes while they hold it).
     pub(crate) desc: Arc<GraphDesc>,
@@ -68,12 +92,35 @@ pub(crate) struct GraphState {
     functions: Vec<Function>,
     /// Pool memory held by this graph's capture and its child graphs'.
     memory: Vec<Arc<GraphMemory>>,
+    /// The bodies of its conditional nodes, by node index (kept: what they
+    /// launch and hold lives as long as this graph).
+    bodies: Vec<(usize, Vec<Graph>)>,
+    /// The conditional handles made for this graph.
+    handles: Vec<u64>,
+    /// A capture into this body is open.
+    capturing: bool,
 }
 
 impl GraphState {
     /// The CUDA graph, for driver calls made under the lock.
     pub(crate) fn raw(&self) -> CUgraph {
-        self.raw.raw()
+        match &self.raw {
+            RawGraph::Owned(o) => o.raw(),
+            RawGraph::Body(b) => b.raw(),
+        }
+    }
+
+    fn new(raw: RawGraph, desc: GraphDesc, nodes: Nodes) -> GraphState {
+        GraphState {
+            raw,
+            desc: Arc::new(desc),
+            nodes,
+            functions: Vec::new(),
+            memory: Vec::new(),
+            bodies: Vec::new(),
+            handles: Vec::new(),
+            capturing: false,
+        }
     }
 }
 
@@ -132,12 +179,14 @@ fn direction(dst: MemoryKind, src: MemoryKind) -> Direction {
 }
 
 impl Graph {
-    fn wrap(ctx: &Context, state: GraphState) -> Graph {
+    fn wrap(ctx: &Context, state: GraphState, holder: Option<Weak<GraphInner>>) -> Graph {
         Graph {
             inner: Arc::new(GraphInner {
                 ctx: ctx.clone(),
                 id: next_graph_id(),
                 state: Mutex::new(state),
+                holder,
+                instantiated: AtomicBool::new(false),
             }),
         }
     }
@@ -145,17 +194,9 @@ impl Graph {
     /// An empty graph.
     pub fn new(ctx: &Context) -> Result<Graph> {
         ctx.bind()?;
-        let raw = Owned::new(dg::create()?, ctx.primary());
-        Ok(Self::wrap(
-            ctx,
-            GraphState {
-                raw,
-                desc: Arc::new(GraphDesc::new()),
-                nodes: Nodes::default(),
-                functions: Vec::new(),
-                memory: Vec::new(),
-            },
-        ))
+        let raw = RawGraph::Owned(Owned::new(dg::create()?, ctx.primary()));
+        let state = GraphState::new(raw, GraphDesc::new(), Nodes::default());
+        Ok(Self::wrap(ctx, state, None))
     }
 
     /// Wraps a graph CUDA captured, reading its nodes and edges back.
@@ -165,40 +206,73 @@ impl Graph {
         memory: Option<GraphMemory>,
     ) -> Result<Graph> {
         let owned = Owned::new(raw, ctx.primary());
-        let read = || -> Result<(GraphDesc, Vec<CUgraphNode>)> {
-            let nodes = dg::nodes(raw)?;
-            let index: HashMap<CUgraphNode, usize> =
-                nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
-            let mut deps = vec![Vec::new(); nodes.len()];
-            for (from, to) in dg::edges(raw)? {
-                deps[index[&to]].push(index[&from]);
-            }
-            // Edges may point backwards in CUDA's listing: add nodes in a
-            // topological order, then renumber.
-            let order = topological(&deps);
-            let mut desc = GraphDesc::new();
-            let mut new_index = vec![0usize; nodes.len()];
-            let mut ordered = Vec::with_capacity(nodes.len());
-            for &i in &order {
-                let kind = describe(ctx, dg::read_node(nodes[i])?)?;
-                let d: Vec<usize> = deps[i].iter().map(|&j| new_index[j]).collect();
-                new_index[i] = desc.push(kind, &d);
-                ordered.push(nodes[i]);
-            }
-            Ok((desc, ordered))
-        };
         // On failure, dropping `owned` destroys the graph.
-        let (desc, ordered) = read()?;
-        Ok(Self::wrap(
-            ctx,
-            GraphState {
-                raw: owned,
-                desc: Arc::new(desc),
-                nodes: ordered.into(),
-                functions: Vec::new(),
-                memory: memory.map(Arc::new).into_iter().collect(),
-            },
-        ))
+        let (desc, ordered) = read_captured(ctx, raw)?;
+        let mut state = GraphState::new(RawGraph::Owned(owned), desc, ordered.into());
+        state.memory = memory.map(Arc::new).into_iter().collect();
+        Ok(Self::wrap(ctx, state, None))
+    }
+
+    /// Marks an empty conditional body as the target of a capture
+    /// (`cuStreamBeginCaptureToGraph` runs under its lock, in `begin`).
+    /// Anything else is refused: a graph that is not a body, a body with
+    /// nodes, or one already being captured into.
+    pub(crate) fn begin_capture_into(
+        &self,
+        begin: impl FnOnce(CUgraph) -> Result<()>,
+    ) -> Result<()> {
+        ensure_arg!(
+            self.is_body(),
+            "the graph is not a conditional node's body: capture into bodies only (or capture \
+             a new graph)"
+        );
+        self.check_changeable()?;
+        let mut st = self.state();
+        ensure_arg!(
+            !st.capturing,
+            "a capture into this body is already open (end it on the stream that began it)"
+        );
+        ensure_arg!(
+            st.desc.is_empty(),
+            "the body already has {} nodes: capture only into an empty body",
+            st.desc.len()
+        );
+        begin(st.raw())?;
+        st.capturing = true;
+        Ok(())
+    }
+
+    /// Ends a capture into this body: reads back the nodes CUDA added
+    /// (`ended` is false when the capture failed: the body is emptied of
+    /// whatever the capture left) and gives the capture's pool memory to
+    /// the outermost graph.
+    pub(crate) fn end_capture_into(&self, memory: Option<GraphMemory>) -> Result<()> {
+        let memory = memory.map(Arc::new);
+        {
+            let mut st = self.state();
+            st.capturing = false;
+            let (desc, nodes) = read_captured(&self.inner.ctx, st.raw())?;
+            st.desc = Arc::new(desc);
+            st.nodes = nodes.into();
+            st.memory.extend(memory.clone());
+        }
+        if let Some(m) = memory {
+            let root = self.root()?;
+            root.state().memory.push(m);
+        }
+        Ok(())
+    }
+
+    /// Clears the capture mark after a failed capture into this body and
+    /// removes the nodes it left.
+    pub(crate) fn abandon_capture_into(&self) {
+        let mut st = self.state();
+        st.capturing = false;
+        if let Ok(nodes) = dg::nodes(st.raw()) {
+            for n in nodes {
+                let _ = dg::destroy_node(n);
+            }
+        }
     }
 
     /// The graph's unique id (what [`Node::graph`] holds).
@@ -244,6 +318,7 @@ impl Graph {
 
     /// The raw nodes for `deps`, checking each belongs to this graph.
     fn resolve(&self, st: &GraphState, deps: &[Node]) -> Result<(Vec<usize>, Vec<CUgraphNode>)> {
+        self.check_changeable()?;
         let mut idx = Vec::with_capacity(deps.len());
         for (i, d) in deps.iter().enumerate() {
             ensure_arg!(
@@ -255,6 +330,68 @@ impl Graph {
         st.desc.check_deps(&idx)?;
         let raw = idx.iter().map(|&i| st.nodes[i]).collect();
         Ok((idx, raw))
+    }
+
+    /// True for a conditional node's body.
+    pub fn is_body(&self) -> bool {
+        self.inner.holder.is_some()
+    }
+
+    /// The graphs holding this body, innermost first (empty for a graph
+    /// that is not a body). A holder that is gone is
+    /// [`ErrorKind::InvalidState`].
+    fn holders(&self) -> Result<Vec<Graph>> {
+        let mut out = Vec::new();
+        let mut next = self.inner.holder.clone();
+        while let Some(w) = next {
+            let inner = w.upgrade().ok_or_else(|| {
+                Error::invalid_state(
+                    "the graph holding this conditional body was destroyed (CUDA destroyed the \
+                     body with it)",
+                )
+            })?;
+            next = inner.holder.clone();
+            out.push(Graph { inner });
+        }
+        Ok(out)
+    }
+
+    /// The outermost graph: the one instantiated (itself when it is not a
+    /// body).
+    fn root(&self) -> Result<Graph> {
+        Ok(self.holders()?.pop().unwrap_or_else(|| self.clone()))
+    }
+
+    /// Refuses changes to a body whose holder is gone or was instantiated
+    /// (the exec would not see them).
+    fn check_changeable(&self) -> Result<()> {
+        for h in self.holders()? {
+            if h.inner.instantiated.load(Ordering::Acquire) {
+                return Err(Error::invalid_state(
+                    "this conditional body's graph was already instantiated: a body cannot \
+                     change after that (an exec would not see the change); fill bodies before \
+                     instantiating",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Records that the graph is being instantiated (its bodies freeze).
+    /// A body cannot be instantiated on its own.
+    pub(crate) fn mark_instantiated(&self) -> Result<()> {
+        ensure_arg!(
+            !self.is_body(),
+            "the graph is a conditional node's body: it runs only inside its node (instantiate \
+             the graph holding the node)"
+        );
+        self.inner.instantiated.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// True when the graph (or a body nested in it) has conditional nodes.
+    pub fn has_conditionals(&self) -> bool {
+        !self.state().bodies.is_empty()
     }
 
     fn push(&self, st: &mut GraphState, kind: NodeKind, deps: &[usize], raw: CUgraphNode) -> Node {
@@ -388,6 +525,10 @@ impl Graph {
         user_data: *mut c_void,
         deps: &[Node],
     ) -> Result<Node> {
+        ensure_arg!(
+            !self.is_body(),
+            "CUDA does not allow host nodes in a conditional node's body"
+        );
         let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
@@ -413,12 +554,35 @@ impl Graph {
         );
         let nodes = c.desc.len();
         ensure_arg!(nodes > 0, "the child graph has no nodes");
+        ensure_arg!(
+            !child.is_body(),
+            "the child graph is a conditional node's body (a body belongs to its node)"
+        );
+        if self.is_body() {
+            if let Some(i) = (0..nodes).find(|&i| !allowed_in_body(c.desc.node(i))) {
+                return Err(Error::invalid_argument(format!(
+                    "the child graph's node {i} is a {} node: CUDA allows only kernel, copy, \
+                     memset, empty, child-graph and conditional nodes in a conditional body",
+                    c.desc.node(i).kind_name()
+                )));
+            }
+        }
         let (idx, raw_deps) = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
         let raw = dg::add_child(st.raw(), &raw_deps, c.raw())?;
         st.functions.extend(c.functions.iter().cloned());
         st.memory.extend(c.memory.iter().cloned());
+        let kept: Vec<Graph> = c
+            .bodies
+            .iter()
+            .flat_map(|(_, b)| b.iter().cloned())
+            .collect();
         drop(c);
+        if !kept.is_empty() {
+            // The copy's bodies are CUDA's copies; the originals' functions
+            // and memory are kept alive through them.
+            st.bodies.push((usize::MAX, kept));
+        }
         Ok(self.push(&mut st, NodeKind::Child { nodes }, &idx, raw))
     }
 
@@ -440,6 +604,7 @@ impl Graph {
                 "`{name}` is a node of another graph"
             );
         }
+        self.check_changeable()?;
         let mut st = self.state();
         let (f, t) = (from.index as usize, to.index as usize);
         st.desc.check_edge(f, t)?;
@@ -449,9 +614,123 @@ impl Graph {
         Ok(())
     }
 
-    /// The graph in Graphviz DOT.
+    /// Makes a conditional handle for this graph's conditional nodes, with
+    /// the value it has when the graph starts (`default_value`) and, with
+    /// `reset_on_launch`, gets again at every launch. Needs CUDA 12.3
+    /// ([`ErrorKind::NotSupported`] naming it otherwise).
+    pub fn conditional_handle(
+        &self,
+        default_value: u32,
+        reset_on_launch: bool,
+    ) -> Result<ConditionalHandle> {
+        self.check_changeable()?;
+        let mut st = self.state();
+        self.inner.ctx.bind()?;
+        let flags = if reset_on_launch {
+            dc::ASSIGN_DEFAULT
+        } else {
+            0
+        };
+        let raw = dc::handle_create(st.raw(), self.inner.ctx.raw(), default_value, flags)?;
+        st.handles.push(raw);
+        Ok(ConditionalHandle {
+            graph: self.inner.id,
+            raw,
+        })
+    }
+
+    /// Adds a conditional node of type `kind` steered by `handle` (made for
+    /// this graph) after `deps`; returns the node and its bodies: `cases`
+    /// graphs for SWITCH, two for IF/ELSE, one for IF and WHILE (`cases`
+    /// must then be 0 or that number). Fill the bodies with the builder
+    /// calls or by capturing into them before instantiating this graph.
+    /// Needs CUDA 12.3 (IF, WHILE) or 12.8 (IF/ELSE, SWITCH).
+    pub fn add_conditional(
+        &self,
+        kind: CondType,
+        handle: ConditionalHandle,
+        cases: u32,
+        deps: &[Node],
+    ) -> Result<(Node, Vec<Graph>)> {
+        let bodies = match kind {
+            CondType::If | CondType::While => 1,
+            CondType::IfElse => 2,
+            CondType::Switch => {
+                ensure_arg!(
+                    cases > 0,
+                    "a SWITCH node needs at least 1 case (`cases` is 0)"
+                );
+                cases
+            }
+        };
+        ensure_arg!(
+            cases == 0 || cases == bodies,
+            "an {} node has {bodies} bodies; `cases` is {cases} (pass 0 or {bodies})",
+            kind.name()
+        );
+        ensure_arg!(
+            handle.graph == self.inner.id,
+            "the conditional handle was made for another graph (handles belong to the graph \
+             that holds the node)"
+        );
+        let mut st = self.state();
+        let (idx, raw_deps) = self.resolve(&st, deps)?;
+        if !st.handles.contains(&handle.raw) {
+            return Err(Error::invalid_argument(
+                "the conditional handle was not made for this graph",
+            ));
+        }
+        self.inner.ctx.bind()?;
+        let (raw, graphs) = dc::add(
+            st.raw(),
+            &raw_deps,
+            handle.raw,
+            kind,
+            bodies,
+            self.inner.ctx.raw(),
+        )?;
+        if graphs.iter().any(|g| g.is_null()) {
+            return Err(Error::new(
+                ErrorKind::Cuda,
+                "cuGraphAddNode made a conditional node without its body graphs",
+            ));
+        }
+        let holder = Some(Arc::downgrade(&self.inner));
+        let made: Vec<Graph> = graphs
+            .into_iter()
+            .map(|g| {
+                let state = GraphState::new(
+                    RawGraph::Body(Shared::new(g)),
+                    GraphDesc::new(),
+                    Nodes::default(),
+                );
+                Self::wrap(&self.inner.ctx, state, holder.clone())
+            })
+            .collect();
+        let node = self.push(&mut st, NodeKind::Conditional { kind, bodies }, &idx, raw);
+        st.bodies.push((node.index as usize, made.clone()));
+        Ok((node, made))
+    }
+
+    /// The description with its bodies', for DOT.
+    fn nested(&self) -> Nested {
+        let (desc, bodies) = {
+            let st = self.state();
+            ((*st.desc).clone(), st.bodies.clone())
+        };
+        Nested {
+            desc,
+            bodies: bodies
+                .into_iter()
+                .filter(|(i, _)| *i != usize::MAX)
+                .map(|(i, b)| (i, b.iter().map(Graph::nested).collect()))
+                .collect(),
+        }
+    }
+
+    /// The graph in Graphviz DOT (conditional bodies as clusters).
     pub fn to_dot(&self, name: &str) -> String {
-        to_dot(&self.state().desc, name)
+        to_dot_nested(&self.nested(), name)
     }
 
     /// Writes the graph in Graphviz DOT to `path`.
@@ -462,6 +741,36 @@ impl Graph {
         std::fs::write(path, self.to_dot(&name))
             .map_err(|e| Error::invalid_argument(format!("cannot write {}: {e}", path.display())))
     }
+}
+
+/// Reads a captured graph's nodes and edges: its description, and its
+/// nodes in the description's order.
+fn read_captured(ctx: &Context, raw: CUgraph) -> Result<(GraphDesc, Vec<CUgraphNode>)> {
+    let nodes = dg::nodes(raw)?;
+    let index: HashMap<CUgraphNode, usize> =
+        nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+    let mut deps = vec![Vec::new(); nodes.len()];
+    for (from, to) in dg::edges(raw)? {
+        deps[index[&to]].push(index[&from]);
+    }
+    // Edges may point backwards in CUDA's listing: add nodes in a
+    // topological order, then renumber.
+    let order = topological(&deps);
+    let mut desc = GraphDesc::new();
+    let mut new_index = vec![0usize; nodes.len()];
+    let mut ordered = Vec::with_capacity(nodes.len());
+    for &i in &order {
+        let kind = describe(ctx, dg::read_node(nodes[i])?)?;
+        let d: Vec<usize> = deps[i].iter().map(|&j| new_index[j]).collect();
+        new_index[i] = desc.push(kind, &d);
+        ordered.push(nodes[i]);
+    }
+    Ok((desc, ordered))
+}
+
+/// Whether CUDA allows a node of this kind in a conditional body.
+fn allowed_in_body(k: &NodeKind) -> bool {
+    !matches!(k, NodeKind::Host | NodeKind::Other(_))
 }
 
 /// Describes a node CUDA reports.
