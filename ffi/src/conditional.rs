@@ -225,6 +225,9 @@ pub extern "C" fn gc_capture_begin_into(
     mode: gc_capture_mode,
 ) -> gc_status {
     boundary("gc_capture_begin_into", || {
+        if body.is_null() {
+            return Err(Error::invalid_argument("`body` is NULL"));
+        }
         let s = self::stream(stream, "stream")?;
         let b = self::graph(body, "body")?;
         let p = if pool.is_null() {
