@@ -48,3 +48,14 @@ extern "C" __global__ void gc_cond_set_f32(unsigned long long handle, const floa
     }
     cudaGraphSetConditional(handle, on ? 1u : 0u);
 }
+
+// The SWITCH case of a bucketed batch: value = the first i < count with
+// sizes[i] >= *rows (sizes ascending, as a runner's buckets), or count when
+// none fits (a SWITCH of `count` cases then runs no body).
+extern "C" __global__ void gc_cond_set_bucket(unsigned long long handle, const unsigned int *rows,
+                                              const unsigned int *sizes, unsigned int count) {
+    const unsigned int r = *rows;
+    unsigned int i = 0;
+    while (i < count && sizes[i] < r) i++;
+    cudaGraphSetConditional(handle, i);
+}

@@ -938,6 +938,23 @@ pub fn cond_count(handle: u64, counter: u64, limit: u32) -> Result<Call, SizeErr
     ))
 }
 
+/// Sets `handle` to the index of the first of the `count` ascending sizes
+/// at `sizes` that holds `*rows` rows (`count` when none does).
+pub fn cond_set_bucket(handle: u64, rows: u64, sizes: u64, count: u32) -> Result<Call, SizeError> {
+    word("rows", rows)?;
+    if count == 0 {
+        return Err(SizeError::Zero { arg: "count" });
+    }
+    buf("sizes", sizes, 4 * count as u64)?;
+    let a = args::CondSetBucket {
+        handle,
+        rows,
+        sizes,
+        count,
+    };
+    Ok(Call::new(a, ONE, ONE, 0))
+}
+
 /// Sets `handle` to `*x cmp threshold` (`cmp` one of `CMP_*`); with a
 /// `counter` (non-zero), also `*counter += 1` and 0 once `*counter >=
 /// limit` (`limit > 0`).

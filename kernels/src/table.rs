@@ -335,6 +335,10 @@ zeroed) and at the end of its body, the body runs at most `limit` times. Launch:
         doc: "Sets `handle` to (*x cmp threshold), cmp 0: <, 1: <=, 2: >, 3: >= (NaN compares \
 false); when counter is not null, also *counter += 1 and the value is 0 once *counter >= limit \
 (a WHILE's iteration cap). Launch: grid 1, block 1.";
+    CondSetBucket = gc_cond_set_bucket in CONTROL (handle: U64, rows: Ptr, sizes: Ptr, count: U32),
+        doc: "Sets `handle` to the first i < count with sizes[i] >= *rows (sizes ascending: a \
+runner's bucket sizes), or count when none fits: the SWITCH case of the bucket for a row count \
+held in device memory. Launch: grid 1, block 1.";
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! GPU tests: each is `#[ignore = "needs a CUDA GPU"]` and runs on the GPU
 //! machine through scripts/gpu-check (`--include-ignored`).
 
+mod control;
 mod faults;
 mod foundation;
 mod fusion;

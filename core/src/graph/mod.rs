@@ -18,9 +18,9 @@ use crate::driver::owned::{Nodes, Owned, Shared};
 use crate::driver::{CUgraph, CUgraphNode};
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
 use crate::lock::lock;
-use crate::module::{Function, LaunchConfig};
+use crate::module::{ArgBuffer, Function, LaunchConfig};
 use crate::pool::{check_pool_range, GraphMemory};
-use graphcore_kernels::{KernelInfo, Value};
+use graphcore_kernels::{Call, KernelInfo, SizeError, Value};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -446,6 +446,33 @@ impl Graph {
         };
         st.functions.push(f.clone());
         Ok(self.push(&mut st, kind, &idx, raw))
+    }
+
+    /// Adds a kernel node running a built-in operation planned by
+    /// `graphcore_kernels::ops` (a call that failed its checks is
+    /// [`ErrorKind::InvalidArgument`]).
+    ///
+    /// # Safety
+    /// The buffers the call names must be device memory of this graph's
+    /// context, valid for what the call reads and writes whenever the graph
+    /// runs.
+    pub unsafe fn add_op(
+        &self,
+        call: std::result::Result<Call, SizeError>,
+        deps: &[Node],
+    ) -> Result<Node> {
+        let call = call?;
+        let f = Function::from_builtin(&self.inner.ctx, call.kernel.name())?;
+        let mut args = ArgBuffer::new(call.args());
+        let mut ptrs = args.pointers();
+        let cfg = LaunchConfig {
+            grid: call.grid,
+            block: call.block,
+            shared_bytes: call.shared_bytes,
+        };
+        // SAFETY: one slot per parameter, typed by the kernel table; the
+        // buffers are valid by this function's contract.
+        unsafe { self.add_kernel(&f, &cfg, ptrs.as_mut_ptr(), deps) }
     }
 
     /// Adds a copy of `bytes` bytes from `src` to `dst`. Each side must be
