@@ -1506,6 +1506,11 @@ enum gc_status gc_op_mse(struct gc_stream *stream,
  *     compares false); when counter is not null, also *counter += 1 and the
  *     value is 0 once *counter >= limit (a WHILE's iteration cap). Launch:
  *     grid 1, block 1.
+ * gc_cond_set_bucket(uint64_t handle, float *rows, float *sizes, uint32_t count)
+ *     Sets `handle` to the first i < count with sizes[i] >= *rows (sizes
+ *     ascending: a runner's bucket sizes), or count when none fits: the SWITCH
+ *     case of the bucket for a row count held in device memory. Launch: grid
+ *     1, block 1.
  */
 
 /* ==========================================================================
@@ -1916,7 +1921,7 @@ enum gc_status gc_cond_handle_raw(struct gc_cond_handle handle, uint64_t *raw);
 
 /**
  * Adds a conditional node of type `type` steered by `handle` (made for
- * this graph) after the ndeps nodes in deps, and writes its bodies to
+ * this graph; one handle steers one node) after the ndeps nodes in deps, and writes its bodies to
  * bodies[0..nbodies): 1 for IF and WHILE, 2 for IF/ELSE (body 1 is the
  * else branch), `cases` for SWITCH. `cases` is the SWITCH's number of cases
  * (> 0); for the other types pass 0 or their body count. bodies must have
@@ -1927,7 +1932,8 @@ enum gc_status gc_cond_handle_raw(struct gc_cond_handle handle, uint64_t *raw);
  * instantiating the graph. The new node goes to *node (may be NULL).
  * Errors: GC_ERROR_INVALID_ARGUMENT (graph or bodies is NULL, an unknown
  * type, SWITCH with 0 cases, cases not matching the type, nbodies too
- * small, a handle of another graph, or a bad dependency as for
+ * small, a handle of another graph or one that already steers a node, or
+ * a bad dependency as for
  * gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph destroyed),
  * GC_ERROR_INVALID_STATE (graph is a body whose holder was instantiated or
  * destroyed), GC_ERROR_NOT_SUPPORTED (the driver is older than CUDA 12.3

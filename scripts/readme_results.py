@@ -411,6 +411,11 @@ def block_fresh_make_test():
 
 
 def block_control():
+    if not (RESULTS / "control_flow.json").exists():
+        return (
+            "Not measured yet: `GC_CONTROL_JSON=benches/results/control_flow.json` with the GPU\n"
+            "test `gpu::control::control_flow_measurements` writes the figures this table shows."
+        )
     r = load("control_flow.json")
     ratio, issue = r["cpu_ratio"], r["issue_cpu_ratio"]
     lines = [

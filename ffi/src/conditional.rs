@@ -134,7 +134,7 @@ pub extern "C" fn gc_cond_handle_raw(handle: gc_cond_handle, raw: *mut u64) -> g
 }
 
 /// Adds a conditional node of type `type` steered by `handle` (made for
-/// this graph) after the ndeps nodes in deps, and writes its bodies to
+/// this graph; one handle steers one node) after the ndeps nodes in deps, and writes its bodies to
 /// bodies[0..nbodies): 1 for IF and WHILE, 2 for IF/ELSE (body 1 is the
 /// else branch), `cases` for SWITCH. `cases` is the SWITCH's number of cases
 /// (> 0); for the other types pass 0 or their body count. bodies must have
@@ -145,7 +145,8 @@ pub extern "C" fn gc_cond_handle_raw(handle: gc_cond_handle, raw: *mut u64) -> g
 /// instantiating the graph. The new node goes to *node (may be NULL).
 /// Errors: GC_ERROR_INVALID_ARGUMENT (graph or bodies is NULL, an unknown
 /// type, SWITCH with 0 cases, cases not matching the type, nbodies too
-/// small, a handle of another graph, or a bad dependency as for
+/// small, a handle of another graph or one that already steers a node, or
+/// a bad dependency as for
 /// gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph destroyed),
 /// GC_ERROR_INVALID_STATE (graph is a body whose holder was instantiated or
 /// destroyed), GC_ERROR_NOT_SUPPORTED (the driver is older than CUDA 12.3

@@ -1871,6 +1871,11 @@ static void conditional_functions(void) {
         EXPECT_OK(gc_graph_add_conditional(g, GC_COND_WHILE, hd, 0, &n, 1, &m, bodies, 1));
         body = bodies[0];
         CHECK(body != NULL && m.index == 1);
+        check_case = "a handle that already steers a node";
+        EXPECT_STATUS(gc_graph_add_conditional(g, GC_COND_IF, hd, 0, NULL, 0, NULL, bodies + 1, 1),
+                      GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_ERROR_MENTIONS("already steers");
+        CHECK(bodies[1] == NULL);
         check_case = "a host node in a body";
         EXPECT_STATUS(gc_graph_add_host(body, host_cb, NULL, NULL, 0, NULL), GC_ERROR_INVALID_ARGUMENT);
         EXPECT_ERROR_MENTIONS("host");

@@ -108,6 +108,7 @@ fn while_runs_until_the_counter_reaches_its_limit_and_switch_picks_a_case() {
     // WHILE: the default value 1 enters the loop; the body's last node caps it.
     let g = Graph::new(&c).unwrap();
     let h = g.conditional_handle(1, true).unwrap();
+    // SAFETY: a live pool allocation of 4 bytes, alive while the graph runs.
     let zero = unsafe { g.add_memset(counter, 0, 4, &[]) }.unwrap();
     let (_, b) = g.add_conditional(CondType::While, h, 0, &[zero]).unwrap();
     let inc = op(&b[0], ops::add_scalar(acc, acc, 1, 1.0, c.sm_count()), &[]);
@@ -153,6 +154,7 @@ fn nested_if_inside_while_and_the_float_setter() {
     );
     let g = Graph::new(&c).unwrap();
     let outer = g.conditional_handle(1, true).unwrap();
+    // SAFETY: a live pool allocation of 4 bytes, alive while the graph runs.
     let zero = unsafe { g.add_memset(counter, 0, 4, &[]) }.unwrap();
     let (_, b) = g
         .add_conditional(CondType::While, outer, 0, &[zero])
@@ -229,8 +231,12 @@ fn updates_and_bad_inputs_are_refused_with_the_graph_unchanged() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     assert_eq!(g.node_count(), 0);
     let (_, b) = g.add_conditional(CondType::While, h, 0, &[]).unwrap();
-    // SAFETY: never called (refused).
+    let e = err(g.add_conditional(CondType::If, h, 0, &[]));
+    assert!(e.message().contains("already steers"), "{}", e.message());
+    assert_eq!(g.node_count(), 1);
+    /// A host callback that is never called (the node is refused).
     unsafe extern "C" fn nothing(_: *mut std::ffi::c_void) {}
+    // SAFETY: refused before the callback could ever run.
     let e = unsafe { b[0].add_host(nothing, std::ptr::null_mut(), &[]) }.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     // Capture into the body from one stream, end on another: refused.
@@ -261,6 +267,7 @@ fn updates_and_bad_inputs_are_refused_with_the_graph_unchanged() {
         &mut n as *mut u64 as *mut std::ffi::c_void,
         &mut v as *mut f32 as *mut std::ffi::c_void,
     ];
+    // SAFETY: gc_fill_f32's three arguments, typed (refused anyway).
     let e = unsafe { exec.set_kernel_args(node, args.as_mut_ptr()) }.unwrap_err();
     assert!(
         e.message().contains("conditional bodies"),
@@ -369,6 +376,7 @@ impl Model {
 fn training_loop(s: &Stream, md: &Model, counter: u64, eps: f32, limit: u32, lr: f32) -> Graph {
     let g = Graph::new(s.context()).unwrap();
     let h = g.conditional_handle(1, true).unwrap();
+    // SAFETY: a live pool allocation of 4 bytes, alive while the graph runs.
     let zero = unsafe { g.add_memset(counter, 0, 4, &[]) }.unwrap();
     let (_, b) = g.add_conditional(CondType::While, h, 0, &[zero]).unwrap();
     fill_body(s, &b[0], |s| {
@@ -464,15 +472,16 @@ fn control_flow_measurements() {
     );
 
     // An IF whose condition is false: 50 of them in a chain against 50
-    // empty nodes, per node.
+    // empty nodes, per node. (One handle per node, as CUDA requires; each
+    // is 0 at every launch, its default, so no setter runs.)
     let flag = p.alloc(4).unwrap();
     put_u32(&s, flag, &[0]);
     let chain = |with_if: bool| {
         let g = Graph::new(&c).unwrap();
-        let h = g.conditional_handle(0, true).unwrap();
-        let mut last = op(&g, ops::cond_set_u32(h.raw, flag), &[]);
+        let mut last = g.add_empty(&[]).unwrap();
         for _ in 0..50 {
             last = if with_if {
+                let h = g.conditional_handle(0, true).unwrap();
                 let (n, b) = g.add_conditional(CondType::If, h, 0, &[last]).unwrap();
                 op(&b[0], ops::fill(flag, 1, 1.0, c.sm_count()), &[]);
                 n

@@ -95,8 +95,9 @@ pub(crate) struct GraphState {
     /// The bodies of its conditional nodes, by node index (kept: what they
     /// launch and hold lives as long as this graph).
     bodies: Vec<(usize, Vec<Graph>)>,
-    /// The conditional handles made for this graph.
-    handles: Vec<u64>,
+    /// The conditional handles made for this graph, with the node each
+    /// steers once one does.
+    handles: Vec<(u64, Option<u32>)>,
     /// A capture into this body is open.
     capturing: bool,
 }
@@ -659,7 +660,7 @@ impl Graph {
             0
         };
         let raw = dc::handle_create(st.raw(), self.inner.ctx.raw(), default_value, flags)?;
-        st.handles.push(raw);
+        st.handles.push((raw, None));
         Ok(ConditionalHandle {
             graph: self.inner.id,
             raw,
@@ -667,7 +668,7 @@ impl Graph {
     }
 
     /// Adds a conditional node of type `kind` steered by `handle` (made for
-    /// this graph) after `deps`; returns the node and its bodies: `cases`
+    /// this graph, and steering no other node) after `deps`; returns the node and its bodies: `cases`
     /// graphs for SWITCH, two for IF/ELSE, one for IF and WHILE (`cases`
     /// must then be 0 or that number). Fill the bodies with the builder
     /// calls or by capturing into them before instantiating this graph.
@@ -702,10 +703,19 @@ impl Graph {
         );
         let mut st = self.state();
         let (idx, raw_deps) = self.resolve(&st, deps)?;
-        if !st.handles.contains(&handle.raw) {
-            return Err(Error::invalid_argument(
-                "the conditional handle was not made for this graph",
-            ));
+        match st.handles.iter().find(|(h, _)| *h == handle.raw) {
+            None => {
+                return Err(Error::invalid_argument(
+                    "the conditional handle was not made for this graph",
+                ))
+            }
+            Some((_, Some(node))) => {
+                return Err(Error::invalid_argument(format!(
+                    "the conditional handle already steers node {node}: CUDA ties a handle to one \
+                     conditional node (make one handle per node)"
+                )))
+            }
+            Some((_, None)) => {}
         }
         self.inner.ctx.bind()?;
         let (raw, graphs) = dc::add(
@@ -736,6 +746,9 @@ impl Graph {
             .collect();
         let node = self.push(&mut st, NodeKind::Conditional { kind, bodies }, &idx, raw);
         st.bodies.push((node.index as usize, made.clone()));
+        if let Some(h) = st.handles.iter_mut().find(|(h, _)| *h == handle.raw) {
+            h.1 = Some(node.index);
+        }
         Ok((node, made))
     }
 
