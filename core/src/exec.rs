@@ -82,7 +82,7 @@ impl Exec {
             flags & !flags::ALL
         );
         ensure_arg!(graph.node_count() > 0, "the graph has no nodes");
-        graph.mark_instantiated()?;
+        graph.check_instantiable()?;
         let ctx = graph.context().clone();
         ctx.bind()?;
         let mut cuda = 0;
@@ -108,6 +108,7 @@ impl Exec {
                 (dg::instantiate(st.raw(), cuda)?, st.desc.clone())
             }
         };
+        graph.mark_instantiated();
         let exec = Exec {
             inner: Arc::new(ExecInner {
                 raw: Owned::new(raw, ctx.primary()),

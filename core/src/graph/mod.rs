@@ -378,16 +378,20 @@ impl Graph {
         Ok(())
     }
 
-    /// Records that the graph is being instantiated (its bodies freeze).
-    /// A body cannot be instantiated on its own.
-    pub(crate) fn mark_instantiated(&self) -> Result<()> {
+    /// Refuses to instantiate a conditional node's body on its own.
+    pub(crate) fn check_instantiable(&self) -> Result<()> {
         ensure_arg!(
             !self.is_body(),
             "the graph is a conditional node's body: it runs only inside its node (instantiate \
              the graph holding the node)"
         );
-        self.inner.instantiated.store(true, Ordering::Release);
         Ok(())
+    }
+
+    /// Records that the graph was instantiated: its bodies cannot change
+    /// from now on.
+    pub(crate) fn mark_instantiated(&self) {
+        self.inner.instantiated.store(true, Ordering::Release);
     }
 
     /// True when the graph (or a body nested in it) has conditional nodes.
