@@ -1710,6 +1710,24 @@ enum gc_status gc_op_mse(struct gc_stream *stream,
  *     leaves it zero, so replays work), partial sums from byte 16: at least 16
  *     + 4 * gridDim.x bytes. Launch: block 256, any grid. grad may equal pred
  *     or target.
+ * gc_cond_set_u32(uint64_t handle, float *value)
+ *     Sets conditional handle `handle` to *value (a u32 in device memory; for
+ *     SWITCH the case index). Needs CUDA 12.3 and libcudadevrt (see
+ *     gc_graph_conditional_handle_create). Launch: grid 1, block 1.
+ * gc_cond_count(uint64_t handle, float *counter, uint32_t limit)
+ *     *counter += 1, then sets `handle` to (*counter < limit): before a WHILE
+ *     node (counter zeroed) and at the end of its body, the body runs at most
+ *     `limit` times. Launch: grid 1, block 1.
+ * gc_cond_set_f32(uint64_t handle, float *x, float threshold, uint32_t cmp, float *counter, uint32_t limit)
+ *     Sets `handle` to (*x cmp threshold), cmp 0: <, 1: <=, 2: >, 3: >= (NaN
+ *     compares false); when counter is not null, also *counter += 1 and the
+ *     value is 0 once *counter >= limit (a WHILE's iteration cap). Launch:
+ *     grid 1, block 1.
+ * gc_cond_set_bucket(uint64_t handle, float *rows, float *sizes, uint32_t count)
+ *     Sets `handle` to the first i < count with sizes[i] >= *rows (sizes
+ *     ascending: a runner's bucket sizes), or count when none fits: the SWITCH
+ *     case of the bucket for a row count held in device memory. Launch: grid
+ *     1, block 1.
  */
 
 /* ==========================================================================
@@ -2145,6 +2163,245 @@ enum gc_status gc_graph_write_dot(struct gc_graph *graph, const char *path);
  * graph).
  */
 enum gc_status gc_graph_destroy(struct gc_graph *graph);
+
+/* ==========================================================================
+ * Conditional nodes (device-side control flow)
+ *
+ * Device-side control flow: conditional nodes (CUDA 12.3: IF and WHILE;
+ * CUDA 12.8: IF/ELSE and SWITCH). A graph's conditional handle holds a
+ * value that a kernel sets on the device (graphcore's setters,
+ * gc_op_cond_*, or your own kernel calling cudaGraphSetConditional with
+ * gc_cond_handle_raw); a conditional node added after that kernel runs its
+ * bodies as the value says, with no round trip to the host. The bodies are
+ * graphs (gc_graph handles) that you fill with the gc_graph_add_* calls or
+ * by capturing into them (gc_capture_begin_into); they may hold
+ * conditional nodes of their own.
+ *
+ * A WHILE node whose condition never becomes 0 runs forever and hangs the
+ * GPU: set it at the end of the body with a setter that has an iteration
+ * cap (gc_op_cond_count, or gc_op_cond_set_f32 with a counter).
+ *
+ * On a driver older than the version a call needs, it returns
+ * GC_ERROR_NOT_SUPPORTED and the message names the version (12.3 or 12.8).
+ * graphcore's setter kernels call the CUDA device runtime: they are linked
+ * with libcudadevrt.a from the CUDA toolkit on first use (found through
+ * GC_CUDADEVRT, CUDA_HOME, or /usr/local/cuda/lib64); without it they are
+ * GC_ERROR_NOT_SUPPORTED, and your own kernels (built with nvcc -rdc=true
+ * -lcudadevrt) still work.
+ *
+ * Updates: gc_exec_update refuses (GC_ERROR_INVALID_ARGUMENT) graphs with
+ * conditional nodes, and gc_exec_set_kernel_args refuses nodes inside
+ * bodies: instantiate again instead, or keep changing values in device
+ * memory that the body's kernels read.
+ *
+ * Thread safety: as for gc_graph. Build a graph and its bodies from one
+ * thread; a body may not change once the graph holding it was instantiated.
+ * ========================================================================== */
+
+/**
+ * A conditional handle: the graph it was made for and CUDA's handle
+ * value. Plain data: copy it freely; it stays valid as long as the graph.
+ */
+typedef struct gc_cond_handle {
+    /**
+     * The id of the graph it belongs to (as gc_node.graph).
+     */
+    uint64_t graph;
+    /**
+     * CUDA's CUgraphConditionalHandle (cudaGraphConditionalHandle).
+     */
+    uint64_t raw;
+} gc_cond_handle;
+
+/**
+ * gc_graph_conditional_handle_create flag: the handle gets its default
+ * value again at every launch of the graph (else only at the first).
+ */
+#define GC_COND_RESET_ON_LAUNCH 1
+
+/**
+ * The kind of a conditional node.
+ */
+typedef uint32_t gc_cond_type;
+
+/**
+ * Runs body 0 when the value is not 0 (CUDA 12.3).
+ */
+#define GC_COND_IF 0
+
+/**
+ * Runs body 0 when the value is not 0, body 1 when it is 0 (CUDA 12.8).
+ */
+#define GC_COND_IF_ELSE 1
+
+/**
+ * Runs body 0 again and again while the value is not 0; set it inside
+ * the body (CUDA 12.3).
+ */
+#define GC_COND_WHILE 2
+
+/**
+ * Runs body n when the value is n; none when it is >= the number of
+ * cases (CUDA 12.8).
+ */
+#define GC_COND_SWITCH 3
+
+/**
+ * Makes a conditional handle for `graph`'s conditional nodes: its value
+ * is default_value when the graph first runs and, with flags =
+ * GC_COND_RESET_ON_LAUNCH, at every launch (flags 0: a value set by one
+ * launch is seen by the next). The graph owns the handle.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (graph or handle is NULL, unknown
+ * flags), GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_INVALID_STATE
+ * (graph is a body whose holder was instantiated or destroyed),
+ * GC_ERROR_NOT_SUPPORTED (the driver is older than CUDA 12.3),
+ * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+ */
+enum gc_status gc_graph_conditional_handle_create(struct gc_graph *graph,
+                                                  uint32_t default_value,
+                                                  uint32_t flags,
+                                                  struct gc_cond_handle *handle);
+
+/**
+ * Writes the CUDA handle value (a cudaGraphConditionalHandle) to *raw, for
+ * your own kernel to pass to cudaGraphSetConditional.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (raw is NULL, or handle is zeroed: not
+ * a handle gc_graph_conditional_handle_create made).
+ */
+enum gc_status gc_cond_handle_raw(struct gc_cond_handle handle, uint64_t *raw);
+
+/**
+ * Adds a conditional node of type `type` steered by `handle` (made for
+ * this graph; one handle steers one node) after the ndeps nodes in deps, and writes its bodies to
+ * bodies[0..nbodies): 1 for IF and WHILE, 2 for IF/ELSE (body 1 is the
+ * else branch), `cases` for SWITCH. `cases` is the SWITCH's number of cases
+ * (> 0); for the other types pass 0 or their body count. bodies must have
+ * room for that many handles (nbodies at least that). Each body is a new
+ * gc_graph handle that the caller destroys with gc_graph_destroy (the body
+ * itself belongs to the node: it goes when the graph does; a body handle
+ * kept after that is GC_ERROR_INVALID_STATE). Fill the bodies before
+ * instantiating the graph. The new node goes to *node (may be NULL).
+ * Errors: GC_ERROR_INVALID_ARGUMENT (graph or bodies is NULL, an unknown
+ * type, SWITCH with 0 cases, cases not matching the type, nbodies too
+ * small, a handle of another graph or one that already steers a node, or
+ * a bad dependency as for
+ * gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph destroyed),
+ * GC_ERROR_INVALID_STATE (graph is a body whose holder was instantiated or
+ * destroyed), GC_ERROR_NOT_SUPPORTED (the driver is older than CUDA 12.3
+ * for IF and WHILE, 12.8 for IF/ELSE and SWITCH), GC_ERROR_OUT_OF_MEMORY,
+ * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver). The graph is
+ * unchanged on failure.
+ */
+enum gc_status gc_graph_add_conditional(struct gc_graph *graph,
+                                        gc_cond_type type,
+                                        struct gc_cond_handle handle,
+                                        uint32_t cases,
+                                        const struct gc_node *deps,
+                                        size_t ndeps,
+                                        struct gc_node *node,
+                                        struct gc_graph **bodies,
+                                        size_t nbodies);
+
+/**
+ * Begins capturing `stream` into `body`, an empty conditional body: the
+ * work enqueued on the stream until gc_capture_end(stream, &g) becomes the
+ * body's nodes (g is then a new handle to the body, which the caller
+ * destroys). With a pool, the capture's allocations belong to the
+ * outermost graph holding the body (gc_graph_pool_bytes counts them), as
+ * for gc_capture_begin. End the capture on the same stream.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream or body NULL, body is not a
+ * conditional body or not empty, mode is not a gc_capture_mode, the pool
+ * or body of another context), GC_ERROR_INVALID_HANDLE (a destroyed
+ * handle), GC_ERROR_INVALID_STATE (the stream is capturing already, a
+ * capture into the body is open, or its holder was instantiated or
+ * destroyed), GC_ERROR_NOT_SUPPORTED (the driver is older than CUDA 12.3),
+ * GC_ERROR_CAPTURE (CUDA cannot capture the stream), GC_ERROR_CUDA,
+ * GC_ERROR_DEVICE_FAULT. Nothing is begun on failure.
+ */
+enum gc_status gc_capture_begin_into(struct gc_stream *stream,
+                                     struct gc_graph *body,
+                                     struct gc_pool *pool,
+                                     gc_capture_mode mode);
+
+/**
+ * gc_op_cond_set_f32 comparison: *x < threshold.
+ */
+#define GC_CMP_LT 0
+
+/**
+ * gc_op_cond_set_f32 comparison: *x <= threshold.
+ */
+#define GC_CMP_LE 1
+
+/**
+ * gc_op_cond_set_f32 comparison: *x > threshold.
+ */
+#define GC_CMP_GT 2
+
+/**
+ * gc_op_cond_set_f32 comparison: *x >= threshold.
+ */
+#define GC_CMP_GE 3
+
+/**
+ * Sets conditional handle `handle` to the uint32 at `value` (device
+ * memory, 4-byte aligned; for a SWITCH, the case to run). One thread; put
+ * it before the conditional node it steers (capture it, or add it with
+ * gc_graph_add_kernel via gc_kernel_builtin). Needs CUDA 12.3 and
+ * libcudadevrt.a (Conditional section).
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream or value NULL, value not
+ * 4-byte aligned), GC_ERROR_INVALID_HANDLE (stream destroyed or not a
+ * stream), GC_ERROR_NOT_SUPPORTED (a driver older than CUDA 12.3, or no
+ * libcudadevrt.a to link the setters with), GC_ERROR_CAPTURE (the stream's
+ * capture refused the launch), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA
+ * (linking or loading the setters, or the launch, failed),
+ * GC_ERROR_DEVICE_FAULT, GC_ERROR_PANIC (internal error caught).
+ */
+enum gc_status gc_op_cond_set_u32(struct gc_stream *stream,
+                                  struct gc_cond_handle handle,
+                                  const uint32_t *value);
+
+/**
+ * Adds 1 to the uint32 at `counter` and sets `handle` to (*counter <
+ * limit). A WHILE's iteration cap: zero the counter before the node
+ * (gc_graph_add_memset or a captured memset), launch this at the end of
+ * the body, and the body runs at most `limit` times. (A WHILE whose value
+ * never becomes 0 hangs the GPU.) Needs CUDA 12.3 and libcudadevrt.a.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream or counter NULL, counter not
+ * 4-byte aligned, limit 0), GC_ERROR_INVALID_HANDLE (stream destroyed or
+ * not a stream), GC_ERROR_NOT_SUPPORTED (a driver older than CUDA 12.3, or
+ * no libcudadevrt.a), GC_ERROR_CAPTURE (the stream's capture refused the
+ * launch), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (linking or loading the
+ * setters, or the launch, failed), GC_ERROR_DEVICE_FAULT, GC_ERROR_PANIC
+ * (internal error caught).
+ */
+enum gc_status gc_op_cond_count(struct gc_stream *stream,
+                                struct gc_cond_handle handle,
+                                uint32_t *counter,
+                                uint32_t limit);
+
+/**
+ * Sets `handle` to (*x cmp threshold), cmp one of GC_CMP_* (a NaN compares
+ * false): e.g. a WHILE running while the loss of gc_op_mse is >= eps
+ * (GC_CMP_GE). With a counter (may be NULL), also adds 1 to *counter and
+ * sets 0 once *counter >= limit: the WHILE's iteration cap. x and counter
+ * are device memory, 4-byte aligned. Needs CUDA 12.3 and libcudadevrt.a.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream or x NULL, a pointer not
+ * 4-byte aligned, an unknown cmp, counter given with limit 0, x and counter
+ * overlapping), GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+ * GC_ERROR_NOT_SUPPORTED (a driver older than CUDA 12.3, or no
+ * libcudadevrt.a), GC_ERROR_CAPTURE (the stream's capture refused the
+ * launch), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (linking or loading the
+ * setters, or the launch, failed), GC_ERROR_DEVICE_FAULT, GC_ERROR_PANIC
+ * (internal error caught).
+ */
+enum gc_status gc_op_cond_set_f32(struct gc_stream *stream,
+                                  struct gc_cond_handle handle,
+                                  const float *x,
+                                  float threshold,
+                                  uint32_t cmp,
+                                  uint32_t *counter,
+                                  uint32_t limit);
 
 /* ==========================================================================
  * Exec

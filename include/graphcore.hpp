@@ -533,6 +533,44 @@ inline std::size_t exec_arg_uses(gc_exec *exec, std::size_t index) {
     return uses;
 }
 
+/** gc_graph_conditional_handle_create: a handle for `graph`'s conditional
+ * nodes (CUDA 12.3). */
+inline gc_cond_handle graph_conditional_handle(gc_graph *graph, uint32_t default_value = 0,
+                                               bool reset_on_launch = true) {
+    gc_cond_handle h{};
+    check(gc_graph_conditional_handle_create(graph, default_value,
+                                             reset_on_launch ? GC_COND_RESET_ON_LAUNCH : 0u, &h));
+    return h;
+}
+
+/** gc_cond_handle_raw: the cudaGraphConditionalHandle for your own kernel. */
+inline uint64_t cond_handle_raw(gc_cond_handle handle) {
+    uint64_t raw = 0;
+    check(gc_cond_handle_raw(handle, &raw));
+    return raw;
+}
+
+/** A conditional node and its bodies (the caller owns the body handles). */
+struct Conditional {
+    gc_node node;
+    std::vector<graph> bodies;
+};
+
+/** gc_graph_add_conditional after the nodes in `deps`: the node and its
+ * bodies (1 for IF and WHILE, 2 for IF/ELSE, `cases` for SWITCH), each owned
+ * by a graphcore::graph. A WHILE whose value never becomes 0 hangs the GPU. */
+inline Conditional graph_add_conditional(gc_graph *graph, gc_cond_type type, gc_cond_handle handle,
+                                         uint32_t cases = 0,
+                                         std::initializer_list<gc_node> deps = {}) {
+    std::size_t n = type == GC_COND_IF_ELSE ? 2 : type == GC_COND_SWITCH ? cases : 1;
+    std::vector<gc_graph *> raw(n > 0 ? n : 1, nullptr);
+    Conditional c{};
+    check(gc_graph_add_conditional(graph, type, handle, cases, deps.begin(), deps.size(), &c.node,
+                                   raw.data(), raw.size()));
+    for (std::size_t i = 0; i < n; i++) c.bodies.emplace_back(raw[i]);
+    return c;
+}
+
 }  // namespace graphcore
 
 #endif /* GRAPHCORE_HPP */

@@ -24,6 +24,7 @@ import argparse
 import ctypes
 import difflib
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -119,17 +120,24 @@ def headers():
     return {h.name: h.read_text(encoding="utf-8") for h in sorted(HERE.glob("*.cuh"))}
 
 
+def stable(ptx):
+    """PTX without NVVM's call-sequence numbers: comments (`// callseq 3,
+    0`) counted across the compilations of one process, so they differ from
+    run to run (control.cu calls cudaGraphSetConditional)."""
+    return re.sub(r"// callseq \d+(, \d+)?", "// callseq", ptx)
+
+
 def generate(nvrtc, out_dir):
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     hdrs = headers()
     for cu in sources():
         src = cu.read_text(encoding="utf-8")
-        ptx = nvrtc.compile(src, cu.name, hdrs)
+        ptx = stable(nvrtc.compile(src, cu.name, hdrs))
         # NVVM has been seen to emit different (equivalent) PTX from run to
         # run for some code shapes; such output could never pass --check.
         for _ in range(2):
-            if nvrtc.compile(src, cu.name, hdrs) != ptx:
+            if stable(nvrtc.compile(src, cu.name, hdrs)) != ptx:
                 raise RuntimeError(
                     f"NVRTC output for {cu.name} is not deterministic; change the code shape "
                     "(see gc_lds4 in common.cuh for one known cause)"

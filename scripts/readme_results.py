@@ -518,8 +518,43 @@ def block_args():
     return "\n".join(lines)
 
 
+def block_control():
+    if not (RESULTS / "control_flow.json").exists():
+        return (
+            "Not measured yet: `GC_CONTROL_JSON=benches/results/control_flow.json` with the GPU\n"
+            "test `gpu::control::control_flow_measurements` writes the figures this table shows."
+        )
+    r = load("control_flow.json")
+    ratio, issue = r["cpu_ratio"], r["issue_cpu_ratio"]
+    lines = [
+        "| measure | figure | target |",
+        "|---|---|---|",
+        f"| {r['steps']} training steps: losses and weights | "
+        f"{'**bitwise equal**' if r['bitwise_equal'] else '**differ**'} (one WHILE launch vs "
+        f"{r['steps']} host launches) | bitwise equal |",
+        f"| host CPU time to run {r['steps']} steps (thread CPU clock) | launching the WHILE: "
+        f"{r['while_issue_cpu_ms']:.3f} ms, **{issue:.4f}** of the host loop's "
+        f"{r['host_loop_cpu_ms']:.2f} ms; with the final synchronize (a spin-wait) "
+        f"{r['while_cpu_ms']:.2f} ms, {ratio:.2f} | \u2264 1/50 = 0.02"
+        + verdict(issue <= 0.02, " (issuing)", ": **missed**") + " |",
+        f"| device time per iteration | {r['while_iteration_us']:.2f} \u00b5s in the WHILE vs "
+        f"{r['replayed_step_us']:.2f} \u00b5s per replayed step: **{r['iteration_vs_replay']:.2f}\u00d7** | "
+        "\u2264 1.1\u00d7" + verdict(r["iteration_vs_replay"] <= 1.1, "", ": **missed**") + " |",
+        f"| early stop | after **{r['early_stop_iterations']}** iterations; host reference "
+        f"{r['early_stop_host_reference']} | equal"
+        + verdict(r["early_stop_iterations"] == r["early_stop_host_reference"], "", ": **missed**")
+        + " |",
+        f"| an IF whose condition is false | **{r['if_false_us']:.2f} \u00b5s** of device time | "
+        "\u2264 2 \u00b5s" + verdict(r["if_false_us"] <= 2, "", ": **missed**") + " |",
+        f"| SWITCH bucket on the device (buckets {', '.join(map(str, r['switch_buckets']))}) | "
+        f"equal to gc_runner_replay's for all **{r['switch_rows_checked']}** row counts | every row count |",
+    ]
+    return "\n".join(lines)
+
+
 BLOCKS = {
     "args": block_args,
+    "control": block_control,
     "fresh-make-test": block_fresh_make_test,
     "reliability": block_reliability,
     "device": block_device,

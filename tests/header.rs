@@ -63,6 +63,10 @@ const SECTIONS: &[Section] = &[
         files: &["graph.rs"],
     },
     Section {
+        title: "Conditional nodes (device-side control flow)",
+        files: &["conditional.rs"],
+    },
+    Section {
         title: "Exec",
         files: &["exec.rs"],
     },

@@ -4,51 +4,155 @@
 //! unload when it drops, and keep the device's primary context retained
 //! until they have.
 
+use crate::driver::conditional::{self as dc, CondType};
 use crate::driver::owned::{Owned, PrimaryContext, SharedFunction};
 use crate::driver::{self, module as dm, CUfunction, CUmodule};
 use crate::error::{Error, ErrorKind, Result};
+use crate::lock::lock;
 use graphcore_kernels::{Kernel, KernelInfo, KERNELS, MODULES};
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 /// The built-in kernels of one context: the modules (unloaded when this
-/// drops) and one function of theirs per kernel.
+/// drops) and one function of theirs per kernel. Modules that call the
+/// device runtime are linked and loaded on first use of one of their
+/// kernels (only then is CUDA 12.3 and libcudadevrt needed).
 pub(crate) struct Builtins {
+    ctx: Arc<PrimaryContext>,
     _modules: Vec<Owned<CUmodule>>,
-    functions: Vec<SharedFunction>,
+    /// Per kernel; `None` for kernels of modules not loaded up front.
+    functions: Vec<Option<SharedFunction>>,
+    /// The device-runtime modules once linked: the module handles and the
+    /// functions of their kernels (per kernel).
+    linked: Mutex<Option<Linked>>,
+}
+
+struct Linked {
+    _modules: Vec<Owned<CUmodule>>,
+    functions: Vec<Option<SharedFunction>>,
 }
 
 impl Builtins {
-    /// Loads every built-in module into `ctx` (current on this thread).
+    /// Loads every built-in module that needs no linking into `ctx`
+    /// (current on this thread).
     pub(crate) fn load(ctx: &Arc<PrimaryContext>) -> Result<Builtins> {
         let _relaxed = driver::RelaxedCaptureMode::enter()?;
         let mut modules = Vec::with_capacity(MODULES.len());
         for m in MODULES {
+            if m.device_runtime {
+                modules.push(None);
+                continue;
+            }
             let raw = dm::load(m.ptx.as_bytes())
                 .map_err(|e| e.context(&format!("loading built-in module `{}`", m.name)))?;
-            modules.push(Owned::new(raw, ctx));
+            modules.push(Some(Owned::new(raw, ctx)));
         }
         let functions = KERNELS
             .iter()
-            .map(|k| dm::function(modules[k.module].raw(), k.name).map(SharedFunction::new))
+            .map(|k| match &modules[k.module] {
+                Some(m) => dm::function(m.raw(), k.name).map(|f| Some(SharedFunction::new(f))),
+                None => Ok(None),
+            })
             .collect::<Result<_>>()?;
         Ok(Builtins {
+            ctx: Arc::clone(ctx),
+            _modules: modules.into_iter().flatten().collect(),
+            functions,
+            linked: Mutex::new(None),
+        })
+    }
+
+    /// The loaded function of `kernel` (linking the device-runtime modules
+    /// on first use; the context is current on this thread).
+    pub(crate) fn function(&self, kernel: Kernel) -> Result<CUfunction> {
+        if let Some(f) = self.functions[kernel.index()] {
+            return Ok(f.raw());
+        }
+        let mut linked = lock(&self.linked);
+        if linked.is_none() {
+            *linked = Some(self.link()?);
+        }
+        let l = linked.as_ref().expect("linked above");
+        Ok(l.functions[kernel.index()]
+            .expect("every kernel of a linked module has its function")
+            .raw())
+    }
+
+    /// Links and loads every device-runtime module.
+    fn link(&self) -> Result<Linked> {
+        dc::require(CondType::If).map_err(|e| {
+            e.context("graphcore's conditional-handle setters call cudaGraphSetConditional")
+        })?;
+        let devrt = find_devrt()?;
+        let _relaxed = driver::RelaxedCaptureMode::enter()?;
+        let mut modules = Vec::new();
+        let mut functions = vec![None; KERNELS.len()];
+        for (i, m) in MODULES.iter().enumerate() {
+            if !m.device_runtime {
+                continue;
+            }
+            let raw = dm::link_with_devrt(m.ptx.as_bytes(), &devrt)
+                .map_err(|e| e.context(&format!("linking built-in module `{}`", m.name)))?;
+            let owned = Owned::new(raw, &self.ctx);
+            for k in KERNELS.iter().filter(|k| k.module == i) {
+                functions[k.kernel.index()] = Some(SharedFunction::new(dm::function(raw, k.name)?));
+            }
+            modules.push(owned);
+        }
+        Ok(Linked {
             _modules: modules,
             functions,
         })
     }
 
-    /// The loaded function of `kernel`.
-    pub(crate) fn function(&self, kernel: Kernel) -> CUfunction {
-        self.functions[kernel.index()].raw()
-    }
-
     /// The built-in kernel whose loaded function is `raw`, if any.
     pub(crate) fn kernel_of(&self, raw: CUfunction) -> Option<&'static KernelInfo> {
-        self.functions
-            .iter()
-            .position(|f| f.raw() == raw)
-            .map(|i| &KERNELS[i])
+        let find = |fs: &[Option<SharedFunction>]| {
+            fs.iter()
+                .position(|f| f.is_some_and(|f| f.raw() == raw))
+                .map(|i| &KERNELS[i])
+        };
+        find(&self.functions)
+            .or_else(|| lock(&self.linked).as_ref().and_then(|l| find(&l.functions)))
     }
+}
+
+/// Where libcudadevrt.a is: `GC_CUDADEVRT` (a file), else
+/// `$CUDA_HOME/lib64`, `$CUDA_PATH/lib64`, `/usr/local/cuda/lib64` or
+/// `/usr/lib/x86_64-linux-gnu`. It comes with the CUDA toolkit (not with the
+/// driver); missing, it is [`ErrorKind::NotSupported`] saying so.
+fn find_devrt() -> Result<PathBuf> {
+    const NAME: &str = "libcudadevrt.a";
+    if let Some(p) = std::env::var_os("GC_CUDADEVRT") {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(Error::new(
+                ErrorKind::NotSupported,
+                format!("GC_CUDADEVRT names {}, which is not a file", p.display()),
+            ))
+        };
+    }
+    let mut dirs: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH"]
+        .iter()
+        .filter_map(std::env::var_os)
+        .map(|d| PathBuf::from(d).join("lib64"))
+        .collect();
+    dirs.push("/usr/local/cuda/lib64".into());
+    dirs.push("/usr/local/cuda/targets/x86_64-linux/lib".into());
+    dirs.push("/usr/lib/x86_64-linux-gnu".into());
+    dirs.iter()
+        .map(|d| d.join(NAME))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            Error::new(
+            ErrorKind::NotSupported,
+            "graphcore's conditional-handle setters call the CUDA device runtime and are linked \
+             with libcudadevrt.a, which comes with the CUDA toolkit: none was found (set \
+             GC_CUDADEVRT to its path, or CUDA_HOME to the toolkit)",
+        )
+        })
 }
 
 /// The built-in kernel called `name`; [`ErrorKind::NotFound`] if there is

@@ -3,6 +3,7 @@
 //! that broke it, leaves the stream usable and rolls the pool back.
 
 use crate::arg::{check_new, ArgDecl};
+use crate::driver::conditional as dc;
 use crate::driver::stream::{self as ds, CaptureMode, CaptureStatus};
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
 use crate::graph::Graph;
@@ -16,6 +17,45 @@ const AFTER_FAILURE: &str =
 /// calling thread belong to the capture until it ends. Fails if the stream
 /// is already capturing (through graphcore or not).
 pub fn begin_capture(stream: &Stream, pool: Option<&Pool>, mode: CaptureMode) -> Result<()> {
+    open(stream, pool, || {
+        stream
+            .context()
+            .open_capture(|| ds::begin_capture(stream.raw(), mode))?;
+        Ok(None)
+    })
+}
+
+/// Begins capturing `stream` into `body`, an empty conditional body (CUDA
+/// 12.3, `cuStreamBeginCaptureToGraph`). End it with [`end_capture`] on the
+/// same stream: the body then holds what was captured, and the pool memory
+/// the capture allocated belongs to the outermost graph.
+pub fn begin_capture_into(
+    stream: &Stream,
+    body: &Graph,
+    pool: Option<&Pool>,
+    mode: CaptureMode,
+) -> Result<()> {
+    ensure_arg!(
+        body.context().same(stream.context()),
+        "the body and the stream belong to different contexts"
+    );
+    open(stream, pool, || {
+        body.begin_capture_into(|raw| {
+            stream
+                .context()
+                .open_capture(|| dc::begin_capture_into(stream.raw(), raw, mode))
+        })?;
+        Ok(Some(Box::new(body.clone()) as Box<dyn std::any::Any + Send>))
+    })
+}
+
+/// The checks and bookkeeping of both kinds of capture; `begin` starts
+/// CUDA's capture and says which graph it adds to, if any.
+fn open(
+    stream: &Stream,
+    pool: Option<&Pool>,
+    begin: impl FnOnce() -> Result<Option<Box<dyn std::any::Any + Send>>>,
+) -> Result<()> {
     let mut slot = stream.capture_slot();
     if slot.is_some() {
         return Err(Error::invalid_state(
@@ -30,29 +70,27 @@ pub fn begin_capture(stream: &Stream, pool: Option<&Pool>, mode: CaptureMode) ->
     }
     stream.context().bind()?;
     // Dropped on failure below, the pool's capture rolls back.
-    let open = OpenCapture::new(pool.map(Pool::begin_capture).transpose()?);
+    let mut open = OpenCapture::new(pool.map(Pool::begin_capture).transpose()?);
     // CUDA refuses to begin on a stream that captures already; only then is
     // the stream asked why (one driver call fewer on the way in).
-    stream
-        .context()
-        .open_capture(|| ds::begin_capture(stream.raw(), mode))
-        .map_err(|e| {
-            if ds::capture_status(stream.raw()).is_ok_and(|st| st != CaptureStatus::None) {
-                Error::invalid_state(
-                    "the stream is already capturing outside graphcore (a capture begun with the CUDA API, or a stream that joined another capture)",
-                )
-            } else {
-                e
-            }
-        })?;
+    open.into = begin().map_err(|e| {
+        if ds::capture_status(stream.raw()).is_ok_and(|st| st != CaptureStatus::None) {
+            Error::invalid_state(
+                "the stream is already capturing outside graphcore (a capture begun with the CUDA API, or a stream that joined another capture)",
+            )
+        } else {
+            e
+        }
+    })?;
     *slot = Some(open);
     Ok(())
 }
 
 /// Ends the capture begun with [`begin_capture`] on `stream` and returns
-/// the graph. A capture that was invalidated, or that a joined stream did
-/// not rejoin, fails with [`ErrorKind::Capture`] naming the cause; the pool
-/// is then rolled back and the stream is out of capture mode.
+/// the graph (for [`begin_capture_into`], the body). A capture that was
+/// invalidated, or that a joined stream did not rejoin, fails with
+/// [`ErrorKind::Capture`] naming the cause; the pool is then rolled back
+/// and the stream is out of capture mode (a body is left empty).
 pub fn end_capture(stream: &Stream) -> Result<Graph> {
     let mut open = stream.capture_slot().take().ok_or_else(|| {
         Error::invalid_state(
@@ -62,15 +100,31 @@ pub fn end_capture(stream: &Stream) -> Result<Graph> {
     stream.context().bind()?;
     let ended = ds::end_capture(stream.raw());
     stream.context().close_capture();
-    match ended {
-        Ok(raw) => {
+    let body = open.into.take().map(|b| {
+        *b.downcast::<Graph>()
+            .expect("a capture's target is a graph")
+    });
+    match (ended, body) {
+        (Ok(_), Some(body)) => {
+            let memory = open.pool.take().map(|p| p.end()).transpose()?;
+            body.end_capture_into(memory, std::mem::take(&mut open.events))?;
+            Ok(body)
+        }
+        (Ok(raw), None) => {
             let memory = open.pool.take().map(|p| p.end()).transpose()?;
             let events = std::mem::take(&mut open.events);
             let args = std::mem::take(&mut open.args);
             Graph::from_captured(stream.context(), raw, memory, events, args)
         }
-        Err(e) => {
-            ds::discard_capture(stream.raw());
+        (Err(e), body) => {
+            match &body {
+                // The body is CUDA's and stays: only leave capture mode.
+                Some(b) => {
+                    let _ = ds::leave_capture(stream.raw());
+                    b.abandon_capture_into();
+                }
+                None => ds::discard_capture(stream.raw()),
+            }
             let breaker = open.breaker().cloned();
             drop(open); // rolls the pool back
             Err(explain(e, breaker))
@@ -91,6 +145,11 @@ pub fn declare_capture_arg(stream: &Stream, base: u64, bytes: usize, exact: bool
             "the stream is not capturing through graphcore: no capture was begun on it",
         )
     })?;
+    ensure_arg!(
+        open.into.is_none(),
+        "the stream is capturing into a conditional body: declare arguments while capturing \
+         the graph that is instantiated (uses inside bodies are not bound)"
+    );
     let d = ArgDecl { base, bytes, exact };
     let index = check_new(&open.args, &d)?;
     stream.context().bind()?;
@@ -105,12 +164,19 @@ pub fn declare_capture_arg(stream: &Stream, base: u64, bytes: usize, exact: bool
 /// pages mapped for it unmapped. Without a graphcore capture open this is
 /// [`ErrorKind::InvalidState`].
 pub(crate) fn abort_capture(stream: &Stream) -> Result<()> {
-    let open = stream
+    let mut open = stream
         .capture_slot()
         .take()
         .ok_or_else(|| Error::invalid_state("the stream is not capturing through graphcore"))?;
     stream.context().bind()?;
-    ds::discard_capture(stream.raw());
+    match open.into.take().map(|b| b.downcast::<Graph>()) {
+        // A body is CUDA's and stays: only leave capture mode, and empty it.
+        Some(Ok(body)) => {
+            let _ = ds::leave_capture(stream.raw());
+            body.abandon_capture_into();
+        }
+        _ => ds::discard_capture(stream.raw()),
+    }
     stream.context().close_capture();
     drop(open); // rolls the pool back
     Ok(())

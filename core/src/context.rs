@@ -306,6 +306,8 @@ impl Context {
     /// The loaded function of a built-in kernel (loading the built-ins on
     /// first use).
     pub(crate) fn builtin_raw(&self, kernel: Kernel) -> Result<CUfunction> {
-        Ok(self.builtins()?.function(kernel))
+        let b = self.builtins()?;
+        self.bind()?;
+        b.function(kernel)
     }
 }

@@ -142,6 +142,7 @@ impl Exec {
             flags & !flags::ALL
         );
         ensure_arg!(graph.node_count() > 0, "the graph has no nodes");
+        graph.check_instantiable()?;
         let ctx = graph.context().clone();
         ctx.bind()?;
         let mut cuda = 0;
@@ -151,7 +152,9 @@ impl Exec {
         if flags & flags::USE_NODE_PRIORITY != 0 {
             cuda |= dg::flags::USE_NODE_PRIORITY;
         }
-        let fused = if flags & flags::FUSE_ELEMENTWISE != 0 {
+        // Fusion works on the top-level graph only: graphs with conditional
+        // bodies are instantiated as they are.
+        let fused = if flags & flags::FUSE_ELEMENTWISE != 0 && !graph.has_conditionals() {
             Fused::of(graph)?
         } else {
             None
@@ -193,6 +196,7 @@ impl Exec {
         // Owned from here: a failed search destroys the exec.
         let owned = Owned::new(raw, ctx.primary());
         let args = args?;
+        graph.mark_instantiated();
         let exec = Exec {
             inner: Arc::new(ExecInner {
                 raw: owned,
@@ -361,6 +365,16 @@ impl Exec {
             graph.context().same(&self.inner.ctx),
             "the graph belongs to another context"
         );
+        for (what, g) in [
+            ("this exec's graph", &self.inner.source),
+            ("the graph", graph),
+        ] {
+            ensure_arg!(
+                !g.has_conditionals(),
+                "{what} has conditional nodes: graphcore does not update execs with conditional \
+                 bodies in place (instantiate the graph again); the exec is unchanged"
+            );
+        }
         let mut current = self.current();
         if lock(&self.inner.fused).is_some() {
             return self.update_fused(graph, Arc::make_mut(current.known()?));
@@ -599,7 +613,9 @@ impl Exec {
         let source = &self.inner.source;
         ensure_arg!(
             node.graph == source.id(),
-            "`node` is not a node of the graph this exec was instantiated from"
+            "`node` is not a node of the graph this exec was instantiated from (nodes inside \
+             conditional bodies cannot be changed in an exec: set their arguments in the body \
+             before instantiating, or pass device pointers whose contents change)"
         );
         let i = node.index as usize;
         let mut current = self.current();

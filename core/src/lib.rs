@@ -27,14 +27,15 @@ mod runner;
 mod stream;
 
 pub use arg::{ArgDecl, Binding};
-pub use capture::{begin_capture, declare_capture_arg, end_capture};
+pub use capture::{begin_capture, begin_capture_into, declare_capture_arg, end_capture};
 pub use context::{device_count, driver_version, Context};
 pub use copy::{copy_async, set_async, set_elements_async};
+pub use driver::conditional::CondType;
 pub use driver::stream::CaptureMode;
 pub use error::{Error, ErrorKind, Result};
 pub use event::Event;
 pub use exec::{flags as instantiate_flags, Exec};
-pub use graph::{Graph, Node};
+pub use graph::{ConditionalHandle, Graph, Node};
 pub use graphcore_kernels as kernels;
 pub use module::{launch_op, Function, LaunchConfig, Module};
 pub use pool::{Pool, PoolOptions};

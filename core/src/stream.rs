@@ -107,6 +107,9 @@ pub(crate) struct OpenCapture {
     pub(crate) events: Vec<Event>,
     /// Arguments declared during the capture (handed to its graph).
     pub(crate) args: Vec<ArgDecl>,
+    /// The existing graph the capture adds to (a conditional body), kept
+    /// opaque here: `capture` (above) knows its type.
+    pub(crate) into: Option<Box<dyn std::any::Any + Send>>,
     breaker: Option<(StreamOp, Error)>,
 }
 
@@ -117,6 +120,7 @@ impl OpenCapture {
             pool,
             events: Vec::new(),
             args: Vec::new(),
+            into: None,
             breaker: None,
         }
     }

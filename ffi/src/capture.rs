@@ -31,6 +31,18 @@ pub const GC_CAPTURE_GLOBAL: gc_capture_mode = 1;
 /// No call is checked.
 pub const GC_CAPTURE_RELAXED: gc_capture_mode = 2;
 
+/// The capture mode `mode` names.
+pub(crate) fn capture_mode(mode: gc_capture_mode) -> graphcore_core::Result<CaptureMode> {
+    match mode {
+        GC_CAPTURE_THREAD_LOCAL => Ok(CaptureMode::ThreadLocal),
+        GC_CAPTURE_GLOBAL => Ok(CaptureMode::Global),
+        GC_CAPTURE_RELAXED => Ok(CaptureMode::Relaxed),
+        m => Err(Error::invalid_argument(format!(
+            "`mode` {m} is not a gc_capture_mode"
+        ))),
+    }
+}
+
 /// Begins capturing `stream`: all work enqueued on it (graphcore's
 /// kernels and copies, your own kernels and cuBLAS calls on the raw
 /// stream, and streams that join through gc_stream_wait_stream) is recorded,
@@ -59,17 +71,7 @@ pub extern "C" fn gc_capture_begin(
         } else {
             Some(self::pool(pool)?)
         };
-        let mode = match mode {
-            GC_CAPTURE_THREAD_LOCAL => CaptureMode::ThreadLocal,
-            GC_CAPTURE_GLOBAL => CaptureMode::Global,
-            GC_CAPTURE_RELAXED => CaptureMode::Relaxed,
-            m => {
-                return Err(Error::invalid_argument(format!(
-                    "`mode` {m} is not a gc_capture_mode"
-                )))
-            }
-        };
-        graphcore_core::begin_capture(&s, p.as_ref(), mode)
+        graphcore_core::begin_capture(&s, p.as_ref(), capture_mode(mode)?)
     })
 }
 

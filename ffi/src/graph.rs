@@ -79,7 +79,7 @@ const _: () = assert!(
 );
 
 /// The caller's `n` dependencies at `p`, read in place.
-fn deps<'a>(p: *const gc_node, n: usize) -> graphcore_core::Result<&'a [Node]> {
+pub(crate) fn deps<'a>(p: *const gc_node, n: usize) -> graphcore_core::Result<&'a [Node]> {
     if n == 0 {
         return Ok(&[]);
     }
@@ -95,7 +95,7 @@ fn deps<'a>(p: *const gc_node, n: usize) -> graphcore_core::Result<&'a [Node]> {
 }
 
 /// Writes the new node if the caller asked for it (`node` may be NULL).
-fn emit(node: *mut gc_node, n: Node) {
+pub(crate) fn emit(node: *mut gc_node, n: Node) {
     if !node.is_null() {
         // SAFETY: non-NULL, writable as documented.
         unsafe { node.write(n.into()) }

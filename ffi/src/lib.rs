@@ -12,6 +12,7 @@
 
 mod args;
 pub mod capture;
+pub mod conditional;
 pub mod context;
 pub mod event;
 pub mod exec;

@@ -18,13 +18,13 @@ use graphcore_core::kernels::{ops, Call, SizeError};
 use graphcore_core::{launch_op, Error};
 use std::ffi::{c_int, c_void};
 
-fn p<T>(ptr: *const T) -> u64 {
+pub(crate) fn p<T>(ptr: *const T) -> u64 {
     ptr as u64
 }
 
 /// The name of the export whose body this is (the last segment of the path
 /// of an item declared in it), so that a wrapper spells its name once.
-macro_rules! export_name {
+macro_rules! this_export {
     () => {{
         fn here() {}
         let path = std::any::type_name_of_val(&here);
@@ -38,13 +38,14 @@ macro_rules! export_name {
 /// launches it, inside the boundary of the export it is written in.
 macro_rules! op {
     ($stream:expr, $plan:expr) => {
-        launch(export_name!(), $stream, $plan)
+        $crate::ops::launch(this_export!(), $stream, $plan)
     };
 }
+pub(crate) use {op, this_export};
 
 /// What `op!` runs: the boundary of export `func` around resolving
 /// `stream`, `plan(sms)` and the launch.
-fn launch<E: Into<Error>>(
+pub(crate) fn launch<E: Into<Error>>(
     func: &'static str,
     stream: *mut gc_stream,
     plan: impl FnOnce(u32) -> Result<Call, E>,
@@ -164,7 +165,7 @@ pub extern "C" fn gc_op_mse_workspace_bytes(
     n: u64,
     bytes: *mut u64,
 ) -> gc_status {
-    boundary(export_name!(), || {
+    boundary(this_export!(), || {
         let out = Out::new(bytes, "bytes")?;
         out.set(ops::mse_workspace_bytes(n, context(ctx)?.sm_count()));
         Ok(())
@@ -714,7 +715,7 @@ mod tests {
     #[test]
     fn export_names_come_from_the_function() {
         fn gc_op_example() -> &'static str {
-            export_name!()
+            this_export!()
         }
         assert_eq!(gc_op_example(), "gc_op_example");
     }

@@ -74,6 +74,11 @@ pub enum SizeError {
         /// The opcode given.
         opcode: u32,
     },
+    /// A comparison code other than the `CMP_*` of a conditional setter.
+    UnknownComparison {
+        /// The code given.
+        cmp: u32,
+    },
     /// A workspace is smaller than the operation needs.
     WorkspaceTooSmall {
         /// Bytes given.
@@ -135,6 +140,12 @@ impl fmt::Display for SizeError {
             }
             SizeError::UnknownOpcode { index, opcode } => {
                 write!(f, "operation {index}: unknown opcode {opcode}")
+            }
+            SizeError::UnknownComparison { cmp } => {
+                write!(
+                    f,
+                    "cmp {cmp} is not a comparison (0: <, 1: <=, 2: >, 3: >=)"
+                )
             }
             SizeError::WorkspaceTooSmall { bytes, needed } => write!(
                 f,

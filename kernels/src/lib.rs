@@ -138,6 +138,9 @@ pub struct ModuleInfo {
     pub name: &'static str,
     /// The PTX text, NUL-terminated so it can be handed to the driver as is.
     pub ptx: &'static str,
+    /// It calls the CUDA device runtime: it must be linked with
+    /// libcudadevrt (not loaded as is), on a driver of CUDA 12.3 or newer.
+    pub device_runtime: bool,
 }
 
 /// A built-in kernel's table entry: its entry name, module, parameters and

@@ -14,21 +14,33 @@ pub(crate) const ELEMENTWISE: usize = 0;
 pub(crate) const LINEAR: usize = 1;
 /// Index of `reduce.ptx` in [`MODULES`].
 pub(crate) const REDUCE: usize = 2;
+/// Index of `control.ptx` in [`MODULES`].
+pub(crate) const CONTROL: usize = 3;
 
 /// The embedded PTX modules (PTX ISA 8.0, `compute_75`: loads on any driver
-/// from CUDA 12.0 and any GPU from sm_75).
+/// from CUDA 12.0 and any GPU from sm_75). `control` calls the device
+/// runtime (`cudaGraphSetConditional`, CUDA 12.3): it is linked with
+/// libcudadevrt and loaded only when one of its kernels is asked for.
 pub static MODULES: &[ModuleInfo] = &[
     ModuleInfo {
         name: "elementwise",
         ptx: concat!(include_str!("../ptx/elementwise.ptx"), "\0"),
+        device_runtime: false,
     },
     ModuleInfo {
         name: "linear",
         ptx: concat!(include_str!("../ptx/linear.ptx"), "\0"),
+        device_runtime: false,
     },
     ModuleInfo {
         name: "reduce",
         ptx: concat!(include_str!("../ptx/reduce.ptx"), "\0"),
+        device_runtime: false,
+    },
+    ModuleInfo {
+        name: "control",
+        ptx: concat!(include_str!("../ptx/control.ptx"), "\0"),
+        device_runtime: true,
     },
 ];
 
@@ -309,6 +321,24 @@ sums in workspace, added in a fixed order by the last block to finish. workspace
 at byte 0 that must be zero before the first launch (the kernel leaves it zero, so replays work), \
 partial sums from byte 16: at least 16 + 4 * gridDim.x bytes. Launch: block 256, any grid. \
 grad may equal pred or target.";
+    // ----------------------------------------------------------------- control
+    CondSetU32 = gc_cond_set_u32 in CONTROL (handle: U64, value: Ptr),
+        doc: "Sets conditional handle `handle` to *value (a u32 in device memory; for SWITCH the \
+case index). Needs CUDA 12.3 and libcudadevrt (see gc_graph_conditional_handle_create). Launch: \
+grid 1, block 1.";
+    CondCount = gc_cond_count in CONTROL (handle: U64, counter: Ptr, limit: U32),
+        doc: "*counter += 1, then sets `handle` to (*counter < limit): before a WHILE node (counter \
+zeroed) and at the end of its body, the body runs at most `limit` times. Launch: grid 1, block 1.";
+    CondSetF32 = gc_cond_set_f32 in CONTROL (
+        handle: U64, x: Ptr, threshold: F32, cmp: U32, counter: Ptr, limit: U32,
+    ),
+        doc: "Sets `handle` to (*x cmp threshold), cmp 0: <, 1: <=, 2: >, 3: >= (NaN compares \
+false); when counter is not null, also *counter += 1 and the value is 0 once *counter >= limit \
+(a WHILE's iteration cap). Launch: grid 1, block 1.";
+    CondSetBucket = gc_cond_set_bucket in CONTROL (handle: U64, rows: Ptr, sizes: Ptr, count: U32),
+        doc: "Sets `handle` to the first i < count with sizes[i] >= *rows (sizes ascending: a \
+runner's bucket sizes), or count when none fits: the SWITCH case of the bucket for a row count \
+held in device memory. Launch: grid 1, block 1.";
 }
 
 #[cfg(test)]
@@ -384,8 +414,9 @@ mod tests {
         let mut names = HashSet::new();
         for k in KERNELS {
             assert!(names.insert(k.name), "{} twice", k.name);
+            // Setters of conditional handles work on u32 values.
             assert!(
-                k.name.starts_with("gc_") && k.name.ends_with("_f32"),
+                k.name.starts_with("gc_") && (k.name.ends_with("_f32") || k.module == CONTROL),
                 "{}",
                 k.name
             );
@@ -413,6 +444,10 @@ mod tests {
         assert_eq!(MODULES[ELEMENTWISE].name, "elementwise");
         assert_eq!(MODULES[LINEAR].name, "linear");
         assert_eq!(MODULES[REDUCE].name, "reduce");
+        assert_eq!(MODULES[CONTROL].name, "control");
+        assert!(MODULES
+            .iter()
+            .all(|m| m.device_runtime == (m.name == "control")));
     }
 
     /// The C signature of kernel `name` in `src` (its `extern "C" __global__`

@@ -26,14 +26,16 @@ from .args import _addr, _dim3, _fail, _int, _kernel_args, _name, _nodes, _out
 from .errors import Error, InvalidHandleError, InvalidStateError
 from .loader import lib
 from .structs import (
-    ARG_EXACT, CAPTURE_THREAD_LOCAL, EVENT_DISABLE_TIMING, EVENT_EXTERNAL, GRAPH_WRAP_ADOPT,
-    GRAPH_WRAP_BORROW, HOST_FN, RECORD_FN, Binding, DeviceInfo, ExecStatistics, Node,
-    PoolOptions, PoolStatistics, RunnerStatistics,
+    ARG_EXACT, CAPTURE_THREAD_LOCAL, COND_IF_ELSE, COND_RESET_ON_LAUNCH, COND_SWITCH,
+    EVENT_DISABLE_TIMING, EVENT_EXTERNAL, GRAPH_WRAP_ADOPT, GRAPH_WRAP_BORROW, HOST_FN, RECORD_FN,
+    Binding, CondHandle, DeviceInfo, ExecStatistics, Node, PoolOptions, PoolStatistics,
+    RunnerStatistics,
 )
 
 __all__ = [
     "device_count", "raw_stream", "Context", "HostBuffer", "Stream", "Event", "Pool", "Module",
-    "Function", "Graph", "Exec", "capture", "begin_capture", "end_capture", "Runner",
+    "Function", "Graph", "Exec", "capture", "begin_capture", "begin_capture_into", "end_capture",
+    "Runner",
 ]
 
 # Graph arguments: names given on the Python side, by declaration order.
@@ -686,6 +688,34 @@ class Graph(_Handle):
         lib.gc_graph_add_empty(self.handle, nodes, n, C.byref(node))
         return node
 
+    def conditional_handle(self, default_value=0, reset_on_launch=True):
+        """gc_graph_conditional_handle_create: a CondHandle for this graph's
+        conditional nodes (CUDA 12.3)."""
+        w = "Graph.conditional_handle"
+        out = CondHandle()
+        lib.gc_graph_conditional_handle_create(
+            self.handle, _int(default_value, w, "default_value", 32),
+            COND_RESET_ON_LAUNCH if reset_on_launch else 0, C.byref(out))
+        return out
+
+    def add_conditional(self, type_, handle, cases=0, deps=()):
+        """gc_graph_add_conditional: a COND_IF / COND_IF_ELSE / COND_WHILE /
+        COND_SWITCH node steered by ``handle``; returns (Node, [body Graphs]).
+        A WHILE whose condition never clears hangs the GPU: cap it
+        (op_cond_count, or op_cond_set_f32 with a counter)."""
+        w = "Graph.add_conditional"
+        if not isinstance(handle, CondHandle):
+            raise TypeError("%s: handle must be a CondHandle" % w)
+        n_bodies = {COND_IF_ELSE: 2, COND_SWITCH: cases}.get(type_, 1)
+        nodes, n = _nodes(deps, w)
+        node = Node()
+        bodies = (C.c_void_p * max(n_bodies, 1))()
+        lib.gc_graph_add_conditional(self.handle, _int(type_, w, "type", 32), handle,
+                                     _int(cases, w, "cases", 32), nodes, n, C.byref(node),
+                                     bodies, max(n_bodies, 1))
+        made = [Graph._adopt(b, self.context) for b in bodies[:n_bodies]]
+        return node, made
+
     def add_dependency(self, from_, to):
         """gc_graph_add_dependency: ``to`` runs after ``from_``."""
         for x in (from_, to):
@@ -983,6 +1013,15 @@ def begin_capture(stream, pool=None, mode=CAPTURE_THREAD_LOCAL):
     lib.gc_capture_begin(_stream(stream, "begin_capture"),
                          _handle_of(pool, Pool, "begin_capture", "pool", nullable=True),
                          _int(mode, "begin_capture", "mode", 32))
+
+
+def begin_capture_into(stream, body, pool=None, mode=CAPTURE_THREAD_LOCAL):
+    """gc_capture_begin_into: capture ``stream`` into an empty conditional
+    body; end_capture(stream) returns the body, filled."""
+    w = "begin_capture_into"
+    lib.gc_capture_begin_into(_stream(stream, w), _handle_of(body, Graph, w, "body"),
+                              _handle_of(pool, Pool, w, "pool", nullable=True),
+                              _int(mode, w, "mode", 32))
 
 
 def end_capture(stream):

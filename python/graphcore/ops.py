@@ -10,7 +10,7 @@ import ctypes as C
 from .args import _addr, _dim3, _float, _int, _kernel_args
 from .loader import lib
 from .objects import Function, _handle_of, _stream
-from .structs import _D, PROTOTYPES, ChainOp
+from .structs import _D, PROTOTYPES, ChainOp, CondHandle
 
 
 def memcpy_async(stream, dst, src, nbytes):
@@ -125,5 +125,39 @@ def op_chain(stream, y, x, n, ops):
                     _int(n, w, "n"), array, len(items))
 
 
-__all__ = ["memcpy_async", "memset_async", "memset_async_elem", "launch", "op_chain"] + [
-    c[3:] for c in _OP_PARAMS]
+def _cond(handle, w):
+    if not isinstance(handle, CondHandle):
+        raise TypeError("%s: handle must be a CondHandle (Graph.conditional_handle)" % w)
+    return handle
+
+
+def _u32p(v, w, name, nullable=False):
+    """A device address as the uint32_t * the setters take."""
+    return C.cast(C.c_void_p(_addr(v, w, name, nullable=nullable)), C.POINTER(C.c_uint32))
+
+
+def op_cond_set_u32(stream, handle, value):
+    """gc_op_cond_set_u32: sets ``handle`` to the uint32 at ``value``."""
+    w = "op_cond_set_u32"
+    lib.gc_op_cond_set_u32(_stream(stream, w), _cond(handle, w), _u32p(value, w, "value"))
+
+
+def op_cond_count(stream, handle, counter, limit):
+    """gc_op_cond_count: *counter += 1; handle = (*counter < limit)."""
+    w = "op_cond_count"
+    lib.gc_op_cond_count(_stream(stream, w), _cond(handle, w), _u32p(counter, w, "counter"),
+                         _int(limit, w, "limit", 32))
+
+
+def op_cond_set_f32(stream, handle, x, threshold, cmp, counter=None, limit=0):
+    """gc_op_cond_set_f32: handle = (*x cmp threshold), CMP_*; with a
+    counter, also capped at ``limit`` iterations."""
+    w = "op_cond_set_f32"
+    lib.gc_op_cond_set_f32(_stream(stream, w), _cond(handle, w), _addr(x, w, "x"),
+                           _float(threshold, w, "threshold"), _int(cmp, w, "cmp", 32),
+                           _u32p(counter, w, "counter", nullable=True),
+                           _int(limit, w, "limit", 32))
+
+
+__all__ = ["memcpy_async", "memset_async", "memset_async_elem", "launch", "op_chain", "op_cond_set_u32",
+           "op_cond_count", "op_cond_set_f32"] + [c[3:] for c in _OP_PARAMS]

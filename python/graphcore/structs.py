@@ -13,8 +13,9 @@ __all__ = [
     "INSTANTIATE_FUSE_ELEMENTWISE", "CAPTURE_THREAD_LOCAL", "CAPTURE_GLOBAL", "CAPTURE_RELAXED",
     "CHAIN_FILL", "CHAIN_MUL", "CHAIN_ADD", "CHAIN_RELU", "CHAIN_MAX", "CHAIN_MIN",
     "CHAIN_MAX_OPS", "RUNNER_MAX_BUCKETS", "EVENT_DISABLE_TIMING", "EVENT_EXTERNAL",
-    "GRAPH_WRAP_BORROW", "GRAPH_WRAP_ADOPT", "ARG_EXACT", "Binding", "Dim3", "Node", "DeviceInfo",
-    "ChainOp",
+    "GRAPH_WRAP_BORROW", "GRAPH_WRAP_ADOPT", "ARG_EXACT", "Binding", "COND_RESET_ON_LAUNCH",
+    "COND_IF", "COND_IF_ELSE", "COND_WHILE", "COND_SWITCH", "CMP_LT", "CMP_LE", "CMP_GT", "CMP_GE",
+    "CondHandle", "Dim3", "Node", "DeviceInfo", "ChainOp",
     "PoolOptions", "PoolStatistics", "ExecStatistics", "RunnerBucket", "RunnerStatistics",
     "HOST_FN", "RECORD_FN", "PROTOTYPES",
 ]
@@ -42,6 +43,15 @@ EVENT_EXTERNAL = 1
 GRAPH_WRAP_BORROW = 0
 GRAPH_WRAP_ADOPT = 1
 ARG_EXACT = 1
+COND_RESET_ON_LAUNCH = 1
+COND_IF = 0
+COND_IF_ELSE = 1
+COND_WHILE = 2
+COND_SWITCH = 3
+CMP_LT = 0
+CMP_LE = 1
+CMP_GT = 2
+CMP_GE = 3
 
 # ------------------------------------------------------------- C structures
 
@@ -90,6 +100,12 @@ class DeviceInfo(C.Structure):
         ("free_bytes", C.c_uint64),
         ("driver_version", C.c_int),
     ]
+
+
+class CondHandle(C.Structure):
+    """gc_cond_handle: a conditional handle (its graph's id, CUDA's value)."""
+
+    _fields_ = [("graph", C.c_uint64), ("raw", C.c_uint64)]
 
 
 class ChainOp(C.Structure):
@@ -252,6 +268,17 @@ PROTOTYPES = {
     "gc_graph_pool_bytes": (_S, [_H, _P(C.c_uint64)]),
     "gc_graph_write_dot": (_S, [_H, C.c_char_p]),
     "gc_graph_destroy": (_S, [_H]),
+    # conditional nodes
+    "gc_graph_conditional_handle_create": (_S, [_H, C.c_uint32, C.c_uint32, _P(CondHandle)]),
+    "gc_cond_handle_raw": (_S, [CondHandle, _P(C.c_uint64)]),
+    "gc_graph_add_conditional": (
+        _S, [_H, C.c_uint32, CondHandle, C.c_uint32, _P(Node), C.c_size_t, _P(Node), _P(_H),
+             C.c_size_t]),
+    "gc_capture_begin_into": (_S, [_H, _H, _H, C.c_uint32]),
+    "gc_op_cond_set_u32": (_S, [_H, CondHandle, _P(C.c_uint32)]),
+    "gc_op_cond_count": (_S, [_H, CondHandle, _P(C.c_uint32), C.c_uint32]),
+    "gc_op_cond_set_f32": (
+        _S, [_H, CondHandle, _D, C.c_float, C.c_uint32, _P(C.c_uint32), C.c_uint32]),
     # replay
     "gc_graph_instantiate": (_S, [_H, C.c_uint32, _P(_H)]),
     "gc_exec_upload": (_S, [_H, _H]),

@@ -41,14 +41,14 @@ STRUCTS = {
     "gc_chain_op": gc.ChainOp, "gc_pool_options": gc.PoolOptions,
     "gc_pool_statistics": gc.PoolStatistics, "gc_runner_bucket": gc.RunnerBucket,
     "gc_exec_statistics": gc.ExecStatistics, "gc_binding": gc.Binding,
-    "gc_runner_statistics": gc.RunnerStatistics,
+    "gc_runner_statistics": gc.RunnerStatistics, "gc_cond_handle": gc.CondHandle,
 }
 HANDLES = {"gc_context", "gc_stream", "gc_pool", "gc_module", "gc_function", "gc_graph",
            "gc_exec", "gc_runner", "gc_event"}
 SCALARS = {"int": C.c_int, "uint32_t": C.c_uint32, "uint64_t": C.c_uint64, "size_t": C.c_size_t,
            "float": C.c_float, "gc_capture_mode": C.c_uint32, "gc_event_flags": C.c_uint32,
            "gc_event_capture_flags": C.c_uint32, "gc_graph_wrap_flags": C.c_uint32,
-           "gc_host_fn": gc.HOST_FN, "gc_record_fn": gc.RECORD_FN}
+           "gc_cond_type": C.c_uint32, "gc_host_fn": gc.HOST_FN, "gc_record_fn": gc.RECORD_FN}
 
 
 def expected_ctype(c_type):

@@ -1505,7 +1505,6 @@ static void graph_functions(void) {
         EXPECT_OK(gc_graph_destroy(other));
     }
     objects_work();
-#undef BAD_DEPS
 }
 
 /* ------------------------------------------------------------------ */
@@ -2215,6 +2214,187 @@ static void args_functions(void) {
 }
 
 /* ------------------------------------------------------------------ */
+/* Conditional nodes: handles, nodes and their bodies, capture into a body,
+ * the setter ops. The H100 machine's driver has them all (CUDA 13); the
+ * NOT_SUPPORTED rule for older drivers is a unit test of core. */
+static void conditional_functions(void) {
+    gc_graph *g = fx.graph, *g2 = fx.graph, *g3 = fx.graph;
+    gc_cond_handle hd, other, zero;
+    gc_graph *bodies[4] = {NULL, NULL, NULL, NULL};
+    gc_node n, bogus, out_of_range = {0, 999}, deps2[2];
+    size_t count = 0;
+    uint64_t raw = 0;
+    memset(&hd, 0, sizeof hd);
+    memset(&other, 0, sizeof other);
+    memset(&zero, 0, sizeof zero);
+    memset(&n, 0, sizeof n);
+    bogus = fx.node;
+    if (fx.gpu) {
+        EXPECT_OK(gc_graph_create(fx.ctx, &g));
+        EXPECT_OK(gc_graph_create(fx.ctx, &g2));
+        EXPECT_OK(gc_graph_create(fx.ctx, &g3));
+        EXPECT_OK(gc_graph_add_empty(g2, NULL, 0, &bogus)); /* a node of another graph */
+        EXPECT_OK(gc_graph_add_empty(g, NULL, 0, &n));
+        out_of_range.graph = n.graph;
+    }
+    deps2[0] = n;
+    deps2[1] = n;
+
+    COVER(gc_graph_conditional_handle_create);
+    BAD_HANDLE_ARG(K_GRAPH, h, gc_graph_conditional_handle_create(h, 0, 0, &hd), GC_ERROR_INVALID_ARGUMENT);
+    check_case = "handle NULL";
+    EXPECT_STATUS(gc_graph_conditional_handle_create(g, 0, 0, NULL), GC_ERROR_INVALID_ARGUMENT);
+    check_case = "unknown flags";
+    EXPECT_STATUS(gc_graph_conditional_handle_create(g, 0, 0x80, &hd), GC_ERROR_INVALID_ARGUMENT);
+    if (fx.gpu) {
+        EXPECT_OK(gc_graph_conditional_handle_create(g, 0, GC_COND_RESET_ON_LAUNCH, &hd));
+        EXPECT_OK(gc_graph_conditional_handle_create(g2, 1, 0, &other));
+    }
+    objects_work();
+
+    COVER(gc_cond_handle_raw);
+    check_case = "raw NULL";
+    EXPECT_STATUS(gc_cond_handle_raw(hd, NULL), GC_ERROR_INVALID_ARGUMENT);
+    check_case = "a zeroed handle";
+    EXPECT_STATUS(gc_cond_handle_raw(zero, &raw), GC_ERROR_INVALID_ARGUMENT);
+    if (fx.gpu) {
+        EXPECT_OK(gc_cond_handle_raw(hd, &raw));
+        CHECK(raw == hd.raw);
+    }
+    objects_work();
+
+    COVER(gc_graph_add_conditional);
+    BAD_HANDLE_ARG(K_GRAPH, h, gc_graph_add_conditional(h, GC_COND_IF, hd, 0, NULL, 0, NULL, bodies, 4),
+                   GC_ERROR_INVALID_ARGUMENT);
+    check_case = "an unknown type";
+    EXPECT_STATUS(gc_graph_add_conditional(g, 99, hd, 0, NULL, 0, NULL, bodies, 4), GC_ERROR_INVALID_ARGUMENT);
+    check_case = "bodies NULL";
+    EXPECT_STATUS(gc_graph_add_conditional(g, GC_COND_IF, hd, 0, NULL, 0, NULL, NULL, 1), GC_ERROR_INVALID_ARGUMENT);
+    check_case = "no room for the IF/ELSE's two bodies";
+    EXPECT_STATUS(gc_graph_add_conditional(g, GC_COND_IF_ELSE, hd, 0, NULL, 0, NULL, bodies, 1),
+                  GC_ERROR_INVALID_ARGUMENT);
+    check_case = "a SWITCH with 0 cases";
+    EXPECT2(gc_graph_add_conditional(g, GC_COND_SWITCH, hd, 0, NULL, 0, NULL, bodies, 4), GC_ERROR_INVALID_ARGUMENT,
+            GC_ERROR_INVALID_HANDLE);
+    if (fx.gpu) EXPECT_ERROR_MENTIONS("SWITCH");
+    check_case = "cases not matching an IF";
+    EXPECT2(gc_graph_add_conditional(g, GC_COND_IF, hd, 3, NULL, 0, NULL, bodies, 4), GC_ERROR_INVALID_ARGUMENT,
+            GC_ERROR_INVALID_HANDLE);
+    check_case = "a handle of another graph";
+    EXPECT2(gc_graph_add_conditional(g, GC_COND_IF, other, 0, NULL, 0, NULL, bodies, 4), GC_ERROR_INVALID_ARGUMENT,
+            GC_ERROR_INVALID_HANDLE);
+    if (fx.gpu) EXPECT_ERROR_MENTIONS("another graph");
+    BAD_DEPS(gc_graph_add_conditional(g, GC_COND_WHILE, hd, 0, deps, ndeps, NULL, bodies, 4));
+    CHECK(bodies[0] == NULL); /* nothing written on failure */
+    if (fx.gpu) {
+        gc_graph *body = NULL;
+        gc_exec *e = NULL;
+        gc_node m;
+        EXPECT_OK(gc_graph_add_conditional(g, GC_COND_WHILE, hd, 0, &n, 1, &m, bodies, 1));
+        body = bodies[0];
+        CHECK(body != NULL && m.index == 1);
+        check_case = "a handle that already steers a node";
+        EXPECT_STATUS(gc_graph_add_conditional(g, GC_COND_IF, hd, 0, NULL, 0, NULL, bodies + 1, 1),
+                      GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_ERROR_MENTIONS("already steers");
+        CHECK(bodies[1] == NULL);
+        check_case = "a host node in a body";
+        EXPECT_STATUS(gc_graph_add_host(body, host_cb, NULL, NULL, 0, NULL), GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_ERROR_MENTIONS("host");
+        EXPECT_OK(gc_graph_add_empty(body, NULL, 0, NULL));
+        check_case = "a body used as a child graph";
+        EXPECT_STATUS(gc_graph_add_child(g2, body, NULL, 0, NULL), GC_ERROR_INVALID_ARGUMENT);
+        check_case = "a body instantiated on its own";
+        EXPECT_STATUS(gc_graph_instantiate(body, 0, &e), GC_ERROR_INVALID_ARGUMENT);
+        CHECK(e == NULL);
+        EXPECT_OK(gc_graph_instantiate(g, 0, &e));
+        check_case = "a body changed after its graph was instantiated";
+        EXPECT_STATUS(gc_graph_add_empty(body, NULL, 0, NULL), GC_ERROR_INVALID_STATE);
+        EXPECT_OK(gc_graph_node_count(body, &count));
+        CHECK(count == 1);
+        check_case = "an exec update of a graph with conditional nodes";
+        EXPECT_STATUS(gc_exec_update(e, g), GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_OK(gc_exec_launch(e, fx.s)); /* the body is one empty node; the handle's default is 0 */
+        EXPECT_OK(gc_stream_synchronize(fx.s));
+        EXPECT_OK(gc_exec_destroy(e));
+        EXPECT_OK(gc_graph_destroy(body));
+        bodies[0] = NULL;
+    }
+    objects_work();
+
+    COVER(gc_capture_begin_into);
+    BAD_HANDLE_ARG(K_STREAM, st, gc_capture_begin_into(st, g3, NULL, GC_CAPTURE_THREAD_LOCAL), GC_ERROR_INVALID_ARGUMENT);
+    BAD_HANDLE_ARG(K_GRAPH, h, gc_capture_begin_into(fx.s, h, NULL, GC_CAPTURE_THREAD_LOCAL), GC_ERROR_INVALID_ARGUMENT);
+    if (fx.gpu) {
+        gc_cond_handle h3;
+        gc_graph *body = NULL, *ended = NULL;
+        EXPECT_OK(gc_graph_conditional_handle_create(g3, 0, 0, &h3));
+        EXPECT_OK(gc_graph_add_conditional(g3, GC_COND_IF, h3, 1, NULL, 0, NULL, bodies, 1));
+        body = bodies[0];
+        check_case = "a graph that is not a body";
+        EXPECT_STATUS(gc_capture_begin_into(fx.s, g2, NULL, GC_CAPTURE_THREAD_LOCAL), GC_ERROR_INVALID_ARGUMENT);
+        check_case = "an unknown mode";
+        EXPECT_STATUS(gc_capture_begin_into(fx.s, body, NULL, 99), GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_OK(gc_capture_begin_into(fx.s, body, NULL, GC_CAPTURE_THREAD_LOCAL));
+        check_case = "a second capture into the same body";
+        EXPECT_STATUS(gc_capture_begin_into(fx.s2, body, NULL, GC_CAPTURE_THREAD_LOCAL), GC_ERROR_INVALID_ARGUMENT);
+        check_case = "ending the capture on the wrong stream";
+        EXPECT_STATUS(gc_capture_end(fx.s2, &ended), GC_ERROR_INVALID_STATE);
+        CHECK(ended == NULL);
+        EXPECT_OK(gc_memset_async(fx.s, fx.buf, 0, 64));
+        EXPECT_OK(gc_capture_end(fx.s, &ended));
+        EXPECT_OK(gc_graph_node_count(ended, &count));
+        CHECK(count == 1);
+        check_case = "a body that is not empty";
+        EXPECT_STATUS(gc_capture_begin_into(fx.s, body, NULL, GC_CAPTURE_THREAD_LOCAL), GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_OK(gc_graph_destroy(ended));
+        EXPECT_OK(gc_graph_destroy(body));
+        bodies[0] = NULL;
+    }
+    objects_work();
+
+    COVER(gc_op_cond_set_u32);
+    BAD_HANDLE_ARG(K_STREAM, st, gc_op_cond_set_u32(st, hd, fx.buf), GC_ERROR_INVALID_ARGUMENT);
+    if (fx.gpu) {
+        check_case = "value NULL";
+        EXPECT_STATUS(gc_op_cond_set_u32(fx.s, hd, NULL), GC_ERROR_INVALID_ARGUMENT);
+        check_case = "value misaligned";
+        EXPECT_STATUS(gc_op_cond_set_u32(fx.s, hd, (const uint32_t *)((char *)fx.buf + 2)), GC_ERROR_INVALID_ARGUMENT);
+    }
+    objects_work();
+
+    COVER(gc_op_cond_count);
+    BAD_HANDLE_ARG(K_STREAM, st, gc_op_cond_count(st, hd, fx.buf, 4), GC_ERROR_INVALID_ARGUMENT);
+    if (fx.gpu) {
+        check_case = "counter NULL";
+        EXPECT_STATUS(gc_op_cond_count(fx.s, hd, NULL, 4), GC_ERROR_INVALID_ARGUMENT);
+        check_case = "limit 0";
+        EXPECT_STATUS(gc_op_cond_count(fx.s, hd, fx.buf, 0), GC_ERROR_INVALID_ARGUMENT);
+    }
+    objects_work();
+
+    COVER(gc_op_cond_set_f32);
+    BAD_HANDLE_ARG(K_STREAM, st, gc_op_cond_set_f32(st, hd, fx.buf, 1.0f, GC_CMP_GE, NULL, 0),
+                   GC_ERROR_INVALID_ARGUMENT);
+    if (fx.gpu) {
+        check_case = "x NULL";
+        EXPECT_STATUS(gc_op_cond_set_f32(fx.s, hd, NULL, 1.0f, GC_CMP_GE, NULL, 0), GC_ERROR_INVALID_ARGUMENT);
+        check_case = "an unknown comparison";
+        EXPECT_STATUS(gc_op_cond_set_f32(fx.s, hd, fx.buf, 1.0f, 9, NULL, 0), GC_ERROR_INVALID_ARGUMENT);
+        check_case = "a counter with limit 0";
+        EXPECT_STATUS(gc_op_cond_set_f32(fx.s, hd, fx.buf, 1.0f, GC_CMP_GE, fx.buf2, 0), GC_ERROR_INVALID_ARGUMENT);
+        check_case = "x and counter the same word";
+        EXPECT_STATUS(gc_op_cond_set_f32(fx.s, hd, fx.buf, 1.0f, GC_CMP_GE, fx.buf, 4), GC_ERROR_INVALID_ARGUMENT);
+    }
+    objects_work();
+    if (fx.gpu) {
+        EXPECT_OK(gc_graph_destroy(g));
+        EXPECT_OK(gc_graph_destroy(g2));
+        EXPECT_OK(gc_graph_destroy(g3));
+    }
+}
+#undef BAD_DEPS
+
 static const struct {
     const char *name;
     void (*run)(void);
@@ -2230,6 +2410,7 @@ static const struct {
     {"capture", capture_functions},
     {"destroy_capturing_stream", destroy_capturing_stream},
     {"graph", graph_functions},
+    {"conditional", conditional_functions},
     {"exec", exec_functions},
     {"ops", ops_functions},
     {"runner", runner_functions},

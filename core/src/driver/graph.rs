@@ -276,14 +276,17 @@ pub(crate) enum RawNode {
 /// Reads a node back (kind and parameters).
 pub(crate) fn read_node(n: CUgraphNode) -> Result<RawNode> {
     use sys::CUgraphNodeType as T;
-    let mut t = T::CU_GRAPH_NODE_TYPE_EMPTY;
+    // Read as a plain integer: drivers newer than the 12.0 bindings report
+    // types the Rust enum has no variant for (conditional nodes are 13).
+    let mut raw_type: u32 = T::CU_GRAPH_NODE_TYPE_EMPTY as u32;
     check(
-        // SAFETY: writes the node's type.
-        unsafe { sys::cuGraphNodeGetType(n, &mut t) },
+        // SAFETY: writes the node's type, a C enum (4 bytes), into a u32.
+        unsafe { sys::cuGraphNodeGetType(n, (&mut raw_type as *mut u32).cast()) },
         "cuGraphNodeGetType",
     )?;
-    Ok(match t {
-        T::CU_GRAPH_NODE_TYPE_KERNEL => {
+    let is = |k: T| raw_type == k as u32;
+    Ok(match raw_type {
+        _ if is(T::CU_GRAPH_NODE_TYPE_KERNEL) => {
             // SAFETY: a plain C struct filled by the driver.
             let mut p: sys::CUDA_KERNEL_NODE_PARAMS = unsafe { std::mem::zeroed() };
             check(
@@ -310,7 +313,7 @@ pub(crate) fn read_node(n: CUgraphNode) -> Result<RawNode> {
                 args: p.kernelParams,
             }
         }
-        T::CU_GRAPH_NODE_TYPE_MEMCPY => {
+        _ if is(T::CU_GRAPH_NODE_TYPE_MEMCPY) => {
             let mut c = memcpy_raw(0, 0, 0);
             check(
                 // SAFETY: n is a memcpy node.
@@ -330,7 +333,7 @@ pub(crate) fn read_node(n: CUgraphNode) -> Result<RawNode> {
                 bytes: c.WidthInBytes * c.Height.max(1) * c.Depth.max(1),
             }
         }
-        T::CU_GRAPH_NODE_TYPE_MEMSET => {
+        _ if is(T::CU_GRAPH_NODE_TYPE_MEMSET) => {
             // SAFETY: a plain C struct filled by the driver.
             let mut p: sys::CUDA_MEMSET_NODE_PARAMS = unsafe { std::mem::zeroed() };
             check(
@@ -345,7 +348,7 @@ pub(crate) fn read_node(n: CUgraphNode) -> Result<RawNode> {
                 count: p.width * p.height.max(1),
             })
         }
-        T::CU_GRAPH_NODE_TYPE_HOST => {
+        _ if is(T::CU_GRAPH_NODE_TYPE_HOST) => {
             let mut p = sys::CUDA_HOST_NODE_PARAMS {
                 fn_: None,
                 userData: std::ptr::null_mut(),
@@ -360,7 +363,7 @@ pub(crate) fn read_node(n: CUgraphNode) -> Result<RawNode> {
                 user_data: p.userData,
             }
         }
-        T::CU_GRAPH_NODE_TYPE_GRAPH => {
+        _ if is(T::CU_GRAPH_NODE_TYPE_GRAPH) => {
             let mut child = std::ptr::null_mut();
             check(
                 // SAFETY: n is a child-graph node.
@@ -369,11 +372,12 @@ pub(crate) fn read_node(n: CUgraphNode) -> Result<RawNode> {
             )?;
             RawNode::Child(child)
         }
-        T::CU_GRAPH_NODE_TYPE_EMPTY => RawNode::Empty,
-        T::CU_GRAPH_NODE_TYPE_WAIT_EVENT => RawNode::Other("event wait"),
-        T::CU_GRAPH_NODE_TYPE_EVENT_RECORD => RawNode::Other("event record"),
-        T::CU_GRAPH_NODE_TYPE_MEM_ALLOC => RawNode::Other("memory allocation"),
-        T::CU_GRAPH_NODE_TYPE_MEM_FREE => RawNode::Other("memory free"),
+        _ if is(T::CU_GRAPH_NODE_TYPE_EMPTY) => RawNode::Empty,
+        _ if is(T::CU_GRAPH_NODE_TYPE_WAIT_EVENT) => RawNode::Other("event wait"),
+        _ if is(T::CU_GRAPH_NODE_TYPE_EVENT_RECORD) => RawNode::Other("event record"),
+        _ if is(T::CU_GRAPH_NODE_TYPE_MEM_ALLOC) => RawNode::Other("memory allocation"),
+        _ if is(T::CU_GRAPH_NODE_TYPE_MEM_FREE) => RawNode::Other("memory free"),
+        13 => RawNode::Other("conditional"),
         _ => RawNode::Other("other"),
     })
 }

@@ -4,6 +4,7 @@
 //! CUDA error's name and text. Raw handles leave this module only to be
 //! stored and passed back in.
 
+pub(crate) mod conditional;
 pub(crate) mod device;
 pub(crate) mod graph;
 pub(crate) mod memory;

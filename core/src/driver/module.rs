@@ -41,6 +41,96 @@ pub(crate) fn load(image: &[u8]) -> Result<CUmodule> {
     Ok(m)
 }
 
+/// Links `ptx` (NUL-terminated PTX calling the device runtime) with the
+/// static library `devrt` (libcudadevrt.a) with the driver's JIT linker, and
+/// loads the result into the current context. The JIT's error log is part
+/// of a failure's message.
+pub(crate) fn link_with_devrt(ptx: &[u8], devrt: &std::path::Path) -> Result<CUmodule> {
+    use sys::CUjitInputType as In;
+    let path = CString::new(devrt.as_os_str().as_encoded_bytes())
+        .map_err(|_| Error::invalid_argument("the libcudadevrt path contains a NUL byte"))?;
+    let mut log = vec![0u8; LOG_BYTES];
+    let mut options = [
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+    ];
+    let mut values = [log.as_mut_ptr() as *mut c_void, LOG_BYTES as *mut c_void];
+    let mut state = std::ptr::null_mut();
+    check(
+        // SAFETY: the log buffer outlives the link state (destroyed below).
+        unsafe {
+            sys::cuLinkCreate_v2(
+                options.len() as u32,
+                options.as_mut_ptr(),
+                values.as_mut_ptr(),
+                &mut state,
+            )
+        },
+        "cuLinkCreate",
+    )?;
+    let steps = || -> Result<CUmodule> {
+        check(
+            // SAFETY: `ptx` is complete NUL-terminated PTX that outlives the call.
+            unsafe {
+                sys::cuLinkAddData_v2(
+                    state,
+                    In::CU_JIT_INPUT_PTX,
+                    ptx.as_ptr() as *mut c_void,
+                    ptx.len(),
+                    c"control.ptx".as_ptr(),
+                    0,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            },
+            "cuLinkAddData",
+        )?;
+        check(
+            // SAFETY: a NUL-terminated path; the driver reads the file.
+            unsafe {
+                sys::cuLinkAddFile_v2(
+                    state,
+                    In::CU_JIT_INPUT_LIBRARY,
+                    path.as_ptr(),
+                    0,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            },
+            "cuLinkAddFile",
+        )
+        .map_err(|e| e.context(&format!("linking {}", devrt.display())))?;
+        let mut cubin = std::ptr::null_mut();
+        let mut size = 0usize;
+        check(
+            // SAFETY: writes the image pointer (owned by `state`) and its size.
+            unsafe { sys::cuLinkComplete(state, &mut cubin, &mut size) },
+            "cuLinkComplete",
+        )?;
+        let mut m = std::ptr::null_mut();
+        check(
+            // SAFETY: `cubin` is the linked image, alive until cuLinkDestroy.
+            unsafe { sys::cuModuleLoadData(&mut m, cubin) },
+            "cuModuleLoadData",
+        )?;
+        Ok(m)
+    };
+    let r = steps();
+    // SAFETY: `state` came from cuLinkCreate and is destroyed once.
+    unsafe { sys::cuLinkDestroy(state) };
+    r.map_err(|e| {
+        let text = CStr::from_bytes_until_nul(&log)
+            .map(|c| c.to_string_lossy().trim().to_string())
+            .unwrap_or_default();
+        if text.is_empty() {
+            e
+        } else {
+            let msg = format!("{}; JIT log: {text}", e.message());
+            Error::from_cuda(e.kind(), e.cuda_result().unwrap_or(0), msg)
+        }
+    })
+}
+
 /// Unloads a module.
 pub(crate) fn unload(m: CUmodule) -> Result<()> {
     // SAFETY: m came from `load` and is unloaded once.

@@ -139,7 +139,7 @@ pub enum CaptureMode {
 }
 
 impl CaptureMode {
-    fn raw(self) -> sys::CUstreamCaptureMode {
+    pub(crate) fn raw(self) -> sys::CUstreamCaptureMode {
         use sys::CUstreamCaptureMode as M;
         match self {
             CaptureMode::Global => M::CU_STREAM_CAPTURE_MODE_GLOBAL,
@@ -196,9 +196,17 @@ pub(crate) fn capture_status(s: CUstream) -> Result<CaptureStatus> {
 /// Ends a capture still open on `s`, if any, and destroys the graph it made:
 /// the stream is out of capture mode afterwards (best effort).
 pub(crate) fn discard_capture(s: CUstream) {
-    if capture_status(s).unwrap_or(CaptureStatus::None) != CaptureStatus::None {
-        if let Ok(g) = end_capture(s) {
-            let _ = super::graph::destroy(g);
-        }
+    if let Some(g) = leave_capture(s) {
+        let _ = super::graph::destroy(g);
     }
+}
+
+/// Ends a capture still open on `s`, if any, returning the graph it made
+/// (for a capture into an existing graph, that graph, which stays its
+/// owner's): the stream is out of capture mode afterwards (best effort).
+pub(crate) fn leave_capture(s: CUstream) -> Option<CUgraph> {
+    if capture_status(s).unwrap_or(CaptureStatus::None) != CaptureStatus::None {
+        return end_capture(s).ok();
+    }
+    None
 }

@@ -3,6 +3,7 @@
 //! captures, so graphs can be validated (no cycles, no foreign nodes),
 //! compared (before an update) and written as DOT without asking CUDA.
 
+use crate::driver::conditional::CondType;
 use crate::error::{ensure_arg, Result};
 use graphcore_kernels::{KernelInfo, Value};
 use std::fmt;
@@ -145,6 +146,14 @@ pub enum NodeKind {
     },
     /// A node that does nothing (a join point).
     Empty,
+    /// A conditional node: runs its bodies (graphs of their own) as the
+    /// condition set on the device says.
+    Conditional {
+        /// IF, IF/ELSE, WHILE or SWITCH.
+        kind: CondType,
+        /// Number of bodies.
+        bodies: u32,
+    },
     /// A kind graphcore does not build (found in a captured graph).
     Other(&'static str),
 }
@@ -159,6 +168,7 @@ impl NodeKind {
             NodeKind::Host => "host",
             NodeKind::Child { .. } => "child graph",
             NodeKind::Empty => "empty",
+            NodeKind::Conditional { .. } => "conditional",
             NodeKind::Other(what) => what,
         }
     }

@@ -8,24 +8,25 @@ mod dot;
 pub mod fuse;
 
 pub use desc::{Direction, GraphDesc, NodeKind, TopologyDifference};
-pub use dot::to_dot;
+pub use dot::{to_dot, to_dot_nested, Nested};
 
 use crate::arg::{check_new, ArgDecl};
 use crate::context::Context;
+use crate::driver::conditional::{self as dc, CondType};
 use crate::driver::graph::{self as dg, KernelParams, RawNode};
 use crate::driver::memory::{memory_kind, MemoryKind, Memset};
 use crate::driver::owned::{Nodes, Owned, Shared};
 use crate::driver::{CUgraph, CUgraphNode};
-use crate::error::{ensure_arg, Error, Result};
+use crate::error::{ensure_arg, Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::lock::lock;
-use crate::module::{Function, LaunchConfig};
+use crate::module::{ArgBuffer, Function, LaunchConfig};
 use crate::pool::{check_device_range, check_pool_range, GraphMemory};
-use graphcore_kernels::{KernelInfo, Value};
+use graphcore_kernels::{Call, KernelInfo, SizeError, Value};
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 /// A node of a graph: which graph, and its index there (nodes are numbered
 /// in the order they were added, or, for captured graphs, as CUDA lists
@@ -54,13 +55,30 @@ struct GraphInner {
     ctx: Context,
     id: u64,
     state: Mutex<GraphState>,
+    /// For a conditional node's body: the graph holding the node (weak: the
+    /// holder keeps its bodies, and CUDA destroys a body with its holder).
+    holder: Option<Weak<GraphInner>>,
+    /// Set when the graph is instantiated: its bodies cannot change after.
+    instantiated: AtomicBool,
+}
+
+/// A conditional node's handle: the value a kernel sets on the device
+/// (`cudaGraphSetConditional`) to steer the node. Made per graph, used by
+/// conditional nodes of that graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConditionalHandle {
+    /// The id of the graph it was made for.
+    pub graph: u64,
+    /// CUDA's handle (`CUgraphConditionalHandle`), for device code.
+    pub raw: u64,
 }
 
 /// What the graph's lock guards: the CUDA graph and everything describing
 /// it. Two graph locks are held at once only by [`lock_in_order`].
 pub(crate) struct GraphState {
     /// The CUDA graph when graphcore destroys it (`None` for a borrowed
-    /// one). Destroyed first (fields drop in order), before the functions
+    /// one, and for a conditional node's body, which CUDA destroys with its
+    /// holder). Destroyed first (fields drop in order), before the functions
     /// and memory its nodes use.
     owned: Option<Owned<CUgraph>>,
     /// The CUDA graph (driver calls on it or its nodes hold the lock).
@@ -81,6 +99,15 @@ pub(crate) struct GraphState {
     events: Vec<Event>,
     /// Declared arguments, by index.
     pub(crate) args: Vec<ArgDecl>,
+    /// The bodies of its conditional nodes, by node index (kept: what they
+    /// launch and hold lives as long as this graph; `usize::MAX` for the
+    /// originals of bodies copied with a child graph or a clone).
+    bodies: Vec<(usize, Vec<Graph>)>,
+    /// The conditional handles made for this graph, with the node each
+    /// steers once one does.
+    handles: Vec<(u64, Option<u32>)>,
+    /// A capture into this body is open.
+    capturing: bool,
 }
 
 /// A graph's description, and its CUDA nodes in the description's order.
@@ -95,10 +122,54 @@ struct Described {
     as_captured: Option<Arc<GraphDesc>>,
 }
 
+impl Described {
+    /// The description of a graph with no nodes yet, built node by node.
+    fn empty() -> Described {
+        Described {
+            desc: Arc::new(GraphDesc::new()),
+            nodes: Nodes::default(),
+            as_captured: None,
+        }
+    }
+}
+
 impl GraphState {
+    /// The state of CUDA graph `raw` (`owned` when graphcore destroys it)
+    /// with `count` nodes, described or not yet, keeping nothing alive yet.
+    fn new(
+        owned: Option<Owned<CUgraph>>,
+        raw: CUgraph,
+        described: Option<Described>,
+        count: usize,
+    ) -> GraphState {
+        GraphState {
+            owned,
+            raw: Shared::new(raw),
+            described,
+            count,
+            functions: Vec::new(),
+            memory: Vec::new(),
+            events: Vec::new(),
+            args: Vec::new(),
+            bodies: Vec::new(),
+            handles: Vec::new(),
+            capturing: false,
+        }
+    }
+
     /// The CUDA graph, for driver calls made under the lock.
     pub(crate) fn raw(&self) -> CUgraph {
         self.raw.raw()
+    }
+
+    /// The bodies of its conditional nodes, for a copy of the graph (as a
+    /// child, or a clone) to keep alive: the copy's bodies are CUDA's
+    /// copies, and what they launch and hold lives through the originals.
+    fn kept_bodies(&self) -> Vec<Graph> {
+        self.bodies
+            .iter()
+            .flat_map(|(_, b)| b.iter().cloned())
+            .collect()
     }
 
     /// The description and the nodes indexed as it, if they are there (a
@@ -263,12 +334,14 @@ fn direction(dst: MemoryKind, src: MemoryKind) -> Direction {
 }
 
 impl Graph {
-    fn wrap(ctx: &Context, state: GraphState) -> Graph {
+    fn wrap(ctx: &Context, state: GraphState, holder: Option<Weak<GraphInner>>) -> Graph {
         Graph {
             inner: Arc::new(GraphInner {
                 ctx: ctx.clone(),
                 id: next_graph_id(),
                 state: Mutex::new(state),
+                holder,
+                instantiated: AtomicBool::new(false),
             }),
         }
     }
@@ -277,23 +350,9 @@ impl Graph {
     pub fn new(ctx: &Context) -> Result<Graph> {
         ctx.bind()?;
         let raw = Owned::new(dg::create()?, ctx.primary());
-        Ok(Self::wrap(
-            ctx,
-            GraphState {
-                raw: Shared::new(raw.raw()),
-                owned: Some(raw),
-                described: Some(Described {
-                    desc: Arc::new(GraphDesc::new()),
-                    nodes: Nodes::default(),
-                    as_captured: None,
-                }),
-                count: 0,
-                functions: Vec::new(),
-                memory: Vec::new(),
-                events: Vec::new(),
-                args: Vec::new(),
-            },
-        ))
+        let cuda = raw.raw();
+        let state = GraphState::new(Some(raw), cuda, Some(Described::empty()), 0);
+        Ok(Self::wrap(ctx, state, None))
     }
 
     /// Wraps a graph CUDA captured; it keeps `events` (those of its event
@@ -309,19 +368,79 @@ impl Graph {
         // On failure, dropping `owned` destroys the graph.
         let owned = Owned::new(raw, ctx.primary());
         let count = dg::node_count(raw)?;
-        Ok(Self::wrap(
-            ctx,
-            GraphState {
-                owned: Some(owned),
-                raw: Shared::new(raw),
-                described: None,
-                count,
-                functions: Vec::new(),
-                memory: memory.map(Arc::new).into_iter().collect(),
-                events,
-                args,
-            },
-        ))
+        let mut state = GraphState::new(Some(owned), raw, None, count);
+        state.memory = memory.map(Arc::new).into_iter().collect();
+        state.events = events;
+        state.args = args;
+        Ok(Self::wrap(ctx, state, None))
+    }
+
+    /// Marks an empty conditional body as the target of a capture
+    /// (`cuStreamBeginCaptureToGraph` runs under its lock, in `begin`).
+    /// Anything else is refused: a graph that is not a body, a body with
+    /// nodes, or one already being captured into.
+    pub(crate) fn begin_capture_into(
+        &self,
+        begin: impl FnOnce(CUgraph) -> Result<()>,
+    ) -> Result<()> {
+        ensure_arg!(
+            self.is_body(),
+            "the graph is not a conditional node's body: capture into bodies only (or capture \
+             a new graph)"
+        );
+        self.check_changeable()?;
+        let mut st = self.state();
+        ensure_arg!(
+            !st.capturing,
+            "a capture into this body is already open (end it on the stream that began it)"
+        );
+        ensure_arg!(
+            st.count == 0,
+            "the body already has {} nodes: capture only into an empty body",
+            st.count
+        );
+        begin(st.raw())?;
+        st.capturing = true;
+        Ok(())
+    }
+
+    /// Ends a capture into this body: reads back the nodes CUDA added,
+    /// keeps the events its event nodes use, and gives the capture's pool
+    /// memory to the outermost graph.
+    pub(crate) fn end_capture_into(
+        &self,
+        memory: Option<GraphMemory>,
+        events: Vec<Event>,
+    ) -> Result<()> {
+        let memory = memory.map(Arc::new);
+        {
+            let mut st = self.state();
+            st.capturing = false;
+            let mut d = Graph::read_back(&self.inner.ctx, st.raw())?;
+            // A body is built, not instantiated: no as-captured state.
+            d.as_captured = None;
+            st.count = d.desc.len();
+            st.described = Some(d);
+            st.events.extend(events);
+            st.memory.extend(memory.clone());
+        }
+        if let Some(m) = memory {
+            let root = self.root()?;
+            root.state().memory.push(m);
+        }
+        Ok(())
+    }
+
+    /// Clears the capture mark after a failed capture into this body and
+    /// removes the nodes it left.
+    pub(crate) fn abandon_capture_into(&self) {
+        let mut st = self.state();
+        st.capturing = false;
+        if let Ok(nodes) = dg::nodes(st.raw()) {
+            for n in nodes {
+                let _ = dg::destroy_node(n);
+            }
+        }
     }
 
     /// Wraps a `CUgraph` (a `cudaGraph_t`) made outside graphcore; its
@@ -343,19 +462,8 @@ impl Graph {
         let owned = adopt.then(|| Owned::new(raw, ctx.primary()));
         ctx.bind()?;
         let count = dg::node_count(raw)?;
-        Ok(Self::wrap(
-            ctx,
-            GraphState {
-                owned,
-                raw: Shared::new(raw),
-                described: None,
-                count,
-                functions: Vec::new(),
-                memory: Vec::new(),
-                events: Vec::new(),
-                args: Vec::new(),
-            },
-        ))
+        let state = GraphState::new(owned, raw, None, count);
+        Ok(Self::wrap(ctx, state, None))
     }
 
     /// A new graph with the same nodes, parameters and edges (CUDA's
@@ -372,29 +480,28 @@ impl Graph {
             .iter()
             .map(|&n| dg::find_in_clone(n, raw.raw()))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self::wrap(
-            ctx,
-            GraphState {
-                raw: Shared::new(raw.raw()),
-                owned: Some(raw),
-                described: Some(Described {
-                    desc: Arc::clone(st.desc()),
-                    nodes: nodes.into(),
-                    as_captured: None,
-                }),
-                count: st.st.count,
-                functions: st.st.functions.clone(),
-                memory: st.st.memory.clone(),
-                events: st.st.events.clone(),
-                args: st.st.args.clone(),
-            },
-        ))
+        let cuda = raw.raw();
+        let described = Described {
+            desc: Arc::clone(st.desc()),
+            nodes: nodes.into(),
+            as_captured: None,
+        };
+        let mut state = GraphState::new(Some(raw), cuda, Some(described), st.st.count);
+        state.functions = st.st.functions.clone();
+        state.memory = st.st.memory.clone();
+        state.events = st.st.events.clone();
+        state.args = st.st.args.clone();
+        let kept = st.st.kept_bodies();
+        if !kept.is_empty() {
+            state.bodies.push((usize::MAX, kept));
+        }
+        Ok(Self::wrap(ctx, state, None))
     }
 
     /// True when the caller owns the CUDA graph ([`Graph::wrap_raw`]
     /// without adopting it).
     pub fn is_borrowed(&self) -> bool {
-        self.state().owned.is_none()
+        !self.is_body() && self.state().owned.is_none()
     }
 
     /// Reads a captured graph's nodes and edges back: its description, and
@@ -508,8 +615,9 @@ impl Graph {
     }
 
     /// The indices and raw nodes of `deps`, checking each belongs to this
-    /// graph.
+    /// graph (and that the graph may change).
     fn resolve(&self, st: &DescribedState<'_>, deps: &[Node]) -> Result<Deps> {
+        self.check_changeable()?;
         let mut idx = Vec::with_capacity(deps.len());
         for (i, d) in deps.iter().enumerate() {
             ensure_arg!(
@@ -520,6 +628,72 @@ impl Graph {
         }
         st.desc().check_deps(&idx)?;
         Ok(Deps::new(idx, st.nodes()))
+    }
+
+    /// True for a conditional node's body.
+    pub fn is_body(&self) -> bool {
+        self.inner.holder.is_some()
+    }
+
+    /// The graphs holding this body, innermost first (empty for a graph
+    /// that is not a body). A holder that is gone is
+    /// [`ErrorKind::InvalidState`].
+    fn holders(&self) -> Result<Vec<Graph>> {
+        let mut out = Vec::new();
+        let mut next = self.inner.holder.clone();
+        while let Some(w) = next {
+            let inner = w.upgrade().ok_or_else(|| {
+                Error::invalid_state(
+                    "the graph holding this conditional body was destroyed (CUDA destroyed the \
+                     body with it)",
+                )
+            })?;
+            next = inner.holder.clone();
+            out.push(Graph { inner });
+        }
+        Ok(out)
+    }
+
+    /// The outermost graph: the one instantiated (itself when it is not a
+    /// body).
+    fn root(&self) -> Result<Graph> {
+        Ok(self.holders()?.pop().unwrap_or_else(|| self.clone()))
+    }
+
+    /// Refuses changes to a body whose holder is gone or was instantiated
+    /// (the exec would not see them).
+    fn check_changeable(&self) -> Result<()> {
+        for h in self.holders()? {
+            if h.inner.instantiated.load(Ordering::Acquire) {
+                return Err(Error::invalid_state(
+                    "this conditional body's graph was already instantiated: a body cannot \
+                     change after that (an exec would not see the change); fill bodies before \
+                     instantiating",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses to instantiate a conditional node's body on its own.
+    pub(crate) fn check_instantiable(&self) -> Result<()> {
+        ensure_arg!(
+            !self.is_body(),
+            "the graph is a conditional node's body: it runs only inside its node (instantiate \
+             the graph holding the node)"
+        );
+        Ok(())
+    }
+
+    /// Records that the graph was instantiated: its bodies cannot change
+    /// from now on.
+    pub(crate) fn mark_instantiated(&self) {
+        self.inner.instantiated.store(true, Ordering::Release);
+    }
+
+    /// True when the graph (or a body nested in it) has conditional nodes.
+    pub fn has_conditionals(&self) -> bool {
+        !self.state().bodies.is_empty()
     }
 
     /// Records a node the driver added (after `deps`) in the description.
@@ -589,6 +763,33 @@ impl Graph {
             st.st.functions.push(f.clone());
         }
         Ok(self.push(&mut st, kind, deps.idx, raw))
+    }
+
+    /// Adds a kernel node running a built-in operation planned by
+    /// `graphcore_kernels::ops` (a call that failed its checks is
+    /// [`ErrorKind::InvalidArgument`]).
+    ///
+    /// # Safety
+    /// The buffers the call names must be device memory of this graph's
+    /// context, valid for what the call reads and writes whenever the graph
+    /// runs.
+    pub unsafe fn add_op(
+        &self,
+        call: std::result::Result<Call, SizeError>,
+        deps: &[Node],
+    ) -> Result<Node> {
+        let call = call?;
+        let f = Function::from_builtin(&self.inner.ctx, call.kernel.name())?;
+        let mut args = ArgBuffer::new(call.args());
+        let mut ptrs = args.pointers();
+        let cfg = LaunchConfig {
+            grid: call.grid,
+            block: call.block,
+            shared_bytes: call.shared_bytes,
+        };
+        // SAFETY: one slot per parameter, typed by the kernel table; the
+        // buffers are valid by this function's contract.
+        unsafe { self.add_kernel(&f, &cfg, ptrs.as_mut_ptr(), deps) }
     }
 
     /// Adds a copy of `bytes` bytes from `src` to `dst`. Each side must be
@@ -687,6 +888,10 @@ impl Graph {
         user_data: *mut c_void,
         deps: &[Node],
     ) -> Result<Node> {
+        ensure_arg!(
+            !self.is_body(),
+            "CUDA does not allow host nodes in a conditional node's body"
+        );
         let mut st = self.described()?;
         let deps = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
@@ -712,14 +917,39 @@ impl Graph {
         );
         let nodes = c.count;
         ensure_arg!(nodes > 0, "the child graph has no nodes");
+        ensure_arg!(
+            !child.is_body(),
+            "the child graph is a conditional node's body (a body belongs to its node)"
+        );
         let mut st = DescribedState::new(st, &self.inner.ctx)?;
+        let c = if self.is_body() {
+            // Only a body's children are read back here, to check them.
+            let c = DescribedState::new(c, &self.inner.ctx)?;
+            let d = c.desc();
+            if let Some(i) = (0..nodes).find(|&i| !allowed_in_body(d.node(i))) {
+                return Err(Error::invalid_argument(format!(
+                    "the child graph's node {i} is a {} node: CUDA allows only kernel, copy, \
+                     memset, empty, child-graph and conditional nodes in a conditional body",
+                    d.node(i).kind_name()
+                )));
+            }
+            c.st
+        } else {
+            c
+        };
         let deps = self.resolve(&st, deps)?;
         self.inner.ctx.bind()?;
         let raw = dg::add_child(st.raw(), deps.raw(), c.raw())?;
         st.st.functions.extend(c.functions.iter().cloned());
         st.st.memory.extend(c.memory.iter().cloned());
         st.st.events.extend(c.events.iter().cloned());
+        let kept = c.kept_bodies();
         drop(c);
+        if !kept.is_empty() {
+            // The copy's bodies are CUDA's copies; the originals' functions
+            // and memory are kept alive through them.
+            st.st.bodies.push((usize::MAX, kept));
+        }
         Ok(self.push(&mut st, NodeKind::Child { nodes }, deps.idx, raw))
     }
 
@@ -741,6 +971,7 @@ impl Graph {
                 "`{name}` is a node of another graph"
             );
         }
+        self.check_changeable()?;
         let mut st = self.described()?;
         let (f, t) = (from.index as usize, to.index as usize);
         st.desc().check_edge(f, t)?;
@@ -750,10 +981,138 @@ impl Graph {
         Ok(())
     }
 
-    /// The graph in Graphviz DOT (a captured graph is read back from CUDA
-    /// the first time).
+    /// Makes a conditional handle for this graph's conditional nodes, with
+    /// the value it has when the graph starts (`default_value`) and, with
+    /// `reset_on_launch`, gets again at every launch. Needs CUDA 12.3
+    /// ([`ErrorKind::NotSupported`] naming it otherwise).
+    pub fn conditional_handle(
+        &self,
+        default_value: u32,
+        reset_on_launch: bool,
+    ) -> Result<ConditionalHandle> {
+        self.check_changeable()?;
+        let mut st = self.state();
+        self.inner.ctx.bind()?;
+        let flags = if reset_on_launch {
+            dc::ASSIGN_DEFAULT
+        } else {
+            0
+        };
+        let raw = dc::handle_create(st.raw(), self.inner.ctx.raw(), default_value, flags)?;
+        st.handles.push((raw, None));
+        Ok(ConditionalHandle {
+            graph: self.inner.id,
+            raw,
+        })
+    }
+
+    /// Adds a conditional node of type `kind` steered by `handle` (made for
+    /// this graph, and steering no other node) after `deps`; returns the node and its bodies: `cases`
+    /// graphs for SWITCH, two for IF/ELSE, one for IF and WHILE (`cases`
+    /// must then be 0 or that number). Fill the bodies with the builder
+    /// calls or by capturing into them before instantiating this graph.
+    /// Needs CUDA 12.3 (IF, WHILE) or 12.8 (IF/ELSE, SWITCH).
+    pub fn add_conditional(
+        &self,
+        kind: CondType,
+        handle: ConditionalHandle,
+        cases: u32,
+        deps: &[Node],
+    ) -> Result<(Node, Vec<Graph>)> {
+        let bodies = match kind {
+            CondType::If | CondType::While => 1,
+            CondType::IfElse => 2,
+            CondType::Switch => {
+                ensure_arg!(
+                    cases > 0,
+                    "a SWITCH node needs at least 1 case (`cases` is 0)"
+                );
+                cases
+            }
+        };
+        ensure_arg!(
+            cases == 0 || cases == bodies,
+            "an {} node has {bodies} bodies; `cases` is {cases} (pass 0 or {bodies})",
+            kind.name()
+        );
+        ensure_arg!(
+            handle.graph == self.inner.id,
+            "the conditional handle was made for another graph (handles belong to the graph \
+             that holds the node)"
+        );
+        let mut st = self.described()?;
+        let deps = self.resolve(&st, deps)?;
+        match st.st.handles.iter().find(|(h, _)| *h == handle.raw) {
+            None => {
+                return Err(Error::invalid_argument(
+                    "the conditional handle was not made for this graph",
+                ))
+            }
+            Some((_, Some(node))) => {
+                return Err(Error::invalid_argument(format!(
+                    "the conditional handle already steers node {node}: CUDA ties a handle to one \
+                     conditional node (make one handle per node)"
+                )))
+            }
+            Some((_, None)) => {}
+        }
+        self.inner.ctx.bind()?;
+        let (raw, graphs) = dc::add(
+            st.raw(),
+            deps.raw(),
+            handle.raw,
+            kind,
+            bodies,
+            self.inner.ctx.raw(),
+        )?;
+        if graphs.iter().any(|g| g.is_null()) {
+            return Err(Error::new(
+                ErrorKind::Cuda,
+                "cuGraphAddNode made a conditional node without its body graphs",
+            ));
+        }
+        let holder = Some(Arc::downgrade(&self.inner));
+        let made: Vec<Graph> = graphs
+            .into_iter()
+            .map(|g| {
+                // CUDA destroys the body with its holder: not owned here.
+                let state = GraphState::new(None, g, Some(Described::empty()), 0);
+                Self::wrap(&self.inner.ctx, state, holder.clone())
+            })
+            .collect();
+        let node = self.push(
+            &mut st,
+            NodeKind::Conditional { kind, bodies },
+            deps.idx,
+            raw,
+        );
+        st.st.bodies.push((node.index as usize, made.clone()));
+        if let Some(h) = st.st.handles.iter_mut().find(|(h, _)| *h == handle.raw) {
+            h.1 = Some(node.index);
+        }
+        Ok((node, made))
+    }
+
+    /// The description with its bodies', for DOT.
+    fn nested(&self) -> Result<Nested> {
+        let (desc, bodies) = {
+            let st = self.described()?;
+            ((**st.desc()).clone(), st.st.bodies.clone())
+        };
+        Ok(Nested {
+            desc,
+            bodies: bodies
+                .into_iter()
+                .filter(|(i, _)| *i != usize::MAX)
+                .map(|(i, b)| Ok((i, b.iter().map(Graph::nested).collect::<Result<_>>()?)))
+                .collect::<Result<_>>()?,
+        })
+    }
+
+    /// The graph in Graphviz DOT, conditional bodies as clusters (a
+    /// captured graph is read back from CUDA the first time).
     pub fn to_dot(&self, name: &str) -> Result<String> {
-        Ok(to_dot(self.described()?.desc(), name))
+        Ok(to_dot_nested(&self.nested()?, name))
     }
 
     /// Writes the graph in Graphviz DOT to `path`.
@@ -764,6 +1123,11 @@ impl Graph {
         std::fs::write(path, self.to_dot(&name)?)
             .map_err(|e| Error::invalid_argument(format!("cannot write {}: {e}", path.display())))
     }
+}
+
+/// Whether CUDA allows a node of this kind in a conditional body.
+fn allowed_in_body(k: &NodeKind) -> bool {
+    !matches!(k, NodeKind::Host | NodeKind::Other(_))
 }
 
 /// Describes a node CUDA reports.
