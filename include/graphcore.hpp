@@ -404,6 +404,20 @@ inline gc_node graph_add_empty(gc_graph *graph, std::initializer_list<gc_node> d
     return node;
 }
 
+/** gc_op_mlp_workspace_bytes for `rows` rows through `layers`. */
+inline std::uint64_t mlp_workspace_bytes(std::uint32_t rows, const std::vector<gc_mlp_layer> &layers) {
+    std::uint64_t bytes = 0;
+    check(gc_op_mlp_workspace_bytes(rows, layers.data(), static_cast<std::uint32_t>(layers.size()), &bytes));
+    return bytes;
+}
+
+/** gc_op_mlp: `rows` rows of x through `layers` into y (workspace as gc_op_mlp says). */
+inline void op_mlp(gc_stream *stream, float *y, const float *x, std::uint32_t rows,
+                   const std::vector<gc_mlp_layer> &layers, void *workspace, std::uint64_t workspace_bytes) {
+    check(gc_op_mlp(stream, y, x, rows, layers.data(), static_cast<std::uint32_t>(layers.size()), workspace,
+                    workspace_bytes));
+}
+
 }  // namespace graphcore
 
 #endif /* GRAPHCORE_HPP */

@@ -10,7 +10,7 @@ import ctypes as C
 from .args import _addr, _dim3, _float, _int, _kernel_args
 from .loader import lib
 from .objects import Function, _handle_of, _stream
-from .structs import _D, PROTOTYPES, ChainOp
+from .structs import _D, PROTOTYPES, ChainOp, MlpLayer
 
 
 def memcpy_async(stream, dst, src, nbytes):
@@ -117,4 +117,41 @@ def op_chain(stream, y, x, n, ops):
                     _int(n, w, "n"), array, len(items))
 
 
-__all__ = ["memcpy_async", "memset_async", "launch", "op_chain"] + [c[3:] for c in _OP_PARAMS]
+def _mlp_layers(layers, w):
+    """MlpLayer items from MlpLayers or (w, b, inputs, outputs, relu) tuples
+    (w and b: addresses or tensors; b may be None)."""
+    items = []
+    for item in layers:
+        if isinstance(item, MlpLayer):
+            items.append(item)
+            continue
+        wt, b, inputs, outputs, relu = item
+        items.append(MlpLayer(_addr(wt, w, "w"), _addr(b, w, "b", nullable=True) or None,
+                              _int(inputs, w, "inputs", 32), _int(outputs, w, "outputs", 32),
+                              1 if relu else 0))
+    return (MlpLayer * max(len(items), 1))(*items), len(items)
+
+
+def mlp_workspace_bytes(rows, layers):
+    """gc_op_mlp_workspace_bytes: the workspace op_mlp needs for ``rows`` rows
+    through ``layers`` (as op_mlp takes them)."""
+    w = "mlp_workspace_bytes"
+    array, count = _mlp_layers(layers, w)
+    out = C.c_uint64()
+    lib.gc_op_mlp_workspace_bytes(_int(rows, w, "rows", 32), array, count, C.byref(out))
+    return out.value
+
+
+def op_mlp(stream, y, x, rows, layers, workspace, workspace_bytes):
+    """gc_op_mlp: an MLP forward (up to 4 layers per launch for <= 64 rows).
+    ``layers``: MlpLayers or (w, b, inputs, outputs, relu) tuples; the
+    workspace's first 4 bytes zero before its first use."""
+    w = "op_mlp"
+    array, count = _mlp_layers(layers, w)
+    lib.gc_op_mlp(_stream(stream, w), _addr(y, w, "y"), _addr(x, w, "x"), _int(rows, w, "rows", 32),
+                  array, count, _addr(workspace, w, "workspace"),
+                  _int(workspace_bytes, w, "workspace_bytes"))
+
+
+__all__ = ["memcpy_async", "memset_async", "launch", "op_chain", "mlp_workspace_bytes",
+           "op_mlp"] + [c[3:] for c in _OP_PARAMS]

@@ -13,6 +13,7 @@ __all__ = [
     "INSTANTIATE_FUSE_ELEMENTWISE", "CAPTURE_THREAD_LOCAL", "CAPTURE_GLOBAL", "CAPTURE_RELAXED",
     "CHAIN_FILL", "CHAIN_MUL", "CHAIN_ADD", "CHAIN_RELU", "CHAIN_MAX", "CHAIN_MIN",
     "CHAIN_MAX_OPS", "RUNNER_MAX_BUCKETS", "Dim3", "Node", "DeviceInfo", "ChainOp",
+    "MlpLayer", "MLP_MAX_LAYERS",
     "PoolOptions", "PoolStatistics", "ExecStatistics", "RunnerBucket", "RunnerStatistics",
     "HOST_FN", "RECORD_FN", "PROTOTYPES",
 ]
@@ -34,6 +35,7 @@ CHAIN_RELU = 4
 CHAIN_MAX = 5
 CHAIN_MIN = 6
 CHAIN_MAX_OPS = 8
+MLP_MAX_LAYERS = 64
 RUNNER_MAX_BUCKETS = 16
 
 # ------------------------------------------------------------- C structures
@@ -83,6 +85,18 @@ class ChainOp(C.Structure):
     """gc_chain_op: one operation of op_chain (CHAIN_* opcode, constant)."""
 
     _fields_ = [("op", C.c_uint32), ("value", C.c_float)]
+
+
+class MlpLayer(C.Structure):
+    """gc_mlp_layer: one layer of op_mlp (w, b device addresses, widths, relu)."""
+
+    _fields_ = [
+        ("w", C.c_void_p),
+        ("b", C.c_void_p),
+        ("inputs", C.c_uint32),
+        ("outputs", C.c_uint32),
+        ("relu", C.c_int),
+    ]
 
 
 class PoolOptions(C.Structure):
@@ -259,5 +273,7 @@ PROTOTYPES = {
     "gc_op_bias_grad": (_S, [_H, _D, _D, C.c_uint32, C.c_uint32]),
     "gc_op_bias_sgd": (_S, [_H, _D, _D, C.c_uint32, C.c_uint32, C.c_float]),
     "gc_op_mse": (_S, [_H, _D, _D, _D, _D, C.c_uint64, C.c_float, _D, C.c_uint64]),
+    "gc_op_mlp_workspace_bytes": (_S, [C.c_uint32, _P(MlpLayer), C.c_uint32, _P(C.c_uint64)]),
+    "gc_op_mlp": (_S, [_H, _D, _D, C.c_uint32, _P(MlpLayer), C.c_uint32, _D, C.c_uint64]),
 }
 
