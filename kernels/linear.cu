@@ -154,18 +154,15 @@ __device__ __forceinline__ void gc_small_fma(float (&acc)[R * C], const float (&
 }
 
 // Adds to acc the products of the steps u0, u0 + S, u0 + 2 S, ... below
-// k / KV (in that order) for the thread tile at rows i0.., columns j0..;
-// loads are issued in batches of up to UMAX steps (the sums do not depend
-// on the batch size).
-template <int R, int C, int KV, int LAYOUT, bool XNC = true, int UMAX = 8>
+// k / KV (in that order) for the thread tile at rows i0.., columns j0..
+template <int R, int C, int KV, int LAYOUT, bool XNC = true>
 __device__ __forceinline__ void gc_small_sums(float (&acc)[R * C], const float *x, const float *w, u32 m, u32 n,
                                               u32 k, u32 i0, u32 j0, u32 u0, u32 S) {
     // Steps per loop trip (loads in flight): 1 x 1 tiles take 8 steps in
     // guarded batches (one trip covers K <= 1024 with one warp per column);
     // larger tiles fewer, with a tail loop.
     constexpr bool GUARD = R * C == 1;
-    constexpr int U0 = GUARD ? 8 : (R + C <= 4) ? 4 : (R + C <= 8 ? 2 : 1);
-    constexpr int U = U0 < UMAX ? U0 : UMAX;  // UMAX caps the registers the batches take
+    constexpr int U = GUARD ? 8 : (R + C <= 4) ? 4 : (R + C <= 8 ? 2 : 1);
     const u32 steps = k / KV;
     u32 u = u0;
     if constexpr (GUARD) {
@@ -340,9 +337,12 @@ extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
 // d01 = d0 | d1 << 16, d23 = d2 | d3 << 16, d4rows = d4 | rows << 16 (widths
 // and rows below 2^16; unused widths 0); flags bits 0..3: ReLU after layer l,
 // bits 4..6: L (1..4), bits 8 + 2 l: layer l's warp tile (0: 1 x 1, 1: 4 x 1,
-// 2: 4 x 4, rows x columns; the 8 x 4 tile would spill here).
+// 2: 4 x 4, 3: 8 x 4, rows x columns).
 //
-// Launch: cooperative (every block resident), block 256, any 1-D grid. The
+// Launch: cooperative (every block resident), block 256, a 1-D grid of at
+// most one block per SM (up to 255 registers a thread: the whole network's
+// code shares one register budget, and the barrier's cost grows with the
+// blocks). The
 // 8 G warps of the grid take layer l's tiles round-robin (tile t = (tile
 // row) * (tile columns) + (tile column) goes to warp t mod 8 G, warp w of
 // block b being 8 b + w). A warp computes its tile exactly as one tile group
@@ -361,6 +361,15 @@ extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
 #define GC_MLP_MAX_LAYERS 4
 #define GC_MLP_ALIGN 64  // floats: intermediates start 256-byte aligned
 
+// Suspends the thread for about `ns` nanoseconds (sm_70 and later).
+__device__ __forceinline__ void gc_nanosleep(u32 ns) {
+#ifdef __CUDA_ARCH__
+    asm volatile("nanosleep.u32 %0;" ::"r"(ns));
+#else
+    (void)ns;  // CPU emulation (kernels/emu)
+#endif
+}
+
 // Grid-wide barrier of a cooperative launch (see gc_mlp_f32): bar[0] counts
 // arrivals, bar[1] is the generation.
 __device__ __forceinline__ void gc_grid_barrier(u32 *bar) {
@@ -375,6 +384,7 @@ __device__ __forceinline__ void gc_grid_barrier(u32 *bar) {
             atomicAdd(bar + 1, 1u);
         } else {
             while (*gen == g) {
+                gc_nanosleep(32);  // back off: fewer polls of the line the atomics need
             }
         }
         __threadfence();
@@ -382,10 +392,8 @@ __device__ __forceinline__ void gc_grid_barrier(u32 *bar) {
     __syncthreads();
 }
 
-// One layer of gc_mlp_f32 with warp tile R x C, loads in batches of at most
-// UMAX steps (fewer registers than gc_linear_small_f32 takes: the whole
-// network's code shares one register budget).
-template <int R, int C, int UMAX>
+// One layer of gc_mlp_f32 with warp tile R x C.
+template <int R, int C>
 __device__ __forceinline__ void gc_mlp_layer(float *y, const float *x, const float *w, const float *b, u32 m,
                                              u32 n, u32 k, bool relu) {
     constexpr int V = R * C;
@@ -395,7 +403,7 @@ __device__ __forceinline__ void gc_mlp_layer(float *y, const float *x, const flo
     const u32 warps = gridDim.x * GC_SMALL_WARPS, gw = blockIdx.x * GC_SMALL_WARPS + (threadIdx.x >> 5);
     const u32 tcols = (n + C - 1) / C, tiles = ((m + R - 1) / R) * tcols;
     const bool vec = (k & 3) == 0 && gc_aligned16(x, w);
-    const u32 S = blockDim.x / GC_SMALL_WARPS;  // 32: a warp's lanes split K
+    const u32 S = 32u;  // a warp's lanes split K
 #pragma unroll 1
     for (u32 t = gw; t < tiles; t += warps) {
         const u32 i0 = (t / tcols) * R, j0 = (t % tcols) * C;
@@ -409,15 +417,15 @@ __device__ __forceinline__ void gc_mlp_layer(float *y, const float *x, const flo
 #pragma unroll
         for (int v = 0; v < V; ++v) acc[v] = 0.0f;
         if (vec)
-            gc_small_sums<R, C, 4, GC_W_NK, false, UMAX>(acc, x, w, m, n, k, i0, j0, lane, S);
+            gc_small_sums<R, C, 4, GC_W_NK, false>(acc, x, w, m, n, k, i0, j0, lane, S);
         else
-            gc_small_sums<R, C, 1, GC_W_NK, false, UMAX>(acc, x, w, m, n, k, i0, j0, lane, S);
+            gc_small_sums<R, C, 1, GC_W_NK, false>(acc, x, w, m, n, k, i0, j0, lane, S);
         gc_small_exchange<V, 0>(acc, lane);
         gc_small_store_warp<R, C>(y, b, m, n, i0, j0, relu, acc, bias, lane);
     }
 }
 
-extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
+extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 1)
     gc_mlp_f32(float *y, const float *x, u32 *bar, float *act, const float *w0, const float *b0, const float *w1,
                const float *b1, const float *w2, const float *b2, const float *w3, const float *b3, u32 d01,
                u32 d23, u32 d4rows, u32 flags) {
@@ -435,9 +443,10 @@ extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
         float *out = last ? y : h;
         const bool relu = (flags >> l) & 1u;
         switch ((flags >> (8 + 2 * l)) & 3u) {
-        case 0: gc_mlp_layer<1, 1, 4>(out, in, w, b, m, n, k, relu); break;
-        case 1: gc_mlp_layer<4, 1, 2>(out, in, w, b, m, n, k, relu); break;
-        default: gc_mlp_layer<4, 4, 1>(out, in, w, b, m, n, k, relu); break;
+        case 0: gc_mlp_layer<1, 1>(out, in, w, b, m, n, k, relu); break;
+        case 1: gc_mlp_layer<4, 1>(out, in, w, b, m, n, k, relu); break;
+        case 2: gc_mlp_layer<4, 4>(out, in, w, b, m, n, k, relu); break;
+        default: gc_mlp_layer<8, 4>(out, in, w, b, m, n, k, relu); break;
         }
         if (last) break;
         gc_grid_barrier(bar);

@@ -9,7 +9,8 @@ path, on the same GPU, in one run, from the same weights (fp32, TF32 off).
     gc_op_mlp, for the same network as three gc_op_linear launches, and for
     PyTorch.
   * A sweep: widths 256, 1024, 4096, 2 to 4 layers of that width (ReLU
-    between), batches 1 to 128: graph replay alone, PyTorch vs gc_op_mlp.
+    between), batches 1 to 128: graph replay alone, PyTorch vs gc_op_mlp
+    (fused where it fuses) and vs one gc_op_linear launch per layer.
   * Numerics: outputs against float64 (norm-wise relative error), and two
     replays compared bit for bit.
 
@@ -93,7 +94,7 @@ class GcMlp:
             if copies:
                 gc.memcpy_async(stream, self.dst, self.y, self.y.numel() * 4)
         self.graph = cap.graph
-        self.nodes = self.graph.node_count()
+        self.nodes = self.graph.node_count
         self.exec = self.graph.instantiate()
 
     def __call__(self):
@@ -191,8 +192,10 @@ for width in widths_list:
             iters = 200
             t_torch = median_us(torch_graph(model, b, False), iters=iters, reps=5)
             t_gc = median_us(m, iters=iters, reps=5)
-            row = {"width": width, "layers": layers, "batch": b, "fused": b <= 64,
-                   "torch_graph_us": t_torch, "graphcore_us": t_gc, "speedup": t_torch / t_gc,
+            t_per_layer = median_us(GcMlp(model, b, copies=False, per_layer=True), iters=iters, reps=5)
+            row = {"width": width, "layers": layers, "batch": b, "fused": m.nodes == 1,
+                   "torch_graph_us": t_torch, "graphcore_us": t_gc, "graphcore_per_layer_us": t_per_layer,
+                   "speedup": t_torch / t_gc,
                    "rel_err_vs_float64": err, "replays_bitwise_equal": same}
             results["sweep"].append(row)
             print(row, flush=True)
@@ -210,7 +213,8 @@ for r in results["notes"]:
           f"{r['speedup_request']:5.2f} | {r['torch_graph_replay_us']:8.2f} {r['graphcore_mlp_replay_us']:7.2f} "
           f"{r['graphcore_3_linear_replay_us']:8.2f} {r['speedup_replay']:5.2f} | {r['rel_err_vs_float64']:.1e} "
           f"{r['replays_bitwise_equal']}")
-print("sweep (replay only): width layers batch torch gc speedup relerr")
+print("sweep (replay only): width layers batch fused torch gc gc-per-layer speedup relerr bitwise")
 for r in results["sweep"]:
-    print(f"{r['width']:5d} {r['layers']} {r['batch']:4d} {r['torch_graph_us']:8.2f} {r['graphcore_us']:8.2f} "
-          f"{r['speedup']:5.2f}x {r['rel_err_vs_float64']:.1e} {r['replays_bitwise_equal']}")
+    print(f"{r['width']:5d} {r['layers']} {r['batch']:4d} {int(r['fused'])} {r['torch_graph_us']:8.2f} "
+          f"{r['graphcore_us']:8.2f} {r['graphcore_per_layer_us']:8.2f} {r['speedup']:5.2f}x "
+          f"{r['rel_err_vs_float64']:.1e} {r['replays_bitwise_equal']}")

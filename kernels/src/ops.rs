@@ -925,10 +925,15 @@ pub const MLP_FUSED_MAX_ROWS: u32 = 64;
 const MLP_BARRIER_BYTES: u64 = 256;
 /// Intermediates start at multiples of this many bytes into the workspace.
 const MLP_ALIGN: u64 = 256;
+/// Most multiply-adds (rows x inputs x outputs) a layer may take for the
+/// network to run fused: past that the per-layer kernels' larger tiles and
+/// more warps win over the launches fusion saves (measured on an H100,
+/// kernels/TUNING.md).
+pub const MLP_FUSED_MAX_MACS: u64 = 1 << 25;
 /// Warp tiles of `gc_mlp_f32` (rows x columns), by its tile code.
-const MLP_TILES: [(u32, u32); 3] = [(1, 1), (4, 1), (4, 4)];
-/// Blocks per SM of the fused launch (`__launch_bounds__(256, 2)`).
-const MLP_BLOCKS_PER_SM: u32 = 2;
+const MLP_TILES: [(u32, u32); 4] = [(1, 1), (4, 1), (4, 4), (8, 4)];
+/// Blocks per SM of the fused launch (`__launch_bounds__(256, 1)`).
+const MLP_BLOCKS_PER_SM: u32 = 1;
 
 /// Bytes the intermediate output of a layer with `outputs` columns takes in
 /// an MLP workspace.
@@ -1042,9 +1047,10 @@ fn mlp_io(y: u64, x: u64, workspace: u64, rows: u32, layers: &[MlpLayer], l: usi
 /// [`mlp_workspace_bytes`]) holds the barrier and the intermediate
 /// activations; its first 4 bytes must be zero before its first use (every
 /// launch leaves them zero) and it must not be shared with a concurrent
-/// launch. Up to [`MLP_FUSED_MAX_ROWS`] rows: one cooperative
-/// `gc_mlp_f32` launch per [`MLP_FUSED_LAYERS`] layers (outputs bitwise
-/// equal to [`mlp_unfused`]); more rows: one [`linear`] launch per layer.
+/// launch. Up to [`MLP_FUSED_MAX_ROWS`] rows and [`MLP_FUSED_MAX_MACS`]
+/// per layer: one cooperative `gc_mlp_f32` launch per [`MLP_FUSED_LAYERS`]
+/// layers (outputs bitwise equal to [`mlp_unfused`]); otherwise one
+/// [`linear`] launch per layer.
 #[allow(clippy::too_many_arguments)]
 pub fn mlp(
     y: u64,
@@ -1056,10 +1062,12 @@ pub fn mlp(
     sms: u32,
 ) -> Result<Vec<Call>, SizeError> {
     mlp_checks(y, x, workspace, workspace_bytes, rows, layers, sms)?;
-    let narrow = layers
-        .iter()
-        .all(|l| l.inputs <= u16::MAX as u32 && l.outputs <= u16::MAX as u32);
-    if rows > MLP_FUSED_MAX_ROWS || !narrow {
+    let small = layers.iter().all(|l| {
+        l.inputs <= u16::MAX as u32
+            && l.outputs <= u16::MAX as u32
+            && rows as u64 * l.inputs as u64 * l.outputs as u64 <= MLP_FUSED_MAX_MACS
+    });
+    if rows > MLP_FUSED_MAX_ROWS || !small {
         return (0..layers.len())
             .map(|i| {
                 let (input, output) = mlp_io(y, x, workspace, rows, layers, i);
@@ -1131,8 +1139,8 @@ pub fn mlp(
 /// What [`mlp`] computes, as one `gc_linear_small_f32` launch per layer
 /// with the fused launch's warp tiles (one warp per tile group, 8 groups per
 /// block): bitwise the fused outputs, for tests and comparisons. The same
-/// checks and workspace as [`mlp`]; where [`mlp`] does not fuse (more than
-/// [`MLP_FUSED_MAX_ROWS`] rows, a width of 2^16 or more) it is [`mlp`].
+/// checks and workspace as [`mlp`]; where [`mlp`] does not fuse it is
+/// [`mlp`].
 #[allow(clippy::too_many_arguments)]
 pub fn mlp_unfused(
     y: u64,
@@ -1592,7 +1600,7 @@ mod tests {
         assert_eq!(calls.len(), 1);
         let c = &calls[0];
         assert!(c.cooperative && c.kernel == Kernel::Mlp);
-        assert!(c.grid[0] >= 1 && c.grid[0] <= 2 * SMS && c.block == [256, 1, 1]);
+        assert!(c.grid[0] >= 1 && c.grid[0] <= SMS && c.block == [256, 1, 1]);
         let flags = u32_arg(c, "flags");
         assert_eq!(flags & 15, 0b011, "ReLU after the first two layers");
         assert_eq!((flags >> 4) & 7, 3);
@@ -1600,9 +1608,10 @@ mod tests {
         assert_eq!(u32_arg(c, "d4rows"), 32 << 16);
         assert_eq!(arg(c, "act"), Value::Ptr(ws + 256));
         // Tiles: 1 x 1 for one row; 4 x 4 where that still gives every other warp a tile.
-        assert_eq!(mlp_tile(1, 512, 2112), 0);
-        assert_eq!(mlp_tile(64, 512, 2112), 2);
-        assert_eq!(mlp_tile(16, 512, 2112), 1);
+        assert_eq!(mlp_tile(1, 512, 1056), 0);
+        assert_eq!(mlp_tile(64, 512, 1056), 3);
+        assert_eq!(mlp_tile(32, 512, 1056), 2);
+        assert_eq!(mlp_tile(16, 512, 1056), 1);
         // Five layers: two launches, the second reading the first's output.
         let net5 = mlp_net(&[100, 37, 7, 3, 5, 9]);
         let bytes5 = mlp_workspace_bytes(3, &net5);
@@ -1611,10 +1620,17 @@ mod tests {
         assert_eq!(arg(&calls[0], "y"), Value::Ptr(mlp_region(ws, 3, &net5, 3)));
         assert_eq!(arg(&calls[1], "x"), arg(&calls[0], "y"));
         assert_eq!(arg(&calls[1], "y"), Value::Ptr(A));
-        // More rows than the fused form takes: one linear launch per layer.
+        // More rows than the fused form takes, or a layer past its work
+        // limit: one linear launch per layer.
         let calls = mlp(A, C, ws, mlp_workspace_bytes(65, &net), 65, &net, SMS).unwrap();
         assert_eq!(calls.len(), 3);
         assert!(calls.iter().all(|c| !c.cooperative));
+        let wide = mlp_net(&[4096, 4096, 10]);
+        let calls = mlp(A, C, ws, mlp_workspace_bytes(2, &wide), 2, &wide, SMS).unwrap();
+        assert_eq!(calls.len(), 1, "2 x 4096 x 4096 is within the limit");
+        assert!(calls[0].cooperative);
+        let calls = mlp(A, C, ws, mlp_workspace_bytes(3, &wide), 3, &wide, SMS).unwrap();
+        assert_eq!(calls.len(), 2);
         // The per-layer form of the fused launch: the same tiles, 8 one-warp groups.
         let un = mlp_unfused(A, C, ws, bytes, 32, &net, SMS).unwrap();
         assert_eq!(un.len(), 3);
