@@ -1398,7 +1398,7 @@ typedef struct gc_mlp_layer {
 /**
  * Writes to *bytes the workspace gc_op_mlp needs for rows rows through the
  * n_layers layers at layers (a pure computation: nothing is allocated or
- * launched; only the widths are read): 256 bytes for counters and
+ * launched; only the widths are read): 256 bytes for the grid barrier and
  * every layer's output but the last, each rounded up to 256 bytes.
  * Errors: GC_ERROR_INVALID_ARGUMENT (layers or bytes NULL, n_layers 0 or
  * more than GC_MLP_MAX_LAYERS), GC_ERROR_PANIC (internal error caught).
@@ -1412,15 +1412,14 @@ enum gc_status gc_op_mlp_workspace_bytes(uint32_t rows,
  * The forward pass of an MLP: rows rows of x (rows x layers[0].inputs)
  * through n_layers layers (each y = x * W^T + b, then ReLU when asked) into
  * y (rows x layers[n_layers - 1].outputs), all f32 row-major. Up to 64 rows
- * and at most 2^25 multiply-adds per layer: one launch per 4 layers (its
- * blocks take the layers' tiles in order and wait for the previous layer,
- * so a 2- to 4-layer MLP is one kernel node when captured); otherwise one
- * launch per layer. Results
+ * (and widths below 65536): one launch per 4 layers, a cooperative kernel
+ * with a grid barrier between layers (so a 2- to 4-layer MLP is one
+ * kernel node when captured); more rows: one launch per layer. Results
  * are deterministic (the same bits on every run and replay) and within
  * float rounding of float64.
  * workspace holds workspace_bytes >= gc_op_mlp_workspace_bytes(rows,
  * layers, n_layers) bytes (a gc_pool_alloc block is the usual choice); its
- * first 32 bytes must be zero before its first use (gc_memset_async once;
+ * first 4 bytes must be zero before its first use (gc_memset_async once;
  * every launch leaves them zero); do not share it between launches that
  * may run concurrently. The caller keeps layers; graphcore reads it only
  * during the call (a captured launch keeps the pointers in it).
@@ -1439,8 +1438,8 @@ enum gc_status gc_op_mlp_workspace_bytes(uint32_t rows,
  * overlap), GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
  * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
  * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
- * built-in kernels on first use, or the launch, failed),
- * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted;
+ * built-in kernels on first use, or the launch, failed; a device without
+ * cooperative launch), GC_ERROR_DEVICE_FAULT (an earlier kernel faulted;
  * the context is unusable), GC_ERROR_PANIC (internal error caught).
  */
 enum gc_status gc_op_mlp(struct gc_stream *stream,
@@ -1574,13 +1573,12 @@ enum gc_status gc_op_mlp(struct gc_stream *stream,
  *     tile (0: 1 x 1, 1: 4 x 1, 2: 4 x 4). The grid's warps take each layer's
  *     tiles round-robin and compute them as gc_linear_small_f32's one-warp
  *     tile groups (bitwise equal to per-layer launches with those tiles and 8
- *     groups per block); blocks take items of 8 tiles layer by layer from a
- *     ticket counter and wait for the previous layer's items (deadlock-free in
- *     any grid: a plain launch). bar: 32 bytes of counters, zero before the
- *     first launch (left zero by every launch). act: the L - 1 intermediates,
- *     one after the other, each rows * d floats rounded up to a multiple of
- *     64. Launch: block 256, any 1-D grid (one block per SM is enough). y must
- *     not overlap any input or act.
+ *     groups per block); a grid barrier separates layers. bar: 16 bytes, the
+ *     first 4 zero before the first launch (left zero by every launch). act:
+ *     the L - 1 intermediates, one after the other, each rows * d floats
+ *     rounded up to a multiple of 64. Launch: cooperative, block 256, any 1-D
+ *     grid that is resident at once (at most 2 blocks per SM). y must not
+ *     overlap any input or act.
  * gc_bias_grad_f32(float *db, float *dy, uint32_t rows, uint32_t cols)
  *     db[c] = sum over r of dy[r, c] (dy row-major rows x cols), summed in a
  *     fixed order (deterministic). Launch: block (32, TY, 1) with TY in 1..32,

@@ -4,9 +4,9 @@
 //                        (the launcher: m <= 256 forward, m <= 64 input
 //                        gradient): split-K over the threads of a block,
 //                        register tiles, shuffles.
-//   gc_mlp_f32           up to 4 linear layers (bias, ReLU) in one launch for
-//                        small batches: the small-batch kernel's warp tiles,
-//                        taken layer by layer from a ticket counter.
+//   gc_mlp_f32           up to 4 linear layers (bias, ReLU) in one cooperative
+//                        launch for small batches, a grid barrier between
+//                        layers, the small-batch kernel's warp tiles.
 //   gc_gemm_f32          C = alpha op(A) op(B) + beta C (+ bias[col]) (ReLU),
 //                        any M, N, K, transposes and leading dimensions.
 //
@@ -339,30 +339,27 @@ extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
 // bits 4..6: L (1..4), bits 8 + 2 l: layer l's warp tile (0: 1 x 1, 1: 4 x 1,
 // 2: 4 x 4, 3: 8 x 4, rows x columns).
 //
-// Work: layer l's tiles (tile t = (tile row) * (tile columns) + (tile
-// column)) in items of 8 consecutive tiles, one per warp; the items of all
-// layers form one sequence, layer by layer, and blocks take them in that
-// order from a ticket counter. A block that takes an item of layer l > 0
-// first waits until every item of layer l - 1 is done (a per-layer count).
-// Every item of layer l - 1 was taken before, by a block that is running, so
-// the wait ends whatever the grid and whichever blocks are resident: a plain
-// launch (no cooperative launch, which costs several microseconds more per
-// graph node on an H100). A warp computes its tile exactly as one tile group
+// Launch: cooperative (every block resident), block 256, a 1-D grid of at
+// most one block per SM (up to 255 registers a thread: the whole network's
+// code shares one register budget, and the barrier's cost grows with the
+// blocks). The
+// 8 G warps of the grid take layer l's tiles round-robin (tile t = (tile
+// row) * (tile columns) + (tile column) goes to warp t mod 8 G, warp w of
+// block b being 8 b + w). A warp computes its tile exactly as one tile group
 // of gc_linear_small_f32 with one warp per group (lanes split K in steps,
 // halving exchange, bias, ReLU): the outputs are bitwise those of the
-// per-layer launches with the same tiles and 8 groups per block.
-// bar: 32 bytes of counters (ticket, blocks finished, done items of layers
-// 0..3), zero before the first launch; the last block to finish zeroes them
-// again, so replays work. Layer l < L - 1 writes h_{l+1} at act + the sum of
-// the earlier layers' ceil(rows d / 64) * 64 floats (256-byte aligned when
-// act is); activations are read with coherent loads (written by the same
-// launch), weights and biases through the read-only path.
-// Launch: block 256, any 1-D grid (more blocks than items only wait).
+// per-layer launches with the same tiles and 8 groups per block. A grid
+// barrier separates the layers: bar (16 bytes) holds an arrival count, zero
+// before the first launch and left zero by every launch, and a generation
+// that the last block to arrive advances. Layer l < L - 1 writes h_{l+1} at
+// act + the sum of the earlier layers' ceil(rows d / 64) * 64 floats (each
+// intermediate 256-byte aligned when act is); activations are read with
+// coherent loads (they are written by the same launch), weights and biases
+// through the read-only path.
 // ===========================================================================
 
 #define GC_MLP_MAX_LAYERS 4
 #define GC_MLP_ALIGN 64  // floats: intermediates start 256-byte aligned
-enum { GC_MLP_TICKET = 0, GC_MLP_FINISHED = 1, GC_MLP_DONE = 2 };  // counters in bar
 
 // Suspends the thread for about `ns` nanoseconds (sm_70 and later).
 __device__ __forceinline__ void gc_nanosleep(u32 ns) {
@@ -373,114 +370,88 @@ __device__ __forceinline__ void gc_nanosleep(u32 ns) {
 #endif
 }
 
-// Tiles of a rows x n layer with warp tile code `tile`, and tile columns.
-__device__ __forceinline__ u32 gc_mlp_tiles(u32 m, u32 n, u32 tile, u32 *tcols) {
-    const u32 r = tile == 0 ? 1u : tile == 3 ? 8u : 4u, c = tile >= 2 ? 4u : 1u;
-    *tcols = (n + c - 1) / c;
-    return ((m + r - 1) / r) * *tcols;
+// Grid-wide barrier of a cooperative launch (see gc_mlp_f32): bar[0] counts
+// arrivals, bar[1] is the generation.
+__device__ __forceinline__ void gc_grid_barrier(u32 *bar) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        volatile u32 *gen = bar + 1;
+        const u32 g = *gen;
+        __threadfence();
+        if (atomicAdd(bar, 1u) == gridDim.x - 1) {
+            *(volatile u32 *)bar = 0;
+            __threadfence();
+            atomicAdd(bar + 1, 1u);
+        } else {
+            while (*gen == g) {
+                gc_nanosleep(32);  // back off: fewer polls of the line the atomics need
+            }
+        }
+        __threadfence();
+    }
+    __syncthreads();
 }
 
-// Tile t of one layer of gc_mlp_f32 (warp tile R x C), by one warp.
+// One layer of gc_mlp_f32 with warp tile R x C.
 template <int R, int C>
-__device__ __forceinline__ void gc_mlp_tile(float *y, const float *x, const float *w, const float *b, u32 m, u32 n,
-                                            u32 k, bool relu, u32 t, u32 tcols) {
+__device__ __forceinline__ void gc_mlp_layer(float *y, const float *x, const float *w, const float *b, u32 m,
+                                             u32 n, u32 k, bool relu) {
     constexpr int V = R * C;
     constexpr int NV = V >= 32 ? V / 32 : 1;
     constexpr int LV = V >= 32 ? 5 : (V >= 16 ? 4 : V >= 8 ? 3 : V >= 4 ? 2 : V >= 2 ? 1 : 0);
     const u32 lane = threadIdx.x & 31u;
-    const u32 i0 = (t / tcols) * R, j0 = (t % tcols) * C;
-    float bias[2];
+    const u32 warps = gridDim.x * GC_SMALL_WARPS, gw = blockIdx.x * GC_SMALL_WARPS + (threadIdx.x >> 5);
+    const u32 tcols = (n + C - 1) / C, tiles = ((m + R - 1) / R) * tcols;
+    const bool vec = (k & 3) == 0 && gc_aligned16(x, w);
+    const u32 S = 32u;  // a warp's lanes split K
+#pragma unroll 1
+    for (u32 t = gw; t < tiles; t += warps) {
+        const u32 i0 = (t / tcols) * R, j0 = (t % tcols) * C;
+        float bias[2];
 #pragma unroll
-    for (int q = 0; q < 2; ++q) {
-        const u32 col = j0 + (V >= 32 ? lane * NV + q : lane >> (5 - LV)) % C;
-        bias[q] = (b != nullptr && col < n) ? __ldg(b + col) : 0.0f;
+        for (int q = 0; q < 2; ++q) {
+            const u32 col = j0 + (V >= 32 ? lane * NV + q : lane >> (5 - LV)) % C;
+            bias[q] = (b != nullptr && col < n) ? __ldg(b + col) : 0.0f;
+        }
+        float acc[V];
+#pragma unroll
+        for (int v = 0; v < V; ++v) acc[v] = 0.0f;
+        if (vec)
+            gc_small_sums<R, C, 4, GC_W_NK, false>(acc, x, w, m, n, k, i0, j0, lane, S);
+        else
+            gc_small_sums<R, C, 1, GC_W_NK, false>(acc, x, w, m, n, k, i0, j0, lane, S);
+        gc_small_exchange<V, 0>(acc, lane);
+        gc_small_store_warp<R, C>(y, b, m, n, i0, j0, relu, acc, bias, lane);
     }
-    float acc[V];
-#pragma unroll
-    for (int v = 0; v < V; ++v) acc[v] = 0.0f;
-    if ((k & 3) == 0 && gc_aligned16(x, w))
-        gc_small_sums<R, C, 4, GC_W_NK, false>(acc, x, w, m, n, k, i0, j0, lane, 32u);
-    else
-        gc_small_sums<R, C, 1, GC_W_NK, false>(acc, x, w, m, n, k, i0, j0, lane, 32u);
-    gc_small_exchange<V, 0>(acc, lane);
-    gc_small_store_warp<R, C>(y, b, m, n, i0, j0, relu, acc, bias, lane);
 }
 
 extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 1)
     gc_mlp_f32(float *y, const float *x, u32 *bar, float *act, const float *w0, const float *b0, const float *w1,
                const float *b1, const float *w2, const float *b2, const float *w3, const float *b3, u32 d01,
                u32 d23, u32 d4rows, u32 flags) {
-    __shared__ u32 ticket;
     const u32 layers = (flags >> 4) & 7u, m = d4rows >> 16;
     if (layers == 0 || layers > GC_MLP_MAX_LAYERS || m == 0) return;
-    // Items per layer and where each layer's items start in the sequence.
-    u32 first[GC_MLP_MAX_LAYERS + 1];
-    first[0] = 0;
-#pragma unroll
-    for (u32 l = 0; l < GC_MLP_MAX_LAYERS; ++l) {
-        const u32 n = l == 0 ? d01 >> 16 : l == 1 ? d23 & 0xffffu : l == 2 ? d23 >> 16 : d4rows & 0xffffu;
-        u32 tcols;
-        const u32 items = l < layers ? (gc_mlp_tiles(m, n, (flags >> (8 + 2 * l)) & 3u, &tcols) + 7) / 8 : 0;
-        first[l + 1] = first[l] + items;
-    }
-    const u32 total = first[layers];
-    for (;;) {
-        if (threadIdx.x == 0) ticket = atomicAdd(bar + GC_MLP_TICKET, 1u);
-        __syncthreads();
-        const u32 item = ticket;
-        if (item >= total) break;
-        u32 l = 0;
-        while (item >= first[l + 1]) ++l;
-        if (l > 0 && threadIdx.x == 0) {
-            // Wait for the previous layer (acquire: the fence orders the
-            // count's read before the block's reads of its outputs).
-            volatile u32 *done = bar + GC_MLP_DONE + l - 1;
-            const u32 need = first[l] - first[l - 1];
-            while (*done < need) gc_nanosleep(32);
-            __threadfence();
-        }
-        __syncthreads();
+    const float *in = x;
+    float *h = act;
+#pragma unroll 1
+    for (u32 l = 0; l < layers; ++l) {
         const float *w = l == 0 ? w0 : l == 1 ? w1 : l == 2 ? w2 : w3;
         const float *b = l == 0 ? b0 : l == 1 ? b1 : l == 2 ? b2 : b3;
         const u32 k = l == 0 ? d01 & 0xffffu : l == 1 ? d01 >> 16 : l == 2 ? d23 & 0xffffu : d23 >> 16;
         const u32 n = l == 0 ? d01 >> 16 : l == 1 ? d23 & 0xffffu : l == 2 ? d23 >> 16 : d4rows & 0xffffu;
-        // Layer l reads h_l (x for l = 0) and writes h_{l+1} (y for the last).
-        const float *in = x;
-        float *out = act;
-        for (u32 q = 0; q < l; ++q) {
-            const u32 nq = q == 0 ? d01 >> 16 : q == 1 ? d23 & 0xffffu : d23 >> 16;
-            in = out;
-            out += (m * nq + GC_MLP_ALIGN - 1) / GC_MLP_ALIGN * GC_MLP_ALIGN;
-        }
-        if (l + 1 == layers) out = y;
+        const bool last = l + 1 == layers;
+        float *out = last ? y : h;
         const bool relu = (flags >> l) & 1u;
-        const u32 tile = (flags >> (8 + 2 * l)) & 3u;
-        u32 tcols;
-        const u32 tiles = gc_mlp_tiles(m, n, tile, &tcols);
-        const u32 t = (item - first[l]) * GC_SMALL_WARPS + (threadIdx.x >> 5);
-        if (t < tiles) {
-            switch (tile) {
-            case 0: gc_mlp_tile<1, 1>(out, in, w, b, m, n, k, relu, t, tcols); break;
-            case 1: gc_mlp_tile<4, 1>(out, in, w, b, m, n, k, relu, t, tcols); break;
-            case 2: gc_mlp_tile<4, 4>(out, in, w, b, m, n, k, relu, t, tcols); break;
-            default: gc_mlp_tile<8, 4>(out, in, w, b, m, n, k, relu, t, tcols); break;
-            }
+        switch ((flags >> (8 + 2 * l)) & 3u) {
+        case 0: gc_mlp_layer<1, 1>(out, in, w, b, m, n, k, relu); break;
+        case 1: gc_mlp_layer<4, 1>(out, in, w, b, m, n, k, relu); break;
+        case 2: gc_mlp_layer<4, 4>(out, in, w, b, m, n, k, relu); break;
+        default: gc_mlp_layer<8, 4>(out, in, w, b, m, n, k, relu); break;
         }
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            __threadfence();  // release: the block's outputs before the count
-            atomicAdd(bar + GC_MLP_DONE + l, 1u);
-        }
-    }
-    // The last block to finish zeroes the counters for the next launch (every
-    // block has taken its last ticket by then).
-    if (threadIdx.x == 0) {
-        __threadfence();
-        if (atomicAdd(bar + GC_MLP_FINISHED, 1u) == gridDim.x - 1) {
-            volatile u32 *c = bar;
-            for (u32 i = 0; i < GC_MLP_DONE + GC_MLP_MAX_LAYERS; ++i) c[i] = 0;
-            __threadfence();
-        }
+        if (last) break;
+        gc_grid_barrier(bar);
+        in = h;
+        h += (m * n + GC_MLP_ALIGN - 1) / GC_MLP_ALIGN * GC_MLP_ALIGN;
     }
 }
 

@@ -179,17 +179,6 @@ for b in (1, 4, 16, 32, 64):
     results["notes"].append(row)
     print(row, flush=True)
 
-# ---------------------------------------------------------------- floors
-# A network too small to matter (4 layers of width 8, batch 1): what one
-# fused launch with its 3 grid barriers costs against 4 per-layer launches.
-torch.manual_seed(2)
-tiny = net([8, 8, 8, 8, 8])
-floor = {"fused_us": median_us(GcMlp(tiny, 1, copies=False)),
-         "per_layer_us": median_us(GcMlp(tiny, 1, copies=False, per_layer=True)),
-         "torch_graph_us": median_us(torch_graph(tiny, 1, False))}
-results["floor_4_layers_width_8_batch_1"] = floor
-print("floor", floor, flush=True)
-
 # ---------------------------------------------------------------- sweep
 widths_list = (256, 1024) if QUICK else (256, 1024, 4096)
 batches = (1, 8, 32, 64, 128)

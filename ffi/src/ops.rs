@@ -775,7 +775,7 @@ fn mlp_layers(list: *const gc_mlp_layer, n_layers: u32) -> Result<Vec<ops::MlpLa
 
 /// Writes to *bytes the workspace gc_op_mlp needs for rows rows through the
 /// n_layers layers at layers (a pure computation: nothing is allocated or
-/// launched; only the widths are read): 256 bytes for counters and
+/// launched; only the widths are read): 256 bytes for the grid barrier and
 /// every layer's output but the last, each rounded up to 256 bytes.
 /// Errors: GC_ERROR_INVALID_ARGUMENT (layers or bytes NULL, n_layers 0 or
 /// more than GC_MLP_MAX_LAYERS), GC_ERROR_PANIC (internal error caught).
@@ -797,15 +797,14 @@ pub extern "C" fn gc_op_mlp_workspace_bytes(
 /// The forward pass of an MLP: rows rows of x (rows x layers[0].inputs)
 /// through n_layers layers (each y = x * W^T + b, then ReLU when asked) into
 /// y (rows x layers[n_layers - 1].outputs), all f32 row-major. Up to 64 rows
-/// and at most 2^25 multiply-adds per layer: one launch per 4 layers (its
-/// blocks take the layers' tiles in order and wait for the previous layer,
-/// so a 2- to 4-layer MLP is one kernel node when captured); otherwise one
-/// launch per layer. Results
+/// (and widths below 65536): one launch per 4 layers, a cooperative kernel
+/// with a grid barrier between layers (so a 2- to 4-layer MLP is one
+/// kernel node when captured); more rows: one launch per layer. Results
 /// are deterministic (the same bits on every run and replay) and within
 /// float rounding of float64.
 /// workspace holds workspace_bytes >= gc_op_mlp_workspace_bytes(rows,
 /// layers, n_layers) bytes (a gc_pool_alloc block is the usual choice); its
-/// first 32 bytes must be zero before its first use (gc_memset_async once;
+/// first 4 bytes must be zero before its first use (gc_memset_async once;
 /// every launch leaves them zero); do not share it between launches that
 /// may run concurrently. The caller keeps layers; graphcore reads it only
 /// during the call (a captured launch keeps the pointers in it).
@@ -824,8 +823,8 @@ pub extern "C" fn gc_op_mlp_workspace_bytes(
 /// overlap), GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
 /// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
 /// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
-/// built-in kernels on first use, or the launch, failed),
-/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted;
+/// built-in kernels on first use, or the launch, failed; a device without
+/// cooperative launch), GC_ERROR_DEVICE_FAULT (an earlier kernel faulted;
 /// the context is unusable), GC_ERROR_PANIC (internal error caught).
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]

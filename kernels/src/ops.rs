@@ -20,7 +20,7 @@
 
 /// The chain kernel's opcodes and its operation limit (see [`chain`]).
 pub use crate::fusion::{MAX_CHAIN_OPS, OP_ADD, OP_FILL, OP_MAX, OP_MIN, OP_MUL, OP_RELU};
-use crate::{args, Call, Kernel, KernelArgs, SizeError};
+use crate::{args, Call, KernelArgs, SizeError};
 
 /// Threads per block of the elementwise and reduction kernels.
 pub const BLOCK: u32 = 256;
@@ -920,9 +920,8 @@ pub struct MlpLayer {
 pub const MLP_FUSED_LAYERS: usize = 4;
 /// Most rows the fused launch takes; more rows run one launch per layer.
 pub const MLP_FUSED_MAX_ROWS: u32 = 64;
-/// Bytes at the start of an MLP workspace for the kernel's counters (the
-/// first 32 must be zero before the first launch; every launch leaves them
-/// zero).
+/// Bytes at the start of an MLP workspace for the grid barrier (the first 4
+/// must be zero before the first launch; every launch leaves them zero).
 const MLP_BARRIER_BYTES: u64 = 256;
 /// Intermediates start at multiples of this many bytes into the workspace.
 const MLP_ALIGN: u64 = 256;
@@ -943,8 +942,8 @@ fn mlp_intermediate(rows: u32, outputs: u32) -> u64 {
 }
 
 /// Bytes of workspace [`mlp`] needs for `rows` rows through `layers`: the
-/// counters (256 bytes) and every layer's output but the last, each rounded
-/// up to 256 bytes. The first 32 bytes must be zero before the workspace's
+/// barrier (256 bytes) and every layer's output but the last, each rounded
+/// up to 256 bytes. The first 4 bytes must be zero before the workspace's
 /// first use; every launch leaves them zero.
 pub fn mlp_workspace_bytes(rows: u32, layers: &[MlpLayer]) -> u64 {
     let inner = layers.len().saturating_sub(1);
@@ -1045,11 +1044,11 @@ fn mlp_io(y: u64, x: u64, workspace: u64, rows: u32, layers: &[MlpLayer], l: usi
 /// The forward pass of an MLP, `rows` rows of `x` (`rows x layers[0].inputs`)
 /// through `layers` into `y` (`rows x outputs of the last layer`), all
 /// row-major f32. `workspace` (`workspace_bytes` long, at least
-/// [`mlp_workspace_bytes`]) holds the kernel's counters and the
-/// intermediate activations; its first 32 bytes must be zero before its
-/// first use (every launch leaves them zero) and it must not be shared with a concurrent
+/// [`mlp_workspace_bytes`]) holds the barrier and the intermediate
+/// activations; its first 4 bytes must be zero before its first use (every
+/// launch leaves them zero) and it must not be shared with a concurrent
 /// launch. Up to [`MLP_FUSED_MAX_ROWS`] rows and [`MLP_FUSED_MAX_MACS`]
-/// per layer: one `gc_mlp_f32` launch per [`MLP_FUSED_LAYERS`]
+/// per layer: one cooperative `gc_mlp_f32` launch per [`MLP_FUSED_LAYERS`]
 /// layers (outputs bitwise equal to [`mlp_unfused`]); otherwise one
 /// [`linear`] launch per layer.
 #[allow(clippy::too_many_arguments)]
@@ -1107,29 +1106,32 @@ pub fn mlp(
             flags |= (l.relu as u32) << i | (t as u32) << (8 + 2 * i);
         }
         let grid = ceil_div(most_tiles, 8).min(max_blocks) as u32;
-        calls.push(Call::new(
-            args::Mlp {
-                y: output,
-                x: input,
-                bar: workspace,
-                act,
-                w0: wb[0].0,
-                b0: wb[0].1,
-                w1: wb[1].0,
-                b1: wb[1].1,
-                w2: wb[2].0,
-                b2: wb[2].1,
-                w3: wb[3].0,
-                b3: wb[3].1,
-                d01: d[0] | d[1] << 16,
-                d23: d[2] | d[3] << 16,
-                d4rows: d[4] | rows << 16,
-                flags,
-            },
-            [grid, 1, 1],
-            [BLOCK, 1, 1],
-            0,
-        ));
+        calls.push(
+            Call::new(
+                args::Mlp {
+                    y: output,
+                    x: input,
+                    bar: workspace,
+                    act,
+                    w0: wb[0].0,
+                    b0: wb[0].1,
+                    w1: wb[1].0,
+                    b1: wb[1].1,
+                    w2: wb[2].0,
+                    b2: wb[2].1,
+                    w3: wb[3].0,
+                    b3: wb[3].1,
+                    d01: d[0] | d[1] << 16,
+                    d23: d[2] | d[3] << 16,
+                    d4rows: d[4] | rows << 16,
+                    flags,
+                },
+                [grid, 1, 1],
+                [BLOCK, 1, 1],
+                0,
+            )
+            .cooperatively(),
+        );
     }
     Ok(calls)
 }
@@ -1150,7 +1152,7 @@ pub fn mlp_unfused(
     sms: u32,
 ) -> Result<Vec<Call>, SizeError> {
     let fused = mlp(y, x, workspace, workspace_bytes, rows, layers, sms)?;
-    if fused.iter().any(|c| c.kernel != Kernel::Mlp) {
+    if fused.iter().any(|c| !c.cooperative) {
         return Ok(fused);
     }
     let warps = sms as u64 * MLP_BLOCKS_PER_SM as u64 * 8;
@@ -1585,7 +1587,7 @@ mod tests {
     }
 
     #[test]
-    fn mlp_plans_one_launch_per_four_layers() {
+    fn mlp_plans_one_cooperative_launch_per_four_layers() {
         let ws = 1u64 << 40;
         let net = mlp_net(&[1024, 512, 256, 10]);
         assert_eq!(mlp_workspace_bytes(2, &mlp_net(&[4, 4, 2])), 512);
@@ -1597,7 +1599,7 @@ mod tests {
         let calls = mlp(A, C, ws, bytes, 32, &net, SMS).unwrap();
         assert_eq!(calls.len(), 1);
         let c = &calls[0];
-        assert_eq!(c.kernel, Kernel::Mlp);
+        assert!(c.cooperative && c.kernel == Kernel::Mlp);
         assert!(c.grid[0] >= 1 && c.grid[0] <= SMS && c.block == [256, 1, 1]);
         let flags = u32_arg(c, "flags");
         assert_eq!(flags & 15, 0b011, "ReLU after the first two layers");
@@ -1622,11 +1624,11 @@ mod tests {
         // limit: one linear launch per layer.
         let calls = mlp(A, C, ws, mlp_workspace_bytes(65, &net), 65, &net, SMS).unwrap();
         assert_eq!(calls.len(), 3);
-        assert!(calls.iter().all(|c| c.kernel == Kernel::LinearSmall));
+        assert!(calls.iter().all(|c| !c.cooperative));
         let wide = mlp_net(&[4096, 4096, 10]);
         let calls = mlp(A, C, ws, mlp_workspace_bytes(2, &wide), 2, &wide, SMS).unwrap();
         assert_eq!(calls.len(), 1, "2 x 4096 x 4096 is within the limit");
-        assert_eq!(calls[0].kernel, Kernel::Mlp);
+        assert!(calls[0].cooperative);
         let calls = mlp(A, C, ws, mlp_workspace_bytes(3, &wide), 3, &wide, SMS).unwrap();
         assert_eq!(calls.len(), 2);
         // The per-layer form of the fused launch: the same tiles, 8 one-warp groups.

@@ -303,11 +303,10 @@ y = h_L. d01 = d0 | d1 << 16, d23 = d2 | d3 << 16, d4rows = d4 | rows << 16 (all
 flags bits 0..3: ReLU after layer l; bits 4..6: L; bits 8 + 2 l: layer l's warp tile (0: 1 x 1, \
 1: 4 x 1, 2: 4 x 4). The grid's warps take each layer's tiles round-robin and compute them as \
 gc_linear_small_f32's one-warp tile groups (bitwise equal to per-layer launches with those tiles \
-and 8 groups per block); blocks take items of 8 tiles layer by layer from a ticket counter and \
-wait for the previous layer's items (deadlock-free in any grid: a plain launch). bar: 32 bytes of \
-counters, zero before the first launch (left zero by every launch). act: the L - 1 intermediates, one after the other, \
-each rows * d floats rounded up to a multiple of 64. Launch: block 256, any 1-D grid (one block \
-per SM is enough). y must not overlap any input or act.";
+and 8 groups per block); a grid barrier separates layers. bar: 16 bytes, the first 4 zero before \
+the first launch (left zero by every launch). act: the L - 1 intermediates, one after the other, \
+each rows * d floats rounded up to a multiple of 64. Launch: cooperative, block 256, any 1-D grid \
+that is resident at once (at most 2 blocks per SM). y must not overlap any input or act.";
     // ----------------------------------------------------------------- reduce
     BiasGrad = gc_bias_grad_f32 in REDUCE (db: Ptr, dy: Ptr, rows: U32, cols: U32),
         doc: "db[c] = sum over r of dy[r, c] (dy row-major rows x cols), summed in a fixed order \

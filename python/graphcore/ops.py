@@ -145,7 +145,7 @@ def mlp_workspace_bytes(rows, layers):
 def op_mlp(stream, y, x, rows, layers, workspace, workspace_bytes):
     """gc_op_mlp: an MLP forward (up to 4 layers per launch for <= 64 rows).
     ``layers``: MlpLayers or (w, b, inputs, outputs, relu) tuples; the
-    workspace's first 32 bytes zero before its first use."""
+    workspace's first 4 bytes zero before its first use."""
     w = "op_mlp"
     array, count = _mlp_layers(layers, w)
     lib.gc_op_mlp(_stream(stream, w), _addr(y, w, "y"), _addr(x, w, "x"), _int(rows, w, "rows", 32),

@@ -5,7 +5,6 @@
 
 use super::*;
 use graphcore_core::kernels::ops::{self, OP_ADD, OP_FILL, OP_MAX, OP_MIN, OP_MUL, OP_RELU};
-use graphcore_core::kernels::Kernel;
 use graphcore_core::{launch_op, CaptureMode, Exec};
 
 /// Sizes that hit every path: one element, primes, non-multiples of 4 and
@@ -596,7 +595,7 @@ fn mlp_matches_float64_and_the_per_layer_launches() {
             let (ws, bytes) = net.workspace(&d, rows);
             let y = d.poisoned(out_n, false);
             let calls = ops::mlp(y, xb, ws, bytes, rows as u32, &net.layers, d.sms).unwrap();
-            let fused = calls.iter().all(|c| c.kernel == Kernel::Mlp);
+            let fused = calls.iter().all(|c| c.cooperative);
             if fused {
                 assert_eq!(
                     calls.len(),
@@ -631,7 +630,7 @@ fn mlp_matches_float64_and_the_per_layer_launches() {
                 for c in
                     ops::mlp_unfused(y2, xb, ws, bytes, rows as u32, &net.layers, d.sms).unwrap()
                 {
-                    assert_eq!(c.kernel, Kernel::LinearSmall);
+                    assert!(!c.cooperative);
                     d.run(Ok(c));
                 }
                 let unfused = d.get(y2, out_n);
