@@ -1391,6 +1391,13 @@ typedef struct gc_mlp_layer {
 } gc_mlp_layer;
 
 /**
+ * gc_op_mlp flag: run the layers fused, one launch per 4 layers, where the
+ * fused kernel takes them (up to 64 rows, at most 2^25 multiply-adds a
+ * layer); without it, one launch per layer.
+ */
+#define GC_MLP_FUSED 1
+
+/**
  * Most layers one gc_op_mlp call takes.
  */
 #define GC_MLP_MAX_LAYERS 64
@@ -1411,10 +1418,15 @@ enum gc_status gc_op_mlp_workspace_bytes(uint32_t rows,
 /**
  * The forward pass of an MLP: rows rows of x (rows x layers[0].inputs)
  * through n_layers layers (each y = x * W^T + b, then ReLU when asked) into
- * y (rows x layers[n_layers - 1].outputs), all f32 row-major. Up to 64 rows
- * (and widths below 65536): one launch per 4 layers, a cooperative kernel
- * with a grid barrier between layers (so a 2- to 4-layer MLP is one
- * kernel node when captured); more rows: one launch per layer. Results
+ * y (rows x layers[n_layers - 1].outputs), all f32 row-major. flags 0: one
+ * launch per layer (the small-batch or GEMM kernel of gc_op_linear), the
+ * faster form in a graph on an H100 for every shape measured.
+ * GC_MLP_FUSED: where the fused kernel takes the layers (up to 64 rows, at
+ * most 2^25 multiply-adds a layer), one launch per 4 layers, a cooperative
+ * kernel with a grid barrier between layers (a 2- to 4-layer MLP is one
+ * kernel node when captured; fewer launches in eager use); elsewhere one
+ * launch per layer. Fused outputs are bitwise those of per-layer launches
+ * with the fused kernel's tiles. Results
  * are deterministic (the same bits on every run and replay) and within
  * float rounding of float64.
  * workspace holds workspace_bytes >= gc_op_mlp_workspace_bytes(rows,
@@ -1431,7 +1443,7 @@ enum gc_status gc_op_mlp_workspace_bytes(uint32_t rows,
  * In place: not allowed; y and workspace must not overlap each other, x
  * or any weight or bias.
  * Errors: GC_ERROR_INVALID_ARGUMENT (stream, y, x, layers, workspace or a
- * layer's w NULL, rows, n_layers or a width 0, n_layers more than
+ * layer's w NULL, an unknown flag, rows, n_layers or a width 0, n_layers more than
  * GC_MLP_MAX_LAYERS (layers is then not read), a layer's inputs not the
  * previous layer's outputs, a matrix of 2^32 elements or more,
  * workspace_bytes too small, a pointer not 4-byte aligned, a refused
@@ -1449,7 +1461,8 @@ enum gc_status gc_op_mlp(struct gc_stream *stream,
                          const struct gc_mlp_layer *layers,
                          uint32_t n_layers,
                          void *workspace,
-                         uint64_t workspace_bytes);
+                         uint64_t workspace_bytes,
+                         uint32_t flags);
 
 /*
  * Built-in kernels (gc_kernel_builtin names and their parameters, in order;

@@ -411,11 +411,12 @@ inline std::uint64_t mlp_workspace_bytes(std::uint32_t rows, const std::vector<g
     return bytes;
 }
 
-/** gc_op_mlp: `rows` rows of x through `layers` into y (workspace as gc_op_mlp says). */
+/** gc_op_mlp: `rows` rows of x through `layers` into y (workspace and flags as gc_op_mlp says). */
 inline void op_mlp(gc_stream *stream, float *y, const float *x, std::uint32_t rows,
-                   const std::vector<gc_mlp_layer> &layers, void *workspace, std::uint64_t workspace_bytes) {
+                   const std::vector<gc_mlp_layer> &layers, void *workspace, std::uint64_t workspace_bytes,
+                   std::uint32_t flags = 0) {
     check(gc_op_mlp(stream, y, x, rows, layers.data(), static_cast<std::uint32_t>(layers.size()), workspace,
-                    workspace_bytes));
+                    workspace_bytes, flags));
 }
 
 }  // namespace graphcore

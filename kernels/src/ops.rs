@@ -1047,10 +1047,12 @@ fn mlp_io(y: u64, x: u64, workspace: u64, rows: u32, layers: &[MlpLayer], l: usi
 /// [`mlp_workspace_bytes`]) holds the barrier and the intermediate
 /// activations; its first 4 bytes must be zero before its first use (every
 /// launch leaves them zero) and it must not be shared with a concurrent
-/// launch. Up to [`MLP_FUSED_MAX_ROWS`] rows and [`MLP_FUSED_MAX_MACS`]
-/// per layer: one cooperative `gc_mlp_f32` launch per [`MLP_FUSED_LAYERS`]
-/// layers (outputs bitwise equal to [`mlp_unfused`]); otherwise one
-/// [`linear`] launch per layer.
+/// launch. With `fuse`, up to [`MLP_FUSED_MAX_ROWS`] rows and
+/// [`MLP_FUSED_MAX_MACS`] per layer: one cooperative `gc_mlp_f32` launch per
+/// [`MLP_FUSED_LAYERS`] layers (outputs bitwise equal to [`mlp_unfused`]);
+/// otherwise one [`linear`] launch per layer, which is faster in a graph
+/// on an H100 for every shape measured (kernels/TUNING.md): fusion is
+/// opt-in, for the launch count (eager use, fewer graph nodes).
 #[allow(clippy::too_many_arguments)]
 pub fn mlp(
     y: u64,
@@ -1059,6 +1061,7 @@ pub fn mlp(
     workspace_bytes: u64,
     rows: u32,
     layers: &[MlpLayer],
+    fuse: bool,
     sms: u32,
 ) -> Result<Vec<Call>, SizeError> {
     mlp_checks(y, x, workspace, workspace_bytes, rows, layers, sms)?;
@@ -1067,7 +1070,7 @@ pub fn mlp(
             && l.outputs <= u16::MAX as u32
             && rows as u64 * l.inputs as u64 * l.outputs as u64 <= MLP_FUSED_MAX_MACS
     });
-    if rows > MLP_FUSED_MAX_ROWS || !small {
+    if !fuse || rows > MLP_FUSED_MAX_ROWS || !small {
         return (0..layers.len())
             .map(|i| {
                 let (input, output) = mlp_io(y, x, workspace, rows, layers, i);
@@ -1151,7 +1154,7 @@ pub fn mlp_unfused(
     layers: &[MlpLayer],
     sms: u32,
 ) -> Result<Vec<Call>, SizeError> {
-    let fused = mlp(y, x, workspace, workspace_bytes, rows, layers, sms)?;
+    let fused = mlp(y, x, workspace, workspace_bytes, rows, layers, true, sms)?;
     if fused.iter().any(|c| !c.cooperative) {
         return Ok(fused);
     }
@@ -1596,7 +1599,11 @@ mod tests {
             256 + 32 * 512 * 4 + 32 * 256 * 4
         );
         let bytes = mlp_workspace_bytes(32, &net);
-        let calls = mlp(A, C, ws, bytes, 32, &net, SMS).unwrap();
+        // Without `fuse`: one linear launch per layer.
+        let plain = mlp(A, C, ws, bytes, 32, &net, false, SMS).unwrap();
+        assert_eq!(plain.len(), 3);
+        assert!(plain.iter().all(|c| !c.cooperative));
+        let calls = mlp(A, C, ws, bytes, 32, &net, true, SMS).unwrap();
         assert_eq!(calls.len(), 1);
         let c = &calls[0];
         assert!(c.cooperative && c.kernel == Kernel::Mlp);
@@ -1615,21 +1622,21 @@ mod tests {
         // Five layers: two launches, the second reading the first's output.
         let net5 = mlp_net(&[100, 37, 7, 3, 5, 9]);
         let bytes5 = mlp_workspace_bytes(3, &net5);
-        let calls = mlp(A, C, ws, bytes5, 3, &net5, SMS).unwrap();
+        let calls = mlp(A, C, ws, bytes5, 3, &net5, true, SMS).unwrap();
         assert_eq!(calls.len(), 2);
         assert_eq!(arg(&calls[0], "y"), Value::Ptr(mlp_region(ws, 3, &net5, 3)));
         assert_eq!(arg(&calls[1], "x"), arg(&calls[0], "y"));
         assert_eq!(arg(&calls[1], "y"), Value::Ptr(A));
         // More rows than the fused form takes, or a layer past its work
         // limit: one linear launch per layer.
-        let calls = mlp(A, C, ws, mlp_workspace_bytes(65, &net), 65, &net, SMS).unwrap();
+        let calls = mlp(A, C, ws, mlp_workspace_bytes(65, &net), 65, &net, true, SMS).unwrap();
         assert_eq!(calls.len(), 3);
         assert!(calls.iter().all(|c| !c.cooperative));
         let wide = mlp_net(&[4096, 4096, 10]);
-        let calls = mlp(A, C, ws, mlp_workspace_bytes(2, &wide), 2, &wide, SMS).unwrap();
+        let calls = mlp(A, C, ws, mlp_workspace_bytes(2, &wide), 2, &wide, true, SMS).unwrap();
         assert_eq!(calls.len(), 1, "2 x 4096 x 4096 is within the limit");
         assert!(calls[0].cooperative);
-        let calls = mlp(A, C, ws, mlp_workspace_bytes(3, &wide), 3, &wide, SMS).unwrap();
+        let calls = mlp(A, C, ws, mlp_workspace_bytes(3, &wide), 3, &wide, true, SMS).unwrap();
         assert_eq!(calls.len(), 2);
         // The per-layer form of the fused launch: the same tiles, 8 one-warp groups.
         let un = mlp_unfused(A, C, ws, bytes, 32, &net, SMS).unwrap();
@@ -1642,16 +1649,28 @@ mod tests {
         let ws = 1u64 << 40;
         let net = mlp_net(&[8, 4, 2]);
         let bytes = mlp_workspace_bytes(2, &net);
-        err(mlp(A, C, ws, bytes, 2, &[], SMS), "n_layers must be > 0");
-        err(mlp(A, C, ws, bytes, 0, &net, SMS), "rows must be > 0");
-        err(mlp(A, C, ws, bytes - 1, 2, &net, SMS), "workspace has");
+        err(
+            mlp(A, C, ws, bytes, 2, &[], true, SMS),
+            "n_layers must be > 0",
+        );
+        err(mlp(A, C, ws, bytes, 0, &net, true, SMS), "rows must be > 0");
+        err(
+            mlp(A, C, ws, bytes - 1, 2, &net, true, SMS),
+            "workspace has",
+        );
         let mut bad = net.clone();
         bad[1].inputs = 5;
-        err(mlp(A, C, ws, bytes, 2, &bad, SMS), "layer 1 takes 5 inputs");
-        err(mlp(ws, C, ws, bytes, 2, &net, SMS), "overlap");
-        err(mlp(A, ws + 8, ws, bytes, 2, &net, SMS), "overlap");
-        err(mlp(A, C, 0, bytes, 2, &net, SMS), "workspace is a null");
-        err(mlp(A, C, ws, bytes, 2, &net, 0), "sms");
+        err(
+            mlp(A, C, ws, bytes, 2, &bad, true, SMS),
+            "layer 1 takes 5 inputs",
+        );
+        err(mlp(ws, C, ws, bytes, 2, &net, true, SMS), "overlap");
+        err(mlp(A, ws + 8, ws, bytes, 2, &net, true, SMS), "overlap");
+        err(
+            mlp(A, C, 0, bytes, 2, &net, true, SMS),
+            "workspace is a null",
+        );
+        err(mlp(A, C, ws, bytes, 2, &net, true, 0), "sms");
     }
 
     #[test]

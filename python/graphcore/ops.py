@@ -10,7 +10,7 @@ import ctypes as C
 from .args import _addr, _dim3, _float, _int, _kernel_args
 from .loader import lib
 from .objects import Function, _handle_of, _stream
-from .structs import _D, PROTOTYPES, ChainOp, MlpLayer
+from .structs import _D, MLP_FUSED, PROTOTYPES, ChainOp, MlpLayer
 
 
 def memcpy_async(stream, dst, src, nbytes):
@@ -142,15 +142,16 @@ def mlp_workspace_bytes(rows, layers):
     return out.value
 
 
-def op_mlp(stream, y, x, rows, layers, workspace, workspace_bytes):
-    """gc_op_mlp: an MLP forward (up to 4 layers per launch for <= 64 rows).
-    ``layers``: MlpLayers or (w, b, inputs, outputs, relu) tuples; the
+def op_mlp(stream, y, x, rows, layers, workspace, workspace_bytes, fused=False):
+    """gc_op_mlp: an MLP forward, one launch per layer, or with ``fused``
+    (GC_MLP_FUSED) up to 4 layers per launch where the fused kernel takes
+    them. ``layers``: MlpLayers or (w, b, inputs, outputs, relu) tuples; the
     workspace's first 4 bytes zero before its first use."""
     w = "op_mlp"
     array, count = _mlp_layers(layers, w)
     lib.gc_op_mlp(_stream(stream, w), _addr(y, w, "y"), _addr(x, w, "x"), _int(rows, w, "rows", 32),
                   array, count, _addr(workspace, w, "workspace"),
-                  _int(workspace_bytes, w, "workspace_bytes"))
+                  _int(workspace_bytes, w, "workspace_bytes"), MLP_FUSED if fused else 0)
 
 
 __all__ = ["memcpy_async", "memset_async", "launch", "op_chain", "mlp_workspace_bytes",

@@ -13,7 +13,7 @@ __all__ = [
     "INSTANTIATE_FUSE_ELEMENTWISE", "CAPTURE_THREAD_LOCAL", "CAPTURE_GLOBAL", "CAPTURE_RELAXED",
     "CHAIN_FILL", "CHAIN_MUL", "CHAIN_ADD", "CHAIN_RELU", "CHAIN_MAX", "CHAIN_MIN",
     "CHAIN_MAX_OPS", "RUNNER_MAX_BUCKETS", "Dim3", "Node", "DeviceInfo", "ChainOp",
-    "MlpLayer", "MLP_MAX_LAYERS",
+    "MlpLayer", "MLP_MAX_LAYERS", "MLP_FUSED",
     "PoolOptions", "PoolStatistics", "ExecStatistics", "RunnerBucket", "RunnerStatistics",
     "HOST_FN", "RECORD_FN", "PROTOTYPES",
 ]
@@ -36,6 +36,7 @@ CHAIN_MAX = 5
 CHAIN_MIN = 6
 CHAIN_MAX_OPS = 8
 MLP_MAX_LAYERS = 64
+MLP_FUSED = 1
 RUNNER_MAX_BUCKETS = 16
 
 # ------------------------------------------------------------- C structures
@@ -274,6 +275,6 @@ PROTOTYPES = {
     "gc_op_bias_sgd": (_S, [_H, _D, _D, C.c_uint32, C.c_uint32, C.c_float]),
     "gc_op_mse": (_S, [_H, _D, _D, _D, _D, C.c_uint64, C.c_float, _D, C.c_uint64]),
     "gc_op_mlp_workspace_bytes": (_S, [C.c_uint32, _P(MlpLayer), C.c_uint32, _P(C.c_uint64)]),
-    "gc_op_mlp": (_S, [_H, _D, _D, C.c_uint32, _P(MlpLayer), C.c_uint32, _D, C.c_uint64]),
+    "gc_op_mlp": (_S, [_H, _D, _D, C.c_uint32, _P(MlpLayer), C.c_uint32, _D, C.c_uint64, C.c_uint32]),
 }
 

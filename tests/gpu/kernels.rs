@@ -594,7 +594,7 @@ fn mlp_matches_float64_and_the_per_layer_launches() {
             let out_n = rows * widths[widths.len() - 1];
             let (ws, bytes) = net.workspace(&d, rows);
             let y = d.poisoned(out_n, false);
-            let calls = ops::mlp(y, xb, ws, bytes, rows as u32, &net.layers, d.sms).unwrap();
+            let calls = ops::mlp(y, xb, ws, bytes, rows as u32, &net.layers, true, d.sms).unwrap();
             let fused = calls.iter().all(|c| c.cooperative);
             if fused {
                 assert_eq!(
@@ -617,7 +617,7 @@ fn mlp_matches_float64_and_the_per_layer_launches() {
                 "mlp {widths:?} rows={rows}: rel err {e:e} (seed {seed})"
             );
             // Twice more (the barrier is reused): the same bits.
-            for c in ops::mlp(y, xb, ws, bytes, rows as u32, &net.layers, d.sms).unwrap() {
+            for c in ops::mlp(y, xb, ws, bytes, rows as u32, &net.layers, true, d.sms).unwrap() {
                 d.run(Ok(c));
             }
             let again = d.get(y, out_n);
@@ -663,13 +663,13 @@ fn mlp_captured_is_one_node_and_replays_bitwise() {
         let out_n = rows * 10;
         let (ws, bytes) = net.workspace(&d, rows);
         let y = d.poisoned(out_n, false);
-        for c in ops::mlp(y, xb, ws, bytes, rows as u32, &net.layers, d.sms).unwrap() {
+        for c in ops::mlp(y, xb, ws, bytes, rows as u32, &net.layers, true, d.sms).unwrap() {
             d.run(Ok(c));
         }
         let eager = d.get(y, out_n);
         let y2 = d.poisoned(out_n, false);
         graphcore_core::begin_capture(&d.s, None, CaptureMode::ThreadLocal).unwrap();
-        for c in ops::mlp(y2, xb, ws, bytes, rows as u32, &net.layers, d.sms).unwrap() {
+        for c in ops::mlp(y2, xb, ws, bytes, rows as u32, &net.layers, true, d.sms).unwrap() {
             d.run(Ok(c));
         }
         let g = graphcore_core::end_capture(&d.s).unwrap();
