@@ -16,7 +16,7 @@ path, on the same GPU, in one run, from the same weights (fp32, TF32 off).
 
 Timing: median over 7 repetitions of the wall time per call of N
 back-to-back calls, synchronized at the end (as the notes time them).
-Writes $OUT/mlp_vs_torch.json and prints a table last. Needs the graphcore
+Writes $OUT/mlp_vs_torch.json and .png (a chart) and prints a table last. Needs the graphcore
 Python package on PYTHONPATH and the library (GRAPHCORE_LIB).
 
     python3 benches/side_by_side/mlp_vs_torch.py
@@ -25,6 +25,7 @@ import copy
 import json
 import os
 import statistics
+import sys
 import time
 
 import torch
@@ -205,6 +206,13 @@ for width in widths_list:
 os.makedirs(OUT, exist_ok=True)
 with open(os.path.join(OUT, "mlp_vs_torch.json"), "w") as f:
     json.dump(results, f, indent=1)
+
+try:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from chart import draw_mlp
+    draw_mlp(results, os.path.join(OUT, "mlp_vs_torch.png"))
+except Exception as e:  # the chart is a convenience; the JSON is the record
+    print("no chart:", e)
 
 print(f"device: {results['device']}, torch {results['torch']}")
 print("notes' MLP     torch req  gc req  x    | torch rep  gc mlp  3 linear  x    | rel err  bitwise")
