@@ -616,7 +616,19 @@ fn mlp_matches_float64_and_the_per_layer_launches() {
                 e <= 1e-5,
                 "mlp {widths:?} rows={rows}: rel err {e:e} (seed {seed})"
             );
-            // Twice more (the barrier is reused): the same bits.
+            // The default form (one launch per layer) against float64 too.
+            let y3 = d.poisoned(out_n, false);
+            for c in ops::mlp(y3, xb, ws, bytes, rows as u32, &net.layers, false, d.sms).unwrap() {
+                assert_ne!(c.kernel, Kernel::Mlp);
+                d.run(Ok(c));
+            }
+            let e = rel_err(&d.get(y3, out_n), &mlp_ref(&x, &net.host, widths, rows));
+            assert!(
+                e <= 1e-5,
+                "mlp per layer {widths:?} rows={rows}: rel err {e:e} (seed {seed})"
+            );
+            d.p.free(y3).unwrap();
+            // Again (the barrier is reused): the same bits.
             for c in ops::mlp(y, xb, ws, bytes, rows as u32, &net.layers, true, d.sms).unwrap() {
                 d.run(Ok(c));
             }
