@@ -1580,6 +1580,107 @@ enum gc_status gc_op_mse(struct gc_stream *stream,
                          void *workspace,
                          uint64_t workspace_bytes);
 
+/**
+ * One layer of gc_op_mlp: y = x * W^T + b, then ReLU when relu != 0.
+ */
+typedef struct gc_mlp_layer {
+    /**
+     * W, outputs x inputs floats, row-major (as torch.nn.Linear stores it):
+     * device memory of the stream's context.
+     */
+    const float *w;
+    /**
+     * b, outputs floats (device memory), or NULL for no bias.
+     */
+    const float *b;
+    /**
+     * Input width: the previous layer's outputs (the first: x's columns).
+     */
+    uint32_t inputs;
+    /**
+     * Output width.
+     */
+    uint32_t outputs;
+    /**
+     * Non-zero: ReLU after this layer.
+     */
+    int relu;
+} gc_mlp_layer;
+
+/**
+ * gc_op_mlp flag: run the layers fused, one launch per 4 layers, where the
+ * fused kernel takes them (up to 64 rows, at most 2^25 multiply-adds a
+ * layer); without it, one launch per layer.
+ */
+#define GC_MLP_FUSED 1
+
+/**
+ * Most layers one gc_op_mlp call takes.
+ */
+#define GC_MLP_MAX_LAYERS 64
+
+/**
+ * Writes to *bytes the workspace gc_op_mlp needs for rows rows through the
+ * n_layers layers at layers (a pure computation: nothing is allocated or
+ * launched; only the widths are read): 256 bytes for the grid barrier and
+ * every layer's output but the last, each rounded up to 256 bytes.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (layers or bytes NULL, n_layers 0 or
+ * more than GC_MLP_MAX_LAYERS), GC_ERROR_PANIC (internal error caught).
+ */
+enum gc_status gc_op_mlp_workspace_bytes(uint32_t rows,
+                                         const struct gc_mlp_layer *layers,
+                                         uint32_t n_layers,
+                                         uint64_t *bytes);
+
+/**
+ * The forward pass of an MLP: rows rows of x (rows x layers[0].inputs)
+ * through n_layers layers (each y = x * W^T + b, then ReLU when asked) into
+ * y (rows x layers[n_layers - 1].outputs), all f32 row-major. flags 0: one
+ * launch per layer (the small-batch or GEMM kernel of gc_op_linear), the
+ * faster form in a graph on an H100 for every shape measured.
+ * GC_MLP_FUSED: where the fused kernel takes the layers (up to 64 rows, at
+ * most 2^25 multiply-adds a layer), one launch per 4 layers, a cooperative
+ * kernel with a grid barrier between layers (a 2- to 4-layer MLP is one
+ * kernel node when captured; fewer launches in eager use); elsewhere one
+ * launch per layer. Fused outputs are bitwise those of per-layer launches
+ * with the fused kernel's tiles. Results
+ * are deterministic (the same bits on every run and replay) and within
+ * float rounding of float64.
+ * workspace holds workspace_bytes >= gc_op_mlp_workspace_bytes(rows,
+ * layers, n_layers) bytes (a gc_pool_alloc block is the usual choice); its
+ * first 4 bytes must be zero before its first use (gc_memset_async once;
+ * every launch leaves them zero); do not share it between launches that
+ * may run concurrently. The caller keeps layers; graphcore reads it only
+ * during the call (a captured launch keeps the pointers in it).
+ * Pointers: y, x, workspace and every layer's w and b are device memory of
+ * the stream's context (gc_pool_alloc blocks, cudaMalloc, managed memory;
+ * not host memory), 4-byte aligned (float alignment); float4 loads where a
+ * layer's inputs is a multiple of 4 and its x and W are 16-byte aligned
+ * (workspace 16-byte aligned for the intermediates).
+ * In place: not allowed; y and workspace must not overlap each other, x
+ * or any weight or bias.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream, y, x, layers, workspace or a
+ * layer's w NULL, an unknown flag, rows, n_layers or a width 0, n_layers more than
+ * GC_MLP_MAX_LAYERS (layers is then not read), a layer's inputs not the
+ * previous layer's outputs, a matrix of 2^32 elements or more,
+ * workspace_bytes too small, a pointer not 4-byte aligned, a refused
+ * overlap), GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+ * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+ * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+ * built-in kernels on first use, or the launch, failed; a device without
+ * cooperative launch), GC_ERROR_DEVICE_FAULT (an earlier kernel faulted;
+ * the context is unusable), GC_ERROR_PANIC (internal error caught).
+ */
+enum gc_status gc_op_mlp(struct gc_stream *stream,
+                         float *y,
+                         const float *x,
+                         uint32_t rows,
+                         const struct gc_mlp_layer *layers,
+                         uint32_t n_layers,
+                         void *workspace,
+                         uint64_t workspace_bytes,
+                         uint32_t flags);
+
 /*
  * Built-in kernels (gc_kernel_builtin names and their parameters, in order;
  * pass them to gc_launch or gc_graph_add_kernel as void *args[]):
@@ -1693,6 +1794,21 @@ enum gc_status gc_op_mse(struct gc_stream *stream,
  *     block); no dynamic shared memory. float4 loads and stores where leading
  *     dimensions are multiples of 4 and pointers 16-byte aligned. C must not
  *     overlap A, B or bias.
+ * gc_mlp_f32(float *y, float *x, float *bar, float *act, float *w0, float *b0, float *w1, float *b1, float *w2, float *b2, float *w3, float *b3, uint32_t d01, uint32_t d23, uint32_t d4rows, uint32_t flags)
+ *     Fused MLP forward, up to 4 layers in one launch: h_0 = x (rows x d0),
+ *     h_{l+1} = act_l(h_l . W_l^T + b_l) (rows x d_{l+1}, W_l d_{l+1} x d_l as
+ *     PyTorch stores it, b_l may be null), y = h_L. d01 = d0 | d1 << 16, d23 =
+ *     d2 | d3 << 16, d4rows = d4 | rows << 16 (all below 2^16); flags bits
+ *     0..3: ReLU after layer l; bits 4..6: L; bits 8 + 2 l: layer l's warp
+ *     tile (0: 1 x 1, 1: 4 x 1, 2: 4 x 4). The grid's warps take each layer's
+ *     tiles round-robin and compute them as gc_linear_small_f32's one-warp
+ *     tile groups (bitwise equal to per-layer launches with those tiles and 8
+ *     groups per block); a grid barrier separates layers. bar: 16 bytes, the
+ *     first 4 zero before the first launch (left zero by every launch). act:
+ *     the L - 1 intermediates, one after the other, each rows * d floats
+ *     rounded up to a multiple of 64. Launch: cooperative, block 256, any 1-D
+ *     grid that is resident at once (at most 2 blocks per SM). y must not
+ *     overlap any input or act.
  * gc_bias_grad_f32(float *db, float *dy, uint32_t rows, uint32_t cols)
  *     db[c] = sum over r of dy[r, c] (dy row-major rows x cols), summed in a
  *     fixed order (deterministic). Launch: block (32, TY, 1) with TY in 1..32,

@@ -571,6 +571,21 @@ inline Conditional graph_add_conditional(gc_graph *graph, gc_cond_type type, gc_
     return c;
 }
 
+/** gc_op_mlp_workspace_bytes for `rows` rows through `layers`. */
+inline std::uint64_t mlp_workspace_bytes(std::uint32_t rows, const std::vector<gc_mlp_layer> &layers) {
+    std::uint64_t bytes = 0;
+    check(gc_op_mlp_workspace_bytes(rows, layers.data(), static_cast<std::uint32_t>(layers.size()), &bytes));
+    return bytes;
+}
+
+/** gc_op_mlp: `rows` rows of x through `layers` into y (workspace and flags as gc_op_mlp says). */
+inline void op_mlp(gc_stream *stream, float *y, const float *x, std::uint32_t rows,
+                   const std::vector<gc_mlp_layer> &layers, void *workspace, std::uint64_t workspace_bytes,
+                   std::uint32_t flags = 0) {
+    check(gc_op_mlp(stream, y, x, rows, layers.data(), static_cast<std::uint32_t>(layers.size()), workspace,
+                    workspace_bytes, flags));
+}
+
 }  // namespace graphcore
 
 #endif /* GRAPHCORE_HPP */

@@ -4,6 +4,9 @@
 //                        (the launcher: m <= 256 forward, m <= 64 input
 //                        gradient): split-K over the threads of a block,
 //                        register tiles, shuffles.
+//   gc_mlp_f32           up to 4 linear layers (bias, ReLU) in one cooperative
+//                        launch for small batches, a grid barrier between
+//                        layers, the small-batch kernel's warp tiles.
 //   gc_gemm_f32          C = alpha op(A) op(B) + beta C (+ bias[col]) (ReLU),
 //                        any M, N, K, transposes and leading dimensions.
 //
@@ -62,20 +65,24 @@ enum { GC_W_NK = 0, GC_W_KN = 1 };
 
 // Loads step u: xv[r][q] = x[i0 + r, KV u + q], wv[c][q] = W(KV u + q, j0 + c)
 // (rows and columns clamped to the matrix).
-template <int R, int C, int KV, int LAYOUT>
+// XNC: x is read through the read-only (non-coherent) path, which only data
+// that no thread of the launch writes may use; the fused MLP reads its
+// activations with plain (coherent) loads instead.
+template <int R, int C, int KV, int LAYOUT, bool XNC = true>
 __device__ __forceinline__ void gc_small_load(float (&xv)[R][KV], float (&wv)[C][KV], const float *x,
                                               const float *w, u32 m, u32 n, u32 k, u32 i0, u32 j0, u32 u) {
 #pragma unroll
     for (int r = 0; r < R; ++r) {
         const u32 row = min(i0 + r, m - 1);
         if (KV == 4) {
-            const float4 v = __ldg(reinterpret_cast<const float4 *>(x + row * k) + u);
+            const float4 *p = reinterpret_cast<const float4 *>(x + row * k) + u;
+            const float4 v = XNC ? __ldg(p) : *p;
             xv[r][0] = v.x;
             xv[r][1 % KV] = v.y;
             xv[r][2 % KV] = v.z;
             xv[r][3 % KV] = v.w;
         } else {
-            xv[r][0] = __ldg(x + row * k + u);
+            xv[r][0] = XNC ? __ldg(x + row * k + u) : x[row * k + u];
         }
     }
     if (LAYOUT == GC_W_NK) {
@@ -146,6 +153,73 @@ __device__ __forceinline__ void gc_small_fma(float (&acc)[R * C], const float (&
             for (int c = 0; c < C; ++c) acc[r * C + c] = fmaf(xv[r][q], wv[c][q], acc[r * C + c]);
 }
 
+// Adds to acc the products of the steps u0, u0 + S, u0 + 2 S, ... below
+// k / KV (in that order) for the thread tile at rows i0.., columns j0..
+template <int R, int C, int KV, int LAYOUT, bool XNC = true>
+__device__ __forceinline__ void gc_small_sums(float (&acc)[R * C], const float *x, const float *w, u32 m, u32 n,
+                                              u32 k, u32 i0, u32 j0, u32 u0, u32 S) {
+    // Steps per loop trip (loads in flight): 1 x 1 tiles take 8 steps in
+    // guarded batches (one trip covers K <= 1024 with one warp per column);
+    // larger tiles fewer, with a tail loop.
+    constexpr bool GUARD = R * C == 1;
+    constexpr int U = GUARD ? 8 : (R + C <= 4) ? 4 : (R + C <= 8 ? 2 : 1);
+    const u32 steps = k / KV;
+    u32 u = u0;
+    if constexpr (GUARD) {
+        // Batches of U steps, all loads issued first (guarded at the end of K).
+        for (; u < steps; u += U * S) {
+            float xv[U][R][KV], wv[U][C][KV];
+#pragma unroll
+            for (int t = 0; t < U; ++t)
+                if (t == 0 || u + t * S < steps)
+                    gc_small_load<R, C, KV, LAYOUT, XNC>(xv[t], wv[t], x, w, m, n, k, i0, j0, u + t * S);
+#pragma unroll
+            for (int t = 0; t < U; ++t)
+                if (t == 0 || u + t * S < steps) gc_small_fma<R, C, KV>(acc, xv[t], wv[t]);
+        }
+    } else {
+        if (U > 1) {
+            for (; u + (U - 1) * S < steps; u += U * S) {
+                float xv[U][R][KV], wv[U][C][KV];
+#pragma unroll
+                for (int t = 0; t < U; ++t)
+                    gc_small_load<R, C, KV, LAYOUT, XNC>(xv[t], wv[t], x, w, m, n, k, i0, j0, u + t * S);
+#pragma unroll
+                for (int t = 0; t < U; ++t) gc_small_fma<R, C, KV>(acc, xv[t], wv[t]);
+            }
+        }
+        for (; u < steps; u += S) {
+            float xv[R][KV], wv[C][KV];
+            gc_small_load<R, C, KV, LAYOUT, XNC>(xv, wv, x, w, m, n, k, i0, j0, u);
+            gc_small_fma<R, C, KV>(acc, xv, wv);
+        }
+    }
+}
+
+// Stores the sums of a one-warp tile group after gc_small_exchange (bias,
+// then ReLU when `relu`): lane L holds value index L NV + t (V >= 32) or
+// L >> (5 - LV) (V < 32, one lane of each run stores).
+template <int R, int C>
+__device__ __forceinline__ void gc_small_store_warp(float *y, const float *b, u32 m, u32 n, u32 i0, u32 j0,
+                                                    bool relu, const float (&acc)[R * C], const float (&bias)[2],
+                                                    u32 lane) {
+    constexpr int V = R * C;
+    constexpr int NV = V >= 32 ? V / 32 : 1;
+    constexpr int LV = V >= 32 ? 5 : (V >= 16 ? 4 : V >= 8 ? 3 : V >= 4 ? 2 : V >= 2 ? 1 : 0);
+    if (V >= 32 || (lane & ((32u >> LV) - 1)) == 0) {
+#pragma unroll
+        for (int t = 0; t < NV; ++t) {
+            const u32 o = V >= 32 ? lane * NV + t : lane >> (5 - LV);
+            const u32 row = i0 + o / C, col = j0 + o % C;
+            if (row < m && col < n) {
+                float v = acc[t];
+                if (b != nullptr) v = __fadd_rn(v, bias[t]);
+                y[row * n + col] = relu ? gc_relu(v) : v;
+            }
+        }
+    }
+}
+
 template <int R, int C, int KV, int LAYOUT>
 __device__ __forceinline__ void gc_linear_small(float *y, const float *x, const float *w, const float *b, u32 m,
                                                 u32 n, u32 k, u32 flags, u32 lgr, u32 lgc,
@@ -153,12 +227,6 @@ __device__ __forceinline__ void gc_linear_small(float *y, const float *x, const 
     constexpr int V = R * C;
     constexpr int NV = V >= 32 ? V / 32 : 1;        // sums per lane after the exchange
     constexpr int LV = V >= 32 ? 5 : (V >= 16 ? 4 : V >= 8 ? 3 : V >= 4 ? 2 : V >= 2 ? 1 : 0);
-    // Steps per loop trip: enough loads in flight for small tiles.
-    // Steps per loop trip (loads in flight): 1 x 1 tiles take 8 steps in
-    // guarded batches (one trip covers K <= 1024 with one warp per column);
-    // larger tiles fewer, with a tail loop.
-    constexpr bool GUARD = R * C == 1;
-    constexpr int U = GUARD ? 8 : (R + C <= 4) ? 4 : (R + C <= 8 ? 2 : 1);
     const u32 gc = 1u << lgc, groups = 1u << (lgr + lgc);
     const u32 wg = GC_SMALL_WARPS >> (lgr + lgc);  // warps per group
     const u32 tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
@@ -166,7 +234,6 @@ __device__ __forceinline__ void gc_linear_small(float *y, const float *x, const 
     const u32 i0 = ((blockIdx.y << lgr) + (g >> lgc)) * R;
     const u32 j0 = ((blockIdx.x << lgc) + (g & (gc - 1))) * C;
     const u32 S = 32u * wg;
-    const u32 steps = k / KV;
 
     // Bias of the outputs this thread stores (fetched early).
     float bias[2];
@@ -189,53 +256,14 @@ __device__ __forceinline__ void gc_linear_small(float *y, const float *x, const 
 #pragma unroll
     for (int v = 0; v < V; ++v) acc[v] = 0.0f;
 
-    u32 u = (warp % wg) * 32u + lane;
-    if constexpr (GUARD) {
-        // Batches of U steps, all loads issued first (guarded at the end of K).
-        for (; u < steps; u += U * S) {
-            float xv[U][R][KV], wv[U][C][KV];
-#pragma unroll
-            for (int t = 0; t < U; ++t)
-                if (t == 0 || u + t * S < steps)
-                    gc_small_load<R, C, KV, LAYOUT>(xv[t], wv[t], x, w, m, n, k, i0, j0, u + t * S);
-#pragma unroll
-            for (int t = 0; t < U; ++t)
-                if (t == 0 || u + t * S < steps) gc_small_fma<R, C, KV>(acc, xv[t], wv[t]);
-        }
-    } else {
-        if (U > 1) {
-            for (; u + (U - 1) * S < steps; u += U * S) {
-                float xv[U][R][KV], wv[U][C][KV];
-#pragma unroll
-                for (int t = 0; t < U; ++t)
-                    gc_small_load<R, C, KV, LAYOUT>(xv[t], wv[t], x, w, m, n, k, i0, j0, u + t * S);
-#pragma unroll
-                for (int t = 0; t < U; ++t) gc_small_fma<R, C, KV>(acc, xv[t], wv[t]);
-            }
-        }
-        for (; u < steps; u += S) {
-            float xv[R][KV], wv[C][KV];
-            gc_small_load<R, C, KV, LAYOUT>(xv, wv, x, w, m, n, k, i0, j0, u);
-            gc_small_fma<R, C, KV>(acc, xv, wv);
-        }
-    }
+    gc_small_sums<R, C, KV, LAYOUT>(acc, x, w, m, n, k, i0, j0, (warp % wg) * 32u + lane, S);
 
     gc_small_exchange<V, 0>(acc, lane);
 
     const bool relu = flags & GC_LIN_RELU;
     if (wg == 1) {
         // One warp per group: lanes store their sums.
-        if (V >= 32 || (lane & ((32u >> LV) - 1)) == 0) {
-#pragma unroll
-            for (int t = 0; t < NV; ++t) {
-                const u32 row = i0 + out_idx[t] / C, col = j0 + out_idx[t] % C;
-                if (row < m && col < n) {
-                    float v = acc[t];
-                    if (b != nullptr) v = __fadd_rn(v, bias[t]);
-                    y[row * n + col] = relu ? gc_relu(v) : v;
-                }
-            }
-        }
+        gc_small_store_warp<R, C>(y, b, m, n, i0, j0, relu, acc, bias, lane);
         return;
     }
     if (V >= 32) {
@@ -297,6 +325,133 @@ extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
         GC_SMALL_CASE(4, 4, true, true)
         GC_SMALL_CASE(8, 4, true, true)
     default: break;
+    }
+}
+
+// ===========================================================================
+// gc_mlp_f32(y, x, bar, act, w0, b0, .. w3, b3, d01, d23, d4rows, flags)
+//
+// The forward pass of up to 4 linear layers in one launch, for small batches:
+//   h_0 = x (rows x d0), h_{l+1} = act_l(h_l . W_l^T + b_l) (rows x d_{l+1}),
+//   y = h_L; W_l is d_{l+1} x d_l (PyTorch layout), b_l may be null.
+// d01 = d0 | d1 << 16, d23 = d2 | d3 << 16, d4rows = d4 | rows << 16 (widths
+// and rows below 2^16; unused widths 0); flags bits 0..3: ReLU after layer l,
+// bits 4..6: L (1..4), bits 8 + 2 l: layer l's warp tile (0: 1 x 1, 1: 4 x 1,
+// 2: 4 x 4, 3: 8 x 4, rows x columns).
+//
+// Launch: cooperative (every block resident), block 256, a 1-D grid of at
+// most one block per SM (up to 255 registers a thread: the whole network's
+// code shares one register budget, and the barrier's cost grows with the
+// blocks). The
+// 8 G warps of the grid take layer l's tiles round-robin (tile t = (tile
+// row) * (tile columns) + (tile column) goes to warp t mod 8 G, warp w of
+// block b being 8 b + w). A warp computes its tile exactly as one tile group
+// of gc_linear_small_f32 with one warp per group (lanes split K in steps,
+// halving exchange, bias, ReLU): the outputs are bitwise those of the
+// per-layer launches with the same tiles and 8 groups per block. A grid
+// barrier separates the layers: bar (16 bytes) holds an arrival count, zero
+// before the first launch and left zero by every launch, and a generation
+// that the last block to arrive advances. Layer l < L - 1 writes h_{l+1} at
+// act + the sum of the earlier layers' ceil(rows d / 64) * 64 floats (each
+// intermediate 256-byte aligned when act is); activations are read with
+// coherent loads (they are written by the same launch), weights and biases
+// through the read-only path.
+// ===========================================================================
+
+#define GC_MLP_MAX_LAYERS 4
+#define GC_MLP_ALIGN 64  // floats: intermediates start 256-byte aligned
+
+// Suspends the thread for about `ns` nanoseconds (sm_70 and later).
+__device__ __forceinline__ void gc_nanosleep(u32 ns) {
+#ifdef __CUDA_ARCH__
+    asm volatile("nanosleep.u32 %0;" ::"r"(ns));
+#else
+    (void)ns;  // CPU emulation (kernels/emu)
+#endif
+}
+
+// Grid-wide barrier of a cooperative launch (see gc_mlp_f32): bar[0] counts
+// arrivals, bar[1] is the generation.
+__device__ __forceinline__ void gc_grid_barrier(u32 *bar) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        volatile u32 *gen = bar + 1;
+        const u32 g = *gen;
+        __threadfence();
+        if (atomicAdd(bar, 1u) == gridDim.x - 1) {
+            *(volatile u32 *)bar = 0;
+            __threadfence();
+            atomicAdd(bar + 1, 1u);
+        } else {
+            while (*gen == g) {
+                gc_nanosleep(32);  // back off: fewer polls of the line the atomics need
+            }
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+// One layer of gc_mlp_f32 with warp tile R x C.
+template <int R, int C>
+__device__ __forceinline__ void gc_mlp_layer(float *y, const float *x, const float *w, const float *b, u32 m,
+                                             u32 n, u32 k, bool relu) {
+    constexpr int V = R * C;
+    constexpr int NV = V >= 32 ? V / 32 : 1;
+    constexpr int LV = V >= 32 ? 5 : (V >= 16 ? 4 : V >= 8 ? 3 : V >= 4 ? 2 : V >= 2 ? 1 : 0);
+    const u32 lane = threadIdx.x & 31u;
+    const u32 warps = gridDim.x * GC_SMALL_WARPS, gw = blockIdx.x * GC_SMALL_WARPS + (threadIdx.x >> 5);
+    const u32 tcols = (n + C - 1) / C, tiles = ((m + R - 1) / R) * tcols;
+    const bool vec = (k & 3) == 0 && gc_aligned16(x, w);
+    const u32 S = 32u;  // a warp's lanes split K
+#pragma unroll 1
+    for (u32 t = gw; t < tiles; t += warps) {
+        const u32 i0 = (t / tcols) * R, j0 = (t % tcols) * C;
+        float bias[2];
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+            const u32 col = j0 + (V >= 32 ? lane * NV + q : lane >> (5 - LV)) % C;
+            bias[q] = (b != nullptr && col < n) ? __ldg(b + col) : 0.0f;
+        }
+        float acc[V];
+#pragma unroll
+        for (int v = 0; v < V; ++v) acc[v] = 0.0f;
+        if (vec)
+            gc_small_sums<R, C, 4, GC_W_NK, false>(acc, x, w, m, n, k, i0, j0, lane, S);
+        else
+            gc_small_sums<R, C, 1, GC_W_NK, false>(acc, x, w, m, n, k, i0, j0, lane, S);
+        gc_small_exchange<V, 0>(acc, lane);
+        gc_small_store_warp<R, C>(y, b, m, n, i0, j0, relu, acc, bias, lane);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 1)
+    gc_mlp_f32(float *y, const float *x, u32 *bar, float *act, const float *w0, const float *b0, const float *w1,
+               const float *b1, const float *w2, const float *b2, const float *w3, const float *b3, u32 d01,
+               u32 d23, u32 d4rows, u32 flags) {
+    const u32 layers = (flags >> 4) & 7u, m = d4rows >> 16;
+    if (layers == 0 || layers > GC_MLP_MAX_LAYERS || m == 0) return;
+    const float *in = x;
+    float *h = act;
+#pragma unroll 1
+    for (u32 l = 0; l < layers; ++l) {
+        const float *w = l == 0 ? w0 : l == 1 ? w1 : l == 2 ? w2 : w3;
+        const float *b = l == 0 ? b0 : l == 1 ? b1 : l == 2 ? b2 : b3;
+        const u32 k = l == 0 ? d01 & 0xffffu : l == 1 ? d01 >> 16 : l == 2 ? d23 & 0xffffu : d23 >> 16;
+        const u32 n = l == 0 ? d01 >> 16 : l == 1 ? d23 & 0xffffu : l == 2 ? d23 >> 16 : d4rows & 0xffffu;
+        const bool last = l + 1 == layers;
+        float *out = last ? y : h;
+        const bool relu = (flags >> l) & 1u;
+        switch ((flags >> (8 + 2 * l)) & 3u) {
+        case 0: gc_mlp_layer<1, 1>(out, in, w, b, m, n, k, relu); break;
+        case 1: gc_mlp_layer<4, 1>(out, in, w, b, m, n, k, relu); break;
+        case 2: gc_mlp_layer<4, 4>(out, in, w, b, m, n, k, relu); break;
+        default: gc_mlp_layer<8, 4>(out, in, w, b, m, n, k, relu); break;
+        }
+        if (last) break;
+        gc_grid_barrier(bar);
+        in = h;
+        h += (m * n + GC_MLP_ALIGN - 1) / GC_MLP_ALIGN * GC_MLP_ALIGN;
     }
 }
 

@@ -417,6 +417,57 @@ def block_programs():
     return "\n".join(lines)
 
 
+def block_mlp():
+    p = load("mlp_vs_torch.json")
+    lines = [
+        "| batch | PyTorch graph request | fused request | speedup | target | PyTorch replay "
+        "| fused replay | per-layer replay (default) | per-layer vs PyTorch |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in p["notes"]:
+        b = r["batch"]
+        want = 8 if b == 32 else (4 if b in (1, 4, 16) else None)
+        s = r["speedup_request"]
+        tg = f"\u2265 {want}\u00d7" + verdict(s >= want, "", ": **missed**") if want else "(reported)"
+        lines.append(
+            f"| {b} | {r['torch_graph_request_us']:.1f} \u00b5s | {r['graphcore_request_us']:.1f} \u00b5s | "
+            f"**{s:.2f}\u00d7** | {tg} | {r['torch_graph_replay_us']:.1f} \u00b5s | "
+            f"{r['graphcore_mlp_replay_us']:.1f} \u00b5s | {r['graphcore_3_linear_replay_us']:.1f} \u00b5s | "
+            f"{r['torch_graph_replay_us'] / r['graphcore_3_linear_replay_us']:.2f}\u00d7 |"
+        )
+    errs = [r["rel_err_vs_float64"] for r in p["notes"]] + [r["rel_err_vs_float64"] for r in p["sweep"]]
+    bitwise = all(r["replays_bitwise_equal"] for r in p["notes"] + p["sweep"])
+    lines += [
+        "",
+        f"Requests: copy in, replay, copy out ({p['copies']}); replays: the graph",
+        "alone. Sweep (graph replay alone; PyTorch graph time / graphcore time with",
+        "`GC_MLP_FUSED` (`F`: it fused; blank: outside the fused kernel's limits,",
+        "per-layer launches) / with one launch per layer, the default):",
+        "",
+        "| width | layers | " + " | ".join(f"batch {b}" for b in sorted({r['batch'] for r in p['sweep']})) + " |",
+        "|---|---|" + "---|" * len({r['batch'] for r in p['sweep']}),
+    ]
+    keys = sorted({(r["width"], r["layers"]) for r in p["sweep"]})
+    for w, n in keys:
+        cells = [f"{r['speedup']:.2f}\u00d7{' F' if r['fused'] else ''} / "
+                 f"{r['torch_graph_us'] / r['graphcore_per_layer_us']:.2f}\u00d7"
+                 for r in sorted(p["sweep"], key=lambda r: r["batch"]) if (r["width"], r["layers"]) == (w, n)]
+        lines.append(f"| {w} | {n} | " + " | ".join(cells) + " |")
+    f = p.get("floor_4_layers_width_8_batch_1")
+    lines += [
+        "",
+        f"- Outputs vs float64: relative error at most {max(errs):.1e} (\u2264 1e-5); replays",
+        f"  bitwise equal: {'yes' if bitwise else '**no**'}; fused outputs are bitwise those of",
+        "  per-layer launches with the same tiles (GPU test).",
+    ]
+    if f:
+        lines += [
+            f"- Floor (4 layers of width 8, batch 1): fused {f['fused_us']:.1f} \u00b5s, four launches "
+            f"{f['per_layer_us']:.1f} \u00b5s, PyTorch {f['torch_graph_us']:.1f} \u00b5s.",
+        ]
+    return "\n".join(lines)
+
+
 def block_fusion():
     rows = load("graph_bench.json")["fusion"]
     lines = [
@@ -563,6 +614,7 @@ BLOCKS = {
     "perf-scaling": block_perf_scaling,
     "kernels": block_kernels,
     "programs": block_programs,
+    "mlp": block_mlp,
     "fusion": block_fusion,
 }
 

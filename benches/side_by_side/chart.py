@@ -1,7 +1,9 @@
-"""The chart of benches/results/programs_vs_torch.json (PyTorch eager,
-PyTorch CUDA graph, graphcore graph per case). programs_vs_torch.py calls it
-after a run; run it alone to redraw: python3 benches/side_by_side/chart.py
-[JSON [PNG]]."""
+"""The charts of the side-by-side results: benches/results/programs_vs_torch.json
+(PyTorch eager, PyTorch CUDA graph, graphcore graph per case; draw) and
+benches/results/mlp_vs_torch.json (the MLP sweep's speedups over PyTorch's
+graph; draw_mlp). The benchmarks call them after a run; run this alone to
+redraw: python3 benches/side_by_side/chart.py [JSON [PNG]] (the JSON's
+contents pick the chart)."""
 import json
 import sys
 
@@ -29,7 +31,35 @@ def draw(results, png):
     fig.savefig(png, dpi=110)
 
 
+def draw_mlp(results, png):
+    """Speedup over PyTorch's graph per batch, one line per (width, layers),
+    for gc_op_mlp's default (one launch per layer) and GC_MLP_FUSED."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sweep = results["sweep"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for ax, (key, title) in zip(axes, [("graphcore_per_layer_us", "one launch per layer (default)"),
+                                       ("graphcore_us", "GC_MLP_FUSED")]):
+        for width, layers in sorted({(r["width"], r["layers"]) for r in sweep}):
+            rows = sorted((r for r in sweep if (r["width"], r["layers"]) == (width, layers)),
+                          key=lambda r: r["batch"])
+            ax.plot([r["batch"] for r in rows], [r["torch_graph_us"] / r[key] for r in rows],
+                    marker="o", label=f"width {width}, {layers} layers")
+        ax.axhline(1.0, color="gray", linewidth=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("batch")
+        ax.set_title(title)
+    axes[0].set_ylabel("speedup over PyTorch CUDA graph")
+    axes[1].legend(fontsize=7)
+    fig.suptitle(f"MLP forward, graph replay ({results['device']})")
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
 if __name__ == "__main__":
     src = sys.argv[1] if len(sys.argv) > 1 else "benches/results/programs_vs_torch.json"
     dst = sys.argv[2] if len(sys.argv) > 2 else src.rsplit(".", 1)[0] + ".png"
-    draw(json.load(open(src)), dst)
+    data = json.load(open(src))
+    (draw_mlp if "sweep" in data else draw)(data, dst)

@@ -306,7 +306,12 @@ pub unsafe fn launch_op(stream: &Stream, call: std::result::Result<Call, SizeErr
     // table; `args` outlives the call, which copies them; the buffers they
     // name are valid by this function's contract.
     let r = unsafe {
-        dm::launch(
+        let launch = if call.cooperative {
+            dm::launch_cooperative
+        } else {
+            dm::launch
+        };
+        launch(
             raw,
             call.grid,
             call.block,

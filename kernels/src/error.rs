@@ -95,6 +95,15 @@ pub enum SizeError {
         /// The matrix's columns.
         cols: u32,
     },
+    /// A layer's input width is not the previous layer's output width.
+    LayerWidths {
+        /// The layer (0-based).
+        layer: usize,
+        /// Its input width.
+        inputs: u32,
+        /// The previous layer's output width.
+        previous: u32,
+    },
     /// The launch would need more blocks than a grid holds.
     GridTooLarge {
         /// Blocks needed.
@@ -149,7 +158,16 @@ impl fmt::Display for SizeError {
             }
             SizeError::WorkspaceTooSmall { bytes, needed } => write!(
                 f,
-                "workspace has {bytes} bytes; {needed} are needed (mse_workspace_bytes)"
+                "workspace has {bytes} bytes; {needed} are needed (its workspace-size query says so)"
+            ),
+            SizeError::LayerWidths {
+                layer,
+                inputs,
+                previous,
+            } => write!(
+                f,
+                "layer {layer} takes {inputs} inputs but layer {} gives {previous} outputs",
+                layer - 1
             ),
             SizeError::LeadingDimension { matrix, ld, cols } => write!(
                 f,

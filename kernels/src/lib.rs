@@ -178,6 +178,9 @@ pub struct Call {
     pub args: [Value; MAX_ARGS],
     /// Number of arguments in `args`.
     pub nargs: usize,
+    /// Launched cooperatively: every block resident at once (the kernel
+    /// synchronizes its whole grid); the grid must fit the device.
+    pub cooperative: bool,
 }
 
 impl Call {
@@ -193,6 +196,15 @@ impl Call {
             shared_bytes,
             args: values,
             nargs,
+            cooperative: false,
+        }
+    }
+
+    /// The same launch, made cooperative (see [`Call::cooperative`]).
+    pub fn cooperatively(self) -> Call {
+        Call {
+            cooperative: true,
+            ..self
         }
     }
 

@@ -987,6 +987,303 @@ pub fn cond_set_f32(
     Ok(Call::new(a, ONE, ONE, 0))
 }
 
+// ---------------------------------------------------------------------------
+// Whole MLP forward
+
+/// One layer of an MLP for [`mlp`]: `y = x . W^T + b` (then ReLU when
+/// `relu`), W `outputs x inputs` row-major (PyTorch's layout), `b` with
+/// `outputs` entries or 0 (no bias).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MlpLayer {
+    /// Device address of W.
+    pub w: u64,
+    /// Device address of b, or 0.
+    pub b: u64,
+    /// Input width (the previous layer's `outputs`).
+    pub inputs: u32,
+    /// Output width.
+    pub outputs: u32,
+    /// ReLU after this layer.
+    pub relu: bool,
+}
+
+/// Most layers one fused launch runs (longer networks take one launch per
+/// group of this many layers).
+pub const MLP_FUSED_LAYERS: usize = 4;
+/// Most rows the fused launch takes; more rows run one launch per layer.
+pub const MLP_FUSED_MAX_ROWS: u32 = 64;
+/// Bytes at the start of an MLP workspace for the grid barrier (the first 4
+/// must be zero before the first launch; every launch leaves them zero).
+const MLP_BARRIER_BYTES: u64 = 256;
+/// Intermediates start at multiples of this many bytes into the workspace.
+const MLP_ALIGN: u64 = 256;
+/// Most multiply-adds (rows x inputs x outputs) a layer may take for the
+/// network to run fused: past that the per-layer kernels' larger tiles and
+/// more warps win over the launches fusion saves (measured on an H100,
+/// kernels/TUNING.md).
+pub const MLP_FUSED_MAX_MACS: u64 = 1 << 25;
+/// Warp tiles of `gc_mlp_f32` (rows x columns), by its tile code.
+const MLP_TILES: [(u32, u32); 4] = [(1, 1), (4, 1), (4, 4), (8, 4)];
+/// Blocks per SM of the fused launch (`__launch_bounds__(256, 1)`).
+const MLP_BLOCKS_PER_SM: u32 = 1;
+
+/// Bytes the intermediate output of a layer with `outputs` columns takes in
+/// an MLP workspace.
+fn mlp_intermediate(rows: u32, outputs: u32) -> u64 {
+    (rows as u64 * outputs as u64 * F32).next_multiple_of(MLP_ALIGN)
+}
+
+/// Bytes of workspace [`mlp`] needs for `rows` rows through `layers`: the
+/// barrier (256 bytes) and every layer's output but the last, each rounded
+/// up to 256 bytes. The first 4 bytes must be zero before the workspace's
+/// first use; every launch leaves them zero.
+pub fn mlp_workspace_bytes(rows: u32, layers: &[MlpLayer]) -> u64 {
+    let inner = layers.len().saturating_sub(1);
+    MLP_BARRIER_BYTES
+        + layers[..inner]
+            .iter()
+            .map(|l| mlp_intermediate(rows, l.outputs))
+            .sum::<u64>()
+}
+
+/// Address of layer `l`'s output in the workspace (`l` < layers - 1).
+fn mlp_region(workspace: u64, rows: u32, layers: &[MlpLayer], l: usize) -> u64 {
+    workspace
+        + MLP_BARRIER_BYTES
+        + layers[..l]
+            .iter()
+            .map(|x| mlp_intermediate(rows, x.outputs))
+            .sum::<u64>()
+}
+
+/// The warp tile (index into [`MLP_TILES`]) for a `rows x outputs` layer
+/// run by `warps` warps: the largest tile that fits the rows and still
+/// gives every other warp a tile, else 1 x 1 (the most tiles).
+fn mlp_tile(rows: u32, outputs: u32, warps: u64) -> usize {
+    (1..MLP_TILES.len())
+        .rev()
+        .find(|&t| {
+            let (r, c) = MLP_TILES[t];
+            let tiles = ceil_div(rows as u64, r as u64) * ceil_div(outputs as u64, c as u64);
+            rows >= r - 1 && tiles * 2 >= warps
+        })
+        .unwrap_or(0)
+}
+
+/// Checks an MLP's arguments: sizes, widths that chain, pointers, overlaps
+/// and the workspace.
+fn mlp_checks(
+    y: u64,
+    x: u64,
+    workspace: u64,
+    workspace_bytes: u64,
+    rows: u32,
+    layers: &[MlpLayer],
+    sms: u32,
+) -> Result<(), SizeError> {
+    positive_sms(sms)?;
+    nonzero("rows", rows as u64)?;
+    let (Some(first), Some(last)) = (layers.first(), layers.last()) else {
+        return Err(SizeError::Zero { arg: "n_layers" });
+    };
+    for (i, l) in layers.iter().enumerate() {
+        linear_sizes(rows, l.outputs, l.inputs)?;
+        if i > 0 && l.inputs != layers[i - 1].outputs {
+            return Err(SizeError::LayerWidths {
+                layer: i,
+                inputs: l.inputs,
+                previous: layers[i - 1].outputs,
+            });
+        }
+    }
+    let need = mlp_workspace_bytes(rows, layers);
+    if workspace_bytes < need {
+        return Err(SizeError::WorkspaceTooSmall {
+            bytes: workspace_bytes,
+            needed: need,
+        });
+    }
+    let yr = buf("y", y, rows as u64 * last.outputs as u64 * F32)?;
+    let wsr = buf("workspace", workspace, need)?;
+    let mut inputs = vec![buf("x", x, rows as u64 * first.inputs as u64 * F32)?];
+    for l in layers {
+        inputs.push(buf("w", l.w, l.outputs as u64 * l.inputs as u64 * F32)?);
+        inputs.push(opt_buf("b", l.b, l.outputs as u64 * F32)?);
+    }
+    apart(yr, wsr, false)?;
+    for input in inputs {
+        apart(yr, input, false)?;
+        apart(wsr, input, false)?;
+    }
+    Ok(())
+}
+
+/// Where layer `l` of an MLP reads and writes: (input, output).
+fn mlp_io(y: u64, x: u64, workspace: u64, rows: u32, layers: &[MlpLayer], l: usize) -> (u64, u64) {
+    let input = if l == 0 {
+        x
+    } else {
+        mlp_region(workspace, rows, layers, l - 1)
+    };
+    let output = if l + 1 == layers.len() {
+        y
+    } else {
+        mlp_region(workspace, rows, layers, l)
+    };
+    (input, output)
+}
+
+/// The forward pass of an MLP, `rows` rows of `x` (`rows x layers[0].inputs`)
+/// through `layers` into `y` (`rows x outputs of the last layer`), all
+/// row-major f32. `workspace` (`workspace_bytes` long, at least
+/// [`mlp_workspace_bytes`]) holds the barrier and the intermediate
+/// activations; its first 4 bytes must be zero before its first use (every
+/// launch leaves them zero) and it must not be shared with a concurrent
+/// launch. With `fuse`, up to [`MLP_FUSED_MAX_ROWS`] rows and
+/// [`MLP_FUSED_MAX_MACS`] per layer: one cooperative `gc_mlp_f32` launch per
+/// [`MLP_FUSED_LAYERS`] layers (outputs bitwise equal to [`mlp_unfused`]);
+/// otherwise one [`linear`] launch per layer, which is faster in a graph
+/// on an H100 for every shape measured (kernels/TUNING.md): fusion is
+/// opt-in, for the launch count (eager use, fewer graph nodes).
+#[allow(clippy::too_many_arguments)]
+pub fn mlp(
+    y: u64,
+    x: u64,
+    workspace: u64,
+    workspace_bytes: u64,
+    rows: u32,
+    layers: &[MlpLayer],
+    fuse: bool,
+    sms: u32,
+) -> Result<Vec<Call>, SizeError> {
+    mlp_checks(y, x, workspace, workspace_bytes, rows, layers, sms)?;
+    let small = layers.iter().all(|l| {
+        l.inputs <= u16::MAX as u32
+            && l.outputs <= u16::MAX as u32
+            && rows as u64 * l.inputs as u64 * l.outputs as u64 <= MLP_FUSED_MAX_MACS
+    });
+    if !fuse || rows > MLP_FUSED_MAX_ROWS || !small {
+        return (0..layers.len())
+            .map(|i| {
+                let (input, output) = mlp_io(y, x, workspace, rows, layers, i);
+                let l = &layers[i];
+                linear(
+                    output, input, l.w, l.b, rows, l.outputs, l.inputs, l.relu, sms,
+                )
+            })
+            .collect();
+    }
+    let max_blocks = sms as u64 * MLP_BLOCKS_PER_SM as u64;
+    let warps = max_blocks * 8;
+    let mut calls = Vec::new();
+    for start in (0..layers.len()).step_by(MLP_FUSED_LAYERS) {
+        let group = &layers[start..(start + MLP_FUSED_LAYERS).min(layers.len())];
+        let end = start + group.len();
+        let (input, _) = mlp_io(y, x, workspace, rows, layers, start);
+        let (_, output) = mlp_io(y, x, workspace, rows, layers, end - 1);
+        let act = if group.len() > 1 {
+            mlp_region(workspace, rows, layers, start)
+        } else {
+            workspace + MLP_BARRIER_BYTES
+        };
+        let mut d = [0u32; MLP_FUSED_LAYERS + 1];
+        let mut wb = [(0u64, 0u64); MLP_FUSED_LAYERS];
+        let mut flags = (group.len() as u32) << 4;
+        let mut most_tiles = 1;
+        d[0] = group[0].inputs;
+        for (i, l) in group.iter().enumerate() {
+            d[i + 1] = l.outputs;
+            wb[i] = (l.w, l.b);
+            let t = mlp_tile(rows, l.outputs, warps);
+            let (r, c) = MLP_TILES[t];
+            most_tiles = most_tiles
+                .max(ceil_div(rows as u64, r as u64) * ceil_div(l.outputs as u64, c as u64));
+            flags |= (l.relu as u32) << i | (t as u32) << (8 + 2 * i);
+        }
+        let grid = ceil_div(most_tiles, 8).min(max_blocks) as u32;
+        calls.push(
+            Call::new(
+                args::Mlp {
+                    y: output,
+                    x: input,
+                    bar: workspace,
+                    act,
+                    w0: wb[0].0,
+                    b0: wb[0].1,
+                    w1: wb[1].0,
+                    b1: wb[1].1,
+                    w2: wb[2].0,
+                    b2: wb[2].1,
+                    w3: wb[3].0,
+                    b3: wb[3].1,
+                    d01: d[0] | d[1] << 16,
+                    d23: d[2] | d[3] << 16,
+                    d4rows: d[4] | rows << 16,
+                    flags,
+                },
+                [grid, 1, 1],
+                [BLOCK, 1, 1],
+                0,
+            )
+            .cooperatively(),
+        );
+    }
+    Ok(calls)
+}
+
+/// What [`mlp`] computes, as one `gc_linear_small_f32` launch per layer
+/// with the fused launch's warp tiles (one warp per tile group, 8 groups per
+/// block): bitwise the fused outputs, for tests and comparisons. The same
+/// checks and workspace as [`mlp`]; where [`mlp`] does not fuse it is
+/// [`mlp`].
+#[allow(clippy::too_many_arguments)]
+pub fn mlp_unfused(
+    y: u64,
+    x: u64,
+    workspace: u64,
+    workspace_bytes: u64,
+    rows: u32,
+    layers: &[MlpLayer],
+    sms: u32,
+) -> Result<Vec<Call>, SizeError> {
+    let fused = mlp(y, x, workspace, workspace_bytes, rows, layers, true, sms)?;
+    if fused.iter().any(|c| !c.cooperative) {
+        return Ok(fused);
+    }
+    let warps = sms as u64 * MLP_BLOCKS_PER_SM as u64 * 8;
+    Ok((0..layers.len())
+        .map(|i| {
+            let (input, output) = mlp_io(y, x, workspace, rows, layers, i);
+            let l = &layers[i];
+            let t = mlp_tile(rows, l.outputs, warps);
+            let (r, c) = MLP_TILES[t];
+            let config = SmallConfig {
+                lr: r.trailing_zeros(),
+                lc: c.trailing_zeros(),
+                lgr: 0,
+                lgc: 3,
+            };
+            let [gx, gy] = config.grid(rows, l.outputs);
+            Call::new(
+                args::LinearSmall {
+                    y: output,
+                    x: input,
+                    w: l.w,
+                    b: l.b,
+                    m: rows,
+                    n: l.outputs,
+                    k: l.inputs,
+                    flags: l.relu as u32,
+                    config: config.packed(),
+                },
+                [gx, gy, 1],
+                [BLOCK, 1, 1],
+                0,
+            )
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1368,6 +1665,104 @@ mod tests {
         err(linear_backward_weight(A, B, A, 4, 4, 4, SMS), "overlap");
         err(linear_weight_sgd(A, A, C, 4, 4, 4, 0.1, SMS), "overlap");
         err(linear_backward_weight(A, B, C, 4, 4, 4, 0), "sms");
+    }
+
+    fn mlp_net(widths: &[u32]) -> Vec<MlpLayer> {
+        widths
+            .windows(2)
+            .enumerate()
+            .map(|(i, w)| MlpLayer {
+                w: B + (i as u64) * (1 << 26),
+                b: 0,
+                inputs: w[0],
+                outputs: w[1],
+                relu: i + 2 < widths.len(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn mlp_plans_one_cooperative_launch_per_four_layers() {
+        let ws = 1u64 << 40;
+        let net = mlp_net(&[1024, 512, 256, 10]);
+        assert_eq!(mlp_workspace_bytes(2, &mlp_net(&[4, 4, 2])), 512);
+        assert_eq!(
+            mlp_workspace_bytes(32, &net),
+            256 + 32 * 512 * 4 + 32 * 256 * 4
+        );
+        let bytes = mlp_workspace_bytes(32, &net);
+        // Without `fuse`: one linear launch per layer.
+        let plain = mlp(A, C, ws, bytes, 32, &net, false, SMS).unwrap();
+        assert_eq!(plain.len(), 3);
+        assert!(plain.iter().all(|c| !c.cooperative));
+        let calls = mlp(A, C, ws, bytes, 32, &net, true, SMS).unwrap();
+        assert_eq!(calls.len(), 1);
+        let c = &calls[0];
+        assert!(c.cooperative && c.kernel == Kernel::Mlp);
+        assert!(c.grid[0] >= 1 && c.grid[0] <= SMS && c.block == [256, 1, 1]);
+        let flags = u32_arg(c, "flags");
+        assert_eq!(flags & 15, 0b011, "ReLU after the first two layers");
+        assert_eq!((flags >> 4) & 7, 3);
+        assert_eq!(u32_arg(c, "d01"), 1024 | 512 << 16);
+        assert_eq!(u32_arg(c, "d4rows"), 32 << 16);
+        assert_eq!(arg(c, "act"), Value::Ptr(ws + 256));
+        // Tiles: 1 x 1 for one row; 4 x 4 where that still gives every other warp a tile.
+        assert_eq!(mlp_tile(1, 512, 1056), 0);
+        assert_eq!(mlp_tile(64, 512, 1056), 3);
+        assert_eq!(mlp_tile(32, 512, 1056), 2);
+        assert_eq!(mlp_tile(16, 512, 1056), 1);
+        // Five layers: two launches, the second reading the first's output.
+        let net5 = mlp_net(&[100, 37, 7, 3, 5, 9]);
+        let bytes5 = mlp_workspace_bytes(3, &net5);
+        let calls = mlp(A, C, ws, bytes5, 3, &net5, true, SMS).unwrap();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(arg(&calls[0], "y"), Value::Ptr(mlp_region(ws, 3, &net5, 3)));
+        assert_eq!(arg(&calls[1], "x"), arg(&calls[0], "y"));
+        assert_eq!(arg(&calls[1], "y"), Value::Ptr(A));
+        // More rows than the fused form takes, or a layer past its work
+        // limit: one linear launch per layer.
+        let calls = mlp(A, C, ws, mlp_workspace_bytes(65, &net), 65, &net, true, SMS).unwrap();
+        assert_eq!(calls.len(), 3);
+        assert!(calls.iter().all(|c| !c.cooperative));
+        let wide = mlp_net(&[4096, 4096, 10]);
+        let calls = mlp(A, C, ws, mlp_workspace_bytes(2, &wide), 2, &wide, true, SMS).unwrap();
+        assert_eq!(calls.len(), 1, "2 x 4096 x 4096 is within the limit");
+        assert!(calls[0].cooperative);
+        let calls = mlp(A, C, ws, mlp_workspace_bytes(3, &wide), 3, &wide, true, SMS).unwrap();
+        assert_eq!(calls.len(), 2);
+        // The per-layer form of the fused launch: the same tiles, 8 one-warp groups.
+        let un = mlp_unfused(A, C, ws, bytes, 32, &net, SMS).unwrap();
+        assert_eq!(un.len(), 3);
+        assert!(un.iter().all(|c| c.kernel == Kernel::LinearSmall));
+    }
+
+    #[test]
+    fn mlp_rejects_bad_arguments() {
+        let ws = 1u64 << 40;
+        let net = mlp_net(&[8, 4, 2]);
+        let bytes = mlp_workspace_bytes(2, &net);
+        err(
+            mlp(A, C, ws, bytes, 2, &[], true, SMS),
+            "n_layers must be > 0",
+        );
+        err(mlp(A, C, ws, bytes, 0, &net, true, SMS), "rows must be > 0");
+        err(
+            mlp(A, C, ws, bytes - 1, 2, &net, true, SMS),
+            "workspace has",
+        );
+        let mut bad = net.clone();
+        bad[1].inputs = 5;
+        err(
+            mlp(A, C, ws, bytes, 2, &bad, true, SMS),
+            "layer 1 takes 5 inputs",
+        );
+        err(mlp(ws, C, ws, bytes, 2, &net, true, SMS), "overlap");
+        err(mlp(A, ws + 8, ws, bytes, 2, &net, true, SMS), "overlap");
+        err(
+            mlp(A, C, 0, bytes, 2, &net, true, SMS),
+            "workspace is a null",
+        );
+        err(mlp(A, C, ws, bytes, 2, &net, true, 0), "sms");
     }
 
     #[test]

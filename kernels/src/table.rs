@@ -304,6 +304,21 @@ T = 128 for tile 0, 64 for tile 1 (each thread sums its outputs in increasing k:
 depend on the tile), 32 for tile 2 (K split over 4 slices of the block); no dynamic shared \
 memory. float4 loads and stores where leading dimensions are multiples of 4 and pointers \
 16-byte aligned. C must not overlap A, B or bias.";
+    Mlp = gc_mlp_f32 in LINEAR (
+        y: Ptr, x: Ptr, bar: Ptr, act: Ptr,
+        w0: Ptr, b0: Ptr, w1: Ptr, b1: Ptr, w2: Ptr, b2: Ptr, w3: Ptr, b3: Ptr,
+        d01: U32, d23: U32, d4rows: U32, flags: U32,
+    ),
+        doc: "Fused MLP forward, up to 4 layers in one launch: h_0 = x (rows x d0), h_{l+1} = \
+act_l(h_l . W_l^T + b_l) (rows x d_{l+1}, W_l d_{l+1} x d_l as PyTorch stores it, b_l may be null), \
+y = h_L. d01 = d0 | d1 << 16, d23 = d2 | d3 << 16, d4rows = d4 | rows << 16 (all below 2^16); \
+flags bits 0..3: ReLU after layer l; bits 4..6: L; bits 8 + 2 l: layer l's warp tile (0: 1 x 1, \
+1: 4 x 1, 2: 4 x 4). The grid's warps take each layer's tiles round-robin and compute them as \
+gc_linear_small_f32's one-warp tile groups (bitwise equal to per-layer launches with those tiles \
+and 8 groups per block); a grid barrier separates layers. bar: 16 bytes, the first 4 zero before \
+the first launch (left zero by every launch). act: the L - 1 intermediates, one after the other, \
+each rows * d floats rounded up to a multiple of 64. Launch: cooperative, block 256, any 1-D grid \
+that is resident at once (at most 2 blocks per SM). y must not overlap any input or act.";
     // ----------------------------------------------------------------- reduce
     BiasGrad = gc_bias_grad_f32 in REDUCE (db: Ptr, dy: Ptr, rows: U32, cols: U32),
         doc: "db[c] = sum over r of dy[r, c] (dy row-major rows x cols), summed in a fixed order \

@@ -10,7 +10,7 @@ import ctypes as C
 from .args import _addr, _dim3, _float, _int, _kernel_args
 from .loader import lib
 from .objects import Function, _handle_of, _stream
-from .structs import _D, PROTOTYPES, ChainOp, CondHandle
+from .structs import _D, MLP_FUSED, PROTOTYPES, ChainOp, CondHandle, MlpLayer
 
 
 def memcpy_async(stream, dst, src, nbytes):
@@ -159,5 +159,43 @@ def op_cond_set_f32(stream, handle, x, threshold, cmp, counter=None, limit=0):
                            _int(limit, w, "limit", 32))
 
 
-__all__ = ["memcpy_async", "memset_async", "memset_async_elem", "launch", "op_chain", "op_cond_set_u32",
-           "op_cond_count", "op_cond_set_f32"] + [c[3:] for c in _OP_PARAMS]
+def _mlp_layers(layers, w):
+    """MlpLayer items from MlpLayers or (w, b, inputs, outputs, relu) tuples
+    (w and b: addresses or tensors; b may be None)."""
+    items = []
+    for item in layers:
+        if isinstance(item, MlpLayer):
+            items.append(item)
+            continue
+        wt, b, inputs, outputs, relu = item
+        items.append(MlpLayer(_addr(wt, w, "w"), _addr(b, w, "b", nullable=True) or None,
+                              _int(inputs, w, "inputs", 32), _int(outputs, w, "outputs", 32),
+                              1 if relu else 0))
+    return (MlpLayer * max(len(items), 1))(*items), len(items)
+
+
+def mlp_workspace_bytes(rows, layers):
+    """gc_op_mlp_workspace_bytes: the workspace op_mlp needs for ``rows`` rows
+    through ``layers`` (as op_mlp takes them)."""
+    w = "mlp_workspace_bytes"
+    array, count = _mlp_layers(layers, w)
+    out = C.c_uint64()
+    lib.gc_op_mlp_workspace_bytes(_int(rows, w, "rows", 32), array, count, C.byref(out))
+    return out.value
+
+
+def op_mlp(stream, y, x, rows, layers, workspace, workspace_bytes, fused=False):
+    """gc_op_mlp: an MLP forward, one launch per layer, or with ``fused``
+    (GC_MLP_FUSED) up to 4 layers per launch where the fused kernel takes
+    them. ``layers``: MlpLayers or (w, b, inputs, outputs, relu) tuples; the
+    workspace's first 4 bytes zero before its first use."""
+    w = "op_mlp"
+    array, count = _mlp_layers(layers, w)
+    lib.gc_op_mlp(_stream(stream, w), _addr(y, w, "y"), _addr(x, w, "x"), _int(rows, w, "rows", 32),
+                  array, count, _addr(workspace, w, "workspace"),
+                  _int(workspace_bytes, w, "workspace_bytes"), MLP_FUSED if fused else 0)
+
+
+__all__ = ["memcpy_async", "memset_async", "memset_async_elem", "launch", "op_chain",
+           "op_cond_set_u32", "op_cond_count", "op_cond_set_f32", "mlp_workspace_bytes",
+           "op_mlp"] + [c[3:] for c in _OP_PARAMS]

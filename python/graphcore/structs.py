@@ -16,6 +16,7 @@ __all__ = [
     "GRAPH_WRAP_BORROW", "GRAPH_WRAP_ADOPT", "ARG_EXACT", "Binding", "COND_RESET_ON_LAUNCH",
     "COND_IF", "COND_IF_ELSE", "COND_WHILE", "COND_SWITCH", "CMP_LT", "CMP_LE", "CMP_GT", "CMP_GE",
     "CondHandle", "Dim3", "Node", "DeviceInfo", "ChainOp",
+    "MlpLayer", "MLP_MAX_LAYERS", "MLP_FUSED",
     "PoolOptions", "PoolStatistics", "ExecStatistics", "RunnerBucket", "RunnerStatistics",
     "HOST_FN", "RECORD_FN", "PROTOTYPES",
 ]
@@ -37,6 +38,8 @@ CHAIN_RELU = 4
 CHAIN_MAX = 5
 CHAIN_MIN = 6
 CHAIN_MAX_OPS = 8
+MLP_MAX_LAYERS = 64
+MLP_FUSED = 1
 RUNNER_MAX_BUCKETS = 16
 EVENT_DISABLE_TIMING = 1
 EVENT_EXTERNAL = 1
@@ -112,6 +115,18 @@ class ChainOp(C.Structure):
     """gc_chain_op: one operation of op_chain (CHAIN_* opcode, constant)."""
 
     _fields_ = [("op", C.c_uint32), ("value", C.c_float)]
+
+
+class MlpLayer(C.Structure):
+    """gc_mlp_layer: one layer of op_mlp (w, b device addresses, widths, relu)."""
+
+    _fields_ = [
+        ("w", C.c_void_p),
+        ("b", C.c_void_p),
+        ("inputs", C.c_uint32),
+        ("outputs", C.c_uint32),
+        ("relu", C.c_int),
+    ]
 
 
 class PoolOptions(C.Structure):
@@ -321,5 +336,7 @@ PROTOTYPES = {
     "gc_op_bias_grad": (_S, [_H, _D, _D, C.c_uint32, C.c_uint32]),
     "gc_op_bias_sgd": (_S, [_H, _D, _D, C.c_uint32, C.c_uint32, C.c_float]),
     "gc_op_mse": (_S, [_H, _D, _D, _D, _D, C.c_uint64, C.c_float, _D, C.c_uint64]),
+    "gc_op_mlp_workspace_bytes": (_S, [C.c_uint32, _P(MlpLayer), C.c_uint32, _P(C.c_uint64)]),
+    "gc_op_mlp": (_S, [_H, _D, _D, C.c_uint32, _P(MlpLayer), C.c_uint32, _D, C.c_uint64, C.c_uint32]),
 }
 

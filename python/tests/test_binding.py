@@ -38,7 +38,7 @@ def header_functions():
 
 STRUCTS = {
     "gc_device_info": gc.DeviceInfo, "gc_node": gc.Node, "gc_dim3": gc.Dim3,
-    "gc_chain_op": gc.ChainOp, "gc_pool_options": gc.PoolOptions,
+    "gc_chain_op": gc.ChainOp, "gc_mlp_layer": gc.MlpLayer, "gc_pool_options": gc.PoolOptions,
     "gc_pool_statistics": gc.PoolStatistics, "gc_runner_bucket": gc.RunnerBucket,
     "gc_exec_statistics": gc.ExecStatistics, "gc_binding": gc.Binding,
     "gc_runner_statistics": gc.RunnerStatistics, "gc_cond_handle": gc.CondHandle,
@@ -166,3 +166,10 @@ def test_structure_layout_matches_c(tmp_path):
         for field, _ in cls._fields_:
             assert int(c_layout["%s.%s" % (cname, field)]) == getattr(cls, field).offset, (
                 cname, field)
+
+
+def test_mlp_workspace_bytes_needs_no_device():
+    layers = [(0x100, None, 4, 4, True), gc.MlpLayer(0x100, None, 4, 2, 0)]
+    assert gc.mlp_workspace_bytes(2, layers) == 512  # the barrier and one intermediate
+    with pytest.raises(gc.InvalidArgumentError):
+        gc.mlp_workspace_bytes(2, [])

@@ -1869,6 +1869,66 @@ static void ops_functions(void) {
     }
     objects_work();
 
+    COVER(gc_op_mlp_workspace_bytes);
+    {
+        gc_mlp_layer layers[2] = {{(const float *)fx.buf2, NULL, 4, 4, 1}, {(const float *)fx.buf2, NULL, 4, 2, 0}};
+        uint64_t bytes = 99;
+        check_case = "bytes NULL";
+        EXPECT_STATUS(gc_op_mlp_workspace_bytes(2, layers, 2, NULL), GC_ERROR_INVALID_ARGUMENT);
+        check_case = "layers NULL";
+        EXPECT_STATUS(gc_op_mlp_workspace_bytes(2, NULL, 2, &bytes), GC_ERROR_INVALID_ARGUMENT);
+        check_case = "n_layers 0";
+        EXPECT_STATUS(gc_op_mlp_workspace_bytes(2, layers, 0, &bytes), GC_ERROR_INVALID_ARGUMENT);
+        check_case = "n_layers too many (layers not read)";
+        EXPECT_STATUS(gc_op_mlp_workspace_bytes(2, (const gc_mlp_layer *)(uintptr_t)8, GC_MLP_MAX_LAYERS + 1, &bytes),
+                      GC_ERROR_INVALID_ARGUMENT);
+        CHECK(bytes == 99);
+        check_case = "barrier and one intermediate";
+        EXPECT_OK(gc_op_mlp_workspace_bytes(2, layers, 2, &bytes));
+        CHECK(bytes == 512);
+    }
+    objects_work();
+
+    COVER(gc_op_mlp);
+    {
+        /* x: buf2 (2 x 4), W0 4 x 4 and W1 2 x 4 in buf2, y and the workspace in buf. */
+        const float *x = fx.buf2, *w = (const float *)fx.buf2 + 64;
+        float *y = fx.buf;
+        void *ws = (char *)fx.buf + 1024;
+        gc_mlp_layer layers[2] = {{w, NULL, 4, 4, 1}, {w, NULL, 4, 2, 0}};
+        gc_mlp_layer mismatch[2] = {{w, NULL, 4, 4, 1}, {w, NULL, 3, 2, 0}};
+        gc_mlp_layer no_w[2] = {{w, NULL, 4, 4, 1}, {NULL, NULL, 4, 2, 0}};
+        uint64_t need = 512;
+        BAD_HANDLE_ARG(K_STREAM, st, gc_op_mlp(st, y, x, 2, layers, 2, ws, need, GC_MLP_FUSED), GC_ERROR_INVALID_ARGUMENT);
+        if (fx.gpu) {
+            REFUSED("y NULL", EXPECT_STATUS(gc_op_mlp(st, NULL, x, 2, layers, 2, ws, need, GC_MLP_FUSED), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("x NULL", EXPECT_STATUS(gc_op_mlp(st, y, NULL, 2, layers, 2, ws, need, GC_MLP_FUSED), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("layers NULL",
+                    EXPECT_STATUS(gc_op_mlp(st, y, x, 2, NULL, 2, ws, need, GC_MLP_FUSED), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("n_layers 0", EXPECT_STATUS(gc_op_mlp(st, y, x, 2, layers, 0, ws, need, GC_MLP_FUSED), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("n_layers too many (layers not read)",
+                    EXPECT_STATUS(gc_op_mlp(st, y, x, 2, (const gc_mlp_layer *)(uintptr_t)8, GC_MLP_MAX_LAYERS + 1, ws,
+                                            need, GC_MLP_FUSED),
+                                  GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("rows 0", EXPECT_STATUS(gc_op_mlp(st, y, x, 0, layers, 2, ws, need, GC_MLP_FUSED), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("widths do not chain",
+                    EXPECT_STATUS(gc_op_mlp(st, y, x, 2, mismatch, 2, ws, need, GC_MLP_FUSED), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("a layer's w NULL",
+                    EXPECT_STATUS(gc_op_mlp(st, y, x, 2, no_w, 2, ws, need, GC_MLP_FUSED), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("workspace NULL",
+                    EXPECT_STATUS(gc_op_mlp(st, y, x, 2, layers, 2, NULL, need, GC_MLP_FUSED), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("workspace too small",
+                    EXPECT_STATUS(gc_op_mlp(st, y, x, 2, layers, 2, ws, need - 1, GC_MLP_FUSED), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("y overlaps the workspace",
+                    EXPECT_STATUS(gc_op_mlp(st, (float *)ws, x, 2, layers, 2, ws, need, GC_MLP_FUSED), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("unknown flag", EXPECT_STATUS(gc_op_mlp(st, y, x, 2, layers, 2, ws, need, 2u),
+                                                  GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("y overlaps x", EXPECT_STATUS(gc_op_mlp(st, (float *)x, x, 2, layers, 2, ws, need, GC_MLP_FUSED),
+                                                  GC_ERROR_INVALID_ARGUMENT));
+        }
+    }
+    objects_work();
+
     /* Row/column ops: zero sizes, products at 2^32, NULL buffers. */
     COVER(gc_op_bias_add);
     BAD_HANDLE_ARG(K_STREAM, st, gc_op_bias_add(st, fx.buf, fx.buf2, fx.buf2, 4, 4), GC_ERROR_INVALID_ARGUMENT);

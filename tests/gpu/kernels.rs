@@ -495,3 +495,221 @@ fn replays_are_bitwise_deterministic() {
         assert!(same(&first.0, &again.0) && same(&first.1, &again.1) && same(&first.2, &again.2));
     }
 }
+
+/// Float64 forward of an MLP (intermediates kept in float64).
+fn mlp_ref(
+    x: &[f32],
+    layers: &[(Vec<f32>, Vec<f32>, bool)],
+    widths: &[usize],
+    rows: usize,
+) -> Vec<f64> {
+    let mut h: Vec<f64> = f64s(x);
+    for (l, (w, b, relu)) in layers.iter().enumerate() {
+        let (k, n) = (widths[l], widths[l + 1]);
+        let mut out = vec![0f64; rows * n];
+        for i in 0..rows {
+            for j in 0..n {
+                let mut acc = b[j] as f64;
+                for t in 0..k {
+                    acc += h[i * k + t] * w[j * k + t] as f64;
+                }
+                out[i * n + j] = if *relu { acc.max(0.0) } else { acc };
+            }
+        }
+        h = out;
+    }
+    h
+}
+
+/// An MLP on the device: its layers for `ops::mlp` and the host copies.
+struct Net {
+    layers: Vec<ops::MlpLayer>,
+    host: Vec<(Vec<f32>, Vec<f32>, bool)>,
+}
+
+impl Net {
+    /// Random layers of the given widths (W scaled by 1/sqrt(inputs)), ReLU
+    /// after all but the last; the second layer has no bias.
+    fn new(d: &Dev, seed: u64, widths: &[usize]) -> Net {
+        let mut layers = Vec::new();
+        let mut host = Vec::new();
+        for l in 0..widths.len() - 1 {
+            let (k, n) = (widths[l], widths[l + 1]);
+            let w: Vec<f32> = random(seed ^ (l as u64 * 77 + 1), n * k)
+                .iter()
+                .map(|v| v / (k as f32).sqrt())
+                .collect();
+            let b = if l == 1 {
+                vec![0.0; n]
+            } else {
+                random(seed ^ (l as u64 * 77 + 2), n)
+            };
+            let relu = l + 2 < widths.len();
+            layers.push(ops::MlpLayer {
+                w: d.put(&w, false),
+                b: if l == 1 { 0 } else { d.put(&b, false) },
+                inputs: k as u32,
+                outputs: n as u32,
+                relu,
+            });
+            host.push((w, b, relu));
+        }
+        Net { layers, host }
+    }
+    /// A zeroed workspace for `rows` rows, and its size.
+    fn workspace(&self, d: &Dev, rows: usize) -> (u64, u64) {
+        let bytes = ops::mlp_workspace_bytes(rows as u32, &self.layers);
+        let ws = d.p.alloc(bytes).unwrap();
+        // SAFETY: a live allocation of `bytes` bytes, kept until the stream is synchronized.
+        unsafe { graphcore_core::set_async(&d.s, ws, 0, bytes as usize) }.unwrap();
+        (ws, bytes)
+    }
+    fn free(&self, d: &Dev) {
+        for l in &self.layers {
+            d.p.free(l.w).unwrap();
+            if l.b != 0 {
+                d.p.free(l.b).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn mlp_matches_float64_and_the_per_layer_launches() {
+    let d = Dev::new();
+    let seed = seed();
+    let nets: [&[usize]; 5] = [
+        &[1024, 512, 256, 10],
+        &[256, 4096, 256],
+        &[100, 37, 7, 3, 5, 9],
+        &[64, 64],
+        &[2048, 1024, 1024, 512, 128],
+    ];
+    for widths in nets {
+        let net = Net::new(&d, seed ^ widths.len() as u64, widths);
+        for rows in [1usize, 3, 4, 16, 32, 64, 65, 100] {
+            let x = random(seed ^ rows as u64, rows * widths[0]);
+            let xb = d.put(&x, false);
+            let out_n = rows * widths[widths.len() - 1];
+            let (ws, bytes) = net.workspace(&d, rows);
+            let y = d.poisoned(out_n, false);
+            let calls = ops::mlp(y, xb, ws, bytes, rows as u32, &net.layers, true, d.sms).unwrap();
+            let fused = calls.iter().all(|c| c.cooperative);
+            if fused {
+                assert_eq!(
+                    calls.len(),
+                    net.layers.len().div_ceil(ops::MLP_FUSED_LAYERS)
+                );
+            } else {
+                assert_eq!(calls.len(), net.layers.len());
+            }
+            if rows == 1 || widths == [1024, 512, 256, 10] && rows <= 64 {
+                assert!(fused, "{widths:?} rows={rows} runs fused");
+            }
+            for c in calls {
+                d.run(Ok(c));
+            }
+            let got = d.get(y, out_n);
+            let e = rel_err(&got, &mlp_ref(&x, &net.host, widths, rows));
+            assert!(
+                e <= 1e-5,
+                "mlp {widths:?} rows={rows}: rel err {e:e} (seed {seed})"
+            );
+            // The default form (one launch per layer) against float64 too.
+            let y3 = d.poisoned(out_n, false);
+            for c in ops::mlp(y3, xb, ws, bytes, rows as u32, &net.layers, false, d.sms).unwrap() {
+                assert!(!c.cooperative);
+                d.run(Ok(c));
+            }
+            let e = rel_err(&d.get(y3, out_n), &mlp_ref(&x, &net.host, widths, rows));
+            assert!(
+                e <= 1e-5,
+                "mlp per layer {widths:?} rows={rows}: rel err {e:e} (seed {seed})"
+            );
+            d.p.free(y3).unwrap();
+            // Again (the barrier is reused): the same bits.
+            for c in ops::mlp(y, xb, ws, bytes, rows as u32, &net.layers, true, d.sms).unwrap() {
+                d.run(Ok(c));
+            }
+            let again = d.get(y, out_n);
+            assert!(got
+                .iter()
+                .zip(&again)
+                .all(|(a, b)| a.to_bits() == b.to_bits()));
+            if fused {
+                let y2 = d.poisoned(out_n, false);
+                for c in
+                    ops::mlp_unfused(y2, xb, ws, bytes, rows as u32, &net.layers, d.sms).unwrap()
+                {
+                    assert!(!c.cooperative);
+                    d.run(Ok(c));
+                }
+                let unfused = d.get(y2, out_n);
+                assert!(
+                    got.iter()
+                        .zip(&unfused)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "mlp {widths:?} rows={rows}: fused and per-layer outputs differ"
+                );
+                d.p.free(y2).unwrap();
+            }
+            for b in [xb, ws, y] {
+                d.p.free(b).unwrap();
+            }
+        }
+        net.free(&d);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn mlp_captured_is_one_node_and_replays_bitwise() {
+    let d = Dev::new();
+    let seed = seed();
+    let widths = [1024usize, 512, 256, 10];
+    let net = Net::new(&d, seed, &widths);
+    for rows in [1usize, 32, 64] {
+        let x = random(seed ^ rows as u64, rows * widths[0]);
+        let xb = d.put(&x, false);
+        let out_n = rows * 10;
+        let (ws, bytes) = net.workspace(&d, rows);
+        let y = d.poisoned(out_n, false);
+        for c in ops::mlp(y, xb, ws, bytes, rows as u32, &net.layers, true, d.sms).unwrap() {
+            d.run(Ok(c));
+        }
+        let eager = d.get(y, out_n);
+        let y2 = d.poisoned(out_n, false);
+        graphcore_core::begin_capture(&d.s, None, CaptureMode::ThreadLocal).unwrap();
+        for c in ops::mlp(y2, xb, ws, bytes, rows as u32, &net.layers, true, d.sms).unwrap() {
+            d.run(Ok(c));
+        }
+        let g = graphcore_core::end_capture(&d.s).unwrap();
+        assert_eq!(
+            g.node_count(),
+            1,
+            "a 3-layer MLP captures as one kernel node"
+        );
+        // In an explicitly built graph too, as a child graph.
+        let built = graphcore_core::Graph::new(d.s.context()).unwrap();
+        built.add_child(&g, &[]).unwrap();
+        for graph in [&g, &built] {
+            let e = Exec::new(graph, 0).unwrap();
+            for _ in 0..3 {
+                e.launch(&d.s).unwrap();
+                let got = d.get(y2, out_n);
+                assert!(
+                    eager
+                        .iter()
+                        .zip(&got)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "rows={rows}: a replay differs from the eager run"
+                );
+            }
+        }
+        for b in [xb, ws, y, y2] {
+            d.p.free(b).unwrap();
+        }
+    }
+    net.free(&d);
+}

@@ -168,6 +168,45 @@ pub(crate) fn max_threads_per_block(f: CUfunction) -> Result<i32> {
     Ok(v)
 }
 
+/// Launches `f` on `s` cooperatively (`cuLaunchKernelEx` with the
+/// cooperative attribute: every block resident at once, or the launch
+/// fails); stream capture records the attribute on the kernel node.
+///
+/// # Safety
+/// As [`launch`].
+pub(crate) unsafe fn launch_cooperative(
+    f: CUfunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_bytes: u32,
+    s: CUstream,
+    args: *mut *mut c_void,
+) -> Result<()> {
+    // SAFETY: an all-zero launch attribute is a valid value of the plain C
+    // struct (the union's padding included).
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attr.value.cooperative = 1;
+    let config = sys::CUlaunchConfig {
+        gridDimX: grid[0],
+        gridDimY: grid[1],
+        gridDimZ: grid[2],
+        blockDimX: block[0],
+        blockDimY: block[1],
+        blockDimZ: block[2],
+        sharedMemBytes: shared_bytes,
+        hStream: s,
+        attrs: &mut attr,
+        numAttrs: 1,
+    };
+    check(
+        // SAFETY: config and attr outlive the call; the argument pointers
+        // are valid by this function's contract.
+        unsafe { sys::cuLaunchKernelEx(&config, f, args, std::ptr::null_mut()) },
+        "cuLaunchKernelEx",
+    )
+}
+
 /// Launches `f` on `s`.
 ///
 /// # Safety

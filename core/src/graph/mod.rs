@@ -766,8 +766,8 @@ impl Graph {
     }
 
     /// Adds a kernel node running a built-in operation planned by
-    /// `graphcore_kernels::ops` (a call that failed its checks is
-    /// [`ErrorKind::InvalidArgument`]).
+    /// `graphcore_kernels::ops` (a call that failed its checks, or a
+    /// cooperative one, is [`ErrorKind::InvalidArgument`]).
     ///
     /// # Safety
     /// The buffers the call names must be device memory of this graph's
@@ -779,6 +779,14 @@ impl Graph {
         deps: &[Node],
     ) -> Result<Node> {
         let call = call?;
+        // A kernel node built here has no cooperative attribute: a grid
+        // barrier in it could hang (capture such a launch instead).
+        ensure_arg!(
+            !call.cooperative,
+            "`{}` is a cooperative launch: graphs built node by node cannot hold it (capture \
+             the operation on a stream instead)",
+            call.kernel.name()
+        );
         let f = Function::from_builtin(&self.inner.ctx, call.kernel.name())?;
         let mut args = ArgBuffer::new(call.args());
         let mut ptrs = args.pointers();
