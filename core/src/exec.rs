@@ -334,16 +334,14 @@ impl Exec {
 
     /// After an update: the arguments' uses found again in `values` (the
     /// nodes whose parameters the exec now has; `exec_nodes` are the ones
-    /// its setters name), and the current bindings set in them.
+    /// its setters name), and the current bindings set in them. `t` is the
+    /// exec's argument table, locked before any graph lock (the lock order).
     fn rebind_after_update(
         &self,
+        t: &mut ArgTable,
         values: &[CUgraphNode],
         exec_nodes: &[CUgraphNode],
     ) -> Result<()> {
-        let Some(table) = &self.inner.args else {
-            return Ok(());
-        };
-        let mut t = lock(table);
         let moved = t.moved();
         let mut new = ArgTable::new(&self.inner.ctx, t.decls(), values, exec_nodes)?;
         if new.prepare(&moved)? {
@@ -405,11 +403,12 @@ impl Exec {
             }
         }
         *lock(&self.inner.updated_from) = Some(graph.clone());
-        if self.inner.args.is_some() {
+        if let Some(table) = &self.inner.args {
             // The exec has the graph's values now: find the uses in them.
             let exec_nodes: Vec<CUgraphNode> = self.inner.source.described()?.nodes().to_vec();
+            let mut t = lock(table);
             let st = graph.described()?;
-            self.rebind_after_update(st.nodes(), &exec_nodes)
+            self.rebind_after_update(&mut t, st.nodes(), &exec_nodes)
                 .map_err(|e| {
                     e.context("the exec was updated but its arguments could not be rebound")
                 })?;
@@ -591,10 +590,12 @@ impl Exec {
             None => e,
         })?;
         ours.adopt(&new);
-        self.rebind_after_update(&new.nodes, &ours.nodes)
-            .map_err(|e| {
-                e.context("the exec was updated but its arguments could not be rebound")
-            })?;
+        if let Some(table) = &self.inner.args {
+            self.rebind_after_update(&mut lock(table), &new.nodes, &ours.nodes)
+                .map_err(|e| {
+                    e.context("the exec was updated but its arguments could not be rebound")
+                })?;
+        }
         *current = theirs.clone();
         *lock(&self.inner.updated_from) = Some(graph.clone());
         Ok(())
@@ -679,15 +680,18 @@ impl Exec {
             shared_bytes,
             args,
         };
+        // The argument table is locked before the source (the lock order
+        // `launch_with` follows too).
+        let mut table = self.inner.args.as_ref().map(lock);
         // The driver reads a node of the source under the source's lock (the
         // fused copy's nodes are under `fused`).
         let _source = fused.is_none().then(|| source.state());
         // SAFETY: as above; the driver copies the values.
         unsafe { dg::exec_set_kernel(self.raw(), exec_node, &params) }?;
         Arc::make_mut(current).set_node(i, updated);
-        if let Some(t) = &self.inner.args {
+        if let Some(t) = table.as_mut() {
             // SAFETY: as above.
-            unsafe { lock(t).refresh_kernel(self.raw(), exec_node, args) }?;
+            unsafe { t.refresh_kernel(self.raw(), exec_node, args) }?;
         }
         Ok(())
     }
