@@ -6,7 +6,8 @@ use graphcore_core::graph::NodeKind;
 use graphcore_core::kernels::ops;
 use graphcore_core::{launch_op, CaptureMode, ErrorKind, Exec, Graph, LaunchConfig};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
 
 pub(super) fn scale(s: &Stream, y: u64, x: u64, n: usize, alpha: f32) {
     let sms = s.context().sm_count();
@@ -543,14 +544,25 @@ fn eight_threads_replay_eight_execs_concurrently() {
 fn destroying_graphs_and_pools_does_not_break_another_threads_capture() {
     // A device-wide synchronize invalidates every capture on the device;
     // graphcore must not issue one while a capture of its own is open.
+    // Run under the watchdog: a failure or a hang in either thread fails
+    // the test with its message instead of hanging the suite.
     let c = ctx();
     let s = Stream::new(&c).unwrap();
     let p = pool(&c);
     let n = 4096;
     let buf = p.alloc(n as u64 * 4).unwrap();
-    let stop = std::sync::atomic::AtomicBool::new(false);
-    std::thread::scope(|scope| {
-        scope.spawn(|| {
+    let stop = Arc::new(AtomicBool::new(false));
+    /// Stops the churning thread when the capturing one ends, even by a
+    /// panic.
+    struct StopOnDrop(Arc<AtomicBool>);
+    impl Drop for StopOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let churn = {
+        let (c, stop) = (c.clone(), stop.clone());
+        Box::new(move || {
             while !stop.load(Ordering::SeqCst) {
                 let q = pool(&c);
                 let t = Stream::new(&c).unwrap();
@@ -560,17 +572,29 @@ fn destroying_graphs_and_pools_does_not_break_another_threads_capture() {
                 let g = graphcore_core::end_capture(&t).unwrap();
                 drop((g, q)); // releases graph memory and the pool
             }
-        });
-        for _ in 0..50 {
-            graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
-            for _ in 0..20 {
-                scale(&s, buf, buf, n, 1.0);
+        }) as Box<dyn FnOnce() + Send>
+    };
+    let capture = {
+        let stop = StopOnDrop(stop);
+        Box::new(move || {
+            let _stop = stop;
+            for i in 0..50 {
+                graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal)
+                    .unwrap_or_else(|e| panic!("begin {i}: {}", e.message()));
+                for _ in 0..20 {
+                    scale(&s, buf, buf, n, 1.0);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                graphcore_core::end_capture(&s)
+                    .unwrap_or_else(|e| panic!("end {i}: {}", e.message()));
             }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-            graphcore_core::end_capture(&s).unwrap();
-        }
-        stop.store(true, Ordering::SeqCst);
-    });
+            drop(p);
+        }) as Box<dyn FnOnce() + Send>
+    };
+    super::race(
+        "captures next to graph and pool destruction",
+        vec![churn, capture],
+    );
 }
 
 /// An exec is the graph as it was instantiated: nodes added to the graph
