@@ -105,13 +105,13 @@ fn site_of(
 ) -> Result<Option<Site>> {
     let mut slots = Vec::new();
     let what = match dg::read_node(read)? {
-        RawNode::Kernel {
+        RawNode::Kernel(KernelParams {
             func,
             grid,
             block,
             shared_bytes,
             args,
-        } => {
+        }) => {
             if args.is_null() {
                 // Parameters packed in `extra`: not scanned.
                 return Ok(None);

@@ -474,11 +474,11 @@ impl Exec {
         let source = self.inner.source.described()?;
         let source_nodes: Vec<_> = changed.iter().map(|(i, _)| source.nodes()[*i]).collect();
         for (k, (i, kind)) in changed.iter().enumerate() {
-            if let RawNode::Kernel { func, .. } = &reads[k] {
-                let RawNode::Kernel { func: old, .. } = dg::read_node(source_nodes[k])? else {
+            if let RawNode::Kernel(new) = &reads[k] {
+                let RawNode::Kernel(old) = dg::read_node(source_nodes[k])? else {
                     unreachable!("same topology: node {i} is a kernel in both");
                 };
-                if *func != old {
+                if new.func != old.func {
                     let name = match kind {
                         NodeKind::Kernel { name, .. } => &**name,
                         _ => "?",
@@ -496,20 +496,7 @@ impl Exec {
         for (k, raw) in reads.into_iter().enumerate() {
             let n = source_nodes[k];
             let r = match raw {
-                RawNode::Kernel {
-                    func,
-                    grid,
-                    block,
-                    shared_bytes,
-                    args,
-                } => {
-                    let p = KernelParams {
-                        func,
-                        grid,
-                        block,
-                        shared_bytes,
-                        args,
-                    };
+                RawNode::Kernel(p) => {
                     // SAFETY: `args` is the driver's own copy for this node.
                     unsafe { dg::exec_set_kernel(e, n, &p) }
                 }
@@ -636,14 +623,7 @@ impl Exec {
             self.inner.ctx.bind()?;
             (st.nodes()[i], dg::read_node(st.nodes()[i])?)
         };
-        let RawNode::Kernel {
-            func,
-            grid,
-            block,
-            shared_bytes,
-            ..
-        } = read
-        else {
+        let RawNode::Kernel(read) = read else {
             unreachable!("node {i} is a kernel node");
         };
         // The node as it will be (built-ins only: their layout is known).
@@ -673,13 +653,8 @@ impl Exec {
                 f.nodes[f.map[i].expect("a node outside chains is kept")]
             }
         };
-        let params = KernelParams {
-            func,
-            grid,
-            block,
-            shared_bytes,
-            args,
-        };
+        // The node's launch with the new argument values.
+        let params = KernelParams { args, ..read };
         // The argument table is locked before the source (the lock order
         // `launch_with` follows too).
         let mut table = self.inner.args.as_ref().map(lock);

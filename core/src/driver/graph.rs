@@ -21,6 +21,7 @@ pub(crate) fn destroy(g: CUgraph) -> Result<()> {
 }
 
 /// A kernel node's launch: function, geometry and parameter pointers.
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct KernelParams {
     pub func: CUfunction,
     pub grid: [u32; 3],
@@ -250,14 +251,9 @@ pub(crate) fn edges(g: CUgraph) -> Result<Vec<(CUgraphNode, CUgraphNode)>> {
 
 /// What a node of a graph (built or captured) is.
 pub(crate) enum RawNode {
-    Kernel {
-        func: CUfunction,
-        grid: [u32; 3],
-        block: [u32; 3],
-        shared_bytes: u32,
-        /// The driver's copy of the parameter values, one pointer each.
-        args: *mut *mut c_void,
-    },
+    /// A kernel node; `args` is the driver's copy of the parameter values,
+    /// one pointer each.
+    Kernel(KernelParams),
     Memcpy {
         dst: u64,
         src: u64,
@@ -305,13 +301,13 @@ pub(crate) fn read_node(n: CUgraphNode) -> Result<RawNode> {
                     "cuKernelGetFunction",
                 )?;
             }
-            RawNode::Kernel {
+            RawNode::Kernel(KernelParams {
                 func,
                 grid: [p.gridDimX, p.gridDimY, p.gridDimZ],
                 block: [p.blockDimX, p.blockDimY, p.blockDimZ],
                 shared_bytes: p.sharedMemBytes,
                 args: p.kernelParams,
-            }
+            })
         }
         _ if is(T::CU_GRAPH_NODE_TYPE_MEMCPY) => {
             let mut c = memcpy_raw(0, 0, 0);

@@ -27,17 +27,7 @@ pub(crate) fn load(image: &[u8]) -> Result<CUmodule> {
             values.as_mut_ptr(),
         )
     };
-    check(r, "cuModuleLoadDataEx").map_err(|e| {
-        let text = CStr::from_bytes_until_nul(&log)
-            .map(|c| c.to_string_lossy().trim().to_string())
-            .unwrap_or_default();
-        if text.is_empty() {
-            e
-        } else {
-            let msg = format!("{}; JIT log: {text}", e.message());
-            Error::from_cuda(e.kind(), e.cuda_result().unwrap_or(0), msg)
-        }
-    })?;
+    check(r, "cuModuleLoadDataEx").map_err(|e| with_jit_log(e, &log))?;
     Ok(m)
 }
 
@@ -118,17 +108,20 @@ pub(crate) fn link_with_devrt(ptx: &[u8], devrt: &std::path::Path) -> Result<CUm
     let r = steps();
     // SAFETY: `state` came from cuLinkCreate and is destroyed once.
     unsafe { sys::cuLinkDestroy(state) };
-    r.map_err(|e| {
-        let text = CStr::from_bytes_until_nul(&log)
-            .map(|c| c.to_string_lossy().trim().to_string())
-            .unwrap_or_default();
-        if text.is_empty() {
-            e
-        } else {
-            let msg = format!("{}; JIT log: {text}", e.message());
-            Error::from_cuda(e.kind(), e.cuda_result().unwrap_or(0), msg)
-        }
-    })
+    r.map_err(|e| with_jit_log(e, &log))
+}
+
+/// `e` with the JIT's error log (a NUL-terminated buffer) appended, when
+/// the log says anything.
+fn with_jit_log(e: Error, log: &[u8]) -> Error {
+    let text = CStr::from_bytes_until_nul(log)
+        .map(|c| c.to_string_lossy().trim().to_string())
+        .unwrap_or_default();
+    if text.is_empty() {
+        return e;
+    }
+    let msg = format!("{}; JIT log: {text}", e.message());
+    Error::from_cuda(e.kind(), e.cuda_result().unwrap_or(0), msg)
 }
 
 /// Unloads a module.

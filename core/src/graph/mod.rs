@@ -1141,22 +1141,17 @@ fn allowed_in_body(k: &NodeKind) -> bool {
 /// Describes a node CUDA reports.
 fn describe(ctx: &Context, raw: RawNode) -> Result<NodeKind> {
     Ok(match raw {
-        RawNode::Kernel {
-            func,
-            grid,
-            block,
-            shared_bytes,
-            args,
-        } => {
-            let builtin = ctx.builtin_of(func);
+        RawNode::Kernel(p) => {
+            let builtin = ctx.builtin_of(p.func);
             NodeKind::Kernel {
-                name: builtin.map_or_else(|| format!("kernel@{func:p}").into(), |k| k.name.into()),
-                grid,
-                block,
-                shared_bytes,
+                name: builtin
+                    .map_or_else(|| format!("kernel@{:p}", p.func).into(), |k| k.name.into()),
+                grid: p.grid,
+                block: p.block,
+                shared_bytes: p.shared_bytes,
                 builtin,
                 // SAFETY: the driver's copy holds one value per parameter.
-                args: builtin.map_or(Vec::new(), |k| unsafe { builtin_args(k, args) }),
+                args: builtin.map_or(Vec::new(), |k| unsafe { builtin_args(k, p.args) }),
             }
         }
         RawNode::Memcpy { dst, src, bytes } => NodeKind::Memcpy {
