@@ -35,7 +35,7 @@ fn kind(input: &mut Input) -> NodeKind {
     match input.below(7) {
         0 => NodeKind::Kernel {
             name: ["k", "gc_fill_f32", "", "a \"quoted\" {name}", "x\\"][input.below(5) as usize]
-                .to_string(),
+                .into(),
             grid: [input.u32(), 1, 1],
             block: [input.below(1025) as u32, 1, 1],
             shared_bytes: input.u32(),
@@ -160,7 +160,7 @@ impl Pair {
         let rule = self.model.deps_rule(&deps);
         match (self.desc.check_deps(&deps), rule) {
             (Ok(()), None) => {
-                let i = self.desc.push(k.clone(), &deps);
+                let i = self.desc.push(k.clone(), deps.clone());
                 ensure!(
                     i == self.model.kinds.len(),
                     "push returned {i}, want {}",
