@@ -21,3 +21,29 @@ fn readme_figures_are_current() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// "The API at a glance" names every function the header declares (a
+/// `gc_op_*` may appear as its `_suffix` in the typed built-ins row).
+#[test]
+fn readme_api_table_names_every_export() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let start = readme
+        .find("## The API at a glance")
+        .expect("the README has an API table");
+    let table = &readme[start..];
+    let table = &table[..table[3..].find("\n## ").map_or(table.len(), |e| e + 3)];
+    let missing: Vec<String> = crate::c_abi::header_functions()
+        .into_iter()
+        .filter(|name| {
+            let short = name
+                .strip_prefix("gc_op_")
+                .map(|s| format!("`_{s}`"))
+                .unwrap_or_default();
+            !table.contains(&format!("`{name}`")) && (short.is_empty() || !table.contains(&short))
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README.md's API table does not name: {missing:?}"
+    );
+}
