@@ -35,10 +35,8 @@ pub fn begin_capture_into(
     pool: Option<&Pool>,
     mode: CaptureMode,
 ) -> Result<()> {
-    ensure_arg!(
-        body.context().same(stream.context()),
-        "the body and the stream belong to different contexts"
-    );
+    body.context()
+        .ensure_same("the body", stream.context(), "the stream")?;
     open(stream, pool, || {
         body.begin_capture_into(|raw| {
             stream
@@ -63,10 +61,8 @@ fn open(
         ));
     }
     if let Some(p) = pool {
-        ensure_arg!(
-            p.context().same(stream.context()),
-            "the pool and the stream belong to different contexts"
-        );
+        p.context()
+            .ensure_same("the pool", stream.context(), "the stream")?;
     }
     stream.context().bind()?;
     // Dropped on failure below, the pool's capture rolls back.

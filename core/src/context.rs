@@ -287,6 +287,22 @@ impl Context {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
+    /// Objects of two devices never mix: [`ErrorKind::InvalidArgument`]
+    /// naming both devices unless `other` (the context of `other_what`) is
+    /// this one (the context of `what`). There is one context per device,
+    /// so two contexts are two devices.
+    pub(crate) fn ensure_same(&self, what: &str, other: &Context, other_what: &str) -> Result<()> {
+        if self.same(other) {
+            return Ok(());
+        }
+        Err(Error::invalid_argument(mixed_devices(
+            what,
+            self.ordinal(),
+            other_what,
+            other.ordinal(),
+        )))
+    }
+
     fn builtins(&self) -> Result<&Builtins> {
         if let Some(b) = self.inner.builtins.get() {
             return Ok(b);
@@ -309,5 +325,25 @@ impl Context {
         let b = self.builtins()?;
         self.bind()?;
         b.function(kernel)
+    }
+}
+
+/// The message for objects of two devices used together.
+fn mixed_devices(what: &str, device: i32, other_what: &str, other_device: i32) -> String {
+    format!(
+        "{what} is on device {device} and {other_what} on device {other_device}: objects of two \
+         devices are never used together"
+    )
+}
+
+#[cfg(test)]
+mod mixing_tests {
+    #[test]
+    fn mixing_names_both_objects_and_both_devices() {
+        let m = super::mixed_devices("the pool", 1, "the stream", 0);
+        assert!(
+            m.starts_with("the pool is on device 1 and the stream on device 0"),
+            "{m}"
+        );
     }
 }

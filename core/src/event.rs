@@ -104,10 +104,10 @@ impl Event {
     /// `end` came first). Both must record times, be of one context and be
     /// done.
     pub fn elapsed_ms(start: &Event, end: &Event) -> Result<f32> {
-        ensure_arg!(
-            start.inner.ctx.same(&end.inner.ctx),
-            "the two events belong to different contexts"
-        );
+        start
+            .inner
+            .ctx
+            .ensure_same("the start event", &end.inner.ctx, "the end event")?;
         for (name, e) in [("start", start), ("end", end)] {
             ensure_arg!(
                 e.inner.timing != Some(false),

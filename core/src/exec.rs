@@ -267,10 +267,9 @@ impl Exec {
     }
 
     fn check_stream(&self, stream: &Stream) -> Result<()> {
-        ensure_arg!(
-            stream.context().same(&self.inner.ctx),
-            "the stream belongs to another context"
-        );
+        self.inner
+            .ctx
+            .ensure_same("the exec", stream.context(), "the stream")?;
         Ok(())
     }
 
@@ -359,10 +358,9 @@ impl Exec {
     /// is a captured graph not read back (reading it costs more than CUDA's
     /// own comparison), the whole graph goes through `cuGraphExecUpdate`.
     pub fn update(&self, graph: &Graph) -> Result<()> {
-        ensure_arg!(
-            graph.context().same(&self.inner.ctx),
-            "the graph belongs to another context"
-        );
+        self.inner
+            .ctx
+            .ensure_same("the exec", graph.context(), "the graph")?;
         for (what, g) in [
             ("this exec's graph", &self.inner.source),
             ("the graph", graph),

@@ -238,10 +238,9 @@ impl Function {
         args: *mut *mut c_void,
     ) -> Result<()> {
         cfg.validate()?;
-        ensure_arg!(
-            self.inner.ctx.same(stream.context()),
-            "the function and the stream belong to different contexts"
-        );
+        self.inner
+            .ctx
+            .ensure_same("the function", stream.context(), "the stream")?;
         self.inner.ctx.bind()?;
         // SAFETY: one valid pointer per kernel parameter (this function's
         // contract); the driver copies the values.

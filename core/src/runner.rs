@@ -42,7 +42,7 @@ impl Runner {
     pub fn new(ctx: &Context, pool: Option<&Pool>) -> Result<Runner> {
         let pool = match pool {
             Some(p) => {
-                ensure_arg!(p.context().same(ctx), "the pool belongs to another context");
+                ctx.ensure_same("the runner", p.context(), "the pool")?;
                 p.clone()
             }
             None => Pool::new(ctx, PoolOptions::default())?,

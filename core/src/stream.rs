@@ -8,7 +8,7 @@ use crate::arg::ArgDecl;
 use crate::context::Context;
 use crate::driver::owned::{Owned, Shared};
 use crate::driver::{self, stream as ds, CUevent, CUstream};
-use crate::error::{ensure_arg, Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::lock::{get_mut, lock};
 use crate::pool::PoolCapture;
@@ -183,10 +183,11 @@ impl Stream {
     /// stream captures: that is how a second stream joins a capture (fork)
     /// and how it rejoins (join).
     pub fn wait_stream(&self, other: &Stream) -> Result<()> {
-        ensure_arg!(
-            self.inner.ctx.same(&other.inner.ctx),
-            "the two streams belong to different contexts"
-        );
+        self.inner.ctx.ensure_same(
+            "the waiting stream",
+            &other.inner.ctx,
+            "the stream it waits for",
+        )?;
         if self.same(other) {
             return Ok(());
         }
@@ -206,10 +207,9 @@ impl Stream {
     /// the event alive for its graph). `external` is ignored outside
     /// capture.
     pub fn record_event(&self, event: &Event, external: bool) -> Result<()> {
-        ensure_arg!(
-            self.inner.ctx.same(event.context()),
-            "the event and the stream belong to different contexts"
-        );
+        self.inner
+            .ctx
+            .ensure_same("the stream", event.context(), "the event")?;
         self.inner.ctx.bind()?;
         let r = self.external_in_capture(external).and_then(|ext| {
             ds::event_record(event.raw(), self.raw(), ext)?;
@@ -227,10 +227,9 @@ impl Stream {
     /// keeps the event alive for its graph). `external` is ignored outside
     /// capture.
     pub fn wait_event(&self, event: &Event, external: bool) -> Result<()> {
-        ensure_arg!(
-            self.inner.ctx.same(event.context()),
-            "the event and the stream belong to different contexts"
-        );
+        self.inner
+            .ctx
+            .ensure_same("the stream", event.context(), "the event")?;
         self.inner.ctx.bind()?;
         let r = self.external_in_capture(external).and_then(|ext| {
             ds::wait_event(self.raw(), event.raw(), ext)?;

@@ -728,10 +728,9 @@ impl Graph {
         deps: &[Node],
     ) -> Result<Node> {
         cfg.validate()?;
-        ensure_arg!(
-            f.context().same(&self.inner.ctx),
-            "the function belongs to another context"
-        );
+        self.inner
+            .ctx
+            .ensure_same("the graph", f.context(), "the function")?;
         let mut st = self.described()?;
         let deps = self.resolve(&st, deps)?;
         // The driver needs the context current even though the node names
@@ -914,10 +913,9 @@ impl Graph {
             !Arc::ptr_eq(&self.inner, &child.inner),
             "a graph cannot be its own child"
         );
-        ensure_arg!(
-            child.context().same(&self.inner.ctx),
-            "the child graph belongs to another context"
-        );
+        self.inner
+            .ctx
+            .ensure_same("the graph", child.context(), "the child graph")?;
         // CUDA reads the child while it copies it: both locks are held.
         let (st, c) = lock_in_order(
             (&self.inner.state, self.inner.id),
