@@ -42,7 +42,8 @@ error_kinds! {
     OutOfMemory = 3, c"GC_ERROR_OUT_OF_MEMORY";
     /// No CUDA driver (libcuda) could be loaded.
     NoDriver = 4, c"GC_ERROR_NO_DRIVER";
-    /// The driver loaded but there is no usable device (or no such ordinal).
+    /// The driver loaded but the machine has no CUDA device (an ordinal out
+    /// of range is `InvalidArgument`).
     NoDevice = 5, c"GC_ERROR_NO_DEVICE";
     /// The driver or device lacks a feature this call needs.
     NotSupported = 6, c"GC_ERROR_NOT_SUPPORTED";

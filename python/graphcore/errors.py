@@ -80,7 +80,7 @@ class NoDriverError(Error):
 
 
 class NoDeviceError(Error):
-    """GC_ERROR_NO_DEVICE: a driver but no usable device (or no such one)."""
+    """GC_ERROR_NO_DEVICE: a driver but no CUDA device (a bad ordinal is invalid)."""
 
     code = 5
 

@@ -410,15 +410,7 @@ fn update_and_set_args_change_results() {
         graph: e.graph().id(),
         index: 0,
     };
-    let (mut y, mut xx, mut nn, mut alpha) = (buf, buf, n as u64, 10f32);
-    let mut args = [
-        &mut y as *mut u64 as *mut c_void,
-        &mut xx as *mut u64 as *mut c_void,
-        &mut nn as *mut u64 as *mut c_void,
-        &mut alpha as *mut f32 as *mut c_void,
-    ];
-    // SAFETY: the args match gc_scale_f32(y, x, n, alpha).
-    unsafe { e.set_kernel_args(node, args.as_mut_ptr()).unwrap() };
+    set_scale_args(&e, node, buf, n, 10f32);
     upload(&s, buf, &x);
     e.launch(&s).unwrap();
     assert_eq!(
@@ -494,15 +486,7 @@ fn captured_graphs_are_read_back_on_demand() {
         graph: g.id(),
         index: 0,
     };
-    let (mut y, mut xx, mut nn, mut alpha) = (buf, buf, n as u64, 16f32);
-    let mut args = [
-        &mut y as *mut u64 as *mut c_void,
-        &mut xx as *mut u64 as *mut c_void,
-        &mut nn as *mut u64 as *mut c_void,
-        &mut alpha as *mut f32 as *mut c_void,
-    ];
-    // SAFETY: the args match gc_scale_f32(y, x, n, alpha).
-    unsafe { e.set_kernel_args(node, args.as_mut_ptr()).unwrap() };
+    set_scale_args(&e, node, buf, n, 16f32);
     check(&e, 32.0);
 }
 
@@ -642,4 +626,18 @@ fn an_exec_ignores_nodes_added_to_its_graph_afterwards() {
         ))
         .unwrap();
     }
+}
+
+/// Sets gc_scale_f32 node `node` of `e` to scale `buf`'s `n` floats in
+/// place by `alpha`.
+fn set_scale_args(e: &Exec, node: graphcore_core::Node, buf: u64, n: usize, alpha: f32) {
+    let (mut y, mut x, mut n, mut alpha) = (buf, buf, n as u64, alpha);
+    let mut args = [
+        &mut y as *mut u64 as *mut c_void,
+        &mut x as *mut u64 as *mut c_void,
+        &mut n as *mut u64 as *mut c_void,
+        &mut alpha as *mut f32 as *mut c_void,
+    ];
+    // SAFETY: the args match gc_scale_f32(y, x, n, alpha).
+    unsafe { e.set_kernel_args(node, args.as_mut_ptr()) }.unwrap();
 }
