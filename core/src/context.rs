@@ -38,6 +38,11 @@ struct ContextInner {
     info: device::DeviceInfo,
     /// Built-in kernels, loaded on first use.
     builtins: OnceLock<Builtins>,
+    /// Held while the built-ins load, so they load once: a second,
+    /// discarded set would unload its modules on its thread, and unloading
+    /// is not permitted while that thread captures (its capture would be
+    /// invalidated).
+    builtins_loading: Mutex<()>,
     /// Live pinned host allocations: address → bytes.
     host: Mutex<HashMap<usize, usize>>,
     /// Captures graphcore has open in this context. A device-wide
@@ -115,6 +120,7 @@ impl Context {
             primary,
             info,
             builtins: OnceLock::new(),
+            builtins_loading: Mutex::new(()),
             host: Mutex::new(HashMap::new()),
             open_captures: Mutex::new(0),
             pools: Mutex::new(Vec::new()),
@@ -307,9 +313,12 @@ impl Context {
         if let Some(b) = self.inner.builtins.get() {
             return Ok(b);
         }
+        let _loading = lock(&self.inner.builtins_loading);
+        if let Some(b) = self.inner.builtins.get() {
+            return Ok(b); // another thread loaded them meanwhile
+        }
         self.bind()?;
         let loaded = Builtins::load(&self.inner.primary)?;
-        // Another thread may have won the race; either set is equivalent.
         Ok(self.inner.builtins.get_or_init(|| loaded))
     }
 

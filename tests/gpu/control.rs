@@ -279,12 +279,16 @@ fn updates_and_bad_inputs_are_refused_with_the_graph_unchanged() {
     s.synchronize().unwrap();
 }
 
-/// Nanoseconds this thread has run on a CPU (Linux schedstat).
+/// Nanoseconds this thread has run on a CPU (CLOCK_THREAD_CPUTIME_ID).
 fn thread_cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|t| t.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec, which `t` is.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 /// A linear model's training step (forward, MSE loss and gradient, SGD on
