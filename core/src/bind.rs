@@ -9,7 +9,7 @@
 //! later launches only: a launch already enqueued runs with the values it
 //! was launched with.
 
-use crate::arg::{find, scan, ArgDecl, Binding, Slot};
+use crate::arg::{check_size, find, scan, ArgDecl, Binding, Slot};
 use crate::context::Context;
 use crate::driver::graph::{self as dg, KernelParams, RawNode};
 use crate::driver::memory::Memset;
@@ -373,17 +373,13 @@ impl ArgTable {
                 "binding {k}: argument {} is bound twice",
                 b.index
             );
+            let d = self.decls[b.index];
+            // Before the unchanged-address shortcut: a smaller view at the
+            // bound address is refused too.
+            check_size(k, b, &d)?;
             if b.ptr == self.bound[b.index] {
                 continue;
             }
-            let d = self.decls[b.index];
-            ensure_arg!(
-                b.bytes == 0 || b.bytes >= d.bytes,
-                "binding {k}: argument {} was declared with {} bytes; the new range has {}",
-                b.index,
-                d.bytes,
-                b.bytes
-            );
             // The names are made only on failure (no allocation otherwise).
             check_device_range(&self.ctx, "ptr", b.ptr, d.bytes)
                 .map_err(|e| e.context(&format!("binding {k} (argument {})", b.index)))?;
