@@ -153,6 +153,28 @@ class _Library:
 lib = _Library()
 
 
+_unchecked = {}
+
+
+def unchecked(name):
+    """C function ``name`` declared as ``lib``'s is, but returning its
+    gc_status unchecked, for hot paths that test it themselves (and call
+    raise_status on failure). A function object apart from ``lib``'s;
+    made once per name."""
+    f = _unchecked.get(name)
+    if f is None:
+        f = load()[0][name]
+        f.restype, f.argtypes = PROTOTYPES[name]
+        _unchecked[name] = f
+    return f
+
+
+def raise_status(status):
+    """Raises the error of a failed call's gc_status (as ``lib``'s checked
+    functions do)."""
+    raise error_for(status, _last_error(), lib.gc_last_cuda_result())
+
+
 def _errcheck(result, func, args):
     if result != 0:
         raise error_for(result, _last_error(), lib.gc_last_cuda_result())

@@ -177,6 +177,7 @@ def test_launch_binds_arguments_by_name(monkeypatch):
 
     fake = Lib()
     monkeypatch.setattr(gc.objects, "lib", fake)
+    monkeypatch.setattr(gc.objects, "unchecked", lambda name: getattr(fake, name))
     g = gc.Graph._adopt(0x5000, None, owns=False)
     assert g.declare_arg(_Tensor(0x10000, 64), name="x") == 0
     assert g.declare_arg(0x20000, nbytes=32, exact=True) == 1
