@@ -16,7 +16,7 @@ use crate::driver::memory::Memset;
 use crate::driver::owned::{Owned, Shared};
 use crate::driver::{CUfunction, CUgraph, CUgraphExec, CUgraphNode};
 use crate::error::{ensure_arg, Result};
-use crate::pool::check_device_range;
+use crate::pool::device_range;
 use graphcore_kernels::KernelInfo;
 use std::ffi::c_void;
 
@@ -75,7 +75,16 @@ pub(crate) struct ArgTable {
     dirty: Vec<usize>,
     marked: Vec<bool>,
     saved: Vec<u64>,
+    /// Allocations outside graphcore's pools that bindings were checked
+    /// against (`start .. end`, the last [`KNOWN`]): a binding inside one
+    /// needs no driver query. Freeing such memory and binding it again is
+    /// the caller's error, not detected.
+    known: [(u64, u64); KNOWN],
+    known_next: usize,
 }
+
+/// How many checked allocations an exec remembers.
+const KNOWN: usize = 8;
 
 /// Each parameter's (offset, size) for a built-in kernel: its table's
 /// kinds, each at its natural alignment.
@@ -329,6 +338,8 @@ impl ArgTable {
             marked: vec![false; sites.len()],
             dirty: Vec::with_capacity(sites.len()),
             saved: vec![0; decls.len()],
+            known: [(0, 0); KNOWN],
+            known_next: 0,
             sites,
             users: vec![Vec::new(); decls.len()],
             uses: vec![0; decls.len()],
@@ -364,7 +375,7 @@ impl ArgTable {
 
     /// Checks `bindings` (known arguments, each once, each a device range
     /// of this context at least as large as its declaration).
-    fn check(&self, bindings: &[Binding]) -> Result<()> {
+    fn check(&mut self, bindings: &[Binding]) -> Result<()> {
         for (k, b) in bindings.iter().enumerate() {
             self.check_index(b.index)
                 .map_err(|e| e.context(&format!("binding {k}")))?;
@@ -381,8 +392,12 @@ impl ArgTable {
                 continue;
             }
             // The names are made only on failure (no allocation otherwise).
-            check_device_range(&self.ctx, "ptr", b.ptr, d.bytes)
+            let queried = device_range(&self.ctx, "ptr", b.ptr, d.bytes, &self.known)
                 .map_err(|e| e.context(&format!("binding {k} (argument {})", b.index)))?;
+            if let Some(extent) = queried {
+                self.known[self.known_next] = extent;
+                self.known_next = (self.known_next + 1) % KNOWN;
+            }
         }
         Ok(())
     }
