@@ -96,8 +96,12 @@ def main():
             def eager(i):
                 return mlp(reqs[i & 1][0])
 
-            r = {"batch": b, "torch_graph_us": median_us(torch_graph), "bound_us": median_us(bound),
-                 "copies_us": median_us(copies), "torch_eager_us": median_us(eager)}
+            r = {"batch": b, "torch_graph_us": median_us(torch_graph), "bound_us": median_us(bound)}
+            # Bindings persist: the copies path runs the graphs on the
+            # static buffers again.
+            server.serve(b, server.x, server.y, stream)
+            r["copies_us"] = median_us(copies)
+            r["torch_eager_us"] = median_us(eager)
             for i in range(2):
                 bound(i)
                 want = mlp(reqs[i][0])

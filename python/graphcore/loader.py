@@ -157,14 +157,16 @@ _unchecked = {}
 
 
 def unchecked(name):
-    """C function ``name`` declared as ``lib``'s is, but returning its
-    gc_status unchecked, for hot paths that test it themselves (and call
-    raise_status on failure). A function object apart from ``lib``'s;
+    """C function ``name`` for hot paths: returning its gc_status
+    unchecked (the caller tests it and calls raise_status), and declared
+    without argtypes, so nothing is converted per call: the caller passes
+    ctypes values of the C parameters' exact types (c_void_p for handles,
+    c_size_t, c_uint32, pointers). A function object apart from ``lib``'s;
     made once per name."""
     f = _unchecked.get(name)
     if f is None:
         f = load()[0][name]
-        f.restype, f.argtypes = PROTOTYPES[name]
+        f.restype = PROTOTYPES[name][0]
         _unchecked[name] = f
     return f
 

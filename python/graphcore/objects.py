@@ -62,21 +62,23 @@ def _add_name(names, name, index, where):
     names[name] = index
 
 
-# Writers of n gc_binding triples (size_t each) into a _Slot's array.
+# Writers of n gc_binding triples (size_t each) into a _Slot's array, and
+# the counts as the C calls take them.
 _PACK = [struct.Struct("@%dN" % (3 * n)).pack_into for n in range(17)]
+_SIZE = [C.c_size_t(n) for n in range(17)]
 
 
 class _Slot:
     """One preallocated gc_binding array (a flat array of size_t triples:
-    index, ptr, bytes, passed as a gc_binding pointer made once), its count,
-    and an out-parameter for the bucket a replay ran."""
+    index, ptr, bytes, passed as a gc_binding pointer made once), its count
+    (a c_size_t), and an out-parameter for the bucket a replay ran."""
 
     __slots__ = ("flat", "array", "n", "out", "out_ref")
 
     def __init__(self, n):
         self.flat = (C.c_size_t * (3 * n))()
         self.array = C.cast(self.flat, C.POINTER(Binding))
-        self.n = 0
+        self.n = _SIZE[0]
         self.out = C.c_uint32()
         self.out_ref = C.byref(self.out)
 
@@ -113,10 +115,10 @@ class _Bindings:
             # One call writes them all (size_t each; a negative or non-int
             # value, or more than the array holds, raises).
             _PACK[len(kw)](slot.flat, 0, *values)
-            slot.n = len(kw)
+            slot.n = _SIZE[len(kw)]
         except Exception:  # noqa: BLE001 - redone the checked way, which raises clearly
             try:
-                slot.n = self._fill_checked(kw, slot.flat)
+                slot.n = C.c_size_t(self._fill_checked(kw, slot.flat))
             except BaseException:
                 self.free.append(slot)
                 raise
@@ -509,6 +511,15 @@ def _handle_of(obj, cls, where, name, nullable=False):
     return obj.handle
 
 
+def _cv(obj):
+    """An open handle object's handle as a c_void_p, made once per object."""
+    try:
+        return obj._cv
+    except AttributeError:
+        obj._cv = C.c_void_p(obj._h)
+        return obj._cv
+
+
 def _stream(obj, where):
     if isinstance(obj, Stream):
         return obj.handle
@@ -842,6 +853,7 @@ class Exec(_Handle):
         self._keep = list(graph._keep)
         self._bindings = _Bindings(graph._arg_names, "Exec.launch")
         self._launch_with = unchecked("gc_exec_launch_with")
+        self._cv = C.c_void_p(self._h)
 
     def upload(self, stream):
         lib.gc_exec_upload(self.handle, _stream(stream, "Exec.upload"))
@@ -857,11 +869,11 @@ class Exec(_Handle):
         bs = self._bindings
         slot = bs.take(bindings)
         try:
-            h = self._h
-            if type(stream) is Stream and stream._h and h:
-                st = self._launch_with(h, stream._h, slot.array, slot.n)
+            if type(stream) is Stream and stream._h and self._h:
+                st = self._launch_with(self._cv, _cv(stream), slot.array, slot.n)
             else:
-                st = self._launch_with(self.handle, _stream(stream, "Exec.launch"), slot.array,
+                st = self._launch_with(C.c_void_p(self.handle),
+                                       C.c_void_p(_stream(stream, "Exec.launch")), slot.array,
                                        slot.n)
         finally:
             bs.free.append(slot)
@@ -992,6 +1004,7 @@ class Runner(_Handle):
         self.context = context
         self.pool = pool
         self._replay_with = unchecked("gc_runner_replay_with")
+        self._cv = C.c_void_p(self._h)
 
     def capture(self, buckets, record, warmup_runs=3):
         """gc_runner_capture: ``record(stream, batch)`` enqueues one bucket's
@@ -1057,13 +1070,14 @@ class Runner(_Handle):
         bs = self._bindings
         slot = bs.take(bindings)
         try:
-            h = self._h
             if not (type(rows) is int and 0 <= rows <= 0xFFFFFFFF):
                 rows = _int(rows, w, "rows", 32)
-            if type(stream) is Stream and stream._h and h:
-                st = self._replay_with(h, rows, stream._h, slot.array, slot.n, slot.out_ref)
+            if type(stream) is Stream and stream._h and self._h:
+                st = self._replay_with(self._cv, C.c_uint32(rows), _cv(stream), slot.array,
+                                       slot.n, slot.out_ref)
             else:
-                st = self._replay_with(self.handle, rows, _stream(stream, w), slot.array, slot.n,
+                st = self._replay_with(C.c_void_p(self.handle), C.c_uint32(rows),
+                                       C.c_void_p(_stream(stream, w)), slot.array, slot.n,
                                        slot.out_ref)
             bucket = slot.out.value
         finally:

@@ -1,6 +1,8 @@
 """Keyword bindings (Exec.launch(stream, x=...), Runner.replay(rows,
 stream, x=...)) on the Python side: what reaches the C call, with the C
 function replaced by a recorder. No GPU needed."""
+import ctypes as C
+
 import pytest
 
 import graphcore as gc
@@ -27,16 +29,24 @@ class Recorder:
         self.calls, self.status = [], status
 
     def __call__(self, *args):
-        array, n = (args[2], args[3]) if len(args) == 4 else (args[3], args[4])
-        self.calls.append([(array[i].index, array[i].ptr, array[i].bytes) for i in range(n)])
-        if len(args) == 6:
-            args[5]._obj.value = 4  # the bucket, through the byref
+        # The C types exactly (the function has no argtypes to convert).
+        if len(args) == 4:
+            (e, s, array, n), rows = args, None
+        else:
+            e, rows, s, array, n, out = args
+            assert type(rows) is C.c_uint32
+            out._obj.value = 4  # the bucket, through the byref
+        assert type(e) is C.c_void_p and type(s) is C.c_void_p and type(n) is C.c_size_t
+        assert (e.value, s.value) == (0x1000, 0x1000)
+        self.calls.append([(array[i].index, array[i].ptr, array[i].bytes)
+                           for i in range(n.value)])
         return self.status
 
 
 def fake(cls, **attrs):
     obj = object.__new__(cls)
     objects._Handle.__init__(obj, handle=0x1000, owns=False)
+    obj._cv = C.c_void_p(0x1000)
     for k, v in attrs.items():
         setattr(obj, k, v)
     return obj
@@ -44,7 +54,9 @@ def fake(cls, **attrs):
 
 @pytest.fixture
 def stream():
-    return fake(gc.Stream)
+    s = fake(gc.Stream)
+    del s._cv  # made on first use
+    return s
 
 
 def fake_exec(record):
