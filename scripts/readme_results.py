@@ -529,41 +529,77 @@ def block_fresh_make_test():
 def block_args():
     b = load("args_bench.json")
     py = load("args_python.json")
-    mlp = load("args_mlp.json")["timings"]
+    progs = [r for r in load("programs_vs_torch.json")["rows"] if "graphcore_bound_us" in r]
     lines = [
-        "| MLP batch | bindings, no copies | copy in + replay + copy out | eager | bindings vs copies |",
-        "|---|---|---|---|---|",
+        "From C (`c_examples/mlp_inference`; PyTorch measured in the same run by "
+        "`benches/side_by_side/programs_vs_torch.py`):",
+        "",
+        "| MLP batch | bindings, no copies | copy in + replay + copy out | PyTorch's graph path | "
+        "bindings vs copies | bindings vs PyTorch (target \u2265 3\u00d7) |",
+        "|---|---|---|---|---|---|",
     ]
-    for r in mlp:
+    for r in progs:
+        vs_copies = r["graphcore_us"] / r["graphcore_bound_us"]
+        vs_torch = r["torch_graph_us"] / r["graphcore_bound_us"]
         lines.append(
-            f"| {r['batch']} | **{r['bound_us']:.2f} \u00b5s** | {r['graph_us']:.2f} \u00b5s | "
-            f"{r['eager_us']:.2f} \u00b5s | {times(r['graph_us'] / r['bound_us'], 2)} |"
+            f"| {r['case'].split()[-1]} | **{r['graphcore_bound_us']:.2f} \u00b5s** | {r['graphcore_us']:.2f} \u00b5s | "
+            f"{r['torch_graph_us']:.2f} \u00b5s | {times(vs_copies, 2)}{verdict(vs_copies > 1, '', ': **missed**')} | "
+            f"**{times(vs_torch, 2)}**{verdict(vs_torch >= 3, '', ': **missed**')} |"
         )
+    if (RESULTS / "args_mlp_python.json").exists():
+        lines += [
+            "",
+            "From Python, in one process beside PyTorch "
+            "(`benches/side_by_side/args_mlp_python.py`, `runner.replay(rows, stream, x=, y=)` with torch tensors):",
+            "",
+            "| MLP batch | bindings, no copies | copy in + replay + copy out | PyTorch's graph path | "
+            "PyTorch eager | bindings vs copies | bindings vs PyTorch (target \u2265 2\u00d7) |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in load("args_mlp_python.json")["timings"]:
+            vs_copies, vs_torch = r["bound_vs_copies"], r["bound_vs_torch_graph"]
+            lines.append(
+                f"| {r['batch']} | **{r['bound_us']:.2f} \u00b5s** | {r['copies_us']:.2f} \u00b5s | "
+                f"{r['torch_graph_us']:.2f} \u00b5s | {r['torch_eager_us']:.2f} \u00b5s | "
+                f"{times(vs_copies, 2)}{verdict(vs_copies > 1, '', ': **missed**')} | "
+                f"**{times(vs_torch, 2)}**{verdict(vs_torch >= 2, '', ': **missed**')} |"
+            )
     lines += [
         "",
         "CPU cost per launch, x rebound on every call (enqueue only):",
         "",
         "| nodes patched | raw `cuGraphLaunch` | "
-        "raw `cuGraphExecKernelNodeSetParams` + launch | `gc_exec_launch_with` | target (raw + 0.5 \u00b5s/node) |",
-        "|---|---|---|---|---|",
+        "raw `cuGraphExecKernelNodeSetParams` + launch | `gc_exec_launch_with` | target (raw + 0.5 \u00b5s/node) | "
+        "`gc_exec_launch_with`, x bound where it is |",
+        "|---|---|---|---|---|---|",
     ]
     for c in b["launch_cost_ns"]:
         target = c["raw_launch"] + 500 * c["nodes"]
+        same = c.get("gc_launch_with_same")
         lines.append(
             f"| {c['nodes']} | {n0(c['raw_launch'])} ns | {n0(c['raw_set_launch'])} ns | "
             f"**{n0(c['gc_launch_with'])} ns** | {n0(target)} ns"
-            + verdict(c["gc_launch_with"] <= target, "", ": **missed**") + " |"
+            + verdict(c["gc_launch_with"] <= target, "", ": **missed**")
+            + f" | {n0(same) + ' ns' if same is not None else 'not measured'} |"
         )
     big = b["input_64mib_us"]
     speed = big["copy"] / big["bind"]
+    floor = ""
+    if "graph_only" in big:
+        most = (big["copy_only"] + big["graph_only"]) / big["graph_only"]
+        floor = (
+            f" Apart, the copy alone takes {big['copy_only']:.0f} \u00b5s and the graph alone "
+            f"{big['graph_only']:.0f} \u00b5s (its kernel reads and writes the 64 MiB): rebinding "
+            f"saves the copy, never the kernel, so no binding can do better than "
+            f"(copy + graph) / graph = {times(most)} here."
+        )
     lines += [
         "",
         f"A 64 MiB input, end to end (y = 2x over it): copying it into the static input and "
         f"launching takes {big['copy']:.0f} \u00b5s, rebinding and launching {big['bind']:.0f} \u00b5s: "
         f"**{speed:.1f}\u00d7** (target 10\u00d7"
-        + verdict(speed >= 10, "", ": **missed**: the graph's own kernel reads the 64 MiB too, "
-                  "so removing the copy can at most halve the time")
-        + ").",
+        + verdict(speed >= 10, "", ": **missed**: the graph's own kernel reads the 64 MiB too")
+        + ")." + floor,
         "",
         f"From Python, `exec.launch(stream, x=t, y=t)` with two torch tensors costs "
         f"{py['launch_ns']['python'] / 1000:.1f} \u00b5s of CPU, "

@@ -110,6 +110,21 @@ pub fn check_new(decls: &[ArgDecl], d: &ArgDecl) -> Result<usize> {
     Ok(decls.len())
 }
 
+/// Checks binding `k` against the declaration of its argument: a range
+/// of known size smaller than the declared one is refused, even at the
+/// address the argument is bound to now (a smaller view of the same
+/// buffer). Whether `ptr` is device memory is checked elsewhere.
+pub fn check_size(k: usize, b: &Binding, d: &ArgDecl) -> Result<()> {
+    ensure_arg!(
+        b.bytes == 0 || b.bytes >= d.bytes,
+        "binding {k}: argument {} was declared with {} bytes; the new range has {}",
+        b.index,
+        d.bytes,
+        b.bytes
+    );
+    Ok(())
+}
+
 /// The first of `decls` holding `addr`, with the offset from its base.
 pub fn find(decls: &[ArgDecl], addr: u64) -> Option<(usize, u64)> {
     decls
@@ -175,6 +190,26 @@ mod tests {
         assert!(check_new(&decls, &decl(0x800, 0x1000, false)).is_err());
         assert!(check_new(&decls, &decl(0x2000, 0, false)).is_err());
         assert!(check_new(&[], &decl(u64::MAX, 2, false)).is_err());
+    }
+
+    #[test]
+    fn a_smaller_range_is_refused_whatever_its_address() {
+        let d = decl(0x1000, 0x100, false);
+        let b = |bytes| Binding {
+            index: 0,
+            ptr: 0x1000,
+            bytes,
+        };
+        check_size(0, &b(0), &d).unwrap();
+        check_size(0, &b(0x100), &d).unwrap();
+        check_size(0, &b(0x200), &d).unwrap();
+        let e = check_size(3, &b(0x80), &d).unwrap_err();
+        assert!(e.message().contains("binding 3"), "{}", e.message());
+        assert!(
+            e.message().contains("declared with 256 bytes"),
+            "{}",
+            e.message()
+        );
     }
 
     #[test]

@@ -9,14 +9,14 @@
 //! later launches only: a launch already enqueued runs with the values it
 //! was launched with.
 
-use crate::arg::{find, scan, ArgDecl, Binding, Slot};
+use crate::arg::{check_size, find, scan, ArgDecl, Binding, Slot};
 use crate::context::Context;
 use crate::driver::graph::{self as dg, KernelParams, RawNode};
 use crate::driver::memory::Memset;
 use crate::driver::owned::{Owned, Shared};
 use crate::driver::{CUfunction, CUgraph, CUgraphExec, CUgraphNode};
 use crate::error::{ensure_arg, Result};
-use crate::pool::check_device_range;
+use crate::pool::device_range;
 use graphcore_kernels::KernelInfo;
 use std::ffi::c_void;
 
@@ -75,7 +75,16 @@ pub(crate) struct ArgTable {
     dirty: Vec<usize>,
     marked: Vec<bool>,
     saved: Vec<u64>,
+    /// Allocations outside graphcore's pools that bindings were checked
+    /// against (`start .. end`, the last [`KNOWN`]): a binding inside one
+    /// needs no driver query. Freeing such memory and binding it again is
+    /// the caller's error, not detected.
+    known: [(u64, u64); KNOWN],
+    known_next: usize,
 }
+
+/// How many checked allocations an exec remembers.
+const KNOWN: usize = 8;
 
 /// Each parameter's (offset, size) for a built-in kernel: its table's
 /// kinds, each at its natural alignment.
@@ -329,6 +338,8 @@ impl ArgTable {
             marked: vec![false; sites.len()],
             dirty: Vec::with_capacity(sites.len()),
             saved: vec![0; decls.len()],
+            known: [(0, 0); KNOWN],
+            known_next: 0,
             sites,
             users: vec![Vec::new(); decls.len()],
             uses: vec![0; decls.len()],
@@ -364,7 +375,7 @@ impl ArgTable {
 
     /// Checks `bindings` (known arguments, each once, each a device range
     /// of this context at least as large as its declaration).
-    fn check(&self, bindings: &[Binding]) -> Result<()> {
+    fn check(&mut self, bindings: &[Binding]) -> Result<()> {
         for (k, b) in bindings.iter().enumerate() {
             self.check_index(b.index)
                 .map_err(|e| e.context(&format!("binding {k}")))?;
@@ -373,20 +384,20 @@ impl ArgTable {
                 "binding {k}: argument {} is bound twice",
                 b.index
             );
+            let d = self.decls[b.index];
+            // Before the unchanged-address shortcut: a smaller view at the
+            // bound address is refused too.
+            check_size(k, b, &d)?;
             if b.ptr == self.bound[b.index] {
                 continue;
             }
-            let d = self.decls[b.index];
-            ensure_arg!(
-                b.bytes == 0 || b.bytes >= d.bytes,
-                "binding {k}: argument {} was declared with {} bytes; the new range has {}",
-                b.index,
-                d.bytes,
-                b.bytes
-            );
             // The names are made only on failure (no allocation otherwise).
-            check_device_range(&self.ctx, "ptr", b.ptr, d.bytes)
+            let queried = device_range(&self.ctx, "ptr", b.ptr, d.bytes, &self.known)
                 .map_err(|e| e.context(&format!("binding {k} (argument {})", b.index)))?;
+            if let Some(extent) = queried {
+                self.known[self.known_next] = extent;
+                self.known_next = (self.known_next + 1) % KNOWN;
+            }
         }
         Ok(())
     }

@@ -153,6 +153,30 @@ class _Library:
 lib = _Library()
 
 
+_unchecked = {}
+
+
+def unchecked(name):
+    """C function ``name`` for hot paths: returning its gc_status
+    unchecked (the caller tests it and calls raise_status), and declared
+    without argtypes, so nothing is converted per call: the caller passes
+    ctypes values of the C parameters' exact types (c_void_p for handles,
+    c_size_t, c_uint32, pointers). A function object apart from ``lib``'s;
+    made once per name."""
+    f = _unchecked.get(name)
+    if f is None:
+        f = load()[0][name]
+        f.restype = PROTOTYPES[name][0]
+        _unchecked[name] = f
+    return f
+
+
+def raise_status(status):
+    """Raises the error of a failed call's gc_status (as ``lib``'s checked
+    functions do)."""
+    raise error_for(status, _last_error(), lib.gc_last_cuda_result())
+
+
 def _errcheck(result, func, args):
     if result != 0:
         raise error_for(result, _last_error(), lib.gc_last_cuda_result())

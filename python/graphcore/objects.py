@@ -21,10 +21,11 @@ must not run concurrently. Imports errors, structs, loader and args.
 
 import ctypes as C
 import os
+import struct
 
 from .args import _addr, _dim3, _fail, _int, _kernel_args, _name, _nodes, _out
 from .errors import Error, InvalidHandleError, InvalidStateError
-from .loader import lib
+from .loader import lib, raise_status, unchecked
 from .structs import (
     ARG_EXACT, CAPTURE_THREAD_LOCAL, COND_IF_ELSE, COND_RESET_ON_LAUNCH, COND_SWITCH,
     EVENT_DISABLE_TIMING, EVENT_EXTERNAL, GRAPH_WRAP_ADOPT, GRAPH_WRAP_BORROW, HOST_FN, RECORD_FN,
@@ -61,21 +62,69 @@ def _add_name(names, name, index, where):
     names[name] = index
 
 
-class _Bindings:
-    """A preallocated gc_binding array for launches with keyword bindings:
-    a flat array of size_t triples (index, ptr, bytes) filled with one slice
-    assignment, passed as a gc_binding pointer made once."""
+# Writers of n gc_binding triples (size_t each) into a _Slot's array, and
+# the counts as the C calls take them.
+_PACK = [struct.Struct("@%dN" % (3 * n)).pack_into for n in range(17)]
+_SIZE = [C.c_size_t(n) for n in range(17)]
 
-    __slots__ = ("names", "flat", "array", "where")
+
+class _Slot:
+    """One preallocated gc_binding array (a flat array of size_t triples:
+    index, ptr, bytes, passed as a gc_binding pointer made once), its count
+    (a c_size_t), and an out-parameter for the bucket a replay ran."""
+
+    __slots__ = ("flat", "array", "n", "out", "out_ref")
+
+    def __init__(self, n):
+        self.flat = (C.c_size_t * (3 * n))()
+        self.array = C.cast(self.flat, C.POINTER(Binding))
+        self.n = _SIZE[0]
+        self.out = C.c_uint32()
+        self.out_ref = C.byref(self.out)
+
+
+class _Bindings:
+    """The keyword bindings of an Exec's launches or a Runner's replays:
+    the argument names (name -> index, made once) and reusable _Slots, one
+    per caller at a time (launches may run from several threads)."""
+
+    __slots__ = ("names", "where", "size", "free")
 
     def __init__(self, names, where):
         self.names = dict(names)
-        n = max(1, len(names))
-        self.flat = (C.c_size_t * (3 * n))()
-        self.array = C.cast(self.flat, C.POINTER(Binding))
         self.where = where
+        self.size = max(1, len(names))
+        self.free = []
 
-    def fill(self, kw):
+    def take(self, kw):
+        """A _Slot filled with ``kw`` (name=buffer); give it back with
+        ``self.free.append(slot)`` after the call. The fast path reads a
+        tensor's ``data_ptr()`` and ``nbytes``; anything else (or a bad
+        name) goes the checked way, which raises naming the binding."""
+        try:
+            slot = self.free.pop()
+        except IndexError:
+            slot = _Slot(self.size)
+        names = self.names
+        values = []
+        try:
+            for name, buf in kw.items():
+                values.append(names[name])
+                values.append(buf.data_ptr())
+                values.append(buf.nbytes)
+            # One call writes them all (size_t each; a negative or non-int
+            # value, or more than the array holds, raises).
+            _PACK[len(kw)](slot.flat, 0, *values)
+            slot.n = _SIZE[len(kw)]
+        except Exception:  # noqa: BLE001 - redone the checked way, which raises clearly
+            try:
+                slot.n = C.c_size_t(self._fill_checked(kw, slot.flat))
+            except BaseException:
+                self.free.append(slot)
+                raise
+        return slot
+
+    def _fill_checked(self, kw, flat):
         names = self.names
         if len(kw) > len(names):
             raise _fail(self.where, "%d bindings for %d arguments" % (len(kw), len(names)))
@@ -86,12 +135,14 @@ class _Bindings:
                 raise _fail(self.where, "no argument named %r (declared: %s)"
                             % (name, ", ".join(names) or "none"))
             try:
-                ptr = buf.data_ptr()  # torch tensors: the fast path
+                ptr = buf.data_ptr()
             except AttributeError:
                 ptr = _addr(buf, self.where, name) or 0
+            if not isinstance(ptr, int) or ptr < 0:
+                ptr = _addr(ptr, self.where, name) or 0
             nb = getattr(buf, "nbytes", 0)
-            values += (index, ptr, nb if type(nb) is int else 0)
-        self.flat[:len(values)] = values
+            values += (index, ptr, nb if type(nb) is int and nb >= 0 else 0)
+        flat[:len(values)] = values
         return len(kw)
 
 
@@ -460,6 +511,15 @@ def _handle_of(obj, cls, where, name, nullable=False):
     return obj.handle
 
 
+def _cv(obj):
+    """An open handle object's handle as a c_void_p, made once per object."""
+    try:
+        return obj._cv
+    except AttributeError:
+        obj._cv = C.c_void_p(obj._h)
+        return obj._cv
+
+
 def _stream(obj, where):
     if isinstance(obj, Stream):
         return obj.handle
@@ -792,6 +852,8 @@ class Exec(_Handle):
         self.context = graph.context
         self._keep = list(graph._keep)
         self._bindings = _Bindings(graph._arg_names, "Exec.launch")
+        self._launch_with = unchecked("gc_exec_launch_with")
+        self._cv = C.c_void_p(self._h)
 
     def upload(self, stream):
         lib.gc_exec_upload(self.handle, _stream(stream, "Exec.upload"))
@@ -804,9 +866,19 @@ class Exec(_Handle):
         if not bindings:
             lib.gc_exec_launch(self.handle, _stream(stream, "Exec.launch"))
             return
-        b = self._bindings
-        n = b.fill(bindings)
-        lib.gc_exec_launch_with(self.handle, _stream(stream, "Exec.launch"), b.array, n)
+        bs = self._bindings
+        slot = bs.take(bindings)
+        try:
+            if type(stream) is Stream and stream._h and self._h:
+                st = self._launch_with(self._cv, _cv(stream), slot.array, slot.n)
+            else:
+                st = self._launch_with(C.c_void_p(self.handle),
+                                       C.c_void_p(_stream(stream, "Exec.launch")), slot.array,
+                                       slot.n)
+        finally:
+            bs.free.append(slot)
+        if st:
+            raise_status(st)
 
     def arg_uses(self, name):
         """gc_exec_arg_info: the uses found of argument ``name`` (or index)."""
@@ -931,6 +1003,8 @@ class Runner(_Handle):
         self._h = h.value
         self.context = context
         self.pool = pool
+        self._replay_with = unchecked("gc_runner_replay_with")
+        self._cv = C.c_void_p(self._h)
 
     def capture(self, buckets, record, warmup_runs=3):
         """gc_runner_capture: ``record(stream, batch)`` enqueues one bucket's
@@ -988,16 +1062,29 @@ class Runner(_Handle):
         keyword bindings (``x=tensor``, names the record function gave
         Stream.capture_arg), gc_runner_replay_with."""
         w = "Runner.replay"
-        out = C.c_uint32()
         if not bindings:
+            out = C.c_uint32()
             lib.gc_runner_replay(self.handle, _int(rows, w, "rows", 32), _stream(stream, w),
                                  C.byref(out))
             return out.value
-        b = self._bindings
-        n = b.fill(bindings)
-        lib.gc_runner_replay_with(self.handle, _int(rows, w, "rows", 32), _stream(stream, w),
-                                  b.array, n, C.byref(out))
-        return out.value
+        bs = self._bindings
+        slot = bs.take(bindings)
+        try:
+            if not (type(rows) is int and 0 <= rows <= 0xFFFFFFFF):
+                rows = _int(rows, w, "rows", 32)
+            if type(stream) is Stream and stream._h and self._h:
+                st = self._replay_with(self._cv, C.c_uint32(rows), _cv(stream), slot.array,
+                                       slot.n, slot.out_ref)
+            else:
+                st = self._replay_with(C.c_void_p(self.handle), C.c_uint32(rows),
+                                       C.c_void_p(_stream(stream, w)), slot.array, slot.n,
+                                       slot.out_ref)
+            bucket = slot.out.value
+        finally:
+            bs.free.append(slot)
+        if st:
+            raise_status(st)
+        return bucket
 
     def stats(self):
         """gc_runner_stats: a RunnerStatistics."""

@@ -177,6 +177,9 @@ def test_launch_binds_arguments_by_name(monkeypatch):
 
     fake = Lib()
     monkeypatch.setattr(gc.objects, "lib", fake)
+    # The hot path's C functions take ctypes values; the fake gets them plain.
+    monkeypatch.setattr(gc.objects, "unchecked", lambda name: lambda *a: getattr(fake, name)(
+        *(getattr(v, "value", v) for v in a)))
     g = gc.Graph._adopt(0x5000, None, owns=False)
     assert g.declare_arg(_Tensor(0x10000, 64), name="x") == 0
     assert g.declare_arg(0x20000, nbytes=32, exact=True) == 1

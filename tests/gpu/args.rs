@@ -394,6 +394,15 @@ fn bad_bindings_leave_the_exec_unchanged() {
             },
             "overruns",
         ),
+        // A smaller range at the address bound now (a view of it).
+        (
+            Binding {
+                index: 0,
+                ptr: buf[1],
+                bytes: 16,
+            },
+            "declared",
+        ),
     ];
     for (b, needle) in bad {
         let err = e.launch_with(&s, &[b]).unwrap_err();
@@ -481,5 +490,14 @@ fn runner_replays_bind_in_each_bucket() {
         let out = download(&s, y2, n);
         let want: Vec<f32> = input[..n].iter().map(|v| v * 0.5).collect();
         assert_eq!(bits(&out), bits(&want), "batch {batch}");
+        // A smaller view at the address bound now is refused too.
+        let small = Binding {
+            index: 0,
+            ptr: x2,
+            bytes: 4,
+        };
+        let err = r.replay_with(batch, &s, &[small]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+        assert!(err.message().contains("declared"), "{}", err.message());
     }
 }

@@ -53,7 +53,7 @@ pub(crate) use device::{GraphMemory, PoolCapture};
 pub use device::{Pool, PoolOptions};
 pub use error::PoolError;
 pub use plan::{AllocPlan, Footprint, PagePlan, PageRange};
-pub(crate) use range::{check_device_range, check_pool_range};
+pub(crate) use range::{check_device_range, check_pool_range, device_range};
 pub use stats::PoolStats;
 
 /// Identifies a stream capture into the pool. Must be nonzero.

@@ -54,11 +54,30 @@ pub(crate) fn check_pool_range(ctx: &Context, arg: &str, addr: u64, bytes: usize
 /// another device and a range running past its memory are
 /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument).
 pub(crate) fn check_device_range(ctx: &Context, arg: &str, addr: u64, bytes: usize) -> Result<()> {
+    device_range(ctx, arg, addr, bytes, &[]).map(|_| ())
+}
+
+/// [`check_device_range`] for a caller that remembers allocations outside
+/// graphcore's pools it has checked before (`known`, each `start .. end`):
+/// a range inside one of them (and in no pool block) needs no driver
+/// query. Returns the allocation CUDA reported around `addr` when it was
+/// queried, for the caller to remember; `None` otherwise.
+pub(crate) fn device_range(
+    ctx: &Context,
+    arg: &str,
+    addr: u64,
+    bytes: usize,
+    known: &[(u64, u64)],
+) -> Result<Option<(u64, u64)>> {
     ensure_arg!(addr != 0, "`{arg}` is NULL");
     // A live block of one of the context's pools is device memory of its
     // device: no driver query is needed.
     if let Some(block) = ctx.pool_block_of(addr) {
-        return check_range(arg, addr, bytes, |_| Some(block));
+        return check_range(arg, addr, bytes, |_| Some(block)).map(|()| None);
+    }
+    let end = addr.saturating_add(bytes as u64);
+    if known.iter().any(|&(s, e)| s <= addr && end <= e) {
+        return Ok(None);
     }
     let Some(info) = pointer_info(addr) else {
         return Err(Error::invalid_argument(format!(
@@ -76,7 +95,7 @@ pub(crate) fn check_device_range(ctx: &Context, arg: &str, addr: u64, bytes: usi
         bytes as u64 <= have,
         "`{arg}` (0x{addr:x}) has {have} bytes up to the end of its allocation; {bytes} are needed"
     );
-    Ok(())
+    Ok(Some((info.start, info.start + info.size)))
 }
 
 #[cfg(test)]
