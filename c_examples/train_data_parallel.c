@@ -40,7 +40,11 @@
  *                    read it, as processes on separate hosts would through a
  *                    shared file system. Run the `--rank r --nranks N
  *                    --id-file F` form yourself on each host for multi-node.
- * --ranks N (default: every GPU) picks N <= the device count. With one GPU
+ * --ranks N (default: every GPU) picks N <= the device count; --steps N
+ * trains N steps instead of 1000 (shorter runs under compute-sanitizer);
+ * --bench STEPS --dim D --rows R times the step (D x D, R rows per rank)
+ * and an all-reduce in a graph against an eager one, printing a BENCH line
+ * of JSON instead (benches/multi_gpu/run.sh uses it). With one GPU
  * it runs N = 1 (a communicator of one rank: the collective is still
  * captured and replayed) and says that two-GPU runs need two devices.
  * NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 in the environment force NCCL's
@@ -59,12 +63,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define B 64      /* global batch */
-#define D 1024    /* features in and out */
-#define STEPS 1000
+static uint32_t B = 64;   /* global batch (--bench: rows per rank times ranks) */
+static uint32_t D = 1024; /* features in and out (--bench: --dim) */
 #define LR 0.064f /* the notes' 1e-3 on the summed loss, for the batch-mean gradient */
 #define TOL 1e-5
 #define MAX_RANKS 8
+
+/* --bench STEPS: time the step instead of training and checking (0). */
+static int bench_steps = 0;
+/* --steps: training steps checked (1000; fewer under a sanitizer). */
+static int train_steps = 1000;
 
 /* ---- NCCL, declared here (ABI of nccl.h 2.x) and loaded at run time ---- */
 typedef struct {
@@ -139,8 +147,16 @@ typedef struct {
 } replica;
 
 /* The global batch and the initial parameters, the same on every rank. */
-static float host_data[4][(size_t)D * D];
+static float *host_data[4];
 static void make_data(void) {
+    size_t n[4] = {(size_t)D * D, D, (size_t)B * D, (size_t)B * D};
+    for (int i = 0; i < 4; i++) {
+        host_data[i] = malloc(n[i] * sizeof(float));
+        if (!host_data[i]) {
+            fprintf(stderr, "out of host memory\n");
+            exit(1);
+        }
+    }
     uint64_t seed = 7;
     fill_uniform(host_data[0], (size_t)D * D, 1.0f / sqrtf((float)D), &seed); /* W */
     fill_uniform(host_data[1], D, 1.0f / sqrtf((float)D), &seed);             /* b */
@@ -191,10 +207,10 @@ static void step(const replica *m, nccl_comm comm, int nranks, void *raw_stream)
     TRY(gc_op_sgd(m->s, m->b, db, D, LR));
 }
 
-/* Trains `m` for STEPS steps by replaying `exec` (or eagerly when exec is
+/* Trains `m` for train_steps steps by replaying `exec` (or eagerly when exec is
  * NULL), writing the loss after every step to losses (pinned host memory). */
 static void train(const replica *m, gc_exec *exec, float *losses) {
-    for (int i = 0; i < STEPS; i++) {
+    for (int i = 0; i < train_steps; i++) {
         if (exec) TRY(gc_exec_launch(exec, m->s));
         else step(m, NULL, 1, NULL);
         TRY(gc_memcpy_async(m->s, losses + i, loss_of(m), sizeof(float)));
@@ -207,8 +223,8 @@ static void train(const replica *m, gc_exec *exec, float *losses) {
 typedef struct {
     int rank, nranks;
     nccl_unique_id id;
+    int bench_steps; /* --bench: steps timed per run; 0: train and check */
     int failed;
-    double samples_per_s;
 } rank_job;
 
 static double max_abs(const float *v, size_t n) {
@@ -222,6 +238,91 @@ static double rel_diff(const float *a, const float *b, size_t n) {
     double d = 0;
     for (size_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i]));
     return d / fmax(max_abs(b, n), 1e-30);
+}
+
+/* Trains a one-GPU replica on the whole batch (the same kernels, no
+ * collective) and checks the data-parallel run against it. */
+static void check_rank(rank_job *job, const replica *dp, gc_exec *exec, size_t nodes) {
+    int r = job->rank, n = job->nranks;
+    replica ref;
+    replica_init(&ref, dp->ctx, dp->s, dp->pool, 0, B);
+    float *losses, *ref_losses;
+    TRY(gc_host_alloc(dp->ctx, (size_t)train_steps * sizeof(float), (void **)&losses));
+    TRY(gc_host_alloc(dp->ctx, (size_t)train_steps * sizeof(float), (void **)&ref_losses));
+    train(dp, exec, losses);
+    train(&ref, NULL, ref_losses);
+
+    /* The global loss is the all-reduced sum; compare step by step. */
+    double worst_loss = 0;
+    for (int i = 0; i < train_steps; i++)
+        worst_loss = fmax(worst_loss, fabs((double)losses[i] - ref_losses[i]) / fmax(fabs((double)ref_losses[i]), 1e-30));
+    size_t nw = (size_t)D * D + D;
+    float *hw = malloc(nw * sizeof(float)), *hr = malloc(nw * sizeof(float));
+    if (!hw || !hr) {
+        fprintf(stderr, "out of host memory\n");
+        exit(1);
+    }
+    download(dp->ctx, dp->s, hw, dp->w, (size_t)D * D);
+    download(dp->ctx, dp->s, hw + (size_t)D * D, dp->b, D);
+    download(dp->ctx, dp->s, hr, ref.w, (size_t)D * D);
+    download(dp->ctx, dp->s, hr + (size_t)D * D, ref.b, D);
+    double worst_w = rel_diff(hw, hr, (size_t)D * D), worst_b = rel_diff(hw + (size_t)D * D, hr + (size_t)D * D, D);
+    job->failed = !(worst_loss <= TOL && worst_w <= TOL && worst_b <= TOL);
+    printf("rank %d/%d (device %d, %u rows): graph of %zu nodes, loss per row %.6g -> %.6g (one GPU: %.6g -> %.6g); "
+           "max rel diff: losses %.1e, W %.1e, b %.1e: %s\n",
+           r, n, r, dp->rows, nodes, losses[0] / B, losses[train_steps - 1] / B, ref_losses[0] / B,
+           ref_losses[train_steps - 1] / B, worst_loss, worst_w, worst_b, job->failed ? "FAIL" : "ok");
+    fflush(stdout);
+    free(hw);
+    free(hr);
+    TRY(gc_host_free(dp->ctx, losses));
+    TRY(gc_host_free(dp->ctx, ref_losses));
+}
+
+/* Wall time of `iters` launches of exec (or eager all-reduces of the
+ * bucket when exec is NULL) on the replica's stream, in microseconds. */
+static double time_us(const replica *m, gc_exec *exec, nccl_comm comm, void *raw, int iters) {
+    TRY(gc_stream_synchronize(m->s));
+    double t0 = now_us();
+    for (int i = 0; i < iters; i++) {
+        if (exec) TRY(gc_exec_launch(exec, m->s));
+        else NCCL(nccl.all_reduce(m->bucket, m->bucket, BUCKET, NCCL_FLOAT32, NCCL_SUM, comm, raw));
+    }
+    TRY(gc_stream_synchronize(m->s));
+    return now_us() - t0;
+}
+
+/* --bench: the step's throughput, and one all-reduce of the bucket in a
+ * graph against the same all-reduce launched eagerly (each measured alone,
+ * medians of 5 runs). Rank 0 prints one BENCH line of JSON. */
+static void bench_rank(rank_job *job, const replica *dp, gc_exec *step_exec, nccl_comm comm, void *raw, int steps) {
+    gc_graph *g;
+    gc_exec *ar;
+    TRY(gc_capture_begin(dp->s, dp->pool, GC_CAPTURE_THREAD_LOCAL));
+    NCCL(nccl.all_reduce(dp->bucket, dp->bucket, BUCKET, NCCL_FLOAT32, NCCL_SUM, comm, raw));
+    TRY(gc_capture_end(dp->s, &g));
+    TRY(gc_graph_instantiate(g, GC_INSTANTIATE_UPLOAD, &ar));
+    enum { RUNS = 5, AR_ITERS = 50 };
+    double eager[RUNS], graph[RUNS], step[RUNS];
+    time_us(dp, step_exec, comm, raw, 10); /* warm */
+    time_us(dp, NULL, comm, raw, 10);
+    time_us(dp, ar, comm, raw, 10);
+    for (int k = 0; k < RUNS; k++) {
+        eager[k] = time_us(dp, NULL, comm, raw, AR_ITERS) / AR_ITERS;
+        graph[k] = time_us(dp, ar, comm, raw, AR_ITERS) / AR_ITERS;
+        step[k] = time_us(dp, step_exec, comm, raw, steps) / steps;
+    }
+    double e = median(eager, RUNS), gr = median(graph, RUNS), st = median(step, RUNS);
+    if (job->rank == 0) {
+        printf("BENCH {\"ranks\": %d, \"dim\": %u, \"rows_per_rank\": %u, \"steps\": %d, \"step_us\": %.2f, "
+               "\"samples_per_s\": %.1f, \"allreduce_bytes\": %zu, \"allreduce_eager_us\": %.2f, "
+               "\"allreduce_graph_us\": %.2f, \"graph_over_eager\": %.4f}\n",
+               job->nranks, D, dp->rows, steps, st, (double)job->nranks * dp->rows / (st * 1e-6),
+               BUCKET * sizeof(float), e, gr, gr / e);
+        fflush(stdout);
+    }
+    TRY(gc_exec_destroy(ar));
+    TRY(gc_graph_destroy(g));
 }
 
 static void *run_rank(void *arg) {
@@ -238,10 +339,8 @@ static void *run_rank(void *arg) {
     TRY(gc_stream_create(ctx, &s));
     TRY(gc_pool_create(ctx, NULL, &pool));
     TRY(gc_stream_raw(s, &raw));
-
-    replica dp, ref;
+    replica dp;
     replica_init(&dp, ctx, s, pool, (uint32_t)r * rows, rows);
-    replica_init(&ref, ctx, s, pool, 0, B);
 
     /* Rule 1: set-up outside the capture, and one eager collective. */
     nccl_comm comm;
@@ -252,7 +351,8 @@ static void *run_rank(void *arg) {
     NCCL(nccl.all_reduce(warm, warm, 1, NCCL_FLOAT32, NCCL_SUM, comm, raw));
     TRY(gc_stream_synchronize(s));
 
-    /* Rule 2: capture the whole step, collective included, thread-local. */
+    /* Rule 2: capture the whole step, collective included, thread-local.
+     * Rule 3: its buffers are pool blocks allocated above, kept below. */
     gc_graph *graph;
     gc_exec *exec;
     TRY(gc_capture_begin(s, pool, GC_CAPTURE_THREAD_LOCAL));
@@ -262,38 +362,9 @@ static void *run_rank(void *arg) {
     size_t nodes = 0;
     TRY(gc_graph_node_count(graph, &nodes));
 
-    float *losses, *ref_losses;
-    TRY(gc_host_alloc(ctx, STEPS * sizeof(float), (void **)&losses));
-    TRY(gc_host_alloc(ctx, STEPS * sizeof(float), (void **)&ref_losses));
-    double t0 = now_us();
-    train(&dp, exec, losses);
-    job->samples_per_s = (double)STEPS * rows / ((now_us() - t0) * 1e-6);
-    train(&ref, NULL, ref_losses);
+    if (job->bench_steps) bench_rank(job, &dp, exec, comm, raw, job->bench_steps);
+    else check_rank(job, &dp, exec, nodes);
 
-    /* The global loss is the all-reduced sum; compare step by step. */
-    double worst_loss = 0;
-    for (int i = 0; i < STEPS; i++)
-        worst_loss = fmax(worst_loss, fabs((double)losses[i] - ref_losses[i]) / fmax(fabs((double)ref_losses[i]), 1e-30));
-    float *hw = malloc(((size_t)D * D + D) * sizeof(float)), *hr = malloc(((size_t)D * D + D) * sizeof(float));
-    if (!hw || !hr) {
-        fprintf(stderr, "out of host memory\n");
-        exit(1);
-    }
-    download(ctx, s, hw, dp.w, (size_t)D * D);
-    download(ctx, s, hw + (size_t)D * D, dp.b, D);
-    download(ctx, s, hr, ref.w, (size_t)D * D);
-    download(ctx, s, hr + (size_t)D * D, ref.b, D);
-    double worst_w = rel_diff(hw, hr, (size_t)D * D), worst_b = rel_diff(hw + (size_t)D * D, hr + (size_t)D * D, D);
-    job->failed = !(worst_loss <= TOL && worst_w <= TOL && worst_b <= TOL);
-    printf("rank %d/%d (device %d, %u rows): graph of %zu nodes, loss %.6g -> %.6g (one GPU: %.6g -> %.6g); "
-           "max rel diff: losses %.1e, W %.1e, b %.1e: %s\n",
-           r, n, r, rows, nodes, losses[0] / B, losses[STEPS - 1] / B, ref_losses[0] / B, ref_losses[STEPS - 1] / B,
-           worst_loss, worst_w, worst_b, job->failed ? "FAIL" : "ok");
-    fflush(stdout);
-    free(hw);
-    free(hr);
-    TRY(gc_host_free(ctx, losses));
-    TRY(gc_host_free(ctx, ref_losses));
     TRY(gc_exec_destroy(exec));
     TRY(gc_graph_destroy(graph));
     NCCL(nccl.comm_destroy(comm));
@@ -311,20 +382,19 @@ static int run_threads(int n) {
     pthread_t t[MAX_RANKS];
     rank_job jobs[MAX_RANKS];
     for (int r = 0; r < n; r++) {
-        jobs[r] = (rank_job){.rank = r, .nranks = n, .id = id};
+        jobs[r] = (rank_job){.rank = r, .nranks = n, .id = id, .bench_steps = bench_steps};
         if (pthread_create(&t[r], NULL, run_rank, &jobs[r]) != 0) {
             fprintf(stderr, "pthread_create failed\n");
             return 1;
         }
     }
     int failed = 0;
-    double total = 0;
     for (int r = 0; r < n; r++) {
         pthread_join(t[r], NULL);
         failed += jobs[r].failed;
-        total += jobs[r].samples_per_s;
     }
-    printf("threads: %d rank(s), %.0f samples/s in all (loss copied out every step)\n", n, total);
+    printf("threads: %d rank(s), %s\n", n,
+           failed ? "FAILED" : bench_steps ? "benchmark done" : "every rank agrees with one-GPU training");
     return failed != 0;
 }
 
@@ -332,7 +402,7 @@ static int run_threads(int n) {
  * `id_file` (to a temporary name, then renamed, so readers never see part
  * of it); the others wait up to a minute for it. */
 static int run_process_rank(int rank, int n, const char *id_file) {
-    rank_job job = {.rank = rank, .nranks = n};
+    rank_job job = {.rank = rank, .nranks = n, .bench_steps = bench_steps};
     if (rank == 0) {
         NCCL(nccl.get_unique_id(&job.id));
         char tmp[4096];
@@ -368,9 +438,13 @@ static int run_processes(const char *self, int n) {
     unlink(id_file);
     pid_t pids[MAX_RANKS];
     for (int r = 0; r < n; r++) {
-        char rank[16], nranks[16];
+        char rank[16], nranks[16], steps[16], dim[16], rows[16], train[16];
         snprintf(rank, sizeof rank, "%d", r);
         snprintf(nranks, sizeof nranks, "%d", n);
+        snprintf(steps, sizeof steps, "%d", bench_steps);
+        snprintf(dim, sizeof dim, "%u", D);
+        snprintf(rows, sizeof rows, "%u", B / (uint32_t)n);
+        snprintf(train, sizeof train, "%d", train_steps);
         pids[r] = fork();
         if (pids[r] < 0) {
             fprintf(stderr, "fork failed: %s\n", strerror(errno));
@@ -378,7 +452,8 @@ static int run_processes(const char *self, int n) {
         }
         if (pids[r] == 0) {
             /* A fresh process: nothing of the parent's CUDA state is used. */
-            execl(self, self, "--rank", rank, "--nranks", nranks, "--id-file", id_file, (char *)NULL);
+            execl(self, self, "--rank", rank, "--nranks", nranks, "--id-file", id_file, "--bench", steps, "--dim", dim,
+                  "--rows", rows, "--steps", train, (char *)NULL);
             fprintf(stderr, "exec %s failed: %s\n", self, strerror(errno));
             _exit(127);
         }
@@ -393,22 +468,27 @@ static int run_processes(const char *self, int n) {
         }
     }
     unlink(id_file);
-    printf("procs: %d process(es), %s\n", n, failed ? "FAILED" : "every rank agrees with one-GPU training");
+    printf("procs: %d process(es), %s\n", n,
+           failed ? "FAILED" : bench_steps ? "benchmark done" : "every rank agrees with one-GPU training");
     return failed != 0;
 }
 
 int main(int argc, char **argv) {
     const char *mode = "threads", *id_file = NULL;
-    int ranks = 0, rank = -1, nranks = 0;
+    int ranks = 0, rank = -1, nranks = 0, rows = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--mode")) mode = argv[i + 1];
         else if (!strcmp(argv[i], "--ranks")) ranks = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--rank")) rank = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--nranks")) nranks = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--id-file")) id_file = argv[i + 1];
+        else if (!strcmp(argv[i], "--bench")) bench_steps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--dim")) D = (uint32_t)atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--rows")) rows = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--steps")) train_steps = atoi(argv[i + 1]);
         else {
-            fprintf(stderr, "usage: %s [--mode threads|procs] [--ranks N]\n"
-                            "       %s --rank R --nranks N --id-file FILE   (one rank, e.g. per host)\n",
+            fprintf(stderr, "usage: %s [--mode threads|procs] [--ranks N] [--steps N] [--bench STEPS --dim D --rows ROWS_PER_RANK]\n"
+                            "       %s --rank R --nranks N --id-file FILE [--bench ...]   (one rank, e.g. per host)\n",
                     argv[0], argv[0]);
             return 2;
         }
@@ -421,26 +501,34 @@ int main(int argc, char **argv) {
                 st != GC_SUCCESS ? gc_last_error() : "no CUDA device is present");
         return 2;
     }
-    make_data();
     load_nccl();
+    if (D < 1 || rows < 0 || bench_steps < 0 || train_steps < 1) {
+        fprintf(stderr, "--dim, --rows, --steps and --bench must be positive\n");
+        return 2;
+    }
     if (rank >= 0) { /* one rank of a job started elsewhere */
-        if (nranks < 1 || nranks > MAX_RANKS || B % nranks || rank >= nranks || !id_file) {
-            fprintf(stderr, "--rank R --nranks N --id-file FILE: 0 <= R < N <= %d, N dividing %d\n", MAX_RANKS, B);
+        if (rows) B = (uint32_t)rows * (uint32_t)nranks;
+        if (nranks < 1 || nranks > MAX_RANKS || B % (uint32_t)nranks || rank >= nranks || !id_file) {
+            fprintf(stderr, "--rank R --nranks N --id-file FILE: 0 <= R < N <= %d, N dividing %u\n", MAX_RANKS, B);
             return 2;
         }
+        make_data();
         return run_process_rank(rank, nranks, id_file);
     }
     if (ranks == 0) ranks = devices < MAX_RANKS ? devices : MAX_RANKS;
-    if (ranks < 1 || ranks > devices || ranks > MAX_RANKS || B % ranks) {
-        fprintf(stderr, "--ranks %d: need 1 <= N <= %d devices present, N dividing the batch of %d\n", ranks,
+    if (rows) B = (uint32_t)rows * (uint32_t)(ranks > 0 ? ranks : 1);
+    if (ranks < 1 || ranks > devices || ranks > MAX_RANKS || B % (uint32_t)ranks) {
+        fprintf(stderr, "--ranks %d: need 1 <= N <= %d devices present, N dividing the batch of %u\n", ranks,
                 devices, B);
         return 2;
     }
+    make_data();
     int version = 0;
     nccl.get_version(&version);
-    printf("train_data_parallel: NCCL %d, %d device(s), %d rank(s), mode %s, batch %d (%d rows per rank), "
-           "Linear %d -> %d, %d steps\n",
-           version, devices, ranks, mode, B, B / ranks, D, D, STEPS);
+    printf("train_data_parallel: NCCL %d, %d device(s), %d rank(s), mode %s, batch %u (%u rows per rank), "
+           "Linear %u -> %u, %s %d steps\n",
+           version, devices, ranks, mode, B, B / (uint32_t)ranks, D, D, bench_steps ? "timing" : "training",
+           bench_steps ? bench_steps : train_steps);
     if (devices < 2)
         printf("one device: running N = 1 (a communicator of one rank; the collective is still captured); "
                "two-GPU runs need two devices\n");
