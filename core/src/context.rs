@@ -40,16 +40,17 @@ fn registered_pool_at(addr: u64) -> Option<(i32, Arc<dyn PoolBlocks>)> {
     Some((*ordinal, pool.upgrade()?))
 }
 
-/// A live block of a pool of another device than the one asking.
+/// A live pool block holding an address, as a context sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct PeerBlock {
+pub(crate) struct PoolBlock {
     /// The block's address.
     pub start: u64,
     /// The block's bytes.
     pub size: u64,
     /// The ordinal of the pool's device.
     pub device: i32,
-    /// True when the pool granted the asking device access.
+    /// True when the asking context's device may use it: its own pool, or
+    /// a pool that granted it peer access.
     pub accessible: bool,
 }
 
@@ -242,20 +243,16 @@ impl Context {
         }
     }
 
-    /// The live block containing `addr` in a pool of another device, with
-    /// whether that pool grants this context's device access. Allocates
-    /// nothing.
-    pub(crate) fn peer_pool_block_of(&self, addr: u64) -> Option<PeerBlock> {
+    /// The live block containing `addr` in a pool of any device, with
+    /// whether this context's device may use it. Allocates nothing.
+    pub(crate) fn pool_block_at(&self, addr: u64) -> Option<PoolBlock> {
         let (device, pool) = registered_pool_at(addr)?;
-        if device == self.ordinal() {
-            return None;
-        }
         let (start, size) = pool.block_of(addr)?;
-        Some(PeerBlock {
+        Some(PoolBlock {
             start,
             size,
             device,
-            accessible: pool.accessible_from(self.ordinal()),
+            accessible: device == self.ordinal() || pool.accessible_from(self.ordinal()),
         })
     }
 

@@ -4,7 +4,7 @@
 //! must end inside that block (an overrun would silently corrupt the
 //! neighbouring block, or fault on an unmapped page and kill the context).
 
-use crate::context::{Context, PeerBlock};
+use crate::context::{Context, PoolBlock};
 use crate::driver::memory::pointer_info;
 use crate::error::{ensure_arg, Error, Result};
 
@@ -45,22 +45,23 @@ pub(crate) fn check_range(
 /// every operation that writes or reads a caller's range (copies, sets,
 /// graph copy and set nodes), which runs on `ctx`'s device.
 pub(crate) fn check_pool_range(ctx: &Context, arg: &str, addr: u64, bytes: usize) -> Result<()> {
-    if let Some(peer) = ctx.peer_pool_block_of(addr) {
-        check_peer_access(arg, addr, ctx.ordinal(), &peer)?;
-        return check_range(arg, addr, bytes, |_| Some((peer.start, peer.size)));
+    let block = ctx.pool_block_at(addr);
+    if let Some(b) = &block {
+        check_access(arg, addr, ctx.ordinal(), b)?;
     }
-    check_range(arg, addr, bytes, |a| ctx.pool_block_of(a))
+    check_range(arg, addr, bytes, |_| block.map(|b| (b.start, b.size)))
 }
 
-/// Refuses `addr` (named `arg`), pool memory of device `peer.device` used
-/// on device `device`, unless that pool granted `device` access. Pure.
-fn check_peer_access(arg: &str, addr: u64, device: i32, peer: &PeerBlock) -> Result<()> {
+/// Refuses `addr` (named `arg`), pool memory of device `block.device` used
+/// on device `device`, unless that is its own device or its pool granted
+/// `device` access. Pure.
+fn check_access(arg: &str, addr: u64, device: i32, block: &PoolBlock) -> Result<()> {
     ensure_arg!(
-        peer.accessible,
+        block.accessible,
         "`{arg}` (0x{addr:x}) is pool memory of device {} used on device {device}, and that pool \
          has no peer access for device {device}: enable peer access on that pool for device \
          {device} first",
-        peer.device
+        block.device
     );
     Ok(())
 }
@@ -99,8 +100,8 @@ pub(crate) fn check_device_range(ctx: &Context, arg: &str, addr: u64, bytes: usi
 
 #[cfg(test)]
 mod tests {
-    use super::{check_peer_access, check_range};
-    use crate::context::PeerBlock;
+    use super::{check_access, check_range};
+    use crate::context::PoolBlock;
     use crate::error::ErrorKind;
 
     /// Two live blocks: 0x1000 + 0x400 and 0x2000 + 0x100.
@@ -141,13 +142,13 @@ mod tests {
 
     #[test]
     fn peer_memory_needs_peer_access_naming_both_devices() {
-        let mut peer = PeerBlock {
+        let mut peer = PoolBlock {
             start: 0x1000,
             size: 0x400,
             device: 1,
             accessible: false,
         };
-        let e = check_peer_access("src", 0x1000, 0, &peer).unwrap_err();
+        let e = check_access("src", 0x1000, 0, &peer).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         let m = e.message();
         assert!(
@@ -156,7 +157,7 @@ mod tests {
         );
         assert!(m.contains("no peer access for device 0"), "{m}");
         peer.accessible = true;
-        check_peer_access("src", 0x1000, 0, &peer).unwrap();
+        check_access("src", 0x1000, 0, &peer).unwrap();
     }
 
     #[test]
