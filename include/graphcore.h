@@ -872,8 +872,9 @@ enum gc_status gc_memcpy_async(struct gc_stream *stream, void *dst, const void *
  * `stream`. Zero bytes is a no-op. A range that starts in a live pool block
  * and runs past its end is refused. Recorded, not run, when the stream
  * captures.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream or dst is NULL, or the range
- * overruns its pool block or the address space), GC_ERROR_INVALID_HANDLE
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream or dst is NULL, the range
+ * overruns its pool block or the address space, or is pool memory of
+ * another device without peer access), GC_ERROR_INVALID_HANDLE
  * (stream destroyed), GC_ERROR_CAPTURE (CUDA refused it under capture),
  * GC_ERROR_CUDA (e.g. dst is not device memory), GC_ERROR_DEVICE_FAULT.
  */
@@ -888,7 +889,8 @@ enum gc_status gc_memset_async(struct gc_stream *stream, void *dst, int value, s
  * when the stream captures. gc_memset_async is this with elem_size 1.
  * Errors: GC_ERROR_INVALID_ARGUMENT (stream or dst is NULL, elem_size is
  * not 1, 2 or 4, dst is not aligned to it, value does not fit in an
- * element, or the range overruns its pool block or the address space),
+ * element, the range overruns its pool block or the address space, or is
+ * pool memory of another device without peer access),
  * GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_CAPTURE (CUDA
  * refused it under capture), GC_ERROR_CUDA (e.g. dst is not device
  * memory), GC_ERROR_DEVICE_FAULT.
@@ -2128,8 +2130,9 @@ enum gc_status gc_graph_add_memcpy(struct gc_graph *graph,
  * Adds a node setting `bytes` bytes of device memory at `dst` to the byte
  * `value`.
  * Errors: GC_ERROR_INVALID_ARGUMENT (graph or dst is NULL, bytes is 0, dst
- * is not device memory, the range overruns its pool block, or a bad
- * dependency as for gc_graph_add_kernel),
+ * is not device memory, the range overruns its pool block or is pool
+ * memory of another device without peer access, or a bad dependency as
+ * for gc_graph_add_kernel),
  * GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_CUDA,
  * GC_ERROR_DEVICE_FAULT (from the driver).
  */

@@ -243,8 +243,9 @@ pub extern "C" fn gc_graph_add_memcpy(
 /// Adds a node setting `bytes` bytes of device memory at `dst` to the byte
 /// `value`.
 /// Errors: GC_ERROR_INVALID_ARGUMENT (graph or dst is NULL, bytes is 0, dst
-/// is not device memory, the range overruns its pool block, or a bad
-/// dependency as for gc_graph_add_kernel),
+/// is not device memory, the range overruns its pool block or is pool
+/// memory of another device without peer access, or a bad dependency as
+/// for gc_graph_add_kernel),
 /// GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_CUDA,
 /// GC_ERROR_DEVICE_FAULT (from the driver).
 #[no_mangle]

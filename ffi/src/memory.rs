@@ -80,8 +80,9 @@ pub extern "C" fn gc_memcpy_async(
 /// `stream`. Zero bytes is a no-op. A range that starts in a live pool block
 /// and runs past its end is refused. Recorded, not run, when the stream
 /// captures.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or dst is NULL, or the range
-/// overruns its pool block or the address space), GC_ERROR_INVALID_HANDLE
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or dst is NULL, the range
+/// overruns its pool block or the address space, or is pool memory of
+/// another device without peer access), GC_ERROR_INVALID_HANDLE
 /// (stream destroyed), GC_ERROR_CAPTURE (CUDA refused it under capture),
 /// GC_ERROR_CUDA (e.g. dst is not device memory), GC_ERROR_DEVICE_FAULT.
 #[no_mangle]
@@ -107,7 +108,8 @@ pub extern "C" fn gc_memset_async(
 /// when the stream captures. gc_memset_async is this with elem_size 1.
 /// Errors: GC_ERROR_INVALID_ARGUMENT (stream or dst is NULL, elem_size is
 /// not 1, 2 or 4, dst is not aligned to it, value does not fit in an
-/// element, or the range overruns its pool block or the address space),
+/// element, the range overruns its pool block or the address space, or is
+/// pool memory of another device without peer access),
 /// GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_CAPTURE (CUDA
 /// refused it under capture), GC_ERROR_CUDA (e.g. dst is not device
 /// memory), GC_ERROR_DEVICE_FAULT.
