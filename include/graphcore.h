@@ -646,7 +646,8 @@ enum gc_status gc_event_destroy(struct gc_event *event);
  * still live when the pool goes die with it.
  *
  * Thread safety: every call may run concurrently with any other on the
- * same pool (allocations are serialized inside), except gc_pool_destroy,
+ * same pool (allocations and gc_pool_enable_peer_access are serialized
+ * inside), except gc_pool_destroy,
  * which must not race with other calls on the handle. Graphs sharing a
  * pool must not run concurrently (see the section above).
  */
@@ -784,6 +785,26 @@ enum gc_status gc_pool_stats(struct gc_pool *pool, struct gc_pool_statistics *st
 enum gc_status gc_pool_trim(struct gc_pool *pool);
 
 /**
+ * Grants the device of `peer` read and write access to the pool's memory:
+ * every page mapped now and every page the pool maps later as it grows
+ * (cuMemSetAccess on each). Afterwards copies and sets on peer's streams
+ * (gc_memcpy_async, gc_memset_async, ...) and copy and set nodes of
+ * peer's graphs may use the pool's blocks; without it they are
+ * GC_ERROR_INVALID_ARGUMENT naming both devices. Calling it again for
+ * the same device is a no-op; access stays on for the pool's life. The
+ * pool keeps a reference to peer's device context. On failure the pool is
+ * unchanged. Kernels of peer's device do not get pool pointers through
+ * graphcore's checks (kernel pointer arguments must be memory of the
+ * kernel's own device).
+ * Errors: GC_ERROR_INVALID_ARGUMENT (pool or peer is NULL, or peer is a
+ * context of the pool's own device), GC_ERROR_INVALID_HANDLE (pool or
+ * peer destroyed), GC_ERROR_NOT_SUPPORTED (peer's device has no peer path
+ * to the pool's: cuDeviceCanAccessPeer says no), GC_ERROR_CUDA,
+ * GC_ERROR_DEVICE_FAULT (from the driver).
+ */
+enum gc_status gc_pool_enable_peer_access(struct gc_pool *pool, struct gc_context *peer);
+
+/**
  * Drops this handle. Live blocks die with the pool; graphs, execs and
  * runners that use the pool keep its memory until the last of them is
  * destroyed. NULL is a no-op.
@@ -832,9 +853,13 @@ enum gc_status gc_host_free(struct gc_context *ctx, void *ptr);
  * or host on either side: unified addressing). Asynchronous when host
  * memory is pinned. Zero bytes is a no-op. A range that starts in a live
  * pool block and runs past its end is refused, as is one that wraps around
- * the address space. Recorded, not run, when the stream captures.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream, dst or src is NULL, or a
- * range overruns its pool block or the address space),
+ * the address space. Pool memory of another device needs that pool's peer
+ * access for the stream's device (gc_pool_enable_peer_access). Recorded,
+ * not run, when the stream captures.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream, dst or src is NULL, a range
+ * overruns its pool block or the address space, or is pool memory of
+ * another device without peer access for the stream's device, naming
+ * both devices),
  * GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_CAPTURE (CUDA
  * refused the copy under capture, e.g. from pageable host memory; the
  * capture is invalid now), GC_ERROR_CUDA (e.g. an address CUDA does not
@@ -847,8 +872,9 @@ enum gc_status gc_memcpy_async(struct gc_stream *stream, void *dst, const void *
  * `stream`. Zero bytes is a no-op. A range that starts in a live pool block
  * and runs past its end is refused. Recorded, not run, when the stream
  * captures.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream or dst is NULL, or the range
- * overruns its pool block or the address space), GC_ERROR_INVALID_HANDLE
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream or dst is NULL, the range
+ * overruns its pool block or the address space, or is pool memory of
+ * another device without peer access), GC_ERROR_INVALID_HANDLE
  * (stream destroyed), GC_ERROR_CAPTURE (CUDA refused it under capture),
  * GC_ERROR_CUDA (e.g. dst is not device memory), GC_ERROR_DEVICE_FAULT.
  */
@@ -863,7 +889,8 @@ enum gc_status gc_memset_async(struct gc_stream *stream, void *dst, int value, s
  * when the stream captures. gc_memset_async is this with elem_size 1.
  * Errors: GC_ERROR_INVALID_ARGUMENT (stream or dst is NULL, elem_size is
  * not 1, 2 or 4, dst is not aligned to it, value does not fit in an
- * element, or the range overruns its pool block or the address space),
+ * element, the range overruns its pool block or the address space, or is
+ * pool memory of another device without peer access),
  * GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_CAPTURE (CUDA
  * refused it under capture), GC_ERROR_CUDA (e.g. dst is not device
  * memory), GC_ERROR_DEVICE_FAULT.
@@ -2082,9 +2109,12 @@ enum gc_status gc_graph_add_kernel(struct gc_graph *graph,
 /**
  * Adds a copy of `bytes` bytes from `src` to `dst`, in any direction.
  * Host memory must be pinned (gc_host_alloc): a pageable host pointer is
- * GC_ERROR_INVALID_ARGUMENT here, not a failure at launch.
+ * GC_ERROR_INVALID_ARGUMENT here, not a failure at launch. Pool memory of
+ * another device needs that pool's peer access for the graph's device
+ * (gc_pool_enable_peer_access).
  * Errors: GC_ERROR_INVALID_ARGUMENT (graph, dst or src is NULL, bytes is 0,
- * pageable or unknown host memory, a range overrunning its pool block, or
+ * pageable or unknown host memory, a range overrunning its pool block,
+ * pool memory of another device without peer access, naming both, or
  * a bad dependency as for gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph destroyed),
  * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
  */
@@ -2100,8 +2130,9 @@ enum gc_status gc_graph_add_memcpy(struct gc_graph *graph,
  * Adds a node setting `bytes` bytes of device memory at `dst` to the byte
  * `value`.
  * Errors: GC_ERROR_INVALID_ARGUMENT (graph or dst is NULL, bytes is 0, dst
- * is not device memory, the range overruns its pool block, or a bad
- * dependency as for gc_graph_add_kernel),
+ * is not device memory, the range overruns its pool block or is pool
+ * memory of another device without peer access, or a bad dependency as
+ * for gc_graph_add_kernel),
  * GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_CUDA,
  * GC_ERROR_DEVICE_FAULT (from the driver).
  */

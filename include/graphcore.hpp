@@ -41,6 +41,7 @@
  *
  * Errors: the constructors, stream::wrap, event::wrap, event::elapsed_ms,
  * function::builtin and function::wrap, graph::clone and graph::wrap,
+ * pool::enable_peer_access,
  * capture::end and the graph_add_* helpers throw
  * graphcore::error with the status the C call returned (its `Errors:` line
  * in graphcore.h lists them); nothing else here throws. Destructors never
@@ -222,6 +223,11 @@ public:
     explicit pool(gc_context *ctx, const gc_pool_options *options = nullptr) {
         check(gc_pool_create(ctx, options, &h_));
     }
+    /** gc_pool_enable_peer_access(pool, peer): peer's device may use the
+     * pool's memory (copies, sets, copy nodes); throws what the C call
+     * returns (GC_ERROR_INVALID_ARGUMENT for the pool's own device,
+     * GC_ERROR_NOT_SUPPORTED without a peer path...). */
+    void enable_peer_access(gc_context *peer) { check(gc_pool_enable_peer_access(h_, peer)); }
 };
 
 /** A loaded module image: gc_module_load / gc_module_destroy. Its

@@ -18,11 +18,41 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 pub(crate) trait PoolBlocks: Send + Sync {
     /// The live block containing `addr`: its address and size.
     fn block_of(&self, addr: u64) -> Option<(u64, u64)>;
+
+    /// True when device `ordinal` may access the pool's memory: the pool's
+    /// own device, or a peer it granted access.
+    fn accessible_from(&self, ordinal: i32) -> bool;
 }
 
-/// A pool in the context's registry: the addresses it reserved, and the
-/// pool (weakly: the registry does not keep it alive).
-type RegisteredPool = (Range<u64>, Weak<dyn PoolBlocks>);
+/// A pool in the registry: the addresses it reserved, its device's
+/// ordinal, and the pool (weakly: the registry does not keep it alive).
+type RegisteredPool = (Range<u64>, i32, Weak<dyn PoolBlocks>);
+
+/// Every live pool of the process, on every device (addresses are unique
+/// process-wide under unified addressing), so a copy can tell pool memory
+/// of another device from memory graphcore does not know.
+static POOLS: Mutex<Vec<RegisteredPool>> = Mutex::new(Vec::new());
+
+/// The pool whose reservation holds `addr`: its device and the pool.
+fn registered_pool_at(addr: u64) -> Option<(i32, Arc<dyn PoolBlocks>)> {
+    let pools = lock(&POOLS);
+    let (_, ordinal, pool) = pools.iter().find(|(range, _, _)| range.contains(&addr))?;
+    Some((*ordinal, pool.upgrade()?))
+}
+
+/// A live pool block holding an address, as a context sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PoolBlock {
+    /// The block's address.
+    pub start: u64,
+    /// The block's bytes.
+    pub size: u64,
+    /// The ordinal of the pool's device.
+    pub device: i32,
+    /// True when the asking context's device may use it: its own pool, or
+    /// a pool that granted it peer access.
+    pub accessible: bool,
+}
 
 /// A device's primary context, retained for as long as any clone of this
 /// value, or any object made from it, lives. Cheap to clone; `Send + Sync`.
@@ -52,10 +82,6 @@ struct ContextInner {
     /// and unmapping memory do not), so graphcore synchronizes only under
     /// this lock with no capture open.
     open_captures: Mutex<usize>,
-    /// The context's pools (registered by `Pool::new`) with their address
-    /// ranges, so copies and sets can check their ranges against live pool
-    /// blocks.
-    pools: Mutex<Vec<RegisteredPool>>,
 }
 
 impl Drop for ContextInner {
@@ -123,7 +149,6 @@ impl Context {
             builtins_loading: Mutex::new(()),
             host: Mutex::new(HashMap::new()),
             open_captures: Mutex::new(0),
-            pools: Mutex::new(Vec::new()),
         };
         Ok(Context {
             inner: Arc::new(inner),
@@ -210,20 +235,31 @@ impl Context {
     /// copies and sets refuse ranges that overrun its live blocks.
     /// `Pool::new` calls this once.
     pub(crate) fn register_pool(&self, range: Range<u64>, pool: Weak<dyn PoolBlocks>) {
-        let mut pools = lock(&self.inner.pools);
-        pools.retain(|(_, w)| w.strong_count() > 0);
-        pools.push((range, pool));
+        let mut pools = lock(&POOLS);
+        pools.retain(|(_, _, w)| w.strong_count() > 0);
+        pools.push((range, self.ordinal(), pool));
     }
 
     /// The live block containing `addr` in any of the context's pools: its
     /// address and size. Allocates nothing.
     pub(crate) fn pool_block_of(&self, addr: u64) -> Option<(u64, u64)> {
-        let owner = lock(&self.inner.pools)
-            .iter()
-            .find(|(range, _)| range.contains(&addr))?
-            .1
-            .upgrade()?;
-        owner.block_of(addr)
+        match registered_pool_at(addr)? {
+            (ordinal, pool) if ordinal == self.ordinal() => pool.block_of(addr),
+            _ => None,
+        }
+    }
+
+    /// The live block containing `addr` in a pool of any device, with
+    /// whether this context's device may use it. Allocates nothing.
+    pub(crate) fn pool_block_at(&self, addr: u64) -> Option<PoolBlock> {
+        let (device, pool) = registered_pool_at(addr)?;
+        let (start, size) = pool.block_of(addr)?;
+        Some(PoolBlock {
+            start,
+            size,
+            device,
+            accessible: device == self.ordinal() || pool.accessible_from(self.ordinal()),
+        })
     }
 
     /// Allocates `bytes` of pinned host memory (usable in copies and in

@@ -211,9 +211,12 @@ pub extern "C" fn gc_graph_add_kernel(
 
 /// Adds a copy of `bytes` bytes from `src` to `dst`, in any direction.
 /// Host memory must be pinned (gc_host_alloc): a pageable host pointer is
-/// GC_ERROR_INVALID_ARGUMENT here, not a failure at launch.
+/// GC_ERROR_INVALID_ARGUMENT here, not a failure at launch. Pool memory of
+/// another device needs that pool's peer access for the graph's device
+/// (gc_pool_enable_peer_access).
 /// Errors: GC_ERROR_INVALID_ARGUMENT (graph, dst or src is NULL, bytes is 0,
-/// pageable or unknown host memory, a range overrunning its pool block, or
+/// pageable or unknown host memory, a range overrunning its pool block,
+/// pool memory of another device without peer access, naming both, or
 /// a bad dependency as for gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph destroyed),
 /// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
 #[no_mangle]
@@ -240,8 +243,9 @@ pub extern "C" fn gc_graph_add_memcpy(
 /// Adds a node setting `bytes` bytes of device memory at `dst` to the byte
 /// `value`.
 /// Errors: GC_ERROR_INVALID_ARGUMENT (graph or dst is NULL, bytes is 0, dst
-/// is not device memory, the range overruns its pool block, or a bad
-/// dependency as for gc_graph_add_kernel),
+/// is not device memory, the range overruns its pool block or is pool
+/// memory of another device without peer access, or a bad dependency as
+/// for gc_graph_add_kernel),
 /// GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_CUDA,
 /// GC_ERROR_DEVICE_FAULT (from the driver).
 #[no_mangle]

@@ -50,9 +50,13 @@ pub extern "C" fn gc_host_free(ctx: *mut gc_context, ptr: *mut c_void) -> gc_sta
 /// or host on either side: unified addressing). Asynchronous when host
 /// memory is pinned. Zero bytes is a no-op. A range that starts in a live
 /// pool block and runs past its end is refused, as is one that wraps around
-/// the address space. Recorded, not run, when the stream captures.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, dst or src is NULL, or a
-/// range overruns its pool block or the address space),
+/// the address space. Pool memory of another device needs that pool's peer
+/// access for the stream's device (gc_pool_enable_peer_access). Recorded,
+/// not run, when the stream captures.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, dst or src is NULL, a range
+/// overruns its pool block or the address space, or is pool memory of
+/// another device without peer access for the stream's device, naming
+/// both devices),
 /// GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_CAPTURE (CUDA
 /// refused the copy under capture, e.g. from pageable host memory; the
 /// capture is invalid now), GC_ERROR_CUDA (e.g. an address CUDA does not
@@ -76,8 +80,9 @@ pub extern "C" fn gc_memcpy_async(
 /// `stream`. Zero bytes is a no-op. A range that starts in a live pool block
 /// and runs past its end is refused. Recorded, not run, when the stream
 /// captures.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or dst is NULL, or the range
-/// overruns its pool block or the address space), GC_ERROR_INVALID_HANDLE
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or dst is NULL, the range
+/// overruns its pool block or the address space, or is pool memory of
+/// another device without peer access), GC_ERROR_INVALID_HANDLE
 /// (stream destroyed), GC_ERROR_CAPTURE (CUDA refused it under capture),
 /// GC_ERROR_CUDA (e.g. dst is not device memory), GC_ERROR_DEVICE_FAULT.
 #[no_mangle]
@@ -103,7 +108,8 @@ pub extern "C" fn gc_memset_async(
 /// when the stream captures. gc_memset_async is this with elem_size 1.
 /// Errors: GC_ERROR_INVALID_ARGUMENT (stream or dst is NULL, elem_size is
 /// not 1, 2 or 4, dst is not aligned to it, value does not fit in an
-/// element, or the range overruns its pool block or the address space),
+/// element, the range overruns its pool block or the address space, or is
+/// pool memory of another device without peer access),
 /// GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_CAPTURE (CUDA
 /// refused it under capture), GC_ERROR_CUDA (e.g. dst is not device
 /// memory), GC_ERROR_DEVICE_FAULT.

@@ -26,7 +26,7 @@
 //! the capture's allocations and their release.
 
 use crate::args::{read_options, Out, Versioned, VersionedOut};
-use crate::context::{context, gc_context};
+use crate::context::{context, gc_context, CONTEXTS};
 use crate::handle::Registry;
 use crate::status::{boundary, gc_status};
 use graphcore_core::{Pool, PoolOptions};
@@ -43,7 +43,8 @@ use std::ffi::c_void;
 /// still live when the pool goes die with it.
 ///
 /// Thread safety: every call may run concurrently with any other on the
-/// same pool (allocations are serialized inside), except gc_pool_destroy,
+/// same pool (allocations and gc_pool_enable_peer_access are serialized
+/// inside), except gc_pool_destroy,
 /// which must not race with other calls on the handle. Graphs sharing a
 /// pool must not run concurrently (see the section above).
 pub struct gc_pool;
@@ -227,6 +228,33 @@ pub(crate) fn pool_statistics(p: &Pool) -> gc_pool_statistics {
 #[no_mangle]
 pub extern "C" fn gc_pool_trim(pool: *mut gc_pool) -> gc_status {
     boundary("gc_pool_trim", || self::pool(pool)?.trim())
+}
+
+/// Grants the device of `peer` read and write access to the pool's memory:
+/// every page mapped now and every page the pool maps later as it grows
+/// (cuMemSetAccess on each). Afterwards copies and sets on peer's streams
+/// (gc_memcpy_async, gc_memset_async, ...) and copy and set nodes of
+/// peer's graphs may use the pool's blocks; without it they are
+/// GC_ERROR_INVALID_ARGUMENT naming both devices. Calling it again for
+/// the same device is a no-op; access stays on for the pool's life. The
+/// pool keeps a reference to peer's device context. On failure the pool is
+/// unchanged. Kernels of peer's device do not get pool pointers through
+/// graphcore's checks (kernel pointer arguments must be memory of the
+/// kernel's own device).
+/// Errors: GC_ERROR_INVALID_ARGUMENT (pool or peer is NULL, or peer is a
+/// context of the pool's own device), GC_ERROR_INVALID_HANDLE (pool or
+/// peer destroyed), GC_ERROR_NOT_SUPPORTED (peer's device has no peer path
+/// to the pool's: cuDeviceCanAccessPeer says no), GC_ERROR_CUDA,
+/// GC_ERROR_DEVICE_FAULT (from the driver).
+#[no_mangle]
+pub extern "C" fn gc_pool_enable_peer_access(
+    pool: *mut gc_pool,
+    peer: *mut gc_context,
+) -> gc_status {
+    boundary("gc_pool_enable_peer_access", || {
+        let p = self::pool(pool)?;
+        p.enable_peer_access(&CONTEXTS.get(peer as u64, "peer")?)
+    })
 }
 
 /// Drops this handle. Live blocks die with the pool; graphs, execs and

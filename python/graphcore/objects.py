@@ -570,6 +570,12 @@ class Pool(_Handle):
         """gc_pool_trim: returns unused memory to the driver."""
         lib.gc_pool_trim(self.handle)
 
+    def enable_peer_access(self, peer):
+        """gc_pool_enable_peer_access: the device of Context `peer` may use
+        the pool's memory (copies, sets, copy nodes), now and as it grows."""
+        lib.gc_pool_enable_peer_access(
+            self.handle, _handle_of(peer, Context, "Pool.enable_peer_access", "peer"))
+
 
 class Module(_Handle):
     """gc_module_load: a PTX (str or bytes), cubin or fatbin (bytes) image.

@@ -243,6 +243,7 @@ PROTOTYPES = {
     "gc_pool_free": (_S, [_H, _D]),
     "gc_pool_stats": (_S, [_H, _P(PoolStatistics)]),
     "gc_pool_trim": (_S, [_H]),
+    "gc_pool_enable_peer_access": (_S, [_H, _H]),
     "gc_pool_destroy": (_S, [_H]),
     "gc_host_alloc": (_S, [_H, C.c_size_t, _P(_D)]),
     "gc_host_free": (_S, [_H, _D]),

@@ -50,6 +50,19 @@ def test_pool(ctx):
         gc.Pool(ctx, initial_bytes=8 << 20, max_bytes=4 << 20)
 
 
+def test_pool_peer_access(ctx, pool):
+    # The pool's own device always has access: a clear refusal.
+    with pytest.raises(gc.InvalidArgumentError, match="own device"):
+        pool.enable_peer_access(ctx)
+    if gc.device_count() < 2:
+        return  # granting another device access needs two (tests/gpu/multi.rs)
+    with gc.Context(1) as other:
+        try:
+            pool.enable_peer_access(other)
+        except gc.NotSupportedError:
+            pass  # no peer path between the two devices
+
+
 def test_host_buffer_and_typed_kernels(ctx, stream, pool):
     x, y = pool.alloc(4 * N), pool.alloc(4 * N)
     upload(ctx, stream, x, [float(i) for i in range(N)])

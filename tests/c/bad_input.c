@@ -842,6 +842,16 @@ static void pool_functions(void) {
     }
     objects_work();
 
+    COVER(gc_pool_enable_peer_access);
+    BAD_HANDLE_ARG(K_POOL, h, gc_pool_enable_peer_access(h, fx.ctx), GC_ERROR_INVALID_ARGUMENT);
+    if (fx.gpu) {
+        BAD_HANDLE_ARG(K_CONTEXT, h, gc_pool_enable_peer_access(fx.pool, h), GC_ERROR_INVALID_ARGUMENT);
+        /* The pool's own device always has access: a clear refusal. */
+        EXPECT_STATUS(gc_pool_enable_peer_access(fx.pool, fx.ctx), GC_ERROR_INVALID_ARGUMENT);
+        CHECK(strstr(gc_last_error(), "own device") != NULL);
+    }
+    objects_work();
+
     COVER(gc_pool_destroy);
     EXPECT_OK(gc_pool_destroy(NULL));
     EACH_BAD(K_POOL, h, EXPECT_STATUS(gc_pool_destroy(h), GC_ERROR_INVALID_HANDLE));

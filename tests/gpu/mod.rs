@@ -11,6 +11,7 @@ mod graphs;
 mod kernels;
 mod leaks;
 mod locking;
+mod multi;
 mod runner;
 mod stress;
 

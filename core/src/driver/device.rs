@@ -128,3 +128,15 @@ pub(crate) fn mem_info() -> Result<(u64, u64)> {
     )?;
     Ok((free as u64, total as u64))
 }
+
+/// True when `dev` can access memory of `peer` (a peer path exists between
+/// them: NVLink or PCIe peer-to-peer).
+pub(crate) fn can_access_peer(dev: CUdevice, peer: CUdevice) -> Result<bool> {
+    let mut can = 0;
+    check(
+        // SAFETY: writes one int.
+        unsafe { sys::cuDeviceCanAccessPeer(&mut can, dev, peer) },
+        "cuDeviceCanAccessPeer",
+    )?;
+    Ok(can != 0)
+}

@@ -200,26 +200,47 @@ pub(crate) fn release_physical(h: PhysHandle) {
     unsafe { sys::cuMemRelease(h) };
 }
 
-/// Maps physical `h` at `va` and makes it readable and writable by `dev`.
-pub(crate) fn map(va: CUdeviceptr, bytes: u64, h: PhysHandle, dev: CUdevice) -> Result<()> {
+/// Maps physical `h` at `va` and makes it readable and writable by the
+/// devices `access` (the owner first, then its peers).
+pub(crate) fn map(va: CUdeviceptr, bytes: u64, h: PhysHandle, access: &[CUdevice]) -> Result<()> {
     check(
         // SAFETY: va..va+bytes lies in a reservation and is unmapped.
         unsafe { sys::cuMemMap(va, bytes as usize, 0, h, 0) },
         "cuMemMap",
     )?;
-    let access = sys::CUmemAccessDesc {
-        location: pinned_prop(dev).location,
-        flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-    };
-    let r = check(
-        // SAFETY: the range was just mapped.
-        unsafe { sys::cuMemSetAccess(va, bytes as usize, &access, 1) },
-        "cuMemSetAccess",
-    );
+    let r = set_access(va, bytes, access, true);
     if r.is_err() {
         unmap(va, bytes);
     }
     r
+}
+
+/// Grants (`on`) or removes the access of the devices `devices` to the
+/// mapped range `va..va+bytes`; other devices' access is unchanged.
+pub(crate) fn set_access(
+    va: CUdeviceptr,
+    bytes: u64,
+    devices: &[CUdevice],
+    on: bool,
+) -> Result<()> {
+    let flags = if on {
+        sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+    } else {
+        sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE
+    };
+    let descs: Vec<sys::CUmemAccessDesc> = devices
+        .iter()
+        .map(|&dev| sys::CUmemAccessDesc {
+            location: pinned_prop(dev).location,
+            flags,
+        })
+        .collect();
+    check(
+        // SAFETY: the range is mapped (the caller's contract); one desc per
+        // device, `descs.len()` of them.
+        unsafe { sys::cuMemSetAccess(va, bytes as usize, descs.as_ptr(), descs.len()) },
+        "cuMemSetAccess",
+    )
 }
 
 /// Unmaps `va..va+bytes`.

@@ -49,6 +49,20 @@ struct PoolState {
     /// thread's allocations belong to its capture.
     captures: Vec<(ThreadId, CaptureId)>,
     next_capture: CaptureId,
+    /// Devices granted peer access (`Pool::enable_peer_access`): every
+    /// mapped page, and every page mapped later, is readable and writable
+    /// by them too.
+    peers: Vec<Context>,
+}
+
+impl PoolState {
+    /// The devices that get access to a newly mapped page: the pool's own,
+    /// then its peers.
+    fn access(&self, own: driver::CUdevice) -> Vec<driver::CUdevice> {
+        std::iter::once(own)
+            .chain(self.peers.iter().map(Context::device))
+            .collect()
+    }
 }
 
 impl From<PoolError> for Error {
@@ -67,11 +81,12 @@ impl PoolShared {
     /// Maps the pages of `r`; on failure unmaps what it mapped and fails.
     fn map(&self, st: &mut PoolState, r: PageRange) -> Result<()> {
         let dev = self.ctx.device();
+        let access = st.access(dev);
         let _relaxed = driver::RelaxedCaptureMode::enter()?;
         for (done, p) in (r.start..r.end()).enumerate() {
             let va = self.base + p * self.granularity;
             let step = dm::create_physical(dev, self.granularity).and_then(|h| {
-                dm::map(va, self.granularity, h, dev)
+                dm::map(va, self.granularity, h, &access)
                     .inspect_err(|_| dm::release_physical(h))
                     .map(|_| h)
             });
@@ -162,6 +177,14 @@ impl PoolBlocks for PoolShared {
         st.alloc
             .block_at(ptr - self.base)
             .map(|(off, size)| (self.base + off, size))
+    }
+
+    fn accessible_from(&self, ordinal: i32) -> bool {
+        ordinal == self.ctx.ordinal()
+            || lock(&self.state)
+                .peers
+                .iter()
+                .any(|p| p.ordinal() == ordinal)
     }
 }
 
@@ -272,6 +295,7 @@ impl Pool {
                 pages: HashMap::new(),
                 captures: Vec::new(),
                 next_capture: 1,
+                peers: Vec::new(),
             }),
         };
         {
@@ -369,6 +393,64 @@ impl Pool {
         sh.unmap_plan(&mut st, &plan);
         st.alloc.commit_trim(plan);
         Ok(())
+    }
+
+    /// Grants `peer`'s device read and write access to the pool's memory:
+    /// every page mapped now and every page mapped later (the pool maps
+    /// pages as it grows). Copies and sets on `peer`'s streams, and copy
+    /// nodes of `peer`'s graphs, may then use the pool's blocks. Enabling
+    /// it again is a no-op. `peer` of the pool's own device is
+    /// [`ErrorKind::InvalidArgument`]; a device with no peer path to the
+    /// pool's (cuDeviceCanAccessPeer) is [`ErrorKind::NotSupported`]. On
+    /// failure the pool is unchanged. Access stays on for the pool's life.
+    pub fn enable_peer_access(&self, peer: &Context) -> Result<()> {
+        let sh = &*self.inner;
+        let (own, other) = (sh.ctx.ordinal(), peer.ordinal());
+        ensure_arg!(
+            !peer.same(&sh.ctx),
+            "the peer context is of device {other}, the pool's own device, which always has \
+             access: name a context of another device"
+        );
+        if !driver::device::can_access_peer(peer.device(), sh.ctx.device())? {
+            return Err(Error::new(
+                ErrorKind::NotSupported,
+                format!(
+                    "device {other} cannot access memory of device {own}: there is no peer path \
+                     between them (cuDeviceCanAccessPeer)"
+                ),
+            ));
+        }
+        let mut st = lock(&sh.state);
+        if st.peers.iter().any(|p| p.same(peer)) {
+            return Ok(());
+        }
+        sh.ctx.bind()?;
+        let _relaxed = driver::RelaxedCaptureMode::enter()?;
+        let pages: Vec<u64> = st.pages.keys().copied().collect();
+        for (done, &p) in pages.iter().enumerate() {
+            let va = sh.base + p * sh.granularity;
+            if let Err(e) = dm::set_access(va, sh.granularity, &[peer.device()], true) {
+                for &q in &pages[..done] {
+                    let _ = dm::set_access(
+                        sh.base + q * sh.granularity,
+                        sh.granularity,
+                        &[peer.device()],
+                        false,
+                    );
+                }
+                return Err(e.context(&format!(
+                    "granting device {other} access to the pool of device {own}"
+                )));
+            }
+        }
+        st.peers.push(peer.clone());
+        Ok(())
+    }
+
+    /// True when `ordinal`'s device may use the pool's memory: the pool's
+    /// own device, or a peer granted access.
+    pub fn peer_access(&self, ordinal: i32) -> bool {
+        self.inner.accessible_from(ordinal)
     }
 
     /// The pool's context.

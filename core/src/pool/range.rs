@@ -4,7 +4,7 @@
 //! must end inside that block (an overrun would silently corrupt the
 //! neighbouring block, or fault on an unmapped page and kill the context).
 
-use crate::context::Context;
+use crate::context::{Context, PoolBlock};
 use crate::driver::memory::pointer_info;
 use crate::error::{ensure_arg, Error, Result};
 
@@ -38,13 +38,32 @@ pub(crate) fn check_range(
 }
 
 /// Checks `addr .. addr + bytes` (`bytes > 0`), named `arg` in errors,
-/// against every live pool of `ctx`: an overrun of the live block it starts
-/// in, or a range wrapping the address space, is
+/// against every live pool of the process: an overrun of the live block it
+/// starts in, a range wrapping the address space, or a block of another
+/// device's pool that has not granted `ctx`'s device peer access, is
 /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument). For
 /// every operation that writes or reads a caller's range (copies, sets,
-/// graph copy and set nodes).
+/// graph copy and set nodes), which runs on `ctx`'s device.
 pub(crate) fn check_pool_range(ctx: &Context, arg: &str, addr: u64, bytes: usize) -> Result<()> {
-    check_range(arg, addr, bytes, |a| ctx.pool_block_of(a))
+    let block = ctx.pool_block_at(addr);
+    if let Some(b) = &block {
+        check_access(arg, addr, ctx.ordinal(), b)?;
+    }
+    check_range(arg, addr, bytes, |_| block.map(|b| (b.start, b.size)))
+}
+
+/// Refuses `addr` (named `arg`), pool memory of device `block.device` used
+/// on device `device`, unless that is its own device or its pool granted
+/// `device` access. Pure.
+fn check_access(arg: &str, addr: u64, device: i32, block: &PoolBlock) -> Result<()> {
+    ensure_arg!(
+        block.accessible,
+        "`{arg}` (0x{addr:x}) is pool memory of device {} used on device {device}, and that pool \
+         has no peer access for device {device}: enable peer access on that pool for device \
+         {device} first",
+        block.device
+    );
+    Ok(())
 }
 
 /// Checks that `addr .. addr + bytes` (`bytes > 0`), named `arg` in errors,
@@ -100,7 +119,8 @@ pub(crate) fn device_range(
 
 #[cfg(test)]
 mod tests {
-    use super::check_range;
+    use super::{check_access, check_range};
+    use crate::context::PoolBlock;
     use crate::error::ErrorKind;
 
     /// Two live blocks: 0x1000 + 0x400 and 0x2000 + 0x100.
@@ -137,6 +157,26 @@ mod tests {
             "{}",
             e.message()
         );
+    }
+
+    #[test]
+    fn peer_memory_needs_peer_access_naming_both_devices() {
+        let mut peer = PoolBlock {
+            start: 0x1000,
+            size: 0x400,
+            device: 1,
+            accessible: false,
+        };
+        let e = check_access("src", 0x1000, 0, &peer).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        let m = e.message();
+        assert!(
+            m.contains("pool memory of device 1 used on device 0"),
+            "{m}"
+        );
+        assert!(m.contains("no peer access for device 0"), "{m}");
+        peer.accessible = true;
+        check_access("src", 0x1000, 0, &peer).unwrap();
     }
 
     #[test]
