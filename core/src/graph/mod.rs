@@ -7,6 +7,7 @@ mod desc;
 mod dot;
 pub mod fuse;
 
+use desc::DepList;
 pub use desc::{Direction, GraphDesc, NodeKind, TopologyDifference};
 pub use dot::{to_dot, to_dot_nested, Nested};
 
@@ -242,7 +243,7 @@ const INLINE_DEPS: usize = 4;
 /// A new node's dependencies, checked: their indices (kept in the
 /// description) and their CUDA nodes (for the driver call).
 struct Deps {
-    idx: Vec<usize>,
+    idx: DepList,
     /// The raw nodes when there are at most [`INLINE_DEPS`].
     inline: [CUgraphNode; INLINE_DEPS],
     /// The raw nodes when there are more.
@@ -252,15 +253,16 @@ struct Deps {
 impl Deps {
     /// The dependencies `idx` (checked) of a graph whose CUDA nodes are
     /// `nodes`.
-    fn new(idx: Vec<usize>, nodes: &[CUgraphNode]) -> Deps {
+    fn new(idx: DepList, nodes: &[CUgraphNode]) -> Deps {
         let mut inline = [std::ptr::null_mut(); INLINE_DEPS];
-        let spilled = if idx.len() <= INLINE_DEPS {
-            for (r, &i) in inline.iter_mut().zip(&idx) {
+        let list = idx.as_slice();
+        let spilled = if list.len() <= INLINE_DEPS {
+            for (r, &i) in inline.iter_mut().zip(list) {
                 *r = nodes[i];
             }
             Vec::new()
         } else {
-            idx.iter().map(|&i| nodes[i]).collect()
+            list.iter().map(|&i| nodes[i]).collect()
         };
         Deps {
             idx,
@@ -271,8 +273,9 @@ impl Deps {
 
     /// The CUDA nodes, in order.
     fn raw(&self) -> &[CUgraphNode] {
-        if self.idx.len() <= INLINE_DEPS {
-            &self.inline[..self.idx.len()]
+        let n = self.idx.as_slice().len();
+        if n <= INLINE_DEPS {
+            &self.inline[..n]
         } else {
             &self.spilled
         }
@@ -618,7 +621,7 @@ impl Graph {
     /// graph (and that the graph may change).
     fn resolve(&self, st: &DescribedState<'_>, deps: &[Node]) -> Result<Deps> {
         self.check_changeable()?;
-        let mut idx = Vec::with_capacity(deps.len());
+        let mut idx = DepList::default();
         for (i, d) in deps.iter().enumerate() {
             ensure_arg!(
                 d.graph == self.inner.id,
@@ -626,7 +629,7 @@ impl Graph {
             );
             idx.push(d.index as usize);
         }
-        st.desc().check_deps(&idx)?;
+        st.desc().check_deps(idx.as_slice())?;
         Ok(Deps::new(idx, st.nodes()))
     }
 
@@ -663,6 +666,9 @@ impl Graph {
     /// Refuses changes to a body whose holder is gone or was instantiated
     /// (the exec would not see them).
     fn check_changeable(&self) -> Result<()> {
+        if !self.is_body() {
+            return Ok(());
+        }
         for h in self.holders()? {
             if h.inner.instantiated.load(Ordering::Acquire) {
                 return Err(Error::invalid_state(
@@ -701,11 +707,11 @@ impl Graph {
         &self,
         st: &mut DescribedState<'_>,
         kind: NodeKind,
-        deps: Vec<usize>,
+        deps: DepList,
         raw: CUgraphNode,
     ) -> Node {
         let d = st.described_mut();
-        let index = Arc::make_mut(&mut d.desc).push(kind, deps);
+        let index = Arc::make_mut(&mut d.desc).push_deps(kind, deps);
         d.nodes.push(raw);
         st.st.count = index + 1;
         Node {
@@ -1256,9 +1262,9 @@ mod tests {
         let nodes: Vec<super::CUgraphNode> = (1..=10usize).map(|i| i as _).collect();
         for idx in [vec![], vec![3], vec![9, 0, 4, 2], vec![1, 8, 2, 7, 5, 0]] {
             let want: Vec<_> = idx.iter().map(|&i| nodes[i]).collect();
-            let deps = super::Deps::new(idx.clone(), &nodes);
+            let deps = super::Deps::new(idx.clone().into(), &nodes);
             assert_eq!(deps.raw(), &want[..], "dependencies {idx:?}");
-            assert_eq!(deps.idx, idx);
+            assert_eq!(deps.idx.as_slice(), &idx[..]);
         }
     }
 
