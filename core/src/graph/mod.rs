@@ -61,6 +61,9 @@ struct GraphInner {
     holder: Option<Weak<GraphInner>>,
     /// Set when the graph is instantiated: its bodies cannot change after.
     instantiated: AtomicBool,
+    /// Set once the graph holds conditional bodies (its state's `bodies`
+    /// is not empty; it only grows), so asking takes no lock.
+    conditionals: AtomicBool,
 }
 
 /// A conditional node's handle: the value a kernel sets on the device
@@ -342,11 +345,18 @@ impl Graph {
             inner: Arc::new(GraphInner {
                 ctx: ctx.clone(),
                 id: next_graph_id(),
+                conditionals: AtomicBool::new(!state.bodies.is_empty()),
                 state: Mutex::new(state),
                 holder,
                 instantiated: AtomicBool::new(false),
             }),
         }
+    }
+
+    /// Records bodies `kept` under node `index` (`usize::MAX`: copies' originals).
+    fn keep_bodies(&self, st: &mut GraphState, index: usize, kept: Vec<Graph>) {
+        st.bodies.push((index, kept));
+        self.inner.conditionals.store(true, Ordering::Release);
     }
 
     /// An empty graph.
@@ -699,7 +709,7 @@ impl Graph {
 
     /// True when the graph (or a body nested in it) has conditional nodes.
     pub fn has_conditionals(&self) -> bool {
-        !self.state().bodies.is_empty()
+        self.inner.conditionals.load(Ordering::Acquire)
     }
 
     /// Records a node the driver added (after `deps`) in the description.
@@ -960,7 +970,7 @@ impl Graph {
         if !kept.is_empty() {
             // The copy's bodies are CUDA's copies; the originals' functions
             // and memory are kept alive through them.
-            st.st.bodies.push((usize::MAX, kept));
+            self.keep_bodies(&mut st.st, usize::MAX, kept);
         }
         Ok(self.push(&mut st, NodeKind::Child { nodes }, deps.idx, raw))
     }
@@ -1098,7 +1108,7 @@ impl Graph {
             deps.idx,
             raw,
         );
-        st.st.bodies.push((node.index as usize, made.clone()));
+        self.keep_bodies(&mut st.st, node.index as usize, made.clone());
         if let Some(h) = st.st.handles.iter_mut().find(|(h, _)| *h == handle.raw) {
             h.1 = Some(node.index);
         }
