@@ -77,7 +77,9 @@ pub extern "C" fn gc_graph_instantiate(
 ) -> gc_status {
     boundary("gc_graph_instantiate", || {
         let out = Out::new(exec, "exec")?;
-        let e = GRAPHS.with(graph as u64, "graph", |g| Exec::new(g, flags))?;
+        // A clone, not `with`: instantiating takes long enough that a
+        // concurrent gc_graph_destroy should not wait for it.
+        let e = Exec::new(&GRAPHS.get(graph as u64, "graph")?, flags)?;
         out.set(EXECS.insert(e)? as *mut gc_exec);
         Ok(())
     })
