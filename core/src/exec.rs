@@ -395,14 +395,19 @@ impl Exec {
                 }
             }
             // The whole graph, under its lock (CUDA reads it), which also
-            // gives what the exec does from now on.
-            None => match dg::exec_update(self.raw(), st.raw()) {
-                Ok(()) => *current = Current::of(graph, &st),
-                Err(failed) => {
-                    drop(st);
+            // gives what the exec does from now on. The lock is released
+            // here: rebinding arguments below locks the argument table
+            // first, then the graph again.
+            None => {
+                let updated = dg::exec_update(self.raw(), st.raw());
+                if updated.is_ok() {
+                    *current = Current::of(graph, &st);
+                }
+                drop(st);
+                if let Err(failed) = updated {
                     return Err(self.update_refused(graph, &mut current, failed));
                 }
-            },
+            }
         }
         *lock(&self.inner.updated_from) = Some(graph.clone());
         if let Some(table) = &self.inner.args {
