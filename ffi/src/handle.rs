@@ -294,8 +294,9 @@ impl<T: Clone> Registry<T> {
     }
 
     /// Runs `f` on the object behind `h` without cloning it: for short, hot
-    /// calls (pool alloc/free, launch). Destroying this same handle waits
-    /// until `f` returns, so `f` must not destroy it.
+    /// calls (pool alloc/free, launches, adding nodes, capture begin and
+    /// end, updates). Destroying this same handle waits until `f` returns,
+    /// so `f` must not destroy it.
     #[inline]
     pub(crate) fn with<R>(&self, h: u64, arg: &str, f: impl FnOnce(&T) -> Result<R>) -> Result<R> {
         let guard = self.enter(h, arg)?;
