@@ -190,6 +190,9 @@ def block_pool():
         r for r in load("round2_layout_before_after.json")["rows"]
         if r["metric"] == "pool alloc+free 4096 B (ns)"
     )
+    threads = load("pool_threads.json")["rows"]
+    one, most = threads[0], threads[-1]
+    floor = load("perf15b_before_after.json")["host_floor_ns"]
     vs_async = c["cuMemAllocAsync_ns"] / c["gc_pool_ns"]
     vs_plain = c["cuMemAlloc_ns"] / c["gc_pool_ns"]
     sizes = frag["sizes"].replace(" ..= ", "\u2013")
@@ -209,12 +212,23 @@ def block_pool():
         f"**{frag['peak_reserved_bytes'] / frag['peak_allocated_bytes']:.3f}** | \u2264 1.15"
         f"{verdict(frag['ratio'] <= 1.15, '', ': **missed**')} |",
         "",
-        "That C-ABI figure was measured before round 2 made handle lookups",
-        "lock-free and shortened the pool's locked section. In round 2's",
-        "side-by-side run of both libraries "
-        f"(`benches/results/round2_layout_before_after.json`) the 4 KiB pair took "
-        f"{n0(pair['after'])} ns against {n0(pair['before'])} ns before; the allocator "
-        f"itself is {logic[0]:.0f} ns.",
+        textwrap.fill(
+            f"Each thread on its own pool (`benches/results/pool_threads.json`): "
+            f"{n0(one['mean_ns'])} ns per pair with one thread, {n0(most['mean_ns'])} ns mean "
+            f"({n0(most['slowest_ns'])} ns slowest) with {most['threads']}: the pools do not "
+            f"contend. Round 2 (`benches/results/round2_layout_before_after.json`) took the pair "
+            f"from {n0(pair['before'])} to {n0(pair['after'])} ns. On the GPU host an atomic "
+            f"read-modify-write costs {floor['atomic fetch_add + fetch_sub (2 RMW)'] / 2:.1f} ns "
+            f"and a lock round trip {floor['pthread mutex lock + unlock']:.0f} ns "
+            "(`benches/results/perf15b_before_after.json`): the pair's two handle lookups (two "
+            "each) and two round trips of the pool's lock are about "
+            f"{n0(2 * floor['atomic fetch_add + fetch_sub (2 RMW)'] + 2 * floor['pthread mutex lock + unlock'])} ns "
+            "of it; the allocator itself is "
+            f"{logic[0]:.0f} ns on the CI machine.",
+            76,
+            break_long_words=False,
+            break_on_hyphens=False,
+        ),
     ]
     return "\n".join(lines)
 

@@ -377,27 +377,36 @@ impl Exec {
         }
         // The exec's record and the new graph are separate locks (the new
         // graph may be the source itself: its lock is taken only here).
-        let by_node = {
-            let st = graph.state();
-            match (&*current, st.if_read()) {
-                (Current::Known(ours), Some((theirs, nodes))) => {
-                    Self::plan_update(ours, theirs, nodes)?
-                }
-                _ => None,
+        let st = graph.state();
+        let by_node = match (&*current, st.if_read()) {
+            (Current::Known(ours), Some((theirs, nodes))) => {
+                Self::plan_update(ours, theirs, nodes)?
             }
+            _ => None,
         };
         self.inner.ctx.bind()?;
         match by_node {
             Some(NodeUpdates { changed, new_nodes }) => {
+                drop(st);
                 self.update_nodes(graph, &changed, &new_nodes)?;
                 let current = Arc::make_mut(current.known()?);
                 for (i, kind) in changed {
                     current.set_node(i, kind);
                 }
             }
+            // The whole graph, under its lock (CUDA reads it), which also
+            // gives what the exec does from now on. The lock is released
+            // here: rebinding arguments below locks the argument table
+            // first, then the graph again.
             None => {
-                self.update_whole(graph, &mut current)?;
-                *current = Current::of(graph, &graph.state());
+                let updated = dg::exec_update(self.raw(), st.raw());
+                if updated.is_ok() {
+                    *current = Current::of(graph, &st);
+                }
+                drop(st);
+                if let Err(failed) = updated {
+                    return Err(self.update_refused(graph, &mut current, failed));
+                }
             }
         }
         *lock(&self.inner.updated_from) = Some(graph.clone());
@@ -524,23 +533,32 @@ impl Exec {
         Ok(())
     }
 
-    /// `cuGraphExecUpdate` with the whole of `graph`. A refusal names the
-    /// first topology difference from `current`, else the node CUDA blames
-    /// (reading descriptions back only then).
-    fn update_whole(&self, graph: &Graph, current: &mut Current) -> Result<()> {
-        let (e, refused) = match dg::exec_update(self.raw(), graph.state().raw()) {
-            Ok(()) => return Ok(()),
-            Err(failed) => failed,
-        };
-        let Some(r) = refused else { return Err(e) };
+    /// The error of a failed `cuGraphExecUpdate` with the whole of `graph`
+    /// (called holding no graph lock): a refusal names the first topology
+    /// difference from `current`, else the node CUDA blames (reading
+    /// descriptions back only then).
+    #[cold]
+    fn update_refused(
+        &self,
+        graph: &Graph,
+        current: &mut Current,
+        (e, refused): (Error, Option<dg::UpdateRefused>),
+    ) -> Error {
+        let Some(r) = refused else { return e };
         // Ours first: it may be `graph`'s own description, read under the
         // graph's lock, which must not be held then.
-        let ours = current.known()?.clone();
-        let st = graph.described()?;
+        let ours = match current.known() {
+            Ok(d) => d.clone(),
+            Err(e) => return e,
+        };
+        let st = match graph.described() {
+            Ok(st) => st,
+            Err(e) => return e,
+        };
         if let Some(diff) = ours.topology_difference(st.desc()) {
-            return Err(Error::new(ErrorKind::UpdateMismatch, diff.to_string()));
+            return Error::new(ErrorKind::UpdateMismatch, diff.to_string());
         }
-        Err(refusal(&r, st.nodes(), st.desc()))
+        refusal(&r, st.nodes(), st.desc())
     }
 
     /// Updates a fused exec: `graph` must fuse the same way (same chains,

@@ -116,7 +116,31 @@ pub struct LaunchConfig {
 
 impl LaunchConfig {
     /// Checks the configuration against CUDA's limits.
+    #[inline]
     pub fn validate(&self) -> Result<()> {
+        let [gx, gy, gz] = self.grid;
+        let [bx, by, bz] = self.block;
+        // The common case in one test (a zero wraps to u32::MAX, over every
+        // limit): every dimension within CUDA's limits, at most 1024
+        // threads. Otherwise the checks below say which rule failed.
+        let within = (gx.wrapping_sub(1) < i32::MAX as u32)
+            & (gy.wrapping_sub(1) < 65535)
+            & (gz.wrapping_sub(1) < 65535)
+            & (bx.wrapping_sub(1) < 1024)
+            & (by.wrapping_sub(1) < 1024)
+            & (bz.wrapping_sub(1) < 64)
+            & ((bx as u64 * by as u64).saturating_mul(bz as u64) <= 1024);
+        if within {
+            return Ok(());
+        }
+        self.explain_invalid()
+    }
+
+    /// Which of CUDA's launch limits the configuration breaks (its
+    /// [`validate`](Self::validate) failed).
+    #[cold]
+    #[inline(never)]
+    fn explain_invalid(&self) -> Result<()> {
         let [gx, gy, gz] = self.grid;
         let [bx, by, bz] = self.block;
         ensure_arg!(
@@ -320,4 +344,49 @@ pub unsafe fn launch_op(stream: &Stream, call: std::result::Result<Call, SizeErr
         )
     };
     stream.note(StreamOp::BuiltinLaunch, r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LaunchConfig;
+
+    /// The one-test fast path of `validate` accepts exactly what the
+    /// rule-by-rule checks accept, at and around every limit.
+    #[test]
+    fn validate_fast_path_agrees_with_the_rules() {
+        let grid_x = [
+            0,
+            1,
+            2,
+            i32::MAX as u32 - 1,
+            i32::MAX as u32,
+            i32::MAX as u32 + 1,
+            u32::MAX,
+        ];
+        let grid_yz = [0, 1, 65534, 65535, 65536, u32::MAX];
+        let block_xy = [0, 1, 32, 1023, 1024, 1025, u32::MAX];
+        let block_z = [0, 1, 2, 63, 64, 65, u32::MAX];
+        let mut accepted = 0;
+        for &gx in &grid_x {
+            for &gy in &grid_yz {
+                for &gz in &grid_yz {
+                    for &bx in &block_xy {
+                        for &by in &block_xy {
+                            for &bz in &block_z {
+                                let cfg = LaunchConfig {
+                                    grid: [gx, gy, gz],
+                                    block: [bx, by, bz],
+                                    shared_bytes: 0,
+                                };
+                                let ok = cfg.validate().is_ok();
+                                assert_eq!(ok, cfg.explain_invalid().is_ok(), "{cfg:?}");
+                                accepted += usize::from(ok);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(accepted > 0);
+    }
 }

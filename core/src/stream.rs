@@ -290,22 +290,28 @@ impl Stream {
 
     /// Passes `r` through; when it is a capture error and this stream has a
     /// graphcore capture open, remembers `op` as what broke the capture.
+    #[inline]
     pub(crate) fn note<T>(&self, op: StreamOp, r: Result<T>) -> Result<T> {
-        if let Err(e) = &r {
-            if driver::is_capture_error(e) {
-                if let Some(open) = self.capture_slot().as_mut() {
-                    open.breaker.get_or_insert_with(|| (op, e.clone()));
-                }
-                return Err(Error::new(
-                    ErrorKind::Capture,
-                    format!(
-                        "{op} is not permitted while the stream captures ({}); the capture is now invalid",
-                        e.message()
-                    ),
-                ));
-            }
+        r.map_err(|e| self.noted(op, e))
+    }
+
+    /// The error path of [`note`](Self::note), out of line.
+    #[cold]
+    #[inline(never)]
+    fn noted(&self, op: StreamOp, e: Error) -> Error {
+        if !driver::is_capture_error(&e) {
+            return e;
         }
-        r
+        if let Some(open) = self.capture_slot().as_mut() {
+            open.breaker.get_or_insert_with(|| (op, e.clone()));
+        }
+        Error::new(
+            ErrorKind::Capture,
+            format!(
+                "{op} is not permitted while the stream captures ({}); the capture is now invalid",
+                e.message()
+            ),
+        )
     }
 
     /// True when `self` and `other` are the same stream object.

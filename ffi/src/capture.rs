@@ -14,9 +14,9 @@
 
 use crate::args::Out;
 use crate::graph::{gc_graph, GRAPHS};
-use crate::pool::{gc_pool, pool};
+use crate::pool::{gc_pool, POOLS};
 use crate::status::{boundary, gc_status};
-use crate::stream::{gc_stream, stream};
+use crate::stream::{gc_stream, stream, STREAMS};
 use graphcore_core::{CaptureMode, Error};
 use std::ffi::{c_int, c_void};
 
@@ -65,13 +65,15 @@ pub extern "C" fn gc_capture_begin(
     mode: gc_capture_mode,
 ) -> gc_status {
     boundary("gc_capture_begin", || {
-        let s = self::stream(stream, "stream")?;
-        let p = if pool.is_null() {
-            None
-        } else {
-            Some(self::pool(pool)?)
-        };
-        graphcore_core::begin_capture(&s, p.as_ref(), capture_mode(mode)?)
+        STREAMS.with(stream as u64, "stream", |s| {
+            if pool.is_null() {
+                graphcore_core::begin_capture(s, None, capture_mode(mode)?)
+            } else {
+                POOLS.with(pool as u64, "pool", |p| {
+                    graphcore_core::begin_capture(s, Some(p), capture_mode(mode)?)
+                })
+            }
+        })
     })
 }
 
@@ -96,7 +98,7 @@ pub extern "C" fn gc_capture_begin(
 pub extern "C" fn gc_capture_end(stream: *mut gc_stream, graph: *mut *mut gc_graph) -> gc_status {
     boundary("gc_capture_end", || {
         let out = Out::new(graph, "graph")?;
-        let g = graphcore_core::end_capture(&self::stream(stream, "stream")?)?;
+        let g = STREAMS.with(stream as u64, "stream", graphcore_core::end_capture)?;
         out.set(GRAPHS.insert(g)? as *mut gc_graph);
         Ok(())
     })

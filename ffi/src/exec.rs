@@ -4,7 +4,7 @@
 //! stream, or wait between them); graphcore does not detect it.
 
 use crate::args::{Out, Versioned, VersionedOut};
-use crate::graph::{gc_graph, gc_node, graph};
+use crate::graph::{gc_graph, gc_node, GRAPHS};
 use crate::handle::Registry;
 use crate::status::{boundary, gc_status};
 use crate::stream::{gc_stream, stream, STREAMS};
@@ -77,7 +77,9 @@ pub extern "C" fn gc_graph_instantiate(
 ) -> gc_status {
     boundary("gc_graph_instantiate", || {
         let out = Out::new(exec, "exec")?;
-        let e = Exec::new(&self::graph(graph, "graph")?, flags)?;
+        // A clone, not `with`: instantiating takes long enough that a
+        // concurrent gc_graph_destroy should not wait for it.
+        let e = Exec::new(&GRAPHS.get(graph as u64, "graph")?, flags)?;
         out.set(EXECS.insert(e)? as *mut gc_exec);
         Ok(())
     })
@@ -224,7 +226,9 @@ pub extern "C" fn gc_exec_arg_info(
 #[no_mangle]
 pub extern "C" fn gc_exec_update(exec: *mut gc_exec, graph: *mut gc_graph) -> gc_status {
     boundary("gc_exec_update", || {
-        self::exec(exec)?.update(&self::graph(graph, "graph")?)
+        EXECS.with(exec as u64, "exec", |e| {
+            GRAPHS.with(graph as u64, "graph", |g| e.update(g))
+        })
     })
 }
 

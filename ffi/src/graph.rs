@@ -3,10 +3,10 @@
 //! run it, instantiate it into a gc_exec (Exec section).
 
 use crate::args::Out;
-use crate::context::{context, gc_context};
+use crate::context::{context, gc_context, CONTEXTS};
 use crate::handle::Registry;
 use crate::launch::{gc_host_fn, launch_config};
-use crate::module::{function, gc_dim3, gc_function};
+use crate::module::{gc_dim3, gc_function, FUNCTIONS};
 use crate::status::{boundary, gc_status};
 use graphcore_core::{Error, Graph, Node};
 use std::ffi::{c_char, c_int, c_void};
@@ -168,7 +168,7 @@ pub extern "C" fn gc_graph_declare_arg(
 pub extern "C" fn gc_graph_create(ctx: *mut gc_context, graph: *mut *mut gc_graph) -> gc_status {
     boundary("gc_graph_create", || {
         let out = Out::new(graph, "graph")?;
-        let g = Graph::new(&context(ctx)?)?;
+        let g = CONTEXTS.with(ctx as u64, "ctx", Graph::new)?;
         out.set(GRAPHS.insert(g)? as *mut gc_graph);
         Ok(())
     })
@@ -198,12 +198,15 @@ pub extern "C" fn gc_graph_add_kernel(
     node: *mut gc_node,
 ) -> gc_status {
     boundary("gc_graph_add_kernel", || {
-        let g = self::graph(graph, "graph")?;
-        let f = self::function(function)?;
-        let d = self::deps(deps, ndeps)?;
-        let cfg = launch_config(grid, block, shared_bytes);
-        // SAFETY: the caller passes one pointer per parameter, as documented.
-        let n = unsafe { g.add_kernel(&f, &cfg, args, d) }?;
+        let n = GRAPHS.with(graph as u64, "graph", |g| {
+            FUNCTIONS.with(function as u64, "function", |f| {
+                let d = self::deps(deps, ndeps)?;
+                let cfg = launch_config(grid, block, shared_bytes);
+                // SAFETY: the caller passes one pointer per parameter, as
+                // documented.
+                unsafe { g.add_kernel(f, &cfg, args, d) }
+            })
+        })?;
         emit(node, n);
         Ok(())
     })

@@ -118,6 +118,7 @@ fn kind_name(h: u64) -> &'static str {
 }
 
 /// The chunk holding slot `index` and the slot's place in it.
+#[inline]
 fn locate(index: usize) -> (usize, usize) {
     let k = ((index >> FIRST_BITS) + 1).ilog2() as usize;
     (k, index - (((1 << k) - 1) << FIRST_BITS))
@@ -166,6 +167,7 @@ impl<T: Clone> Registry<T> {
     }
 
     /// Slot `index`, if its chunk exists.
+    #[inline]
     fn slot(&self, index: usize) -> Option<&Slot<T>> {
         let (k, at) = locate(index);
         // Acquire: pairs with the Release store in `insert` that published
@@ -219,19 +221,30 @@ impl<T: Clone> Registry<T> {
         Ok((self.kind as u64) << KIND_SHIFT | (index as u64) << INDEX_SHIFT | version as u64)
     }
 
+    #[inline]
     fn decode(&self, h: u64, arg: &str) -> Result<(usize, u32)> {
-        if h == 0 {
-            return Err(Error::invalid_argument(format!("`{arg}` is NULL")));
-        }
-        if (h >> KIND_SHIFT) as u8 != self.kind {
-            return Err(Error::new(
-                ErrorKind::InvalidHandle,
-                format!("`{arg}` is not a {} handle ({})", self.name, kind_name(h)),
-            ));
+        if h == 0 || (h >> KIND_SHIFT) as u8 != self.kind {
+            return Err(self.not_ours(h, arg));
         }
         Ok((((h >> INDEX_SHIFT) & INDEX_MASK) as usize, h as u32))
     }
 
+    /// The error for a handle that is NULL or of another kind (the cold
+    /// path of `decode`).
+    #[cold]
+    #[inline(never)]
+    fn not_ours(&self, h: u64, arg: &str) -> Error {
+        if h == 0 {
+            return Error::invalid_argument(format!("`{arg}` is NULL"));
+        }
+        Error::new(
+            ErrorKind::InvalidHandle,
+            format!("`{arg}` is not a {} handle ({})", self.name, kind_name(h)),
+        )
+    }
+
+    #[cold]
+    #[inline(never)]
     fn stale(&self, arg: &str) -> Error {
         Error::new(
             ErrorKind::InvalidHandle,
@@ -244,6 +257,7 @@ impl<T: Clone> Registry<T> {
 
     /// Enters the slot of handle `h`: the object stays in it until the
     /// guard is dropped. Two atomic operations on the object's slot.
+    #[inline]
     fn enter(&self, h: u64, arg: &str) -> Result<Guard<'_, T>> {
         let (index, generation) = self.decode(h, arg)?;
         let slot = self.slot(index).ok_or_else(|| self.stale(arg))?;
@@ -273,14 +287,17 @@ impl<T: Clone> Registry<T> {
     }
 
     /// The object behind handle `h` (`arg` names the parameter in errors).
+    #[inline]
     pub(crate) fn get(&self, h: u64, arg: &str) -> Result<T> {
         let guard = self.enter(h, arg)?;
         Ok(guard.value.clone())
     }
 
     /// Runs `f` on the object behind `h` without cloning it: for short, hot
-    /// calls (pool alloc/free, launch). Destroying this same handle waits
-    /// until `f` returns, so `f` must not destroy it.
+    /// calls (pool alloc/free, launches, adding nodes, capture begin and
+    /// end, updates). Destroying this same handle waits until `f` returns,
+    /// so `f` must not destroy it.
+    #[inline]
     pub(crate) fn with<R>(&self, h: u64, arg: &str, f: impl FnOnce(&T) -> Result<R>) -> Result<R> {
         let guard = self.enter(h, arg)?;
         f(&guard)

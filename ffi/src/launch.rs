@@ -12,9 +12,9 @@
 //! built-in kernel the layout is known (listed at the end of this section)
 //! and graphcore reads exactly those parameters.
 
-use crate::module::{function, gc_dim3, gc_function};
+use crate::module::{gc_dim3, gc_function, FUNCTIONS};
 use crate::status::{boundary, gc_status};
-use crate::stream::{gc_stream, stream};
+use crate::stream::{gc_stream, stream, STREAMS};
 use graphcore_core::Error;
 use graphcore_core::LaunchConfig;
 use std::ffi::c_void;
@@ -54,10 +54,13 @@ pub extern "C" fn gc_launch(
     args: *mut *mut c_void,
 ) -> gc_status {
     boundary("gc_launch", || {
-        let f = self::function(function)?;
-        let s = self::stream(stream, "stream")?;
-        // SAFETY: the caller passes one pointer per parameter, as documented.
-        unsafe { f.launch(&s, &launch_config(grid, block, shared_bytes), args) }
+        FUNCTIONS.with(function as u64, "function", |f| {
+            STREAMS.with(stream as u64, "stream", |s| {
+                // SAFETY: the caller passes one pointer per parameter, as
+                // documented.
+                unsafe { f.launch(s, &launch_config(grid, block, shared_bytes), args) }
+            })
+        })
     })
 }
 

@@ -174,12 +174,88 @@ impl NodeKind {
     }
 }
 
+/// Dependencies a [`DepList`] holds without a heap allocation: a chain's
+/// one, a join's few.
+const INLINE_DEPS: usize = 3;
+
+/// One node's dependencies (node indices, in the order given): a few
+/// inline, more on the heap, so adding a node of a chain allocates nothing.
+#[derive(Clone, Debug)]
+pub(crate) enum DepList {
+    /// The first `.0` entries are the dependencies.
+    Inline(u8, [usize; INLINE_DEPS]),
+    /// More than [`INLINE_DEPS`].
+    Heap(Vec<usize>),
+}
+
+impl Default for DepList {
+    fn default() -> Self {
+        DepList::Inline(0, [0; INLINE_DEPS])
+    }
+}
+
+impl DepList {
+    /// The dependencies, in order.
+    pub(crate) fn as_slice(&self) -> &[usize] {
+        match self {
+            DepList::Inline(n, a) => &a[..*n as usize],
+            DepList::Heap(v) => v,
+        }
+    }
+
+    /// Appends dependency `d`, moving to the heap past [`INLINE_DEPS`].
+    pub(crate) fn push(&mut self, d: usize) {
+        match self {
+            DepList::Inline(n, a) if (*n as usize) < INLINE_DEPS => {
+                a[*n as usize] = d;
+                *n += 1;
+            }
+            DepList::Inline(n, a) => {
+                let mut v = Vec::with_capacity(2 * INLINE_DEPS);
+                v.extend_from_slice(&a[..*n as usize]);
+                v.push(d);
+                *self = DepList::Heap(v);
+            }
+            DepList::Heap(v) => v.push(d),
+        }
+    }
+}
+
+impl PartialEq for DepList {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl From<Vec<usize>> for DepList {
+    /// Keeps a long list's allocation; a short one goes inline.
+    fn from(v: Vec<usize>) -> Self {
+        if v.len() <= INLINE_DEPS {
+            v.as_slice().into()
+        } else {
+            DepList::Heap(v)
+        }
+    }
+}
+
+impl From<&[usize]> for DepList {
+    fn from(d: &[usize]) -> Self {
+        if d.len() <= INLINE_DEPS {
+            let mut a = [0; INLINE_DEPS];
+            a[..d.len()].copy_from_slice(d);
+            DepList::Inline(d.len() as u8, a)
+        } else {
+            DepList::Heap(d.to_vec())
+        }
+    }
+}
+
 /// A graph's nodes (indexed in the order they were added) and edges.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct GraphDesc {
     nodes: Vec<NodeKind>,
     /// For each node, the nodes it depends on.
-    deps: Vec<Vec<usize>>,
+    deps: Vec<DepList>,
 }
 
 impl GraphDesc {
@@ -210,7 +286,7 @@ impl GraphDesc {
 
     /// The nodes node `i` depends on.
     pub fn deps(&self, i: usize) -> &[usize] {
-        &self.deps[i]
+        self.deps[i].as_slice()
     }
 
     /// Every edge (from, to), in node order.
@@ -218,7 +294,7 @@ impl GraphDesc {
         self.deps
             .iter()
             .enumerate()
-            .flat_map(|(to, d)| d.iter().map(move |&from| (from, to)))
+            .flat_map(|(to, d)| d.as_slice().iter().map(move |&from| (from, to)))
     }
 
     /// Checks that adding a node depending on `deps` is valid (each index is
@@ -236,10 +312,16 @@ impl GraphDesc {
     }
 
     /// Adds a node after [`check_deps`](Self::check_deps) passed; returns
-    /// its index. `deps` is kept as given (a `Vec` moves in, no copy).
+    /// its index. `deps` is kept as given (a few inline; a long `Vec` moves
+    /// in, no copy).
     pub fn push(&mut self, kind: NodeKind, deps: impl Into<Vec<usize>>) -> usize {
-        let deps = deps.into();
-        debug_assert!(self.check_deps(&deps).is_ok());
+        self.push_deps(kind, deps.into().into())
+    }
+
+    /// [`push`](Self::push) of a ready [`DepList`] (no allocation for a
+    /// few dependencies).
+    pub(crate) fn push_deps(&mut self, kind: NodeKind, deps: DepList) -> usize {
+        debug_assert!(self.check_deps(deps.as_slice()).is_ok());
         self.nodes.push(kind);
         self.deps.push(deps);
         self.nodes.len() - 1
@@ -254,7 +336,7 @@ impl GraphDesc {
             if n == from {
                 return true;
             }
-            for &d in &self.deps[n] {
+            for &d in self.deps[n].as_slice() {
                 if !seen[d] {
                     seen[d] = true;
                     stack.push(d);
@@ -275,7 +357,7 @@ impl GraphDesc {
         ensure_arg!(to < n, "`to` is node {to}, but the graph has {n} nodes");
         ensure_arg!(from != to, "node {from} cannot depend on itself");
         ensure_arg!(
-            !self.deps[to].contains(&from),
+            !self.deps[to].as_slice().contains(&from),
             "node {to} already depends on node {from}"
         );
         ensure_arg!(
@@ -309,13 +391,13 @@ impl GraphDesc {
                     theirs: b.kind_name(),
                 });
             }
-            let (da, db) = (&self.deps[i], &other.deps[i]);
+            let (da, db) = (self.deps[i].as_slice(), other.deps[i].as_slice());
             // Dependency lists are short and repeat-free: compare as sets.
             if da.len() != db.len() || !da.iter().all(|d| db.contains(d)) {
                 return Some(TopologyDifference::Dependencies {
                     node: i,
-                    ours: da.clone(),
-                    theirs: db.clone(),
+                    ours: da.to_vec(),
+                    theirs: db.to_vec(),
                 });
             }
         }
@@ -346,6 +428,22 @@ mod tests {
         g.check_edge(0, 2).unwrap();
         g.add_edge(0, 2);
         assert_eq!(g.edges().count(), 3);
+    }
+
+    #[test]
+    fn dep_lists_keep_a_few_inline_and_spill_the_rest() {
+        let mut d = DepList::default();
+        let mut want = Vec::new();
+        for i in 0..2 * INLINE_DEPS {
+            d.push(i * 7);
+            want.push(i * 7);
+            assert_eq!(d.as_slice(), &want[..]);
+            assert_eq!(matches!(d, DepList::Inline(..)), want.len() <= INLINE_DEPS);
+        }
+        // Equal by contents, whichever form holds them.
+        assert_eq!(DepList::Heap(vec![1, 2]), DepList::from(vec![1, 2]));
+        assert_eq!(DepList::from(want.clone()).as_slice(), &want[..]);
+        assert_eq!(DepList::from(&want[..2]).as_slice(), &want[..2]);
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod desc;
 mod dot;
 pub mod fuse;
 
+use desc::DepList;
 pub use desc::{Direction, GraphDesc, NodeKind, TopologyDifference};
 pub use dot::{to_dot, to_dot_nested, Nested};
 
@@ -60,6 +61,9 @@ struct GraphInner {
     holder: Option<Weak<GraphInner>>,
     /// Set when the graph is instantiated: its bodies cannot change after.
     instantiated: AtomicBool,
+    /// Set once the graph holds conditional bodies (its state's `bodies`
+    /// is not empty; it only grows), so asking takes no lock.
+    conditionals: AtomicBool,
 }
 
 /// A conditional node's handle: the value a kernel sets on the device
@@ -242,7 +246,7 @@ const INLINE_DEPS: usize = 4;
 /// A new node's dependencies, checked: their indices (kept in the
 /// description) and their CUDA nodes (for the driver call).
 struct Deps {
-    idx: Vec<usize>,
+    idx: DepList,
     /// The raw nodes when there are at most [`INLINE_DEPS`].
     inline: [CUgraphNode; INLINE_DEPS],
     /// The raw nodes when there are more.
@@ -252,15 +256,16 @@ struct Deps {
 impl Deps {
     /// The dependencies `idx` (checked) of a graph whose CUDA nodes are
     /// `nodes`.
-    fn new(idx: Vec<usize>, nodes: &[CUgraphNode]) -> Deps {
+    fn new(idx: DepList, nodes: &[CUgraphNode]) -> Deps {
         let mut inline = [std::ptr::null_mut(); INLINE_DEPS];
-        let spilled = if idx.len() <= INLINE_DEPS {
-            for (r, &i) in inline.iter_mut().zip(&idx) {
+        let list = idx.as_slice();
+        let spilled = if list.len() <= INLINE_DEPS {
+            for (r, &i) in inline.iter_mut().zip(list) {
                 *r = nodes[i];
             }
             Vec::new()
         } else {
-            idx.iter().map(|&i| nodes[i]).collect()
+            list.iter().map(|&i| nodes[i]).collect()
         };
         Deps {
             idx,
@@ -271,8 +276,9 @@ impl Deps {
 
     /// The CUDA nodes, in order.
     fn raw(&self) -> &[CUgraphNode] {
-        if self.idx.len() <= INLINE_DEPS {
-            &self.inline[..self.idx.len()]
+        let n = self.idx.as_slice().len();
+        if n <= INLINE_DEPS {
+            &self.inline[..n]
         } else {
             &self.spilled
         }
@@ -339,11 +345,18 @@ impl Graph {
             inner: Arc::new(GraphInner {
                 ctx: ctx.clone(),
                 id: next_graph_id(),
+                conditionals: AtomicBool::new(!state.bodies.is_empty()),
                 state: Mutex::new(state),
                 holder,
                 instantiated: AtomicBool::new(false),
             }),
         }
+    }
+
+    /// Records bodies `kept` under node `index` (`usize::MAX`: copies' originals).
+    fn keep_bodies(&self, st: &mut GraphState, index: usize, kept: Vec<Graph>) {
+        st.bodies.push((index, kept));
+        self.inner.conditionals.store(true, Ordering::Release);
     }
 
     /// An empty graph.
@@ -618,7 +631,7 @@ impl Graph {
     /// graph (and that the graph may change).
     fn resolve(&self, st: &DescribedState<'_>, deps: &[Node]) -> Result<Deps> {
         self.check_changeable()?;
-        let mut idx = Vec::with_capacity(deps.len());
+        let mut idx = DepList::default();
         for (i, d) in deps.iter().enumerate() {
             ensure_arg!(
                 d.graph == self.inner.id,
@@ -626,7 +639,7 @@ impl Graph {
             );
             idx.push(d.index as usize);
         }
-        st.desc().check_deps(&idx)?;
+        st.desc().check_deps(idx.as_slice())?;
         Ok(Deps::new(idx, st.nodes()))
     }
 
@@ -663,6 +676,9 @@ impl Graph {
     /// Refuses changes to a body whose holder is gone or was instantiated
     /// (the exec would not see them).
     fn check_changeable(&self) -> Result<()> {
+        if !self.is_body() {
+            return Ok(());
+        }
         for h in self.holders()? {
             if h.inner.instantiated.load(Ordering::Acquire) {
                 return Err(Error::invalid_state(
@@ -693,7 +709,7 @@ impl Graph {
 
     /// True when the graph (or a body nested in it) has conditional nodes.
     pub fn has_conditionals(&self) -> bool {
-        !self.state().bodies.is_empty()
+        self.inner.conditionals.load(Ordering::Acquire)
     }
 
     /// Records a node the driver added (after `deps`) in the description.
@@ -701,11 +717,11 @@ impl Graph {
         &self,
         st: &mut DescribedState<'_>,
         kind: NodeKind,
-        deps: Vec<usize>,
+        deps: DepList,
         raw: CUgraphNode,
     ) -> Node {
         let d = st.described_mut();
-        let index = Arc::make_mut(&mut d.desc).push(kind, deps);
+        let index = Arc::make_mut(&mut d.desc).push_deps(kind, deps);
         d.nodes.push(raw);
         st.st.count = index + 1;
         Node {
@@ -954,7 +970,7 @@ impl Graph {
         if !kept.is_empty() {
             // The copy's bodies are CUDA's copies; the originals' functions
             // and memory are kept alive through them.
-            st.st.bodies.push((usize::MAX, kept));
+            self.keep_bodies(&mut st.st, usize::MAX, kept);
         }
         Ok(self.push(&mut st, NodeKind::Child { nodes }, deps.idx, raw))
     }
@@ -1092,7 +1108,7 @@ impl Graph {
             deps.idx,
             raw,
         );
-        st.st.bodies.push((node.index as usize, made.clone()));
+        self.keep_bodies(&mut st.st, node.index as usize, made.clone());
         if let Some(h) = st.st.handles.iter_mut().find(|(h, _)| *h == handle.raw) {
             h.1 = Some(node.index);
         }
@@ -1256,9 +1272,9 @@ mod tests {
         let nodes: Vec<super::CUgraphNode> = (1..=10usize).map(|i| i as _).collect();
         for idx in [vec![], vec![3], vec![9, 0, 4, 2], vec![1, 8, 2, 7, 5, 0]] {
             let want: Vec<_> = idx.iter().map(|&i| nodes[i]).collect();
-            let deps = super::Deps::new(idx.clone(), &nodes);
+            let deps = super::Deps::new(idx.clone().into(), &nodes);
             assert_eq!(deps.raw(), &want[..], "dependencies {idx:?}");
-            assert_eq!(deps.idx, idx);
+            assert_eq!(deps.idx.as_slice(), &idx[..]);
         }
     }
 
