@@ -196,11 +196,21 @@ __device__ __forceinline__ void gc_small_sums(float (&acc)[R * C], const float *
     }
 }
 
+// Where the small-batch kernels put an output: out(row, col, v) is called
+// once for each output (row < m, col < n) with its final value (after bias
+// and ReLU). GcStore writes y (m x n, row-major); gc_linear_mse_f32 passes
+// its loss epilogue instead.
+struct GcStore {
+    float *y;
+    u32 n;
+    __device__ __forceinline__ void operator()(u32 row, u32 col, float v) const { y[row * n + col] = v; }
+};
+
 // Stores the sums of a one-warp tile group after gc_small_exchange (bias,
 // then ReLU when `relu`): lane L holds value index L NV + t (V >= 32) or
 // L >> (5 - LV) (V < 32, one lane of each run stores).
-template <int R, int C>
-__device__ __forceinline__ void gc_small_store_warp(float *y, const float *b, u32 m, u32 n, u32 i0, u32 j0,
+template <int R, int C, class Out>
+__device__ __forceinline__ void gc_small_store_warp(Out &out, const float *b, u32 m, u32 n, u32 i0, u32 j0,
                                                     bool relu, const float (&acc)[R * C], const float (&bias)[2],
                                                     u32 lane) {
     constexpr int V = R * C;
@@ -214,14 +224,14 @@ __device__ __forceinline__ void gc_small_store_warp(float *y, const float *b, u3
             if (row < m && col < n) {
                 float v = acc[t];
                 if (b != nullptr) v = __fadd_rn(v, bias[t]);
-                y[row * n + col] = relu ? gc_relu(v) : v;
+                out(row, col, relu ? gc_relu(v) : v);
             }
         }
     }
 }
 
-template <int R, int C, int KV, int LAYOUT>
-__device__ __forceinline__ void gc_linear_small(float *y, const float *x, const float *w, const float *b, u32 m,
+template <int R, int C, int KV, int LAYOUT, class Out>
+__device__ __forceinline__ void gc_linear_small(Out &out, const float *x, const float *w, const float *b, u32 m,
                                                 u32 n, u32 k, u32 flags, u32 lgr, u32 lgc,
                                                 float (*red)[GC_SMALL_MAX_V]) {
     constexpr int V = R * C;
@@ -263,7 +273,7 @@ __device__ __forceinline__ void gc_linear_small(float *y, const float *x, const 
     const bool relu = flags & GC_LIN_RELU;
     if (wg == 1) {
         // One warp per group: lanes store their sums.
-        gc_small_store_warp<R, C>(y, b, m, n, i0, j0, relu, acc, bias, lane);
+        gc_small_store_warp<R, C>(out, b, m, n, i0, j0, relu, acc, bias, lane);
         return;
     }
     if (V >= 32) {
@@ -284,7 +294,7 @@ __device__ __forceinline__ void gc_linear_small(float *y, const float *x, const 
         float v = red[gg * wg][idx];
         for (u32 wi = 1; wi < wg; ++wi) v = __fadd_rn(v, red[gg * wg + wi][idx]);
         if (b != nullptr) v = __fadd_rn(v, bias[t]);
-        y[row * n + col] = relu ? gc_relu(v) : v;
+        out(row, col, relu ? gc_relu(v) : v);
     }
 }
 
@@ -294,26 +304,24 @@ __device__ __forceinline__ void gc_linear_small(float *y, const float *x, const 
         if (kn) {                                                                                          \
             if constexpr (KN_) {                                                                           \
                 if (vec)                                                                                   \
-                    gc_linear_small<R_, C_, 4, GC_W_KN>(y, x, w, b, m, n, k, flags, lgr, lgc, red);        \
+                    gc_linear_small<R_, C_, 4, GC_W_KN>(out, x, w, b, m, n, k, flags, lgr, lgc, red);        \
                 else                                                                                       \
-                    gc_linear_small<R_, C_, 1, GC_W_KN>(y, x, w, b, m, n, k, flags, lgr, lgc, red);        \
+                    gc_linear_small<R_, C_, 1, GC_W_KN>(out, x, w, b, m, n, k, flags, lgr, lgc, red);        \
             }                                                                                              \
         } else if constexpr (NK_) {                                                                        \
             if (vec)                                                                                       \
-                gc_linear_small<R_, C_, 4, GC_W_NK>(y, x, w, b, m, n, k, flags, lgr, lgc, red);            \
+                gc_linear_small<R_, C_, 4, GC_W_NK>(out, x, w, b, m, n, k, flags, lgr, lgc, red);            \
             else                                                                                           \
-                gc_linear_small<R_, C_, 1, GC_W_NK>(y, x, w, b, m, n, k, flags, lgr, lgc, red);            \
+                gc_linear_small<R_, C_, 1, GC_W_NK>(out, x, w, b, m, n, k, flags, lgr, lgc, red);            \
         }                                                                                                  \
         break;
 
-// At most 128 registers (2 blocks of 256 threads per SM): the largest thread
-// tile, 8 x 4, needs about that many.
-extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
-    gc_linear_small_f32(float *y, const float *x, const float *w, const float *b, u32 m, u32 n, u32 k, u32 flags,
-                        u32 config) {
+// The body of gc_linear_small_f32 with its outputs handed to `out`.
+template <class Out>
+__device__ __forceinline__ void gc_linear_small_any(Out &out, const float *x, const float *w, const float *b, u32 m,
+                                                    u32 n, u32 k, u32 flags, u32 config) {
     __shared__ float red[GC_SMALL_WARPS][GC_SMALL_MAX_V];  // per-warp sums, 2 KiB
     const u32 lr = config & 3u, lc = (config >> 2) & 3u, lgr = (config >> 4) & 3u, lgc = (config >> 6) & 3u;
-    if (m == 0 || n == 0 || k == 0 || lgr + lgc > 3 || config >> 8 != 0) return;
     const bool kn = flags & GC_LIN_W_KN;
     const bool vx = (k & 3) == 0 && gc_aligned16(x, w);
     const bool vec = kn ? vx && (n & 3) == 0 : vx;
@@ -326,6 +334,67 @@ extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
         GC_SMALL_CASE(8, 4, true, true)
     default: break;
     }
+}
+
+// At most 128 registers (2 blocks of 256 threads per SM): the largest thread
+// tile, 8 x 4, needs about that many.
+extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
+    gc_linear_small_f32(float *y, const float *x, const float *w, const float *b, u32 m, u32 n, u32 k, u32 flags,
+                        u32 config) {
+    if (m == 0 || n == 0 || k == 0 || ((config >> 4) & 3u) + ((config >> 6) & 3u) > 3 || config >> 8 != 0) return;
+    GcStore out{y, n};
+    gc_linear_small_any(out, x, w, b, m, n, k, flags, config);
+}
+
+// ===========================================================================
+// gc_linear_mse_f32(loss, grad, pred, x, w, b, target, m, n, k, config,
+//                   grad_scale, workspace)
+//
+// The first launch of a training step of a linear layer with the summed
+// squared error: the forward pass of gc_linear_small_f32 (n x k layout, no
+// ReLU, same config and launch shape: bitwise its outputs) with a loss
+// epilogue instead of the store. For each output p = y[i, j]:
+//   d = p - target[i, j],  grad[i, j] = d * (2 * grad_scale),
+//   pred[i, j] = p when pred is not null,
+// bitwise what gc_mse_f32 computes from y. Each thread adds d * d (fmaf) of
+// its outputs in the order it produces them; gc_block_sum, then gc_grid_sum
+// over the blocks (block index by * gridDim.x + bx) add those in a fixed
+// order: loss[0] = sum of d^2, deterministic (but summed in another order
+// than gc_mse_f32, so not bitwise equal to it).
+//
+// workspace: a u32 counter at byte 0, zero before the first launch (every
+// launch leaves it zero), one float per block from byte 16.
+// ===========================================================================
+
+// The loss epilogue of gc_linear_mse_f32.
+struct GcMseOut {
+    float *grad, *pred;
+    const float *target;
+    u32 n;
+    float g2;
+    float sum;  // this thread's d * d, in output order
+    __device__ __forceinline__ void operator()(u32 row, u32 col, float v) {
+        const u32 i = row * n + col;
+        const float d = __fsub_rn(v, target[i]);
+        sum = fmaf(d, d, sum);
+        grad[i] = __fmul_rn(d, g2);
+        if (pred != nullptr) pred[i] = v;
+    }
+};
+
+extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
+    gc_linear_mse_f32(float *loss, float *grad, float *pred, const float *x, const float *w, const float *b,
+                      const float *target, u32 m, u32 n, u32 k, u32 config, float grad_scale, void *workspace) {
+    if (m == 0 || n == 0 || k == 0 || ((config >> 4) & 3u) + ((config >> 6) & 3u) > 3 || config >> 8 != 0) return;
+    gc_pdl_trigger();
+    gc_pdl_wait();
+    GcMseOut out{grad, pred, target, n, 2.0f * grad_scale, 0.0f};
+    gc_linear_small_any(out, x, w, b, m, n, k, 0u, config);
+    float total;
+    if (gc_grid_sum(gc_block_sum(out.sum), workspace, blockIdx.y * gridDim.x + blockIdx.x, gridDim.x * gridDim.y,
+                    total) &&
+        threadIdx.x == 0)
+        loss[0] = total;
 }
 
 // ===========================================================================
@@ -421,7 +490,8 @@ __device__ __forceinline__ void gc_mlp_layer(float *y, const float *x, const flo
         else
             gc_small_sums<R, C, 1, GC_W_NK, false>(acc, x, w, m, n, k, i0, j0, lane, S);
         gc_small_exchange<V, 0>(acc, lane);
-        gc_small_store_warp<R, C>(y, b, m, n, i0, j0, relu, acc, bias, lane);
+        GcStore out{y, n};
+        gc_small_store_warp<R, C>(out, b, m, n, i0, j0, relu, acc, bias, lane);
     }
 }
 
@@ -526,7 +596,7 @@ __device__ __forceinline__ float4 gc_load4(const float *p, bool in, bool vec, u3
 template <int BM, int BN, int TM, int TN, int BK, int NT>
 __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const float *bm, const float *bias, u32 m,
                                             u32 n, u32 k, u32 lda, u32 ldb, u32 ldc, u32 flags, float alpha,
-                                            float beta, float *smem) {
+                                            float beta, float *smem, u32 blk) {
     constexpr int LA = BM + 4, LB = BN + 4;  // k-major rows of As / Bs
     constexpr int A4 = BM * BK / 4 / NT;  // float4 groups per thread
     constexpr int B4 = BN * BK / 4 / NT;
@@ -538,7 +608,7 @@ __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const f
 
     const u32 tid = threadIdx.x;
     const u32 tiles_n = (n + BN - 1) / BN;
-    const u32 i0 = (blockIdx.x / tiles_n) * BM, j0 = (blockIdx.x % tiles_n) * BN;
+    const u32 i0 = (blk / tiles_n) * BM, j0 = (blk % tiles_n) * BN;
     const bool ta = flags & GC_GEMM_TRANS_A, tb = flags & GC_GEMM_TRANS_B;
     const bool va = (lda & 3) == 0 && gc_aligned16(a), vb = (ldb & 3) == 0 && gc_aligned16(bm);
     const u32 ty = tid / TX, tx = tid % TX;
@@ -610,6 +680,43 @@ __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const f
     auto tcol = [&](int j) { return 4 * tx + (j & 3) + (j >> 2) * (BN / 2); };
     const bool vc = (ldc & 3) == 0 && gc_aligned16(cmat);
 
+    // C's old values at acc[i][4 h .. 4 h + 3] (zeros when beta == 0: C is
+    // not read). Each element of C is read and written by one thread only.
+    auto load_old = [&](int i, int h, float (&old)[4]) {
+        const u32 gi = i0 + trow(i), gj = j0 + tcol(4 * h);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) old[q] = 0.0f;
+        if (beta == 0.0f || gi >= m) return;
+        const float *p = cmat + gi * ldc + gj;
+        if (vc && gj + 3 < n) {
+            const float4 v = *reinterpret_cast<const float4 *>(p);
+            old[0] = v.x;
+            old[1] = v.y;
+            old[2] = v.z;
+            old[3] = v.w;
+        } else {
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+                if (gj + q < n) old[q] = p[q];
+        }
+    };
+    // Small thread tiles (PRE: 16 more registers) load them before the
+    // products, so their latency hides behind the main loop (the SGD step's
+    // epilogue, beta = 1, otherwise waits on them at the end).
+    constexpr bool PRE = TM * TN <= 16;
+    float cold[PRE ? TM : 1][PRE ? TN : 1];
+    if constexpr (PRE) {
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+            for (int h = 0; h < TN / 4; ++h) {
+                float o[4];
+                load_old(i, h, o);
+#pragma unroll
+                for (int q = 0; q < 4; ++q) cold[i][4 * h + q] = o[q];
+            }
+    }
+
     float acc[TM][TN];
 #pragma unroll
     for (int i = 0; i < TM; ++i)
@@ -661,15 +768,14 @@ __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const f
         for (int h = 0; h < TN / 4; ++h) {
             const u32 gj = j0 + tcol(4 * h);
             float *p = cmat + gi * ldc + gj;
-            float old[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            float old[4];
+            if constexpr (PRE) {
+#pragma unroll
+                for (int q = 0; q < 4; ++q) old[q] = cold[i][4 * h + q];
+            } else {
+                load_old(i, h, old);
+            }
             if (vc && gj + 3 < n) {
-                if (beta != 0.0f) {
-                    const float4 v = *reinterpret_cast<const float4 *>(p);
-                    old[0] = v.x;
-                    old[1] = v.y;
-                    old[2] = v.z;
-                    old[3] = v.w;
-                }
                 float4 o;
                 o.x = gc_gemm_out(acc[i][4 * h], alpha, beta, old[0], bias, gj, relu);
                 o.y = gc_gemm_out(acc[i][4 * h + 1], alpha, beta, old[1], bias, gj + 1, relu);
@@ -680,7 +786,6 @@ __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const f
 #pragma unroll
                 for (int q = 0; q < 4; ++q) {
                     if (gj + q >= n) break;
-                    if (beta != 0.0f) old[q] = p[q];
                     p[q] = gc_gemm_out(acc[i][4 * h + q], alpha, beta, old[q], bias, gj + q, relu);
                 }
             }
@@ -691,7 +796,7 @@ __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const f
 // Tile 2: 32 x 32 output tile, 4 K-slices (see above).
 __device__ __forceinline__ void gc_gemm_sliced(float *cmat, const float *a, const float *bm, const float *bias, u32 m,
                                                u32 n, u32 k, u32 lda, u32 ldb, u32 ldc, u32 flags, float alpha,
-                                               float beta, float *smem) {
+                                               float beta, float *smem, u32 blk) {
     constexpr int BM = 32, BN = 32, TM = 4, TN = 4, BK = 32, KS = 4;
     constexpr int LDS = BN + 4;
     constexpr int TPS = (BM / TM) * (BN / TN);     // threads per slice
@@ -704,7 +809,7 @@ __device__ __forceinline__ void gc_gemm_sliced(float *cmat, const float *a, cons
 
     const u32 tid = threadIdx.x;
     const u32 tiles_n = (n + BN - 1) / BN;
-    const u32 i0 = (blockIdx.x / tiles_n) * BM, j0 = (blockIdx.x % tiles_n) * BN;
+    const u32 i0 = (blk / tiles_n) * BM, j0 = (blk % tiles_n) * BN;
     const bool ta = flags & GC_GEMM_TRANS_A, tb = flags & GC_GEMM_TRANS_B;
 
     float ra[LA], rb[LB];
@@ -806,16 +911,66 @@ __device__ __forceinline__ void gc_gemm_sliced(float *cmat, const float *a, cons
     }
 }
 
+// Output tile `blk` of gc_gemm_f32 with block tile `tile`.
+__device__ __forceinline__ void gc_gemm_tile(float *c, const float *a, const float *b, const float *bias, u32 m, u32 n,
+                                             u32 k, u32 lda, u32 ldb, u32 ldc, u32 flags, float alpha, float beta,
+                                             u32 tile, float *smem, u32 blk) {
+    if (tile == 0)
+        gc_gemm_reg<128, 128, 8, 8, 8, GC_GEMM_THREADS>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta, smem,
+                                                        blk);
+    else if (tile == 1)
+        gc_gemm_reg<64, 64, 4, 4, 16, GC_GEMM_THREADS>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta, smem,
+                                                       blk);
+    else if (tile == 2)
+        gc_gemm_sliced(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta, smem, blk);
+}
+
 // At most 128 registers (2 blocks per SM; tile 0 needs about that many).
 extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
     gc_gemm_f32(float *c, const float *a, const float *b, const float *bias, u32 m, u32 n, u32 k, u32 lda,
                 u32 ldb, u32 ldc, u32 flags, float alpha, float beta, u32 tile) {
     __shared__ __align__(16) float smem[GC_GEMM_SMEM];
     if (m == 0 || n == 0 || k == 0) return;
-    if (tile == 0)
-        gc_gemm_reg<128, 128, 8, 8, 8, GC_GEMM_THREADS>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta, smem);
-    else if (tile == 1)
-        gc_gemm_reg<64, 64, 4, 4, 16, GC_GEMM_THREADS>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta, smem);
-    else if (tile == 2)
-        gc_gemm_sliced(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta, smem);
+    gc_gemm_tile(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta, tile, smem, blockIdx.x);
+}
+
+// ===========================================================================
+// gc_linear_sgd_f32(w, b, dy, x, m, n, k, lr, tile, bias_ty)
+//
+// The second launch of a linear layer's training step: the SGD update of
+// its weights and bias from the output gradient dy (m x n) and the input x
+// (m x k), in one launch, without materialising the gradients:
+//   W[j, r] = fmaf(-lr, sum_i dy[i, j] x[i, r], W[j, r])   (W n x k)
+//   b[j]    = fmaf(-lr, sum_i dy[i, j], b[j])             (b may be null)
+// Blocks 0 .. BB - 1 (BB = ceil(n / 32) when b is not null, else 0) update
+// the bias: block j takes columns 32 j .. 32 j + 31 with gc_column_sum's
+// order for TY = bias_ty (thread t is lane t % 32 of thread row t / 32 of
+// 8), so b is bitwise what gc_bias_sgd_f32 with block (32, bias_ty) gives.
+// Blocks BB .. are the output tiles of gc_gemm_f32 for C = W (m' = n,
+// n' = k, k' = m, A = dy transposed, B = x, alpha = -lr, beta = 1) with block
+// tile `tile`: W is bitwise what gc_gemm_f32 with those arguments (the
+// weight-gradient SGD of gc_op_linear_weight_sgd) gives.
+//
+// Launch: block 256, 1-D grid of BB + ceil(n / T) * ceil(k / T) blocks (T the
+// tile's edge: 128, 64, 32), no dynamic shared memory. W and b must not
+// overlap dy or x.
+// ===========================================================================
+
+extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
+    gc_linear_sgd_f32(float *w, float *b, const float *dy, const float *x, u32 m, u32 n, u32 k, float lr, u32 tile,
+                      u32 bias_ty) {
+    __shared__ __align__(16) float smem[GC_GEMM_SMEM];
+    if (m == 0 || n == 0 || k == 0 || bias_ty == 0 || bias_ty > 32) return;
+    gc_pdl_trigger();
+    gc_pdl_wait();
+    const u32 bias_blocks = b != nullptr ? (n + 31) / 32 : 0;
+    if (blockIdx.x < bias_blocks) {
+        const u32 c = blockIdx.x * 32 + (threadIdx.x & 31u);
+        bool owner;
+        const float s = gc_column_sum(dy, m, n, c, threadIdx.x & 31u, threadIdx.x >> 5, GC_GEMM_THREADS / 32, bias_ty,
+                                      reinterpret_cast<float (*)[33]>(smem), owner);
+        if (owner) b[c] = fmaf(-lr, s, b[c]);
+        return;
+    }
+    gc_gemm_tile(w, dy, x, nullptr, n, k, m, n, k, k, GC_GEMM_TRANS_A, -lr, 1.0f, tile, smem, blockIdx.x - bias_blocks);
 }

@@ -413,6 +413,79 @@ static void check_weight_sgd_bitwise() {
     }
 }
 
+// The training-step kernels: gc_linear_mse_f32 is bitwise gc_linear_small_f32
+// + gc_mse_f32's gradient (loss against float64); gc_linear_sgd_f32 is
+// bitwise gc_bias_sgd_f32 + the fused weight-gradient GEMM.
+static void check_train_step() {
+    const unsigned shapes[][3] = {{64, 40, 36}, {3, 70, 5}, {33, 13, 64}, {1, 5, 7}, {17, 100, 31}};
+    static const SmallCfg cfgs[] = {{3, 2, 1, 2}, {2, 2, 0, 3}, {2, 0, 2, 1}, {0, 0, 0, 3}, {3, 2, 0, 0}};
+    int trial = 0;
+    for (auto &sh : shapes)
+        for (const SmallCfg &cfg : cfgs) {
+            ++trial;
+            const unsigned m = sh[0], n = sh[1], k = sh[2], off = trial % 3 == 2;
+            const bool bias = trial % 4 != 1;
+            Buf x(m * k, off), w(n * k, off), b(n, off), t(m * n, off), y(m * n, off), g(m * n, off), g2(m * n, off),
+                pred(m * n, off), loss(1), loss2(1);
+            x.random();
+            w.random();
+            b.random();
+            t.random();
+            const uint3 grid{(n + cfg.bn() - 1) / cfg.bn(), (m + cfg.bm() - 1) / cfg.bm(), 1};
+            const unsigned blocks = grid.x * grid.y;
+            Buf ws(4 + blocks, 0, 0.0f), ws2(4 + 8, 0, 0.0f);
+            const float gs = trial % 2 ? 1.0f : 0.25f;
+            emu::launch(gc_linear_small_f32, grid, g1(256), y.p, (const float *)x.p, (const float *)w.p,
+                        (const float *)(bias ? b.p : nullptr), m, n, k, 0u, cfg.packed());
+            emu::launch(gc_mse_f32, g1(3), g1(256), loss2.p, g2.p, (const float *)y.p, (const float *)t.p, (u64)(m * n), gs,
+                        (void *)ws2.p);
+            emu::launch(gc_linear_mse_f32, grid, g1(256), loss.p, g.p, pred.p, (const float *)x.p, (const float *)w.p,
+                        (const float *)(bias ? b.p : nullptr), (const float *)t.p, m, n, k, cfg.packed(), gs, (void *)ws.p);
+            bool same = true;
+            double ref = 0, mag = 0;
+            for (unsigned i = 0; i < m * n; ++i) {
+                same &= same_bits(pred[i], y[i]) && same_bits(g[i], g2[i]);
+                const double d = (double)y[i] - t[i];
+                ref += d * d;
+                mag += d * d;
+            }
+            unsigned counter;
+            std::memcpy(&counter, ws.p, 4);
+            CHECK(same && std::isnan(g.p[m * n]), "linear_mse %ux%ux%u trial %d: pred/grad differ from unfused", m, n, k,
+                  trial);
+            CHECK(std::fabs(loss[0] - ref) <= 2e-6 * mag * std::log2(m * n + 2.0) + 1e-30 && counter == 0,
+                  "linear_mse loss %ux%ux%u: %.9g vs %.9g (counter %u)", m, n, k, loss[0], ref, counter);
+            const float first = loss[0];
+            emu::launch(gc_linear_mse_f32, grid, g1(256), loss.p, g.p, (float *)nullptr, (const float *)x.p,
+                        (const float *)w.p, (const float *)(bias ? b.p : nullptr), (const float *)t.p, m, n, k,
+                        cfg.packed(), gs, (void *)ws.p);
+            CHECK(same_bits(first, loss[0]), "linear_mse replay differs %ux%ux%u", m, n, k);
+
+            // The update, for each tile and two bias shapes.
+            for (unsigned tile : {0u, 1u, 2u})
+                for (unsigned ty : {1u, 16u, 32u}) {
+                    Buf w1(n * k, off), w2(n * k, off), b1(n, off), b2(n, off);
+                    for (unsigned i = 0; i < n * k; ++i) w1[i] = w2[i] = w[i];
+                    for (unsigned i = 0; i < n; ++i) b1[i] = b2[i] = b[i];
+                    const float lr = 0.01f;
+                    const unsigned tm = GEMM_T[tile], wb = ((n + tm - 1) / tm) * ((k + tm - 1) / tm);
+                    emu::launch(gc_gemm_f32, g1(wb), g1(256), w2.p, (const float *)g.p, (const float *)x.p,
+                                (const float *)nullptr, n, k, m, n, k, k, 1u, -lr, 1.0f, tile);
+                    if (bias)
+                        emu::launch(gc_bias_sgd_f32, g1((n + 31) / 32), uint3{32, ty, 1}, b2.p, (const float *)g.p, m, n,
+                                    lr);
+                    const unsigned bb = bias ? (n + 31) / 32 : 0;
+                    emu::launch(gc_linear_sgd_f32, g1(bb + wb), g1(256), w1.p, bias ? b1.p : (float *)nullptr,
+                                (const float *)g.p, (const float *)x.p, m, n, k, lr, tile, ty);
+                    bool ok = true;
+                    for (unsigned i = 0; i < n * k; ++i) ok &= same_bits(w1[i], w2[i]);
+                    for (unsigned i = 0; i < n; ++i) ok &= same_bits(b1[i], b2[i]);
+                    CHECK(ok && std::isnan(w1.p[n * k]), "linear_sgd %ux%ux%u tile %u ty %u bias %d differs from unfused",
+                          m, n, k, tile, ty, bias);
+                }
+        }
+}
+
 int main(int argc, char **argv) {
     const std::string only = argc > 1 ? argv[1] : "";
     auto run = [&](const char *name, void (*f)()) {
@@ -430,6 +503,7 @@ int main(int argc, char **argv) {
     run("linear_small", check_linear_small);
     run("gemm", check_gemm);
     run("weight_sgd", check_weight_sgd_bitwise);
+    run("train_step", check_train_step);
     std::printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }

@@ -1284,6 +1284,224 @@ pub fn mlp_unfused(
         .collect())
 }
 
+// ---------------------------------------------------------------------------
+// Training step of a linear layer (summed squared error, SGD)
+
+/// One training step of a linear layer for [`linear_mse_step`]: the forward
+/// pass `p = x . W^T + b` (x `rows x inputs`, W `outputs x inputs` as
+/// PyTorch stores it, b `outputs` floats or 0), the loss
+/// `loss[0] = sum (p - target)^2`, its gradient
+/// `dY = 2 * grad_scale * (p - target)` and the SGD update
+/// `W -= lr * dY^T . x`, `b -= lr * colsum(dY)`, all row-major f32.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LinearMseStep {
+    /// Device address of W (updated in place).
+    pub w: u64,
+    /// Device address of b (updated in place), or 0 for no bias.
+    pub b: u64,
+    /// Device address of x.
+    pub x: u64,
+    /// Device address of the target (`rows x outputs`).
+    pub target: u64,
+    /// Device address of the loss (one float, written).
+    pub loss: u64,
+    /// Rows of the batch.
+    pub rows: u32,
+    /// Input width.
+    pub inputs: u32,
+    /// Output width.
+    pub outputs: u32,
+    /// The gradient's scale: 1 for the summed loss, `1 / (rows * outputs)`
+    /// for the gradient of the mean.
+    pub grad_scale: f32,
+    /// The learning rate.
+    pub lr: f32,
+}
+
+/// Offset of the gradient `dY` in a [`linear_mse_step`] workspace.
+const STEP_GRAD_ALIGN: u64 = 256;
+
+impl LinearMseStep {
+    /// The fused forward's launch shape (`gc_linear_mse_f32`).
+    fn forward_config(&self, sms: u32) -> SmallConfig {
+        small_config(self.rows, self.outputs, self.inputs, sms, false)
+    }
+
+    /// Bytes of the counter and partial sums at the start of the workspace,
+    /// for the fused forward (rows up to [`SMALL_BATCH_MAX_M`]) or the MSE
+    /// kernel (more rows), rounded up to 256 bytes; `dY` follows.
+    fn sums_bytes(&self, sms: u32) -> u64 {
+        let bytes = if self.rows <= SMALL_BATCH_MAX_M {
+            let [gx, gy] = self.forward_config(sms).grid(self.rows, self.outputs);
+            16 + F32 * gx as u64 * gy as u64
+        } else {
+            mse_workspace_bytes(self.rows as u64 * self.outputs as u64, sms)
+        };
+        bytes.next_multiple_of(STEP_GRAD_ALIGN)
+    }
+}
+
+/// Bytes of workspace [`linear_mse_step`] needs: the loss's counter and
+/// per-block sums, then the gradient `dY` (`rows x outputs` floats). The
+/// first 4 bytes must be zero before the workspace's first use (every step
+/// leaves them zero).
+pub fn linear_mse_step_workspace_bytes(rows: u32, inputs: u32, outputs: u32, sms: u32) -> u64 {
+    let step = LinearMseStep {
+        w: 0,
+        b: 0,
+        x: 0,
+        target: 0,
+        loss: 0,
+        rows,
+        inputs,
+        outputs,
+        grad_scale: 1.0,
+        lr: 0.0,
+    };
+    step.sums_bytes(sms.max(1)) + rows as u64 * outputs as u64 * F32
+}
+
+/// The SGD update of a linear layer (`gc_linear_sgd_f32`): `W -= lr * dy^T . x`
+/// (W `n x k`, dy `m x n`, x `m x k`) and `b -= lr * colsum(dy)` (b may be
+/// 0): bitwise [`linear_weight_sgd`] and [`bias_sgd`] with the same sizes
+/// and `sms`, in one launch. Sizes and pointers are the caller's to check.
+#[allow(clippy::too_many_arguments)]
+fn linear_sgd(
+    w: u64,
+    b: u64,
+    dy: u64,
+    x: u64,
+    m: u32,
+    n: u32,
+    k: u32,
+    lr: f32,
+    sms: u32,
+) -> Result<Call, SizeError> {
+    let tile = gemm_tile(n, k, m, sms);
+    let t = GEMM_TILES[tile as usize] as u64;
+    let bias_blocks = if b != 0 { ceil_div(n as u64, 32) } else { 0 };
+    let blocks = bias_blocks + ceil_div(n as u64, t) * ceil_div(k as u64, t);
+    if blocks > MAX_GRID_X {
+        return Err(SizeError::GridTooLarge { blocks });
+    }
+    let bias_ty = ceil_div(m as u64, 4).next_power_of_two().min(32) as u32;
+    Ok(Call::new(
+        args::LinearSgd {
+            w,
+            b,
+            dy,
+            x,
+            m,
+            n,
+            k,
+            lr,
+            tile,
+            bias_ty,
+        },
+        [blocks as u32, 1, 1],
+        [256, 1, 1],
+        0,
+    ))
+}
+
+/// One training step of a linear layer ([`LinearMseStep`] says what it
+/// computes) in two launches for up to [`SMALL_BATCH_MAX_M`] rows: the
+/// forward pass with the loss and `dY` in its epilogue (`gc_linear_mse_f32`),
+/// then the weight and bias update (`gc_linear_sgd_f32`). More rows take
+/// three: the tiled GEMM, the MSE kernel, the update. `workspace` holds at
+/// least [`linear_mse_step_workspace_bytes`] bytes (the loss's partial sums,
+/// then `dY`), its first 4 bytes zero before its first use; it must not be
+/// shared with a concurrent step. The updated W and b are bitwise those of
+/// [`linear`], [`mse`], [`linear_weight_sgd`] and [`bias_sgd`] run one after
+/// the other; the loss is summed in another fixed order (deterministic,
+/// equal to [`mse`]'s up to rounding).
+pub fn linear_mse_step(
+    step: &LinearMseStep,
+    workspace: u64,
+    workspace_bytes: u64,
+    sms: u32,
+) -> Result<Vec<Call>, SizeError> {
+    positive_sms(sms)?;
+    let &LinearMseStep {
+        w,
+        b,
+        x,
+        target,
+        loss,
+        rows: m,
+        inputs: k,
+        outputs: n,
+        grad_scale,
+        lr,
+    } = step;
+    linear_sizes(m, n, k)?;
+    let need = linear_mse_step_workspace_bytes(m, k, n, sms);
+    if workspace_bytes < need {
+        return Err(SizeError::WorkspaceTooSmall {
+            bytes: workspace_bytes,
+            needed: need,
+        });
+    }
+    let outputs = [
+        buf("w", w, n as u64 * k as u64 * F32)?,
+        opt_buf("b", b, n as u64 * F32)?,
+        buf("loss", loss, F32)?,
+        buf("workspace", workspace, need)?,
+    ];
+    let inputs = [
+        buf("x", x, m as u64 * k as u64 * F32)?,
+        buf("target", target, m as u64 * n as u64 * F32)?,
+    ];
+    for (i, &o) in outputs.iter().enumerate() {
+        for &other in outputs[i + 1..].iter().chain(&inputs) {
+            apart(o, other, false)?;
+        }
+    }
+    let sums = workspace;
+    let grad = workspace + step.sums_bytes(sms);
+    let mut calls = Vec::with_capacity(3);
+    if m <= SMALL_BATCH_MAX_M {
+        let config = step.forward_config(sms);
+        let [gx, gy] = config.grid(m, n);
+        calls.push(Call::new(
+            args::LinearMse {
+                loss,
+                grad,
+                pred: 0,
+                x,
+                w,
+                b,
+                target,
+                m,
+                n,
+                k,
+                config: config.packed(),
+                grad_scale,
+                workspace: sums,
+            },
+            [gx, gy, 1],
+            [256, 1, 1],
+            0,
+        ));
+    } else {
+        let len = m as u64 * n as u64;
+        calls.push(linear(grad, x, w, b, m, n, k, false, sms)?);
+        calls.push(mse(
+            loss,
+            grad,
+            grad,
+            target,
+            len,
+            grad_scale,
+            sums,
+            grad - sums,
+            sms,
+        )?);
+    }
+    calls.push(linear_sgd(w, b, grad, x, m, n, k, lr, sms)?);
+    Ok(calls)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1928,5 +2146,100 @@ mod tests {
             SMS
         )
         .is_ok());
+    }
+
+    fn step(rows: u32, inputs: u32, outputs: u32) -> LinearMseStep {
+        LinearMseStep {
+            w: A,
+            b: B,
+            x: C,
+            target: D,
+            loss: 6 << 44,
+            rows,
+            inputs,
+            outputs,
+            grad_scale: 1.0,
+            lr: 1e-3,
+        }
+    }
+
+    #[test]
+    fn linear_mse_step_is_two_launches_matching_the_unfused_ones() {
+        let s = step(64, 1024, 1024);
+        let need = linear_mse_step_workspace_bytes(64, 1024, 1024, SMS);
+        let calls = linear_mse_step(&s, WS, need, SMS).unwrap();
+        assert_eq!(calls.len(), 2);
+        let (fwd, upd) = (&calls[0], &calls[1]);
+        assert_eq!(
+            (fwd.kernel, upd.kernel),
+            (Kernel::LinearMse, Kernel::LinearSgd)
+        );
+        assert!(!fwd.cooperative && !upd.cooperative);
+        // The forward has the plain linear layer's shape (bitwise its outputs).
+        let plain = linear(D, C, A, B, 64, 1024, 1024, false, SMS).unwrap();
+        assert_eq!((fwd.grid, fwd.block), (plain.grid, plain.block));
+        assert_eq!(u32_arg(fwd, "config"), u32_arg(&plain, "config"));
+        let blocks = (fwd.grid[0] * fwd.grid[1]) as u64;
+        assert_eq!(arg(fwd, "workspace"), Value::Ptr(WS));
+        let grad = WS + (16 + 4 * blocks).next_multiple_of(256);
+        assert_eq!(arg(fwd, "grad"), Value::Ptr(grad));
+        assert_eq!(need, grad - WS + 64 * 1024 * 4);
+        // The update: the weight SGD's tile and the bias SGD's block rows.
+        let wsgd = linear_weight_sgd(A, grad, C, 64, 1024, 1024, 1e-3, SMS).unwrap();
+        let bsgd = bias_sgd(B, grad, 64, 1024, 1e-3, SMS).unwrap();
+        assert_eq!(u32_arg(upd, "tile"), u32_arg(&wsgd, "tile"));
+        assert_eq!(u32_arg(upd, "bias_ty"), bsgd.block[1]);
+        assert_eq!(upd.grid[0], wsgd.grid[0] + bsgd.grid[0]);
+        assert_eq!(arg(upd, "dy"), Value::Ptr(grad));
+        // No bias: no bias blocks.
+        let nb = LinearMseStep { b: 0, ..s };
+        let upd = &linear_mse_step(&nb, WS, need, SMS).unwrap()[1];
+        assert_eq!(upd.grid[0], wsgd.grid[0]);
+    }
+
+    #[test]
+    fn linear_mse_step_with_many_rows_takes_three_launches() {
+        let s = step(300, 64, 32);
+        let need = linear_mse_step_workspace_bytes(300, 64, 32, SMS);
+        let calls = linear_mse_step(&s, WS, need, SMS).unwrap();
+        let kernels: Vec<Kernel> = calls.iter().map(|c| c.kernel).collect();
+        assert_eq!(kernels, [Kernel::Gemm, Kernel::Mse, Kernel::LinearSgd]);
+        let grad = WS + mse_workspace_bytes(300 * 32, SMS).next_multiple_of(256);
+        assert_eq!(arg(&calls[1], "grad"), Value::Ptr(grad));
+        assert_eq!(arg(&calls[1], "pred"), Value::Ptr(grad));
+    }
+
+    #[test]
+    fn linear_mse_step_rejects_bad_arguments() {
+        let s = step(64, 128, 32);
+        let need = linear_mse_step_workspace_bytes(64, 128, 32, SMS);
+        err(linear_mse_step(&s, WS, need - 1, SMS), "workspace");
+        err(linear_mse_step(&step(0, 128, 32), WS, need, SMS), "m");
+        err(
+            linear_mse_step(&LinearMseStep { w: 0, ..s }, WS, need, SMS),
+            "w",
+        );
+        err(
+            linear_mse_step(&LinearMseStep { x: A + 4, ..s }, WS, need, SMS),
+            "overlap",
+        );
+        err(
+            linear_mse_step(&LinearMseStep { loss: WS, ..s }, WS, need, SMS),
+            "overlap",
+        );
+        err(
+            linear_mse_step(
+                &LinearMseStep {
+                    target: WS + 64,
+                    ..s
+                },
+                WS,
+                need,
+                SMS,
+            ),
+            "overlap",
+        );
+        err(linear_mse_step(&s, WS, need, 0), "multiprocessor");
+        assert!(linear_mse_step(&LinearMseStep { b: 0, ..s }, WS, need, SMS).is_ok());
     }
 }

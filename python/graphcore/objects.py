@@ -190,6 +190,16 @@ class Context(_Handle):
                                       C.byref(out))
         return out.value
 
+    def linear_mse_step_workspace_bytes(self, rows, inputs, outputs):
+        """gc_op_linear_mse_step_workspace_bytes: the workspace op_linear_mse_step
+        needs for a rows x inputs batch through a layer of outputs outputs."""
+        w = "linear_mse_step_workspace_bytes"
+        out = C.c_uint64()
+        lib.gc_op_linear_mse_step_workspace_bytes(self.handle, _int(rows, w, "rows", 32),
+                                                  _int(inputs, w, "inputs", 32),
+                                                  _int(outputs, w, "outputs", 32), C.byref(out))
+        return out.value
+
 
 class HostBuffer:
     """Pinned host memory from gc_host_alloc (what copies and memcpy nodes

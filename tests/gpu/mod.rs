@@ -13,6 +13,7 @@ mod leaks;
 mod locking;
 mod runner;
 mod stress;
+mod train;
 
 use graphcore_core::{Context, Pool, PoolOptions, Stream};
 use std::sync::mpsc;
