@@ -1704,9 +1704,9 @@ enum gc_status gc_op_linear_mse_step_workspace_bytes(struct gc_context *ctx,
  * (pred - target).pow(2).sum()), dY = 2 * grad_scale * (pred - target)
  * (grad_scale 1 for the summed loss, 1 / (rows * outputs) for the mean),
  * then W -= lr * dY^T * x and b -= lr * (column sums of dY), in place. The
- * first launch is the forward pass with the loss and dY in its epilogue,
- * the second the weight and bias update; more than 256 rows take three
- * (GEMM, loss, update). W and b come out bitwise equal to gc_op_linear,
+ * first launch is the forward pass with dY and the loss's per-block sums
+ * in its epilogue, the second the weight and bias update and the loss's
+ * final sum; more than 256 rows take three (GEMM, loss, update). W and b come out bitwise equal to gc_op_linear,
  * gc_op_mse, gc_op_linear_weight_sgd and gc_op_bias_sgd run one after the
  * other (on the same device); the loss is summed in another fixed order
  * (equal up to rounding). Deterministic: no float atomics, the same bits
@@ -1874,25 +1874,27 @@ enum gc_status gc_op_linear_mse_step(struct gc_stream *stream,
  *     rounded up to a multiple of 64. Launch: cooperative, block 256, any 1-D
  *     grid that is resident at once (at most 2 blocks per SM). y must not
  *     overlap any input or act.
- * gc_linear_mse_f32(float *loss, float *grad, float *pred, float *x, float *w, float *b, float *target, uint32_t m, uint32_t n, uint32_t k, uint32_t config, float grad_scale, float *workspace)
+ * gc_linear_mse_f32(float *grad, float *pred, float *partials, float *x, float *w, float *b, float *target, uint32_t m, uint32_t n, uint32_t k, uint32_t config, float grad_scale)
  *     Training step, launch 1 (linear layer + summed squared error): the
  *     forward pass of gc_linear_small_f32 (w n x k, no ReLU, same config and
  *     launch shape, bitwise its outputs p) with a loss epilogue: d = p -
  *     target[i, j], grad[i, j] = d * (2 * grad_scale) (bitwise gc_mse_f32's
- *     gradient), pred[i, j] = p when pred is not null, loss[0] = sum of d^2 in
- *     a fixed order (deterministic; per-block sums added by the last block to
- *     finish). workspace: a u32 counter at byte 0, zero before the first
- *     launch and left zero, then one float per block from byte 16. Outputs
- *     must not overlap the inputs.
- * gc_linear_sgd_f32(float *w, float *b, float *dy, float *x, uint32_t m, uint32_t n, uint32_t k, float lr, uint32_t tile, uint32_t bias_ty)
+ *     gradient), pred[i, j] = p when pred is not null, and each block's sum of
+ *     d^2 (fixed order) in partials[blockIdx.y * gridDim.x + blockIdx.x],
+ *     which gc_linear_sgd_f32 adds into the loss. Outputs must not overlap the
+ *     inputs.
+ * gc_linear_sgd_f32(float *w, float *b, float *dy, float *x, uint32_t m, uint32_t n, uint32_t k, float lr, uint32_t tile, uint32_t bias_ty, float *loss, float *partials, uint32_t parts)
  *     Training step, launch 2 (SGD of a linear layer): W (n x k) = fmaf(-lr,
  *     dy^T . x, W) and b[j] = fmaf(-lr, sum_i dy[i, j], b[j]) (b may be null)
- *     for dy m x n, x m x k, in one launch. The first ceil(n / 32) blocks
- *     (none when b is null) update b, bitwise gc_bias_sgd_f32 with block (32,
+ *     for dy m x n, x m x k, in one launch; when loss is not null, block 0
+ *     writes loss[0] = the sum of partials[0 .. parts) in a fixed order
+ *     (gc_linear_mse_f32's block sums). The next ceil(n / 32) blocks (none
+ *     when b is null) update b, bitwise gc_bias_sgd_f32 with block (32,
  *     bias_ty); the others are the output tiles of gc_gemm_f32 with tile
  *     `tile` (the fused weight-gradient SGD, bitwise). Launch: block 256, grid
- *     ceil(n / 32) + ceil(n / T) * ceil(k / T) with T = 128, 64, 32 for tile
- *     0, 1, 2; no dynamic shared memory. w and b must not overlap dy or x.
+ *     (loss ? 1 : 0) + ceil(n / 32) + ceil(n / T) * ceil(k / T) with T = 128,
+ *     64, 32 for tile 0, 1, 2; no dynamic shared memory. w, b and loss must
+ *     not overlap dy, x or partials.
  * gc_bias_grad_f32(float *db, float *dy, uint32_t rows, uint32_t cols)
  *     db[c] = sum over r of dy[r, c] (dy row-major rows x cols), summed in a
  *     fixed order (deterministic). Launch: block (32, TY, 1) with TY in 1..32,

@@ -156,20 +156,3 @@ __device__ __forceinline__ float gc_column_sum(const float *dy, u32 rows, u32 co
     for (u32 k = 1; k < TY; ++k) t = __fadd_rn(t, part[k][tx]);
     return t;
 }
-
-// Programmatic dependent launch (sm_90): gc_pdl_wait blocks until the
-// grids this one depends on have completed and their writes are visible;
-// gc_pdl_trigger lets a dependent grid launched with the programmatic
-// stream serialization attribute start before this one ends. Compiled in
-// only with GC_PDL (an sm_90 build); no-ops otherwise, and no-ops for a
-// grid launched without the attribute.
-__device__ __forceinline__ void gc_pdl_wait() {
-#if defined(GC_PDL) && defined(__CUDA_ARCH__)
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void gc_pdl_trigger() {
-#if defined(GC_PDL) && defined(__CUDA_ARCH__)
-    asm volatile("griddepcontrol.launch_dependents;" :::);
-#endif
-}

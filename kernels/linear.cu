@@ -196,14 +196,18 @@ __device__ __forceinline__ void gc_small_sums(float (&acc)[R * C], const float *
     }
 }
 
-// Where the small-batch kernels put an output: out(row, col, v) is called
-// once for each output (row < m, col < n) with its final value (after bias
-// and ReLU). GcStore writes y (m x n, row-major); gc_linear_mse_f32 passes
-// its loss epilogue instead.
+// Where the small-batch kernels put an output. A thread stores at most 2
+// outputs, its slots t = 0, 1: out.fetch(t, row, col) is called for each
+// slot at the start of the kernel (row < m, col < n; a slot may be fetched
+// and never stored), and out(t, row, col, v) once for each output the
+// thread stores, with its final value (after bias and ReLU). GcStore writes
+// y (m x n, row-major); gc_linear_mse_f32 passes its loss epilogue, which
+// fetches its targets early.
 struct GcStore {
     float *y;
     u32 n;
-    __device__ __forceinline__ void operator()(u32 row, u32 col, float v) const { y[row * n + col] = v; }
+    __device__ __forceinline__ void fetch(int, u32, u32) const {}
+    __device__ __forceinline__ void operator()(int, u32 row, u32 col, float v) const { y[row * n + col] = v; }
 };
 
 // Stores the sums of a one-warp tile group after gc_small_exchange (bias,
@@ -224,7 +228,7 @@ __device__ __forceinline__ void gc_small_store_warp(Out &out, const float *b, u3
             if (row < m && col < n) {
                 float v = acc[t];
                 if (b != nullptr) v = __fadd_rn(v, bias[t]);
-                out(row, col, relu ? gc_relu(v) : v);
+                out(t, row, col, relu ? gc_relu(v) : v);
             }
         }
     }
@@ -245,21 +249,26 @@ __device__ __forceinline__ void gc_linear_small(Out &out, const float *x, const 
     const u32 j0 = ((blockIdx.x << lgc) + (g & (gc - 1))) * C;
     const u32 S = 32u * wg;
 
-    // Bias of the outputs this thread stores (fetched early).
+    // Bias of the outputs this thread stores, and the output's own early
+    // loads (out.fetch), issued first.
     float bias[2];
     u32 out_idx[2];  // value index (wg == 1) or output of the block (wg > 1)
 #pragma unroll
     for (int t = 0; t < 2; ++t) {
-        u32 col;
+        u32 row, col;
         if (wg == 1) {
             out_idx[t] = V >= 32 ? lane * NV + t : lane >> (5 - LV);
+            row = i0 + out_idx[t] / C;
             col = j0 + out_idx[t] % C;
         } else {
             out_idx[t] = tid + GC_SMALL_THREADS * t;
-            const u32 gg = out_idx[t] / V;
-            col = ((blockIdx.x << lgc) + (gg & (gc - 1))) * C + (out_idx[t] % V) % C;
+            const u32 gg = out_idx[t] / V, idx = out_idx[t] % V;
+            row = ((blockIdx.y << lgr) + (gg >> lgc)) * R + idx / C;
+            col = ((blockIdx.x << lgc) + (gg & (gc - 1))) * C + idx % C;
+            if (out_idx[t] >= groups * V) row = m;  // no such output
         }
         bias[t] = (b != nullptr && col < n) ? __ldg(b + col) : 0.0f;
+        if (row < m && col < n) out.fetch(t, row, col);
     }
 
     float acc[V];
@@ -294,7 +303,7 @@ __device__ __forceinline__ void gc_linear_small(Out &out, const float *x, const 
         float v = red[gg * wg][idx];
         for (u32 wi = 1; wi < wg; ++wi) v = __fadd_rn(v, red[gg * wg + wi][idx]);
         if (b != nullptr) v = __fadd_rn(v, bias[t]);
-        out(row, col, relu ? gc_relu(v) : v);
+        out(t, row, col, relu ? gc_relu(v) : v);
     }
 }
 
@@ -347,8 +356,8 @@ extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
 }
 
 // ===========================================================================
-// gc_linear_mse_f32(loss, grad, pred, x, w, b, target, m, n, k, config,
-//                   grad_scale, workspace)
+// gc_linear_mse_f32(grad, pred, partials, x, w, b, target, m, n, k, config,
+//                   grad_scale)
 //
 // The first launch of a training step of a linear layer with the summed
 // squared error: the forward pass of gc_linear_small_f32 (n x k layout, no
@@ -356,14 +365,12 @@ extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
 // epilogue instead of the store. For each output p = y[i, j]:
 //   d = p - target[i, j],  grad[i, j] = d * (2 * grad_scale),
 //   pred[i, j] = p when pred is not null,
-// bitwise what gc_mse_f32 computes from y. Each thread adds d * d (fmaf) of
-// its outputs in the order it produces them; gc_block_sum, then gc_grid_sum
-// over the blocks (block index by * gridDim.x + bx) add those in a fixed
-// order: loss[0] = sum of d^2, deterministic (but summed in another order
-// than gc_mse_f32, so not bitwise equal to it).
-//
-// workspace: a u32 counter at byte 0, zero before the first launch (every
-// launch leaves it zero), one float per block from byte 16.
+// bitwise what gc_mse_f32 computes from y (each thread loads its targets
+// at the start, with the bias). Each thread adds d * d (fmaf) of its outputs
+// in the order it produces them, gc_block_sum adds those of the block, and
+// thread 0 writes the block's sum to partials[by * gridDim.x + bx]; the
+// second launch (gc_linear_sgd_f32) adds the partial sums in order into the
+// loss, so this launch needs no grid-wide completion step.
 // ===========================================================================
 
 // The loss epilogue of gc_linear_mse_f32.
@@ -372,10 +379,12 @@ struct GcMseOut {
     const float *target;
     u32 n;
     float g2;
-    float sum;  // this thread's d * d, in output order
-    __device__ __forceinline__ void operator()(u32 row, u32 col, float v) {
+    float tv[2];  // the targets of slots 0 and 1
+    float sum;    // this thread's d * d, in output order
+    __device__ __forceinline__ void fetch(int t, u32 row, u32 col) { tv[t] = __ldg(target + row * n + col); }
+    __device__ __forceinline__ void operator()(int t, u32 row, u32 col, float v) {
         const u32 i = row * n + col;
-        const float d = __fsub_rn(v, target[i]);
+        const float d = __fsub_rn(v, tv[t]);
         sum = fmaf(d, d, sum);
         grad[i] = __fmul_rn(d, g2);
         if (pred != nullptr) pred[i] = v;
@@ -383,18 +392,13 @@ struct GcMseOut {
 };
 
 extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
-    gc_linear_mse_f32(float *loss, float *grad, float *pred, const float *x, const float *w, const float *b,
-                      const float *target, u32 m, u32 n, u32 k, u32 config, float grad_scale, void *workspace) {
+    gc_linear_mse_f32(float *grad, float *pred, float *partials, const float *x, const float *w, const float *b,
+                      const float *target, u32 m, u32 n, u32 k, u32 config, float grad_scale) {
     if (m == 0 || n == 0 || k == 0 || ((config >> 4) & 3u) + ((config >> 6) & 3u) > 3 || config >> 8 != 0) return;
-    gc_pdl_trigger();
-    gc_pdl_wait();
-    GcMseOut out{grad, pred, target, n, 2.0f * grad_scale, 0.0f};
+    GcMseOut out{grad, pred, target, n, 2.0f * grad_scale, {0.0f, 0.0f}, 0.0f};
     gc_linear_small_any(out, x, w, b, m, n, k, 0u, config);
-    float total;
-    if (gc_grid_sum(gc_block_sum(out.sum), workspace, blockIdx.y * gridDim.x + blockIdx.x, gridDim.x * gridDim.y,
-                    total) &&
-        threadIdx.x == 0)
-        loss[0] = total;
+    const float s = gc_block_sum(out.sum);
+    if (threadIdx.x == 0) partials[blockIdx.y * gridDim.x + blockIdx.x] = s;
 }
 
 // ===========================================================================
@@ -680,43 +684,6 @@ __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const f
     auto tcol = [&](int j) { return 4 * tx + (j & 3) + (j >> 2) * (BN / 2); };
     const bool vc = (ldc & 3) == 0 && gc_aligned16(cmat);
 
-    // C's old values at acc[i][4 h .. 4 h + 3] (zeros when beta == 0: C is
-    // not read). Each element of C is read and written by one thread only.
-    auto load_old = [&](int i, int h, float (&old)[4]) {
-        const u32 gi = i0 + trow(i), gj = j0 + tcol(4 * h);
-#pragma unroll
-        for (int q = 0; q < 4; ++q) old[q] = 0.0f;
-        if (beta == 0.0f || gi >= m) return;
-        const float *p = cmat + gi * ldc + gj;
-        if (vc && gj + 3 < n) {
-            const float4 v = *reinterpret_cast<const float4 *>(p);
-            old[0] = v.x;
-            old[1] = v.y;
-            old[2] = v.z;
-            old[3] = v.w;
-        } else {
-#pragma unroll
-            for (int q = 0; q < 4; ++q)
-                if (gj + q < n) old[q] = p[q];
-        }
-    };
-    // Small thread tiles (PRE: 16 more registers) load them before the
-    // products, so their latency hides behind the main loop (the SGD step's
-    // epilogue, beta = 1, otherwise waits on them at the end).
-    constexpr bool PRE = TM * TN <= 16;
-    float cold[PRE ? TM : 1][PRE ? TN : 1];
-    if constexpr (PRE) {
-#pragma unroll
-        for (int i = 0; i < TM; ++i)
-#pragma unroll
-            for (int h = 0; h < TN / 4; ++h) {
-                float o[4];
-                load_old(i, h, o);
-#pragma unroll
-                for (int q = 0; q < 4; ++q) cold[i][4 * h + q] = o[q];
-            }
-    }
-
     float acc[TM][TN];
 #pragma unroll
     for (int i = 0; i < TM; ++i)
@@ -768,14 +735,15 @@ __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const f
         for (int h = 0; h < TN / 4; ++h) {
             const u32 gj = j0 + tcol(4 * h);
             float *p = cmat + gi * ldc + gj;
-            float old[4];
-            if constexpr (PRE) {
-#pragma unroll
-                for (int q = 0; q < 4; ++q) old[q] = cold[i][4 * h + q];
-            } else {
-                load_old(i, h, old);
-            }
+            float old[4] = {0.0f, 0.0f, 0.0f, 0.0f};
             if (vc && gj + 3 < n) {
+                if (beta != 0.0f) {
+                    const float4 v = *reinterpret_cast<const float4 *>(p);
+                    old[0] = v.x;
+                    old[1] = v.y;
+                    old[2] = v.z;
+                    old[3] = v.w;
+                }
                 float4 o;
                 o.x = gc_gemm_out(acc[i][4 * h], alpha, beta, old[0], bias, gj, relu);
                 o.y = gc_gemm_out(acc[i][4 * h + 1], alpha, beta, old[1], bias, gj + 1, relu);
@@ -786,6 +754,7 @@ __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const f
 #pragma unroll
                 for (int q = 0; q < 4; ++q) {
                     if (gj + q >= n) break;
+                    if (beta != 0.0f) old[q] = p[q];
                     p[q] = gc_gemm_out(acc[i][4 * h + q], alpha, beta, old[q], bias, gj + q, relu);
                 }
             }
@@ -935,42 +904,55 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
 }
 
 // ===========================================================================
-// gc_linear_sgd_f32(w, b, dy, x, m, n, k, lr, tile, bias_ty)
+// gc_linear_sgd_f32(w, b, dy, x, m, n, k, lr, tile, bias_ty, loss, partials,
+//                   parts)
 //
 // The second launch of a linear layer's training step: the SGD update of
 // its weights and bias from the output gradient dy (m x n) and the input x
 // (m x k), in one launch, without materialising the gradients:
 //   W[j, r] = fmaf(-lr, sum_i dy[i, j] x[i, r], W[j, r])   (W n x k)
 //   b[j]    = fmaf(-lr, sum_i dy[i, j], b[j])             (b may be null)
-// Blocks 0 .. BB - 1 (BB = ceil(n / 32) when b is not null, else 0) update
+// and, when loss is not null, the loss: block 0 adds partials[0 .. parts)
+// (gc_linear_mse_f32's block sums) in a fixed order (thread t takes t,
+// t + 256, ..., then gc_block_sum) into loss[0]. The next LB = ceil(n / 32)
+// blocks (none when b is null) update
 // the bias: block j takes columns 32 j .. 32 j + 31 with gc_column_sum's
 // order for TY = bias_ty (thread t is lane t % 32 of thread row t / 32 of
 // 8), so b is bitwise what gc_bias_sgd_f32 with block (32, bias_ty) gives.
-// Blocks BB .. are the output tiles of gc_gemm_f32 for C = W (m' = n,
+// The blocks after those are the output tiles of gc_gemm_f32 for C = W (m' = n,
 // n' = k, k' = m, A = dy transposed, B = x, alpha = -lr, beta = 1) with block
 // tile `tile`: W is bitwise what gc_gemm_f32 with those arguments (the
 // weight-gradient SGD of gc_op_linear_weight_sgd) gives.
 //
-// Launch: block 256, 1-D grid of BB + ceil(n / T) * ceil(k / T) blocks (T the
-// tile's edge: 128, 64, 32), no dynamic shared memory. W and b must not
-// overlap dy or x.
+// Launch: block 256, 1-D grid of (loss ? 1 : 0) + LB + ceil(n / T) *
+// ceil(k / T) blocks (T the tile's edge: 128, 64, 32), no dynamic shared
+// memory. W, b and loss must not overlap dy, x or partials.
 // ===========================================================================
 
 extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
     gc_linear_sgd_f32(float *w, float *b, const float *dy, const float *x, u32 m, u32 n, u32 k, float lr, u32 tile,
-                      u32 bias_ty) {
+                      u32 bias_ty, float *loss, const float *partials, u32 parts) {
     __shared__ __align__(16) float smem[GC_GEMM_SMEM];
     if (m == 0 || n == 0 || k == 0 || bias_ty == 0 || bias_ty > 32) return;
-    gc_pdl_trigger();
-    gc_pdl_wait();
+    u32 blk = blockIdx.x;
+    if (loss != nullptr) {
+        if (blk == 0) {
+            float s = 0.0f;
+            for (u32 i = threadIdx.x; i < parts; i += blockDim.x) s = __fadd_rn(s, __ldg(partials + i));
+            const float total = gc_block_sum(s);
+            if (threadIdx.x == 0) loss[0] = total;
+            return;
+        }
+        --blk;
+    }
     const u32 bias_blocks = b != nullptr ? (n + 31) / 32 : 0;
-    if (blockIdx.x < bias_blocks) {
-        const u32 c = blockIdx.x * 32 + (threadIdx.x & 31u);
+    if (blk < bias_blocks) {
+        const u32 c = blk * 32 + (threadIdx.x & 31u);
         bool owner;
         const float s = gc_column_sum(dy, m, n, c, threadIdx.x & 31u, threadIdx.x >> 5, GC_GEMM_THREADS / 32, bias_ty,
                                       reinterpret_cast<float (*)[33]>(smem), owner);
         if (owner) b[c] = fmaf(-lr, s, b[c]);
         return;
     }
-    gc_gemm_tile(w, dy, x, nullptr, n, k, m, n, k, k, GC_GEMM_TRANS_A, -lr, 1.0f, tile, smem, blockIdx.x - bias_blocks);
+    gc_gemm_tile(w, dy, x, nullptr, n, k, m, n, k, k, GC_GEMM_TRANS_A, -lr, 1.0f, tile, smem, blk - bias_blocks);
 }

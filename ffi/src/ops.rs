@@ -902,9 +902,9 @@ pub extern "C" fn gc_op_linear_mse_step_workspace_bytes(
 /// (pred - target).pow(2).sum()), dY = 2 * grad_scale * (pred - target)
 /// (grad_scale 1 for the summed loss, 1 / (rows * outputs) for the mean),
 /// then W -= lr * dY^T * x and b -= lr * (column sums of dY), in place. The
-/// first launch is the forward pass with the loss and dY in its epilogue,
-/// the second the weight and bias update; more than 256 rows take three
-/// (GEMM, loss, update). W and b come out bitwise equal to gc_op_linear,
+/// first launch is the forward pass with dY and the loss's per-block sums
+/// in its epilogue, the second the weight and bias update and the loss's
+/// final sum; more than 256 rows take three (GEMM, loss, update). W and b come out bitwise equal to gc_op_linear,
 /// gc_op_mse, gc_op_linear_weight_sgd and gc_op_bias_sgd run one after the
 /// other (on the same device); the loss is summed in another fixed order
 /// (equal up to rounding). Deterministic: no float atomics, the same bits

@@ -1341,10 +1341,11 @@ impl LinearMseStep {
     }
 }
 
-/// Bytes of workspace [`linear_mse_step`] needs: the loss's counter and
-/// per-block sums, then the gradient `dY` (`rows x outputs` floats). The
-/// first 4 bytes must be zero before the workspace's first use (every step
-/// leaves them zero).
+/// Bytes of workspace [`linear_mse_step`] needs: the loss's per-block sums
+/// (after a 16-byte counter), then the gradient `dY` (`rows x outputs`
+/// floats). The first 4 bytes must be zero before the workspace's first use
+/// (the counter of the MSE kernel that more than [`SMALL_BATCH_MAX_M`] rows
+/// take; every step leaves them zero).
 pub fn linear_mse_step_workspace_bytes(rows: u32, inputs: u32, outputs: u32, sms: u32) -> u64 {
     let step = LinearMseStep {
         w: 0,
@@ -1364,7 +1365,9 @@ pub fn linear_mse_step_workspace_bytes(rows: u32, inputs: u32, outputs: u32, sms
 /// The SGD update of a linear layer (`gc_linear_sgd_f32`): `W -= lr * dy^T . x`
 /// (W `n x k`, dy `m x n`, x `m x k`) and `b -= lr * colsum(dy)` (b may be
 /// 0): bitwise [`linear_weight_sgd`] and [`bias_sgd`] with the same sizes
-/// and `sms`, in one launch. Sizes and pointers are the caller's to check.
+/// and `sms`, in one launch; with `loss = (address, partials, parts)`, also
+/// the loss from the forward's per-block sums. Sizes and pointers are the
+/// caller's to check.
 #[allow(clippy::too_many_arguments)]
 fn linear_sgd(
     w: u64,
@@ -1375,12 +1378,15 @@ fn linear_sgd(
     n: u32,
     k: u32,
     lr: f32,
+    loss: Option<(u64, u64, u32)>,
     sms: u32,
 ) -> Result<Call, SizeError> {
     let tile = gemm_tile(n, k, m, sms);
     let t = GEMM_TILES[tile as usize] as u64;
     let bias_blocks = if b != 0 { ceil_div(n as u64, 32) } else { 0 };
-    let blocks = bias_blocks + ceil_div(n as u64, t) * ceil_div(k as u64, t);
+    let blocks =
+        loss.is_some() as u64 + bias_blocks + ceil_div(n as u64, t) * ceil_div(k as u64, t);
+    let (loss, partials, parts) = loss.unwrap_or((0, 0, 0));
     if blocks > MAX_GRID_X {
         return Err(SizeError::GridTooLarge { blocks });
     }
@@ -1397,6 +1403,9 @@ fn linear_sgd(
             lr,
             tile,
             bias_ty,
+            loss,
+            partials,
+            parts,
         },
         [blocks as u32, 1, 1],
         [256, 1, 1],
@@ -1406,8 +1415,9 @@ fn linear_sgd(
 
 /// One training step of a linear layer ([`LinearMseStep`] says what it
 /// computes) in two launches for up to [`SMALL_BATCH_MAX_M`] rows: the
-/// forward pass with the loss and `dY` in its epilogue (`gc_linear_mse_f32`),
-/// then the weight and bias update (`gc_linear_sgd_f32`). More rows take
+/// forward pass with `dY` and the loss's per-block sums in its epilogue
+/// (`gc_linear_mse_f32`), then the weight and bias update with the loss's
+/// final sum (`gc_linear_sgd_f32`). More rows take
 /// three: the tiled GEMM, the MSE kernel, the update. `workspace` holds at
 /// least [`linear_mse_step_workspace_bytes`] bytes (the loss's partial sums,
 /// then `dY`), its first 4 bytes zero before its first use; it must not be
@@ -1463,11 +1473,12 @@ pub fn linear_mse_step(
     if m <= SMALL_BATCH_MAX_M {
         let config = step.forward_config(sms);
         let [gx, gy] = config.grid(m, n);
+        let partials = sums + 16;
         calls.push(Call::new(
             args::LinearMse {
-                loss,
                 grad,
                 pred: 0,
+                partials,
                 x,
                 w,
                 b,
@@ -1477,12 +1488,13 @@ pub fn linear_mse_step(
                 k,
                 config: config.packed(),
                 grad_scale,
-                workspace: sums,
             },
             [gx, gy, 1],
             [256, 1, 1],
             0,
         ));
+        let sums = Some((loss, partials, gx * gy));
+        calls.push(linear_sgd(w, b, grad, x, m, n, k, lr, sums, sms)?);
     } else {
         let len = m as u64 * n as u64;
         calls.push(linear(grad, x, w, b, m, n, k, false, sms)?);
@@ -1497,8 +1509,8 @@ pub fn linear_mse_step(
             grad - sums,
             sms,
         )?);
+        calls.push(linear_sgd(w, b, grad, x, m, n, k, lr, None, sms)?);
     }
-    calls.push(linear_sgd(w, b, grad, x, m, n, k, lr, sms)?);
     Ok(calls)
 }
 
@@ -2180,7 +2192,10 @@ mod tests {
         assert_eq!((fwd.grid, fwd.block), (plain.grid, plain.block));
         assert_eq!(u32_arg(fwd, "config"), u32_arg(&plain, "config"));
         let blocks = (fwd.grid[0] * fwd.grid[1]) as u64;
-        assert_eq!(arg(fwd, "workspace"), Value::Ptr(WS));
+        assert_eq!(arg(fwd, "partials"), Value::Ptr(WS + 16));
+        assert_eq!(arg(upd, "partials"), Value::Ptr(WS + 16));
+        assert_eq!(u32_arg(upd, "parts") as u64, blocks);
+        assert_eq!(arg(upd, "loss"), Value::Ptr(6 << 44));
         let grad = WS + (16 + 4 * blocks).next_multiple_of(256);
         assert_eq!(arg(fwd, "grad"), Value::Ptr(grad));
         assert_eq!(need, grad - WS + 64 * 1024 * 4);
@@ -2189,12 +2204,12 @@ mod tests {
         let bsgd = bias_sgd(B, grad, 64, 1024, 1e-3, SMS).unwrap();
         assert_eq!(u32_arg(upd, "tile"), u32_arg(&wsgd, "tile"));
         assert_eq!(u32_arg(upd, "bias_ty"), bsgd.block[1]);
-        assert_eq!(upd.grid[0], wsgd.grid[0] + bsgd.grid[0]);
+        assert_eq!(upd.grid[0], 1 + wsgd.grid[0] + bsgd.grid[0]);
         assert_eq!(arg(upd, "dy"), Value::Ptr(grad));
         // No bias: no bias blocks.
         let nb = LinearMseStep { b: 0, ..s };
         let upd = &linear_mse_step(&nb, WS, need, SMS).unwrap()[1];
-        assert_eq!(upd.grid[0], wsgd.grid[0]);
+        assert_eq!(upd.grid[0], 1 + wsgd.grid[0]);
     }
 
     #[test]
@@ -2207,6 +2222,11 @@ mod tests {
         let grad = WS + mse_workspace_bytes(300 * 32, SMS).next_multiple_of(256);
         assert_eq!(arg(&calls[1], "grad"), Value::Ptr(grad));
         assert_eq!(arg(&calls[1], "pred"), Value::Ptr(grad));
+        assert_eq!(
+            arg(&calls[2], "loss"),
+            Value::Ptr(0),
+            "the MSE kernel wrote the loss"
+        );
     }
 
     #[test]

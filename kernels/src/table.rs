@@ -320,25 +320,27 @@ the first launch (left zero by every launch). act: the L - 1 intermediates, one 
 each rows * d floats rounded up to a multiple of 64. Launch: cooperative, block 256, any 1-D grid \
 that is resident at once (at most 2 blocks per SM). y must not overlap any input or act.";
     LinearMse = gc_linear_mse_f32 in LINEAR (
-        loss: Ptr, grad: Ptr, pred: Ptr, x: Ptr, w: Ptr, b: Ptr, target: Ptr,
-        m: U32, n: U32, k: U32, config: U32, grad_scale: F32, workspace: Ptr,
+        grad: Ptr, pred: Ptr, partials: Ptr, x: Ptr, w: Ptr, b: Ptr, target: Ptr,
+        m: U32, n: U32, k: U32, config: U32, grad_scale: F32,
     ),
         doc: "Training step, launch 1 (linear layer + summed squared error): the forward pass of \
 gc_linear_small_f32 (w n x k, no ReLU, same config and launch shape, bitwise its outputs p) with a \
 loss epilogue: d = p - target[i, j], grad[i, j] = d * (2 * grad_scale) (bitwise gc_mse_f32's \
-gradient), pred[i, j] = p when pred is not null, loss[0] = sum of d^2 in a fixed order \
-(deterministic; per-block sums added by the last block to finish). workspace: a u32 counter at \
-byte 0, zero before the first launch and left zero, then one float per block from byte 16. \
+gradient), pred[i, j] = p when pred is not null, and each block's sum of d^2 (fixed order) in \
+partials[blockIdx.y * gridDim.x + blockIdx.x], which gc_linear_sgd_f32 adds into the loss. \
 Outputs must not overlap the inputs.";
     LinearSgd = gc_linear_sgd_f32 in LINEAR (
         w: Ptr, b: Ptr, dy: Ptr, x: Ptr, m: U32, n: U32, k: U32, lr: F32, tile: U32, bias_ty: U32,
+        loss: Ptr, partials: Ptr, parts: U32,
     ),
         doc: "Training step, launch 2 (SGD of a linear layer): W (n x k) = fmaf(-lr, dy^T . x, W) and \
-b[j] = fmaf(-lr, sum_i dy[i, j], b[j]) (b may be null) for dy m x n, x m x k, in one launch. The \
-first ceil(n / 32) blocks (none when b is null) update b, bitwise gc_bias_sgd_f32 with block \
-(32, bias_ty); the others are the output tiles of gc_gemm_f32 with tile `tile` (the fused \
-weight-gradient SGD, bitwise). Launch: block 256, grid ceil(n / 32) + ceil(n / T) * ceil(k / T) \
-with T = 128, 64, 32 for tile 0, 1, 2; no dynamic shared memory. w and b must not overlap dy or x.";
+b[j] = fmaf(-lr, sum_i dy[i, j], b[j]) (b may be null) for dy m x n, x m x k, in one launch; when \
+loss is not null, block 0 writes loss[0] = the sum of partials[0 .. parts) in a fixed order \
+(gc_linear_mse_f32's block sums). The next ceil(n / 32) blocks (none when b is null) update b, \
+bitwise gc_bias_sgd_f32 with block (32, bias_ty); the others are the output tiles of gc_gemm_f32 \
+with tile `tile` (the fused weight-gradient SGD, bitwise). Launch: block 256, grid (loss ? 1 : 0) \
++ ceil(n / 32) + ceil(n / T) * ceil(k / T) with T = 128, 64, 32 for tile 0, 1, 2; no dynamic \
+shared memory. w, b and loss must not overlap dy, x or partials.";
     // ----------------------------------------------------------------- reduce
     BiasGrad = gc_bias_grad_f32 in REDUCE (db: Ptr, dy: Ptr, rows: U32, cols: U32),
         doc: "db[c] = sum over r of dy[r, c] (dy row-major rows x cols), summed in a fixed order \
