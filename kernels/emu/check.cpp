@@ -490,6 +490,93 @@ static void check_train_step() {
         }
 }
 
+// The 2-layer MLP step (one block: the grid barrier needs every block
+// resident, which the emulator's sequential blocks are not) against float64.
+static void check_mlp2_step() {
+    const unsigned shapes[][4] = {{5, 12, 9, 6}, {17, 33, 20, 8}, {3, 8, 16, 4}};
+    int trial = 0;
+    for (auto &sh : shapes)
+        for (unsigned tiles : {0u | 0u << 2 | 0u << 4, 2u | 1u << 2 | 1u << 4, 3u | 3u << 2 | 2u << 4, 1u | 2u << 2 | 0u << 4}) {
+            ++trial;
+            const unsigned m = sh[0], k0 = sh[1], k1 = sh[2], k2 = sh[3];
+            Buf x(m * k0), w1(k1 * k0), b1(k1), w2(k2 * k1), b2(k2), t(m * k2), h(m * k1), dp(m * k2), dh(m * k1),
+                parts(1), bar(4, 0, 0.0f), loss(1);
+            x.random();
+            w1.random(-0.5f, 0.5f);
+            b1.random(-0.5f, 0.5f);
+            w2.random(-0.5f, 0.5f);
+            b2.random(-0.5f, 0.5f);
+            t.random();
+            std::vector<float> W1(w1.p, w1.p + k1 * k0), B1(b1.p, b1.p + k1), W2(w2.p, w2.p + k2 * k1), B2(b2.p, b2.p + k2);
+            const float gs = 0.5f, lr = 0.01f;
+            emu::launch(gc_mlp2_mse_f32, g1(1), g1(256), (const float *)x.p, (const float *)w1.p, (const float *)b1.p,
+                        (const float *)w2.p, (const float *)b2.p, (const float *)t.p, h.p, dp.p, dh.p, parts.p,
+                        (u32 *)bar.p, k0 | k1 << 16, k2 | m << 16, tiles, gs);
+            const unsigned ty = 4;
+            const u32 cfg = 1u | 2u << 2 | ty << 4 | 1u << 16;
+            // Layer 1: GEMM tile 1 (64 x 64), layer 2: tile 2 (32 x 32); loss block first.
+            const unsigned nb = 1 + (k2 + 31) / 32 + ((k2 + 31) / 32) * ((k1 + 31) / 32) + (k1 + 31) / 32 +
+                                ((k1 + 63) / 64) * ((k0 + 63) / 64);
+            emu::launch(gc_mlp2_sgd_f32, g1(nb), g1(256), w1.p, b1.p, w2.p, b2.p, (const float *)x.p, (const float *)h.p,
+                        (const float *)dp.p, (const float *)dh.p, loss.p, (const float *)parts.p, k0 | k1 << 16,
+                        k2 | m << 16, lr, cfg);
+            // float64 reference
+            std::vector<double> H(m * k1), DP(m * k2), DH(m * k1, 0.0);
+            double L = 0;
+            bool ok = true;
+            for (unsigned i = 0; i < m; ++i)
+                for (unsigned j = 0; j < k1; ++j) {
+                    double v = B1[j];
+                    for (unsigned r = 0; r < k0; ++r) v += (double)x[i * k0 + r] * W1[j * k0 + r];
+                    H[i * k1 + j] = v > 0 ? v : 0;
+                    ok &= std::fabs(h[i * k1 + j] - H[i * k1 + j]) <= 1e-5;
+                }
+            for (unsigned i = 0; i < m; ++i)
+                for (unsigned j = 0; j < k2; ++j) {
+                    double v = B2[j];
+                    for (unsigned r = 0; r < k1; ++r) v += H[i * k1 + r] * W2[j * k1 + r];
+                    const double d = v - t[i * k2 + j];
+                    L += d * d;
+                    DP[i * k2 + j] = 2.0 * gs * d;
+                    ok &= std::fabs(dp[i * k2 + j] - DP[i * k2 + j]) <= 1e-5;
+                }
+            for (unsigned i = 0; i < m; ++i)
+                for (unsigned r = 0; r < k1; ++r) {
+                    double v = 0;
+                    for (unsigned j = 0; j < k2; ++j) v += DP[i * k2 + j] * W2[j * k1 + r];
+                    DH[i * k1 + r] = H[i * k1 + r] > 0 ? v : 0;
+                    ok &= std::fabs(dh[i * k1 + r] - DH[i * k1 + r]) <= 1e-5;
+                }
+            CHECK(ok, "mlp2 step trial %d (%ux%ux%ux%u tiles %#x): h, dp or dh off", trial, m, k0, k1, k2, tiles);
+            CHECK(std::fabs(loss[0] - L) <= 1e-5 * L + 1e-6, "mlp2 loss trial %d: %.9g vs %.9g", trial, loss[0], L);
+            ok = true;
+            for (unsigned j = 0; j < k2; ++j) {
+                double gb = 0;
+                for (unsigned i = 0; i < m; ++i) gb += DP[i * k2 + j];
+                ok &= std::fabs(b2[j] - (B2[j] - lr * gb)) <= 1e-6;
+                for (unsigned r = 0; r < k1; ++r) {
+                    double g = 0;
+                    for (unsigned i = 0; i < m; ++i) g += DP[i * k2 + j] * H[i * k1 + r];
+                    ok &= std::fabs(w2[j * k1 + r] - (W2[j * k1 + r] - lr * g)) <= 1e-6;
+                }
+            }
+            for (unsigned j = 0; j < k1; ++j) {
+                double gb = 0;
+                for (unsigned i = 0; i < m; ++i) gb += DH[i * k1 + j];
+                ok &= std::fabs(b1[j] - (B1[j] - lr * gb)) <= 1e-6;
+                for (unsigned r = 0; r < k0; ++r) {
+                    double g = 0;
+                    for (unsigned i = 0; i < m; ++i) g += DH[i * k1 + j] * x[i * k0 + r];
+                    ok &= std::fabs(w1[j * k0 + r] - (W1[j * k0 + r] - lr * g)) <= 1e-6;
+                }
+            }
+            unsigned counter;
+            std::memcpy(&counter, bar.p, 4);
+            CHECK(ok && counter == 0, "mlp2 update trial %d (%ux%ux%ux%u): parameters off (counter %u)", trial, m, k0, k1,
+                  k2, counter);
+        }
+}
+
 int main(int argc, char **argv) {
     const std::string only = argc > 1 ? argv[1] : "";
     auto run = [&](const char *name, void (*f)()) {
@@ -508,6 +595,7 @@ int main(int argc, char **argv) {
     run("gemm", check_gemm);
     run("weight_sgd", check_weight_sgd_bitwise);
     run("train_step", check_train_step);
+    run("mlp2_step", check_mlp2_step);
     std::printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }

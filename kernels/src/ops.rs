@@ -1060,12 +1060,18 @@ fn mlp_region(workspace: u64, rows: u32, layers: &[MlpLayer], l: usize) -> u64 {
 /// run by `warps` warps: the largest tile that fits the rows and still
 /// gives every other warp a tile, else 1 x 1 (the most tiles).
 fn mlp_tile(rows: u32, outputs: u32, warps: u64) -> usize {
-    (1..MLP_TILES.len())
+    warp_tile(rows, outputs, warps, &MLP_TILES)
+}
+
+/// The largest of `tiles` (ascending, rows x columns) that fits the rows
+/// and gives every other of `warps` warps a tile, else the first: its index.
+fn warp_tile(rows: u32, outputs: u32, warps: u64, tiles: &[(u32, u32)]) -> usize {
+    (1..tiles.len())
         .rev()
         .find(|&t| {
-            let (r, c) = MLP_TILES[t];
-            let tiles = ceil_div(rows as u64, r as u64) * ceil_div(outputs as u64, c as u64);
-            rows >= r - 1 && tiles * 2 >= warps
+            let (r, c) = tiles[t];
+            let count = ceil_div(rows as u64, r as u64) * ceil_div(outputs as u64, c as u64);
+            rows >= r - 1 && count * 2 >= warps
         })
         .unwrap_or(0)
 }
@@ -1512,6 +1518,205 @@ pub fn linear_mse_step(
         calls.push(linear_sgd(w, b, grad, x, m, n, k, lr, None, sms)?);
     }
     Ok(calls)
+}
+
+// ---------------------------------------------------------------------------
+// Training step of a 2-layer MLP (ReLU hidden layer, summed squared error, SGD)
+
+/// One training step of a 2-layer MLP for [`mlp2_mse_step`]:
+/// `h = relu(x . W1^T + b1)`, `p = h . W2^T + b2`, `loss[0] = sum (p -
+/// target)^2`, then the gradients (`dP = 2 * grad_scale * (p - target)`,
+/// `dH = (dP . W2) * (h > 0)`) and the SGD update of W1, b1, W2, b2 (all
+/// row-major f32, W as PyTorch stores it; b1, b2 may be 0).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Mlp2MseStep {
+    /// Device address of W1 (`hidden x inputs`, updated in place).
+    pub w1: u64,
+    /// Device address of b1 (`hidden`), or 0.
+    pub b1: u64,
+    /// Device address of W2 (`outputs x hidden`, updated in place).
+    pub w2: u64,
+    /// Device address of b2 (`outputs`), or 0.
+    pub b2: u64,
+    /// Device address of x (`rows x inputs`).
+    pub x: u64,
+    /// Device address of the target (`rows x outputs`).
+    pub target: u64,
+    /// Device address of the loss (one float, written).
+    pub loss: u64,
+    /// Rows of the batch.
+    pub rows: u32,
+    /// Input width.
+    pub inputs: u32,
+    /// Hidden width.
+    pub hidden: u32,
+    /// Output width.
+    pub outputs: u32,
+    /// The gradient's scale (1 for the summed loss).
+    pub grad_scale: f32,
+    /// The learning rate.
+    pub lr: f32,
+}
+
+/// Warp tiles of the input gradient in `gc_mlp2_mse_f32` (W read `k x n`).
+const KN_TILES: [(u32, u32); 3] = [(1, 4), (4, 4), (8, 4)];
+
+/// Where a [`mlp2_mse_step`] workspace holds what: (bar, partials, h, dP, dH)
+/// offsets and the total bytes.
+fn mlp2_layout(rows: u32, hidden: u32, outputs: u32, sms: u32) -> ([u64; 5], u64) {
+    let a = |bytes: u64| bytes.next_multiple_of(MLP_ALIGN);
+    let parts = a(F32 * sms.max(1) as u64 * MLP_BLOCKS_PER_SM as u64);
+    let (h, p) = (
+        a(rows as u64 * hidden as u64 * F32),
+        a(rows as u64 * outputs as u64 * F32),
+    );
+    let bar = 0;
+    let partials = MLP_BARRIER_BYTES;
+    let hd = partials + parts;
+    let dp = hd + h;
+    let dh = dp + p;
+    ([bar, partials, hd, dp, dh], dh + h)
+}
+
+/// Bytes of workspace [`mlp2_mse_step`] needs: a grid barrier (256 bytes, the
+/// first 4 zero before the first use; every step leaves them zero), the
+/// loss's per-block sums, h, dP and dH (each 256-byte aligned).
+pub fn mlp2_mse_step_workspace_bytes(rows: u32, hidden: u32, outputs: u32, sms: u32) -> u64 {
+    mlp2_layout(rows, hidden, outputs, sms).1
+}
+
+/// One training step of a 2-layer MLP ([`Mlp2MseStep`] says what it
+/// computes) in two launches: a cooperative `gc_mlp2_mse_f32` (the forward
+/// pass, the loss's per-block sums, dP and dH, a grid barrier between the
+/// phases) and `gc_mlp2_sgd_f32` (the loss, then both layers' updates, as
+/// [`linear_mse_step`]'s update does one layer's). Widths and rows must be
+/// below 2^16. `workspace` holds at least [`mlp2_mse_step_workspace_bytes`]
+/// bytes, its first 4 bytes zero before its first use; it must not be
+/// shared with a concurrent step. Deterministic: the same sizes and `sms`
+/// give the same bits.
+pub fn mlp2_mse_step(
+    step: &Mlp2MseStep,
+    workspace: u64,
+    workspace_bytes: u64,
+    sms: u32,
+) -> Result<Vec<Call>, SizeError> {
+    positive_sms(sms)?;
+    let &Mlp2MseStep {
+        w1,
+        b1,
+        w2,
+        b2,
+        x,
+        target,
+        loss,
+        rows: m,
+        inputs: k0,
+        hidden: k1,
+        outputs: k2,
+        grad_scale,
+        lr,
+    } = step;
+    linear_sizes(m, k1, k0)?;
+    linear_sizes(m, k2, k1)?;
+    for (arg, v) in [("rows", m), ("inputs", k0), ("hidden", k1), ("outputs", k2)] {
+        if v > u16::MAX as u32 {
+            return Err(SizeError::TooLarge {
+                arg,
+                value: v as u64,
+                max: u16::MAX as u64,
+            });
+        }
+    }
+    let ([bar, partials, h, dp, dh], need) = mlp2_layout(m, k1, k2, sms);
+    if workspace_bytes < need {
+        return Err(SizeError::WorkspaceTooSmall {
+            bytes: workspace_bytes,
+            needed: need,
+        });
+    }
+    let f = |n: u32, k: u32| n as u64 * k as u64 * F32;
+    let outputs = [
+        buf("w1", w1, f(k1, k0))?,
+        opt_buf("b1", b1, k1 as u64 * F32)?,
+        buf("w2", w2, f(k2, k1))?,
+        opt_buf("b2", b2, k2 as u64 * F32)?,
+        buf("loss", loss, F32)?,
+        buf("workspace", workspace, need)?,
+    ];
+    let inputs = [buf("x", x, f(m, k0))?, buf("target", target, f(m, k2))?];
+    for (i, &o) in outputs.iter().enumerate() {
+        for &other in outputs[i + 1..].iter().chain(&inputs) {
+            apart(o, other, false)?;
+        }
+    }
+    let max_blocks = sms as u64 * MLP_BLOCKS_PER_SM as u64;
+    let warps = max_blocks * 8;
+    let (ta, tb) = (mlp_tile(m, k1, warps), mlp_tile(m, k2, warps));
+    let tc = warp_tile(m, k1, warps, &KN_TILES);
+    let count =
+        |(r, c): (u32, u32), n: u32| ceil_div(m as u64, r as u64) * ceil_div(n as u64, c as u64);
+    let most = count(MLP_TILES[ta], k1)
+        .max(count(MLP_TILES[tb], k2))
+        .max(count(KN_TILES[tc], k1));
+    let grid = ceil_div(most, 8).min(max_blocks) as u32;
+    let (d01, d2m) = (k0 | k1 << 16, k2 | m << 16);
+    let ws = |o: u64| workspace + o;
+    let forward = Call::new(
+        args::Mlp2Mse {
+            x,
+            w1,
+            b1,
+            w2,
+            b2,
+            target,
+            h: ws(h),
+            dp: ws(dp),
+            dh: ws(dh),
+            partials: ws(partials),
+            bar: ws(bar),
+            d01,
+            d2m,
+            tiles: ta as u32 | (tb as u32) << 2 | (tc as u32) << 4,
+            grad_scale,
+        },
+        [grid, 1, 1],
+        [BLOCK, 1, 1],
+        0,
+    )
+    .cooperatively();
+    let (tile1, tile2) = (gemm_tile(k1, k0, m, sms), gemm_tile(k2, k1, m, sms));
+    let layer_blocks = |b: u64, n: u32, k: u32, tile: u32| {
+        let t = GEMM_TILES[tile as usize] as u64;
+        (if b != 0 { ceil_div(n as u64, 32) } else { 0 })
+            + ceil_div(n as u64, t) * ceil_div(k as u64, t)
+    };
+    let blocks = 1 + layer_blocks(b1, k1, k0, tile1) + layer_blocks(b2, k2, k1, tile2);
+    if blocks > MAX_GRID_X {
+        return Err(SizeError::GridTooLarge { blocks });
+    }
+    let ty = ceil_div(m as u64, 4).next_power_of_two().min(32) as u32;
+    let update = Call::new(
+        args::Mlp2Sgd {
+            w1,
+            b1,
+            w2,
+            b2,
+            x,
+            h: ws(h),
+            dp: ws(dp),
+            dh: ws(dh),
+            loss,
+            partials: ws(partials),
+            d01,
+            d2m,
+            lr,
+            cfg: tile1 | tile2 << 2 | ty << 4 | grid << 16,
+        },
+        [blocks as u32, 1, 1],
+        [256, 1, 1],
+        0,
+    );
+    Ok(vec![forward, update])
 }
 
 #[cfg(test)]
@@ -2261,5 +2466,70 @@ mod tests {
         );
         err(linear_mse_step(&s, WS, need, 0), "multiprocessor");
         assert!(linear_mse_step(&LinearMseStep { b: 0, ..s }, WS, need, SMS).is_ok());
+    }
+
+    #[test]
+    fn mlp2_mse_step_is_a_cooperative_launch_and_an_update() {
+        let s = Mlp2MseStep {
+            w1: A,
+            b1: B,
+            w2: C,
+            b2: D,
+            x: 6 << 44,
+            target: 7 << 44,
+            loss: 8 << 44,
+            rows: 64,
+            inputs: 1024,
+            hidden: 512,
+            outputs: 10,
+            grad_scale: 1.0,
+            lr: 1e-3,
+        };
+        let need = mlp2_mse_step_workspace_bytes(64, 512, 10, SMS);
+        let calls = mlp2_mse_step(&s, WS, need, SMS).unwrap();
+        assert_eq!(calls.len(), 2);
+        let (fwd, upd) = (&calls[0], &calls[1]);
+        assert!(fwd.cooperative && fwd.kernel == Kernel::Mlp2Mse);
+        assert!(!upd.cooperative && upd.kernel == Kernel::Mlp2Sgd);
+        assert!(fwd.grid[0] >= 1 && fwd.grid[0] <= SMS);
+        assert_eq!(
+            u32_arg(upd, "cfg") >> 16,
+            fwd.grid[0],
+            "parts = forward blocks"
+        );
+        assert_eq!(arg(fwd, "bar"), Value::Ptr(WS));
+        assert_eq!(arg(fwd, "h"), arg(upd, "h"));
+        assert_eq!(arg(fwd, "dh"), arg(upd, "dh"));
+        // The workspace holds h, dP and dH after the barrier and the sums.
+        let Value::Ptr(dh) = arg(fwd, "dh") else {
+            panic!()
+        };
+        assert_eq!(dh + 64 * 512 * 4, WS + need);
+        err(mlp2_mse_step(&s, WS, need - 1, SMS), "workspace");
+        err(
+            mlp2_mse_step(
+                &Mlp2MseStep {
+                    hidden: 1 << 16,
+                    ..s
+                },
+                WS,
+                u64::MAX >> 8,
+                SMS,
+            ),
+            "hidden",
+        );
+        err(
+            mlp2_mse_step(&Mlp2MseStep { loss: WS + 8, ..s }, WS, need, SMS),
+            "overlap",
+        );
+        err(
+            mlp2_mse_step(&Mlp2MseStep { w2: A, ..s }, WS, need, SMS),
+            "overlap",
+        );
+        err(
+            mlp2_mse_step(&Mlp2MseStep { x: 0, ..s }, WS, need, SMS),
+            "x",
+        );
+        assert!(mlp2_mse_step(&Mlp2MseStep { b1: 0, b2: 0, ..s }, WS, need, SMS).is_ok());
     }
 }

@@ -305,3 +305,197 @@ fn linear_mse_step_is_two_nodes_and_replays_bitwise() {
         );
     }
 }
+
+/// A 2-layer MLP step's float64 reference from host parameters: (W1', b1',
+/// W2', b2', loss).
+#[allow(clippy::type_complexity)]
+fn mlp2_reference(
+    dims: (usize, usize, usize, usize),
+    p: &[Vec<f32>; 4],
+    x: &[f32],
+    t: &[f32],
+) -> ([Vec<f64>; 4], f64) {
+    let (m, k0, k1, k2) = dims;
+    let [w1, b1, w2, b2] = p;
+    let mut h = vec![0f64; m * k1];
+    for i in 0..m {
+        for j in 0..k1 {
+            let v: f64 = b1[j] as f64
+                + (0..k0)
+                    .map(|r| x[i * k0 + r] as f64 * w1[j * k0 + r] as f64)
+                    .sum::<f64>();
+            h[i * k1 + j] = v.max(0.0);
+        }
+    }
+    let (mut dp, mut loss) = (vec![0f64; m * k2], 0f64);
+    for i in 0..m {
+        for j in 0..k2 {
+            let v: f64 = b2[j] as f64
+                + (0..k1)
+                    .map(|r| h[i * k1 + r] * w2[j * k1 + r] as f64)
+                    .sum::<f64>();
+            let d = v - t[i * k2 + j] as f64;
+            loss += d * d;
+            dp[i * k2 + j] = 2.0 * d;
+        }
+    }
+    let mut dh = vec![0f64; m * k1];
+    for i in 0..m {
+        for r in 0..k1 {
+            if h[i * k1 + r] > 0.0 {
+                dh[i * k1 + r] = (0..k2)
+                    .map(|j| dp[i * k2 + j] * w2[j * k1 + r] as f64)
+                    .sum();
+            }
+        }
+    }
+    let lr = LR as f64;
+    let update = |w: &[f32],
+                  b: &[f32],
+                  dy: &[f64],
+                  input: &dyn Fn(usize, usize) -> f64,
+                  n: usize,
+                  k: usize| {
+        let nw = (0..n * k)
+            .map(|e| {
+                let (j, r) = (e / k, e % k);
+                w[e] as f64 - lr * (0..m).map(|i| dy[i * n + j] * input(i, r)).sum::<f64>()
+            })
+            .collect();
+        let nb = (0..n)
+            .map(|j| b[j] as f64 - lr * (0..m).map(|i| dy[i * n + j]).sum::<f64>())
+            .collect();
+        (nw, nb)
+    };
+    let (nw2, nb2) = update(w2, b2, &dp, &|i, r| h[i * k1 + r], k2, k1);
+    let (nw1, nb1) = update(w1, b1, &dh, &|i, r| x[i * k0 + r] as f64, k1, k0);
+    ([nw1, nb1, nw2, nb2], loss)
+}
+
+/// One 2-layer MLP on the device: parameters (w1, b1, w2, b2), loss, workspace.
+struct Mlp2Params {
+    p: [u64; 4],
+    loss: u64,
+    ws: u64,
+    ws_bytes: u64,
+}
+
+fn mlp2_params(l: &Layer, host: &[Vec<f32>; 4], dims: (usize, usize, usize, usize)) -> Mlp2Params {
+    let put = |v: &[f32]| {
+        let d = l.p.alloc(v.len() as u64 * 4).unwrap();
+        upload(&l.s, d, v);
+        d
+    };
+    let ws_bytes =
+        ops::mlp2_mse_step_workspace_bytes(dims.0 as u32, dims.2 as u32, dims.3 as u32, l.sms);
+    let ws = l.p.alloc(ws_bytes).unwrap();
+    // SAFETY: a live allocation of ws_bytes bytes of this test.
+    unsafe { graphcore_core::set_async(&l.s, ws, 0, ws_bytes as usize) }.unwrap();
+    Mlp2Params {
+        p: [put(&host[0]), put(&host[1]), put(&host[2]), put(&host[3])],
+        loss: l.p.alloc(4).unwrap(),
+        ws,
+        ws_bytes,
+    }
+}
+
+fn mlp2_step(l: &Layer, q: &Mlp2Params, dims: (usize, usize, usize, usize)) {
+    let step = ops::Mlp2MseStep {
+        w1: q.p[0],
+        b1: q.p[1],
+        w2: q.p[2],
+        b2: q.p[3],
+        x: l.xd,
+        target: l.td,
+        loss: q.loss,
+        rows: dims.0 as u32,
+        inputs: dims.1 as u32,
+        hidden: dims.2 as u32,
+        outputs: dims.3 as u32,
+        grad_scale: 1.0,
+        lr: LR,
+    };
+    l.run(ops::mlp2_mse_step(&step, q.ws, q.ws_bytes, l.sms));
+}
+
+fn mlp2_state(
+    l: &Layer,
+    q: &Mlp2Params,
+    dims: (usize, usize, usize, usize),
+) -> (Vec<Vec<f32>>, f32) {
+    let (_, k0, k1, k2) = dims;
+    let lens = [k1 * k0, k1, k2 * k1, k2];
+    let p = (0..4).map(|i| download(&l.s, q.p[i], lens[i])).collect();
+    (p, download(&l.s, q.loss, 1)[0])
+}
+
+/// Host parameters of a 2-layer MLP (PyTorch-like scales).
+fn mlp2_host(seed: u64, k0: usize, k1: usize, k2: usize) -> [Vec<f32>; 4] {
+    let scale = |v: Vec<f32>, a: usize| -> Vec<f32> {
+        let s = 1.0 / (a as f32).sqrt();
+        v.into_iter().map(|x| x * s).collect()
+    };
+    [
+        scale(random(seed ^ 11, k1 * k0), k0),
+        scale(random(seed ^ 12, k1), k0),
+        scale(random(seed ^ 13, k2 * k1), k1),
+        scale(random(seed ^ 14, k2), k1),
+    ]
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn mlp2_mse_step_matches_float64() {
+    let seed = seed();
+    for dims in [(64, 1024, 512, 10), (5, 37, 19, 3), (33, 64, 128, 70)] {
+        let (m, k0, k1, k2) = dims;
+        // The Layer supplies x (m x k0) and the target (m x k2).
+        let l = Layer::new(seed ^ m as u64, m, k0, k2, false);
+        let host = mlp2_host(seed, k0, k1, k2);
+        let q = mlp2_params(&l, &host, dims);
+        mlp2_step(&l, &q, dims);
+        let (got, loss) = mlp2_state(&l, &q, dims);
+        let (want, want_loss) = mlp2_reference(dims, &host, &l.x, &l.t);
+        let what = format!("{dims:?} (seed {seed})");
+        assert!(
+            ((loss as f64 - want_loss) / want_loss).abs() <= 1e-5,
+            "{what}: loss {loss} vs float64 {want_loss}"
+        );
+        for (i, name) in ["W1", "b1", "W2", "b2"].iter().enumerate() {
+            let e = update_err(&got[i], &want[i], &host[i]);
+            assert!(e <= 1e-3, "{what}: {name} update rel err {e:e}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn mlp2_mse_step_is_two_nodes_and_replays_bitwise() {
+    let seed = seed();
+    let dims = (64, 1024, 512, 10);
+    let l = Layer::new(seed, dims.0, dims.1, dims.3, false);
+    let host = mlp2_host(seed, dims.1, dims.2, dims.3);
+    let (replayed, eager) = (mlp2_params(&l, &host, dims), mlp2_params(&l, &host, dims));
+    graphcore_core::begin_capture(&l.s, None, CaptureMode::ThreadLocal).unwrap();
+    mlp2_step(&l, &replayed, dims);
+    let g = graphcore_core::end_capture(&l.s).unwrap();
+    assert_eq!(g.node_count(), 2, "the step captures as two kernel nodes");
+    let e = Exec::new(&g, 0).unwrap();
+    let mut first = None;
+    for step in 1..=10 {
+        e.launch(&l.s).unwrap();
+        mlp2_step(&l, &eager, dims);
+        let (a, la) = mlp2_state(&l, &replayed, dims);
+        let (b, lb) = mlp2_state(&l, &eager, dims);
+        let same = a.iter().zip(&b).all(|(p, q)| bits(p) == bits(q));
+        assert!(
+            same && la.to_bits() == lb.to_bits(),
+            "step {step}: a replay differs from the eager step (seed {seed})"
+        );
+        let first_loss = *first.get_or_insert(la);
+        assert!(
+            la <= first_loss,
+            "step {step}: the loss rose ({first_loss} -> {la})"
+        );
+    }
+}
