@@ -577,6 +577,56 @@ static void check_mlp2_step() {
         }
 }
 
+// gc_mlp_f32 (one block) is bitwise the per-layer gc_linear_small_f32
+// launches with its warp tiles and 8 one-warp groups per block.
+static void check_mlp_fused() {
+    static const unsigned tiles[4][2] = {{0, 0}, {2, 0}, {2, 2}, {3, 2}};  // log2 rows, columns
+    const unsigned widths[][4] = {{12, 9, 6, 5}, {16, 8, 12, 4}, {7, 33, 10, 3}};
+    int trial = 0;
+    for (auto &wd : widths)
+        for (unsigned rows : {1u, 5u, 9u}) {
+            ++trial;
+            const unsigned L = 3;
+            Buf x(rows * wd[0]), y(rows * wd[3]), bar(4, 0, 0.0f), act(2 * 64 * ((rows * 33 + 63) / 64));
+            x.random();
+            std::vector<Buf> w, b;
+            for (unsigned l = 0; l < L; ++l) {
+                w.emplace_back(wd[l + 1] * wd[l]);
+                b.emplace_back(wd[l + 1]);
+                w.back().random();
+                b.back().random();
+            }
+            u32 flags = L << 4 | 1u | 2u;  // ReLU after layers 0 and 1
+            unsigned code[3];
+            for (unsigned l = 0; l < L; ++l) {
+                code[l] = (trial + l) % 4;
+                flags |= code[l] << (8 + 2 * l);
+            }
+            emu::launch(gc_mlp_f32, g1(1), g1(256), y.p, (const float *)x.p, (u32 *)bar.p, act.p, (const float *)w[0].p,
+                        (const float *)b[0].p, (const float *)w[1].p, (const float *)b[1].p, (const float *)w[2].p,
+                        (const float *)b[2].p, (const float *)nullptr, (const float *)nullptr, wd[0] | wd[1] << 16,
+                        wd[2] | wd[3] << 16, 0u | rows << 16, flags);
+            // Per layer.
+            Buf h1(rows * wd[1]), h2(rows * wd[2]), y2(rows * wd[3]);
+            float *outs[3] = {h1.p, h2.p, y2.p};
+            const float *in = x.p;
+            for (unsigned l = 0; l < L; ++l) {
+                SmallCfg cfg{tiles[code[l]][0], tiles[code[l]][1], 0, 3};
+                const unsigned n = wd[l + 1];
+                emu::launch(gc_linear_small_f32, uint3{(n + cfg.bn() - 1) / cfg.bn(), (rows + cfg.bm() - 1) / cfg.bm(), 1},
+                            g1(256), outs[l], in, (const float *)w[l].p, (const float *)b[l].p, rows, n, wd[l], l < 2 ? 1u : 0u,
+                            cfg.packed());
+                in = outs[l];
+            }
+            bool same = true;
+            for (unsigned i = 0; i < rows * wd[3]; ++i) same &= same_bits(y[i], y2[i]);
+            unsigned counter;
+            std::memcpy(&counter, bar.p, 4);
+            CHECK(same && counter == 0, "mlp fused != per layer: widths %u-%u-%u-%u rows %u codes %u %u %u", wd[0], wd[1],
+                  wd[2], wd[3], rows, code[0], code[1], code[2]);
+        }
+}
+
 int main(int argc, char **argv) {
     const std::string only = argc > 1 ? argv[1] : "";
     auto run = [&](const char *name, void (*f)()) {
@@ -596,6 +646,7 @@ int main(int argc, char **argv) {
     run("weight_sgd", check_weight_sgd_bitwise);
     run("train_step", check_train_step);
     run("mlp2_step", check_mlp2_step);
+    run("mlp_fused", check_mlp_fused);
     std::printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }
