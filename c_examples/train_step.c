@@ -2,11 +2,16 @@
  * loss = (y_pred - y).pow(2).sum(), backward, SGD with lr 1e-3.
  *
  * As the notes do it: three eager warm-up steps on a side stream, one
- * capture of a whole step (4 kernels: linear forward, loss and its
- * gradient, weight gradient fused with SGD, bias gradient fused with SGD),
- * then 1000 replays, the loss printed every 100 steps. A second copy of the
- * weights is trained eagerly, step for step, and the two loss trajectories
- * are compared. Memory is reported as the notes report it.
+ * capture of a whole step, then 1000 replays, the loss printed every 100
+ * steps. The captured step is the fused one, gc_op_linear_mse_step: two
+ * kernels (the forward pass with the loss and its gradient in its
+ * epilogue; the weight and bias update). A second copy of the weights is
+ * trained eagerly, step for step, with the four unfused operations (linear
+ * forward, loss and its gradient, weight gradient fused with SGD, bias
+ * gradient fused with SGD), and the two loss trajectories are compared (and
+ * the final weights, which the fused step computes bitwise as the unfused
+ * operations do). A third copy runs the unfused step as a captured graph,
+ * for the timing. Memory is reported as the notes report it.
  *
  * Inputs: x uniform in [-0.1, 0.1) and y uniform in [-1, 1) from a fixed
  * seed, or read from a file (--data FILE: W, b, x, y, float32 row-major, as
@@ -30,10 +35,15 @@ typedef struct {
     float *w, *b;                 /* parameters */
     float *x, *y;                 /* static batch */
     float *pred, *grad, *loss, *ws; /* step buffers */
-    uint64_t ws_bytes;
+    uint64_t ws_bytes;            /* the larger of the two steps' workspaces */
 } model;
 
-/* One training step on `s`. */
+/* One training step on `s`, fused: two launches. */
+static gc_status fused_step(gc_stream *s, const model *m) {
+    return gc_op_linear_mse_step(s, m->w, m->b, m->x, m->y, m->loss, N, D, D, 1.0f, LR, m->ws, m->ws_bytes);
+}
+
+/* One training step on `s`, unfused: four launches. */
 static gc_status step(gc_stream *s, const model *m) {
     gc_status st;
     if ((st = gc_op_linear(s, m->pred, m->x, m->w, m->b, N, D, D, 0))) return st;
@@ -82,13 +92,16 @@ int main(int argc, char **argv) {
     printf("memory (pool statistics, as the PyTorch notes print them):\n");
     print_memory(pool, "before static inputs");
 
-    /* Two models: one trained by graph replay, one eagerly. */
-    model g, e;
-    model *both[2] = {&g, &e};
-    uint64_t ws_bytes;
+    /* Three models: one trained by replays of the fused step, one eagerly
+     * with the unfused operations, one by replays of the unfused step. */
+    model g, e, u;
+    model *all[3] = {&g, &e, &u};
+    uint64_t ws_bytes, step_bytes;
     TRY(gc_op_mse_workspace_bytes(ctx, (uint64_t)N * D, &ws_bytes));
-    for (int i = 0; i < 2; i++) {
-        model *m = both[i];
+    TRY(gc_op_linear_mse_step_workspace_bytes(ctx, N, D, D, &step_bytes));
+    if (step_bytes > ws_bytes) ws_bytes = step_bytes;
+    for (int i = 0; i < 3; i++) {
+        model *m = all[i];
         float **bufs[4] = {&m->w, &m->b, &m->x, &m->y};
         for (int k = 0; k < 4; k++) {
             TRY(gc_pool_alloc(pool, sizes[k] * sizeof(float), (void **)bufs[k]));
@@ -107,24 +120,30 @@ int main(int argc, char **argv) {
     /* Warm-up: three eager steps on a side stream, as the notes do. */
     TRY(gc_stream_wait_stream(side, s));
     for (int i = 0; i < 3; i++) {
-        TRY(step(side, &g));
+        TRY(fused_step(side, &g));
         TRY(step(side, &e));
+        TRY(step(side, &u));
     }
     TRY(gc_stream_wait_stream(s, side));
 
-    /* Capture one step. */
-    gc_graph *graph;
-    gc_exec *exec;
-    size_t nodes;
+    /* Capture one step, fused (and the unfused one, for the timing). */
+    gc_graph *graph, *ugraph;
+    gc_exec *exec, *uexec;
+    size_t nodes, unodes;
     double t0 = now_us();
     TRY(gc_capture_begin(s, pool, GC_CAPTURE_THREAD_LOCAL));
-    TRY(step(s, &g));
+    TRY(fused_step(s, &g));
     TRY(gc_capture_end(s, &graph));
     TRY(gc_graph_instantiate(graph, GC_INSTANTIATE_UPLOAD, &exec));
     double capture_us = now_us() - t0;
     TRY(gc_graph_node_count(graph, &nodes));
+    TRY(gc_capture_begin(s, pool, GC_CAPTURE_THREAD_LOCAL));
+    TRY(step(s, &u));
+    TRY(gc_capture_end(s, &ugraph));
+    TRY(gc_graph_instantiate(ugraph, GC_INSTANTIATE_UPLOAD, &uexec));
+    TRY(gc_graph_node_count(ugraph, &unodes));
     print_memory(pool, "graph capture done");
-    printf("captured one training step: %zu nodes in %.0f us\n", nodes, capture_us);
+    printf("captured one training step: %zu nodes in %.0f us (unfused: %zu nodes)\n", nodes, capture_us, unodes);
 
     /* Train: replay vs eager, step for step; losses every 100 steps. */
     int ok = 1;
@@ -154,32 +173,50 @@ int main(int argc, char **argv) {
     ok &= worst <= 1e-4 && last < first;
     printf("loss %s: %.6g -> %.6g; graph vs eager trajectories agree within %.1e\n",
            last < first ? "falls" : "DOES NOT FALL", first, last, worst);
+    {
+        float *wg = malloc(sizes[0] * sizeof(float)), *we = malloc(sizes[0] * sizeof(float));
+        download(ctx, s, wg, g.w, sizes[0]);
+        download(ctx, s, we, e.w, sizes[0]);
+        printf("weights after %d steps: fused replay and unfused eager %s\n", STEPS,
+               memcmp(wg, we, sizes[0] * sizeof(float)) ? "DIFFER" : "are bitwise equal");
+        free(wg);
+        free(we);
+    }
 
-    /* Timing: replay vs eager steps. */
-    double rt[7], et[7];
+    /* Timing: replay (fused, unfused) vs eager steps. */
+    double rt[7], ut[7], et[7];
     for (int rep = 0; rep < 7; rep++) {
         double t = now_us();
         for (int i = 0; i < 200; i++) TRY(gc_exec_launch(exec, s));
         TRY(gc_stream_synchronize(s));
         rt[rep] = (now_us() - t) / 200;
         t = now_us();
+        for (int i = 0; i < 200; i++) TRY(gc_exec_launch(uexec, s));
+        TRY(gc_stream_synchronize(s));
+        ut[rep] = (now_us() - t) / 200;
+        t = now_us();
         for (int i = 0; i < 200; i++) TRY(step(s, &e));
         TRY(gc_stream_synchronize(s));
         et[rep] = (now_us() - t) / 200;
     }
-    double r = median(rt, 7), ee = median(et, 7);
-    printf("per training step (median of 7 x 200): graph replay %.2f us, eager %.2f us (%.2fx)\n", r, ee, ee / r);
+    double r = median(rt, 7), ur = median(ut, 7), ee = median(et, 7);
+    printf("per training step (median of 7 x 200): graph replay %.2f us (fused, %zu nodes), %.2f us (unfused, %zu "
+           "nodes), eager %.2f us (%.2fx)\n",
+           r, nodes, ur, unodes, ee, ee / r);
     if (json) {
         FILE *f = fopen(json, "w");
         if (f) {
-            fprintf(f, "{\"replay_us\": %.3f, \"eager_us\": %.3f, \"capture_us\": %.1f, \"nodes\": %zu,\n"
+            fprintf(f, "{\"replay_us\": %.3f, \"replay_unfused_us\": %.3f, \"eager_us\": %.3f, \"capture_us\": %.1f,"
+                       " \"nodes\": %zu, \"unfused_nodes\": %zu,\n"
                        " \"losses\": [%s],\n \"first_100\": [%s]}\n",
-                    r, ee, capture_us, nodes, json_losses, json_first);
+                    r, ur, ee, capture_us, nodes, unodes, json_losses, json_first);
             fclose(f);
         }
     }
     TRY(gc_exec_destroy(exec));
     TRY(gc_graph_destroy(graph));
+    TRY(gc_exec_destroy(uexec));
+    TRY(gc_graph_destroy(ugraph));
     TRY(gc_pool_destroy(pool));
     TRY(gc_stream_destroy(side));
     TRY(gc_stream_destroy(s));

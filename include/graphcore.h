@@ -1708,6 +1708,138 @@ enum gc_status gc_op_mlp(struct gc_stream *stream,
                          uint64_t workspace_bytes,
                          uint32_t flags);
 
+/**
+ * Writes to *bytes the workspace gc_op_linear_mse_step needs for rows rows,
+ * inputs inputs and outputs outputs on ctx's device (a pure computation:
+ * nothing is allocated or launched): the loss's counter and per-block sums,
+ * rounded up to 256 bytes, then the output gradient (rows x outputs floats).
+ * Errors: GC_ERROR_INVALID_ARGUMENT (ctx or bytes NULL),
+ * GC_ERROR_INVALID_HANDLE (ctx destroyed or not a context),
+ * GC_ERROR_PANIC (internal error caught).
+ */
+enum gc_status gc_op_linear_mse_step_workspace_bytes(struct gc_context *ctx,
+                                                     uint32_t rows,
+                                                     uint32_t inputs,
+                                                     uint32_t outputs,
+                                                     uint64_t *bytes);
+
+/**
+ * One training step of a linear layer with the summed squared error and
+ * SGD, in two launches (up to 256 rows): pred = x * W^T + b (x rows x
+ * inputs, W outputs x inputs as torch.nn.Linear stores it, b outputs
+ * floats or NULL for no bias), loss[0] = sum (pred - target)^2 (PyTorch's
+ * (pred - target).pow(2).sum()), dY = 2 * grad_scale * (pred - target)
+ * (grad_scale 1 for the summed loss, 1 / (rows * outputs) for the mean),
+ * then W -= lr * dY^T * x and b -= lr * (column sums of dY), in place. The
+ * first launch is the forward pass with dY and the loss's per-block sums
+ * in its epilogue, the second the weight and bias update and the loss's
+ * final sum; more than 256 rows take three (GEMM, loss, update). W and b come out bitwise equal to gc_op_linear,
+ * gc_op_mse, gc_op_linear_weight_sgd and gc_op_bias_sgd run one after the
+ * other (on the same device); the loss is summed in another fixed order
+ * (equal up to rounding). Deterministic: no float atomics, the same bits
+ * on every run and replay.
+ * workspace holds workspace_bytes >= gc_op_linear_mse_step_workspace_bytes
+ * bytes (a gc_pool_alloc block is the usual choice); its first 4 bytes must
+ * be zero before its first use (gc_memset_async once; every step leaves
+ * them zero); do not share it between steps that may run concurrently. dY
+ * is left in the workspace (256-byte aligned, after the loss's sums).
+ * Pointers: w, b, x, target, loss and workspace are device memory of the
+ * stream's context (gc_pool_alloc blocks, cudaMalloc, managed memory; not
+ * host memory), 4-byte aligned (float alignment); float4 loads when inputs
+ * is a multiple of 4 and x and w are 16-byte aligned.
+ * In place: w and b are updated in place; w, b, loss and workspace must
+ * not overlap each other, x or target.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream, w, x, target, loss or
+ * workspace NULL, rows, inputs or outputs 0, a matrix of 2^32 elements or
+ * more, workspace_bytes too small, a pointer not 4-byte aligned, a refused
+ * overlap), GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+ * GC_ERROR_CAPTURE (the stream's capture refused a launch; the capture is
+ * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+ * built-in kernels on first use, or a launch, failed),
+ * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+ * unusable), GC_ERROR_PANIC (internal error caught).
+ */
+enum gc_status gc_op_linear_mse_step(struct gc_stream *stream,
+                                     float *w,
+                                     float *b,
+                                     const float *x,
+                                     const float *target,
+                                     float *loss,
+                                     uint32_t rows,
+                                     uint32_t inputs,
+                                     uint32_t outputs,
+                                     float grad_scale,
+                                     float lr,
+                                     void *workspace,
+                                     uint64_t workspace_bytes);
+
+/**
+ * Writes to *bytes the workspace gc_op_mlp2_mse_step needs for rows rows,
+ * hidden hidden units and outputs outputs on ctx's device (a pure
+ * computation: nothing is allocated or launched): a 256-byte grid barrier,
+ * the loss's per-block sums, then h, dP and dH (each 256-byte aligned).
+ * Errors: GC_ERROR_INVALID_ARGUMENT (ctx or bytes NULL),
+ * GC_ERROR_INVALID_HANDLE (ctx destroyed or not a context),
+ * GC_ERROR_PANIC (internal error caught).
+ */
+enum gc_status gc_op_mlp2_mse_step_workspace_bytes(struct gc_context *ctx,
+                                                   uint32_t rows,
+                                                   uint32_t hidden,
+                                                   uint32_t outputs,
+                                                   uint64_t *bytes);
+
+/**
+ * One training step of a 2-layer MLP with a ReLU hidden layer, the summed
+ * squared error and SGD, in two launches: h = relu(x * W1^T + b1), pred =
+ * h * W2^T + b2, loss[0] = sum (pred - target)^2, dP = 2 * grad_scale *
+ * (pred - target), dH = (dP * W2) where h > 0 (else 0), then W2 -= lr *
+ * dP^T * h, b2 -= lr * (column sums of dP), W1 -= lr * dH^T * x and
+ * b1 -= lr * (column sums of dH), in place (x rows x inputs, W1 hidden x
+ * inputs, W2 outputs x hidden as torch.nn.Linear stores them; b1, b2 may be
+ * NULL).
+ * The first launch is cooperative (the forward pass, the loss's per-block
+ * sums, dP and dH, with a grid barrier between the phases), the second
+ * the loss's final sum and both layers' updates. Deterministic: no float
+ * atomics, the same bits on every run and replay; results within float
+ * rounding of float64.
+ * workspace holds workspace_bytes >= gc_op_mlp2_mse_step_workspace_bytes
+ * bytes (a gc_pool_alloc block is the usual choice); its first 4 bytes must
+ * be zero before its first use (gc_memset_async once; every step leaves
+ * them zero); do not share it between steps that may run concurrently.
+ * Pointers: w1, b1, w2, b2, x, target, loss and workspace are device
+ * memory of the stream's context (gc_pool_alloc blocks, cudaMalloc,
+ * managed memory; not host memory), 4-byte aligned (float alignment);
+ * float4 loads where widths are multiples of 4 and pointers 16-byte
+ * aligned.
+ * In place: the weights and biases are updated in place; w1, b1, w2, b2,
+ * loss and workspace must not overlap each other, x or target.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (stream, w1, w2, x, target, loss or
+ * workspace NULL, rows or a width 0 or 65536 or more, workspace_bytes too
+ * small, a pointer not 4-byte aligned, a refused overlap),
+ * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+ * GC_ERROR_CAPTURE (the stream's capture refused a launch; the capture is
+ * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+ * built-in kernels on first use, or a launch, failed; a device without
+ * cooperative launch), GC_ERROR_DEVICE_FAULT (an earlier kernel faulted;
+ * the context is unusable), GC_ERROR_PANIC (internal error caught).
+ */
+enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
+                                   float *w1,
+                                   float *b1,
+                                   float *w2,
+                                   float *b2,
+                                   const float *x,
+                                   const float *target,
+                                   float *loss,
+                                   uint32_t rows,
+                                   uint32_t inputs,
+                                   uint32_t hidden,
+                                   uint32_t outputs,
+                                   float grad_scale,
+                                   float lr,
+                                   void *workspace,
+                                   uint64_t workspace_bytes);
+
 /*
  * Built-in kernels (gc_kernel_builtin names and their parameters, in order;
  * pass them to gc_launch or gc_graph_add_kernel as void *args[]):
@@ -1836,6 +1968,48 @@ enum gc_status gc_op_mlp(struct gc_stream *stream,
  *     rounded up to a multiple of 64. Launch: cooperative, block 256, any 1-D
  *     grid that is resident at once (at most 2 blocks per SM). y must not
  *     overlap any input or act.
+ * gc_linear_mse_f32(float *grad, float *pred, float *partials, float *x, float *w, float *b, float *target, uint32_t m, uint32_t n, uint32_t k, uint32_t config, float grad_scale)
+ *     Training step, launch 1 (linear layer + summed squared error): the
+ *     forward pass of gc_linear_small_f32 (w n x k, no ReLU, same config and
+ *     launch shape, bitwise its outputs p) with a loss epilogue: d = p -
+ *     target[i, j], grad[i, j] = d * (2 * grad_scale) (bitwise gc_mse_f32's
+ *     gradient), pred[i, j] = p when pred is not null, and each block's sum of
+ *     d^2 (fixed order) in partials[blockIdx.y * gridDim.x + blockIdx.x],
+ *     which gc_linear_sgd_f32 adds into the loss. Outputs must not overlap the
+ *     inputs.
+ * gc_linear_sgd_f32(float *w, float *b, float *dy, float *x, uint32_t m, uint32_t n, uint32_t k, float lr, uint32_t tile, uint32_t bias_ty, float *loss, float *partials, uint32_t parts)
+ *     Training step, launch 2 (SGD of a linear layer): W (n x k) = fmaf(-lr,
+ *     dy^T . x, W) and b[j] = fmaf(-lr, sum_i dy[i, j], b[j]) (b may be null)
+ *     for dy m x n, x m x k, in one launch; when loss is not null, block 0
+ *     writes loss[0] = the sum of partials[0 .. parts) in a fixed order
+ *     (gc_linear_mse_f32's block sums). The next ceil(n / 32) blocks (none
+ *     when b is null) update b, bitwise gc_bias_sgd_f32 with block (32,
+ *     bias_ty); the others are the output tiles of gc_gemm_f32 with tile
+ *     `tile` (the fused weight-gradient SGD, bitwise). Launch: block 256, grid
+ *     (loss ? 1 : 0) + ceil(n / 32) + ceil(n / T) * ceil(k / T) with T = 128,
+ *     64, 32 for tile 0, 1, 2; no dynamic shared memory. w, b and loss must
+ *     not overlap dy, x or partials.
+ * gc_mlp2_mse_f32(float *x, float *w1, float *b1, float *w2, float *b2, float *target, float *h, float *dp, float *dh, float *partials, float *bar, uint32_t d01, uint32_t d2m, uint32_t tiles, float grad_scale)
+ *     Training step of a 2-layer MLP (ReLU hidden layer, summed squared
+ *     error), launch 1: h = relu(x . W1^T + b1), then p = h . W2^T + b2 with
+ *     dp = (p - target) * (2 * grad_scale) and each block's sum of (p -
+ *     target)^2 in partials[blockIdx.x], then dh = h > 0 ? (dp . W2) : 0; a
+ *     grid barrier (bar, 16 bytes, first 4 zero, left zero) between the
+ *     phases. W1 k1 x k0, W2 k2 x k1 (PyTorch layout), x m x k0; d01 = k0 | k1
+ *     << 16, d2m = k2 | m << 16 (below 2^16); tiles: bits 0-1 and 2-3 the warp
+ *     tiles of the forward phases (0: 1 x 1, 1: 4 x 1, 2: 4 x 4, 3: 8 x 4),
+ *     bits 4-5 the input gradient's (0: 1 x 4, 1: 4 x 4, 2: 8 x 4). Launch:
+ *     cooperative, block 256, a 1-D grid of at most one block per SM.
+ * gc_mlp2_sgd_f32(float *w1, float *b1, float *w2, float *b2, float *x, float *h, float *dp, float *dh, float *loss, float *partials, uint32_t d01, uint32_t d2m, float lr, uint32_t cfg)
+ *     Training step of a 2-layer MLP, launch 2: block 0 writes loss[0] (the
+ *     sum of partials[0 .. parts) in a fixed order), then layer 2's update (W2
+ *     -= lr dp^T . h, b2 -= lr colsum dp) and layer 1's (W1 -= lr dh^T . x, b1
+ *     -= lr colsum dh), each as gc_linear_sgd_f32's bias blocks and weight
+ *     tiles. d01, d2m as gc_mlp2_mse_f32's; cfg: bits 0-1 layer 1's GEMM tile,
+ *     bits 2-3 layer 2's, bits 4-9 the column sums' TY, bits 16-31 parts. b1
+ *     and b2 may be null. Launch: block 256, grid 1 + both layers' blocks
+ *     (ceil(n / 32) bias blocks when b is not null, then ceil(n / T) * ceil(k
+ *     / T) tiles).
  * gc_bias_grad_f32(float *db, float *dy, uint32_t rows, uint32_t cols)
  *     db[c] = sum over r of dy[r, c] (dy row-major rows x cols), summed in a
  *     fixed order (deterministic). Launch: block (32, TY, 1) with TY in 1..32,

@@ -592,6 +592,41 @@ inline void op_mlp(gc_stream *stream, float *y, const float *x, std::uint32_t ro
                     workspace_bytes, flags));
 }
 
+/** gc_op_linear_mse_step_workspace_bytes on ctx's device. */
+inline std::uint64_t linear_mse_step_workspace_bytes(gc_context *ctx, std::uint32_t rows, std::uint32_t inputs,
+                                                     std::uint32_t outputs) {
+    std::uint64_t bytes = 0;
+    check(gc_op_linear_mse_step_workspace_bytes(ctx, rows, inputs, outputs, &bytes));
+    return bytes;
+}
+
+/** gc_op_linear_mse_step: one training step of a linear layer (summed squared error, SGD) in two launches;
+ *  b may be NULL; grad_scale 1 for the summed loss. */
+inline void op_linear_mse_step(gc_stream *stream, float *w, float *b, const float *x, const float *target,
+                               float *loss, std::uint32_t rows, std::uint32_t inputs, std::uint32_t outputs,
+                               float lr, void *workspace, std::uint64_t workspace_bytes, float grad_scale = 1.0f) {
+    check(gc_op_linear_mse_step(stream, w, b, x, target, loss, rows, inputs, outputs, grad_scale, lr, workspace,
+                                workspace_bytes));
+}
+
+/** gc_op_mlp2_mse_step_workspace_bytes on ctx's device. */
+inline std::uint64_t mlp2_mse_step_workspace_bytes(gc_context *ctx, std::uint32_t rows, std::uint32_t hidden,
+                                                   std::uint32_t outputs) {
+    std::uint64_t bytes = 0;
+    check(gc_op_mlp2_mse_step_workspace_bytes(ctx, rows, hidden, outputs, &bytes));
+    return bytes;
+}
+
+/** gc_op_mlp2_mse_step: one training step of a 2-layer MLP (ReLU hidden layer, summed squared error, SGD) in
+ *  two launches; b1 and b2 may be NULL; grad_scale 1 for the summed loss. */
+inline void op_mlp2_mse_step(gc_stream *stream, float *w1, float *b1, float *w2, float *b2, const float *x,
+                             const float *target, float *loss, std::uint32_t rows, std::uint32_t inputs,
+                             std::uint32_t hidden, std::uint32_t outputs, float lr, void *workspace,
+                             std::uint64_t workspace_bytes, float grad_scale = 1.0f) {
+    check(gc_op_mlp2_mse_step(stream, w1, b1, w2, b2, x, target, loss, rows, inputs, hidden, outputs, grad_scale, lr,
+                              workspace, workspace_bytes));
+}
+
 }  // namespace graphcore
 
 #endif /* GRAPHCORE_HPP */

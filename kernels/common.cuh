@@ -66,3 +66,93 @@ __device__ __forceinline__ void gc_sts4(float *p, float4 v) {
     *reinterpret_cast<float4 *>(p) = v;  // CPU emulation (kernels/emu)
 #endif
 }
+
+// ---------------------------------------------------------------------------
+// Deterministic reductions shared by reduce.cu and linear.cu (no float
+// atomics: every sum is taken in an order fixed by the launch shape).
+
+// Sum of v over a 1-D block of 256 threads, in a fixed order (a butterfly of
+// warp shuffles, then warp sums 0..7 in order); valid in thread 0. Every
+// thread of the block must call it.
+__device__ __forceinline__ float gc_block_sum(float v) {
+    __shared__ float warp_sums[GC_BLOCK / 32];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, o));
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) warp_sums[warp] = v;
+    __syncthreads();
+    float t = 0.0f;
+    if (threadIdx.x == 0) {
+        t = warp_sums[0];
+        for (u32 w = 1; w < blockDim.x / 32; ++w) t = __fadd_rn(t, warp_sums[w]);
+    }
+    __syncthreads();  // warp_sums may be reused by a later call
+    return t;
+}
+
+// Sum over the blocks of a launch of `block` (each block's sum, valid in its
+// thread 0), in a fixed order, with no float atomics: thread 0 stores the
+// block's sum in the partials and counts the block in; the last block to
+// arrive adds the partials in order (thread t takes t, t + 256, ... , then
+// gc_block_sum) and resets the counter for the next launch or replay.
+// Returns true in every thread of that last block, with the sum in `total`
+// in its thread 0; false elsewhere. Every thread of every block must call it.
+//
+// workspace: a u32 counter at byte 0 (zero before the first launch; left
+// zero), then one float per block from byte 16 (block index bid < nblocks).
+__device__ __forceinline__ bool gc_grid_sum(float block, void *workspace, u32 bid, u32 nblocks, float &total) {
+    u32 *counter = reinterpret_cast<u32 *>(workspace);
+    float *partials = reinterpret_cast<float *>(reinterpret_cast<char *>(workspace) + 16);
+    __shared__ bool last;
+    if (threadIdx.x == 0) {
+        partials[bid] = block;
+        __threadfence();  // the partial is visible before the counter moves
+        last = atomicAdd(counter, 1u) == nblocks - 1;
+    }
+    __syncthreads();
+    if (!last) return false;
+    __threadfence();
+    const volatile float *vp = partials;  // bypass L1: other blocks wrote these
+    float s = 0.0f;
+    for (u32 b = threadIdx.x; b < nblocks; b += blockDim.x) s = __fadd_rn(s, vp[b]);
+    total = gc_block_sum(s);
+    if (threadIdx.x == 0) *counter = 0u;  // ready for the next launch / graph replay
+    return true;
+}
+
+// Column sum of a row-major rows x cols matrix dy (rows * cols < 2^32) for
+// column c, in the order of a (32, TY) thread block: virtual thread row v
+// (0 <= v < TY <= 32) sums rows v, v + TY, v + 2 TY, ... in increasing order,
+// then the TY partial sums are added in order v = 0, 1, ..., TY - 1. The
+// result depends on TY only, not on how the virtual rows map onto threads:
+// the caller's thread row `ty` (of `ny` thread rows, lane `tx` of the 32
+// columns) takes virtual rows ty, ty + ny, ... < TY. part: 32 x 33 floats of
+// shared memory. Returns the sum in the owner thread (ty == 0, c < cols:
+// `owner` set), 0 elsewhere. Every thread of the block must call it.
+__device__ __forceinline__ float gc_column_sum(const float *dy, u32 rows, u32 cols, u32 c, u32 tx, u32 ty, u32 ny,
+                                               u32 TY, float (*part)[33], bool &owner) {
+    for (u32 v = ty; v < TY; v += ny) {
+        float s = 0.0f;
+        if (c < cols) {
+            const float *p = dy + c;
+            u32 r = v;
+            // Four independent loads in flight per iteration; the adds stay in row order.
+            for (; r + 3 * TY < rows; r += 4 * TY) {
+                const float a = p[(u64)r * cols], b = p[(u64)(r + TY) * cols];
+                const float d = p[(u64)(r + 2 * TY) * cols], e = p[(u64)(r + 3 * TY) * cols];
+                s = __fadd_rn(s, a);
+                s = __fadd_rn(s, b);
+                s = __fadd_rn(s, d);
+                s = __fadd_rn(s, e);
+            }
+            for (; r < rows; r += TY) s = __fadd_rn(s, p[(u64)r * cols]);
+        }
+        part[v][tx] = s;
+    }
+    __syncthreads();
+    owner = (ty == 0) && (c < cols);
+    if (!owner) return 0.0f;
+    float t = part[0][tx];
+    for (u32 k = 1; k < TY; ++k) t = __fadd_rn(t, part[k][tx]);
+    return t;
+}

@@ -196,11 +196,25 @@ __device__ __forceinline__ void gc_small_sums(float (&acc)[R * C], const float *
     }
 }
 
+// Where the small-batch kernels put an output. A thread stores at most 2
+// outputs, its slots t = 0, 1: out.fetch(t, row, col) is called for each
+// slot at the start of the kernel (row < m, col < n; a slot may be fetched
+// and never stored), and out(t, row, col, v) once for each output the
+// thread stores, with its final value (after bias and ReLU). GcStore writes
+// y (m x n, row-major); gc_linear_mse_f32 passes its loss epilogue, which
+// fetches its targets early.
+struct GcStore {
+    float *y;
+    u32 n;
+    __device__ __forceinline__ void fetch(int, u32, u32) const {}
+    __device__ __forceinline__ void operator()(int, u32 row, u32 col, float v) const { y[row * n + col] = v; }
+};
+
 // Stores the sums of a one-warp tile group after gc_small_exchange (bias,
 // then ReLU when `relu`): lane L holds value index L NV + t (V >= 32) or
 // L >> (5 - LV) (V < 32, one lane of each run stores).
-template <int R, int C>
-__device__ __forceinline__ void gc_small_store_warp(float *y, const float *b, u32 m, u32 n, u32 i0, u32 j0,
+template <int R, int C, class Out>
+__device__ __forceinline__ void gc_small_store_warp(Out &out, const float *b, u32 m, u32 n, u32 i0, u32 j0,
                                                     bool relu, const float (&acc)[R * C], const float (&bias)[2],
                                                     u32 lane) {
     constexpr int V = R * C;
@@ -214,14 +228,14 @@ __device__ __forceinline__ void gc_small_store_warp(float *y, const float *b, u3
             if (row < m && col < n) {
                 float v = acc[t];
                 if (b != nullptr) v = __fadd_rn(v, bias[t]);
-                y[row * n + col] = relu ? gc_relu(v) : v;
+                out(t, row, col, relu ? gc_relu(v) : v);
             }
         }
     }
 }
 
-template <int R, int C, int KV, int LAYOUT>
-__device__ __forceinline__ void gc_linear_small(float *y, const float *x, const float *w, const float *b, u32 m,
+template <int R, int C, int KV, int LAYOUT, class Out>
+__device__ __forceinline__ void gc_linear_small(Out &out, const float *x, const float *w, const float *b, u32 m,
                                                 u32 n, u32 k, u32 flags, u32 lgr, u32 lgc,
                                                 float (*red)[GC_SMALL_MAX_V]) {
     constexpr int V = R * C;
@@ -235,21 +249,26 @@ __device__ __forceinline__ void gc_linear_small(float *y, const float *x, const 
     const u32 j0 = ((blockIdx.x << lgc) + (g & (gc - 1))) * C;
     const u32 S = 32u * wg;
 
-    // Bias of the outputs this thread stores (fetched early).
+    // Bias of the outputs this thread stores, and the output's own early
+    // loads (out.fetch), issued first.
     float bias[2];
     u32 out_idx[2];  // value index (wg == 1) or output of the block (wg > 1)
 #pragma unroll
     for (int t = 0; t < 2; ++t) {
-        u32 col;
+        u32 row, col;
         if (wg == 1) {
             out_idx[t] = V >= 32 ? lane * NV + t : lane >> (5 - LV);
+            row = i0 + out_idx[t] / C;
             col = j0 + out_idx[t] % C;
         } else {
             out_idx[t] = tid + GC_SMALL_THREADS * t;
-            const u32 gg = out_idx[t] / V;
-            col = ((blockIdx.x << lgc) + (gg & (gc - 1))) * C + (out_idx[t] % V) % C;
+            const u32 gg = out_idx[t] / V, idx = out_idx[t] % V;
+            row = ((blockIdx.y << lgr) + (gg >> lgc)) * R + idx / C;
+            col = ((blockIdx.x << lgc) + (gg & (gc - 1))) * C + idx % C;
+            if (out_idx[t] >= groups * V) row = m;  // no such output
         }
         bias[t] = (b != nullptr && col < n) ? __ldg(b + col) : 0.0f;
+        if (row < m && col < n) out.fetch(t, row, col);
     }
 
     float acc[V];
@@ -263,7 +282,7 @@ __device__ __forceinline__ void gc_linear_small(float *y, const float *x, const 
     const bool relu = flags & GC_LIN_RELU;
     if (wg == 1) {
         // One warp per group: lanes store their sums.
-        gc_small_store_warp<R, C>(y, b, m, n, i0, j0, relu, acc, bias, lane);
+        gc_small_store_warp<R, C>(out, b, m, n, i0, j0, relu, acc, bias, lane);
         return;
     }
     if (V >= 32) {
@@ -284,7 +303,7 @@ __device__ __forceinline__ void gc_linear_small(float *y, const float *x, const 
         float v = red[gg * wg][idx];
         for (u32 wi = 1; wi < wg; ++wi) v = __fadd_rn(v, red[gg * wg + wi][idx]);
         if (b != nullptr) v = __fadd_rn(v, bias[t]);
-        y[row * n + col] = relu ? gc_relu(v) : v;
+        out(t, row, col, relu ? gc_relu(v) : v);
     }
 }
 
@@ -294,26 +313,24 @@ __device__ __forceinline__ void gc_linear_small(float *y, const float *x, const 
         if (kn) {                                                                                          \
             if constexpr (KN_) {                                                                           \
                 if (vec)                                                                                   \
-                    gc_linear_small<R_, C_, 4, GC_W_KN>(y, x, w, b, m, n, k, flags, lgr, lgc, red);        \
+                    gc_linear_small<R_, C_, 4, GC_W_KN>(out, x, w, b, m, n, k, flags, lgr, lgc, red);        \
                 else                                                                                       \
-                    gc_linear_small<R_, C_, 1, GC_W_KN>(y, x, w, b, m, n, k, flags, lgr, lgc, red);        \
+                    gc_linear_small<R_, C_, 1, GC_W_KN>(out, x, w, b, m, n, k, flags, lgr, lgc, red);        \
             }                                                                                              \
         } else if constexpr (NK_) {                                                                        \
             if (vec)                                                                                       \
-                gc_linear_small<R_, C_, 4, GC_W_NK>(y, x, w, b, m, n, k, flags, lgr, lgc, red);            \
+                gc_linear_small<R_, C_, 4, GC_W_NK>(out, x, w, b, m, n, k, flags, lgr, lgc, red);            \
             else                                                                                           \
-                gc_linear_small<R_, C_, 1, GC_W_NK>(y, x, w, b, m, n, k, flags, lgr, lgc, red);            \
+                gc_linear_small<R_, C_, 1, GC_W_NK>(out, x, w, b, m, n, k, flags, lgr, lgc, red);            \
         }                                                                                                  \
         break;
 
-// At most 128 registers (2 blocks of 256 threads per SM): the largest thread
-// tile, 8 x 4, needs about that many.
-extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
-    gc_linear_small_f32(float *y, const float *x, const float *w, const float *b, u32 m, u32 n, u32 k, u32 flags,
-                        u32 config) {
+// The body of gc_linear_small_f32 with its outputs handed to `out`.
+template <class Out>
+__device__ __forceinline__ void gc_linear_small_any(Out &out, const float *x, const float *w, const float *b, u32 m,
+                                                    u32 n, u32 k, u32 flags, u32 config) {
     __shared__ float red[GC_SMALL_WARPS][GC_SMALL_MAX_V];  // per-warp sums, 2 KiB
     const u32 lr = config & 3u, lc = (config >> 2) & 3u, lgr = (config >> 4) & 3u, lgc = (config >> 6) & 3u;
-    if (m == 0 || n == 0 || k == 0 || lgr + lgc > 3 || config >> 8 != 0) return;
     const bool kn = flags & GC_LIN_W_KN;
     const bool vx = (k & 3) == 0 && gc_aligned16(x, w);
     const bool vec = kn ? vx && (n & 3) == 0 : vx;
@@ -326,6 +343,62 @@ extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
         GC_SMALL_CASE(8, 4, true, true)
     default: break;
     }
+}
+
+// At most 128 registers (2 blocks of 256 threads per SM): the largest thread
+// tile, 8 x 4, needs about that many.
+extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
+    gc_linear_small_f32(float *y, const float *x, const float *w, const float *b, u32 m, u32 n, u32 k, u32 flags,
+                        u32 config) {
+    if (m == 0 || n == 0 || k == 0 || ((config >> 4) & 3u) + ((config >> 6) & 3u) > 3 || config >> 8 != 0) return;
+    GcStore out{y, n};
+    gc_linear_small_any(out, x, w, b, m, n, k, flags, config);
+}
+
+// ===========================================================================
+// gc_linear_mse_f32(grad, pred, partials, x, w, b, target, m, n, k, config,
+//                   grad_scale)
+//
+// The first launch of a training step of a linear layer with the summed
+// squared error: the forward pass of gc_linear_small_f32 (n x k layout, no
+// ReLU, same config and launch shape: bitwise its outputs) with a loss
+// epilogue instead of the store. For each output p = y[i, j]:
+//   d = p - target[i, j],  grad[i, j] = d * (2 * grad_scale),
+//   pred[i, j] = p when pred is not null,
+// bitwise what gc_mse_f32 computes from y (each thread loads its targets
+// at the start, with the bias). Each thread adds d * d (fmaf) of its outputs
+// in the order it produces them, gc_block_sum adds those of the block, and
+// thread 0 writes the block's sum to partials[by * gridDim.x + bx]; the
+// second launch (gc_linear_sgd_f32) adds the partial sums in order into the
+// loss, so this launch needs no grid-wide completion step.
+// ===========================================================================
+
+// The loss epilogue of gc_linear_mse_f32.
+struct GcMseOut {
+    float *grad, *pred;
+    const float *target;
+    u32 n;
+    float g2;
+    float tv[2];  // the targets of slots 0 and 1
+    float sum;    // this thread's d * d, in output order
+    __device__ __forceinline__ void fetch(int t, u32 row, u32 col) { tv[t] = __ldg(target + row * n + col); }
+    __device__ __forceinline__ void operator()(int t, u32 row, u32 col, float v) {
+        const u32 i = row * n + col;
+        const float d = __fsub_rn(v, tv[t]);
+        sum = fmaf(d, d, sum);
+        grad[i] = __fmul_rn(d, g2);
+        if (pred != nullptr) pred[i] = v;
+    }
+};
+
+extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
+    gc_linear_mse_f32(float *grad, float *pred, float *partials, const float *x, const float *w, const float *b,
+                      const float *target, u32 m, u32 n, u32 k, u32 config, float grad_scale) {
+    if (m == 0 || n == 0 || k == 0 || ((config >> 4) & 3u) + ((config >> 6) & 3u) > 3 || config >> 8 != 0) return;
+    GcMseOut out{grad, pred, target, n, 2.0f * grad_scale, {0.0f, 0.0f}, 0.0f};
+    gc_linear_small_any(out, x, w, b, m, n, k, 0u, config);
+    const float s = gc_block_sum(out.sum);
+    if (threadIdx.x == 0) partials[blockIdx.y * gridDim.x + blockIdx.x] = s;
 }
 
 // ===========================================================================
@@ -392,17 +465,21 @@ __device__ __forceinline__ void gc_grid_barrier(u32 *bar) {
     __syncthreads();
 }
 
-// One layer of gc_mlp_f32 with warp tile R x C.
-template <int R, int C>
-__device__ __forceinline__ void gc_mlp_layer(float *y, const float *x, const float *w, const float *b, u32 m,
-                                             u32 n, u32 k, bool relu) {
+// One layer y = act(x . W + b) as warp tiles R x C taken round-robin by the
+// warps of the grid (see gc_mlp_f32), outputs handed to `out` (see GcStore):
+// W n x k (GC_W_NK, PyTorch layout) or k x n (GC_W_KN, C == 4: x . W, the
+// input gradient). x is read with coherent loads (the same launch may have
+// written it), w and b through the read-only path.
+template <int R, int C, int LAYOUT = GC_W_NK, class Out>
+__device__ __forceinline__ void gc_mlp_tiles(Out &out, const float *x, const float *w, const float *b, u32 m, u32 n,
+                                             u32 k, bool relu) {
     constexpr int V = R * C;
     constexpr int NV = V >= 32 ? V / 32 : 1;
     constexpr int LV = V >= 32 ? 5 : (V >= 16 ? 4 : V >= 8 ? 3 : V >= 4 ? 2 : V >= 2 ? 1 : 0);
     const u32 lane = threadIdx.x & 31u;
     const u32 warps = gridDim.x * GC_SMALL_WARPS, gw = blockIdx.x * GC_SMALL_WARPS + (threadIdx.x >> 5);
     const u32 tcols = (n + C - 1) / C, tiles = ((m + R - 1) / R) * tcols;
-    const bool vec = (k & 3) == 0 && gc_aligned16(x, w);
+    const bool vec = (k & 3) == 0 && gc_aligned16(x, w) && (LAYOUT == GC_W_NK || (n & 3) == 0);
     const u32 S = 32u;  // a warp's lanes split K
 #pragma unroll 1
     for (u32 t = gw; t < tiles; t += warps) {
@@ -410,18 +487,33 @@ __device__ __forceinline__ void gc_mlp_layer(float *y, const float *x, const flo
         float bias[2];
 #pragma unroll
         for (int q = 0; q < 2; ++q) {
-            const u32 col = j0 + (V >= 32 ? lane * NV + q : lane >> (5 - LV)) % C;
+            const u32 o = V >= 32 ? lane * NV + q : lane >> (5 - LV);
+            const u32 row = i0 + o / C, col = j0 + o % C;
             bias[q] = (b != nullptr && col < n) ? __ldg(b + col) : 0.0f;
+            if (row < m && col < n) out.fetch(q, row, col);
         }
         float acc[V];
 #pragma unroll
         for (int v = 0; v < V; ++v) acc[v] = 0.0f;
         if (vec)
-            gc_small_sums<R, C, 4, GC_W_NK, false>(acc, x, w, m, n, k, i0, j0, lane, S);
+            gc_small_sums<R, C, 4, LAYOUT, false>(acc, x, w, m, n, k, i0, j0, lane, S);
         else
-            gc_small_sums<R, C, 1, GC_W_NK, false>(acc, x, w, m, n, k, i0, j0, lane, S);
+            gc_small_sums<R, C, 1, LAYOUT, false>(acc, x, w, m, n, k, i0, j0, lane, S);
         gc_small_exchange<V, 0>(acc, lane);
-        gc_small_store_warp<R, C>(y, b, m, n, i0, j0, relu, acc, bias, lane);
+        gc_small_store_warp<R, C>(out, b, m, n, i0, j0, relu, acc, bias, lane);
+    }
+}
+
+// gc_mlp_tiles (n x k layout) with warp tile `code`: 0: 1 x 1, 1: 4 x 1,
+// 2: 4 x 4, 3: 8 x 4.
+template <class Out>
+__device__ __forceinline__ void gc_mlp_layer(u32 code, Out &out, const float *x, const float *w, const float *b, u32 m,
+                                             u32 n, u32 k, bool relu) {
+    switch (code) {
+    case 0: gc_mlp_tiles<1, 1>(out, x, w, b, m, n, k, relu); break;
+    case 1: gc_mlp_tiles<4, 1>(out, x, w, b, m, n, k, relu); break;
+    case 2: gc_mlp_tiles<4, 4>(out, x, w, b, m, n, k, relu); break;
+    default: gc_mlp_tiles<8, 4>(out, x, w, b, m, n, k, relu); break;
     }
 }
 
@@ -442,16 +534,70 @@ extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 1)
         const bool last = l + 1 == layers;
         float *out = last ? y : h;
         const bool relu = (flags >> l) & 1u;
-        switch ((flags >> (8 + 2 * l)) & 3u) {
-        case 0: gc_mlp_layer<1, 1>(out, in, w, b, m, n, k, relu); break;
-        case 1: gc_mlp_layer<4, 1>(out, in, w, b, m, n, k, relu); break;
-        case 2: gc_mlp_layer<4, 4>(out, in, w, b, m, n, k, relu); break;
-        default: gc_mlp_layer<8, 4>(out, in, w, b, m, n, k, relu); break;
-        }
+        GcStore store{out, n};
+        gc_mlp_layer((flags >> (8 + 2 * l)) & 3u, store, in, w, b, m, n, k, relu);
         if (last) break;
         gc_grid_barrier(bar);
         in = h;
         h += (m * n + GC_MLP_ALIGN - 1) / GC_MLP_ALIGN * GC_MLP_ALIGN;
+    }
+}
+
+// ===========================================================================
+// gc_mlp2_mse_f32(x, w1, b1, w2, b2, target, h, dp, dh, partials, bar, d01, d2m,
+//                 tiles, grad_scale)
+//
+// Launch 1 of a 2-layer MLP's training step (ReLU hidden layer, summed
+// squared error), cooperative, three phases with a grid barrier (bar, as
+// gc_mlp_f32's) between them:
+//   A: h = relu(x . W1^T + b1)                  h m x k1, W1 k1 x k0
+//   B: p = h . W2^T + b2, dp = (p - target) * (2 * grad_scale), and each
+//      block's sum of (p - target)^2 in partials[blockIdx.x] (added into the
+//      loss by gc_mlp2_sgd_f32)                  dp m x k2, W2 k2 x k1
+//   C: dh = h > 0 ? (dp . W2)[i, j] : 0          dh m x k1
+// d01 = k0 | k1 << 16, d2m = k2 | m << 16 (all below 2^16); tiles: bits 0-1
+// phase A's warp tile, bits 2-3 phase B's (gc_mlp_layer codes), bits 4-5
+// phase C's (0: 1 x 4, 1: 4 x 4, 2: 8 x 4; W2 read as k x n). Each phase's
+// tiles go round-robin to the warps of the grid as in gc_mlp_f32, each sum
+// in the order of gc_linear_small_f32's one-warp tile groups; the loss and
+// gradients are those of gc_mse_f32 and gc_relu_backward_f32 applied to the
+// outputs. Launch: cooperative, block 256, a 1-D grid of at most one block
+// per SM. h, dp, dh, partials and bar must not overlap each other or the
+// inputs.
+// ===========================================================================
+
+// The ReLU-backward epilogue of phase C: dh = h > 0 ? v : 0, with h loaded
+// early through the coherent path (phase A of the same launch wrote it).
+struct GcReluBackOut {
+    float *dh;
+    const float *h;
+    u32 n;
+    float hv[2];
+    __device__ __forceinline__ void fetch(int t, u32 row, u32 col) { hv[t] = h[row * n + col]; }
+    __device__ __forceinline__ void operator()(int t, u32 row, u32 col, float v) {
+        dh[row * n + col] = hv[t] > 0.0f ? v : 0.0f;
+    }
+};
+
+extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 1)
+    gc_mlp2_mse_f32(const float *x, const float *w1, const float *b1, const float *w2, const float *b2,
+                    const float *target, float *h, float *dp, float *dh, float *partials, u32 *bar, u32 d01, u32 d2m,
+                    u32 tiles, float grad_scale) {
+    const u32 k0 = d01 & 0xffffu, k1 = d01 >> 16, k2 = d2m & 0xffffu, m = d2m >> 16;
+    if (k0 == 0 || k1 == 0 || k2 == 0 || m == 0) return;
+    GcStore hidden{h, k1};
+    gc_mlp_layer(tiles & 3u, hidden, x, w1, b1, m, k1, k0, true);
+    gc_grid_barrier(bar);
+    GcMseOut mse{dp, nullptr, target, k2, 2.0f * grad_scale, {0.0f, 0.0f}, 0.0f};
+    gc_mlp_layer((tiles >> 2) & 3u, mse, h, w2, b2, m, k2, k1, false);
+    const float s = gc_block_sum(mse.sum);
+    if (threadIdx.x == 0) partials[blockIdx.x] = s;
+    gc_grid_barrier(bar);
+    GcReluBackOut back{dh, h, k1, {0.0f, 0.0f}};
+    switch ((tiles >> 4) & 3u) {
+    case 0: gc_mlp_tiles<1, 4, GC_W_KN>(back, dp, w2, nullptr, m, k1, k2, false); break;
+    case 1: gc_mlp_tiles<4, 4, GC_W_KN>(back, dp, w2, nullptr, m, k1, k2, false); break;
+    default: gc_mlp_tiles<8, 4, GC_W_KN>(back, dp, w2, nullptr, m, k1, k2, false); break;
     }
 }
 
@@ -526,7 +672,7 @@ __device__ __forceinline__ float4 gc_load4(const float *p, bool in, bool vec, u3
 template <int BM, int BN, int TM, int TN, int BK, int NT>
 __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const float *bm, const float *bias, u32 m,
                                             u32 n, u32 k, u32 lda, u32 ldb, u32 ldc, u32 flags, float alpha,
-                                            float beta, float *smem) {
+                                            float beta, float *smem, u32 blk) {
     constexpr int LA = BM + 4, LB = BN + 4;  // k-major rows of As / Bs
     constexpr int A4 = BM * BK / 4 / NT;  // float4 groups per thread
     constexpr int B4 = BN * BK / 4 / NT;
@@ -538,7 +684,7 @@ __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const f
 
     const u32 tid = threadIdx.x;
     const u32 tiles_n = (n + BN - 1) / BN;
-    const u32 i0 = (blockIdx.x / tiles_n) * BM, j0 = (blockIdx.x % tiles_n) * BN;
+    const u32 i0 = (blk / tiles_n) * BM, j0 = (blk % tiles_n) * BN;
     const bool ta = flags & GC_GEMM_TRANS_A, tb = flags & GC_GEMM_TRANS_B;
     const bool va = (lda & 3) == 0 && gc_aligned16(a), vb = (ldb & 3) == 0 && gc_aligned16(bm);
     const u32 ty = tid / TX, tx = tid % TX;
@@ -691,7 +837,7 @@ __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const f
 // Tile 2: 32 x 32 output tile, 4 K-slices (see above).
 __device__ __forceinline__ void gc_gemm_sliced(float *cmat, const float *a, const float *bm, const float *bias, u32 m,
                                                u32 n, u32 k, u32 lda, u32 ldb, u32 ldc, u32 flags, float alpha,
-                                               float beta, float *smem) {
+                                               float beta, float *smem, u32 blk) {
     constexpr int BM = 32, BN = 32, TM = 4, TN = 4, BK = 32, KS = 4;
     constexpr int LDS = BN + 4;
     constexpr int TPS = (BM / TM) * (BN / TN);     // threads per slice
@@ -704,7 +850,7 @@ __device__ __forceinline__ void gc_gemm_sliced(float *cmat, const float *a, cons
 
     const u32 tid = threadIdx.x;
     const u32 tiles_n = (n + BN - 1) / BN;
-    const u32 i0 = (blockIdx.x / tiles_n) * BM, j0 = (blockIdx.x % tiles_n) * BN;
+    const u32 i0 = (blk / tiles_n) * BM, j0 = (blk % tiles_n) * BN;
     const bool ta = flags & GC_GEMM_TRANS_A, tb = flags & GC_GEMM_TRANS_B;
 
     float ra[LA], rb[LB];
@@ -806,16 +952,131 @@ __device__ __forceinline__ void gc_gemm_sliced(float *cmat, const float *a, cons
     }
 }
 
+// Output tile `blk` of gc_gemm_f32 with block tile `tile`.
+__device__ __forceinline__ void gc_gemm_tile(float *c, const float *a, const float *b, const float *bias, u32 m, u32 n,
+                                             u32 k, u32 lda, u32 ldb, u32 ldc, u32 flags, float alpha, float beta,
+                                             u32 tile, float *smem, u32 blk) {
+    if (tile == 0)
+        gc_gemm_reg<128, 128, 8, 8, 8, GC_GEMM_THREADS>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta, smem,
+                                                        blk);
+    else if (tile == 1)
+        gc_gemm_reg<64, 64, 4, 4, 16, GC_GEMM_THREADS>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta, smem,
+                                                       blk);
+    else if (tile == 2)
+        gc_gemm_sliced(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta, smem, blk);
+}
+
 // At most 128 registers (2 blocks per SM; tile 0 needs about that many).
 extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
     gc_gemm_f32(float *c, const float *a, const float *b, const float *bias, u32 m, u32 n, u32 k, u32 lda,
                 u32 ldb, u32 ldc, u32 flags, float alpha, float beta, u32 tile) {
     __shared__ __align__(16) float smem[GC_GEMM_SMEM];
     if (m == 0 || n == 0 || k == 0) return;
-    if (tile == 0)
-        gc_gemm_reg<128, 128, 8, 8, 8, GC_GEMM_THREADS>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta, smem);
-    else if (tile == 1)
-        gc_gemm_reg<64, 64, 4, 4, 16, GC_GEMM_THREADS>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta, smem);
-    else if (tile == 2)
-        gc_gemm_sliced(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta, smem);
+    gc_gemm_tile(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta, tile, smem, blockIdx.x);
+}
+
+// ===========================================================================
+// gc_linear_sgd_f32(w, b, dy, x, m, n, k, lr, tile, bias_ty, loss, partials,
+//                   parts)
+//
+// The second launch of a linear layer's training step: the SGD update of
+// its weights and bias from the output gradient dy (m x n) and the input x
+// (m x k), in one launch, without materialising the gradients:
+//   W[j, r] = fmaf(-lr, sum_i dy[i, j] x[i, r], W[j, r])   (W n x k)
+//   b[j]    = fmaf(-lr, sum_i dy[i, j], b[j])             (b may be null)
+// and, when loss is not null, the loss: block 0 adds partials[0 .. parts)
+// (gc_linear_mse_f32's block sums) in a fixed order (thread t takes t,
+// t + 256, ..., then gc_block_sum) into loss[0]. The next LB = ceil(n / 32)
+// blocks (none when b is null) update
+// the bias: block j takes columns 32 j .. 32 j + 31 with gc_column_sum's
+// order for TY = bias_ty (thread t is lane t % 32 of thread row t / 32 of
+// 8), so b is bitwise what gc_bias_sgd_f32 with block (32, bias_ty) gives.
+// The blocks after those are the output tiles of gc_gemm_f32 for C = W (m' = n,
+// n' = k, k' = m, A = dy transposed, B = x, alpha = -lr, beta = 1) with block
+// tile `tile`: W is bitwise what gc_gemm_f32 with those arguments (the
+// weight-gradient SGD of gc_op_linear_weight_sgd) gives.
+//
+// Launch: block 256, 1-D grid of (loss ? 1 : 0) + LB + ceil(n / T) *
+// ceil(k / T) blocks (T the tile's edge: 128, 64, 32), no dynamic shared
+// memory. W, b and loss must not overlap dy, x or partials.
+// ===========================================================================
+
+// Block 0 of a step's update when it writes the loss: loss[0] = the sum of
+// partials[0 .. parts) (thread t takes t, t + 256, ..., then gc_block_sum).
+__device__ __forceinline__ void gc_loss_block(float *loss, const float *partials, u32 parts) {
+    float s = 0.0f;
+    for (u32 i = threadIdx.x; i < parts; i += blockDim.x) s = __fadd_rn(s, __ldg(partials + i));
+    const float total = gc_block_sum(s);
+    if (threadIdx.x == 0) loss[0] = total;
+}
+
+// Blocks of one layer's update: ceil(n / 32) bias blocks (when b is not
+// null), then the weight GEMM's tiles (edge T of `tile`).
+__device__ __forceinline__ u32 gc_layer_sgd_blocks(const float *b, u32 n, u32 k, u32 tile) {
+    const u32 t = tile == 0 ? 128u : tile == 1 ? 64u : 32u;
+    return (b != nullptr ? (n + 31) / 32 : 0u) + ((n + t - 1) / t) * ((k + t - 1) / t);
+}
+
+// Block `blk` (< gc_layer_sgd_blocks) of one layer's update (see
+// gc_linear_sgd_f32).
+__device__ __forceinline__ void gc_layer_sgd(u32 blk, float *w, float *b, const float *dy, const float *x, u32 m,
+                                             u32 n, u32 k, float lr, u32 tile, u32 bias_ty, float *smem) {
+    const u32 bias_blocks = b != nullptr ? (n + 31) / 32 : 0;
+    if (blk < bias_blocks) {
+        const u32 c = blk * 32 + (threadIdx.x & 31u);
+        bool owner;
+        const float s = gc_column_sum(dy, m, n, c, threadIdx.x & 31u, threadIdx.x >> 5, GC_GEMM_THREADS / 32, bias_ty,
+                                      reinterpret_cast<float (*)[33]>(smem), owner);
+        if (owner) b[c] = fmaf(-lr, s, b[c]);
+        return;
+    }
+    gc_gemm_tile(w, dy, x, nullptr, n, k, m, n, k, k, GC_GEMM_TRANS_A, -lr, 1.0f, tile, smem, blk - bias_blocks);
+}
+
+extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
+    gc_linear_sgd_f32(float *w, float *b, const float *dy, const float *x, u32 m, u32 n, u32 k, float lr, u32 tile,
+                      u32 bias_ty, float *loss, const float *partials, u32 parts) {
+    __shared__ __align__(16) float smem[GC_GEMM_SMEM];
+    if (m == 0 || n == 0 || k == 0 || bias_ty == 0 || bias_ty > 32) return;
+    u32 blk = blockIdx.x;
+    if (loss != nullptr) {
+        if (blk == 0) {
+            gc_loss_block(loss, partials, parts);
+            return;
+        }
+        --blk;
+    }
+    gc_layer_sgd(blk, w, b, dy, x, m, n, k, lr, tile, bias_ty, smem);
+}
+
+// ===========================================================================
+// gc_mlp2_sgd_f32(w1, b1, w2, b2, x, h, dp, dh, loss, partials, d01, d2m, lr,
+//                 cfg)
+//
+// Launch 2 of a 2-layer MLP's training step: block 0 writes loss[0] (the sum
+// of partials[0 .. parts), gc_mlp2_mse_f32's block sums, in a fixed order);
+// then the blocks of layer 2's update (W2 -= lr dp^T . h, b2 -= lr colsum
+// dp) and of layer 1's (W1 -= lr dh^T . x, b1 -= lr colsum dh), each as in
+// gc_linear_sgd_f32 (bias blocks, then the weight GEMM's tiles; bitwise
+// gc_bias_sgd_f32 and gc_gemm_f32's weight-gradient SGD). d01 and d2m as
+// gc_mlp2_mse_f32's; cfg: bits 0-1 layer 1's GEMM tile, bits 2-3 layer
+// 2's, bits 4-9 the bias column sums' TY (1..32), bits 16-31 parts. b1, b2
+// may be null. Launch: block 256, grid 1 + the two layers' blocks.
+// ===========================================================================
+extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
+    gc_mlp2_sgd_f32(float *w1, float *b1, float *w2, float *b2, const float *x, const float *h, const float *dp,
+                    const float *dh, float *loss, const float *partials, u32 d01, u32 d2m, float lr, u32 cfg) {
+    __shared__ __align__(16) float smem[GC_GEMM_SMEM];
+    const u32 k0 = d01 & 0xffffu, k1 = d01 >> 16, k2 = d2m & 0xffffu, m = d2m >> 16;
+    const u32 tile1 = cfg & 3u, tile2 = (cfg >> 2) & 3u, ty = (cfg >> 4) & 63u, parts = cfg >> 16;
+    if (k0 == 0 || k1 == 0 || k2 == 0 || m == 0 || ty == 0 || ty > 32) return;
+    if (blockIdx.x == 0) {
+        gc_loss_block(loss, partials, parts);
+        return;
+    }
+    const u32 blk = blockIdx.x - 1, second = gc_layer_sgd_blocks(b2, k2, k1, tile2);
+    if (blk < second)
+        gc_layer_sgd(blk, w2, b2, dp, h, m, k2, k1, lr, tile2, ty, smem);
+    else
+        gc_layer_sgd(blk - second, w1, b1, dh, x, m, k1, k0, lr, tile1, ty, smem);
 }

@@ -402,14 +402,16 @@ def block_programs():
             "training step": "training step (Linear 1024\u00b2, batch 64, MSE, SGD)",
         }.get(r["case"], r["case"])
         sp = f"**{s:.2f}\u00d7**" if target else f"{s:.2f}\u00d7"
-        tg = ("\u2265 4\u00d7" + verdict(s >= 4, "", ": **missed**")) if target else ""
+        goal = 5 if r["case"] == "training step" else 4  # issue 14: the step >= 5x
+        tg = (f"\u2265 {goal}\u00d7" + verdict(s >= goal, "", ": **missed**")) if target else ""
         lines.append(
             f"| {label} | {r['torch_eager_us']:.1f} \u00b5s | {r['torch_graph_us']:.1f} \u00b5s | "
             f"{r['graphcore_us']:.1f} \u00b5s | {sp} | {tg} |"
         )
     cap = p["capture_4_buckets_us"]
     mem = {k: v / 2**20 for k, v in p["memory_bytes"].items()}
-    step = next(r for r in p["rows"] if r["case"] == "training step")["graphcore_us"]
+    step_row = next(r for r in p["rows"] if r["case"] == "training step")
+    step = step_row["graphcore_us"]
     mlp = max(r["graphcore_us"] for r in p["rows"] if r["case"].startswith("MLP"))
     share = mem["shared_4_buckets"] / mem["batch32_alone"]
     lines += [
@@ -428,12 +430,28 @@ def block_programs():
         "  `mlp_inference` and `train_step` print the pool's allocated / reserved /",
         "  peaks before the static inputs, after them, after capture and during",
         "  training, as the notes print PyTorch's.",
-        "- graphcore's step is four kernels (forward, loss+gradient, weight gradient",
-        f"  fused with SGD, bias gradient fused with SGD), about {step:.0f} \u00b5s end to end; an",
-        f"  MLP request is two copies and three kernels, about {mlp:.0f} \u00b5s. Both are bound by",
-        "  GPU time, so 4\u00d7 would need fewer, longer kernels (a whole MLP or a whole",
-        "  step in one kernel), which graphcore does not have yet. (PyTorch's eager",
-        "  times vary between runs with the host's load.)",
+    ]
+    if "graphcore_unfused_us" in step_row:
+        lines += [
+            f"- graphcore's step is {step_row['graphcore_nodes']} kernels (`gc_op_linear_mse_step`: the forward "
+            "with the loss and",
+            "  its gradient in the epilogue; the weight and bias update), about "
+            f"{step:.0f} \u00b5s end to end; the",
+            f"  unfused step ({step_row['graphcore_unfused_nodes']} kernels: forward, loss+gradient, weight "
+            "gradient fused with SGD,",
+            f"  bias gradient fused with SGD) {step_row['graphcore_unfused_us']:.1f} \u00b5s "
+            f"({step_row['unfused_speedup_vs_torch_graph']:.2f}\u00d7) in the same run. The issue's",
+            "  target for the step is 5\u00d7; the two kernels themselves take about 7.5 \u00b5s "
+            "each (kernels/TUNING.md).",
+        ]
+    else:
+        lines += [
+            "- graphcore's step is four kernels (forward, loss+gradient, weight gradient",
+            f"  fused with SGD, bias gradient fused with SGD), about {step:.0f} \u00b5s end to end.",
+        ]
+    lines += [
+        f"- An MLP request is two copies and three kernels, about {mlp:.0f} \u00b5s. Both programs are bound by",
+        "  GPU time. (PyTorch's eager times vary between runs with the host's load.)",
     ]
     return "\n".join(lines)
 

@@ -10,8 +10,9 @@ in one run, from the same weights and data.
     PyTorch too. Outputs compared (batch 32).
   * The training step (Linear 1024 -> 1024, batch 64, summed squared error,
     SGD lr 1e-3): PyTorch's CUDA-graph replay (warm-up on a side stream,
-    capture, replay) and eager step against c_examples/train_step; the
-    losses of the first 100 replays compared.
+    capture, replay) and eager step against c_examples/train_step (replays
+    of the fused step, gc_op_linear_mse_step: 2 kernel nodes; the unfused
+    4-node step beside it); the losses of the first 100 replays compared.
   * Capture time of the four MLP buckets, both sides.
 
 fp32, TF32 off. Writes $OUT/programs_vs_torch.json and .png (a chart), and
@@ -171,8 +172,13 @@ for b in BUCKETS:
                  # graph arguments: each request bound to its own buffers, no copies
                  "graphcore_bound_us": gc_timings[b]["bound_us"],
                  "bound_speedup_vs_torch_graph": torch_mlp[b]["graph_us"] / gc_timings[b]["bound_us"]})
+# graphcore_us: the fused step (gc_op_linear_mse_step, 2 kernel nodes); the
+# unfused step (4 nodes) beside it.
 rows.append({"case": "training step", "torch_eager_us": torch_eager_us, "torch_graph_us": torch_replay_us,
-             "graphcore_us": gc_train["replay_us"], "speedup_vs_torch_graph": torch_replay_us / gc_train["replay_us"]})
+             "graphcore_us": gc_train["replay_us"], "speedup_vs_torch_graph": torch_replay_us / gc_train["replay_us"],
+             "graphcore_nodes": gc_train["nodes"], "graphcore_unfused_us": gc_train["replay_unfused_us"],
+             "graphcore_unfused_nodes": gc_train["unfused_nodes"],
+             "unfused_speedup_vs_torch_graph": torch_replay_us / gc_train["replay_unfused_us"]})
 results = {
     "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "rows": rows,
     "mlp_outputs_max_rel_diff_batch32": mlp_rel, "train_losses_max_rel_diff_100_steps": loss_rel,

@@ -413,6 +413,220 @@ static void check_weight_sgd_bitwise() {
     }
 }
 
+// The training-step kernels: gc_linear_mse_f32 is bitwise gc_linear_small_f32
+// + gc_mse_f32's gradient (loss against float64); gc_linear_sgd_f32 is
+// bitwise gc_bias_sgd_f32 + the fused weight-gradient GEMM.
+static void check_train_step() {
+    const unsigned shapes[][3] = {{64, 40, 36}, {3, 70, 5}, {33, 13, 64}, {1, 5, 7}, {17, 100, 31}};
+    static const SmallCfg cfgs[] = {{3, 2, 1, 2}, {2, 2, 0, 3}, {2, 0, 2, 1}, {0, 0, 0, 3}, {3, 2, 0, 0}};
+    int trial = 0;
+    for (auto &sh : shapes)
+        for (const SmallCfg &cfg : cfgs) {
+            ++trial;
+            const unsigned m = sh[0], n = sh[1], k = sh[2], off = trial % 3 == 2;
+            const bool bias = trial % 4 != 1;
+            Buf x(m * k, off), w(n * k, off), b(n, off), t(m * n, off), y(m * n, off), g(m * n, off), g2(m * n, off),
+                pred(m * n, off), loss(1), loss2(1);
+            x.random();
+            w.random();
+            b.random();
+            t.random();
+            const uint3 grid{(n + cfg.bn() - 1) / cfg.bn(), (m + cfg.bm() - 1) / cfg.bm(), 1};
+            const unsigned blocks = grid.x * grid.y;
+            Buf parts(blocks, 0, NAN), ws2(4 + 8, 0, 0.0f);
+            const float gs = trial % 2 ? 1.0f : 0.25f;
+            emu::launch(gc_linear_small_f32, grid, g1(256), y.p, (const float *)x.p, (const float *)w.p,
+                        (const float *)(bias ? b.p : nullptr), m, n, k, 0u, cfg.packed());
+            emu::launch(gc_mse_f32, g1(3), g1(256), loss2.p, g2.p, (const float *)y.p, (const float *)t.p, (u64)(m * n), gs,
+                        (void *)ws2.p);
+            emu::launch(gc_linear_mse_f32, grid, g1(256), g.p, pred.p, parts.p, (const float *)x.p, (const float *)w.p,
+                        (const float *)(bias ? b.p : nullptr), (const float *)t.p, m, n, k, cfg.packed(), gs);
+            bool same = true;
+            double ref = 0, mag = 0;
+            for (unsigned i = 0; i < m * n; ++i) {
+                same &= same_bits(pred[i], y[i]) && same_bits(g[i], g2[i]);
+                const double d = (double)y[i] - t[i];
+                ref += d * d;
+                mag += d * d;
+            }
+            CHECK(same && std::isnan(g.p[m * n]), "linear_mse %ux%ux%u trial %d: pred/grad differ from unfused", m, n, k,
+                  trial);
+            bool parts_ok = std::isnan(parts.p[blocks]);
+            for (unsigned i = 0; i < blocks; ++i) parts_ok &= !std::isnan(parts[i]);
+            CHECK(parts_ok, "linear_mse %ux%ux%u: one partial sum per block", m, n, k);
+
+            // The update, for each tile and two bias shapes.
+            for (unsigned tile : {0u, 1u, 2u})
+                for (unsigned ty : {1u, 16u, 32u}) {
+                    Buf w1(n * k, off), w2(n * k, off), b1(n, off), b2(n, off);
+                    for (unsigned i = 0; i < n * k; ++i) w1[i] = w2[i] = w[i];
+                    for (unsigned i = 0; i < n; ++i) b1[i] = b2[i] = b[i];
+                    const float lr = 0.01f;
+                    const unsigned tm = GEMM_T[tile], wb = ((n + tm - 1) / tm) * ((k + tm - 1) / tm);
+                    emu::launch(gc_gemm_f32, g1(wb), g1(256), w2.p, (const float *)g.p, (const float *)x.p,
+                                (const float *)nullptr, n, k, m, n, k, k, 1u, -lr, 1.0f, tile);
+                    if (bias)
+                        emu::launch(gc_bias_sgd_f32, g1((n + 31) / 32), uint3{32, ty, 1}, b2.p, (const float *)g.p, m, n,
+                                    lr);
+                    const unsigned bb = bias ? (n + 31) / 32 : 0;
+                    const bool with_loss = ty != 1;
+                    loss[0] = NAN;
+                    emu::launch(gc_linear_sgd_f32, g1(with_loss + bb + wb), g1(256), w1.p, bias ? b1.p : (float *)nullptr,
+                                (const float *)g.p, (const float *)x.p, m, n, k, lr, tile, ty,
+                                with_loss ? loss.p : (float *)nullptr, (const float *)parts.p, blocks);
+                    if (with_loss) {
+                        CHECK(std::fabs(loss[0] - ref) <= 2e-6 * mag * std::log2(m * n + 2.0) + 1e-30,
+                              "linear step loss %ux%ux%u: %.9g vs %.9g", m, n, k, loss[0], ref);
+                        static float first_loss;
+                        if (tile == 0 && ty == 16) first_loss = loss[0];
+                        else CHECK(same_bits(first_loss, loss[0]), "linear step loss differs between launches");
+                    }
+                    bool ok = true;
+                    for (unsigned i = 0; i < n * k; ++i) ok &= same_bits(w1[i], w2[i]);
+                    for (unsigned i = 0; i < n; ++i) ok &= same_bits(b1[i], b2[i]);
+                    CHECK(ok && std::isnan(w1.p[n * k]), "linear_sgd %ux%ux%u tile %u ty %u bias %d differs from unfused",
+                          m, n, k, tile, ty, bias);
+                }
+        }
+}
+
+// The 2-layer MLP step (one block: the grid barrier needs every block
+// resident, which the emulator's sequential blocks are not) against float64.
+static void check_mlp2_step() {
+    const unsigned shapes[][4] = {{5, 12, 9, 6}, {17, 33, 20, 8}, {3, 8, 16, 4}};
+    int trial = 0;
+    for (auto &sh : shapes)
+        for (unsigned tiles : {0u | 0u << 2 | 0u << 4, 2u | 1u << 2 | 1u << 4, 3u | 3u << 2 | 2u << 4, 1u | 2u << 2 | 0u << 4}) {
+            ++trial;
+            const unsigned m = sh[0], k0 = sh[1], k1 = sh[2], k2 = sh[3];
+            Buf x(m * k0), w1(k1 * k0), b1(k1), w2(k2 * k1), b2(k2), t(m * k2), h(m * k1), dp(m * k2), dh(m * k1),
+                parts(1), bar(4, 0, 0.0f), loss(1);
+            x.random();
+            w1.random(-0.5f, 0.5f);
+            b1.random(-0.5f, 0.5f);
+            w2.random(-0.5f, 0.5f);
+            b2.random(-0.5f, 0.5f);
+            t.random();
+            std::vector<float> W1(w1.p, w1.p + k1 * k0), B1(b1.p, b1.p + k1), W2(w2.p, w2.p + k2 * k1), B2(b2.p, b2.p + k2);
+            const float gs = 0.5f, lr = 0.01f;
+            emu::launch(gc_mlp2_mse_f32, g1(1), g1(256), (const float *)x.p, (const float *)w1.p, (const float *)b1.p,
+                        (const float *)w2.p, (const float *)b2.p, (const float *)t.p, h.p, dp.p, dh.p, parts.p,
+                        (u32 *)bar.p, k0 | k1 << 16, k2 | m << 16, tiles, gs);
+            const unsigned ty = 4;
+            const u32 cfg = 1u | 2u << 2 | ty << 4 | 1u << 16;
+            // Layer 1: GEMM tile 1 (64 x 64), layer 2: tile 2 (32 x 32); loss block first.
+            const unsigned nb = 1 + (k2 + 31) / 32 + ((k2 + 31) / 32) * ((k1 + 31) / 32) + (k1 + 31) / 32 +
+                                ((k1 + 63) / 64) * ((k0 + 63) / 64);
+            emu::launch(gc_mlp2_sgd_f32, g1(nb), g1(256), w1.p, b1.p, w2.p, b2.p, (const float *)x.p, (const float *)h.p,
+                        (const float *)dp.p, (const float *)dh.p, loss.p, (const float *)parts.p, k0 | k1 << 16,
+                        k2 | m << 16, lr, cfg);
+            // float64 reference
+            std::vector<double> H(m * k1), DP(m * k2), DH(m * k1, 0.0);
+            double L = 0;
+            bool ok = true;
+            for (unsigned i = 0; i < m; ++i)
+                for (unsigned j = 0; j < k1; ++j) {
+                    double v = B1[j];
+                    for (unsigned r = 0; r < k0; ++r) v += (double)x[i * k0 + r] * W1[j * k0 + r];
+                    H[i * k1 + j] = v > 0 ? v : 0;
+                    ok &= std::fabs(h[i * k1 + j] - H[i * k1 + j]) <= 1e-5;
+                }
+            for (unsigned i = 0; i < m; ++i)
+                for (unsigned j = 0; j < k2; ++j) {
+                    double v = B2[j];
+                    for (unsigned r = 0; r < k1; ++r) v += H[i * k1 + r] * W2[j * k1 + r];
+                    const double d = v - t[i * k2 + j];
+                    L += d * d;
+                    DP[i * k2 + j] = 2.0 * gs * d;
+                    ok &= std::fabs(dp[i * k2 + j] - DP[i * k2 + j]) <= 1e-5;
+                }
+            for (unsigned i = 0; i < m; ++i)
+                for (unsigned r = 0; r < k1; ++r) {
+                    double v = 0;
+                    for (unsigned j = 0; j < k2; ++j) v += DP[i * k2 + j] * W2[j * k1 + r];
+                    DH[i * k1 + r] = H[i * k1 + r] > 0 ? v : 0;
+                    ok &= std::fabs(dh[i * k1 + r] - DH[i * k1 + r]) <= 1e-5;
+                }
+            CHECK(ok, "mlp2 step trial %d (%ux%ux%ux%u tiles %#x): h, dp or dh off", trial, m, k0, k1, k2, tiles);
+            CHECK(std::fabs(loss[0] - L) <= 1e-5 * L + 1e-6, "mlp2 loss trial %d: %.9g vs %.9g", trial, loss[0], L);
+            ok = true;
+            for (unsigned j = 0; j < k2; ++j) {
+                double gb = 0;
+                for (unsigned i = 0; i < m; ++i) gb += DP[i * k2 + j];
+                ok &= std::fabs(b2[j] - (B2[j] - lr * gb)) <= 1e-6;
+                for (unsigned r = 0; r < k1; ++r) {
+                    double g = 0;
+                    for (unsigned i = 0; i < m; ++i) g += DP[i * k2 + j] * H[i * k1 + r];
+                    ok &= std::fabs(w2[j * k1 + r] - (W2[j * k1 + r] - lr * g)) <= 1e-6;
+                }
+            }
+            for (unsigned j = 0; j < k1; ++j) {
+                double gb = 0;
+                for (unsigned i = 0; i < m; ++i) gb += DH[i * k1 + j];
+                ok &= std::fabs(b1[j] - (B1[j] - lr * gb)) <= 1e-6;
+                for (unsigned r = 0; r < k0; ++r) {
+                    double g = 0;
+                    for (unsigned i = 0; i < m; ++i) g += DH[i * k1 + j] * x[i * k0 + r];
+                    ok &= std::fabs(w1[j * k0 + r] - (W1[j * k0 + r] - lr * g)) <= 1e-6;
+                }
+            }
+            unsigned counter;
+            std::memcpy(&counter, bar.p, 4);
+            CHECK(ok && counter == 0, "mlp2 update trial %d (%ux%ux%ux%u): parameters off (counter %u)", trial, m, k0, k1,
+                  k2, counter);
+        }
+}
+
+// gc_mlp_f32 (one block) is bitwise the per-layer gc_linear_small_f32
+// launches with its warp tiles and 8 one-warp groups per block.
+static void check_mlp_fused() {
+    static const unsigned tiles[4][2] = {{0, 0}, {2, 0}, {2, 2}, {3, 2}};  // log2 rows, columns
+    const unsigned widths[][4] = {{12, 9, 6, 5}, {16, 8, 12, 4}, {7, 33, 10, 3}};
+    int trial = 0;
+    for (auto &wd : widths)
+        for (unsigned rows : {1u, 5u, 9u}) {
+            ++trial;
+            const unsigned L = 3;
+            Buf x(rows * wd[0]), y(rows * wd[3]), bar(4, 0, 0.0f), act(2 * 64 * ((rows * 33 + 63) / 64));
+            x.random();
+            std::vector<Buf> w, b;
+            for (unsigned l = 0; l < L; ++l) {
+                w.emplace_back(wd[l + 1] * wd[l]);
+                b.emplace_back(wd[l + 1]);
+                w.back().random();
+                b.back().random();
+            }
+            u32 flags = L << 4 | 1u | 2u;  // ReLU after layers 0 and 1
+            unsigned code[3];
+            for (unsigned l = 0; l < L; ++l) {
+                code[l] = (trial + l) % 4;
+                flags |= code[l] << (8 + 2 * l);
+            }
+            emu::launch(gc_mlp_f32, g1(1), g1(256), y.p, (const float *)x.p, (u32 *)bar.p, act.p, (const float *)w[0].p,
+                        (const float *)b[0].p, (const float *)w[1].p, (const float *)b[1].p, (const float *)w[2].p,
+                        (const float *)b[2].p, (const float *)nullptr, (const float *)nullptr, wd[0] | wd[1] << 16,
+                        wd[2] | wd[3] << 16, 0u | rows << 16, flags);
+            // Per layer.
+            Buf h1(rows * wd[1]), h2(rows * wd[2]), y2(rows * wd[3]);
+            float *outs[3] = {h1.p, h2.p, y2.p};
+            const float *in = x.p;
+            for (unsigned l = 0; l < L; ++l) {
+                SmallCfg cfg{tiles[code[l]][0], tiles[code[l]][1], 0, 3};
+                const unsigned n = wd[l + 1];
+                emu::launch(gc_linear_small_f32, uint3{(n + cfg.bn() - 1) / cfg.bn(), (rows + cfg.bm() - 1) / cfg.bm(), 1},
+                            g1(256), outs[l], in, (const float *)w[l].p, (const float *)b[l].p, rows, n, wd[l], l < 2 ? 1u : 0u,
+                            cfg.packed());
+                in = outs[l];
+            }
+            bool same = true;
+            for (unsigned i = 0; i < rows * wd[3]; ++i) same &= same_bits(y[i], y2[i]);
+            unsigned counter;
+            std::memcpy(&counter, bar.p, 4);
+            CHECK(same && counter == 0, "mlp fused != per layer: widths %u-%u-%u-%u rows %u codes %u %u %u", wd[0], wd[1],
+                  wd[2], wd[3], rows, code[0], code[1], code[2]);
+        }
+}
+
 int main(int argc, char **argv) {
     const std::string only = argc > 1 ? argv[1] : "";
     auto run = [&](const char *name, void (*f)()) {
@@ -430,6 +644,9 @@ int main(int argc, char **argv) {
     run("linear_small", check_linear_small);
     run("gemm", check_gemm);
     run("weight_sgd", check_weight_sgd_bitwise);
+    run("train_step", check_train_step);
+    run("mlp2_step", check_mlp2_step);
+    run("mlp_fused", check_mlp_fused);
     std::printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }

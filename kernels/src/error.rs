@@ -109,6 +109,15 @@ pub enum SizeError {
         /// Blocks needed.
         blocks: u64,
     },
+    /// A size is larger than the operation takes.
+    TooLarge {
+        /// The argument.
+        arg: &'static str,
+        /// Its value.
+        value: u64,
+        /// The most allowed.
+        max: u64,
+    },
 }
 
 impl fmt::Display for SizeError {
@@ -175,6 +184,9 @@ impl fmt::Display for SizeError {
             ),
             SizeError::GridTooLarge { blocks } => {
                 write!(f, "{blocks} blocks exceed the grid limit")
+            }
+            SizeError::TooLarge { arg, value, max } => {
+                write!(f, "{arg} is {value}; at most {max}")
             }
         }
     }

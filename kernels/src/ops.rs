@@ -1060,12 +1060,18 @@ fn mlp_region(workspace: u64, rows: u32, layers: &[MlpLayer], l: usize) -> u64 {
 /// run by `warps` warps: the largest tile that fits the rows and still
 /// gives every other warp a tile, else 1 x 1 (the most tiles).
 fn mlp_tile(rows: u32, outputs: u32, warps: u64) -> usize {
-    (1..MLP_TILES.len())
+    warp_tile(rows, outputs, warps, &MLP_TILES)
+}
+
+/// The largest of `tiles` (ascending, rows x columns) that fits the rows
+/// and gives every other of `warps` warps a tile, else the first: its index.
+fn warp_tile(rows: u32, outputs: u32, warps: u64, tiles: &[(u32, u32)]) -> usize {
+    (1..tiles.len())
         .rev()
         .find(|&t| {
-            let (r, c) = MLP_TILES[t];
-            let tiles = ceil_div(rows as u64, r as u64) * ceil_div(outputs as u64, c as u64);
-            rows >= r - 1 && tiles * 2 >= warps
+            let (r, c) = tiles[t];
+            let count = ceil_div(rows as u64, r as u64) * ceil_div(outputs as u64, c as u64);
+            rows >= r - 1 && count * 2 >= warps
         })
         .unwrap_or(0)
 }
@@ -1282,6 +1288,435 @@ pub fn mlp_unfused(
             )
         })
         .collect())
+}
+
+// ---------------------------------------------------------------------------
+// Training step of a linear layer (summed squared error, SGD)
+
+/// One training step of a linear layer for [`linear_mse_step`]: the forward
+/// pass `p = x . W^T + b` (x `rows x inputs`, W `outputs x inputs` as
+/// PyTorch stores it, b `outputs` floats or 0), the loss
+/// `loss[0] = sum (p - target)^2`, its gradient
+/// `dY = 2 * grad_scale * (p - target)` and the SGD update
+/// `W -= lr * dY^T . x`, `b -= lr * colsum(dY)`, all row-major f32.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LinearMseStep {
+    /// Device address of W (updated in place).
+    pub w: u64,
+    /// Device address of b (updated in place), or 0 for no bias.
+    pub b: u64,
+    /// Device address of x.
+    pub x: u64,
+    /// Device address of the target (`rows x outputs`).
+    pub target: u64,
+    /// Device address of the loss (one float, written).
+    pub loss: u64,
+    /// Rows of the batch.
+    pub rows: u32,
+    /// Input width.
+    pub inputs: u32,
+    /// Output width.
+    pub outputs: u32,
+    /// The gradient's scale: 1 for the summed loss, `1 / (rows * outputs)`
+    /// for the gradient of the mean.
+    pub grad_scale: f32,
+    /// The learning rate.
+    pub lr: f32,
+}
+
+/// Offset of the gradient `dY` in a [`linear_mse_step`] workspace.
+const STEP_GRAD_ALIGN: u64 = 256;
+
+impl LinearMseStep {
+    /// The fused forward's launch shape (`gc_linear_mse_f32`).
+    fn forward_config(&self, sms: u32) -> SmallConfig {
+        small_config(self.rows, self.outputs, self.inputs, sms, false)
+    }
+
+    /// Bytes of the counter and partial sums at the start of the workspace,
+    /// for the fused forward (rows up to [`SMALL_BATCH_MAX_M`]) or the MSE
+    /// kernel (more rows), rounded up to 256 bytes; `dY` follows.
+    fn sums_bytes(&self, sms: u32) -> u64 {
+        let bytes = if self.rows <= SMALL_BATCH_MAX_M {
+            let [gx, gy] = self.forward_config(sms).grid(self.rows, self.outputs);
+            16 + F32 * gx as u64 * gy as u64
+        } else {
+            mse_workspace_bytes(self.rows as u64 * self.outputs as u64, sms)
+        };
+        bytes.next_multiple_of(STEP_GRAD_ALIGN)
+    }
+}
+
+/// Bytes of workspace [`linear_mse_step`] needs: the loss's per-block sums
+/// (after a 16-byte counter), then the gradient `dY` (`rows x outputs`
+/// floats). The first 4 bytes must be zero before the workspace's first use
+/// (the counter of the MSE kernel that more than [`SMALL_BATCH_MAX_M`] rows
+/// take; every step leaves them zero).
+pub fn linear_mse_step_workspace_bytes(rows: u32, inputs: u32, outputs: u32, sms: u32) -> u64 {
+    let step = LinearMseStep {
+        w: 0,
+        b: 0,
+        x: 0,
+        target: 0,
+        loss: 0,
+        rows,
+        inputs,
+        outputs,
+        grad_scale: 1.0,
+        lr: 0.0,
+    };
+    step.sums_bytes(sms.max(1)) + rows as u64 * outputs as u64 * F32
+}
+
+/// The SGD update of a linear layer (`gc_linear_sgd_f32`): `W -= lr * dy^T . x`
+/// (W `n x k`, dy `m x n`, x `m x k`) and `b -= lr * colsum(dy)` (b may be
+/// 0): bitwise [`linear_weight_sgd`] and [`bias_sgd`] with the same sizes
+/// and `sms`, in one launch; with `loss = (address, partials, parts)`, also
+/// the loss from the forward's per-block sums. Sizes and pointers are the
+/// caller's to check.
+#[allow(clippy::too_many_arguments)]
+fn linear_sgd(
+    w: u64,
+    b: u64,
+    dy: u64,
+    x: u64,
+    m: u32,
+    n: u32,
+    k: u32,
+    lr: f32,
+    loss: Option<(u64, u64, u32)>,
+    sms: u32,
+) -> Result<Call, SizeError> {
+    let tile = gemm_tile(n, k, m, sms);
+    let t = GEMM_TILES[tile as usize] as u64;
+    let bias_blocks = if b != 0 { ceil_div(n as u64, 32) } else { 0 };
+    let blocks =
+        loss.is_some() as u64 + bias_blocks + ceil_div(n as u64, t) * ceil_div(k as u64, t);
+    let (loss, partials, parts) = loss.unwrap_or((0, 0, 0));
+    if blocks > MAX_GRID_X {
+        return Err(SizeError::GridTooLarge { blocks });
+    }
+    let bias_ty = ceil_div(m as u64, 4).next_power_of_two().min(32) as u32;
+    Ok(Call::new(
+        args::LinearSgd {
+            w,
+            b,
+            dy,
+            x,
+            m,
+            n,
+            k,
+            lr,
+            tile,
+            bias_ty,
+            loss,
+            partials,
+            parts,
+        },
+        [blocks as u32, 1, 1],
+        [256, 1, 1],
+        0,
+    ))
+}
+
+/// One training step of a linear layer ([`LinearMseStep`] says what it
+/// computes) in two launches for up to [`SMALL_BATCH_MAX_M`] rows: the
+/// forward pass with `dY` and the loss's per-block sums in its epilogue
+/// (`gc_linear_mse_f32`), then the weight and bias update with the loss's
+/// final sum (`gc_linear_sgd_f32`). More rows take
+/// three: the tiled GEMM, the MSE kernel, the update. `workspace` holds at
+/// least [`linear_mse_step_workspace_bytes`] bytes (the loss's partial sums,
+/// then `dY`), its first 4 bytes zero before its first use; it must not be
+/// shared with a concurrent step. The updated W and b are bitwise those of
+/// [`linear`], [`mse`], [`linear_weight_sgd`] and [`bias_sgd`] run one after
+/// the other; the loss is summed in another fixed order (deterministic,
+/// equal to [`mse`]'s up to rounding).
+pub fn linear_mse_step(
+    step: &LinearMseStep,
+    workspace: u64,
+    workspace_bytes: u64,
+    sms: u32,
+) -> Result<Vec<Call>, SizeError> {
+    positive_sms(sms)?;
+    let &LinearMseStep {
+        w,
+        b,
+        x,
+        target,
+        loss,
+        rows: m,
+        inputs: k,
+        outputs: n,
+        grad_scale,
+        lr,
+    } = step;
+    linear_sizes(m, n, k)?;
+    let need = linear_mse_step_workspace_bytes(m, k, n, sms);
+    if workspace_bytes < need {
+        return Err(SizeError::WorkspaceTooSmall {
+            bytes: workspace_bytes,
+            needed: need,
+        });
+    }
+    let outputs = [
+        buf("w", w, n as u64 * k as u64 * F32)?,
+        opt_buf("b", b, n as u64 * F32)?,
+        buf("loss", loss, F32)?,
+        buf("workspace", workspace, need)?,
+    ];
+    let inputs = [
+        buf("x", x, m as u64 * k as u64 * F32)?,
+        buf("target", target, m as u64 * n as u64 * F32)?,
+    ];
+    for (i, &o) in outputs.iter().enumerate() {
+        for &other in outputs[i + 1..].iter().chain(&inputs) {
+            apart(o, other, false)?;
+        }
+    }
+    let sums = workspace;
+    let grad = workspace + step.sums_bytes(sms);
+    let mut calls = Vec::with_capacity(3);
+    if m <= SMALL_BATCH_MAX_M {
+        let config = step.forward_config(sms);
+        let [gx, gy] = config.grid(m, n);
+        let partials = sums + 16;
+        calls.push(Call::new(
+            args::LinearMse {
+                grad,
+                pred: 0,
+                partials,
+                x,
+                w,
+                b,
+                target,
+                m,
+                n,
+                k,
+                config: config.packed(),
+                grad_scale,
+            },
+            [gx, gy, 1],
+            [256, 1, 1],
+            0,
+        ));
+        let sums = Some((loss, partials, gx * gy));
+        calls.push(linear_sgd(w, b, grad, x, m, n, k, lr, sums, sms)?);
+    } else {
+        let len = m as u64 * n as u64;
+        calls.push(linear(grad, x, w, b, m, n, k, false, sms)?);
+        calls.push(mse(
+            loss,
+            grad,
+            grad,
+            target,
+            len,
+            grad_scale,
+            sums,
+            grad - sums,
+            sms,
+        )?);
+        calls.push(linear_sgd(w, b, grad, x, m, n, k, lr, None, sms)?);
+    }
+    Ok(calls)
+}
+
+// ---------------------------------------------------------------------------
+// Training step of a 2-layer MLP (ReLU hidden layer, summed squared error, SGD)
+
+/// One training step of a 2-layer MLP for [`mlp2_mse_step`]:
+/// `h = relu(x . W1^T + b1)`, `p = h . W2^T + b2`, `loss[0] = sum (p -
+/// target)^2`, then the gradients (`dP = 2 * grad_scale * (p - target)`,
+/// `dH = (dP . W2) * (h > 0)`) and the SGD update of W1, b1, W2, b2 (all
+/// row-major f32, W as PyTorch stores it; b1, b2 may be 0).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Mlp2MseStep {
+    /// Device address of W1 (`hidden x inputs`, updated in place).
+    pub w1: u64,
+    /// Device address of b1 (`hidden`), or 0.
+    pub b1: u64,
+    /// Device address of W2 (`outputs x hidden`, updated in place).
+    pub w2: u64,
+    /// Device address of b2 (`outputs`), or 0.
+    pub b2: u64,
+    /// Device address of x (`rows x inputs`).
+    pub x: u64,
+    /// Device address of the target (`rows x outputs`).
+    pub target: u64,
+    /// Device address of the loss (one float, written).
+    pub loss: u64,
+    /// Rows of the batch.
+    pub rows: u32,
+    /// Input width.
+    pub inputs: u32,
+    /// Hidden width.
+    pub hidden: u32,
+    /// Output width.
+    pub outputs: u32,
+    /// The gradient's scale (1 for the summed loss).
+    pub grad_scale: f32,
+    /// The learning rate.
+    pub lr: f32,
+}
+
+/// Warp tiles of the input gradient in `gc_mlp2_mse_f32` (W read `k x n`).
+const KN_TILES: [(u32, u32); 3] = [(1, 4), (4, 4), (8, 4)];
+
+/// Where a [`mlp2_mse_step`] workspace holds what: (bar, partials, h, dP, dH)
+/// offsets and the total bytes.
+fn mlp2_layout(rows: u32, hidden: u32, outputs: u32, sms: u32) -> ([u64; 5], u64) {
+    let a = |bytes: u64| bytes.next_multiple_of(MLP_ALIGN);
+    let parts = a(F32 * sms.max(1) as u64 * MLP_BLOCKS_PER_SM as u64);
+    let (h, p) = (
+        a(rows as u64 * hidden as u64 * F32),
+        a(rows as u64 * outputs as u64 * F32),
+    );
+    let bar = 0;
+    let partials = MLP_BARRIER_BYTES;
+    let hd = partials + parts;
+    let dp = hd + h;
+    let dh = dp + p;
+    ([bar, partials, hd, dp, dh], dh + h)
+}
+
+/// Bytes of workspace [`mlp2_mse_step`] needs: a grid barrier (256 bytes, the
+/// first 4 zero before the first use; every step leaves them zero), the
+/// loss's per-block sums, h, dP and dH (each 256-byte aligned).
+pub fn mlp2_mse_step_workspace_bytes(rows: u32, hidden: u32, outputs: u32, sms: u32) -> u64 {
+    mlp2_layout(rows, hidden, outputs, sms).1
+}
+
+/// One training step of a 2-layer MLP ([`Mlp2MseStep`] says what it
+/// computes) in two launches: a cooperative `gc_mlp2_mse_f32` (the forward
+/// pass, the loss's per-block sums, dP and dH, a grid barrier between the
+/// phases) and `gc_mlp2_sgd_f32` (the loss, then both layers' updates, as
+/// [`linear_mse_step`]'s update does one layer's). Widths and rows must be
+/// below 2^16. `workspace` holds at least [`mlp2_mse_step_workspace_bytes`]
+/// bytes, its first 4 bytes zero before its first use; it must not be
+/// shared with a concurrent step. Deterministic: the same sizes and `sms`
+/// give the same bits.
+pub fn mlp2_mse_step(
+    step: &Mlp2MseStep,
+    workspace: u64,
+    workspace_bytes: u64,
+    sms: u32,
+) -> Result<Vec<Call>, SizeError> {
+    positive_sms(sms)?;
+    let &Mlp2MseStep {
+        w1,
+        b1,
+        w2,
+        b2,
+        x,
+        target,
+        loss,
+        rows: m,
+        inputs: k0,
+        hidden: k1,
+        outputs: k2,
+        grad_scale,
+        lr,
+    } = step;
+    linear_sizes(m, k1, k0)?;
+    linear_sizes(m, k2, k1)?;
+    for (arg, v) in [("rows", m), ("inputs", k0), ("hidden", k1), ("outputs", k2)] {
+        if v > u16::MAX as u32 {
+            return Err(SizeError::TooLarge {
+                arg,
+                value: v as u64,
+                max: u16::MAX as u64,
+            });
+        }
+    }
+    let ([bar, partials, h, dp, dh], need) = mlp2_layout(m, k1, k2, sms);
+    if workspace_bytes < need {
+        return Err(SizeError::WorkspaceTooSmall {
+            bytes: workspace_bytes,
+            needed: need,
+        });
+    }
+    let f = |n: u32, k: u32| n as u64 * k as u64 * F32;
+    let outputs = [
+        buf("w1", w1, f(k1, k0))?,
+        opt_buf("b1", b1, k1 as u64 * F32)?,
+        buf("w2", w2, f(k2, k1))?,
+        opt_buf("b2", b2, k2 as u64 * F32)?,
+        buf("loss", loss, F32)?,
+        buf("workspace", workspace, need)?,
+    ];
+    let inputs = [buf("x", x, f(m, k0))?, buf("target", target, f(m, k2))?];
+    for (i, &o) in outputs.iter().enumerate() {
+        for &other in outputs[i + 1..].iter().chain(&inputs) {
+            apart(o, other, false)?;
+        }
+    }
+    let max_blocks = sms as u64 * MLP_BLOCKS_PER_SM as u64;
+    let warps = max_blocks * 8;
+    let (ta, tb) = (mlp_tile(m, k1, warps), mlp_tile(m, k2, warps));
+    let tc = warp_tile(m, k1, warps, &KN_TILES);
+    let count =
+        |(r, c): (u32, u32), n: u32| ceil_div(m as u64, r as u64) * ceil_div(n as u64, c as u64);
+    let most = count(MLP_TILES[ta], k1)
+        .max(count(MLP_TILES[tb], k2))
+        .max(count(KN_TILES[tc], k1));
+    let grid = ceil_div(most, 8).min(max_blocks) as u32;
+    let (d01, d2m) = (k0 | k1 << 16, k2 | m << 16);
+    let ws = |o: u64| workspace + o;
+    let forward = Call::new(
+        args::Mlp2Mse {
+            x,
+            w1,
+            b1,
+            w2,
+            b2,
+            target,
+            h: ws(h),
+            dp: ws(dp),
+            dh: ws(dh),
+            partials: ws(partials),
+            bar: ws(bar),
+            d01,
+            d2m,
+            tiles: ta as u32 | (tb as u32) << 2 | (tc as u32) << 4,
+            grad_scale,
+        },
+        [grid, 1, 1],
+        [BLOCK, 1, 1],
+        0,
+    )
+    .cooperatively();
+    let (tile1, tile2) = (gemm_tile(k1, k0, m, sms), gemm_tile(k2, k1, m, sms));
+    let layer_blocks = |b: u64, n: u32, k: u32, tile: u32| {
+        let t = GEMM_TILES[tile as usize] as u64;
+        (if b != 0 { ceil_div(n as u64, 32) } else { 0 })
+            + ceil_div(n as u64, t) * ceil_div(k as u64, t)
+    };
+    let blocks = 1 + layer_blocks(b1, k1, k0, tile1) + layer_blocks(b2, k2, k1, tile2);
+    if blocks > MAX_GRID_X {
+        return Err(SizeError::GridTooLarge { blocks });
+    }
+    let ty = ceil_div(m as u64, 4).next_power_of_two().min(32) as u32;
+    let update = Call::new(
+        args::Mlp2Sgd {
+            w1,
+            b1,
+            w2,
+            b2,
+            x,
+            h: ws(h),
+            dp: ws(dp),
+            dh: ws(dh),
+            loss,
+            partials: ws(partials),
+            d01,
+            d2m,
+            lr,
+            cfg: tile1 | tile2 << 2 | ty << 4 | grid << 16,
+        },
+        [blocks as u32, 1, 1],
+        [256, 1, 1],
+        0,
+    );
+    Ok(vec![forward, update])
 }
 
 #[cfg(test)]
@@ -1928,5 +2363,173 @@ mod tests {
             SMS
         )
         .is_ok());
+    }
+
+    fn step(rows: u32, inputs: u32, outputs: u32) -> LinearMseStep {
+        LinearMseStep {
+            w: A,
+            b: B,
+            x: C,
+            target: D,
+            loss: 6 << 44,
+            rows,
+            inputs,
+            outputs,
+            grad_scale: 1.0,
+            lr: 1e-3,
+        }
+    }
+
+    #[test]
+    fn linear_mse_step_is_two_launches_matching_the_unfused_ones() {
+        let s = step(64, 1024, 1024);
+        let need = linear_mse_step_workspace_bytes(64, 1024, 1024, SMS);
+        let calls = linear_mse_step(&s, WS, need, SMS).unwrap();
+        assert_eq!(calls.len(), 2);
+        let (fwd, upd) = (&calls[0], &calls[1]);
+        assert_eq!(
+            (fwd.kernel, upd.kernel),
+            (Kernel::LinearMse, Kernel::LinearSgd)
+        );
+        assert!(!fwd.cooperative && !upd.cooperative);
+        // The forward has the plain linear layer's shape (bitwise its outputs).
+        let plain = linear(D, C, A, B, 64, 1024, 1024, false, SMS).unwrap();
+        assert_eq!((fwd.grid, fwd.block), (plain.grid, plain.block));
+        assert_eq!(u32_arg(fwd, "config"), u32_arg(&plain, "config"));
+        let blocks = (fwd.grid[0] * fwd.grid[1]) as u64;
+        assert_eq!(arg(fwd, "partials"), Value::Ptr(WS + 16));
+        assert_eq!(arg(upd, "partials"), Value::Ptr(WS + 16));
+        assert_eq!(u32_arg(upd, "parts") as u64, blocks);
+        assert_eq!(arg(upd, "loss"), Value::Ptr(6 << 44));
+        let grad = WS + (16 + 4 * blocks).next_multiple_of(256);
+        assert_eq!(arg(fwd, "grad"), Value::Ptr(grad));
+        assert_eq!(need, grad - WS + 64 * 1024 * 4);
+        // The update: the weight SGD's tile and the bias SGD's block rows.
+        let wsgd = linear_weight_sgd(A, grad, C, 64, 1024, 1024, 1e-3, SMS).unwrap();
+        let bsgd = bias_sgd(B, grad, 64, 1024, 1e-3, SMS).unwrap();
+        assert_eq!(u32_arg(upd, "tile"), u32_arg(&wsgd, "tile"));
+        assert_eq!(u32_arg(upd, "bias_ty"), bsgd.block[1]);
+        assert_eq!(upd.grid[0], 1 + wsgd.grid[0] + bsgd.grid[0]);
+        assert_eq!(arg(upd, "dy"), Value::Ptr(grad));
+        // No bias: no bias blocks.
+        let nb = LinearMseStep { b: 0, ..s };
+        let upd = &linear_mse_step(&nb, WS, need, SMS).unwrap()[1];
+        assert_eq!(upd.grid[0], 1 + wsgd.grid[0]);
+    }
+
+    #[test]
+    fn linear_mse_step_with_many_rows_takes_three_launches() {
+        let s = step(300, 64, 32);
+        let need = linear_mse_step_workspace_bytes(300, 64, 32, SMS);
+        let calls = linear_mse_step(&s, WS, need, SMS).unwrap();
+        let kernels: Vec<Kernel> = calls.iter().map(|c| c.kernel).collect();
+        assert_eq!(kernels, [Kernel::Gemm, Kernel::Mse, Kernel::LinearSgd]);
+        let grad = WS + mse_workspace_bytes(300 * 32, SMS).next_multiple_of(256);
+        assert_eq!(arg(&calls[1], "grad"), Value::Ptr(grad));
+        assert_eq!(arg(&calls[1], "pred"), Value::Ptr(grad));
+        assert_eq!(
+            arg(&calls[2], "loss"),
+            Value::Ptr(0),
+            "the MSE kernel wrote the loss"
+        );
+    }
+
+    #[test]
+    fn linear_mse_step_rejects_bad_arguments() {
+        let s = step(64, 128, 32);
+        let need = linear_mse_step_workspace_bytes(64, 128, 32, SMS);
+        err(linear_mse_step(&s, WS, need - 1, SMS), "workspace");
+        err(linear_mse_step(&step(0, 128, 32), WS, need, SMS), "m");
+        err(
+            linear_mse_step(&LinearMseStep { w: 0, ..s }, WS, need, SMS),
+            "w",
+        );
+        err(
+            linear_mse_step(&LinearMseStep { x: A + 4, ..s }, WS, need, SMS),
+            "overlap",
+        );
+        err(
+            linear_mse_step(&LinearMseStep { loss: WS, ..s }, WS, need, SMS),
+            "overlap",
+        );
+        err(
+            linear_mse_step(
+                &LinearMseStep {
+                    target: WS + 64,
+                    ..s
+                },
+                WS,
+                need,
+                SMS,
+            ),
+            "overlap",
+        );
+        err(linear_mse_step(&s, WS, need, 0), "multiprocessor");
+        assert!(linear_mse_step(&LinearMseStep { b: 0, ..s }, WS, need, SMS).is_ok());
+    }
+
+    #[test]
+    fn mlp2_mse_step_is_a_cooperative_launch_and_an_update() {
+        let s = Mlp2MseStep {
+            w1: A,
+            b1: B,
+            w2: C,
+            b2: D,
+            x: 6 << 44,
+            target: 7 << 44,
+            loss: 8 << 44,
+            rows: 64,
+            inputs: 1024,
+            hidden: 512,
+            outputs: 10,
+            grad_scale: 1.0,
+            lr: 1e-3,
+        };
+        let need = mlp2_mse_step_workspace_bytes(64, 512, 10, SMS);
+        let calls = mlp2_mse_step(&s, WS, need, SMS).unwrap();
+        assert_eq!(calls.len(), 2);
+        let (fwd, upd) = (&calls[0], &calls[1]);
+        assert!(fwd.cooperative && fwd.kernel == Kernel::Mlp2Mse);
+        assert!(!upd.cooperative && upd.kernel == Kernel::Mlp2Sgd);
+        assert!(fwd.grid[0] >= 1 && fwd.grid[0] <= SMS);
+        assert_eq!(
+            u32_arg(upd, "cfg") >> 16,
+            fwd.grid[0],
+            "parts = forward blocks"
+        );
+        assert_eq!(arg(fwd, "bar"), Value::Ptr(WS));
+        assert_eq!(arg(fwd, "h"), arg(upd, "h"));
+        assert_eq!(arg(fwd, "dh"), arg(upd, "dh"));
+        // The workspace holds h, dP and dH after the barrier and the sums.
+        let Value::Ptr(dh) = arg(fwd, "dh") else {
+            panic!()
+        };
+        assert_eq!(dh + 64 * 512 * 4, WS + need);
+        err(mlp2_mse_step(&s, WS, need - 1, SMS), "workspace");
+        err(
+            mlp2_mse_step(
+                &Mlp2MseStep {
+                    hidden: 1 << 16,
+                    ..s
+                },
+                WS,
+                u64::MAX >> 8,
+                SMS,
+            ),
+            "hidden",
+        );
+        err(
+            mlp2_mse_step(&Mlp2MseStep { loss: WS + 8, ..s }, WS, need, SMS),
+            "overlap",
+        );
+        err(
+            mlp2_mse_step(&Mlp2MseStep { w2: A, ..s }, WS, need, SMS),
+            "overlap",
+        );
+        err(
+            mlp2_mse_step(&Mlp2MseStep { x: 0, ..s }, WS, need, SMS),
+            "x",
+        );
+        assert!(mlp2_mse_step(&Mlp2MseStep { b1: 0, b2: 0, ..s }, WS, need, SMS).is_ok());
     }
 }

@@ -319,6 +319,51 @@ and 8 groups per block); a grid barrier separates layers. bar: 16 bytes, the fir
 the first launch (left zero by every launch). act: the L - 1 intermediates, one after the other, \
 each rows * d floats rounded up to a multiple of 64. Launch: cooperative, block 256, any 1-D grid \
 that is resident at once (at most 2 blocks per SM). y must not overlap any input or act.";
+    LinearMse = gc_linear_mse_f32 in LINEAR (
+        grad: Ptr, pred: Ptr, partials: Ptr, x: Ptr, w: Ptr, b: Ptr, target: Ptr,
+        m: U32, n: U32, k: U32, config: U32, grad_scale: F32,
+    ),
+        doc: "Training step, launch 1 (linear layer + summed squared error): the forward pass of \
+gc_linear_small_f32 (w n x k, no ReLU, same config and launch shape, bitwise its outputs p) with a \
+loss epilogue: d = p - target[i, j], grad[i, j] = d * (2 * grad_scale) (bitwise gc_mse_f32's \
+gradient), pred[i, j] = p when pred is not null, and each block's sum of d^2 (fixed order) in \
+partials[blockIdx.y * gridDim.x + blockIdx.x], which gc_linear_sgd_f32 adds into the loss. \
+Outputs must not overlap the inputs.";
+    LinearSgd = gc_linear_sgd_f32 in LINEAR (
+        w: Ptr, b: Ptr, dy: Ptr, x: Ptr, m: U32, n: U32, k: U32, lr: F32, tile: U32, bias_ty: U32,
+        loss: Ptr, partials: Ptr, parts: U32,
+    ),
+        doc: "Training step, launch 2 (SGD of a linear layer): W (n x k) = fmaf(-lr, dy^T . x, W) and \
+b[j] = fmaf(-lr, sum_i dy[i, j], b[j]) (b may be null) for dy m x n, x m x k, in one launch; when \
+loss is not null, block 0 writes loss[0] = the sum of partials[0 .. parts) in a fixed order \
+(gc_linear_mse_f32's block sums). The next ceil(n / 32) blocks (none when b is null) update b, \
+bitwise gc_bias_sgd_f32 with block (32, bias_ty); the others are the output tiles of gc_gemm_f32 \
+with tile `tile` (the fused weight-gradient SGD, bitwise). Launch: block 256, grid (loss ? 1 : 0) \
++ ceil(n / 32) + ceil(n / T) * ceil(k / T) with T = 128, 64, 32 for tile 0, 1, 2; no dynamic \
+shared memory. w, b and loss must not overlap dy, x or partials.";
+    Mlp2Mse = gc_mlp2_mse_f32 in LINEAR (
+        x: Ptr, w1: Ptr, b1: Ptr, w2: Ptr, b2: Ptr, target: Ptr, h: Ptr, dp: Ptr, dh: Ptr,
+        partials: Ptr, bar: Ptr, d01: U32, d2m: U32, tiles: U32, grad_scale: F32,
+    ),
+        doc: "Training step of a 2-layer MLP (ReLU hidden layer, summed squared error), launch 1: \
+h = relu(x . W1^T + b1), then p = h . W2^T + b2 with dp = (p - target) * (2 * grad_scale) and each \
+block's sum of (p - target)^2 in partials[blockIdx.x], then dh = h > 0 ? (dp . W2) : 0; a grid \
+barrier (bar, 16 bytes, first 4 zero, left zero) between the phases. W1 k1 x k0, W2 k2 x k1 \
+(PyTorch layout), x m x k0; d01 = k0 | k1 << 16, d2m = k2 | m << 16 (below 2^16); tiles: bits 0-1 \
+and 2-3 the warp tiles of the forward phases (0: 1 x 1, 1: 4 x 1, 2: 4 x 4, 3: 8 x 4), bits 4-5 \
+the input gradient's (0: 1 x 4, 1: 4 x 4, 2: 8 x 4). Launch: cooperative, block 256, a 1-D grid \
+of at most one block per SM.";
+    Mlp2Sgd = gc_mlp2_sgd_f32 in LINEAR (
+        w1: Ptr, b1: Ptr, w2: Ptr, b2: Ptr, x: Ptr, h: Ptr, dp: Ptr, dh: Ptr, loss: Ptr,
+        partials: Ptr, d01: U32, d2m: U32, lr: F32, cfg: U32,
+    ),
+        doc: "Training step of a 2-layer MLP, launch 2: block 0 writes loss[0] (the sum of \
+partials[0 .. parts) in a fixed order), then layer 2's update (W2 -= lr dp^T . h, b2 -= lr \
+colsum dp) and layer 1's (W1 -= lr dh^T . x, b1 -= lr colsum dh), each as gc_linear_sgd_f32's \
+bias blocks and weight tiles. d01, d2m as gc_mlp2_mse_f32's; cfg: bits 0-1 layer 1's GEMM tile, \
+bits 2-3 layer 2's, bits 4-9 the column sums' TY, bits 16-31 parts. b1 and b2 may be null. \
+Launch: block 256, grid 1 + both layers' blocks (ceil(n / 32) bias blocks when b is not null, \
+then ceil(n / T) * ceil(k / T) tiles).";
     // ----------------------------------------------------------------- reduce
     BiasGrad = gc_bias_grad_f32 in REDUCE (db: Ptr, dy: Ptr, rows: U32, cols: U32),
         doc: "db[c] = sum over r of dy[r, c] (dy row-major rows x cols), summed in a fixed order \

@@ -241,6 +241,26 @@ class Context(_Handle):
                                       C.byref(out))
         return out.value
 
+    def linear_mse_step_workspace_bytes(self, rows, inputs, outputs):
+        """gc_op_linear_mse_step_workspace_bytes: the workspace op_linear_mse_step
+        needs for a rows x inputs batch through a layer of outputs outputs."""
+        w = "linear_mse_step_workspace_bytes"
+        out = C.c_uint64()
+        lib.gc_op_linear_mse_step_workspace_bytes(self.handle, _int(rows, w, "rows", 32),
+                                                  _int(inputs, w, "inputs", 32),
+                                                  _int(outputs, w, "outputs", 32), C.byref(out))
+        return out.value
+
+    def mlp2_mse_step_workspace_bytes(self, rows, hidden, outputs):
+        """gc_op_mlp2_mse_step_workspace_bytes: the workspace op_mlp2_mse_step
+        needs for rows rows through hidden hidden units to outputs outputs."""
+        w = "mlp2_mse_step_workspace_bytes"
+        out = C.c_uint64()
+        lib.gc_op_mlp2_mse_step_workspace_bytes(self.handle, _int(rows, w, "rows", 32),
+                                                _int(hidden, w, "hidden", 32),
+                                                _int(outputs, w, "outputs", 32), C.byref(out))
+        return out.value
+
 
 class HostBuffer:
     """Pinned host memory from gc_host_alloc (what copies and memcpy nodes

@@ -68,9 +68,13 @@ _OP_PARAMS = {
     "gc_op_bias_grad": "db dy rows cols",
     "gc_op_bias_sgd": "b dy rows cols lr",
     "gc_op_mse": "loss grad pred target n grad_scale workspace workspace_bytes",
+    "gc_op_linear_mse_step": "w b x target loss rows inputs outputs grad_scale lr workspace workspace_bytes",
+    "gc_op_mlp2_mse_step": "w1 b1 w2 b2 x target loss rows inputs hidden outputs grad_scale lr workspace "
+                           "workspace_bytes",
 }
 # Pointer parameters that may be None (NULL).
-_NULLABLE = {("gc_op_linear", "b"), ("gc_op_mse", "grad")}
+_NULLABLE = {("gc_op_linear", "b"), ("gc_op_mse", "grad"), ("gc_op_linear_mse_step", "b"),
+             ("gc_op_mlp2_mse_step", "b1"), ("gc_op_mlp2_mse_step", "b2")}
 
 
 def _make_op(cname):

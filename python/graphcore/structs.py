@@ -339,5 +339,11 @@ PROTOTYPES = {
     "gc_op_mse": (_S, [_H, _D, _D, _D, _D, C.c_uint64, C.c_float, _D, C.c_uint64]),
     "gc_op_mlp_workspace_bytes": (_S, [C.c_uint32, _P(MlpLayer), C.c_uint32, _P(C.c_uint64)]),
     "gc_op_mlp": (_S, [_H, _D, _D, C.c_uint32, _P(MlpLayer), C.c_uint32, _D, C.c_uint64, C.c_uint32]),
+    "gc_op_linear_mse_step_workspace_bytes": (_S, [_H, C.c_uint32, C.c_uint32, C.c_uint32, _P(C.c_uint64)]),
+    "gc_op_linear_mse_step": (_S, [_H, _D, _D, _D, _D, _D, C.c_uint32, C.c_uint32, C.c_uint32, C.c_float, C.c_float,
+                                   _D, C.c_uint64]),
+    "gc_op_mlp2_mse_step_workspace_bytes": (_S, [_H, C.c_uint32, C.c_uint32, C.c_uint32, _P(C.c_uint64)]),
+    "gc_op_mlp2_mse_step": (_S, [_H, _D, _D, _D, _D, _D, _D, _D, C.c_uint32, C.c_uint32, C.c_uint32, C.c_uint32,
+                                 C.c_float, C.c_float, _D, C.c_uint64]),
 }
 

@@ -78,6 +78,67 @@ def test_host_buffer_and_typed_kernels(ctx, stream, pool):
     assert download(ctx, stream, loss, 1) == [0.0]
 
 
+def test_linear_mse_step(ctx, stream, pool):
+    rows, inputs, outputs, lr = 3, 5, 4, 0.01
+    w0 = [0.1 * ((i * 7) % 11 - 5) for i in range(outputs * inputs)]
+    b0 = [0.05 * (j - 1) for j in range(outputs)]
+    x = [0.2 * ((i * 3) % 7 - 3) for i in range(rows * inputs)]
+    t = [0.3 * ((i * 5) % 9 - 4) for i in range(rows * outputs)]
+    bufs = [pool.alloc(4 * len(v)) for v in (w0, b0, x, t)]
+    for d, v in zip(bufs, (w0, b0, x, t)):
+        upload(ctx, stream, d, v)
+    w, b, xd, td = bufs
+    loss = pool.alloc(4)
+    bytes_ = ctx.linear_mse_step_workspace_bytes(rows, inputs, outputs)
+    ws = pool.alloc(bytes_)
+    gc.memset_async(stream, ws, 0, bytes_)
+    gc.op_linear_mse_step(stream, w, b, xd, td, loss, rows, inputs, outputs, 1.0, lr, ws, bytes_)
+    # float64 reference
+    pred = [[b0[j] + sum(x[i * inputs + r] * w0[j * inputs + r] for r in range(inputs)) for j in range(outputs)]
+            for i in range(rows)]
+    dy = [[2.0 * (pred[i][j] - t[i * outputs + j]) for j in range(outputs)] for i in range(rows)]
+    want_loss = sum((pred[i][j] - t[i * outputs + j]) ** 2 for i in range(rows) for j in range(outputs))
+    want_w = [w0[j * inputs + r] - lr * sum(dy[i][j] * x[i * inputs + r] for i in range(rows))
+              for j in range(outputs) for r in range(inputs)]
+    want_b = [b0[j] - lr * sum(dy[i][j] for i in range(rows)) for j in range(outputs)]
+    assert download(ctx, stream, loss, 1)[0] == pytest.approx(want_loss, rel=1e-5)
+    assert download(ctx, stream, w, outputs * inputs) == pytest.approx(want_w, rel=1e-5, abs=1e-6)
+    assert download(ctx, stream, b, outputs) == pytest.approx(want_b, rel=1e-5, abs=1e-6)
+    with pytest.raises(gc.InvalidArgumentError, match="gc_op_linear_mse_step"):
+        gc.op_linear_mse_step(stream, w, b, xd, td, loss, rows, inputs, outputs, 1.0, lr, ws, bytes_ - 1)
+
+def test_mlp2_mse_step(ctx, stream, pool):
+    rows, k0, k1, k2, lr = 3, 5, 6, 2, 0.01
+    w1 = [0.3 * ((i * 7) % 11 - 5) / 5 for i in range(k1 * k0)]
+    b1 = [0.1 * (j % 3) for j in range(k1)]
+    w2 = [0.2 * ((i * 5) % 9 - 4) / 4 for i in range(k2 * k1)]
+    b2 = [0.05 * j for j in range(k2)]
+    x = [0.2 * ((i * 3) % 7 - 3) for i in range(rows * k0)]
+    t = [0.3 * ((i * 5) % 9 - 4) for i in range(rows * k2)]
+    bufs = [pool.alloc(4 * len(v)) for v in (w1, b1, w2, b2, x, t)]
+    for d, v in zip(bufs, (w1, b1, w2, b2, x, t)):
+        upload(ctx, stream, d, v)
+    loss = pool.alloc(4)
+    bytes_ = ctx.mlp2_mse_step_workspace_bytes(rows, k1, k2)
+    ws = pool.alloc(bytes_)
+    gc.memset_async(stream, ws, 0, bytes_)
+    gc.op_mlp2_mse_step(stream, *bufs, loss, rows, k0, k1, k2, 1.0, lr, ws, bytes_)
+    h = [[max(0.0, b1[j] + sum(x[i * k0 + r] * w1[j * k0 + r] for r in range(k0))) for j in range(k1)]
+         for i in range(rows)]
+    p = [[b2[j] + sum(h[i][r] * w2[j * k1 + r] for r in range(k1)) for j in range(k2)] for i in range(rows)]
+    dp = [[2.0 * (p[i][j] - t[i * k2 + j]) for j in range(k2)] for i in range(rows)]
+    dh = [[sum(dp[i][j] * w2[j * k1 + r] for j in range(k2)) if h[i][r] > 0 else 0.0 for r in range(k1)]
+          for i in range(rows)]
+    want_loss = sum((p[i][j] - t[i * k2 + j]) ** 2 for i in range(rows) for j in range(k2))
+    want_w2 = [w2[j * k1 + r] - lr * sum(dp[i][j] * h[i][r] for i in range(rows)) for j in range(k2) for r in range(k1)]
+    want_w1 = [w1[j * k0 + r] - lr * sum(dh[i][j] * x[i * k0 + r] for i in range(rows))
+               for j in range(k1) for r in range(k0)]
+    assert download(ctx, stream, loss, 1)[0] == pytest.approx(want_loss, rel=1e-5)
+    assert download(ctx, stream, bufs[2], k2 * k1) == pytest.approx(want_w2, rel=1e-5, abs=1e-6)
+    assert download(ctx, stream, bufs[0], k1 * k0) == pytest.approx(want_w1, rel=1e-5, abs=1e-6)
+    with pytest.raises(gc.InvalidArgumentError, match="gc_op_mlp2_mse_step"):
+        gc.op_mlp2_mse_step(stream, *bufs, loss, rows, k0, k1, k2, 1.0, lr, ws, bytes_ - 1)
+
 def scale_args(ptr, alpha, n=N):
     return [gc.ptr(ptr), gc.ptr(ptr), C.c_uint64(n), C.c_float(alpha)]
 

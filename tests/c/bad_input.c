@@ -1939,6 +1939,119 @@ static void ops_functions(void) {
     }
     objects_work();
 
+    COVER(gc_op_linear_mse_step_workspace_bytes);
+    {
+        uint64_t bytes = 99;
+        check_case = "bytes NULL";
+        EXPECT_STATUS(gc_op_linear_mse_step_workspace_bytes(fx.ctx, 2, 4, 4, NULL), GC_ERROR_INVALID_ARGUMENT);
+        BAD_HANDLE_ARG(K_CONTEXT, h, gc_op_linear_mse_step_workspace_bytes(h, 2, 4, 4, &bytes),
+                       GC_ERROR_INVALID_ARGUMENT);
+        CHECK(bytes == 99);
+        if (fx.gpu) {
+            check_case = "sums and dY";
+            EXPECT_OK(gc_op_linear_mse_step_workspace_bytes(fx.ctx, 2, 4, 4, &bytes));
+            CHECK(bytes >= 256 + 2 * 4 * sizeof(float));
+        }
+    }
+    objects_work();
+
+    COVER(gc_op_linear_mse_step);
+    {
+        /* W 4 x 4 and b in buf, x (2 x 4) and target (2 x 4) in buf2, loss and the workspace in buf. */
+        float *w = fx.buf, *b = (float *)fx.buf + 64, *loss = (float *)fx.buf + 128;
+        const float *x = fx.buf2, *target = (const float *)fx.buf2 + 64;
+        void *ws = (char *)fx.buf + 1024;
+        uint64_t need = 512;
+        if (fx.gpu) EXPECT_OK(gc_op_linear_mse_step_workspace_bytes(fx.ctx, 2, 4, 4, &need));
+#define STEP(st_, w_, b_, x_, t_, l_, rows_, ws_, bytes_) \
+    gc_op_linear_mse_step(st_, w_, b_, x_, t_, l_, rows_, 4, 4, 1.0f, 0.01f, ws_, bytes_)
+        BAD_HANDLE_ARG(K_STREAM, st, STEP(st, w, b, x, target, loss, 2, ws, need), GC_ERROR_INVALID_ARGUMENT);
+        if (fx.gpu) {
+            CHECK(need <= 2048);
+            REFUSED("w NULL", EXPECT_STATUS(STEP(st, NULL, b, x, target, loss, 2, ws, need), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("x NULL", EXPECT_STATUS(STEP(st, w, b, NULL, target, loss, 2, ws, need), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("target NULL",
+                    EXPECT_STATUS(STEP(st, w, b, x, NULL, loss, 2, ws, need), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("loss NULL", EXPECT_STATUS(STEP(st, w, b, x, target, NULL, 2, ws, need), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("workspace NULL",
+                    EXPECT_STATUS(STEP(st, w, b, x, target, loss, 2, NULL, need), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("workspace too small",
+                    EXPECT_STATUS(STEP(st, w, b, x, target, loss, 2, ws, need - 1), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("rows 0", EXPECT_STATUS(STEP(st, w, b, x, target, loss, 0, ws, need), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("inputs 0", EXPECT_STATUS(gc_op_linear_mse_step(st, w, b, x, target, loss, 2, 0, 4, 1.0f, 0.01f, ws,
+                                                                    need),
+                                              GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("outputs x inputs = 2^32",
+                    EXPECT_STATUS(gc_op_linear_mse_step(st, w, b, x, target, loss, 2, 65536, 65536, 1.0f, 0.01f, ws,
+                                                        UINT64_MAX),
+                                  GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("loss overlaps w",
+                    EXPECT_STATUS(STEP(st, w, b, x, target, w + 1, 2, ws, need), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("w overlaps x",
+                    EXPECT_STATUS(STEP(st, (float *)x, b, x, target, loss, 2, ws, need), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("workspace overlaps target",
+                    EXPECT_STATUS(STEP(st, w, b, x, target, loss, 2, (void *)target, need), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("w misaligned",
+                    EXPECT_STATUS(STEP(st, (float *)((char *)w + 2), b, x, target, loss, 2, ws, need),
+                                  GC_ERROR_INVALID_ARGUMENT));
+        }
+#undef STEP
+    }
+    objects_work();
+
+    COVER(gc_op_mlp2_mse_step_workspace_bytes);
+    {
+        uint64_t bytes = 99;
+        check_case = "bytes NULL";
+        EXPECT_STATUS(gc_op_mlp2_mse_step_workspace_bytes(fx.ctx, 2, 4, 4, NULL), GC_ERROR_INVALID_ARGUMENT);
+        BAD_HANDLE_ARG(K_CONTEXT, h, gc_op_mlp2_mse_step_workspace_bytes(h, 2, 4, 4, &bytes),
+                       GC_ERROR_INVALID_ARGUMENT);
+        CHECK(bytes == 99);
+        if (fx.gpu) {
+            check_case = "barrier, sums, h, dP and dH";
+            EXPECT_OK(gc_op_mlp2_mse_step_workspace_bytes(fx.ctx, 2, 4, 4, &bytes));
+            CHECK(bytes >= 256 + 4 * 256);
+        }
+    }
+    objects_work();
+
+    COVER(gc_op_mlp2_mse_step);
+    {
+        /* W1 4 x 4, b1, W2 4 x 4, b2 and loss in buf; x (2 x 4) and target (2 x 4) in buf2; the workspace in buf. */
+        float *w1 = fx.buf, *b1 = (float *)fx.buf + 32, *w2 = (float *)fx.buf + 64, *b2 = (float *)fx.buf + 96;
+        float *loss = (float *)fx.buf + 128;
+        const float *x = fx.buf2, *target = (const float *)fx.buf2 + 64;
+        void *ws = (char *)fx.buf + 1024;
+        uint64_t need = 1024;
+        if (fx.gpu) EXPECT_OK(gc_op_mlp2_mse_step_workspace_bytes(fx.ctx, 2, 4, 4, &need));
+#define STEP2(st_, w1_, w2_, x_, l_, rows_, hidden_, ws_, bytes_) \
+    gc_op_mlp2_mse_step(st_, w1_, b1, w2_, b2, x_, target, l_, rows_, 4, hidden_, 4, 1.0f, 0.01f, ws_, bytes_)
+        BAD_HANDLE_ARG(K_STREAM, st, STEP2(st, w1, w2, x, loss, 2, 4, ws, need), GC_ERROR_INVALID_ARGUMENT);
+        if (fx.gpu) {
+            CHECK(need <= 3072);
+            REFUSED("w1 NULL", EXPECT_STATUS(STEP2(st, NULL, w2, x, loss, 2, 4, ws, need), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("w2 NULL", EXPECT_STATUS(STEP2(st, w1, NULL, x, loss, 2, 4, ws, need), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("x NULL", EXPECT_STATUS(STEP2(st, w1, w2, NULL, loss, 2, 4, ws, need), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("loss NULL", EXPECT_STATUS(STEP2(st, w1, w2, x, NULL, 2, 4, ws, need), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("workspace NULL",
+                    EXPECT_STATUS(STEP2(st, w1, w2, x, loss, 2, 4, NULL, need), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("workspace too small",
+                    EXPECT_STATUS(STEP2(st, w1, w2, x, loss, 2, 4, ws, need - 1), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("rows 0", EXPECT_STATUS(STEP2(st, w1, w2, x, loss, 0, 4, ws, need), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("hidden 0", EXPECT_STATUS(STEP2(st, w1, w2, x, loss, 2, 0, ws, need), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("hidden 65536",
+                    EXPECT_STATUS(STEP2(st, w1, w2, x, loss, 1, 65536, ws, UINT64_MAX), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("w2 overlaps w1", EXPECT_STATUS(STEP2(st, w1, w1 + 4, x, loss, 2, 4, ws, need),
+                                                    GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("loss overlaps the workspace",
+                    EXPECT_STATUS(STEP2(st, w1, w2, x, (float *)ws, 2, 4, ws, need), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("w1 overlaps x",
+                    EXPECT_STATUS(STEP2(st, (float *)x, w2, x, loss, 2, 4, ws, need), GC_ERROR_INVALID_ARGUMENT));
+        }
+#undef STEP2
+    }
+    objects_work();
+
     /* Row/column ops: zero sizes, products at 2^32, NULL buffers. */
     COVER(gc_op_bias_add);
     BAD_HANDLE_ARG(K_STREAM, st, gc_op_bias_add(st, fx.buf, fx.buf2, fx.buf2, 4, 4), GC_ERROR_INVALID_ARGUMENT);

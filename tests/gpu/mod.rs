@@ -14,6 +14,7 @@ mod locking;
 mod multi;
 mod runner;
 mod stress;
+mod train;
 
 use graphcore_core::{Context, Pool, PoolOptions, Stream};
 use std::sync::mpsc;
