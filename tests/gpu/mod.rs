@@ -108,6 +108,33 @@ pub(crate) fn seed() -> u64 {
         .as_nanos() as u64
 }
 
+/// Makes a segmentation fault print the crashing thread's backtrace before
+/// the process dies, so a crash in a race names where it happened. (Taking
+/// a backtrace is not async-signal-safe; the process is dying anyway.)
+fn report_crashes() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    extern "C" fn on_fault(sig: libc::c_int) {
+        let bt = std::backtrace::Backtrace::force_capture();
+        eprintln!(
+            "signal {sig} in thread {:?}:\n{bt}",
+            std::thread::current().name()
+        );
+        // SAFETY: restores the default action and raises the signal again,
+        // so the process ends as it would have.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+            libc::raise(sig);
+        }
+    }
+    ONCE.call_once(|| {
+        for sig in [libc::SIGSEGV, libc::SIGBUS] {
+            // SAFETY: installs a handler for a fatal signal; the handler
+            // ends the process (see on_fault).
+            unsafe { libc::signal(sig, on_fault as *const () as libc::sighandler_t) };
+        }
+    });
+}
+
 /// How long [`race`] waits for its threads before calling it a deadlock.
 pub(crate) const WATCHDOG: Duration = Duration::from_secs(20);
 
@@ -115,6 +142,7 @@ pub(crate) const WATCHDOG: Duration = Duration::from_secs(20);
 /// one panics or if they are not all done within [`WATCHDOG`] (a deadlock:
 /// the stuck threads are left behind, and the test fails instead of hanging).
 pub(crate) fn race(what: &str, work: Vec<Box<dyn FnOnce() + Send>>) {
+    report_crashes();
     let (tx, rx) = mpsc::channel();
     let n = work.len();
     for (i, w) in work.into_iter().enumerate() {
