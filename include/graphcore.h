@@ -2186,7 +2186,10 @@ enum gc_status gc_stream_is_capturing(struct gc_stream *stream, int *capturing);
  *
  * Thread safety: building calls on one graph are serialized inside, but
  * the order of the nodes is the caller's: build each graph from one
- * thread. Different graphs may be built concurrently. Reading calls
+ * thread. Different graphs may be built concurrently (the driver calls
+ * that change, clone, instantiate or destroy graphs and execs are made one
+ * at a time inside, process-wide: the driver shares state between a graph,
+ * its copies and its execs, so they do not run in parallel). Reading calls
  * (gc_graph_node_count, gc_graph_write_dot, gc_graph_instantiate...) may
  * run concurrently with each other. gc_graph_destroy must not race with
  * other calls on the handle.

@@ -108,14 +108,18 @@ pub(crate) fn seed() -> u64 {
         .as_nanos() as u64
 }
 
-/// Makes a segmentation fault print the crashing thread's backtrace before
+/// Makes a segmentation fault (or a bus error, or an arithmetic fault) print the crashing thread's backtrace before
 /// the process dies, so a crash in a race names where it happened. (Taking
 /// a backtrace is not async-signal-safe; the process is dying anyway.)
 fn report_crashes() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     extern "C" fn on_fault(sig: libc::c_int) {
+        use std::io::Write;
         let bt = std::backtrace::Backtrace::force_capture();
-        eprintln!(
+        // Straight to stderr: eprintln! would go to the test harness's
+        // capture, which dies with the process unprinted.
+        let _ = writeln!(
+            std::io::stderr(),
             "signal {sig} in thread {:?}:\n{bt}",
             std::thread::current().name()
         );
@@ -127,7 +131,7 @@ fn report_crashes() {
         }
     }
     ONCE.call_once(|| {
-        for sig in [libc::SIGSEGV, libc::SIGBUS] {
+        for sig in [libc::SIGSEGV, libc::SIGBUS, libc::SIGFPE] {
             // SAFETY: installs a handler for a fatal signal; the handler
             // ends the process (see on_fault).
             unsafe { libc::signal(sig, on_fault as *const () as libc::sighandler_t) };

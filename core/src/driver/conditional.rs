@@ -194,8 +194,11 @@ pub(crate) fn handle_create(
     require(CondType::If)?;
     let mut h = 0;
     check(
-        // SAFETY: writes one handle; g and ctx are live.
-        unsafe { (api()?.handle_create)(&mut h, g, ctx, default_value, flags) },
+        {
+            let create = api()?.handle_create;
+            // SAFETY: writes one handle; g and ctx are live.
+            super::graph::serialized(|| unsafe { create(&mut h, g, ctx, default_value, flags) })
+        },
         "cuGraphConditionalHandleCreate",
     )?;
     Ok(h)
@@ -228,10 +231,15 @@ pub(crate) fn add(
     };
     let mut n = std::ptr::null_mut();
     check(
-        // SAFETY: `p` is a zero-padded CUgraphNodeParams; deps outlive the
-        // call. The driver writes phGraph_out: a pointer to its own array of
-        // `size` graphs, valid while the node lives.
-        unsafe { (api()?.add_node)(&mut n, g, deps.as_ptr(), deps.len(), &mut p) },
+        {
+            let add = api()?.add_node;
+            // SAFETY: `p` is a zero-padded CUgraphNodeParams; deps outlive
+            // the call. The driver writes phGraph_out: a pointer to its own
+            // array of `size` graphs, valid while the node lives.
+            super::graph::serialized(|| unsafe {
+                add(&mut n, g, deps.as_ptr(), deps.len(), &mut p)
+            })
+        },
         "cuGraphAddNode",
     )?;
     let graphs = p.conditional.graphs_out;

@@ -4,7 +4,29 @@
 use super::memory::Memset;
 use super::{check, sys, CUcontext, CUfunction, CUgraph, CUgraphExec, CUgraphNode, CUstream};
 use crate::error::{Error, ErrorKind, Result};
+use crate::lock::lock;
 use std::ffi::c_void;
+use std::sync::Mutex;
+
+/// Held around every CUDA call that changes, clones, instantiates or
+/// destroys a graph or an executable graph (not around reads, launches and
+/// uploads). CUDA asks that calls on one graph be serialized, but the driver
+/// also shares state between a graph, its clones (fused copies, the copies
+/// child-graph nodes hold) and the execs made from any of them: destroying
+/// an exec of a graph while a clone of it and a graph holding a copy of it
+/// were instantiated on two other threads crashed inside cuGraphExecDestroy
+/// (driver 580, CUDA 13; `gpu::locking`). Such a family can span many
+/// graphcore objects and grow after the fact, so the calls are made one at
+/// a time, process-wide: each is short, and the driver serializes much of
+/// this work internally anyway.
+static GRAPH_CALLS: Mutex<()> = Mutex::new(());
+
+/// Makes `call`, a CUDA call on graphs or execs, holding [`GRAPH_CALLS`].
+/// The lock is the innermost of graphcore: nothing else is locked under it.
+pub(super) fn serialized<T>(call: impl FnOnce() -> T) -> T {
+    let _held = lock(&GRAPH_CALLS);
+    call()
+}
 
 /// Creates an empty graph.
 pub(crate) fn create() -> Result<CUgraph> {
@@ -17,7 +39,10 @@ pub(crate) fn create() -> Result<CUgraph> {
 /// Destroys a graph.
 pub(crate) fn destroy(g: CUgraph) -> Result<()> {
     // SAFETY: g is a live graph destroyed once.
-    check(unsafe { sys::cuGraphDestroy(g) }, "cuGraphDestroy")
+    check(
+        serialized(|| unsafe { sys::cuGraphDestroy(g) }),
+        "cuGraphDestroy",
+    )
 }
 
 /// A kernel node's launch: function, geometry and parameter pointers.
@@ -61,7 +86,9 @@ pub(crate) unsafe fn add_kernel(
     check(
         // SAFETY: `raw` and `deps` outlive the call; the argument pointers
         // are valid by this function's contract, and the driver copies them.
-        unsafe { sys::cuGraphAddKernelNode_v2(&mut n, g, deps.as_ptr(), deps.len(), &raw) },
+        serialized(|| unsafe {
+            sys::cuGraphAddKernelNode_v2(&mut n, g, deps.as_ptr(), deps.len(), &raw)
+        }),
         "cuGraphAddKernelNode",
     )?;
     Ok(n)
@@ -112,7 +139,9 @@ pub(crate) fn add_memcpy(
     let mut n = std::ptr::null_mut();
     check(
         // SAFETY: reads the params; the addresses are checked by the caller.
-        unsafe { sys::cuGraphAddMemcpyNode(&mut n, g, deps.as_ptr(), deps.len(), &c, ctx) },
+        serialized(|| unsafe {
+            sys::cuGraphAddMemcpyNode(&mut n, g, deps.as_ptr(), deps.len(), &c, ctx)
+        }),
         "cuGraphAddMemcpyNode",
     )?;
     Ok(n)
@@ -141,7 +170,9 @@ pub(crate) fn add_memset(
     let mut n = std::ptr::null_mut();
     check(
         // SAFETY: reads the params.
-        unsafe { sys::cuGraphAddMemsetNode(&mut n, g, deps.as_ptr(), deps.len(), &p, ctx) },
+        serialized(|| unsafe {
+            sys::cuGraphAddMemsetNode(&mut n, g, deps.as_ptr(), deps.len(), &p, ctx)
+        }),
         "cuGraphAddMemsetNode",
     )?;
     Ok(n)
@@ -164,7 +195,7 @@ pub(crate) fn add_host(
     let mut n = std::ptr::null_mut();
     check(
         // SAFETY: reads the params.
-        unsafe { sys::cuGraphAddHostNode(&mut n, g, deps.as_ptr(), deps.len(), &p) },
+        serialized(|| unsafe { sys::cuGraphAddHostNode(&mut n, g, deps.as_ptr(), deps.len(), &p) }),
         "cuGraphAddHostNode",
     )?;
     Ok(n)
@@ -175,7 +206,9 @@ pub(crate) fn add_child(g: CUgraph, deps: &[CUgraphNode], child: CUgraph) -> Res
     let mut n = std::ptr::null_mut();
     check(
         // SAFETY: child is a live graph; the driver clones it.
-        unsafe { sys::cuGraphAddChildGraphNode(&mut n, g, deps.as_ptr(), deps.len(), child) },
+        serialized(|| unsafe {
+            sys::cuGraphAddChildGraphNode(&mut n, g, deps.as_ptr(), deps.len(), child)
+        }),
         "cuGraphAddChildGraphNode",
     )?;
     Ok(n)
@@ -186,7 +219,7 @@ pub(crate) fn add_empty(g: CUgraph, deps: &[CUgraphNode]) -> Result<CUgraphNode>
     let mut n = std::ptr::null_mut();
     check(
         // SAFETY: writes one node handle.
-        unsafe { sys::cuGraphAddEmptyNode(&mut n, g, deps.as_ptr(), deps.len()) },
+        serialized(|| unsafe { sys::cuGraphAddEmptyNode(&mut n, g, deps.as_ptr(), deps.len()) }),
         "cuGraphAddEmptyNode",
     )?;
     Ok(n)
@@ -196,7 +229,7 @@ pub(crate) fn add_empty(g: CUgraph, deps: &[CUgraphNode]) -> Result<CUgraphNode>
 pub(crate) fn add_dependency(g: CUgraph, from: CUgraphNode, to: CUgraphNode) -> Result<()> {
     check(
         // SAFETY: one edge between two nodes of g.
-        unsafe { sys::cuGraphAddDependencies(g, &from, &to, 1) },
+        serialized(|| unsafe { sys::cuGraphAddDependencies(g, &from, &to, 1) }),
         "cuGraphAddDependencies",
     )
 }
@@ -391,7 +424,7 @@ pub(crate) fn instantiate(g: CUgraph, flags: u64) -> Result<CUgraphExec> {
     let mut e = std::ptr::null_mut();
     check(
         // SAFETY: writes one exec handle.
-        unsafe { sys::cuGraphInstantiateWithFlags(&mut e, g, flags) },
+        serialized(|| unsafe { sys::cuGraphInstantiateWithFlags(&mut e, g, flags) }),
         "cuGraphInstantiateWithFlags",
     )?;
     Ok(e)
@@ -400,7 +433,10 @@ pub(crate) fn instantiate(g: CUgraph, flags: u64) -> Result<CUgraphExec> {
 /// Destroys an executable graph.
 pub(crate) fn exec_destroy(e: CUgraphExec) -> Result<()> {
     // SAFETY: e is a live exec destroyed once.
-    check(unsafe { sys::cuGraphExecDestroy(e) }, "cuGraphExecDestroy")
+    check(
+        serialized(|| unsafe { sys::cuGraphExecDestroy(e) }),
+        "cuGraphExecDestroy",
+    )
 }
 
 /// Uploads `e`'s work descriptors to the device ahead of its first launch.
@@ -430,7 +466,7 @@ pub(crate) fn exec_update(
     // SAFETY: a plain C struct filled by the driver.
     let mut info: sys::CUgraphExecUpdateResultInfo = unsafe { std::mem::zeroed() };
     // SAFETY: live exec and graph.
-    let r = unsafe { sys::cuGraphExecUpdate_v2(e, g, &mut info) };
+    let r = serialized(|| unsafe { sys::cuGraphExecUpdate_v2(e, g, &mut info) });
     match check(r, "cuGraphExecUpdate") {
         Ok(()) => Ok(()),
         Err(err) => {
@@ -475,7 +511,7 @@ pub(crate) unsafe fn exec_set_kernel(
     check(
         // SAFETY: `raw` outlives the call; the argument pointers are valid by
         // this function's contract, and the driver copies them.
-        unsafe { sys::cuGraphExecKernelNodeSetParams_v2(e, n, &raw) },
+        serialized(|| unsafe { sys::cuGraphExecKernelNodeSetParams_v2(e, n, &raw) }),
         "cuGraphExecKernelNodeSetParams",
     )
 }
@@ -492,7 +528,7 @@ pub(crate) fn exec_set_memcpy(
     let c = memcpy_raw(dst, src, bytes);
     check(
         // SAFETY: n is a memcpy node of the graph e was made from.
-        unsafe { sys::cuGraphExecMemcpyNodeSetParams(e, n, &c, ctx) },
+        serialized(|| unsafe { sys::cuGraphExecMemcpyNodeSetParams(e, n, &c, ctx) }),
         "cuGraphExecMemcpyNodeSetParams",
     )
 }
@@ -507,7 +543,7 @@ pub(crate) fn exec_set_memset(
     let p = memset_raw(m);
     check(
         // SAFETY: n is a memset node of the graph e was made from.
-        unsafe { sys::cuGraphExecMemsetNodeSetParams(e, n, &p, ctx) },
+        serialized(|| unsafe { sys::cuGraphExecMemsetNodeSetParams(e, n, &p, ctx) }),
         "cuGraphExecMemsetNodeSetParams",
     )
 }
@@ -525,7 +561,7 @@ pub(crate) fn exec_set_host(
     };
     check(
         // SAFETY: n is a host node of the graph e was made from.
-        unsafe { sys::cuGraphExecHostNodeSetParams(e, n, &p) },
+        serialized(|| unsafe { sys::cuGraphExecHostNodeSetParams(e, n, &p) }),
         "cuGraphExecHostNodeSetParams",
     )
 }
@@ -533,8 +569,11 @@ pub(crate) fn exec_set_host(
 /// A copy of graph `g` (nodes, parameters and edges).
 pub(crate) fn clone(g: CUgraph) -> Result<CUgraph> {
     let mut c = std::ptr::null_mut();
-    // SAFETY: writes one graph handle.
-    check(unsafe { sys::cuGraphClone(&mut c, g) }, "cuGraphClone")?;
+    check(
+        // SAFETY: writes one graph handle.
+        serialized(|| unsafe { sys::cuGraphClone(&mut c, g) }),
+        "cuGraphClone",
+    )?;
     Ok(c)
 }
 
@@ -543,7 +582,7 @@ pub(crate) fn find_in_clone(n: CUgraphNode, c: CUgraph) -> Result<CUgraphNode> {
     let mut out = std::ptr::null_mut();
     check(
         // SAFETY: n is a node of the graph c was cloned from.
-        unsafe { sys::cuGraphNodeFindInClone(&mut out, n, c) },
+        serialized(|| unsafe { sys::cuGraphNodeFindInClone(&mut out, n, c) }),
         "cuGraphNodeFindInClone",
     )?;
     Ok(out)
@@ -559,7 +598,7 @@ pub(crate) unsafe fn set_kernel(n: CUgraphNode, p: &KernelParams) -> Result<()> 
     check(
         // SAFETY: `raw` outlives the call; the argument pointers are valid by
         // this function's contract, and the driver copies them.
-        unsafe { sys::cuGraphKernelNodeSetParams_v2(n, &raw) },
+        serialized(|| unsafe { sys::cuGraphKernelNodeSetParams_v2(n, &raw) }),
         "cuGraphKernelNodeSetParams",
     )
 }
@@ -567,7 +606,10 @@ pub(crate) unsafe fn set_kernel(n: CUgraphNode, p: &KernelParams) -> Result<()> 
 /// Removes node `n` and its edges from its graph.
 pub(crate) fn destroy_node(n: CUgraphNode) -> Result<()> {
     // SAFETY: n is a node of a live graph.
-    check(unsafe { sys::cuGraphDestroyNode(n) }, "cuGraphDestroyNode")
+    check(
+        serialized(|| unsafe { sys::cuGraphDestroyNode(n) }),
+        "cuGraphDestroyNode",
+    )
 }
 
 /// Sets new parameters for copy node `n` of a (not instantiated) graph.
@@ -575,7 +617,7 @@ pub(crate) fn set_memcpy(n: CUgraphNode, dst: u64, src: u64, bytes: usize) -> Re
     let c = memcpy_raw(dst, src, bytes);
     check(
         // SAFETY: n is a memcpy node of a live graph; reads the params.
-        unsafe { sys::cuGraphMemcpyNodeSetParams(n, &c) },
+        serialized(|| unsafe { sys::cuGraphMemcpyNodeSetParams(n, &c) }),
         "cuGraphMemcpyNodeSetParams",
     )
 }
@@ -585,7 +627,7 @@ pub(crate) fn set_memset(n: CUgraphNode, m: &Memset) -> Result<()> {
     let p = memset_raw(m);
     check(
         // SAFETY: n is a memset node of a live graph; reads the params.
-        unsafe { sys::cuGraphMemsetNodeSetParams(n, &p) },
+        serialized(|| unsafe { sys::cuGraphMemsetNodeSetParams(n, &p) }),
         "cuGraphMemsetNodeSetParams",
     )
 }
@@ -595,7 +637,7 @@ pub(crate) fn set_memset(n: CUgraphNode, m: &Memset) -> Result<()> {
 pub(crate) fn exec_set_child(e: CUgraphExec, n: CUgraphNode, g: CUgraph) -> Result<()> {
     check(
         // SAFETY: live exec, its child node and a live graph (read only).
-        unsafe { sys::cuGraphExecChildGraphNodeSetParams(e, n, g) },
+        serialized(|| unsafe { sys::cuGraphExecChildGraphNodeSetParams(e, n, g) }),
         "cuGraphExecChildGraphNodeSetParams",
     )
 }
