@@ -2395,6 +2395,33 @@ enum gc_status gc_graph_add_dependency(struct gc_graph *graph,
                                        struct gc_node to);
 
 /**
+ * Makes `to` depend on `from` through a programmatic edge (programmatic
+ * dependent launch, CUDA 12.3, compute capability 9.0 or newer): kernel
+ * node `to` may start launching once every block of kernel node `from`
+ * has executed `griddepcontrol.launch_dependents`
+ * (`cudaTriggerProgrammaticLaunchCompletion()`) or exited, so its launch
+ * and prologue overlap `from`'s tail. `to` must be a user kernel that calls
+ * `griddepcontrol.wait` (`cudaGridDependencySynchronize()`) before it
+ * reads anything `from` writes; graphcore's built-in kernels do not, so
+ * they are refused as `to` (they may be `from`). The edge is kept by
+ * gc_graph_clone, by fusion and in DOT output (dashed), and edges of this
+ * kind in captured graphs are read back as such; gc_exec_update refuses a
+ * graph whose edge kinds differ from the exec's. Refused edges leave the
+ * graph unchanged.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (graph is NULL; a node of another
+ * graph or out of range; a self-loop, an edge already there or one
+ * closing a cycle; `from` or `to` not a kernel node; `to` a built-in
+ * kernel), GC_ERROR_NOT_SUPPORTED (compute capability below 9.0, or a
+ * driver older than CUDA 12.3), GC_ERROR_INVALID_STATE (the graph is a
+ * conditional body of an instantiated graph), GC_ERROR_INVALID_HANDLE
+ * (graph destroyed), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the
+ * driver).
+ */
+enum gc_status gc_graph_add_programmatic_dependency(struct gc_graph *graph,
+                                                    struct gc_node from,
+                                                    struct gc_node to);
+
+/**
  * Makes a new graph with the same nodes, parameters and edges as `graph`
  * (CUDA's clone; node i of the clone copies node i of graph, so gc_node
  * values carry over with the clone's id). The clone keeps graph's

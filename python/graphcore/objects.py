@@ -809,6 +809,15 @@ class Graph(_Handle):
                 raise TypeError("Graph.add_dependency: nodes must be Nodes")
         lib.gc_graph_add_dependency(self.handle, from_, to)
 
+    def add_programmatic_dependency(self, from_, to):
+        """gc_graph_add_programmatic_dependency: kernel ``to`` may launch
+        once kernel ``from_`` triggers; ``to`` must wait on the grid
+        dependency before it reads ``from_``'s results."""
+        for x in (from_, to):
+            if not isinstance(x, Node):
+                raise TypeError("Graph.add_programmatic_dependency: nodes must be Nodes")
+        lib.gc_graph_add_programmatic_dependency(self.handle, from_, to)
+
     @property
     def node_count(self):
         out = C.c_size_t()

@@ -276,6 +276,7 @@ PROTOTYPES = {
     "gc_graph_add_child": (_S, [_H, _H, _P(Node), C.c_size_t, _P(Node)]),
     "gc_graph_add_empty": (_S, [_H, _P(Node), C.c_size_t, _P(Node)]),
     "gc_graph_add_dependency": (_S, [_H, Node, Node]),
+    "gc_graph_add_programmatic_dependency": (_S, [_H, Node, Node]),
     "gc_graph_clone": (_S, [_H, _P(_H)]),
     "gc_graph_wrap": (_S, [_H, _D, C.c_uint32, _P(_H)]),
     "gc_graph_declare_arg": (_S, [_H, _D, C.c_size_t, C.c_uint32, _P(C.c_size_t)]),

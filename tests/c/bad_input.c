@@ -1435,6 +1435,56 @@ static void graph_functions(void) {
     }
     objects_work();
 
+    COVER(gc_graph_add_programmatic_dependency);
+    BAD_HANDLE_ARG(K_GRAPH, h, gc_graph_add_programmatic_dependency(h, n, m2), GC_ERROR_INVALID_ARGUMENT);
+    check_case = "a node of another graph";
+    EXPECT2(gc_graph_add_programmatic_dependency(g, bogus, n), GC_ERROR_INVALID_ARGUMENT, GC_ERROR_INVALID_HANDLE);
+    if (fx.gpu) {
+        gc_graph *pg = NULL;
+        gc_dim3 one = {1, 1, 1};
+        gc_node k1, k2, empty_node, fill_node;
+        float *fy = (float *)fx.buf;
+        uint64_t fcount = 1;
+        float fvalue = 1.0f;
+        void *fargs[] = {&fy, &fcount, &fvalue};
+        EXPECT_OK(gc_graph_create(fx.ctx, &pg));
+        EXPECT_OK(gc_graph_add_kernel(pg, fx.noop, one, one, 0, NULL, NULL, 0, &k1));
+        EXPECT_OK(gc_graph_add_kernel(pg, fx.noop, one, one, 0, NULL, NULL, 0, &k2));
+        EXPECT_OK(gc_graph_add_empty(pg, NULL, 0, &empty_node));
+        EXPECT_OK(gc_graph_add_kernel(pg, fx.fill, one, one, 0, fargs, NULL, 0, &fill_node));
+        check_case = "two user kernels (compute capability 9.0 and CUDA 12.3 on, else not supported)";
+        gc_status st = gc_graph_add_programmatic_dependency(pg, k1, k2);
+        CHECK(st == GC_SUCCESS || st == GC_ERROR_NOT_SUPPORTED);
+        if (st == GC_SUCCESS) {
+            check_case = "an edge already there";
+            EXPECT_STATUS(gc_graph_add_programmatic_dependency(pg, k1, k2), GC_ERROR_INVALID_ARGUMENT);
+            check_case = "a self-loop";
+            EXPECT_STATUS(gc_graph_add_programmatic_dependency(pg, k1, k1), GC_ERROR_INVALID_ARGUMENT);
+            check_case = "an edge closing a cycle";
+            EXPECT_STATUS(gc_graph_add_programmatic_dependency(pg, k2, k1), GC_ERROR_INVALID_ARGUMENT);
+            check_case = "a node that is not a kernel";
+            EXPECT_STATUS(gc_graph_add_programmatic_dependency(pg, k1, empty_node), GC_ERROR_INVALID_ARGUMENT);
+            EXPECT_ERROR_MENTIONS("kernel nodes");
+            check_case = "a built-in kernel as the node that would wait";
+            EXPECT_STATUS(gc_graph_add_programmatic_dependency(pg, k1, fill_node), GC_ERROR_INVALID_ARGUMENT);
+            EXPECT_ERROR_MENTIONS("gc_fill_f32");
+            check_case = "a node index out of range";
+            gc_node beyond = k1;
+            beyond.index = 999;
+            EXPECT_STATUS(gc_graph_add_programmatic_dependency(pg, k1, beyond), GC_ERROR_INVALID_ARGUMENT);
+            check_case = "a built-in kernel as the node that triggers";
+            EXPECT_OK(gc_graph_add_programmatic_dependency(pg, fill_node, k2));
+            check_case = "the graph runs";
+            gc_exec *pe = NULL;
+            EXPECT_OK(gc_graph_instantiate(pg, 0, &pe));
+            EXPECT_OK(gc_exec_launch(pe, fx.s));
+            EXPECT_OK(gc_stream_synchronize(fx.s));
+            EXPECT_OK(gc_exec_destroy(pe));
+        }
+        EXPECT_OK(gc_graph_destroy(pg));
+    }
+    objects_work();
+
     COVER(gc_graph_clone);
     gc_graph *clone = NULL;
     EXPECT_STATUS(gc_graph_clone(fx.graph, NULL), GC_ERROR_INVALID_ARGUMENT);

@@ -2,6 +2,7 @@
 
 use super::foundation::add_one;
 use super::*;
+use graphcore_core::graph::EdgeKind;
 use graphcore_core::graph::NodeKind;
 use graphcore_core::kernels::ops;
 use graphcore_core::{launch_op, CaptureMode, ErrorKind, Exec, Graph, LaunchConfig};
@@ -683,4 +684,157 @@ fn set_scale_args(e: &Exec, node: graphcore_core::Node, buf: u64, n: usize, alph
     ];
     // SAFETY: the args match gc_scale_f32(y, x, n, alpha).
     unsafe { e.set_kernel_args(node, args.as_mut_ptr()) }.unwrap();
+}
+
+/// Two user kernels for programmatic dependent launch (sm_90): `pdl_write`
+/// stores y[i] = i and lets its dependents launch; `pdl_read` waits on the
+/// grid dependency, then stores z[i] = y[i] + 1.
+const PDL_PTX: &str = r#"
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry pdl_write(.param .u64 y, .param .u32 n)
+{
+  .reg .pred %p;
+  .reg .b32 %r<6>;
+  .reg .f32 %f<2>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [y];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, %tid.x;
+  mad.lo.s32 %r5, %r2, %r3, %r4;
+  setp.ge.u32 %p, %r5, %r1;
+  @%p bra DONE;
+  cvta.to.global.u64 %rd2, %rd1;
+  mul.wide.u32 %rd3, %r5, 4;
+  add.s64 %rd2, %rd2, %rd3;
+  cvt.rn.f32.u32 %f1, %r5;
+  st.global.f32 [%rd2], %f1;
+DONE:
+  griddepcontrol.launch_dependents;
+  ret;
+}
+.visible .entry pdl_read(.param .u64 z, .param .u64 y, .param .u32 n)
+{
+  .reg .pred %p;
+  .reg .b32 %r<6>;
+  .reg .f32 %f<3>;
+  .reg .b64 %rd<7>;
+  griddepcontrol.wait;
+  ld.param.u64 %rd1, [z];
+  ld.param.u64 %rd4, [y];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, %tid.x;
+  mad.lo.s32 %r5, %r2, %r3, %r4;
+  setp.ge.u32 %p, %r5, %r1;
+  @%p bra DONE;
+  mul.wide.u32 %rd3, %r5, 4;
+  cvta.to.global.u64 %rd2, %rd4;
+  add.s64 %rd2, %rd2, %rd3;
+  ld.global.f32 %f1, [%rd2];
+  add.f32 %f2, %f1, 0f3F800000;
+  cvta.to.global.u64 %rd5, %rd1;
+  add.s64 %rd5, %rd5, %rd3;
+  st.global.f32 [%rd5], %f2;
+DONE:
+  ret;
+}
+"#;
+
+/// A programmatic edge between two user kernels: the pair computes what a
+/// full edge would, the edge is in the description and the DOT, a graph
+/// read back from CUDA has it, an update from a graph with a full edge
+/// there is refused naming the edge, and a built-in kernel is refused as
+/// the node that would wait.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn programmatic_edges_run_read_back_and_are_compared_on_update() {
+    let c = ctx();
+    if c.compute_capability().0 < 9 {
+        eprintln!("skipped: programmatic dependent launch needs compute capability 9.0");
+        return;
+    }
+    let m = graphcore_core::Module::load(&c, PDL_PTX.as_bytes()).unwrap();
+    let (write, read) = (
+        m.function("pdl_write").unwrap(),
+        m.function("pdl_read").unwrap(),
+    );
+    let p = pool(&c);
+    let n = 1u32 << 20;
+    let (y, z) = (
+        p.alloc(n as u64 * 4).unwrap(),
+        p.alloc(n as u64 * 4).unwrap(),
+    );
+    let cfg = LaunchConfig {
+        grid: [n.div_ceil(256), 1, 1],
+        block: [256, 1, 1],
+        shared_bytes: 0,
+    };
+    let build = |programmatic: bool| {
+        let g = Graph::new(&c).unwrap();
+        let (mut wy, mut wn) = (y, n);
+        let mut wargs = [
+            &mut wy as *mut u64 as *mut c_void,
+            &mut wn as *mut u32 as *mut c_void,
+        ];
+        // SAFETY: pdl_write(u64, u32).
+        let w = unsafe { g.add_kernel(&write, &cfg, wargs.as_mut_ptr(), &[]) }.unwrap();
+        let (mut rz, mut ry, mut rn) = (z, y, n);
+        let mut rargs = [
+            &mut rz as *mut u64 as *mut c_void,
+            &mut ry as *mut u64 as *mut c_void,
+            &mut rn as *mut u32 as *mut c_void,
+        ];
+        // SAFETY: pdl_read(u64, u64, u32).
+        let r = unsafe { g.add_kernel(&read, &cfg, rargs.as_mut_ptr(), &[]) }.unwrap();
+        if programmatic {
+            g.add_programmatic_dependency(w, r).unwrap();
+        } else {
+            g.add_dependency(w, r).unwrap();
+        }
+        (g, w, r)
+    };
+    let (g, w, _) = build(true);
+    assert_eq!(g.desc().unwrap().edge_kind(0, 1), EdgeKind::Programmatic);
+    assert!(g
+        .to_dot("g")
+        .unwrap()
+        .contains("n0 -> n1 [style=dashed, label=\"programmatic\"]"));
+    let s = Stream::new(&c).unwrap();
+    let e = Exec::new(&g, 0).unwrap();
+    let want: Vec<f32> = (0..n).map(|i| i as f32 + 1.0).collect();
+    for round in 0..3 {
+        upload(&s, y, &vec![-1.0; n as usize]);
+        upload(&s, z, &vec![0.0; n as usize]);
+        e.launch(&s).unwrap();
+        assert!(download(&s, z, n as usize) == want, "round {round}");
+    }
+    // CUDA's copy of the graph, read back, has the edge as programmatic.
+    let copy = g.duplicate().unwrap();
+    // SAFETY: `copy` outlives the borrowed wrap and nothing changes it.
+    let wrapped = unsafe { Graph::wrap_raw(&c, copy.raw(), false) }.unwrap();
+    assert_eq!(
+        wrapped.desc().unwrap().edge_kind(0, 1),
+        EdgeKind::Programmatic
+    );
+    let err = e.update(&build(false).0).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::UpdateMismatch, "{}", err.message());
+    assert!(err.message().contains("edge 0 -> 1"), "{}", err.message());
+    // A built-in kernel does not wait on the grid dependency.
+    let builtin_fill = graphcore_core::Function::from_builtin(&c, "gc_fill_f32").unwrap();
+    let (mut fy, mut fnn, mut fv) = (y, n as u64, 0.0f32);
+    let mut fargs = [
+        &mut fy as *mut u64 as *mut c_void,
+        &mut fnn as *mut u64 as *mut c_void,
+        &mut fv as *mut f32 as *mut c_void,
+    ];
+    // SAFETY: gc_fill_f32(y, n, value) over y's n floats.
+    let fill = unsafe { g.add_kernel(&builtin_fill, &cfg, fargs.as_mut_ptr(), &[]) }.unwrap();
+    let err = g.add_programmatic_dependency(w, fill).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert!(err.message().contains("gc_fill_f32"), "{}", err.message());
 }

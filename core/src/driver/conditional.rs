@@ -9,9 +9,9 @@
 //! here is linked against a newer API than the driver offers.
 
 use super::stream::CaptureMode;
-use super::{check, sys, CUcontext, CUgraph, CUgraphNode, CUstream};
-use crate::error::{Error, ErrorKind, Result};
-use std::ffi::{c_int, c_uint, c_void, CStr};
+use super::{check, resolve, sys, CUcontext, CUgraph, CUgraphNode, CUstream};
+use crate::error::{Error, Result};
+use std::ffi::{c_int, c_uint, c_void};
 use std::sync::OnceLock;
 
 /// `CUgraphConditionalHandle` (cuda.h: `typedef cuuint64_t`).
@@ -131,27 +131,6 @@ struct Api {
     capture_to_graph: CaptureToGraphFn,
 }
 
-/// Resolves `name` for the ABI of CUDA `version`.
-fn resolve(name: &CStr, version: c_int) -> Result<*mut c_void> {
-    let mut p = std::ptr::null_mut();
-    let mut found = sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS;
-    check(
-        // SAFETY: writes one function pointer and the lookup's status; flags
-        // 0 is CU_GET_PROC_ADDRESS_DEFAULT. (cuGetProcAddress_v2 is CUDA
-        // 12.0's form.)
-        unsafe { sys::cuGetProcAddress_v2(name.as_ptr(), &mut p, version, 0, &mut found) },
-        "cuGetProcAddress",
-    )
-    .map_err(|e| e.context(&format!("resolving {}", name.to_string_lossy())))?;
-    if p.is_null() || found != sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS {
-        return Err(Error::new(
-            ErrorKind::NotSupported,
-            format!("the CUDA driver has no {}", name.to_string_lossy()),
-        ));
-    }
-    Ok(p)
-}
-
 fn api() -> Result<&'static Api> {
     static API: OnceLock<std::result::Result<Api, Error>> = OnceLock::new();
     API.get_or_init(|| {
@@ -265,6 +244,7 @@ pub(crate) fn begin_capture_into(s: CUstream, g: CUgraph, mode: CaptureMode) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorKind;
 
     #[test]
     fn each_type_names_the_cuda_version_it_needs() {

@@ -6,6 +6,7 @@
 
 pub(crate) mod conditional;
 pub(crate) mod device;
+pub(crate) mod edges;
 pub(crate) mod graph;
 pub(crate) mod memory;
 pub(crate) mod module;
@@ -14,7 +15,7 @@ pub(crate) mod stream;
 
 use crate::error::{Error, ErrorKind, Result};
 use cudarc::driver::sys;
-use std::ffi::CStr;
+use std::ffi::{c_int, c_void, CStr};
 use std::sync::OnceLock;
 
 pub(crate) use sys::{
@@ -192,6 +193,27 @@ impl Drop for RelaxedCaptureMode {
         // SAFETY: restores the mode saved by `enter`.
         unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) };
     }
+}
+
+/// Resolves `name` for the ABI of CUDA `version`.
+pub(crate) fn resolve(name: &CStr, version: c_int) -> Result<*mut c_void> {
+    let mut p = std::ptr::null_mut();
+    let mut found = sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS;
+    check(
+        // SAFETY: writes one function pointer and the lookup's status; flags
+        // 0 is CU_GET_PROC_ADDRESS_DEFAULT. (cuGetProcAddress_v2 is CUDA
+        // 12.0's form.)
+        unsafe { sys::cuGetProcAddress_v2(name.as_ptr(), &mut p, version, 0, &mut found) },
+        "cuGetProcAddress",
+    )
+    .map_err(|e| e.context(&format!("resolving {}", name.to_string_lossy())))?;
+    if p.is_null() || found != sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS {
+        return Err(Error::new(
+            ErrorKind::NotSupported,
+            format!("the CUDA driver has no {}", name.to_string_lossy()),
+        ));
+    }
+    Ok(p)
 }
 
 #[cfg(test)]

@@ -47,6 +47,42 @@ impl fmt::Display for Direction {
     }
 }
 
+/// What an edge makes its target wait for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EdgeKind {
+    /// The target starts once the source has finished (CUDA's default).
+    Full,
+    /// Programmatic dependent launch between two kernels: the target may
+    /// start launching once every block of the source has triggered
+    /// (`griddepcontrol.launch_dependents`) or exited, and must wait
+    /// (`griddepcontrol.wait`, `cudaGridDependencySynchronize`) before it
+    /// reads what the source wrote.
+    Programmatic,
+    /// The target may start once every block of the source kernel has
+    /// started (CUDA's launch-order port; read back from captures only).
+    LaunchOrder,
+}
+
+impl EdgeKind {
+    /// The source port CUDA gives such an edge (`CUgraphEdgeData.from_port`).
+    pub(crate) fn port(self) -> u8 {
+        match self {
+            EdgeKind::Full => 0,
+            EdgeKind::Programmatic => 1,
+            EdgeKind::LaunchOrder => 2,
+        }
+    }
+
+    /// The kind of an edge CUDA reports with source port `port`.
+    pub(crate) fn of_port(port: u8) -> EdgeKind {
+        match port {
+            1 => EdgeKind::Programmatic,
+            2 => EdgeKind::LaunchOrder,
+            _ => EdgeKind::Full,
+        }
+    }
+}
+
 /// The first way two graphs' topologies differ (what an exec update
 /// refuses), as [`GraphDesc::topology_difference`] finds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,6 +112,17 @@ pub enum TopologyDifference {
         /// What it depends on in the new graph.
         theirs: Vec<usize>,
     },
+    /// The edge `from -> to` is of another kind.
+    EdgeKind {
+        /// The edge's source node.
+        from: usize,
+        /// Its target node.
+        to: usize,
+        /// Its kind in the exec's graph.
+        ours: EdgeKind,
+        /// Its kind in the new graph.
+        theirs: EdgeKind,
+    },
 }
 
 impl fmt::Display for TopologyDifference {
@@ -92,6 +139,15 @@ impl fmt::Display for TopologyDifference {
             TopologyDifference::Dependencies { node, ours, theirs } => write!(
                 f,
                 "node {node} depends on nodes {theirs:?}; in the exec it depends on {ours:?}"
+            ),
+            TopologyDifference::EdgeKind {
+                from,
+                to,
+                ours,
+                theirs,
+            } => write!(
+                f,
+                "the edge {from} -> {to} is {theirs:?}; in the exec it is {ours:?}"
             ),
         }
     }
@@ -256,6 +312,8 @@ pub struct GraphDesc {
     nodes: Vec<NodeKind>,
     /// For each node, the nodes it depends on.
     deps: Vec<DepList>,
+    /// The edges that are not [`EdgeKind::Full`] (few), as (from, to, kind).
+    kinds: Vec<(usize, usize, EdgeKind)>,
 }
 
 impl GraphDesc {
@@ -373,6 +431,24 @@ impl GraphDesc {
         self.deps[to].push(from);
     }
 
+    /// What the edge `from -> to` (an edge of the graph) waits for.
+    pub fn edge_kind(&self, from: usize, to: usize) -> EdgeKind {
+        self.kinds
+            .iter()
+            .find(|&&(f, t, _)| (f, t) == (from, to))
+            .map_or(EdgeKind::Full, |&(_, _, k)| k)
+    }
+
+    /// Records that the edge `from -> to` (an edge of the graph) is of
+    /// kind `kind`.
+    pub fn set_edge_kind(&mut self, from: usize, to: usize, kind: EdgeKind) {
+        debug_assert!(self.deps[to].as_slice().contains(&from));
+        self.kinds.retain(|&(f, t, _)| (f, t) != (from, to));
+        if kind != EdgeKind::Full {
+            self.kinds.push((from, to, kind));
+        }
+    }
+
     /// The first difference that stops `other` from updating an exec made
     /// from `self`: node count, a node's kind (or kernel), or its edges.
     /// `None` when the topologies match.
@@ -398,6 +474,18 @@ impl GraphDesc {
                     node: i,
                     ours: da.to_vec(),
                     theirs: db.to_vec(),
+                });
+            }
+        }
+        let special = self.kinds.iter().chain(&other.kinds);
+        for &(from, to, _) in special {
+            let (ours, theirs) = (self.edge_kind(from, to), other.edge_kind(from, to));
+            if ours != theirs {
+                return Some(TopologyDifference::EdgeKind {
+                    from,
+                    to,
+                    ours,
+                    theirs,
                 });
             }
         }
@@ -453,6 +541,36 @@ mod tests {
         assert!(g.check_deps(&[0, 0]).is_err());
         assert!(g.check_edge(0, 5).is_err());
         g.check_deps(&[0, 1]).unwrap();
+    }
+
+    #[test]
+    fn edge_kinds_are_kept_and_compared() {
+        let mut a = chain(3);
+        let b = a.clone();
+        assert_eq!(a.edge_kind(0, 1), EdgeKind::Full);
+        a.set_edge_kind(0, 1, EdgeKind::Programmatic);
+        assert_eq!(a.edge_kind(0, 1), EdgeKind::Programmatic);
+        assert_eq!(a.edge_kind(1, 2), EdgeKind::Full);
+        for (x, y, ours) in [(&a, &b, EdgeKind::Programmatic), (&b, &a, EdgeKind::Full)] {
+            let d = x.topology_difference(y).unwrap();
+            assert_eq!(
+                d.to_string(),
+                format!(
+                    "the edge 0 -> 1 is {:?}; in the exec it is {ours:?}",
+                    if ours == EdgeKind::Full {
+                        EdgeKind::Programmatic
+                    } else {
+                        EdgeKind::Full
+                    }
+                )
+            );
+        }
+        a.set_edge_kind(0, 1, EdgeKind::Full);
+        assert_eq!(a, b);
+        assert_eq!(
+            EdgeKind::of_port(EdgeKind::LaunchOrder.port()),
+            EdgeKind::LaunchOrder
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Graphviz DOT output of a graph description: one box per node (kernel
 //! name and launch geometry, copy direction and size, ...) and its edges.
 
-use super::desc::{GraphDesc, NodeKind};
+use super::desc::{EdgeKind, GraphDesc, NodeKind};
 use std::fmt::Write;
 
 fn bytes(n: usize) -> String {
@@ -88,7 +88,12 @@ fn write_graph(s: &mut String, g: &Nested, prefix: &str, indent: usize) {
         );
     }
     for (from, to) in desc.edges() {
-        let _ = writeln!(s, "{pad}{prefix}n{from} -> {prefix}n{to};");
+        let style = match desc.edge_kind(from, to) {
+            EdgeKind::Full => "",
+            EdgeKind::Programmatic => " [style=dashed, label=\"programmatic\"]",
+            EdgeKind::LaunchOrder => " [style=dotted, label=\"launch order\"]",
+        };
+        let _ = writeln!(s, "{pad}{prefix}n{from} -> {prefix}n{to}{style};");
     }
     for (node, bodies) in &g.bodies {
         for (b, body) in bodies.iter().enumerate() {

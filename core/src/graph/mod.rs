@@ -8,12 +8,13 @@ mod dot;
 pub mod fuse;
 
 use desc::DepList;
-pub use desc::{Direction, GraphDesc, NodeKind, TopologyDifference};
+pub use desc::{Direction, EdgeKind, GraphDesc, NodeKind, TopologyDifference};
 pub use dot::{to_dot, to_dot_nested, Nested};
 
 use crate::arg::{check_new, ArgDecl};
 use crate::context::Context;
 use crate::driver::conditional::{self as dc, CondType};
+use crate::driver::edges;
 use crate::driver::graph::{self as dg, KernelParams, RawNode};
 use crate::driver::memory::{memory_kind, MemoryKind, Memset};
 use crate::driver::owned::{Nodes, Owned, Shared};
@@ -525,8 +526,13 @@ impl Graph {
         let index: HashMap<CUgraphNode, usize> =
             nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
         let mut deps = vec![Vec::new(); nodes.len()];
-        for (from, to) in dg::edges(raw)? {
-            deps[index[&to]].push(index[&from]);
+        let mut special = Vec::new();
+        for (from, to, port) in edges::all(raw)? {
+            let (from, to) = (index[&from], index[&to]);
+            deps[to].push(from);
+            if port != 0 {
+                special.push((from, to, EdgeKind::of_port(port)));
+            }
         }
         // Edges may point backwards in CUDA's listing: add nodes in a
         // topological order, then renumber.
@@ -539,6 +545,9 @@ impl Graph {
             let d: Vec<usize> = deps[i].iter().map(|&j| new_index[j]).collect();
             new_index[i] = desc.push(kind, d);
             ordered.push(nodes[i]);
+        }
+        for (from, to, kind) in special {
+            desc.set_edge_kind(new_index[from], new_index[to], kind);
         }
         let desc = Arc::new(desc);
         Ok(Described {
@@ -1000,6 +1009,64 @@ impl Graph {
         self.inner.ctx.bind()?;
         dg::add_dependency(st.raw(), st.nodes()[f], st.nodes()[t])?;
         Arc::make_mut(&mut st.described_mut().desc).add_edge(f, t);
+        Ok(())
+    }
+
+    /// Adds a programmatic edge `from -> to` between two kernel nodes
+    /// (programmatic dependent launch, CUDA 12.3 on compute capability 9.0
+    /// or newer): `to` may start launching once every block of `from` has
+    /// executed `griddepcontrol.launch_dependents` (or exited), so its
+    /// launch overlaps `from`'s tail. `to` must be a user kernel that waits
+    /// (`griddepcontrol.wait`, `cudaGridDependencySynchronize()`) before
+    /// it reads what `from` wrote; graphcore's built-in kernels do not wait,
+    /// so they are refused as `to`. Refused as [`add_dependency`] refuses
+    /// edges, too.
+    ///
+    /// [`add_dependency`]: Self::add_dependency
+    pub fn add_programmatic_dependency(&self, from: Node, to: Node) -> Result<()> {
+        for (name, n) in [("from", from), ("to", to)] {
+            ensure_arg!(
+                n.graph == self.inner.id,
+                "`{name}` is a node of another graph"
+            );
+        }
+        let (major, minor) = self.inner.ctx.compute_capability();
+        if major < 9 {
+            return Err(Error::new(
+                ErrorKind::NotSupported,
+                format!(
+                    "programmatic dependent launch needs compute capability 9.0 or newer; \
+                     the device has {major}.{minor}"
+                ),
+            ));
+        }
+        self.check_changeable()?;
+        let mut st = self.described()?;
+        let (f, t) = (from.index as usize, to.index as usize);
+        st.desc().check_edge(f, t)?;
+        for (name, i) in [("from", f), ("to", t)] {
+            ensure_arg!(
+                matches!(st.desc().node(i), NodeKind::Kernel { .. }),
+                "`{name}` (node {i}) is a {} node: a programmatic edge joins two kernel nodes",
+                st.desc().node(i).kind_name()
+            );
+        }
+        if let NodeKind::Kernel {
+            builtin: Some(k), ..
+        } = st.desc().node(t)
+        {
+            return Err(Error::invalid_argument(format!(
+                "`to` (node {t}) is the built-in kernel {}, which does not wait on a programmatic \
+                 dependency (it would read what `from` writes too early): use add_dependency",
+                k.name
+            )));
+        }
+        self.inner.ctx.bind()?;
+        let kind = EdgeKind::Programmatic;
+        edges::add_programmatic(st.raw(), st.nodes()[f], st.nodes()[t], kind.port())?;
+        let desc = Arc::make_mut(&mut st.described_mut().desc);
+        desc.add_edge(f, t);
+        desc.set_edge_kind(f, t, kind);
         Ok(())
     }
 
