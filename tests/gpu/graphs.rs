@@ -838,3 +838,84 @@ fn programmatic_edges_run_read_back_and_are_compared_on_update() {
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     assert!(err.message().contains("gc_fill_f32"), "{}", err.message());
 }
+
+/// A capture of two launches, the second with programmatic stream
+/// serialization (cuLaunchKernelEx, made raw: graphcore has no launch with
+/// attributes), reads back with the edge between them programmatic, and the
+/// graph replays what the two kernels compute.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn captured_programmatic_launches_read_back_as_programmatic_edges() {
+    use cudarc::driver::sys;
+    let c = ctx();
+    if c.compute_capability().0 < 9 {
+        eprintln!("skipped: programmatic dependent launch needs compute capability 9.0");
+        return;
+    }
+    let m = graphcore_core::Module::load(&c, PDL_PTX.as_bytes()).unwrap();
+    let (write, read) = (
+        m.function("pdl_write").unwrap(),
+        m.function("pdl_read").unwrap(),
+    );
+    let p = pool(&c);
+    let n = 1u32 << 20;
+    let (y, z) = (
+        p.alloc(n as u64 * 4).unwrap(),
+        p.alloc(n as u64 * 4).unwrap(),
+    );
+    let s = Stream::new(&c).unwrap();
+    graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
+    let launch = |f: &graphcore_core::Function, args: &mut [*mut c_void], programmatic: bool| {
+        // SAFETY: a plain C union; the member set is the one the attribute
+        // id names.
+        let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        let cfg = sys::CUlaunchConfig {
+            gridDimX: n.div_ceil(256),
+            gridDimY: 1,
+            gridDimZ: 1,
+            blockDimX: 256,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: 0,
+            hStream: s.raw(),
+            attrs: &mut attr,
+            numAttrs: programmatic as u32,
+        };
+        // SAFETY: `args` match the kernel's parameters; the stream is
+        // capturing on this thread.
+        let r = unsafe {
+            sys::cuLaunchKernelEx(&cfg, f.raw(), args.as_mut_ptr(), std::ptr::null_mut())
+        };
+        assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
+    };
+    let (mut wy, mut wn) = (y, n);
+    launch(
+        &write,
+        &mut [
+            &mut wy as *mut u64 as *mut c_void,
+            &mut wn as *mut u32 as *mut c_void,
+        ],
+        false,
+    );
+    let (mut rz, mut ry, mut rn) = (z, y, n);
+    launch(
+        &read,
+        &mut [
+            &mut rz as *mut u64 as *mut c_void,
+            &mut ry as *mut u64 as *mut c_void,
+            &mut rn as *mut u32 as *mut c_void,
+        ],
+        true,
+    );
+    let g = graphcore_core::end_capture(&s).unwrap();
+    let d = g.desc().unwrap();
+    assert_eq!(d.len(), 2);
+    assert_eq!(d.edge_kind(0, 1), EdgeKind::Programmatic, "{d:?}");
+    let e = Exec::new(&g, 0).unwrap();
+    upload(&s, z, &vec![0.0; n as usize]);
+    e.launch(&s).unwrap();
+    let want: Vec<f32> = (0..n).map(|i| i as f32 + 1.0).collect();
+    assert!(download(&s, z, n as usize) == want);
+}
