@@ -15,7 +15,7 @@
 //! or count) bounds a chain; a chain of one node stays as it is.
 
 use super::jit;
-use crate::graph::desc::{GraphDesc, NodeKind};
+use crate::graph::desc::{EdgeKind, GraphDesc, NodeKind};
 use graphcore_kernels::ops::{self, MAX_CHAIN_OPS, OP_FILL};
 use graphcore_kernels::{Call, SizeError, Value};
 
@@ -252,6 +252,15 @@ pub fn apply(
                 let new = out.push(desc.node(i).clone(), deps);
                 map[i] = Some(new);
                 stands_for[i] = new;
+                // An edge from a node that stays itself keeps its kind (the
+                // fused copy keeps CUDA's edge); one from a node fused away
+                // is replaced by a full edge from its chain's carrier.
+                for &d in desc.deps(i) {
+                    let kind = desc.edge_kind(d, i);
+                    if kind != EdgeKind::Full && map[d] == Some(stands_for[d]) {
+                        out.set_edge_kind(stands_for[d], new, kind);
+                    }
+                }
             }
         }
     }
@@ -480,5 +489,35 @@ mod apply_tests {
             matches!(f.node(last), NodeKind::Kernel { name, .. } if name.starts_with("gc_fused_chain"))
         );
         assert!(same_shape(&p, &plan(&g)));
+    }
+
+    #[test]
+    fn programmatic_edges_keep_their_kind_only_from_nodes_that_stay() {
+        // user -> [s0 -> s1] (a chain) -> user2, with programmatic edges
+        // into s0's chain's consumer and between the two user kernels.
+        let user = NodeKind::Kernel {
+            name: "user".into(),
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            shared_bytes: 0,
+            builtin: None,
+            args: vec![],
+        };
+        let mut g = GraphDesc::new();
+        let u = g.push(user.clone(), []);
+        let s0 = g.push(scale(8, 8, 4, 2.0), [u]);
+        let s1 = g.push(scale(8, 8, 4, 3.0), [s0]);
+        let u2 = g.push(user.clone(), [s1, u]);
+        g.set_edge_kind(s1, u2, EdgeKind::Programmatic);
+        g.set_edge_kind(u, u2, EdgeKind::Programmatic);
+        let p = plan(&g);
+        assert_eq!(p.chains[0].nodes, vec![s0, s1]);
+        let (f, map) = apply(&g, &p, 132).unwrap();
+        let (fu, fs0, fu2) = (map[u].unwrap(), map[s0].unwrap(), map[u2].unwrap());
+        assert!(map[s1].is_none());
+        // u stays itself: its edge stays programmatic. s1 is fused away: its
+        // chain's carrier stands in through a full edge.
+        assert_eq!(f.edge_kind(fu, fu2), EdgeKind::Programmatic);
+        assert_eq!(f.edge_kind(fs0, fu2), EdgeKind::Full);
     }
 }
