@@ -283,6 +283,65 @@ PTX = (".version 7.0\n.target sm_75\n.address_size 64\n"
        ".visible .entry noop()\n{\n ret;\n}\n")
 
 
+PDL_PTX = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry pdl_write(.param .u64 y)
+{
+  .reg .b32 %r<2>;
+  .reg .f32 %f<2>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [y];
+  mov.u32 %r1, %tid.x;
+  cvta.to.global.u64 %rd2, %rd1;
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd2, %rd2, %rd3;
+  cvt.rn.f32.u32 %f1, %r1;
+  st.global.f32 [%rd2], %f1;
+  griddepcontrol.launch_dependents;
+  ret;
+}
+.visible .entry pdl_read(.param .u64 z, .param .u64 y)
+{
+  .reg .b32 %r<2>;
+  .reg .f32 %f<3>;
+  .reg .b64 %rd<6>;
+  griddepcontrol.wait;
+  ld.param.u64 %rd1, [z];
+  ld.param.u64 %rd4, [y];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd3, %r1, 4;
+  cvta.to.global.u64 %rd2, %rd4;
+  add.s64 %rd2, %rd2, %rd3;
+  ld.global.f32 %f1, [%rd2];
+  add.f32 %f2, %f1, 0f3F800000;
+  cvta.to.global.u64 %rd5, %rd1;
+  add.s64 %rd5, %rd5, %rd3;
+  st.global.f32 [%rd5], %f2;
+  ret;
+}
+"""
+
+
+def test_programmatic_dependency(ctx, stream, pool):
+    y, z = pool.alloc(4 * 256), pool.alloc(4 * 256)
+    with gc.Module(ctx, PDL_PTX) as m:
+        write, read = m.function("pdl_write"), m.function("pdl_read")
+    g = gc.Graph(ctx)
+    w = g.add_kernel(write, 1, 256, [gc.ptr(y)])
+    r = g.add_kernel(read, 1, 256, [gc.ptr(z), gc.ptr(y)])
+    try:
+        g.add_programmatic_dependency(w, r)
+    except gc.NotSupportedError as e:
+        pytest.skip(str(e))
+    with pytest.raises(gc.InvalidArgumentError, match="already"):
+        g.add_programmatic_dependency(w, r)
+    with pytest.raises(TypeError):
+        g.add_programmatic_dependency(w, 1)
+    g.instantiate().launch(stream)
+    assert download(ctx, stream, z, 256) == [i + 1.0 for i in range(256)]
+
+
 def test_module(ctx, stream):
     with gc.Module(ctx, PTX) as m:
         f = m.function("noop")
