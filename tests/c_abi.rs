@@ -126,10 +126,26 @@ fn linkable_lib() -> PathBuf {
     dir
 }
 
+/// This process's folder for compiled C tests and library copies (about
+/// 70 MiB), removed when the process exits: test runners that start one
+/// process per test would otherwise leave one behind per test.
 pub(crate) fn build_dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("graphcore-c-tests-{}", std::process::id()));
+    static CLEANUP: std::sync::Once = std::sync::Once::new();
+    extern "C" fn remove_build_dir() {
+        let _ = std::fs::remove_dir_all(process_build_dir());
+    }
+    CLEANUP.call_once(|| {
+        // SAFETY: registers a plain function that takes no arguments; it
+        // only removes this process's own folder.
+        unsafe { libc::atexit(remove_build_dir) };
+    });
+    let d = process_build_dir();
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+fn process_build_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("graphcore-c-tests-{}", std::process::id()))
 }
 
 /// Compiles and runs tests/c/<file> (C, or C++17 for *.cpp); checks its
