@@ -277,6 +277,85 @@ fn racing_removes_of_one_handle_have_one_winner() {
     }
 }
 
+/// Lookups nested deeper than a thread's hazard entries fall back to the
+/// slot's reader count; a remove racing them still waits for the last one
+/// to leave, and every level sees its object.
+#[test]
+fn lookups_nested_past_the_hazard_entries_hold_the_object() {
+    let reg: Arc<Registry<Arc<AtomicBool>>> = Arc::new(Registry::new(7, "gc_exec"));
+    let h = reg.insert(Arc::new(AtomicBool::new(false))).unwrap();
+    /// `with` on `h`, `depth` levels deep; the innermost runs `inner`.
+    fn nest(
+        reg: &Registry<Arc<AtomicBool>>,
+        h: u64,
+        depth: usize,
+        inner: &dyn Fn(&AtomicBool),
+    ) -> Result<()> {
+        reg.with(h, "exec", |v| {
+            if depth == 1 {
+                inner(v);
+                Ok(())
+            } else {
+                nest(reg, h, depth - 1, inner)
+            }
+        })
+    }
+    // Nested lookups of one handle, past the entries, succeed and leave.
+    nest(&reg, h, 9, &|v| assert!(!v.load(Ordering::SeqCst))).unwrap();
+    assert_eq!(
+        reg.slot(0).unwrap().word.load(Ordering::SeqCst) & READERS_MASK,
+        0,
+        "every counted lookup left"
+    );
+    // A remove meanwhile waits for the innermost (counted) lookup.
+    let inside = Arc::new(Barrier::new(2));
+    let call = {
+        let (reg, inside) = (reg.clone(), inside.clone());
+        std::thread::spawn(move || {
+            nest(&reg, h, 9, &|v| {
+                inside.wait();
+                std::thread::sleep(std::time::Duration::from_millis(if cfg!(miri) {
+                    1
+                } else {
+                    50
+                }));
+                v.store(true, Ordering::SeqCst);
+            })
+        })
+    };
+    inside.wait();
+    let taken = reg.remove(h, "exec").unwrap().unwrap();
+    assert!(
+        taken.load(Ordering::SeqCst),
+        "taken before the nested calls returned"
+    );
+    call.join().unwrap().unwrap();
+}
+
+/// A thread's hazard record goes back when the thread exits: threads that
+/// come and go one after another reuse records instead of adding one each.
+#[test]
+fn hazard_records_are_reused_after_threads_exit() {
+    let reg: Arc<Registry<u32>> = Arc::new(Registry::new(3, "gc_pool"));
+    let h = reg.insert(7).unwrap();
+    let lookup = |reg: Arc<Registry<u32>>| {
+        std::thread::spawn(move || assert_eq!(reg.get(h, "pool").unwrap(), 7))
+            .join()
+            .unwrap()
+    };
+    lookup(reg.clone());
+    let before = hazard::record_count();
+    for _ in 0..if cfg!(miri) { 4 } else { 64 } {
+        lookup(reg.clone());
+    }
+    // Other tests' threads may claim records meanwhile, but not 64.
+    assert!(
+        hazard::record_count() < before + 16,
+        "records grew from {before} to {}",
+        hazard::record_count()
+    );
+}
+
 /// Threads inserting, looking up and removing their own handles at once,
 /// and looking up each other's: the table grows across chunks under
 /// concurrency and every lookup is exact.
