@@ -196,6 +196,7 @@ impl Default for DepList {
 
 impl DepList {
     /// The dependencies, in order.
+    #[inline]
     pub(crate) fn as_slice(&self) -> &[usize] {
         match self {
             DepList::Inline(n, a) => &a[..*n as usize],
@@ -203,7 +204,23 @@ impl DepList {
         }
     }
 
+    /// The list `f(0), .., f(n - 1)`, written once (inline up to
+    /// [`INLINE_DEPS`]).
+    #[inline]
+    pub(crate) fn from_fn(n: usize, f: impl Fn(usize) -> usize) -> DepList {
+        if n <= INLINE_DEPS {
+            let mut a = [0; INLINE_DEPS];
+            for (i, x) in a[..n].iter_mut().enumerate() {
+                *x = f(i);
+            }
+            DepList::Inline(n as u8, a)
+        } else {
+            DepList::Heap((0..n).map(f).collect())
+        }
+    }
+
     /// Appends dependency `d`, moving to the heap past [`INLINE_DEPS`].
+    #[inline]
     pub(crate) fn push(&mut self, d: usize) {
         match self {
             DepList::Inline(n, a) if (*n as usize) < INLINE_DEPS => {
@@ -299,6 +316,7 @@ impl GraphDesc {
 
     /// Checks that adding a node depending on `deps` is valid (each index is
     /// a node of this graph, no repeats). Changes nothing.
+    #[inline]
     pub fn check_deps(&self, deps: &[usize]) -> Result<()> {
         for (i, &d) in deps.iter().enumerate() {
             ensure_arg!(
@@ -320,6 +338,7 @@ impl GraphDesc {
 
     /// [`push`](Self::push) of a ready [`DepList`] (no allocation for a
     /// few dependencies).
+    #[inline]
     pub(crate) fn push_deps(&mut self, kind: NodeKind, deps: DepList) -> usize {
         debug_assert!(self.check_deps(deps.as_slice()).is_ok());
         self.nodes.push(kind);
@@ -439,6 +458,10 @@ mod tests {
             want.push(i * 7);
             assert_eq!(d.as_slice(), &want[..]);
             assert_eq!(matches!(d, DepList::Inline(..)), want.len() <= INLINE_DEPS);
+            // Written at once, the same list in the same form.
+            let f = DepList::from_fn(want.len(), |k| want[k]);
+            assert_eq!(f.as_slice(), &want[..]);
+            assert_eq!(matches!(f, DepList::Inline(..)), want.len() <= INLINE_DEPS);
         }
         // Equal by contents, whichever form holds them.
         assert_eq!(DepList::Heap(vec![1, 2]), DepList::from(vec![1, 2]));
