@@ -183,7 +183,7 @@ const INLINE_DEPS: usize = 3;
 #[derive(Clone, Debug)]
 pub(crate) enum DepList {
     /// The first `.0` entries are the dependencies.
-    Inline(u8, [usize; INLINE_DEPS]),
+    Inline(usize, [usize; INLINE_DEPS]),
     /// More than [`INLINE_DEPS`].
     Heap(Vec<usize>),
 }
@@ -199,7 +199,7 @@ impl DepList {
     #[inline]
     pub(crate) fn as_slice(&self) -> &[usize] {
         match self {
-            DepList::Inline(n, a) => &a[..*n as usize],
+            DepList::Inline(n, a) => &a[..*n],
             DepList::Heap(v) => v,
         }
     }
@@ -213,7 +213,7 @@ impl DepList {
             for (i, x) in a[..n].iter_mut().enumerate() {
                 *x = f(i);
             }
-            DepList::Inline(n as u8, a)
+            DepList::Inline(n, a)
         } else {
             DepList::Heap((0..n).map(f).collect())
         }
@@ -223,13 +223,13 @@ impl DepList {
     #[inline]
     pub(crate) fn push(&mut self, d: usize) {
         match self {
-            DepList::Inline(n, a) if (*n as usize) < INLINE_DEPS => {
-                a[*n as usize] = d;
+            DepList::Inline(n, a) if *n < INLINE_DEPS => {
+                a[*n] = d;
                 *n += 1;
             }
             DepList::Inline(n, a) => {
                 let mut v = Vec::with_capacity(2 * INLINE_DEPS);
-                v.extend_from_slice(&a[..*n as usize]);
+                v.extend_from_slice(&a[..*n]);
                 v.push(d);
                 *self = DepList::Heap(v);
             }
@@ -260,7 +260,7 @@ impl From<&[usize]> for DepList {
         if d.len() <= INLINE_DEPS {
             let mut a = [0; INLINE_DEPS];
             a[..d.len()].copy_from_slice(d);
-            DepList::Inline(d.len() as u8, a)
+            DepList::Inline(d.len(), a)
         } else {
             DepList::Heap(d.to_vec())
         }
