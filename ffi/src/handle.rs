@@ -370,7 +370,7 @@ impl<T: Clone> Registry<T> {
         hazard::wait_for(slot as *const Slot<T> as usize);
         let mut spins = 0u32;
         while slot.word.load(Ordering::Acquire) & READERS_MASK != 0 {
-            hazard::backoff(&mut spins);
+            graphcore_core::backoff(&mut spins);
         }
         // SAFETY: this remove won the compare-exchange, so it alone owns the
         // even slot: no lookup reads the cell (the version does not match

@@ -264,22 +264,13 @@ pub(super) fn wait_for(addr: usize) {
         for e in &r.entries {
             let mut spins = 0u32;
             // Acquire: pairs with the Release clear in `Hazard::drop`.
+            // Lookups leave within nanoseconds; a call made inside one (a
+            // launch waiting for queue space) may take longer.
             while e.load(Acquire) == addr {
-                backoff(&mut spins);
+                graphcore_core::backoff(&mut spins);
             }
         }
     }
-}
-
-/// Spins, then yields, then sleeps: lookups leave within nanoseconds, a
-/// call made inside one (a launch waiting for queue space) may take longer.
-pub(super) fn backoff(spins: &mut u32) {
-    match *spins {
-        0..64 => std::hint::spin_loop(),
-        64..1024 => std::thread::yield_now(),
-        _ => std::thread::sleep(std::time::Duration::from_micros(50)),
-    }
-    *spins = spins.saturating_add(1);
 }
 
 /// Records made so far (claimed or not).
