@@ -55,7 +55,7 @@ impl<T> SpinLock<T> {
 
     /// Takes the lock, waiting while another thread holds it.
     #[inline]
-    pub(crate) fn lock(&self) -> SpinGuard<'_, T> {
+    pub(crate) fn acquire(&self) -> SpinGuard<'_, T> {
         // Acquire: the previous holder's accesses (before its Release
         // store in `SpinGuard::drop`) happen before ours.
         if self
@@ -68,7 +68,7 @@ impl<T> SpinLock<T> {
         SpinGuard { lock: self }
     }
 
-    /// The slow path of [`lock`](Self::lock): waits for the lock to be
+    /// The slow path of [`acquire`](Self::acquire): waits for the lock to be
     /// free, then takes it.
     #[cold]
     #[inline(never)]
@@ -171,7 +171,7 @@ mod tests {
                 let l = Arc::clone(&l);
                 std::thread::spawn(move || {
                     for i in 0..per {
-                        let mut g = l.lock();
+                        let mut g = l.acquire();
                         let v = *g;
                         if t == 0 && i % 1000 == 0 {
                             std::thread::yield_now();
@@ -184,15 +184,15 @@ mod tests {
         for w in workers {
             w.join().unwrap();
         }
-        assert_eq!(*l.lock(), threads * per);
+        assert_eq!(*l.acquire(), threads * per);
         let l2 = Arc::clone(&l);
         let r = std::thread::spawn(move || {
-            let _g = l2.lock();
+            let _g = l2.acquire();
             panic!("a panic while the lock is held");
         })
         .join();
         assert!(r.is_err());
-        *l.lock() += 1;
-        assert_eq!(*l.lock(), threads * per + 1);
+        *l.acquire() += 1;
+        assert_eq!(*l.acquire(), threads * per + 1);
     }
 }

@@ -170,7 +170,7 @@ impl PoolBlocks for PoolShared {
         if !(self.base..self.base + self.va_bytes).contains(&ptr) {
             return None;
         }
-        let st = self.state.lock();
+        let st = self.state.acquire();
         st.alloc
             .block_at(ptr - self.base)
             .map(|(off, size)| (self.base + off, size))
@@ -180,7 +180,7 @@ impl PoolBlocks for PoolShared {
         ordinal == self.ctx.ordinal()
             || self
                 .state
-                .lock()
+                .acquire()
                 .peers
                 .iter()
                 .any(|p| p.ordinal() == ordinal)
@@ -233,7 +233,7 @@ impl Drop for GraphMemory {
             // eager use once they are done (unless a capture is open; then
             // the caller must have waited, as documented).
             let _ = self.pool.inner.ctx.synchronize_unless_capturing();
-            let mut st = self.pool.inner.state.lock();
+            let mut st = self.pool.inner.state.acquire();
             let _ = st.alloc.release_graph(fp);
         }
     }
@@ -298,7 +298,7 @@ impl Pool {
             }),
         };
         {
-            let mut st = shared.state.lock();
+            let mut st = shared.state.acquire();
             for &r in initial.ranges() {
                 // On failure, dropping `shared` unmaps and unreserves.
                 shared.map(&mut st, r)?;
@@ -318,7 +318,7 @@ impl Pool {
     /// with [`ErrorKind::OutOfMemory`] and the pool is unchanged.
     pub fn alloc(&self, bytes: u64) -> Result<u64> {
         let sh = &*self.inner;
-        let mut st = sh.state.lock();
+        let mut st = sh.state.acquire();
         let owner = PoolShared::owner(&st);
         let plan = match st.alloc.plan_alloc(bytes, owner) {
             Ok(plan) => plan,
@@ -347,7 +347,7 @@ impl Pool {
         let sh = &*self.inner;
         // The guard is dropped at the end of the statement: errors are
         // formatted after the lock is released.
-        let freed = sh.state.lock().alloc.free(ptr - sh.base);
+        let freed = sh.state.acquire().alloc.free(ptr - sh.base);
         freed?;
         Ok(())
     }
@@ -364,7 +364,7 @@ impl Pool {
 
     /// Statistics, named as PyTorch names them.
     pub fn stats(&self) -> PoolStats {
-        self.inner.state.lock().alloc.stats()
+        self.inner.state.acquire().alloc.stats()
     }
 
     /// Returns physical pages that hold no block and no graph's memory to
@@ -374,7 +374,7 @@ impl Pool {
     /// (the wait would invalidate it).
     pub fn trim(&self) -> Result<()> {
         let sh = &*self.inner;
-        let mut st = sh.state.lock();
+        let mut st = sh.state.acquire();
         ensure_state(
             st.captures.is_empty() && !sh.ctx.capturing(),
             "trim while a capture is open in the context (trim synchronizes the device, which \
@@ -419,7 +419,7 @@ impl Pool {
                 ),
             ));
         }
-        let mut st = sh.state.lock();
+        let mut st = sh.state.acquire();
         if st.peers.iter().any(|p| p.same(peer)) {
             return Ok(());
         }
@@ -460,7 +460,7 @@ impl Pool {
     /// Opens a capture on the calling thread: its allocations belong to it
     /// until it ends ([`PoolCapture::end`]) or is dropped (rolled back).
     pub(crate) fn begin_capture(&self) -> Result<PoolCapture> {
-        let mut st = self.inner.state.lock();
+        let mut st = self.inner.state.acquire();
         let me = std::thread::current().id();
         ensure_state(
             !st.captures.iter().any(|(t, _)| *t == me),
@@ -505,7 +505,7 @@ impl PoolCapture {
     /// pool's memory.
     pub(crate) fn end(mut self) -> Result<GraphMemory> {
         let id = std::mem::take(&mut self.id);
-        let mut st = self.pool.inner.state.lock();
+        let mut st = self.pool.inner.state.acquire();
         st.captures.retain(|&(_, c)| c != id);
         let fp = st.alloc.end_capture(id)?;
         Ok(GraphMemory {
@@ -521,7 +521,7 @@ impl Drop for PoolCapture {
             return;
         }
         let sh = &*self.pool.inner;
-        let mut st = sh.state.lock();
+        let mut st = sh.state.acquire();
         st.captures.retain(|&(_, c)| c != self.id);
         if let Ok(plan) = st.alloc.abort_capture(self.id) {
             // Nothing ran on these pages: the capture only recorded work.
