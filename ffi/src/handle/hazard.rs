@@ -234,9 +234,15 @@ impl Drop for Releaser {
 pub(super) fn barrier() {
     fence(SeqCst);
     if mode() == MEMBARRIER && others_claimed() && !membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) {
-        // Registered at start, so this does not fail; if it ever did,
-        // nothing orders the lookups' entries: stop rather than race.
-        std::process::abort();
+        // Registration is per address space: a child made by fork() (which
+        // inherits the parent's records, claimed) may not be registered.
+        // Register it and try again. If that failed too, nothing would order the
+        // lookups' entries: stop rather than race.
+        if !(membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED)
+            && membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+        {
+            std::process::abort();
+        }
     }
 }
 

@@ -356,6 +356,48 @@ fn hazard_records_are_reused_after_threads_exit() {
     );
 }
 
+/// A process forked while another thread holds a hazard record (claimed,
+/// but idle) can still remove handles: the child inherits the record, so
+/// its removes issue membarriers; registration is per address space, and
+/// where a kernel does not carry it over fork the first barrier registers
+/// the child instead of failing.
+#[test]
+#[cfg(all(target_os = "linux", not(miri)))]
+fn a_forked_child_removes_handles() {
+    let reg: Arc<Registry<u32>> = Arc::new(Registry::new(3, "gc_pool"));
+    let h = reg.insert(7).unwrap();
+    // Another thread claims a record (a lookup) and stays alive, idle.
+    let (looked, park) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
+    let other = {
+        let (reg, looked, park) = (reg.clone(), looked.clone(), park.clone());
+        std::thread::spawn(move || {
+            assert_eq!(reg.get(h, "pool").unwrap(), 7);
+            looked.wait();
+            park.wait();
+        })
+    };
+    looked.wait();
+    // SAFETY: the child only removes a handle (its lock is free: no thread
+    // is inside the table now) and exits with _exit, running no destructor.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let ok = reg.remove(h, "pool").ok() == Some(Some(7));
+        // SAFETY: ends the child at once.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for our own child, writing its status.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child could not remove the handle (status {status:#x})"
+    );
+    park.wait();
+    other.join().unwrap();
+    assert_eq!(reg.remove(h, "pool").unwrap(), Some(7));
+}
+
 /// Threads inserting, looking up and removing their own handles at once,
 /// and looking up each other's: the table grows across chunks under
 /// concurrency and every lookup is exact.
