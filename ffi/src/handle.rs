@@ -301,8 +301,10 @@ impl<T: Clone> Registry<T> {
             ),
         };
         if generation & 1 == 0 || (word >> 32) as u32 != generation {
-            // Stale: this reader never touches the cell; dropping `hold`
-            // leaves.
+            // Stale: this reader never touches the cell. It leaves before
+            // the error is made (a remove waiting for the slot need not
+            // wait for the message's formatting).
+            drop(hold);
             return Err(self.stale(arg));
         }
         // SAFETY: the version is odd and matches: the object was inserted
