@@ -30,7 +30,12 @@
 //! Remove first makes the version even (no new lookup can match from then
 //! on), then waits for the hazard entries naming the slot to clear and for
 //! `readers` to drain before it takes the object out; only after that does
-//! the slot go back on the free list for a later insert.
+//! the slot go back on the free list for a later insert. The price of the
+//! store-only lookups is paid here: while another thread holds a hazard
+//! record, a remove issues a membarrier (an interrupt to each CPU running a
+//! thread of the process): measured on the 2-core CI VM, a graph destroy
+//! took 0.3 us with an idle second thread, 0.3 to 16 us with a busy one
+//! (the VM shared), against 0.1 us before.
 //!
 //! Insert and remove serialize on a mutex only for the free list; a remove
 //! waits for nothing but lookups of its own slot. The memory ordering of
