@@ -37,6 +37,7 @@ pub use event::Event;
 pub use exec::{flags as instantiate_flags, Exec};
 pub use graph::{ConditionalHandle, Graph, Node};
 pub use graphcore_kernels as kernels;
+pub use lock::backoff;
 pub use module::{launch_op, Function, LaunchConfig, Module};
 pub use pool::{Pool, PoolOptions};
 pub use runner::{Bucket, Record, Runner};

@@ -282,7 +282,8 @@ mod tests {
     static FAKES: Registry<Fake> = Registry::new(3, "gc_pool");
 
     /// gc_pool_alloc's path (boundary, out-parameter, handle lookup, pool
-    /// lock, allocator) on a fake pool, as Pool::alloc's hot path runs it.
+    /// lock, allocator) on a fake pool, as Pool::alloc's hot path runs it
+    /// (with a Mutex for the pool's spin lock, which core keeps private).
     fn fake_alloc(pool: *mut gc_pool, bytes: usize, ptr: *mut *mut c_void) -> gc_status {
         boundary("gc_pool_alloc", || {
             let out = Out::new(ptr, "ptr")?;

@@ -239,7 +239,7 @@ const INLINE_DEPS: usize = 3;
 #[derive(Clone, Debug)]
 pub(crate) enum DepList {
     /// The first `.0` entries are the dependencies.
-    Inline(u8, [usize; INLINE_DEPS]),
+    Inline(usize, [usize; INLINE_DEPS]),
     /// More than [`INLINE_DEPS`].
     Heap(Vec<usize>),
 }
@@ -252,23 +252,40 @@ impl Default for DepList {
 
 impl DepList {
     /// The dependencies, in order.
+    #[inline]
     pub(crate) fn as_slice(&self) -> &[usize] {
         match self {
-            DepList::Inline(n, a) => &a[..*n as usize],
+            DepList::Inline(n, a) => &a[..*n],
             DepList::Heap(v) => v,
         }
     }
 
+    /// The list `f(0), .., f(n - 1)`, written once (inline up to
+    /// [`INLINE_DEPS`]).
+    #[inline]
+    pub(crate) fn from_fn(n: usize, f: impl Fn(usize) -> usize) -> DepList {
+        if n <= INLINE_DEPS {
+            let mut a = [0; INLINE_DEPS];
+            for (i, x) in a[..n].iter_mut().enumerate() {
+                *x = f(i);
+            }
+            DepList::Inline(n, a)
+        } else {
+            DepList::Heap((0..n).map(f).collect())
+        }
+    }
+
     /// Appends dependency `d`, moving to the heap past [`INLINE_DEPS`].
+    #[inline]
     pub(crate) fn push(&mut self, d: usize) {
         match self {
-            DepList::Inline(n, a) if (*n as usize) < INLINE_DEPS => {
-                a[*n as usize] = d;
+            DepList::Inline(n, a) if *n < INLINE_DEPS => {
+                a[*n] = d;
                 *n += 1;
             }
             DepList::Inline(n, a) => {
                 let mut v = Vec::with_capacity(2 * INLINE_DEPS);
-                v.extend_from_slice(&a[..*n as usize]);
+                v.extend_from_slice(&a[..*n]);
                 v.push(d);
                 *self = DepList::Heap(v);
             }
@@ -299,7 +316,7 @@ impl From<&[usize]> for DepList {
         if d.len() <= INLINE_DEPS {
             let mut a = [0; INLINE_DEPS];
             a[..d.len()].copy_from_slice(d);
-            DepList::Inline(d.len() as u8, a)
+            DepList::Inline(d.len(), a)
         } else {
             DepList::Heap(d.to_vec())
         }
@@ -357,6 +374,7 @@ impl GraphDesc {
 
     /// Checks that adding a node depending on `deps` is valid (each index is
     /// a node of this graph, no repeats). Changes nothing.
+    #[inline]
     pub fn check_deps(&self, deps: &[usize]) -> Result<()> {
         for (i, &d) in deps.iter().enumerate() {
             ensure_arg!(
@@ -378,6 +396,7 @@ impl GraphDesc {
 
     /// [`push`](Self::push) of a ready [`DepList`] (no allocation for a
     /// few dependencies).
+    #[inline]
     pub(crate) fn push_deps(&mut self, kind: NodeKind, deps: DepList) -> usize {
         debug_assert!(self.check_deps(deps.as_slice()).is_ok());
         self.nodes.push(kind);
@@ -527,6 +546,10 @@ mod tests {
             want.push(i * 7);
             assert_eq!(d.as_slice(), &want[..]);
             assert_eq!(matches!(d, DepList::Inline(..)), want.len() <= INLINE_DEPS);
+            // Written at once, the same list in the same form.
+            let f = DepList::from_fn(want.len(), |k| want[k]);
+            assert_eq!(f.as_slice(), &want[..]);
+            assert_eq!(matches!(f, DepList::Inline(..)), want.len() <= INLINE_DEPS);
         }
         // Equal by contents, whichever form holds them.
         assert_eq!(DepList::Heap(vec![1, 2]), DepList::from(vec![1, 2]));

@@ -255,27 +255,33 @@ struct Deps {
 }
 
 impl Deps {
-    /// The dependencies `idx` (checked) of a graph whose CUDA nodes are
-    /// `nodes`.
-    fn new(idx: DepList, nodes: &[CUgraphNode]) -> Deps {
-        let mut inline = [std::ptr::null_mut(); INLINE_DEPS];
-        let list = idx.as_slice();
-        let spilled = if list.len() <= INLINE_DEPS {
-            for (r, &i) in inline.iter_mut().zip(list) {
+    /// No dependencies yet: [`Graph::resolve_into`] fills it in place (built
+    /// where it is used, the lists are not copied through memory on the
+    /// way, which costs more than the rest of resolving a chain's one).
+    #[inline]
+    fn empty() -> Deps {
+        Deps {
+            idx: DepList::default(),
+            inline: [std::ptr::null_mut(); INLINE_DEPS],
+            spilled: Vec::new(),
+        }
+    }
+
+    /// Looks the CUDA nodes of the (checked) indices up in `nodes`.
+    #[inline]
+    fn gather(&mut self, nodes: &[CUgraphNode]) {
+        let list = self.idx.as_slice();
+        if list.len() <= INLINE_DEPS {
+            for (r, &i) in self.inline.iter_mut().zip(list) {
                 *r = nodes[i];
             }
-            Vec::new()
         } else {
-            list.iter().map(|&i| nodes[i]).collect()
-        };
-        Deps {
-            idx,
-            inline,
-            spilled,
+            self.spilled = list.iter().map(|&i| nodes[i]).collect();
         }
     }
 
     /// The CUDA nodes, in order.
+    #[inline]
     fn raw(&self) -> &[CUgraphNode] {
         let n = self.idx.as_slice().len();
         if n <= INLINE_DEPS {
@@ -302,6 +308,13 @@ fn lock_in_order<'a, T>(
         let gb = lock(b.0);
         (lock(a.0), gb)
     }
+}
+
+/// The error for dependency `i` of a new node naming another graph's node.
+#[cold]
+#[inline(never)]
+fn other_graph_dep(i: usize) -> Error {
+    Error::invalid_argument(format!("dependency {i} is a node of another graph"))
 }
 
 fn next_graph_id() -> u64 {
@@ -637,19 +650,18 @@ impl Graph {
     }
 
     /// The indices and raw nodes of `deps`, checking each belongs to this
-    /// graph (and that the graph may change).
-    fn resolve(&self, st: &DescribedState<'_>, deps: &[Node]) -> Result<Deps> {
+    /// graph (and that the graph may change), into `out` (from
+    /// [`Deps::empty`], where the caller uses it).
+    #[inline(always)]
+    fn resolve_into(&self, st: &DescribedState<'_>, deps: &[Node], out: &mut Deps) -> Result<()> {
         self.check_changeable()?;
-        let mut idx = DepList::default();
-        for (i, d) in deps.iter().enumerate() {
-            ensure_arg!(
-                d.graph == self.inner.id,
-                "dependency {i} is a node of another graph"
-            );
-            idx.push(d.index as usize);
+        if let Some(i) = deps.iter().position(|d| d.graph != self.inner.id) {
+            return Err(other_graph_dep(i));
         }
-        st.desc().check_deps(idx.as_slice())?;
-        Ok(Deps::new(idx, st.nodes()))
+        out.idx = DepList::from_fn(deps.len(), |i| deps[i].index as usize);
+        st.desc().check_deps(out.idx.as_slice())?;
+        out.gather(st.nodes());
+        Ok(())
     }
 
     /// True for a conditional node's body.
@@ -684,10 +696,18 @@ impl Graph {
 
     /// Refuses changes to a body whose holder is gone or was instantiated
     /// (the exec would not see them).
+    #[inline]
     fn check_changeable(&self) -> Result<()> {
         if !self.is_body() {
             return Ok(());
         }
+        self.check_body_changeable()
+    }
+
+    /// [`check_changeable`](Self::check_changeable) of a body.
+    #[cold]
+    #[inline(never)]
+    fn check_body_changeable(&self) -> Result<()> {
         for h in self.holders()? {
             if h.inner.instantiated.load(Ordering::Acquire) {
                 return Err(Error::invalid_state(
@@ -722,6 +742,7 @@ impl Graph {
     }
 
     /// Records a node the driver added (after `deps`) in the description.
+    #[inline]
     fn push(
         &self,
         st: &mut DescribedState<'_>,
@@ -757,7 +778,8 @@ impl Graph {
             .ctx
             .ensure_same("the graph", f.context(), "the function")?;
         let mut st = self.described()?;
-        let deps = self.resolve(&st, deps)?;
+        let mut resolved = Deps::empty();
+        self.resolve_into(&st, deps, &mut resolved)?;
         // The driver needs the context current even though the node names
         // its function (without it, a thread that never made one current
         // crashes in the driver).
@@ -771,7 +793,7 @@ impl Graph {
         };
         // SAFETY: `args` holds one valid pointer per parameter of `f` (this
         // function's contract); the driver copies the values.
-        let raw = unsafe { dg::add_kernel(st.raw(), deps.raw(), &params) }?;
+        let raw = unsafe { dg::add_kernel(st.raw(), resolved.raw(), &params) }?;
         let builtin = f.builtin();
         let kind = NodeKind::Kernel {
             name: f.shared_name(),
@@ -786,7 +808,7 @@ impl Graph {
         if !st.st.functions.last().is_some_and(|g| g.same(f)) {
             st.st.functions.push(f.clone());
         }
-        Ok(self.push(&mut st, kind, deps.idx, raw))
+        Ok(self.push(&mut st, kind, resolved.idx, raw))
     }
 
     /// Adds a kernel node running a built-in operation planned by
@@ -854,15 +876,23 @@ impl Graph {
         check_pool_range(ctx, "dst", dst, bytes)?;
         check_pool_range(ctx, "src", src, bytes)?;
         let mut st = self.described()?;
-        let deps = self.resolve(&st, deps)?;
-        let raw = dg::add_memcpy(st.raw(), deps.raw(), dst, src, bytes, self.inner.ctx.raw())?;
+        let mut resolved = Deps::empty();
+        self.resolve_into(&st, deps, &mut resolved)?;
+        let raw = dg::add_memcpy(
+            st.raw(),
+            resolved.raw(),
+            dst,
+            src,
+            bytes,
+            self.inner.ctx.raw(),
+        )?;
         let kind = NodeKind::Memcpy {
             dst,
             src,
             bytes,
             direction: direction(kd, ks),
         };
-        Ok(self.push(&mut st, kind, deps.idx, raw))
+        Ok(self.push(&mut st, kind, resolved.idx, raw))
     }
 
     /// Adds a node setting `bytes` bytes of device memory at `dst` to
@@ -905,9 +935,10 @@ impl Graph {
         );
         check_pool_range(&self.inner.ctx, "dst", dst, m.bytes())?;
         let mut st = self.described()?;
-        let deps = self.resolve(&st, deps)?;
-        let raw = dg::add_memset(st.raw(), deps.raw(), &m, self.inner.ctx.raw())?;
-        Ok(self.push(&mut st, memset_kind(&m), deps.idx, raw))
+        let mut resolved = Deps::empty();
+        self.resolve_into(&st, deps, &mut resolved)?;
+        let raw = dg::add_memset(st.raw(), resolved.raw(), &m, self.inner.ctx.raw())?;
+        Ok(self.push(&mut st, memset_kind(&m), resolved.idx, raw))
     }
 
     /// Adds a node calling `f(user_data)` on a CPU thread when it runs.
@@ -925,10 +956,11 @@ impl Graph {
             "CUDA does not allow host nodes in a conditional node's body"
         );
         let mut st = self.described()?;
-        let deps = self.resolve(&st, deps)?;
+        let mut resolved = Deps::empty();
+        self.resolve_into(&st, deps, &mut resolved)?;
         self.inner.ctx.bind()?;
-        let raw = dg::add_host(st.raw(), deps.raw(), f, user_data)?;
-        Ok(self.push(&mut st, NodeKind::Host, deps.idx, raw))
+        let raw = dg::add_host(st.raw(), resolved.raw(), f, user_data)?;
+        Ok(self.push(&mut st, NodeKind::Host, resolved.idx, raw))
     }
 
     /// Adds a node running a copy of `child` (its pool memory and
@@ -968,9 +1000,10 @@ impl Graph {
         } else {
             c
         };
-        let deps = self.resolve(&st, deps)?;
+        let mut resolved = Deps::empty();
+        self.resolve_into(&st, deps, &mut resolved)?;
         self.inner.ctx.bind()?;
-        let raw = dg::add_child(st.raw(), deps.raw(), c.raw())?;
+        let raw = dg::add_child(st.raw(), resolved.raw(), c.raw())?;
         st.st.functions.extend(c.functions.iter().cloned());
         st.st.memory.extend(c.memory.iter().cloned());
         st.st.events.extend(c.events.iter().cloned());
@@ -981,16 +1014,17 @@ impl Graph {
             // and memory are kept alive through them.
             self.keep_bodies(&mut st.st, usize::MAX, kept);
         }
-        Ok(self.push(&mut st, NodeKind::Child { nodes }, deps.idx, raw))
+        Ok(self.push(&mut st, NodeKind::Child { nodes }, resolved.idx, raw))
     }
 
     /// Adds a node that does nothing: a join point for dependencies.
     pub fn add_empty(&self, deps: &[Node]) -> Result<Node> {
         let mut st = self.described()?;
-        let deps = self.resolve(&st, deps)?;
+        let mut resolved = Deps::empty();
+        self.resolve_into(&st, deps, &mut resolved)?;
         self.inner.ctx.bind()?;
-        let raw = dg::add_empty(st.raw(), deps.raw())?;
-        Ok(self.push(&mut st, NodeKind::Empty, deps.idx, raw))
+        let raw = dg::add_empty(st.raw(), resolved.raw())?;
+        Ok(self.push(&mut st, NodeKind::Empty, resolved.idx, raw))
     }
 
     /// Makes `to` depend on `from`. Nodes of another graph, self-loops,
@@ -1130,7 +1164,8 @@ impl Graph {
              that holds the node)"
         );
         let mut st = self.described()?;
-        let deps = self.resolve(&st, deps)?;
+        let mut resolved = Deps::empty();
+        self.resolve_into(&st, deps, &mut resolved)?;
         match st.st.handles.iter().find(|(h, _)| *h == handle.raw) {
             None => {
                 return Err(Error::invalid_argument(
@@ -1148,7 +1183,7 @@ impl Graph {
         self.inner.ctx.bind()?;
         let (raw, graphs) = dc::add(
             st.raw(),
-            deps.raw(),
+            resolved.raw(),
             handle.raw,
             kind,
             bodies,
@@ -1172,7 +1207,7 @@ impl Graph {
         let node = self.push(
             &mut st,
             NodeKind::Conditional { kind, bodies },
-            deps.idx,
+            resolved.idx,
             raw,
         );
         self.keep_bodies(&mut st.st, node.index as usize, made.clone());
@@ -1339,7 +1374,9 @@ mod tests {
         let nodes: Vec<super::CUgraphNode> = (1..=10usize).map(|i| i as _).collect();
         for idx in [vec![], vec![3], vec![9, 0, 4, 2], vec![1, 8, 2, 7, 5, 0]] {
             let want: Vec<_> = idx.iter().map(|&i| nodes[i]).collect();
-            let deps = super::Deps::new(idx.clone().into(), &nodes);
+            let mut deps = super::Deps::empty();
+            deps.idx = idx.clone().into();
+            deps.gather(&nodes);
             assert_eq!(deps.raw(), &want[..], "dependencies {idx:?}");
             assert_eq!(deps.idx.as_slice(), &idx[..]);
         }

@@ -11,9 +11,9 @@ use super::{
 use crate::context::{Context, PoolBlocks};
 use crate::driver::{self, memory as dm};
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
-use crate::lock::{get_mut, lock};
+use crate::lock::{SpinGuard, SpinLock};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::thread::ThreadId;
 
 /// How to make a pool.
@@ -38,7 +38,9 @@ struct PoolShared {
     base: u64,
     va_bytes: u64,
     granularity: u64,
-    state: Mutex<PoolState>,
+    /// The allocator and pages: a spin lock, held only for the
+    /// allocator's own work on the hot path (see [`SpinLock`]).
+    state: SpinLock<PoolState>,
 }
 
 struct PoolState {
@@ -129,12 +131,7 @@ impl PoolShared {
     /// commits it (under the lock throughout: the plan must stay valid).
     #[cold]
     #[inline(never)]
-    fn grow(
-        &self,
-        mut st: std::sync::MutexGuard<'_, PoolState>,
-        plan: AllocPlan,
-        bytes: u64,
-    ) -> Result<u64> {
+    fn grow(&self, mut st: SpinGuard<'_, PoolState>, plan: AllocPlan, bytes: u64) -> Result<u64> {
         let runs = plan.new_pages();
         self.ctx.bind()?;
         for (k, &r) in runs.iter().enumerate() {
@@ -173,7 +170,7 @@ impl PoolBlocks for PoolShared {
         if !(self.base..self.base + self.va_bytes).contains(&ptr) {
             return None;
         }
-        let st = lock(&self.state);
+        let st = self.state.acquire();
         st.alloc
             .block_at(ptr - self.base)
             .map(|(off, size)| (self.base + off, size))
@@ -181,7 +178,9 @@ impl PoolBlocks for PoolShared {
 
     fn accessible_from(&self, ordinal: i32) -> bool {
         ordinal == self.ctx.ordinal()
-            || lock(&self.state)
+            || self
+                .state
+                .acquire()
                 .peers
                 .iter()
                 .any(|p| p.ordinal() == ordinal)
@@ -198,7 +197,7 @@ impl Drop for PoolShared {
         if self.ctx.bind().is_err() {
             return;
         }
-        let st = get_mut(&mut self.state);
+        let st = self.state.get_mut();
         for (&p, &h) in st.pages.iter() {
             dm::unmap(self.base + p * self.granularity, self.granularity);
             dm::release_physical(h);
@@ -234,7 +233,7 @@ impl Drop for GraphMemory {
             // eager use once they are done (unless a capture is open; then
             // the caller must have waited, as documented).
             let _ = self.pool.inner.ctx.synchronize_unless_capturing();
-            let mut st = lock(&self.pool.inner.state);
+            let mut st = self.pool.inner.state.acquire();
             let _ = st.alloc.release_graph(fp);
         }
     }
@@ -290,7 +289,7 @@ impl Pool {
             base,
             va_bytes,
             granularity,
-            state: Mutex::new(PoolState {
+            state: SpinLock::new(PoolState {
                 alloc,
                 pages: HashMap::new(),
                 captures: Vec::new(),
@@ -299,7 +298,7 @@ impl Pool {
             }),
         };
         {
-            let mut st = lock(&shared.state);
+            let mut st = shared.state.acquire();
             for &r in initial.ranges() {
                 // On failure, dropping `shared` unmaps and unreserves.
                 shared.map(&mut st, r)?;
@@ -319,7 +318,7 @@ impl Pool {
     /// with [`ErrorKind::OutOfMemory`] and the pool is unchanged.
     pub fn alloc(&self, bytes: u64) -> Result<u64> {
         let sh = &*self.inner;
-        let mut st = lock(&sh.state);
+        let mut st = sh.state.acquire();
         let owner = PoolShared::owner(&st);
         let plan = match st.alloc.plan_alloc(bytes, owner) {
             Ok(plan) => plan,
@@ -348,7 +347,7 @@ impl Pool {
         let sh = &*self.inner;
         // The guard is dropped at the end of the statement: errors are
         // formatted after the lock is released.
-        let freed = lock(&sh.state).alloc.free(ptr - sh.base);
+        let freed = sh.state.acquire().alloc.free(ptr - sh.base);
         freed?;
         Ok(())
     }
@@ -365,7 +364,7 @@ impl Pool {
 
     /// Statistics, named as PyTorch names them.
     pub fn stats(&self) -> PoolStats {
-        lock(&self.inner.state).alloc.stats()
+        self.inner.state.acquire().alloc.stats()
     }
 
     /// Returns physical pages that hold no block and no graph's memory to
@@ -375,7 +374,7 @@ impl Pool {
     /// (the wait would invalidate it).
     pub fn trim(&self) -> Result<()> {
         let sh = &*self.inner;
-        let mut st = lock(&sh.state);
+        let mut st = sh.state.acquire();
         ensure_state(
             st.captures.is_empty() && !sh.ctx.capturing(),
             "trim while a capture is open in the context (trim synchronizes the device, which \
@@ -420,7 +419,7 @@ impl Pool {
                 ),
             ));
         }
-        let mut st = lock(&sh.state);
+        let mut st = sh.state.acquire();
         if st.peers.iter().any(|p| p.same(peer)) {
             return Ok(());
         }
@@ -461,7 +460,7 @@ impl Pool {
     /// Opens a capture on the calling thread: its allocations belong to it
     /// until it ends ([`PoolCapture::end`]) or is dropped (rolled back).
     pub(crate) fn begin_capture(&self) -> Result<PoolCapture> {
-        let mut st = lock(&self.inner.state);
+        let mut st = self.inner.state.acquire();
         let me = std::thread::current().id();
         ensure_state(
             !st.captures.iter().any(|(t, _)| *t == me),
@@ -506,7 +505,7 @@ impl PoolCapture {
     /// pool's memory.
     pub(crate) fn end(mut self) -> Result<GraphMemory> {
         let id = std::mem::take(&mut self.id);
-        let mut st = lock(&self.pool.inner.state);
+        let mut st = self.pool.inner.state.acquire();
         st.captures.retain(|&(_, c)| c != id);
         let fp = st.alloc.end_capture(id)?;
         Ok(GraphMemory {
@@ -522,7 +521,7 @@ impl Drop for PoolCapture {
             return;
         }
         let sh = &*self.pool.inner;
-        let mut st = lock(&sh.state);
+        let mut st = sh.state.acquire();
         st.captures.retain(|&(_, c)| c != self.id);
         if let Ok(plan) = st.alloc.abort_capture(self.id) {
             // Nothing ran on these pages: the capture only recorded work.

@@ -30,7 +30,7 @@
 //!   by open capture `id`), so the taint rule costs nothing on the hot path.
 //!
 //! [`Allocator`] is single-threaded (`&mut self`); the caller serializes it
-//! (a `Mutex`), holding the lock from a plan to its commit.
+//! (the pool's spin lock), holding the lock from a plan to its commit.
 
 mod allocator;
 mod blocks;

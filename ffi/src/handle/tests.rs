@@ -175,13 +175,16 @@ fn lookups_race_remove_and_reinsert_of_one_slot() {
                             })
                         };
                         match r {
-                            Ok(()) => local += 1,
+                            Ok(()) => {
+                                local += 1;
+                                hits.fetch_add(1, Ordering::Relaxed);
+                            }
                             Err(e) => assert_eq!(e.kind(), ErrorKind::InvalidHandle),
                         }
                     }
                     old = h;
                 }
-                hits.fetch_add(local, Ordering::Relaxed);
+                assert!(local <= hits.load(Ordering::Relaxed));
             })
         })
         .collect();
@@ -196,9 +199,14 @@ fn lookups_race_remove_and_reinsert_of_one_slot() {
             .unwrap();
         assert_eq!(id_of(h), id, "the same slot is reused every round");
         current.store(h, Ordering::Release);
-        // Give the readers a moment on the live object now and then.
+        // Now and then, wait until a reader found the live object (a
+        // lookup's plain load may see an older version for a while, which
+        // Miri emulates: without the wait no lookup might succeed there).
         if id % 64 == 0 {
-            std::thread::yield_now();
+            let before = hits.load(Ordering::Relaxed);
+            while hits.load(Ordering::Relaxed) == before {
+                std::thread::yield_now();
+            }
         }
         let p = reg.remove(h, "pool").unwrap().expect("live");
         assert_eq!(p.id, id);
@@ -275,6 +283,127 @@ fn racing_removes_of_one_handle_have_one_winner() {
             .iter()
             .any(|r| matches!(r, Err(e) if e.kind() == ErrorKind::InvalidHandle)));
     }
+}
+
+/// Lookups nested deeper than a thread's hazard entries fall back to the
+/// slot's reader count; a remove racing them still waits for the last one
+/// to leave, and every level sees its object.
+#[test]
+fn lookups_nested_past_the_hazard_entries_hold_the_object() {
+    let reg: Arc<Registry<Arc<AtomicBool>>> = Arc::new(Registry::new(7, "gc_exec"));
+    let h = reg.insert(Arc::new(AtomicBool::new(false))).unwrap();
+    /// `with` on `h`, `depth` levels deep; the innermost runs `inner`.
+    fn nest(
+        reg: &Registry<Arc<AtomicBool>>,
+        h: u64,
+        depth: usize,
+        inner: &dyn Fn(&AtomicBool),
+    ) -> Result<()> {
+        reg.with(h, "exec", |v| {
+            if depth == 1 {
+                inner(v);
+                Ok(())
+            } else {
+                nest(reg, h, depth - 1, inner)
+            }
+        })
+    }
+    // Nested lookups of one handle, past the entries, succeed and leave.
+    nest(&reg, h, 9, &|v| assert!(!v.load(Ordering::SeqCst))).unwrap();
+    assert_eq!(
+        reg.slot(0).unwrap().word.load(Ordering::SeqCst) & READERS_MASK,
+        0,
+        "every counted lookup left"
+    );
+    // A remove meanwhile waits for the innermost (counted) lookup.
+    let inside = Arc::new(Barrier::new(2));
+    let call = {
+        let (reg, inside) = (reg.clone(), inside.clone());
+        std::thread::spawn(move || {
+            nest(&reg, h, 9, &|v| {
+                inside.wait();
+                std::thread::sleep(std::time::Duration::from_millis(if cfg!(miri) {
+                    1
+                } else {
+                    50
+                }));
+                v.store(true, Ordering::SeqCst);
+            })
+        })
+    };
+    inside.wait();
+    let taken = reg.remove(h, "exec").unwrap().unwrap();
+    assert!(
+        taken.load(Ordering::SeqCst),
+        "taken before the nested calls returned"
+    );
+    call.join().unwrap().unwrap();
+}
+
+/// A thread's hazard record goes back when the thread exits: threads that
+/// come and go one after another reuse records instead of adding one each.
+#[test]
+fn hazard_records_are_reused_after_threads_exit() {
+    let reg: Arc<Registry<u32>> = Arc::new(Registry::new(3, "gc_pool"));
+    let h = reg.insert(7).unwrap();
+    let lookup = |reg: Arc<Registry<u32>>| {
+        std::thread::spawn(move || assert_eq!(reg.get(h, "pool").unwrap(), 7))
+            .join()
+            .unwrap()
+    };
+    lookup(reg.clone());
+    let before = hazard::record_count();
+    for _ in 0..if cfg!(miri) { 4 } else { 64 } {
+        lookup(reg.clone());
+    }
+    // Other tests' threads may claim records meanwhile, but not 64.
+    assert!(
+        hazard::record_count() < before + 16,
+        "records grew from {before} to {}",
+        hazard::record_count()
+    );
+}
+
+/// A process forked while another thread holds a hazard record (claimed,
+/// but idle) can still remove handles: the child inherits the record, so
+/// its removes issue membarriers; registration is per address space, and
+/// where a kernel does not carry it over fork the first barrier registers
+/// the child instead of failing.
+#[test]
+#[cfg(all(target_os = "linux", not(miri)))]
+fn a_forked_child_removes_handles() {
+    let reg: Arc<Registry<u32>> = Arc::new(Registry::new(3, "gc_pool"));
+    let h = reg.insert(7).unwrap();
+    // Another thread claims a record (a lookup) and stays alive, idle.
+    let (looked, park) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
+    let other = {
+        let (reg, looked, park) = (reg.clone(), looked.clone(), park.clone());
+        std::thread::spawn(move || {
+            assert_eq!(reg.get(h, "pool").unwrap(), 7);
+            looked.wait();
+            park.wait();
+        })
+    };
+    looked.wait();
+    // SAFETY: the child only removes a handle (its lock is free: no thread
+    // is inside the table now) and exits with _exit, running no destructor.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let ok = reg.remove(h, "pool").ok() == Some(Some(7));
+        // SAFETY: ends the child at once.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for our own child, writing its status.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child could not remove the handle (status {status:#x})"
+    );
+    park.wait();
+    other.join().unwrap();
+    assert_eq!(reg.remove(h, "pool").unwrap(), Some(7));
 }
 
 /// Threads inserting, looking up and removing their own handles at once,
