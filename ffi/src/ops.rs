@@ -782,9 +782,9 @@ fn mlp_layers(list: *const gc_mlp_layer, n_layers: u32) -> Result<Vec<ops::MlpLa
 /// Writes to *bytes the workspace gc_op_mlp needs for rows rows through the
 /// n_layers layers at layers (a pure computation: nothing is allocated or
 /// launched; only the widths are read): 256 bytes (the fused kernel's
-/// counter and epoch) and every layer's output but the last, 8 bytes an
-/// element (the fused kernel's tagged activations), each rounded up to 256
-/// bytes.
+/// counter and epoch), then every layer's output but the last twice: as the
+/// fused kernel's tagged activations (8 bytes an element) and as floats,
+/// each rounded up to 256 bytes.
 /// Errors: GC_ERROR_INVALID_ARGUMENT (layers or bytes NULL, n_layers 0 or
 /// more than GC_MLP_MAX_LAYERS), GC_ERROR_PANIC (internal error caught).
 #[no_mangle]

@@ -1030,34 +1030,50 @@ const MLP_TILES: [(u32, u32); 4] = [(1, 1), (4, 1), (4, 4), (8, 4)];
 /// Blocks per SM of the fused launch (`__launch_bounds__(256, 1)`).
 const MLP_BLOCKS_PER_SM: u32 = 1;
 
-/// Bytes the intermediate output of a layer with `outputs` columns takes in
-/// an MLP workspace: 8 bytes an element (the fused kernel's tagged slots,
-/// value and tag; the per-layer launches use the first half).
-fn mlp_intermediate(rows: u32, outputs: u32) -> u64 {
+/// Bytes a layer's output with `outputs` columns takes in an MLP workspace
+/// as floats (the per-layer launches' intermediates and the output of a
+/// fused group that the next group reads).
+fn mlp_plain(rows: u32, outputs: u32) -> u64 {
+    (rows as u64 * outputs as u64 * F32).next_multiple_of(MLP_ALIGN)
+}
+
+/// Bytes a layer's output takes as the fused kernel's tagged slots (value
+/// and launch tag, 8 bytes an element). Kept apart from the float
+/// intermediates, so no per-layer output is ever read as a tagged slot.
+fn mlp_tagged(rows: u32, outputs: u32) -> u64 {
     (rows as u64 * outputs as u64 * 2 * F32).next_multiple_of(MLP_ALIGN)
 }
 
 /// Bytes of workspace [`mlp`] needs for `rows` rows through `layers`: 256
-/// bytes (the fused kernel's counter and epoch) and every layer's output but
-/// the last, 8 bytes an element, each rounded up to 256 bytes. The first 4
-/// bytes must be zero before the workspace's first use; every launch leaves
-/// them zero.
+/// bytes (the fused kernel's counter and epoch), then every layer's output
+/// but the last as tagged slots (8 bytes an element), then as floats, each
+/// rounded up to 256 bytes. The first 4 bytes must be zero before the
+/// workspace's first use; every launch leaves them zero.
 pub fn mlp_workspace_bytes(rows: u32, layers: &[MlpLayer]) -> u64 {
-    let inner = layers.len().saturating_sub(1);
+    let inner = &layers[..layers.len().saturating_sub(1)];
     MLP_BARRIER_BYTES
-        + layers[..inner]
+        + inner
             .iter()
-            .map(|l| mlp_intermediate(rows, l.outputs))
+            .map(|l| mlp_tagged(rows, l.outputs) + mlp_plain(rows, l.outputs))
             .sum::<u64>()
 }
 
-/// Address of layer `l`'s output in the workspace (`l` < layers - 1).
-fn mlp_region(workspace: u64, rows: u32, layers: &[MlpLayer], l: usize) -> u64 {
+/// Address of the tagged slots of layer `l`'s output in the workspace.
+fn mlp_tagged_region(workspace: u64, rows: u32, layers: &[MlpLayer], l: usize) -> u64 {
     workspace
         + MLP_BARRIER_BYTES
         + layers[..l]
             .iter()
-            .map(|x| mlp_intermediate(rows, x.outputs))
+            .map(|x| mlp_tagged(rows, x.outputs))
+            .sum::<u64>()
+}
+
+/// Address of layer `l`'s output as floats in the workspace (`l` < layers - 1).
+fn mlp_region(workspace: u64, rows: u32, layers: &[MlpLayer], l: usize) -> u64 {
+    mlp_tagged_region(workspace, rows, layers, layers.len() - 1)
+        + layers[..l]
+            .iter()
+            .map(|x| mlp_plain(rows, x.outputs))
             .sum::<u64>()
 }
 
@@ -1192,11 +1208,7 @@ pub fn mlp(
         let end = start + group.len();
         let (input, _) = mlp_io(y, x, workspace, rows, layers, start);
         let (_, output) = mlp_io(y, x, workspace, rows, layers, end - 1);
-        let act = if group.len() > 1 {
-            mlp_region(workspace, rows, layers, start)
-        } else {
-            workspace + MLP_BARRIER_BYTES
-        };
+        let act = mlp_tagged_region(workspace, rows, layers, start);
         let mut d = [0u32; MLP_FUSED_LAYERS + 1];
         let mut wb = [(0u64, 0u64); MLP_FUSED_LAYERS];
         let mut flags = (group.len() as u32) << 4;
@@ -2125,11 +2137,11 @@ mod tests {
     fn mlp_plans_one_cooperative_launch_per_four_layers() {
         let ws = 1u64 << 40;
         let net = mlp_net(&[1024, 512, 256, 10]);
-        assert_eq!(mlp_workspace_bytes(2, &mlp_net(&[4, 4, 2])), 512);
+        assert_eq!(mlp_workspace_bytes(2, &mlp_net(&[4, 4, 2])), 768);
         assert_eq!(
             mlp_workspace_bytes(8, &net),
-            256 + 8 * 512 * 8 + 8 * 256 * 8,
-            "8-byte tagged slots"
+            256 + (8 * 512 + 8 * 256) * (8 + 4),
+            "8-byte tagged slots, then floats"
         );
         let bytes = mlp_workspace_bytes(8, &net);
         // Without `fuse`: one linear launch per layer.
@@ -2147,6 +2159,12 @@ mod tests {
         assert_eq!(u32_arg(c, "d01"), 1024 | 512 << 16);
         assert_eq!(u32_arg(c, "d4rows"), 8 << 16);
         assert_eq!(arg(c, "act"), Value::Ptr(ws + 256));
+        // The per-layer form's intermediates: after the tagged slots.
+        assert_eq!(plain[1].kernel, Kernel::LinearSmall);
+        assert_eq!(
+            arg(&plain[0], "y"),
+            Value::Ptr(ws + 256 + (8 * 512 + 8 * 256) * 8)
+        );
         // Tiles: 1 x 1 for one row; 4 x 4 where that still gives every other warp a tile.
         assert_eq!(mlp_tile(1, 512, 1056), 0);
         assert_eq!(mlp_tile(64, 512, 1056), 3);
