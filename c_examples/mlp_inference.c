@@ -1,7 +1,5 @@
 /* The PyTorch notes' CUDAGraphModel in C: a 1024 -> 512 -> 256 -> 10 MLP
- * with ReLU between, run by gc_op_mlp (with GC_MLP_FUSED: the whole forward
- * in one kernel where that pays, up to 8 rows; one launch per layer above),
- * served with one graph per batch size (1, 4, 16, 32)
+ * with ReLU between, served with one graph per batch size (1, 4, 16, 32)
  * in one shared pool through a gc_runner, and an eager fallback above 32
  * rows. The graphs declare their input and output as arguments
  * (gc_capture_arg), so each request is served from its own input and output
@@ -30,29 +28,20 @@ static const uint32_t BUCKETS[NBUCKETS] = {1, 4, 16, 32};
 typedef struct {
     gc_pool *pool;
     float *w1, *b1, *w2, *b2, *w3, *b3;
-    float *x, *y;    /* the static input (32 rows) and output */
-    void *ws;        /* gc_op_mlp's workspace for MAX_ROWS rows (zeroed once) */
-    uint64_t ws_bytes;
+    float *x, *y; /* the static input (32 rows) and output */
 } mlp;
 
 /* The arguments every bucket's graph declares, in this order. */
 enum { ARG_X = 0, ARG_Y = 1 };
 
-/* The three layers as gc_op_mlp takes them. */
-static void layers_of(const mlp *m, gc_mlp_layer out[3]) {
-    out[0] = (gc_mlp_layer){m->w1, m->b1, IN, H1, 1};
-    out[1] = (gc_mlp_layer){m->w2, m->b2, H1, H2, 1};
-    out[2] = (gc_mlp_layer){m->w3, m->b3, H2, OUT, 0};
-}
-
-/* The forward pass for `rows` rows of m->x into m->y: one gc_op_mlp call
- * (the hidden activations live in its workspace, shared by every bucket's
- * graph: they replay one at a time on one stream). Under capture it
+/* The forward pass for `rows` rows of m->x into m->y; the hidden
+ * activations are scratch from the pool, freed at the end (inside a
+ * capture they are reused by the next bucket's capture). Under capture it
  * declares m->x and m->y arguments ARG_X and ARG_Y (the warm-up runs are
  * eager and declare nothing). */
 static gc_status forward(gc_stream *s, uint32_t rows, void *user) {
     mlp *m = user;
-    gc_mlp_layer layers[3];
+    float *h1, *h2;
     gc_status st;
     int capturing = 0;
     if ((st = gc_stream_is_capturing(s, &capturing))) return st;
@@ -62,8 +51,13 @@ static gc_status forward(gc_stream *s, uint32_t rows, void *user) {
         if ((st = gc_capture_arg(s, m->y, (size_t)rows * OUT * sizeof(float), 0, &iy))) return st;
         if (ix != ARG_X || iy != ARG_Y) return GC_ERROR_INVALID_STATE;
     }
-    layers_of(m, layers);
-    return gc_op_mlp(s, m->y, m->x, rows, layers, 3, m->ws, m->ws_bytes, GC_MLP_FUSED);
+    if ((st = gc_pool_alloc(m->pool, (size_t)rows * H1 * sizeof(float), (void **)&h1))) return st;
+    if ((st = gc_pool_alloc(m->pool, (size_t)rows * H2 * sizeof(float), (void **)&h2))) return st;
+    if ((st = gc_op_linear(s, h1, m->x, m->w1, m->b1, rows, H1, IN, 1))) return st;
+    if ((st = gc_op_linear(s, h2, h1, m->w2, m->b2, rows, H2, H1, 1))) return st;
+    if ((st = gc_op_linear(s, m->y, h2, m->w3, m->b3, rows, OUT, H2, 0))) return st;
+    if ((st = gc_pool_free(m->pool, h1))) return st;
+    return gc_pool_free(m->pool, h2);
 }
 
 /* float64 reference of one row. */
@@ -136,17 +130,10 @@ int main(int argc, char **argv) {
     printf("memory (pool statistics, as the PyTorch notes print them):\n");
     print_memory(pool, "model ready (empty)");
 
-    mlp m = {pool, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0};
+    mlp m = {pool, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     float **params[6] = {&m.w1, &m.b1, &m.w2, &m.b2, &m.w3, &m.b3};
     for (int i = 0; i < 6; i++) *params[i] = device_copy(ctx, s, pool, h[i], sizes[i]);
     print_memory(pool, "weights");
-    /* gc_op_mlp's workspace, for the most rows a request takes (eager
-     * included); its first 4 bytes zero before the first use. */
-    gc_mlp_layer layers[3];
-    layers_of(&m, layers);
-    TRY(gc_op_mlp_workspace_bytes(MAX_ROWS, layers, 3, &m.ws_bytes));
-    TRY(gc_pool_alloc(pool, m.ws_bytes, &m.ws));
-    TRY(gc_memset_async(s, m.ws, 0, m.ws_bytes));
     float *inputs = device_copy(ctx, s, pool, h[6], sizes[6]); /* where requests come from */
     TRY(gc_pool_alloc(pool, (size_t)32 * IN * sizeof(float), (void **)&m.x));
     TRY(gc_pool_alloc(pool, (size_t)MAX_ROWS * OUT * sizeof(float), (void **)&m.y));
@@ -197,12 +184,9 @@ int main(int argc, char **argv) {
     uint64_t shared = sh.pool.reserved_bytes;
     TRY(gc_runner_destroy(shared_runner));
     TRY(gc_pool_destroy(shared_only));
-    /* (The activations live in gc_op_mlp's workspace, allocated once
-     * outside the graphs, so the graphs themselves may hold no pool memory.) */
     printf("graph memory: 4 buckets in one pool reserve %.1f MB; the batch-32 graph alone %.1f MB "
            "(%.2fx); four separate pools would reserve %.1f MB\n",
-           shared / 1048576.0, alone32 / 1048576.0, alone32 ? (double)shared / (double)alone32 : 1.0,
-           separate / 1048576.0);
+           shared / 1048576.0, alone32 / 1048576.0, (double)shared / (double)alone32, separate / 1048576.0);
 
     /* Serve requests of several sizes, each from its own input and output
      * buffers (padded to its bucket's rows, as a replay computes them all):

@@ -805,7 +805,8 @@ pub extern "C" fn gc_op_mlp_workspace_bytes(
 /// The forward pass of an MLP: rows rows of x (rows x layers[0].inputs)
 /// through n_layers layers (each y = x * W^T + b, then ReLU when asked) into
 /// y (rows x layers[n_layers - 1].outputs), all f32 row-major. flags 0: one
-/// launch per layer (the small-batch or GEMM kernel of gc_op_linear).
+/// launch per layer (the small-batch or GEMM kernel of gc_op_linear), the
+/// faster form on an H100 for most shapes measured (kernels/TUNING.md).
 /// GC_MLP_FUSED: where the fused kernel takes the layers (up to 8 rows, at
 /// most 2^25 multiply-adds a layer), one launch per 4 layers, a cooperative
 /// kernel with no barrier between layers (each tile waits only for the
