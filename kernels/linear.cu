@@ -714,8 +714,9 @@ extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 1)
 //                 tiles, grad_scale)
 //
 // Launch 1 of a 2-layer MLP's training step (ReLU hidden layer, summed
-// squared error), cooperative, three phases with a grid barrier (bar, as
-// gc_mlp_f32's) between them:
+// squared error), cooperative, three phases with a grid barrier
+// (gc_grid_arrive / gc_grid_wait on bar: 4 bytes, zero before the first
+// launch, left zero) between them:
 //   A: h = relu(x . W1^T + b1)                  h m x k1, W1 k1 x k0
 //   B: p = h . W2^T + b2, dp = (p - target) * (2 * grad_scale), and each
 //      block's sum of (p - target)^2 in partials[blockIdx.x] (added into the

@@ -1163,7 +1163,7 @@ fn mlp_io(y: u64, x: u64, workspace: u64, rows: u32, layers: &[MlpLayer], l: usi
 /// The forward pass of an MLP, `rows` rows of `x` (`rows x layers[0].inputs`)
 /// through `layers` into `y` (`rows x outputs of the last layer`), all
 /// row-major f32. `workspace` (`workspace_bytes` long, at least
-/// [`mlp_workspace_bytes`]) holds the barrier and the intermediate
+/// [`mlp_workspace_bytes`]) holds the fused kernel's counter and epoch and the intermediate
 /// activations; its first 4 bytes must be zero before its first use (every
 /// launch leaves them zero) and it must not be shared with a concurrent
 /// launch. With `fuse`, up to [`MLP_FUSED_MAX_ROWS`] rows and
