@@ -1636,8 +1636,8 @@ typedef struct gc_mlp_layer {
 
 /**
  * gc_op_mlp flag: run the layers fused, one launch per 4 layers, where the
- * fused kernel takes them (up to 64 rows, at most 2^25 multiply-adds a
- * layer); without it, one launch per layer.
+ * fused kernel takes them (up to 8 rows, at most 2^25 multiply-adds a
+ * layer); without it, or past that, one launch per layer.
  */
 #define GC_MLP_FUSED 1
 
@@ -1649,8 +1649,10 @@ typedef struct gc_mlp_layer {
 /**
  * Writes to *bytes the workspace gc_op_mlp needs for rows rows through the
  * n_layers layers at layers (a pure computation: nothing is allocated or
- * launched; only the widths are read): 256 bytes for the grid barrier and
- * every layer's output but the last, each rounded up to 256 bytes.
+ * launched; only the widths are read): 256 bytes (the fused kernel's
+ * counter and epoch), then every layer's output but the last twice: as the
+ * fused kernel's tagged activations (8 bytes an element) and as floats,
+ * each rounded up to 256 bytes.
  * Errors: GC_ERROR_INVALID_ARGUMENT (layers or bytes NULL, n_layers 0 or
  * more than GC_MLP_MAX_LAYERS), GC_ERROR_PANIC (internal error caught).
  */
@@ -1664,13 +1666,14 @@ enum gc_status gc_op_mlp_workspace_bytes(uint32_t rows,
  * through n_layers layers (each y = x * W^T + b, then ReLU when asked) into
  * y (rows x layers[n_layers - 1].outputs), all f32 row-major. flags 0: one
  * launch per layer (the small-batch or GEMM kernel of gc_op_linear), the
- * faster form in a graph on an H100 for every shape measured.
- * GC_MLP_FUSED: where the fused kernel takes the layers (up to 64 rows, at
+ * faster form on an H100 for most shapes measured (kernels/TUNING.md).
+ * GC_MLP_FUSED: where the fused kernel takes the layers (up to 8 rows, at
  * most 2^25 multiply-adds a layer), one launch per 4 layers, a cooperative
- * kernel with a grid barrier between layers (a 2- to 4-layer MLP is one
- * kernel node when captured; fewer launches in eager use); elsewhere one
- * launch per layer. Fused outputs are bitwise those of per-layer launches
- * with the fused kernel's tiles. Results
+ * kernel with no barrier between layers (each tile waits only for the
+ * activations it reads, which carry a per-launch tag); a 2- to 4-layer MLP
+ * is one kernel node when captured; elsewhere one launch per layer. Fused
+ * outputs are bitwise those of per-layer launches with the fused kernel's
+ * tiles. Results
  * are deterministic (the same bits on every run and replay) and within
  * float rounding of float64.
  * workspace holds workspace_bytes >= gc_op_mlp_workspace_bytes(rows,
@@ -1959,15 +1962,18 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
  *     PyTorch stores it, b_l may be null), y = h_L. d01 = d0 | d1 << 16, d23 =
  *     d2 | d3 << 16, d4rows = d4 | rows << 16 (all below 2^16); flags bits
  *     0..3: ReLU after layer l; bits 4..6: L; bits 8 + 2 l: layer l's warp
- *     tile (0: 1 x 1, 1: 4 x 1, 2: 4 x 4). The grid's warps take each layer's
- *     tiles round-robin and compute them as gc_linear_small_f32's one-warp
- *     tile groups (bitwise equal to per-layer launches with those tiles and 8
- *     groups per block); a grid barrier separates layers. bar: 16 bytes, the
- *     first 4 zero before the first launch (left zero by every launch). act:
- *     the L - 1 intermediates, one after the other, each rows * d floats
- *     rounded up to a multiple of 64. Launch: cooperative, block 256, any 1-D
- *     grid that is resident at once (at most 2 blocks per SM). y must not
- *     overlap any input or act.
+ *     tile (0: 1 x 1, 1: 4 x 1, 2: 4 x 4, 3: 8 x 4). The grid's warps take
+ *     each layer's tiles round-robin and compute them as gc_linear_small_f32's
+ *     one-warp tile groups (bitwise equal to per-layer launches with those
+ *     tiles and 8 groups per block). No barrier between layers: the
+ *     intermediates are 64-bit tagged slots (value, launch tag) and a tile
+ *     waits until the slots it reads carry this launch's tag. bar: 8 bytes, an
+ *     arrival count (zero before the first launch, left zero by every launch)
+ *     and the epoch (any value; each launch advances it). act: the L - 1
+ *     intermediates, one after the other, each rows * d slots (8 bytes)
+ *     rounded up to a multiple of 32. Launch: cooperative, block 256, any 1-D
+ *     grid that is resident at once (one block per SM). y must not overlap any
+ *     input or act.
  * gc_linear_mse_f32(float *grad, float *pred, float *partials, float *x, float *w, float *b, float *target, uint32_t m, uint32_t n, uint32_t k, uint32_t config, float grad_scale)
  *     Training step, launch 1 (linear layer + summed squared error): the
  *     forward pass of gc_linear_small_f32 (w n x k, no ReLU, same config and

@@ -63,26 +63,87 @@
 enum { GC_W_NK = 0, GC_W_KN = 1 };
 
 
+// How the small-batch kernels read x: GC_X_RO through the read-only
+// (non-coherent) path, which only data that no thread of the launch writes
+// may use; GC_X_PLAIN with plain (coherent) loads (activations written by
+// the same launch before a grid barrier); GC_X_TAG as tagged activations
+// (see GcTagIn): x points at 64-bit slots, and a load whose tag is not the
+// expected one clears `ok` (the caller loads again).
+enum { GC_X_RO = 0, GC_X_PLAIN = 1, GC_X_TAG = 2 };
+
+// A tagged activation of the fused MLP (gc_mlp_f32) is one 64-bit slot: the
+// value's bits in the low word, the tag of the launch that wrote it in the
+// high word, written and read as one single-copy-atomic 64-bit access, so a
+// reader sees either the old slot or the new one whole, and the data is its
+// own ready flag (no fence, counter or barrier between layers). GcTagIn is
+// what a reader expects (`tag`) and whether every slot read so far had it.
+struct GcTagIn {
+    u32 tag;
+    bool ok;
+};
+
+// Strong (volatile: L1 bypassed, never cached in a register) 64-bit loads and
+// stores of tagged slots.
+__device__ __forceinline__ void gc_ld_slot2(const u64 *p, u64 &a, u64 &b) {
+#ifdef __CUDA_ARCH__
+    asm volatile("ld.volatile.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p));
+#else
+    a = __atomic_load_n(p, __ATOMIC_RELAXED);  // CPU emulation (kernels/emu)
+    b = __atomic_load_n(p + 1, __ATOMIC_RELAXED);
+#endif
+}
+__device__ __forceinline__ u64 gc_ld_slot(const u64 *p) {
+#ifdef __CUDA_ARCH__
+    u64 v;
+    asm volatile("ld.volatile.u64 %0, [%1];" : "=l"(v) : "l"(p));
+    return v;
+#else
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+}
+__device__ __forceinline__ void gc_st_slot(u64 *p, u64 v) {
+#ifdef __CUDA_ARCH__
+    asm volatile("st.volatile.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#else
+    __atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
+// The value of a tagged slot; clears t.ok when its tag is not t.tag.
+__device__ __forceinline__ float gc_untag(u64 v, GcTagIn &t) {
+    t.ok &= (u32)(v >> 32) == t.tag;
+    return __uint_as_float((u32)v);
+}
+
 // Loads step u: xv[r][q] = x[i0 + r, KV u + q], wv[c][q] = W(KV u + q, j0 + c)
-// (rows and columns clamped to the matrix).
-// XNC: x is read through the read-only (non-coherent) path, which only data
-// that no thread of the launch writes may use; the fused MLP reads its
-// activations with plain (coherent) loads instead.
-template <int R, int C, int KV, int LAYOUT, bool XNC = true>
+// (rows and columns clamped to the matrix); x read as XM says (GC_X_*).
+template <int R, int C, int KV, int LAYOUT, int XM = GC_X_RO>
 __device__ __forceinline__ void gc_small_load(float (&xv)[R][KV], float (&wv)[C][KV], const float *x,
-                                              const float *w, u32 m, u32 n, u32 k, u32 i0, u32 j0, u32 u) {
+                                              const float *w, u32 m, u32 n, u32 k, u32 i0, u32 j0, u32 u,
+                                              GcTagIn &tg) {
 #pragma unroll
     for (int r = 0; r < R; ++r) {
         const u32 row = min(i0 + r, m - 1);
-        if (KV == 4) {
+        if (XM == GC_X_TAG) {
+            const u64 *p = reinterpret_cast<const u64 *>(x) + row * k + KV * u;
+            if (KV == 4) {
+                u64 s[4];
+                gc_ld_slot2(p, s[0], s[1]);
+                gc_ld_slot2(p + 2, s[2], s[3]);
+#pragma unroll
+                for (int q = 0; q < KV; ++q) xv[r][q] = gc_untag(s[q], tg);
+            } else {
+                xv[r][0] = gc_untag(gc_ld_slot(p), tg);
+            }
+        } else if (KV == 4) {
             const float4 *p = reinterpret_cast<const float4 *>(x + row * k) + u;
-            const float4 v = XNC ? __ldg(p) : *p;
+            const float4 v = XM == GC_X_RO ? __ldg(p) : *p;
             xv[r][0] = v.x;
             xv[r][1 % KV] = v.y;
             xv[r][2 % KV] = v.z;
             xv[r][3 % KV] = v.w;
         } else {
-            xv[r][0] = XNC ? __ldg(x + row * k + u) : x[row * k + u];
+            xv[r][0] = XM == GC_X_RO ? __ldg(x + row * k + u) : x[row * k + u];
         }
     }
     if (LAYOUT == GC_W_NK) {
@@ -153,26 +214,46 @@ __device__ __forceinline__ void gc_small_fma(float (&acc)[R * C], const float (&
             for (int c = 0; c < C; ++c) acc[r * C + c] = fmaf(xv[r][q], wv[c][q], acc[r * C + c]);
 }
 
+// Gives up a wait for tagged activations that never come (a bug, or
+// another launch overwriting the workspace): a trap, after about 2^26 loads
+// (seconds), instead of a hang.
+__device__ __forceinline__ void gc_poll_check(u32 tries) {
+#ifdef __CUDA_ARCH__
+    if (tries > (1u << 26)) asm volatile("trap;");
+#else
+    (void)tries;
+    emu_yield();  // CPU emulation (kernels/emu): let the producing threads run
+#endif
+}
+
 // Adds to acc the products of the steps u0, u0 + S, u0 + 2 S, ... below
 // k / KV (in that order) for the thread tile at rows i0.., columns j0..
-template <int R, int C, int KV, int LAYOUT, bool XNC = true>
+// With XM == GC_X_TAG each batch of loads is issued again until every x
+// slot in it carries the tag `tag` (then the products, unchanged).
+template <int R, int C, int KV, int LAYOUT, int XM = GC_X_RO>
 __device__ __forceinline__ void gc_small_sums(float (&acc)[R * C], const float *x, const float *w, u32 m, u32 n,
-                                              u32 k, u32 i0, u32 j0, u32 u0, u32 S) {
+                                              u32 k, u32 i0, u32 j0, u32 u0, u32 S, u32 tag = 0) {
     // Steps per loop trip (loads in flight): 1 x 1 tiles take 8 steps in
     // guarded batches (one trip covers K <= 1024 with one warp per column);
     // larger tiles fewer, with a tail loop.
     constexpr bool GUARD = R * C == 1;
     constexpr int U = GUARD ? 8 : (R + C <= 4) ? 4 : (R + C <= 8 ? 2 : 1);
     const u32 steps = k / KV;
+    GcTagIn tg{tag, true};
     u32 u = u0;
     if constexpr (GUARD) {
         // Batches of U steps, all loads issued first (guarded at the end of K).
         for (; u < steps; u += U * S) {
             float xv[U][R][KV], wv[U][C][KV];
+            for (u32 tries = 0;; ++tries) {
+                tg.ok = true;
 #pragma unroll
-            for (int t = 0; t < U; ++t)
-                if (t == 0 || u + t * S < steps)
-                    gc_small_load<R, C, KV, LAYOUT, XNC>(xv[t], wv[t], x, w, m, n, k, i0, j0, u + t * S);
+                for (int t = 0; t < U; ++t)
+                    if (t == 0 || u + t * S < steps)
+                        gc_small_load<R, C, KV, LAYOUT, XM>(xv[t], wv[t], x, w, m, n, k, i0, j0, u + t * S, tg);
+                if (XM != GC_X_TAG || tg.ok) break;
+                gc_poll_check(tries);
+            }
 #pragma unroll
             for (int t = 0; t < U; ++t)
                 if (t == 0 || u + t * S < steps) gc_small_fma<R, C, KV>(acc, xv[t], wv[t]);
@@ -181,16 +262,26 @@ __device__ __forceinline__ void gc_small_sums(float (&acc)[R * C], const float *
         if (U > 1) {
             for (; u + (U - 1) * S < steps; u += U * S) {
                 float xv[U][R][KV], wv[U][C][KV];
+                for (u32 tries = 0;; ++tries) {
+                    tg.ok = true;
 #pragma unroll
-                for (int t = 0; t < U; ++t)
-                    gc_small_load<R, C, KV, LAYOUT, XNC>(xv[t], wv[t], x, w, m, n, k, i0, j0, u + t * S);
+                    for (int t = 0; t < U; ++t)
+                        gc_small_load<R, C, KV, LAYOUT, XM>(xv[t], wv[t], x, w, m, n, k, i0, j0, u + t * S, tg);
+                    if (XM != GC_X_TAG || tg.ok) break;
+                    gc_poll_check(tries);
+                }
 #pragma unroll
                 for (int t = 0; t < U; ++t) gc_small_fma<R, C, KV>(acc, xv[t], wv[t]);
             }
         }
         for (; u < steps; u += S) {
             float xv[R][KV], wv[C][KV];
-            gc_small_load<R, C, KV, LAYOUT, XNC>(xv, wv, x, w, m, n, k, i0, j0, u);
+            for (u32 tries = 0;; ++tries) {
+                tg.ok = true;
+                gc_small_load<R, C, KV, LAYOUT, XM>(xv, wv, x, w, m, n, k, i0, j0, u, tg);
+                if (XM != GC_X_TAG || tg.ok) break;
+                gc_poll_check(tries);
+            }
             gc_small_fma<R, C, KV>(acc, xv, wv);
         }
     }
@@ -412,67 +503,122 @@ extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
 // bits 4..6: L (1..4), bits 8 + 2 l: layer l's warp tile (0: 1 x 1, 1: 4 x 1,
 // 2: 4 x 4, 3: 8 x 4, rows x columns).
 //
-// Launch: cooperative (every block resident), block 256, a 1-D grid of at
-// most one block per SM (up to 255 registers a thread: the whole network's
-// code shares one register budget, and the barrier's cost grows with the
-// blocks). The
-// 8 G warps of the grid take layer l's tiles round-robin (tile t = (tile
-// row) * (tile columns) + (tile column) goes to warp t mod 8 G, warp w of
-// block b being 8 b + w). A warp computes its tile exactly as one tile group
-// of gc_linear_small_f32 with one warp per group (lanes split K in steps,
-// halving exchange, bias, ReLU): the outputs are bitwise those of the
-// per-layer launches with the same tiles and 8 groups per block. A grid
-// barrier separates the layers: bar (16 bytes) holds an arrival count, zero
-// before the first launch and left zero by every launch, and a generation
-// that the last block to arrive advances. Layer l < L - 1 writes h_{l+1} at
-// act + the sum of the earlier layers' ceil(rows d / 64) * 64 floats (each
-// intermediate 256-byte aligned when act is); activations are read with
-// coherent loads (they are written by the same launch), weights and biases
-// through the read-only path.
+// Launch: cooperative (every block resident: a warp may wait for another
+// block's outputs), block 256, a 1-D grid of at most one block per SM (up to
+// 255 registers a thread: the whole network's code shares one register
+// budget). The 8 G warps of the grid take layer l's tiles round-robin (tile
+// t = (tile row) * (tile columns) + (tile column) goes to warp t mod 8 G,
+// warp w of block b being 8 b + w). A warp computes its tile exactly as one
+// tile group of gc_linear_small_f32 with one warp per group (lanes split K
+// in steps, halving exchange, bias, ReLU): the outputs are bitwise those of
+// the per-layer launches with the same tiles and 8 groups per block.
+//
+// No barrier between the layers: the intermediates h_1 .. h_{L-1} are
+// tagged slots (GcTagIn: value and tag in one 64-bit word) and a warp
+// starts a tile of layer l as soon as the h_l slots it reads carry this
+// launch's tag (it loads them again until they do), so a tile waits only for
+// the data it reads, and the wait costs no fence, counter or extra round
+// trip. The tag is 2 E + 3 (odd: never a zeroed slot's) for the epoch E =
+// bar[1], which every warp reads at the start; bar[0] counts the warps that
+// have read it (an atomic add after layer 0, ordered after the read by a
+// dependency), and the last warp to count sets bar[0] back to 0 and bar[1]
+// to E + 1, so each launch's tag differs from the previous one's. bar[0]
+// must be 0 before the first launch (every launch leaves it 0); bar[1] may
+// hold anything. Layer l < L - 1 writes h_{l+1} at act + the sum of the
+// earlier intermediates' ceil(rows d / 32) * 32 slots (8 bytes each; each
+// intermediate 256-byte aligned when act is); x, weights and biases are read
+// through the read-only path. A wait that never ends (the workspace written
+// by something else meanwhile) traps after about 2^26 loads.
 // ===========================================================================
 
 #define GC_MLP_MAX_LAYERS 4
-#define GC_MLP_ALIGN 64  // floats: intermediates start 256-byte aligned
+#define GC_MLP_ALIGN 32  // slots: intermediates start 256-byte aligned
 
-// Suspends the thread for about `ns` nanoseconds (sm_70 and later).
-__device__ __forceinline__ void gc_nanosleep(u32 ns) {
+// Memory operations of the grid barrier, at GPU scope (sm_70 and later).
+__device__ __forceinline__ u32 gc_atom_add_acq_rel(u32 *p, u32 v) {
 #ifdef __CUDA_ARCH__
-    asm volatile("nanosleep.u32 %0;" ::"r"(ns));
+    u32 old;
+    asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
 #else
-    (void)ns;  // CPU emulation (kernels/emu)
+    return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);  // CPU emulation (kernels/emu)
+#endif
+}
+__device__ __forceinline__ u32 gc_ld_acquire(const u32 *p) {
+#ifdef __CUDA_ARCH__
+    u32 v;
+    asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+#else
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+__device__ __forceinline__ void gc_st_release(u32 *p, u32 v) {
+#ifdef __CUDA_ARCH__
+    asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#else
+    __atomic_store_n(p, v, __ATOMIC_RELEASE);
 #endif
 }
 
-// Grid-wide barrier of a cooperative launch (see gc_mlp_f32): bar[0] counts
-// arrivals, bar[1] is the generation.
-__device__ __forceinline__ void gc_grid_barrier(u32 *bar) {
+// Grid-wide barrier number i (1, 2, ...) of a cooperative launch
+// (gc_mlp2_mse_f32), in two halves (arrive, then wait). bar[0] counts the
+// arrivals of the launch: barrier i is passed when it reaches i G (G
+// blocks); it is zero when the launch starts, and the last block to arrive at
+// the launch's final barrier sets it back to zero, so that barrier is also
+// passed when it has dropped below its start (nothing else lowers it while
+// the launch runs). Thread 0 of each block arrives with one acquire-release
+// add (after the block's stores: __syncthreads) and waits with acquire loads;
+// the reset is a release store by the block that acquired every arrival.
+// Two memory round trips after the last arrival, no fences.
+__device__ __forceinline__ void gc_grid_arrive(u32 *bar, u32 i, bool final) {
     __syncthreads();
     if (threadIdx.x == 0) {
-        volatile u32 *gen = bar + 1;
-        const u32 g = *gen;
-        __threadfence();
-        if (atomicAdd(bar, 1u) == gridDim.x - 1) {
-            *(volatile u32 *)bar = 0;
-            __threadfence();
-            atomicAdd(bar + 1, 1u);
-        } else {
-            while (*gen == g) {
-                gc_nanosleep(32);  // back off: fewer polls of the line the atomics need
-            }
+        const u32 target = i * gridDim.x;
+        if (gc_atom_add_acq_rel(bar, 1u) == target - 1 && final) gc_st_release(bar, 0u);
+    }
+}
+
+__device__ __forceinline__ void gc_grid_wait(const u32 *bar, u32 i, bool final) {
+    if (threadIdx.x == 0) {
+        const u32 target = i * gridDim.x;
+        for (;;) {
+            const u32 v = gc_ld_acquire(bar);
+            if (v >= target || (final && v + gridDim.x <= target)) break;
         }
-        __threadfence();
     }
     __syncthreads();
 }
 
+// 0, computed from v: an operand that makes an instruction wait for v's load.
+__device__ __forceinline__ u32 gc_after(u32 v) {
+#ifdef __CUDA_ARCH__
+    u32 z;
+    asm volatile("and.b32 %0, %1, 0;" : "=r"(z) : "r"(v));
+    return z;
+#else
+    return v & 0u;
+#endif
+}
+
+// Writes an MLP intermediate as tagged slots (see gc_mlp_f32).
+struct GcTagStore {
+    u64 *y;
+    u32 n, tag;
+    __device__ __forceinline__ void fetch(int, u32, u32) const {}
+    __device__ __forceinline__ void operator()(int, u32 row, u32 col, float v) const {
+        gc_st_slot(y + row * n + col, (u64)tag << 32 | __float_as_uint(v));
+    }
+};
+
 // One layer y = act(x . W + b) as warp tiles R x C taken round-robin by the
 // warps of the grid (see gc_mlp_f32), outputs handed to `out` (see GcStore):
 // W n x k (GC_W_NK, PyTorch layout) or k x n (GC_W_KN, C == 4: x . W, the
-// input gradient). x is read with coherent loads (the same launch may have
-// written it), w and b through the read-only path.
-template <int R, int C, int LAYOUT = GC_W_NK, class Out>
+// input gradient). x is read as XM says (GC_X_*; tagged slots expect `tag`),
+// w and b through the read-only path.
+template <int R, int C, int LAYOUT = GC_W_NK, int XM = GC_X_PLAIN, class Out>
 __device__ __forceinline__ void gc_mlp_tiles(Out &out, const float *x, const float *w, const float *b, u32 m, u32 n,
-                                             u32 k, bool relu) {
+                                             u32 k, bool relu, u32 tag = 0) {
     constexpr int V = R * C;
     constexpr int NV = V >= 32 ? V / 32 : 1;
     constexpr int LV = V >= 32 ? 5 : (V >= 16 ? 4 : V >= 8 ? 3 : V >= 4 ? 2 : V >= 2 ? 1 : 0);
@@ -496,9 +642,9 @@ __device__ __forceinline__ void gc_mlp_tiles(Out &out, const float *x, const flo
 #pragma unroll
         for (int v = 0; v < V; ++v) acc[v] = 0.0f;
         if (vec)
-            gc_small_sums<R, C, 4, LAYOUT, false>(acc, x, w, m, n, k, i0, j0, lane, S);
+            gc_small_sums<R, C, 4, LAYOUT, XM>(acc, x, w, m, n, k, i0, j0, lane, S, tag);
         else
-            gc_small_sums<R, C, 1, LAYOUT, false>(acc, x, w, m, n, k, i0, j0, lane, S);
+            gc_small_sums<R, C, 1, LAYOUT, XM>(acc, x, w, m, n, k, i0, j0, lane, S, tag);
         gc_small_exchange<V, 0>(acc, lane);
         gc_small_store_warp<R, C>(out, b, m, n, i0, j0, relu, acc, bias, lane);
     }
@@ -506,15 +652,26 @@ __device__ __forceinline__ void gc_mlp_tiles(Out &out, const float *x, const flo
 
 // gc_mlp_tiles (n x k layout) with warp tile `code`: 0: 1 x 1, 1: 4 x 1,
 // 2: 4 x 4, 3: 8 x 4.
-template <class Out>
+template <int XM = GC_X_PLAIN, class Out>
 __device__ __forceinline__ void gc_mlp_layer(u32 code, Out &out, const float *x, const float *w, const float *b, u32 m,
-                                             u32 n, u32 k, bool relu) {
+                                             u32 n, u32 k, bool relu, u32 tag = 0) {
     switch (code) {
-    case 0: gc_mlp_tiles<1, 1>(out, x, w, b, m, n, k, relu); break;
-    case 1: gc_mlp_tiles<4, 1>(out, x, w, b, m, n, k, relu); break;
-    case 2: gc_mlp_tiles<4, 4>(out, x, w, b, m, n, k, relu); break;
-    default: gc_mlp_tiles<8, 4>(out, x, w, b, m, n, k, relu); break;
+    case 0: gc_mlp_tiles<1, 1, GC_W_NK, XM>(out, x, w, b, m, n, k, relu, tag); break;
+    case 1: gc_mlp_tiles<4, 1, GC_W_NK, XM>(out, x, w, b, m, n, k, relu, tag); break;
+    case 2: gc_mlp_tiles<4, 4, GC_W_NK, XM>(out, x, w, b, m, n, k, relu, tag); break;
+    default: gc_mlp_tiles<8, 4, GC_W_NK, XM>(out, x, w, b, m, n, k, relu, tag); break;
     }
+}
+
+// Layer l of gc_mlp_f32 into `out`: from x (l == 0, read-only path) or from
+// the tagged intermediate `in`.
+template <class Out>
+__device__ __forceinline__ void gc_mlp_step(u32 l, u32 code, Out &out, const float *x, const u64 *in, const float *w,
+                                            const float *b, u32 m, u32 n, u32 k, bool relu, u32 tag) {
+    if (l == 0)
+        gc_mlp_layer<GC_X_RO>(code, out, x, w, b, m, n, k, relu);
+    else
+        gc_mlp_layer<GC_X_TAG>(code, out, reinterpret_cast<const float *>(in), w, b, m, n, k, relu, tag);
 }
 
 extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 1)
@@ -523,23 +680,32 @@ extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 1)
                u32 d23, u32 d4rows, u32 flags) {
     const u32 layers = (flags >> 4) & 7u, m = d4rows >> 16;
     if (layers == 0 || layers > GC_MLP_MAX_LAYERS || m == 0) return;
-    const float *in = x;
-    float *h = act;
+    const u32 epoch = *(volatile u32 *)(bar + 1), tag = 2 * epoch + 3;
+    const u64 *in = nullptr;
+    u64 *h = reinterpret_cast<u64 *>(act);
+    u32 counted = 0;
 #pragma unroll 1
     for (u32 l = 0; l < layers; ++l) {
         const float *w = l == 0 ? w0 : l == 1 ? w1 : l == 2 ? w2 : w3;
         const float *b = l == 0 ? b0 : l == 1 ? b1 : l == 2 ? b2 : b3;
         const u32 k = l == 0 ? d01 & 0xffffu : l == 1 ? d01 >> 16 : l == 2 ? d23 & 0xffffu : d23 >> 16;
         const u32 n = l == 0 ? d01 >> 16 : l == 1 ? d23 & 0xffffu : l == 2 ? d23 >> 16 : d4rows & 0xffffu;
-        const bool last = l + 1 == layers;
-        float *out = last ? y : h;
+        const u32 code = (flags >> (8 + 2 * l)) & 3u;
         const bool relu = (flags >> l) & 1u;
-        GcStore store{out, n};
-        gc_mlp_layer((flags >> (8 + 2 * l)) & 3u, store, in, w, b, m, n, k, relu);
-        if (last) break;
-        gc_grid_barrier(bar);
+        if (l + 1 == layers) {
+            GcStore out{y, n};
+            gc_mlp_step(l, code, out, x, in, w, b, m, n, k, relu, tag);
+        } else {
+            GcTagStore out{h, n, tag};
+            gc_mlp_step(l, code, out, x, in, w, b, m, n, k, relu, tag);
+        }
+        if (l == 0 && (threadIdx.x & 31u) == 0) counted = atomicAdd(bar, 1u + gc_after(epoch)) + 1;
         in = h;
         h += (m * n + GC_MLP_ALIGN - 1) / GC_MLP_ALIGN * GC_MLP_ALIGN;
+    }
+    if ((threadIdx.x & 31u) == 0 && counted == gridDim.x * GC_SMALL_WARPS) {
+        *(volatile u32 *)bar = 0;  // every warp has read the epoch: the next launch's
+        *(volatile u32 *)(bar + 1) = epoch + 1;
     }
 }
 
@@ -548,8 +714,9 @@ extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 1)
 //                 tiles, grad_scale)
 //
 // Launch 1 of a 2-layer MLP's training step (ReLU hidden layer, summed
-// squared error), cooperative, three phases with a grid barrier (bar, as
-// gc_mlp_f32's) between them:
+// squared error), cooperative, three phases with a grid barrier
+// (gc_grid_arrive / gc_grid_wait on bar: 4 bytes, zero before the first
+// launch, left zero) between them:
 //   A: h = relu(x . W1^T + b1)                  h m x k1, W1 k1 x k0
 //   B: p = h . W2^T + b2, dp = (p - target) * (2 * grad_scale), and each
 //      block's sum of (p - target)^2 in partials[blockIdx.x] (added into the
@@ -587,12 +754,14 @@ extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 1)
     if (k0 == 0 || k1 == 0 || k2 == 0 || m == 0) return;
     GcStore hidden{h, k1};
     gc_mlp_layer(tiles & 3u, hidden, x, w1, b1, m, k1, k0, true);
-    gc_grid_barrier(bar);
+    gc_grid_arrive(bar, 1, false);
+    gc_grid_wait(bar, 1, false);
     GcMseOut mse{dp, nullptr, target, k2, 2.0f * grad_scale, {0.0f, 0.0f}, 0.0f};
     gc_mlp_layer((tiles >> 2) & 3u, mse, h, w2, b2, m, k2, k1, false);
     const float s = gc_block_sum(mse.sum);
     if (threadIdx.x == 0) partials[blockIdx.x] = s;
-    gc_grid_barrier(bar);
+    gc_grid_arrive(bar, 2, true);
+    gc_grid_wait(bar, 2, true);
     GcReluBackOut back{dh, h, k1, {0.0f, 0.0f}};
     switch ((tiles >> 4) & 3u) {
     case 0: gc_mlp_tiles<1, 4, GC_W_KN>(back, dp, w2, nullptr, m, k1, k2, false); break;

@@ -743,8 +743,8 @@ pub struct gc_mlp_layer {
 }
 
 /// gc_op_mlp flag: run the layers fused, one launch per 4 layers, where the
-/// fused kernel takes them (up to 64 rows, at most 2^25 multiply-adds a
-/// layer); without it, one launch per layer.
+/// fused kernel takes them (up to 8 rows, at most 2^25 multiply-adds a
+/// layer); without it, or past that, one launch per layer.
 pub const GC_MLP_FUSED: u32 = 1;
 
 /// Most layers one gc_op_mlp call takes.
@@ -781,8 +781,10 @@ fn mlp_layers(list: *const gc_mlp_layer, n_layers: u32) -> Result<Vec<ops::MlpLa
 
 /// Writes to *bytes the workspace gc_op_mlp needs for rows rows through the
 /// n_layers layers at layers (a pure computation: nothing is allocated or
-/// launched; only the widths are read): 256 bytes for the grid barrier and
-/// every layer's output but the last, each rounded up to 256 bytes.
+/// launched; only the widths are read): 256 bytes (the fused kernel's
+/// counter and epoch), then every layer's output but the last twice: as the
+/// fused kernel's tagged activations (8 bytes an element) and as floats,
+/// each rounded up to 256 bytes.
 /// Errors: GC_ERROR_INVALID_ARGUMENT (layers or bytes NULL, n_layers 0 or
 /// more than GC_MLP_MAX_LAYERS), GC_ERROR_PANIC (internal error caught).
 #[no_mangle]
@@ -804,13 +806,14 @@ pub extern "C" fn gc_op_mlp_workspace_bytes(
 /// through n_layers layers (each y = x * W^T + b, then ReLU when asked) into
 /// y (rows x layers[n_layers - 1].outputs), all f32 row-major. flags 0: one
 /// launch per layer (the small-batch or GEMM kernel of gc_op_linear), the
-/// faster form in a graph on an H100 for every shape measured.
-/// GC_MLP_FUSED: where the fused kernel takes the layers (up to 64 rows, at
+/// faster form on an H100 for most shapes measured (kernels/TUNING.md).
+/// GC_MLP_FUSED: where the fused kernel takes the layers (up to 8 rows, at
 /// most 2^25 multiply-adds a layer), one launch per 4 layers, a cooperative
-/// kernel with a grid barrier between layers (a 2- to 4-layer MLP is one
-/// kernel node when captured; fewer launches in eager use); elsewhere one
-/// launch per layer. Fused outputs are bitwise those of per-layer launches
-/// with the fused kernel's tiles. Results
+/// kernel with no barrier between layers (each tile waits only for the
+/// activations it reads, which carry a per-launch tag); a 2- to 4-layer MLP
+/// is one kernel node when captured; elsewhere one launch per layer. Fused
+/// outputs are bitwise those of per-layer launches with the fused kernel's
+/// tiles. Results
 /// are deterministic (the same bits on every run and replay) and within
 /// float rounding of float64.
 /// workspace holds workspace_bytes >= gc_op_mlp_workspace_bytes(rows,

@@ -587,7 +587,7 @@ static void check_mlp_fused() {
         for (unsigned rows : {1u, 5u, 9u}) {
             ++trial;
             const unsigned L = 3;
-            Buf x(rows * wd[0]), y(rows * wd[3]), bar(4, 0, 0.0f), act(2 * 64 * ((rows * 33 + 63) / 64));
+            Buf x(rows * wd[0]), y(rows * wd[3]), bar(4, 0, 0.0f), act(4 * 64 * ((rows * 33 + 63) / 64));
             x.random();
             std::vector<Buf> w, b;
             for (unsigned l = 0; l < L; ++l) {
@@ -602,10 +602,12 @@ static void check_mlp_fused() {
                 code[l] = (trial + l) % 4;
                 flags |= code[l] << (8 + 2 * l);
             }
-            emu::launch(gc_mlp_f32, g1(1), g1(256), y.p, (const float *)x.p, (u32 *)bar.p, act.p, (const float *)w[0].p,
-                        (const float *)b[0].p, (const float *)w[1].p, (const float *)b[1].p, (const float *)w[2].p,
-                        (const float *)b[2].p, (const float *)nullptr, (const float *)nullptr, wd[0] | wd[1] << 16,
-                        wd[2] | wd[3] << 16, 0u | rows << 16, flags);
+            // Twice: the second launch must wait for its own tags, not take the first one's slots.
+            for (int launch = 0; launch < 2; ++launch)
+                emu::launch(gc_mlp_f32, g1(1), g1(256), y.p, (const float *)x.p, (u32 *)bar.p, act.p,
+                            (const float *)w[0].p, (const float *)b[0].p, (const float *)w[1].p, (const float *)b[1].p,
+                            (const float *)w[2].p, (const float *)b[2].p, (const float *)nullptr,
+                            (const float *)nullptr, wd[0] | wd[1] << 16, wd[2] | wd[3] << 16, 0u | rows << 16, flags);
             // Per layer.
             Buf h1(rows * wd[1]), h2(rows * wd[2]), y2(rows * wd[3]);
             float *outs[3] = {h1.p, h2.p, y2.p};
@@ -620,9 +622,10 @@ static void check_mlp_fused() {
             }
             bool same = true;
             for (unsigned i = 0; i < rows * wd[3]; ++i) same &= same_bits(y[i], y2[i]);
-            unsigned counter;
+            unsigned counter, epoch;
             std::memcpy(&counter, bar.p, 4);
-            CHECK(same && counter == 0, "mlp fused != per layer: widths %u-%u-%u-%u rows %u codes %u %u %u", wd[0], wd[1],
+            std::memcpy(&epoch, bar.p + 1, 4);
+            CHECK(same && counter == 0 && epoch == 2, "mlp fused != per layer: widths %u-%u-%u-%u rows %u codes %u %u %u", wd[0], wd[1],
                   wd[2], wd[3], rows, code[0], code[1], code[2]);
         }
 }

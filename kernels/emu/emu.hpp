@@ -67,11 +67,24 @@ inline float __shfl_xor_sync(unsigned, float v, int lane_mask) {
     return r;
 }
 
+// A spinning thread's pause: gives the CPU to the threads it waits for.
+inline void emu_yield() { std::this_thread::yield(); }
+
 inline unsigned atomicAdd(unsigned *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 
 template <class T>
 inline T __ldg(const T *p) {
     return *p;
+}
+inline unsigned __float_as_uint(float v) {
+    unsigned u;
+    std::memcpy(&u, &v, 4);
+    return u;
+}
+inline float __uint_as_float(unsigned u) {
+    float v;
+    std::memcpy(&v, &u, 4);
+    return v;
 }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }

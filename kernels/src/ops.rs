@@ -1010,10 +1010,13 @@ pub struct MlpLayer {
 /// Most layers one fused launch runs (longer networks take one launch per
 /// group of this many layers).
 pub const MLP_FUSED_LAYERS: usize = 4;
-/// Most rows the fused launch takes; more rows run one launch per layer.
-pub const MLP_FUSED_MAX_ROWS: u32 = 64;
-/// Bytes at the start of an MLP workspace for the grid barrier (the first 4
-/// must be zero before the first launch; every launch leaves them zero).
+/// Most rows the fused launch takes; more rows run one launch per layer
+/// (past that the per-layer kernels' block tiles, which split K over several
+/// warps, win over the launches fusion saves: kernels/TUNING.md).
+pub const MLP_FUSED_MAX_ROWS: u32 = 8;
+/// Bytes at the start of an MLP workspace for the fused kernel's counter and
+/// epoch (the first 4 must be zero before the first launch; every launch
+/// leaves them zero).
 const MLP_BARRIER_BYTES: u64 = 256;
 /// Intermediates start at multiples of this many bytes into the workspace.
 const MLP_ALIGN: u64 = 256;
@@ -1027,32 +1030,50 @@ const MLP_TILES: [(u32, u32); 4] = [(1, 1), (4, 1), (4, 4), (8, 4)];
 /// Blocks per SM of the fused launch (`__launch_bounds__(256, 1)`).
 const MLP_BLOCKS_PER_SM: u32 = 1;
 
-/// Bytes the intermediate output of a layer with `outputs` columns takes in
-/// an MLP workspace.
-fn mlp_intermediate(rows: u32, outputs: u32) -> u64 {
+/// Bytes a layer's output with `outputs` columns takes in an MLP workspace
+/// as floats (the per-layer launches' intermediates and the output of a
+/// fused group that the next group reads).
+fn mlp_plain(rows: u32, outputs: u32) -> u64 {
     (rows as u64 * outputs as u64 * F32).next_multiple_of(MLP_ALIGN)
 }
 
-/// Bytes of workspace [`mlp`] needs for `rows` rows through `layers`: the
-/// barrier (256 bytes) and every layer's output but the last, each rounded
-/// up to 256 bytes. The first 4 bytes must be zero before the workspace's
-/// first use; every launch leaves them zero.
+/// Bytes a layer's output takes as the fused kernel's tagged slots (value
+/// and launch tag, 8 bytes an element). Kept apart from the float
+/// intermediates, so no per-layer output is ever read as a tagged slot.
+fn mlp_tagged(rows: u32, outputs: u32) -> u64 {
+    (rows as u64 * outputs as u64 * 2 * F32).next_multiple_of(MLP_ALIGN)
+}
+
+/// Bytes of workspace [`mlp`] needs for `rows` rows through `layers`: 256
+/// bytes (the fused kernel's counter and epoch), then every layer's output
+/// but the last as tagged slots (8 bytes an element), then as floats, each
+/// rounded up to 256 bytes. The first 4 bytes must be zero before the
+/// workspace's first use; every launch leaves them zero.
 pub fn mlp_workspace_bytes(rows: u32, layers: &[MlpLayer]) -> u64 {
-    let inner = layers.len().saturating_sub(1);
+    let inner = &layers[..layers.len().saturating_sub(1)];
     MLP_BARRIER_BYTES
-        + layers[..inner]
+        + inner
             .iter()
-            .map(|l| mlp_intermediate(rows, l.outputs))
+            .map(|l| mlp_tagged(rows, l.outputs) + mlp_plain(rows, l.outputs))
             .sum::<u64>()
 }
 
-/// Address of layer `l`'s output in the workspace (`l` < layers - 1).
-fn mlp_region(workspace: u64, rows: u32, layers: &[MlpLayer], l: usize) -> u64 {
+/// Address of the tagged slots of layer `l`'s output in the workspace.
+fn mlp_tagged_region(workspace: u64, rows: u32, layers: &[MlpLayer], l: usize) -> u64 {
     workspace
         + MLP_BARRIER_BYTES
         + layers[..l]
             .iter()
-            .map(|x| mlp_intermediate(rows, x.outputs))
+            .map(|x| mlp_tagged(rows, x.outputs))
+            .sum::<u64>()
+}
+
+/// Address of layer `l`'s output as floats in the workspace (`l` < layers - 1).
+fn mlp_region(workspace: u64, rows: u32, layers: &[MlpLayer], l: usize) -> u64 {
+    mlp_tagged_region(workspace, rows, layers, layers.len() - 1)
+        + layers[..l]
+            .iter()
+            .map(|x| mlp_plain(rows, x.outputs))
             .sum::<u64>()
 }
 
@@ -1142,15 +1163,15 @@ fn mlp_io(y: u64, x: u64, workspace: u64, rows: u32, layers: &[MlpLayer], l: usi
 /// The forward pass of an MLP, `rows` rows of `x` (`rows x layers[0].inputs`)
 /// through `layers` into `y` (`rows x outputs of the last layer`), all
 /// row-major f32. `workspace` (`workspace_bytes` long, at least
-/// [`mlp_workspace_bytes`]) holds the barrier and the intermediate
+/// [`mlp_workspace_bytes`]) holds the fused kernel's counter and epoch and the intermediate
 /// activations; its first 4 bytes must be zero before its first use (every
 /// launch leaves them zero) and it must not be shared with a concurrent
 /// launch. With `fuse`, up to [`MLP_FUSED_MAX_ROWS`] rows and
 /// [`MLP_FUSED_MAX_MACS`] per layer: one cooperative `gc_mlp_f32` launch per
-/// [`MLP_FUSED_LAYERS`] layers (outputs bitwise equal to [`mlp_unfused`]);
-/// otherwise one [`linear`] launch per layer, which is faster in a graph
-/// on an H100 for every shape measured (kernels/TUNING.md): fusion is
-/// opt-in, for the launch count (eager use, fewer graph nodes).
+/// [`MLP_FUSED_LAYERS`] layers (outputs bitwise equal to [`mlp_unfused`]; no
+/// barrier between the layers: each tile waits only for the tagged
+/// activations it reads); otherwise one [`linear`] launch per layer
+/// (kernels/TUNING.md has the measurements).
 #[allow(clippy::too_many_arguments)]
 pub fn mlp(
     y: u64,
@@ -1187,11 +1208,7 @@ pub fn mlp(
         let end = start + group.len();
         let (input, _) = mlp_io(y, x, workspace, rows, layers, start);
         let (_, output) = mlp_io(y, x, workspace, rows, layers, end - 1);
-        let act = if group.len() > 1 {
-            mlp_region(workspace, rows, layers, start)
-        } else {
-            workspace + MLP_BARRIER_BYTES
-        };
+        let act = mlp_tagged_region(workspace, rows, layers, start);
         let mut d = [0u32; MLP_FUSED_LAYERS + 1];
         let mut wb = [(0u64, 0u64); MLP_FUSED_LAYERS];
         let mut flags = (group.len() as u32) << 4;
@@ -2120,17 +2137,18 @@ mod tests {
     fn mlp_plans_one_cooperative_launch_per_four_layers() {
         let ws = 1u64 << 40;
         let net = mlp_net(&[1024, 512, 256, 10]);
-        assert_eq!(mlp_workspace_bytes(2, &mlp_net(&[4, 4, 2])), 512);
+        assert_eq!(mlp_workspace_bytes(2, &mlp_net(&[4, 4, 2])), 768);
         assert_eq!(
-            mlp_workspace_bytes(32, &net),
-            256 + 32 * 512 * 4 + 32 * 256 * 4
+            mlp_workspace_bytes(8, &net),
+            256 + (8 * 512 + 8 * 256) * (8 + 4),
+            "8-byte tagged slots, then floats"
         );
-        let bytes = mlp_workspace_bytes(32, &net);
+        let bytes = mlp_workspace_bytes(8, &net);
         // Without `fuse`: one linear launch per layer.
-        let plain = mlp(A, C, ws, bytes, 32, &net, false, SMS).unwrap();
+        let plain = mlp(A, C, ws, bytes, 8, &net, false, SMS).unwrap();
         assert_eq!(plain.len(), 3);
         assert!(plain.iter().all(|c| !c.cooperative));
-        let calls = mlp(A, C, ws, bytes, 32, &net, true, SMS).unwrap();
+        let calls = mlp(A, C, ws, bytes, 8, &net, true, SMS).unwrap();
         assert_eq!(calls.len(), 1);
         let c = &calls[0];
         assert!(c.cooperative && c.kernel == Kernel::Mlp);
@@ -2139,8 +2157,14 @@ mod tests {
         assert_eq!(flags & 15, 0b011, "ReLU after the first two layers");
         assert_eq!((flags >> 4) & 7, 3);
         assert_eq!(u32_arg(c, "d01"), 1024 | 512 << 16);
-        assert_eq!(u32_arg(c, "d4rows"), 32 << 16);
+        assert_eq!(u32_arg(c, "d4rows"), 8 << 16);
         assert_eq!(arg(c, "act"), Value::Ptr(ws + 256));
+        // The per-layer form's intermediates: after the tagged slots.
+        assert_eq!(plain[1].kernel, Kernel::LinearSmall);
+        assert_eq!(
+            arg(&plain[0], "y"),
+            Value::Ptr(ws + 256 + (8 * 512 + 8 * 256) * 8)
+        );
         // Tiles: 1 x 1 for one row; 4 x 4 where that still gives every other warp a tile.
         assert_eq!(mlp_tile(1, 512, 1056), 0);
         assert_eq!(mlp_tile(64, 512, 1056), 3);
@@ -2156,7 +2180,7 @@ mod tests {
         assert_eq!(arg(&calls[1], "y"), Value::Ptr(A));
         // More rows than the fused form takes, or a layer past its work
         // limit: one linear launch per layer.
-        let calls = mlp(A, C, ws, mlp_workspace_bytes(65, &net), 65, &net, true, SMS).unwrap();
+        let calls = mlp(A, C, ws, mlp_workspace_bytes(9, &net), 9, &net, true, SMS).unwrap();
         assert_eq!(calls.len(), 3);
         assert!(calls.iter().all(|c| !c.cooperative));
         let wide = mlp_net(&[4096, 4096, 10]);
@@ -2166,7 +2190,7 @@ mod tests {
         let calls = mlp(A, C, ws, mlp_workspace_bytes(3, &wide), 3, &wide, true, SMS).unwrap();
         assert_eq!(calls.len(), 2);
         // The per-layer form of the fused launch: the same tiles, 8 one-warp groups.
-        let un = mlp_unfused(A, C, ws, bytes, 32, &net, SMS).unwrap();
+        let un = mlp_unfused(A, C, ws, bytes, 8, &net, SMS).unwrap();
         assert_eq!(un.len(), 3);
         assert!(un.iter().all(|c| c.kernel == Kernel::LinearSmall));
     }

@@ -313,12 +313,14 @@ memory. float4 loads and stores where leading dimensions are multiples of 4 and 
 act_l(h_l . W_l^T + b_l) (rows x d_{l+1}, W_l d_{l+1} x d_l as PyTorch stores it, b_l may be null), \
 y = h_L. d01 = d0 | d1 << 16, d23 = d2 | d3 << 16, d4rows = d4 | rows << 16 (all below 2^16); \
 flags bits 0..3: ReLU after layer l; bits 4..6: L; bits 8 + 2 l: layer l's warp tile (0: 1 x 1, \
-1: 4 x 1, 2: 4 x 4). The grid's warps take each layer's tiles round-robin and compute them as \
-gc_linear_small_f32's one-warp tile groups (bitwise equal to per-layer launches with those tiles \
-and 8 groups per block); a grid barrier separates layers. bar: 16 bytes, the first 4 zero before \
-the first launch (left zero by every launch). act: the L - 1 intermediates, one after the other, \
-each rows * d floats rounded up to a multiple of 64. Launch: cooperative, block 256, any 1-D grid \
-that is resident at once (at most 2 blocks per SM). y must not overlap any input or act.";
+1: 4 x 1, 2: 4 x 4, 3: 8 x 4). The grid's warps take each layer's tiles round-robin and compute \
+them as gc_linear_small_f32's one-warp tile groups (bitwise equal to per-layer launches with those \
+tiles and 8 groups per block). No barrier between layers: the intermediates are 64-bit tagged \
+slots (value, launch tag) and a tile waits until the slots it reads carry this launch's tag. bar: \
+8 bytes, an arrival count (zero before the first launch, left zero by every launch) and the epoch \
+(any value; each launch advances it). act: the L - 1 intermediates, one after the other, each \
+rows * d slots (8 bytes) rounded up to a multiple of 32. Launch: cooperative, block 256, any 1-D \
+grid that is resident at once (one block per SM). y must not overlap any input or act.";
     LinearMse = gc_linear_mse_f32 in LINEAR (
         grad: Ptr, pred: Ptr, partials: Ptr, x: Ptr, w: Ptr, b: Ptr, target: Ptr,
         m: U32, n: U32, k: U32, config: U32, grad_scale: F32,

@@ -170,6 +170,6 @@ def test_structure_layout_matches_c(tmp_path):
 
 def test_mlp_workspace_bytes_needs_no_device():
     layers = [(0x100, None, 4, 4, True), gc.MlpLayer(0x100, None, 4, 2, 0)]
-    assert gc.mlp_workspace_bytes(2, layers) == 512  # the barrier and one intermediate
+    assert gc.mlp_workspace_bytes(2, layers) == 768  # the counter, one intermediate tagged and as floats
     with pytest.raises(gc.InvalidArgumentError):
         gc.mlp_workspace_bytes(2, [])

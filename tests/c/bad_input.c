@@ -1943,9 +1943,9 @@ static void ops_functions(void) {
         EXPECT_STATUS(gc_op_mlp_workspace_bytes(2, (const gc_mlp_layer *)(uintptr_t)8, GC_MLP_MAX_LAYERS + 1, &bytes),
                       GC_ERROR_INVALID_ARGUMENT);
         CHECK(bytes == 99);
-        check_case = "barrier and one intermediate";
+        check_case = "counter and one intermediate, tagged and as floats";
         EXPECT_OK(gc_op_mlp_workspace_bytes(2, layers, 2, &bytes));
-        CHECK(bytes == 512);
+        CHECK(bytes == 768);
     }
     objects_work();
 
