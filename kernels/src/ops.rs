@@ -20,7 +20,7 @@
 
 /// The chain kernel's opcodes and its operation limit (see [`chain`]).
 pub use crate::fusion::{MAX_CHAIN_OPS, OP_ADD, OP_FILL, OP_MAX, OP_MIN, OP_MUL, OP_RELU};
-use crate::{args, Call, KernelArgs, SizeError};
+use crate::{args, Call, Kernel, KernelArgs, SizeError};
 
 /// Threads per block of the elementwise and reduction kernels.
 pub const BLOCK: u32 = 256;
@@ -529,7 +529,52 @@ fn matrix(
     buf(name, addr, bytes)
 }
 
-fn gemm_checked(g: &Gemm, sms: u32) -> Result<Call, SizeError> {
+/// The block tile (rows x columns of C) of GEMM-shaped `kernel`'s `tile`.
+fn gemm_block(kernel: Kernel, tile: u32) -> (u64, u64) {
+    match (kernel, tile) {
+        (Kernel::GemmWide, 1) => (128, 64),
+        (Kernel::GemmWide, _) | (Kernel::GemmTf32, 0) => (128, 128),
+        (Kernel::GemmTf32, _) => (64, 64),
+        (_, t) => {
+            let e = GEMM_TILES[t as usize] as u64;
+            (e, e)
+        }
+    }
+}
+
+/// The kernel and `tile` argument that [`gemm`] launches for an `m x n`
+/// output with reduction length `k`. Where [`gemm_tile`] picks a tile that
+/// sums each output in one thread (tiles 0 and 1: any such tile gives the
+/// same bits), the wide tiles of `gc_gemm_wide_f32` take over when their
+/// blocks fill every SM: 128 x 128 with K chunks of 16, else 128 x 64;
+/// `gemm_tile`'s 32 x 32 split-K tile (other bits) stays where it picks it.
+fn gemm_launch(m: u32, n: u32, k: u32, sms: u32) -> (Kernel, u32) {
+    let blocks = |(tm, tn): (u64, u64)| ceil_div(m as u64, tm) * ceil_div(n as u64, tn);
+    let tile = gemm_tile(m, n, k, sms);
+    if tile == 2 {
+        (Kernel::Gemm, tile)
+    } else if blocks(gemm_block(Kernel::GemmWide, 0)) >= sms as u64 {
+        (Kernel::GemmWide, 0)
+    } else if blocks(gemm_block(Kernel::GemmWide, 1)) >= sms as u64 {
+        (Kernel::GemmWide, 1)
+    } else {
+        (Kernel::Gemm, tile)
+    }
+}
+
+/// The tile of `gc_gemm_tf32` for an `m x n` output: 128 x 128 (0) when
+/// that fills every SM, else 64 x 64 (1).
+fn tf32_tile(m: u32, n: u32, sms: u32) -> u32 {
+    let (tm, tn) = gemm_block(Kernel::GemmTf32, 0);
+    if ceil_div(m as u64, tm) * ceil_div(n as u64, tn) >= sms as u64 {
+        0
+    } else {
+        1
+    }
+}
+
+/// Checks a [`Gemm`]'s sizes, strides and overlaps.
+fn gemm_sizes(g: &Gemm, sms: u32) -> Result<(), SizeError> {
     positive_sms(sms)?;
     nonzero("m", g.m as u64)?;
     nonzero("n", g.n as u64)?;
@@ -543,34 +588,52 @@ fn gemm_checked(g: &Gemm, sms: u32) -> Result<Call, SizeError> {
     for input in [a, b, bias] {
         apart(out, input, false)?;
     }
-    let tile = gemm_tile(g.m, g.n, g.k, sms);
-    let t = GEMM_TILES[tile as usize] as u64;
-    let blocks = ceil_div(g.m as u64, t) * ceil_div(g.n as u64, t);
+    Ok(())
+}
+
+/// The argument struct `args::$ty` of a GEMM-shaped kernel (`gc_gemm_f32`,
+/// `gc_gemm_wide_f32`, `gc_gemm_tf32` share one parameter list) for `g`.
+macro_rules! gemm_args {
+    ($ty:ident, $g:expr, $flags:expr, $tile:expr) => {
+        args::$ty {
+            c: $g.c,
+            a: $g.a,
+            b: $g.b,
+            bias: $g.bias,
+            m: $g.m,
+            n: $g.n,
+            k: $g.k,
+            lda: $g.lda,
+            ldb: $g.ldb,
+            ldc: $g.ldc,
+            flags: $flags,
+            alpha: $g.alpha,
+            beta: $g.beta,
+            tile: $tile,
+        }
+    };
+}
+
+/// The launch of GEMM-shaped `kernel` for `g` with `tile`.
+fn gemm_call(g: &Gemm, kernel: Kernel, tile: u32) -> Result<Call, SizeError> {
+    let (tm, tn) = gemm_block(kernel, tile);
+    let blocks = ceil_div(g.m as u64, tm) * ceil_div(g.n as u64, tn);
     if blocks > MAX_GRID_X {
         return Err(SizeError::GridTooLarge { blocks });
     }
     let flags = g.trans_a as u32 | (g.trans_b as u32) << 1 | (g.relu as u32) << 2;
-    Ok(Call::new(
-        args::Gemm {
-            c: g.c,
-            a: g.a,
-            b: g.b,
-            bias: g.bias,
-            m: g.m,
-            n: g.n,
-            k: g.k,
-            lda: g.lda,
-            ldb: g.ldb,
-            ldc: g.ldc,
-            flags,
-            alpha: g.alpha,
-            beta: g.beta,
-            tile,
-        },
-        [blocks as u32, 1, 1],
-        [256, 1, 1],
-        0,
-    ))
+    let (grid, block) = ([blocks as u32, 1, 1], [256, 1, 1]);
+    Ok(match kernel {
+        Kernel::GemmWide => Call::new(gemm_args!(GemmWide, g, flags, tile), grid, block, 0),
+        Kernel::GemmTf32 => Call::new(gemm_args!(GemmTf32, g, flags, tile), grid, block, 0),
+        _ => Call::new(gemm_args!(Gemm, g, flags, tile), grid, block, 0),
+    })
+}
+
+fn gemm_checked(g: &Gemm, sms: u32) -> Result<Call, SizeError> {
+    gemm_sizes(g, sms)?;
+    let (kernel, tile) = gemm_launch(g.m, g.n, g.k, sms);
+    gemm_call(g, kernel, tile)
 }
 
 /// The generic tiled GEMM ([`Gemm`] says what it computes). Deterministic:
@@ -752,26 +815,7 @@ pub fn linear(
     positive_sms(sms)?;
     linear_sizes(m, n, k)?;
     if m > SMALL_BATCH_MAX_M {
-        return gemm_checked(
-            &Gemm {
-                c: y,
-                a: x,
-                b: w,
-                bias: b,
-                m,
-                n,
-                k,
-                lda: k,
-                ldb: k,
-                ldc: n,
-                trans_a: false,
-                trans_b: true,
-                relu,
-                alpha: 1.0,
-                beta: 0.0,
-            },
-            sms,
-        );
+        return gemm_checked(&linear_gemm(y, x, w, b, m, n, k, relu), sms);
     }
     let yr = buf("y", y, m as u64 * n as u64 * F32)?;
     let xr = buf("x", x, m as u64 * k as u64 * F32)?;
@@ -781,6 +825,56 @@ pub fn linear(
         apart(yr, input, false)?;
     }
     Ok(small_call(y, x, w, b, m, n, k, relu, false, sms))
+}
+
+/// The GEMM of a linear layer's forward pass (see [`linear`]).
+#[allow(clippy::too_many_arguments)]
+fn linear_gemm(y: u64, x: u64, w: u64, b: u64, m: u32, n: u32, k: u32, relu: bool) -> Gemm {
+    Gemm {
+        c: y,
+        a: x,
+        b: w,
+        bias: b,
+        m,
+        n,
+        k,
+        lda: k,
+        ldb: k,
+        ldc: n,
+        trans_a: false,
+        trans_b: true,
+        relu,
+        alpha: 1.0,
+        beta: 0.0,
+    }
+}
+
+/// [`linear`] with TF32 tensor cores where it takes the GEMM: for `m >`
+/// [`SMALL_BATCH_MAX_M`], `gc_gemm_tf32` rounds x and W to TF32 (10
+/// mantissa bits) and sums the products in f32 (results differ from
+/// [`linear`]'s by that rounding: about 2^-11 relative per product);
+/// smaller `m` take [`linear`]'s f32 small-batch kernel. `gc_gemm_tf32`
+/// needs compute capability 8.0 or later: on older GPUs the caller uses
+/// [`linear`] instead.
+#[allow(clippy::too_many_arguments)]
+pub fn linear_tf32(
+    y: u64,
+    x: u64,
+    w: u64,
+    b: u64,
+    m: u32,
+    n: u32,
+    k: u32,
+    relu: bool,
+    sms: u32,
+) -> Result<Call, SizeError> {
+    if m <= SMALL_BATCH_MAX_M {
+        return linear(y, x, w, b, m, n, k, relu, sms);
+    }
+    linear_sizes(m, n, k)?;
+    let g = linear_gemm(y, x, w, b, m, n, k, relu);
+    gemm_sizes(&g, sms)?;
+    gemm_call(&g, Kernel::GemmTf32, tf32_tile(m, n, sms))
 }
 
 /// Input gradient of a linear layer: `dx = dy . W` with dy `m x n`, W `n x k`,
@@ -2220,6 +2314,48 @@ mod tests {
     }
 
     #[test]
+    fn wide_tiles_take_large_outputs_and_keep_the_split_k_tile() {
+        // 128 x 128 blocks fill the SMs: the wide kernel's 128 x 128 tile.
+        assert_eq!(gemm_launch(4096, 1024, 1024, SMS), (Kernel::GemmWide, 0));
+        assert_eq!(gemm_launch(2048, 2048, 4096, SMS), (Kernel::GemmWide, 0));
+        // Only 128 x 64 blocks do: its 128 x 64 tile.
+        assert_eq!(gemm_launch(2048, 1024, 1024, SMS), (Kernel::GemmWide, 1));
+        // Neither: gc_gemm_f32's tiles, the split-K one where gemm_tile picks it.
+        assert_eq!(gemm_launch(512, 512, 128, SMS), (Kernel::Gemm, 1));
+        assert_eq!(gemm_launch(128, 1024, 1024, SMS), (Kernel::Gemm, 2));
+        assert_eq!(gemm_block(Kernel::GemmWide, 1), (128, 64));
+        assert_eq!(gemm_block(Kernel::GemmTf32, 1), (64, 64));
+        assert_eq!(gemm_block(Kernel::Gemm, 2), (32, 32));
+    }
+
+    #[test]
+    fn linear_tf32_takes_the_tensor_cores_past_the_small_batch_range() {
+        let small = linear_tf32(A, B, C, 0, SMALL_BATCH_MAX_M, 1024, 1024, false, SMS).unwrap();
+        assert_eq!(
+            small,
+            linear(A, B, C, 0, SMALL_BATCH_MAX_M, 1024, 1024, false, SMS).unwrap()
+        );
+        let m = SMALL_BATCH_MAX_M + 1;
+        let call = linear_tf32(A, B, C, 0, m, 1000, 77, true, SMS).unwrap();
+        assert_eq!(call.kernel, Kernel::GemmTf32);
+        // A m x k and B n x k (transpose bits 2), ReLU (4).
+        assert_eq!(u32_arg(&call, "flags"), 6);
+        assert_eq!(u32_arg(&call, "tile"), 1);
+        assert_eq!(call.grid, [5 * 16, 1, 1]);
+        let big = linear_tf32(A, B, C, 0, 4096, 4096, 1024, false, SMS).unwrap();
+        assert_eq!((u32_arg(&big, "tile"), big.grid), (0, [32 * 32, 1, 1]));
+        // Sizes are checked as for the f32 path.
+        err(
+            linear_tf32(A, A + 4, C, 0, m, 64, 64, false, SMS),
+            "overlap",
+        );
+        err(
+            linear_tf32(A, B, C, 0, m, 0, 64, false, SMS),
+            "n must be > 0",
+        );
+    }
+
+    #[test]
     fn gemm_checks_and_tiles() {
         let base = Gemm {
             c: A,
@@ -2255,12 +2391,11 @@ mod tests {
                     ..base
                 };
                 let call = gemm(&g, sms).unwrap();
-                assert_eq!(call.kernel, Kernel::Gemm);
-                let t = GEMM_TILES[u32_arg(&call, "tile") as usize] as u64;
+                let (tm, tn) = gemm_block(call.kernel, u32_arg(&call, "tile"));
                 assert_eq!(
                     call.grid,
                     [
-                        ((m as u64).div_ceil(t) * (n as u64).div_ceil(t)) as u32,
+                        ((m as u64).div_ceil(tm) * (n as u64).div_ceil(tn)) as u32,
                         1,
                         1
                     ]
