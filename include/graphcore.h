@@ -1427,12 +1427,13 @@ enum gc_status gc_op_bias_add(struct gc_stream *stream,
 #define GC_LINEAR_RELU 1
 
 /**
- * gc_op_linear flag: the tiled GEMM path (m > 256) multiplies on the TF32
- * tensor cores (compute capability 8.0 or later): x and W are rounded to
- * TF32 (10 mantissa bits, to nearest) and the products summed in f32, so
- * results differ from the f32 path by that rounding (about 2^-11 relative
- * per product; relative errors near 1e-3 for sums of mixed signs).
- * Deterministic all the same. Smaller m, and GPUs older than compute
+ * gc_op_linear flag: multiply on the TF32 tensor cores (compute capability
+ * 8.0 or later) where the GEMM runs, and from 129 rows on where n is wide
+ * enough to pay: x and W are rounded to TF32 (10 mantissa bits, to
+ * nearest) and the products summed in f32, so results differ from the f32
+ * path by that rounding (each product off by up to about 2^-10 of its
+ * size; measured: at most 6e-5 of the sum of |products| per output).
+ * Deterministic all the same. Small batches, and GPUs older than compute
  * capability 8.0 (detected at run time), compute in f32 as without the
  * flag.
  */
@@ -1442,8 +1443,9 @@ enum gc_status gc_op_bias_add(struct gc_stream *stream,
  * y = x * W^T + b, then ReLU with GC_LINEAR_RELU in flags: x is m x k, W
  * is n x k (PyTorch's layout), b has n floats (NULL: no bias), y is m x n,
  * all row-major. m <= 256 takes the small-batch path (K split across the
- * threads of each block); larger m the tiled GEMM, on the TF32 tensor
- * cores with GC_LINEAR_TF32 (see there). flags: GC_LINEAR_RELU |
+ * threads of each block; from 129 rows on only while n is too narrow for
+ * the GEMM's tiles to fill the GPU); larger m the tiled GEMM, on the TF32
+ * tensor cores with GC_LINEAR_TF32 (see there). flags: GC_LINEAR_RELU |
  * GC_LINEAR_TF32 (1 is ReLU as before the flags existed; any other bit is
  * refused). Every m * k, n * k and m * n must be below 2^32.
  * Pointers: y, x, w and b are device memory of the stream's context
@@ -1973,11 +1975,19 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
  *     dimensions are multiples of 4 and pointers 16-byte aligned. C must not
  *     overlap A, B or bias.
  * gc_gemm_wide_f32(float *c, float *a, float *b, float *bias, uint32_t m, uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, uint32_t flags, float alpha, float beta, uint32_t tile)
- *     gc_gemm_f32 (same arguments, bitwise the same result) with K chunks of
- *     16 and wide tiles for large outputs: tile 0: 128 x 128, tile 1: 128 x 64
- *     (rows x columns of C). Launch: block 256, 1-D grid of ceil(m / 128) *
- *     ceil(n / T) blocks with T = 128 for tile 0, 64 for tile 1; no dynamic
- *     shared memory. C must not overlap A, B or bias.
+ *     gc_gemm_f32 (same arguments, bitwise the same result) for the linear
+ *     layer's layout only (transpose bits 2: A m x k, B n x k; other layouts
+ *     do nothing), one block per SM: tile 0: 128 x 256 (rows x columns of C),
+ *     tile 1: 128 x 128. Launch: block 256, 1-D grid of ceil(m / 128) * ceil(n
+ *     / T) blocks with T = 256 for tile 0, 128 for tile 1; no dynamic shared
+ *     memory. C must not overlap A, B or bias.
+ * gc_gemm_mid_f32(float *c, float *a, float *b, float *bias, uint32_t m, uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, uint32_t flags, float alpha, float beta, uint32_t tile)
+ *     gc_gemm_f32 (same arguments, bitwise the same result) for the linear
+ *     layer's layout only (transpose bits 2: A m x k, B n x k; other layouts
+ *     do nothing), two blocks per SM: tile 0: 64 x 128 (rows x columns of C),
+ *     tile 1: 64 x 64 with K chunks of 32. Launch: block 256, 1-D grid of
+ *     ceil(m / 64) * ceil(n / T) blocks with T = 128 for tile 0, 64 for tile
+ *     1; no dynamic shared memory. C must not overlap A, B or bias.
  * gc_gemm_tf32(float *c, float *a, float *b, float *bias, uint32_t m, uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, uint32_t flags, float alpha, float beta, uint32_t tile)
  *     TF32 tensor-core GEMM (compute capability 8.0 or later): C = act(alpha *
  *     A . B^T + beta * C + bias[col]) with A m x k (a[i * lda + r]) and B n x
