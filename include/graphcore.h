@@ -1975,19 +1975,19 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
  *     dimensions are multiples of 4 and pointers 16-byte aligned. C must not
  *     overlap A, B or bias.
  * gc_gemm_wide_f32(float *c, float *a, float *b, float *bias, uint32_t m, uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, uint32_t flags, float alpha, float beta, uint32_t tile)
- *     gc_gemm_f32 (same arguments, bitwise the same result) for the linear
- *     layer's layout only (transpose bits 2: A m x k, B n x k; other layouts
- *     do nothing), one block per SM: tile 0: 128 x 256 (rows x columns of C),
- *     tile 1: 128 x 128. Launch: block 256, 1-D grid of ceil(m / 128) * ceil(n
- *     / T) blocks with T = 256 for tile 0, 128 for tile 1; no dynamic shared
- *     memory. C must not overlap A, B or bias.
+ *     gc_gemm_f32 (same arguments and result) for the linear layer's layout
+ *     only (transpose bits 2: A m x k, B n x k; other layouts do nothing), one
+ *     block per SM: tile 0: 128 x 256 (rows x columns of C), tile 1: 128 x 128
+ *     (both bitwise gc_gemm_f32's tiles 0 and 1), tile 2: 64 x 64 with K split
+ *     over 4 slices (bitwise gc_gemm_f32's tile 2). Launch: block 256, 1-D
+ *     grid of ceil(m / TM) * ceil(n / TN) blocks for the tile's TM x TN; no
+ *     dynamic shared memory. C must not overlap A, B or bias.
  * gc_gemm_mid_f32(float *c, float *a, float *b, float *bias, uint32_t m, uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, uint32_t flags, float alpha, float beta, uint32_t tile)
- *     gc_gemm_f32 (same arguments, bitwise the same result) for the linear
+ *     gc_gemm_f32 (same arguments, bitwise its tiles 0 and 1) for the linear
  *     layer's layout only (transpose bits 2: A m x k, B n x k; other layouts
- *     do nothing), two blocks per SM: tile 0: 64 x 128 (rows x columns of C),
- *     tile 1: 64 x 64 with K chunks of 32. Launch: block 256, 1-D grid of
- *     ceil(m / 64) * ceil(n / T) blocks with T = 128 for tile 0, 64 for tile
- *     1; no dynamic shared memory. C must not overlap A, B or bias.
+ *     do nothing), two blocks per SM: tile 0 (the only one): 64 x 128 (rows x
+ *     columns of C). Launch: block 256, 1-D grid of ceil(m / 64) * ceil(n /
+ *     128) blocks; no dynamic shared memory. C must not overlap A, B or bias.
  * gc_gemm_tf32(float *c, float *a, float *b, float *bias, uint32_t m, uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, uint32_t flags, float alpha, float beta, uint32_t tile)
  *     TF32 tensor-core GEMM (compute capability 8.0 or later): C = act(alpha *
  *     A . B^T + beta * C + bias[col]) with A m x k (a[i * lda + r]) and B n x

@@ -533,9 +533,9 @@ fn matrix(
 fn gemm_block(kernel: Kernel, tile: u32) -> (u64, u64) {
     match (kernel, tile) {
         (Kernel::GemmWide, 0) => (128, 256),
-        (Kernel::GemmWide, _) | (Kernel::GemmTf32, 0) => (128, 128),
-        (Kernel::GemmMid, 0) => (64, 128),
-        (Kernel::GemmMid, _) | (Kernel::GemmTf32, _) => (64, 64),
+        (Kernel::GemmWide, 1) | (Kernel::GemmTf32, 0) => (128, 128),
+        (Kernel::GemmMid, _) => (64, 128),
+        (Kernel::GemmWide, _) | (Kernel::GemmTf32, _) => (64, 64),
         (_, t) => {
             let e = GEMM_TILES[t as usize] as u64;
             (e, e)
@@ -550,12 +550,13 @@ fn fills(kernel: Kernel, tile: u32, m: u32, n: u32, sms: u32) -> bool {
     ceil_div(m as u64, tm) * ceil_div(n as u64, tn) * 8 >= 7 * sms as u64
 }
 
-/// The tiles of the linear layout (A `m x k`, B `n x k`), largest first.
+/// The tiles of the linear layout (A `m x k`, B `n x k`), largest first:
+/// 128 x 256, 128 x 128, 64 x 128, 64 x 64 with K split over 4 slices.
 const LINEAR_TILES: [(Kernel, u32); 4] = [
     (Kernel::GemmWide, 0),
     (Kernel::GemmWide, 1),
     (Kernel::GemmMid, 0),
-    (Kernel::GemmMid, 1),
+    (Kernel::GemmWide, 2),
 ];
 
 /// The largest tile of [`LINEAR_TILES`] that fills the SMs for an `m x n`
@@ -571,8 +572,11 @@ fn linear_tile(m: u32, n: u32, sms: u32) -> Option<(Kernel, u32)> {
 /// layout, the largest tile of `gc_gemm_wide_f32` / `gc_gemm_mid_f32` that
 /// fills the SMs ([`linear_tile`]); otherwise, and where [`gemm_tile`]
 /// picks its 32 x 32 split-K tile, `gc_gemm_f32` with [`gemm_tile`]'s tile.
-/// The wide and mid tiles sum each output in one thread, as tiles 0 and 1
-/// do: the choice does not change the bits.
+/// Other layouts (the gradients) keep [`gemm_tile`]'s tiles, which the
+/// fused training steps share (their bitwise promise). The linear layout's
+/// bits depend on the tile (one-thread sums, or 4 K slices for the 64 x 64
+/// tile and the 32 x 32 one), so on the shape: a forward pass gives the
+/// same bits wherever it runs through [`linear`].
 fn gemm_launch(g: &Gemm, sms: u32) -> (Kernel, u32) {
     let tile = gemm_tile(g.m, g.n, g.k, sms);
     if tile == 2 || g.trans_a || !g.trans_b {
@@ -2367,8 +2371,8 @@ mod tests {
             ((1024, 1024), (Kernel::GemmMid, 0)),
             ((256, 4096), (Kernel::GemmMid, 0)),
             ((2048, 512), (Kernel::GemmMid, 0)),
-            ((512, 1024), (Kernel::GemmMid, 1)),
-            ((1024, 512), (Kernel::GemmMid, 1)),
+            ((512, 1024), (Kernel::GemmWide, 2)),
+            ((1024, 512), (Kernel::GemmWide, 2)),
         ] {
             assert_eq!(gemm_launch(&lin(m, n, 1024), SMS), want, "{m} x {n}");
         }
@@ -2384,6 +2388,7 @@ mod tests {
         };
         assert_eq!(gemm_launch(&weight, SMS), (Kernel::Gemm, 0));
         assert_eq!(gemm_block(Kernel::GemmWide, 0), (128, 256));
+        assert_eq!(gemm_block(Kernel::GemmWide, 2), (64, 64));
         assert_eq!(gemm_block(Kernel::GemmMid, 0), (64, 128));
         assert_eq!(gemm_block(Kernel::GemmTf32, 1), (64, 64));
         assert_eq!(gemm_block(Kernel::Gemm, 2), (32, 32));

@@ -322,20 +322,20 @@ memory. float4 loads and stores where leading dimensions are multiples of 4 and 
         c: Ptr, a: Ptr, b: Ptr, bias: Ptr, m: U32, n: U32, k: U32,
         lda: U32, ldb: U32, ldc: U32, flags: U32, alpha: F32, beta: F32, tile: U32,
     ),
-        doc: "gc_gemm_f32 (same arguments, bitwise the same result) for the linear layer's layout \
-only (transpose bits 2: A m x k, B n x k; other layouts do nothing), one block per SM: tile 0: \
-128 x 256 (rows x columns of C), tile 1: 128 x 128. Launch: block 256, 1-D grid of ceil(m / 128) \
-* ceil(n / T) blocks with T = 256 for tile 0, 128 for tile 1; no dynamic shared memory. C must \
-not overlap A, B or bias.";
+        doc: "gc_gemm_f32 (same arguments and result) for the linear layer's layout only \
+(transpose bits 2: A m x k, B n x k; other layouts do nothing), one block per SM: tile 0: 128 x \
+256 (rows x columns of C), tile 1: 128 x 128 (both bitwise gc_gemm_f32's tiles 0 and 1), tile 2: \
+64 x 64 with K split over 4 slices (bitwise gc_gemm_f32's tile 2). Launch: block 256, 1-D grid of \
+ceil(m / TM) * ceil(n / TN) blocks for the tile's TM x TN; no dynamic shared memory. C must not \
+overlap A, B or bias.";
     GemmMid = gc_gemm_mid_f32 in LINEAR (
         c: Ptr, a: Ptr, b: Ptr, bias: Ptr, m: U32, n: U32, k: U32,
         lda: U32, ldb: U32, ldc: U32, flags: U32, alpha: F32, beta: F32, tile: U32,
     ),
-        doc: "gc_gemm_f32 (same arguments, bitwise the same result) for the linear layer's layout \
-only (transpose bits 2: A m x k, B n x k; other layouts do nothing), two blocks per SM: tile 0: \
-64 x 128 (rows x columns of C), tile 1: 64 x 64 with K chunks of 32. Launch: block 256, 1-D grid \
-of ceil(m / 64) * ceil(n / T) blocks with T = 128 for tile 0, 64 for tile 1; no dynamic shared \
-memory. C must not overlap A, B or bias.";
+        doc: "gc_gemm_f32 (same arguments, bitwise its tiles 0 and 1) for the linear layer's layout \
+only (transpose bits 2: A m x k, B n x k; other layouts do nothing), two blocks per SM: tile 0 (the \
+only one): 64 x 128 (rows x columns of C). Launch: block 256, 1-D grid of ceil(m / 64) * ceil(n / \
+128) blocks; no dynamic shared memory. C must not overlap A, B or bias.";
     GemmTf32 = gc_gemm_tf32 in LINEAR_TF32 (
         c: Ptr, a: Ptr, b: Ptr, bias: Ptr, m: U32, n: U32, k: U32,
         lda: U32, ldb: U32, ldc: U32, flags: U32, alpha: F32, beta: F32, tile: U32,

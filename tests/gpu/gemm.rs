@@ -1,8 +1,10 @@
 //! The tiled GEMMs against float64: every f32 tile that sums an output in
 //! one thread (gc_gemm_f32's tiles 0 and 1 for every transpose, and for
-//! the linear layout also gc_gemm_wide_f32's and gc_gemm_mid_f32's tiles)
-//! gives the same bits, and the TF32 path (gc_gemm_tf32,
-//! `ops::linear_tf32`) stays within the TF32 rounding bound.
+//! the linear layout also gc_gemm_wide_f32's tiles 0, 1 and
+//! gc_gemm_mid_f32's) gives the same bits, the split-K tiles (gc_gemm_f32's
+//! tile 2, gc_gemm_wide_f32's tile 2) the same bits as each other, and the
+//! TF32 path (gc_gemm_tf32, `ops::linear_tf32`) stays within the TF32
+//! rounding bound.
 
 use super::*;
 use graphcore_core::kernels::{args, ops, Call, Kernel};
@@ -181,13 +183,15 @@ fn launch(p: &Problem, kernel: Kernel, tile: u32, tm: usize, tn: usize, bufs: [u
 fn f32_tiles_match_float64_and_each_other_bitwise() {
     let d = Dev::new();
     let seed = seed();
+    // (kernel, tile, block tile, summation class: 0 one thread, 1 four K slices)
     let tiles = [
-        (Kernel::Gemm, 0, 128, 128),
-        (Kernel::Gemm, 1, 64, 64),
-        (Kernel::GemmWide, 0, 128, 256),
-        (Kernel::GemmWide, 1, 128, 128),
-        (Kernel::GemmMid, 0, 64, 128),
-        (Kernel::GemmMid, 1, 64, 64),
+        (Kernel::Gemm, 0, 128, 128, 0),
+        (Kernel::Gemm, 1, 64, 64, 0),
+        (Kernel::GemmWide, 0, 128, 256, 0),
+        (Kernel::GemmWide, 1, 128, 128, 0),
+        (Kernel::GemmMid, 0, 64, 128, 0),
+        (Kernel::Gemm, 2, 32, 32, 1),
+        (Kernel::GemmWide, 2, 64, 64, 1),
     ];
     for (m, n, k) in [
         (300usize, 260usize, 1000usize),
@@ -203,8 +207,8 @@ fn f32_tiles_match_float64_and_each_other_bitwise() {
                 d.put(&p.b, shift),
                 d.put(&p.bias, false),
             );
-            let mut first: Option<Vec<f32>> = None;
-            for &(kernel, tile, tm, tn) in &tiles {
+            let mut first: [Option<Vec<f32>>; 2] = [None, None];
+            for &(kernel, tile, tm, tn, class) in &tiles {
                 if kernel != Kernel::Gemm && (ta, tb) != (false, true) {
                     continue; // the linear layout's kernels
                 }
@@ -217,12 +221,12 @@ fn f32_tiles_match_float64_and_each_other_bitwise() {
                     e <= 1e-5,
                     "{kernel:?} tile {tile} m={m} n={n} k={k} ta={ta} tb={tb}: error {e:e} (seed {seed})"
                 );
-                match &first {
-                    None => first = Some(out),
+                match &first[class] {
+                    None => first[class] = Some(out),
                     Some(f) => assert!(
                         f.iter().zip(&out).all(|(x, y)| x.to_bits() == y.to_bits()),
                         "{kernel:?} tile {tile} m={m} n={n} k={k} ta={ta} tb={tb}: bits differ from \
-                         gc_gemm_f32 tile 0 (seed {seed})"
+                         gc_gemm_f32's tile of the same summation (seed {seed})"
                     ),
                 }
                 d.p.free(c).unwrap();
