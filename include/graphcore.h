@@ -1422,11 +1422,32 @@ enum gc_status gc_op_bias_add(struct gc_stream *stream,
                               uint32_t cols);
 
 /**
- * y = x * W^T + b, then ReLU if relu != 0: x is m x k, W is n x k (PyTorch's
- * layout), b has n floats (NULL: no bias), y is m x n, all row-major. m <=
- * 256 takes the small-batch path (K split across the threads of each
- * block); larger m the tiled GEMM. Every m * k, n * k and m * n must be
- * below 2^32.
+ * gc_op_linear flag: ReLU after the bias.
+ */
+#define GC_LINEAR_RELU 1
+
+/**
+ * gc_op_linear flag: multiply on the TF32 tensor cores (compute capability
+ * 8.0 or later) where the GEMM runs, and from 129 rows on where n is wide
+ * enough to pay: x and W are rounded to TF32 (10 mantissa bits, to
+ * nearest) and the products summed in f32, so results differ from the f32
+ * path by that rounding (each product off by up to about 2^-10 of its
+ * size; measured: at most 6e-5 of the sum of |products| per output).
+ * Deterministic all the same. Small batches, and GPUs older than compute
+ * capability 8.0 (detected at run time), compute in f32 as without the
+ * flag.
+ */
+#define GC_LINEAR_TF32 2
+
+/**
+ * y = x * W^T + b, then ReLU with GC_LINEAR_RELU in flags: x is m x k, W
+ * is n x k (PyTorch's layout), b has n floats (NULL: no bias), y is m x n,
+ * all row-major. m <= 256 takes the small-batch path (K split across the
+ * threads of each block; from 129 rows on only while n is too narrow for
+ * the GEMM's tiles to fill the GPU); larger m the tiled GEMM, on the TF32
+ * tensor cores with GC_LINEAR_TF32 (see there). flags: GC_LINEAR_RELU |
+ * GC_LINEAR_TF32 (1 is ReLU as before the flags existed; any other bit is
+ * refused). Every m * k, n * k and m * n must be below 2^32.
  * Pointers: y, x, w and b are device memory of the stream's context
  * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
  * 4-byte aligned (float alignment); float4 loads where k (and for the
@@ -1434,12 +1455,12 @@ enum gc_status gc_op_bias_add(struct gc_stream *stream,
  * In place: not allowed; y must not overlap x, w or b.
  * Errors: GC_ERROR_INVALID_ARGUMENT (stream, y, x or w NULL, m, n or k 0,
  * a matrix of 2^32 elements or more, a pointer not 4-byte aligned, y
- * overlapping an input), GC_ERROR_INVALID_HANDLE (stream destroyed or not
- * a stream), GC_ERROR_CAPTURE (the stream's capture refused the launch;
- * the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA
- * (loading the built-in kernels on first use, or the launch, failed),
- * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
- * unusable), GC_ERROR_PANIC (internal error caught).
+ * overlapping an input, an unknown flag), GC_ERROR_INVALID_HANDLE (stream
+ * destroyed or not a stream), GC_ERROR_CAPTURE (the stream's capture
+ * refused the launch; the capture is now invalid), GC_ERROR_OUT_OF_MEMORY
+ * or GC_ERROR_CUDA (loading the built-in kernels on first use, or the
+ * launch, failed), GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the
+ * context is unusable), GC_ERROR_PANIC (internal error caught).
  */
 enum gc_status gc_op_linear(struct gc_stream *stream,
                             float *y,
@@ -1449,7 +1470,7 @@ enum gc_status gc_op_linear(struct gc_stream *stream,
                             uint32_t m,
                             uint32_t n,
                             uint32_t k,
-                            int relu);
+                            int flags);
 
 /**
  * Input gradient of linear: dx = dy * W (dy m x n, W n x k, dx m x k,
@@ -1955,6 +1976,31 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
  *     do not depend on the tile), 32 for tile 2 (K split over 4 slices of the
  *     block); no dynamic shared memory. float4 loads and stores where leading
  *     dimensions are multiples of 4 and pointers 16-byte aligned. C must not
+ *     overlap A, B or bias.
+ * gc_gemm_wide_f32(float *c, float *a, float *b, float *bias, uint32_t m, uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, uint32_t flags, float alpha, float beta, uint32_t tile)
+ *     gc_gemm_f32 (same arguments and result) for the linear layer's layout
+ *     only (transpose bits 2: A m x k, B n x k; other layouts do nothing), one
+ *     block per SM: tile 0: 128 x 256 (rows x columns of C), tile 1: 128 x 128
+ *     (both bitwise gc_gemm_f32's tiles 0 and 1), tile 2: 64 x 64 with K split
+ *     over 4 slices (bitwise gc_gemm_f32's tile 2). Launch: block 256, 1-D
+ *     grid of ceil(m / TM) * ceil(n / TN) blocks for the tile's TM x TN; no
+ *     dynamic shared memory. C must not overlap A, B or bias.
+ * gc_gemm_mid_f32(float *c, float *a, float *b, float *bias, uint32_t m, uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, uint32_t flags, float alpha, float beta, uint32_t tile)
+ *     gc_gemm_f32 (same arguments, bitwise its tiles 0 and 1) for the linear
+ *     layer's layout only (transpose bits 2: A m x k, B n x k; other layouts
+ *     do nothing), two blocks per SM: tile 0 (the only one): 64 x 128 (rows x
+ *     columns of C). Launch: block 256, 1-D grid of ceil(m / 64) * ceil(n /
+ *     128) blocks; no dynamic shared memory. C must not overlap A, B or bias.
+ * gc_gemm_tf32(float *c, float *a, float *b, float *bias, uint32_t m, uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, uint32_t flags, float alpha, float beta, uint32_t tile)
+ *     TF32 tensor-core GEMM (compute capability 8.0 or later): C = act(alpha *
+ *     A . B^T + beta * C + bias[col]) with A m x k (a[i * lda + r]) and B n x
+ *     k (b[j * ldb + r]); flags as gc_gemm_f32's, whose transpose bits must be
+ *     2 (B stored n x k; anything else does nothing); bias may be null; beta
+ *     == 0: C is not read. A and B are rounded to TF32 (10 mantissa bits, to
+ *     nearest) and multiplied with mma.sync m16n8k8, f32 sums in a fixed order
+ *     (deterministic; results differ from gc_gemm_f32 by the TF32 rounding).
+ *     Launch: block 256, 1-D grid of ceil(m / T) * ceil(n / T) blocks with T =
+ *     128 for tile 0, 64 for tile 1; no dynamic shared memory. C must not
  *     overlap A, B or bias.
  * gc_mlp_f32(float *y, float *x, float *bar, float *act, float *w0, float *b0, float *w1, float *b1, float *w2, float *b2, float *w3, float *b3, uint32_t d01, uint32_t d23, uint32_t d4rows, uint32_t flags)
  *     Fused MLP forward, up to 4 layers in one launch: h_0 = x (rows x d0),

@@ -11,6 +11,9 @@ passed to NVRTC as in-memory headers (include them as "common.cuh").
 The PTX is committed; the Rust crate embeds it. NVRTC 12.0 is used on purpose:
 `--gpu-architecture=compute_75` then gives PTX ISA 8.0, which every driver
 from CUDA 12.0 on can JIT for every GPU from sm_75 on. NVRTC needs no GPU.
+A source that needs a newer target says so in a line of its own,
+`// gen_ptx: compute_80` (linear_tf32.cu: mma.sync with TF32 operands); the
+kernel table then loads that module only on GPUs of that capability.
 
 Where NVRTC comes from (first found wins):
   1. the environment variable NVRTC_LIB (path to libnvrtc.so.12);
@@ -111,6 +114,15 @@ class Nvrtc:
             lib.nvrtcDestroyProgram(ctypes.byref(prog))
 
 
+def options_for(src):
+    """NVRTC options for one source: OPTIONS, with the target its
+    `// gen_ptx: compute_XY` line names, if any."""
+    m = re.search(r"^// gen_ptx: (compute_\d+)$", src, re.M)
+    if not m:
+        return OPTIONS
+    return [f"--gpu-architecture={m.group(1)}" if o.startswith("--gpu-architecture=") else o for o in OPTIONS]
+
+
 def sources():
     return sorted(HERE.glob("*.cu"))
 
@@ -133,11 +145,12 @@ def generate(nvrtc, out_dir):
     hdrs = headers()
     for cu in sources():
         src = cu.read_text(encoding="utf-8")
-        ptx = stable(nvrtc.compile(src, cu.name, hdrs))
+        opts = options_for(src)
+        ptx = stable(nvrtc.compile(src, cu.name, hdrs, opts))
         # NVVM has been seen to emit different (equivalent) PTX from run to
         # run for some code shapes; such output could never pass --check.
         for _ in range(2):
-            if stable(nvrtc.compile(src, cu.name, hdrs)) != ptx:
+            if stable(nvrtc.compile(src, cu.name, hdrs, opts)) != ptx:
                 raise RuntimeError(
                     f"NVRTC output for {cu.name} is not deterministic; change the code shape "
                     "(see gc_lds4 in common.cuh for one known cause)"

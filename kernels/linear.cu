@@ -838,7 +838,13 @@ __device__ __forceinline__ float4 gc_load4(const float *p, bool in, bool vec, u3
     return v;
 }
 
-template <int BM, int BN, int TM, int TN, int BK, int NT>
+// LAYOUT: the transpose bits (flags & 3) when known at compile time (the
+// code for that layout alone: fewer registers and instructions), -1 to
+// read them from flags. KS > 1 splits each K chunk over KS slices of the
+// block's threads (slice s takes the chunk's rows s BK / KS .. (s + 1) BK /
+// KS - 1, each output summed in increasing k within the slice), added at
+// the end in slice order through smem (which must hold BM x BN floats).
+template <int BM, int BN, int TM, int TN, int BK, int NT, int LAYOUT = -1, int KS = 1>
 __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const float *bm, const float *bias, u32 m,
                                             u32 n, u32 k, u32 lda, u32 ldb, u32 ldc, u32 flags, float alpha,
                                             float beta, float *smem, u32 blk) {
@@ -846,7 +852,9 @@ __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const f
     constexpr int A4 = BM * BK / 4 / NT;  // float4 groups per thread
     constexpr int B4 = BN * BK / 4 / NT;
     constexpr int TX = BN / TN;
-    static_assert((BM / TM) * (BN / TN) == NT, "one thread tile per thread");
+    constexpr int PS = NT / KS;  // threads per K slice
+    static_assert(KS * (BM / TM) * (BN / TN) == NT, "one thread tile per thread and slice");
+    static_assert(BK % KS == 0, "whole rows per slice");
     static_assert(A4 >= 1 && B4 >= 1, "whole float4 groups");
     float *As = smem;                // [2][BK][LA]
     float *Bs = smem + 2 * BK * LA;  // [2][BK][LB]
@@ -854,9 +862,11 @@ __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const f
     const u32 tid = threadIdx.x;
     const u32 tiles_n = (n + BN - 1) / BN;
     const u32 i0 = (blk / tiles_n) * BM, j0 = (blk % tiles_n) * BN;
-    const bool ta = flags & GC_GEMM_TRANS_A, tb = flags & GC_GEMM_TRANS_B;
+    const bool ta = LAYOUT >= 0 ? (LAYOUT & GC_GEMM_TRANS_A) != 0 : (flags & GC_GEMM_TRANS_A) != 0;
+    const bool tb = LAYOUT >= 0 ? (LAYOUT & GC_GEMM_TRANS_B) != 0 : (flags & GC_GEMM_TRANS_B) != 0;
     const bool va = (lda & 3) == 0 && gc_aligned16(a), vb = (ldb & 3) == 0 && gc_aligned16(bm);
-    const u32 ty = tid / TX, tx = tid % TX;
+    const u32 slice = KS == 1 ? 0u : tid / PS, ts = KS == 1 ? tid : tid % PS;
+    const u32 ty = ts / TX, tx = ts % TX;
 
     // Staging map for group e = tid + 256 q of a chunk: along the contiguous
     // index, 4 elements: A transposed (k x m): r = e / (BM/4), i = 4 (e % (BM/4));
@@ -921,8 +931,11 @@ __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const f
     };
 
     // Row / column of acc[i][j] inside the block tile.
-    auto trow = [&](int i) { return 4 * ty + (i & 3) + (i >> 2) * (BM / 2); };
-    auto tcol = [&](int j) { return 4 * tx + (j & 3) + (j >> 2) * (BN / 2); };
+    // A thread's rows (columns) come in runs of 4, spaced SM = 4 BM / TM
+    // (SN = 4 BN / TN) apart, so a warp's shared-memory reads are contiguous.
+    constexpr int SM = 4 * BM / TM, SN = 4 * BN / TN;
+    auto trow = [&](int i) { return 4 * ty + (i & 3) + (i >> 2) * SM; };
+    auto tcol = [&](int j) { return 4 * tx + (j & 3) + (j >> 2) * SN; };
     const bool vc = (ldc & 3) == 0 && gc_aligned16(cmat);
 
     float acc[TM][TN];
@@ -938,13 +951,14 @@ __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const f
     for (u32 ch = 0; ch < chunks; ++ch) {
         const u32 buf = ch & 1u;
         if (ch + 1 < chunks) fetch((ch + 1) * BK);
-        const float *as = As + buf * BK * LA, *bs = Bs + buf * BK * LB;
+        const float *as = As + buf * BK * LA + slice * (BK / KS) * LA;
+        const float *bs = Bs + buf * BK * LB + slice * (BK / KS) * LB;
 #pragma unroll
-        for (int rr = 0; rr < BK; ++rr) {
+        for (int rr = 0; rr < BK / KS; ++rr) {
             float av[TM], bv[TN];
 #pragma unroll
             for (int h = 0; h < TM / 4; ++h) {
-                const float4 v = gc_lds4(as + rr * LA + 4 * ty + h * (BM / 2));
+                const float4 v = gc_lds4(as + rr * LA + 4 * ty + h * SM);
                 av[4 * h] = v.x;
                 av[4 * h + 1] = v.y;
                 av[4 * h + 2] = v.z;
@@ -952,7 +966,7 @@ __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const f
             }
 #pragma unroll
             for (int h = 0; h < TN / 4; ++h) {
-                const float4 v = gc_lds4(bs + rr * LB + 4 * tx + h * (BN / 2));
+                const float4 v = gc_lds4(bs + rr * LB + 4 * tx + h * SN);
                 bv[4 * h] = v.x;
                 bv[4 * h + 1] = v.y;
                 bv[4 * h + 2] = v.z;
@@ -967,6 +981,28 @@ __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const f
         __syncthreads();
     }
 
+    if (KS > 1) {
+        // Slices 1 .. KS - 1 hand their sums to slice 0, in order.
+        float *red = smem;  // [BM][BN], free after the main loop's last barrier
+#pragma unroll 1
+        for (u32 s = 1; s < KS; ++s) {
+            if (slice == s) {
+#pragma unroll
+                for (int i = 0; i < TM; ++i)
+#pragma unroll
+                    for (int j = 0; j < TN; ++j) red[trow(i) * BN + tcol(j)] = acc[i][j];
+            }
+            __syncthreads();
+            if (slice == 0) {
+#pragma unroll
+                for (int i = 0; i < TM; ++i)
+#pragma unroll
+                    for (int j = 0; j < TN; ++j) acc[i][j] = __fadd_rn(acc[i][j], red[trow(i) * BN + tcol(j)]);
+            }
+            __syncthreads();
+        }
+        if (slice != 0) return;
+    }
     const bool relu = flags & GC_GEMM_RELU;
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
@@ -1142,6 +1178,61 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
     __shared__ __align__(16) float smem[GC_GEMM_SMEM];
     if (m == 0 || n == 0 || k == 0) return;
     gc_gemm_tile(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta, tile, smem, blockIdx.x);
+}
+
+// ===========================================================================
+// gc_gemm_wide_f32 / gc_gemm_mid_f32(c, a, b, bias, m, n, k, lda, ldb, ldc,
+//                                    flags, alpha, beta, tile)
+//
+// gc_gemm_f32 (same arguments and result) for the linear layer's layout
+// only, A m x k and B n x k (flags & 3 == GC_GEMM_TRANS_B; with any other
+// transpose bits they do nothing), compiled for that layout alone (fewer
+// registers and instructions), with more block tiles: a launch takes the
+// largest tile that still gives about one block per SM (the best tile of
+// each shape measured on an H100, kernels/TUNING.md).
+//
+//   gc_gemm_wide_f32 (one block per SM, up to 255 registers):
+//     tile 0: 128 x 256 (8 x 16 per thread, K chunks of 8),
+//     tile 1: 128 x 128 (8 x 8, chunks of 8),
+//     tile 2: 64 x 64 in 4 K slices (8 x 8 per thread and slice, chunks of
+//             32, slice s taking rows 8 s .. 8 s + 7 of each chunk);
+//   gc_gemm_mid_f32 (two blocks per SM, up to 128 registers):
+//     tile 0: 64 x 128 (4 x 8, chunks of 16).
+//
+// Tiles other than wide tile 2 sum each output in increasing k in one
+// thread, as gc_gemm_f32's tiles 0 and 1: the results are bitwise theirs.
+// Wide tile 2 sums as gc_gemm_f32's tile 2 (the 32 x 32 tile with 4 K
+// slices): bitwise its results.
+//
+// Launch: block 256, 1-D grid of ceil(m / TM) * ceil(n / TN) blocks for
+// the tile's TM x TN (rows x columns of C), no dynamic shared memory.
+// ===========================================================================
+
+// One tile of the wide / mid kernels (the linear layout; see above).
+#define GC_GEMM_NT_TILE(BM, BN, TM, TN, BK, KS)                                                                   \
+    gc_gemm_reg<BM, BN, TM, TN, BK, GC_GEMM_THREADS, GC_GEMM_TRANS_B, KS>(c, a, b, bias, m, n, k, lda, ldb, ldc,    \
+                                                                          flags, alpha, beta, smem, blockIdx.x)
+
+extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 1)
+    gc_gemm_wide_f32(float *c, const float *a, const float *b, const float *bias, u32 m, u32 n, u32 k, u32 lda,
+                     u32 ldb, u32 ldc, u32 flags, float alpha, float beta, u32 tile) {
+    // Tile 2's two stages of 32 x (64 + 4) for A and B (the most of the three).
+    __shared__ __align__(16) float smem[2 * 32 * (64 + 4) * 2];
+    if (m == 0 || n == 0 || k == 0 || (flags & 3u) != GC_GEMM_TRANS_B) return;
+    if (tile == 0)
+        GC_GEMM_NT_TILE(128, 256, 8, 16, 8, 1);
+    else if (tile == 1)
+        GC_GEMM_NT_TILE(128, 128, 8, 8, 8, 1);
+    else if (tile == 2)
+        GC_GEMM_NT_TILE(64, 64, 8, 8, 32, 4);
+}
+
+extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
+    gc_gemm_mid_f32(float *c, const float *a, const float *b, const float *bias, u32 m, u32 n, u32 k, u32 lda,
+                    u32 ldb, u32 ldc, u32 flags, float alpha, float beta, u32 tile) {
+    __shared__ __align__(16) float smem[2 * 16 * (64 + 4) + 2 * 16 * (128 + 4)];
+    if (m == 0 || n == 0 || k == 0 || (flags & 3u) != GC_GEMM_TRANS_B) return;
+    if (tile == 0) GC_GEMM_NT_TILE(64, 128, 4, 8, 16, 1);
 }
 
 // ===========================================================================

@@ -10,7 +10,12 @@ the replays are timed with CUDA events. fp32 with TF32 off.
      and 1024x1024, vs torch.nn.functional.linear + relu, with each as a
      fraction of the floor (bytes of W, x, y over the copy bandwidth);
   3. weight gradient + SGD for 1024x1024 at batch 64 vs torch.mm for dW plus
-     torch.optim.SGD.step().
+     torch.optim.SGD.step();
+  4. the linear layer's GEMM for M >= 256 (gc_op_linear, bias, no ReLU) vs
+     cuBLAS through torch.addmm, TF32 off (SGEMM) and, with GC_LINEAR_TF32,
+     vs TF32 on; plus each GEMM kernel tile launched by hand
+     (gc_kernel_builtin + gc_launch) on the same shapes, to show what the
+     launcher's tile rule leaves.
 
 Run on the GPU machine: python3 benches/side_by_side/kernels_vs_torch.py
 (LIBGRAPHCORE names the library; default stage/lib/libgraphcore.so).
@@ -39,6 +44,7 @@ SIGS = {
     "gc_op_chain": [P, P, P, U64, P, U32],
     "gc_op_linear": [P, P, P, P, P, U32, U32, U32, I],
     "gc_op_linear_weight_sgd": [P, P, P, P, U32, U32, U32, F32],
+    "gc_kernel_builtin": [P, C.c_char_p, C.POINTER(P)],
 }
 for name, args in SIGS.items():
     getattr(lib, name).argtypes = args
@@ -174,6 +180,101 @@ t_gc = gpu_us(gc("gc_op_linear_weight_sgd", ptr(Wg), ptr(dY), ptr(X), m, nn, k, 
 results["weight_grad_sgd_1024x1024_b64"] = {"graphcore_us": t_gc, "torch_us": t_torch,
                                            "speedup": t_torch / t_gc}
 
+# 4. GEMM, M >= 256, vs cuBLAS (f32 and TF32).
+class Dim3(C.Structure):
+    _fields_ = [("x", C.c_uint32), ("y", C.c_uint32), ("z", C.c_uint32)]
+
+
+lib.gc_launch.argtypes = [P, P, Dim3, Dim3, U32, C.POINTER(P)]
+lib.gc_launch.restype = I
+GC_LINEAR_TF32 = 2
+
+
+def gpu_us_adaptive(fn):
+    """gpu_us with the calls per graph and replays scaled to the call's
+    time (about 2 ms a graph, 5 timed replays)."""
+    fn()
+    torch.cuda.synchronize()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    fn()
+    b.record()
+    b.synchronize()
+    est = max(a.elapsed_time(b) * 1000.0, 1.0)
+    return gpu_us(fn, inner=int(min(20, max(1, 2000 / est))), reps=5)
+
+
+def builtin(name):
+    f = P()
+    ok(lib.gc_kernel_builtin(ctx, name.encode(), C.byref(f)))
+    return f
+
+
+GEMM_KERNELS = {  # (entry, tile) -> block tile (rows, columns)
+    ("gc_gemm_f32", 0): (128, 128), ("gc_gemm_f32", 1): (64, 64), ("gc_gemm_f32", 2): (32, 32),
+    ("gc_gemm_wide_f32", 0): (128, 256), ("gc_gemm_wide_f32", 1): (128, 128),
+    ("gc_gemm_wide_f32", 2): (64, 64), ("gc_gemm_mid_f32", 0): (64, 128),
+    ("gc_gemm_tf32", 0): (128, 128), ("gc_gemm_tf32", 1): (64, 64),
+}
+functions = {name: builtin(name) for name, _ in GEMM_KERNELS}
+
+
+def gemm_launch(name, tile, out, xx, w, b, m, nn, k):
+    """C = x . W^T + b by kernel `name` with `tile`, on the current stream."""
+    tm, tn = GEMM_KERNELS[(name, tile)]
+    vals = [C.c_uint64(out.data_ptr()), C.c_uint64(xx.data_ptr()), C.c_uint64(w.data_ptr()),
+            C.c_uint64(b.data_ptr())] + [C.c_uint32(v) for v in (m, nn, k, k, k, nn, 2)] + \
+        [C.c_float(1.0), C.c_float(0.0), C.c_uint32(tile)]
+    argv = (P * len(vals))(*[C.cast(C.pointer(v), P) for v in vals])
+    grid = Dim3(((m + tm - 1) // tm) * ((nn + tn - 1) // tn), 1, 1)
+
+    def call():
+        s = gc_stream()
+        ok(lib.gc_launch(functions[name], s, grid, Dim3(256, 1, 1), 0, argv))
+        lib.gc_stream_destroy(s)
+    call.keep = (vals, argv)
+    return call
+
+
+gemm = []
+for m in (256, 512, 1024, 2048, 4096):
+    for k, nn in [(1024, 1024), (1024, 4096), (4096, 1024), (4096, 4096), (1024, 512)]:
+        xx = torch.rand(m, k, device="cuda") * 2 - 1
+        w = (torch.rand(nn, k, device="cuda") * 2 - 1) / k ** 0.5
+        b = torch.rand(nn, device="cuda")
+        out = torch.empty(m, nn, device="cuda")
+        ref = torch.addmm(b.double(), xx.double(), w.double().t())
+        mag = torch.addmm(b.double().abs(), xx.double().abs(), w.double().abs().t())
+        row = {"m": m, "k": k, "n": nn}
+        for tf32 in (False, True):
+            key = "tf32" if tf32 else "f32"
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            row[f"cublas_{key}_us"] = gpu_us_adaptive(lambda: torch.addmm(b, xx, w.t(), out=out))
+            call = gc("gc_op_linear", ptr(out), ptr(xx), ptr(w), ptr(b), m, nn, k,
+                      GC_LINEAR_TF32 if tf32 else 0)
+            out.fill_(float("nan"))
+            call()
+            torch.cuda.synchronize()
+            row[f"graphcore_{key}_err"] = ((out.double() - ref).abs() / mag).max().item()
+            row[f"graphcore_{key}_us"] = gpu_us_adaptive(call)
+            row[f"ratio_{key}"] = row[f"graphcore_{key}_us"] / row[f"cublas_{key}_us"]
+        torch.backends.cuda.matmul.allow_tf32 = False
+        tiles = {}
+        for (name, tile), (tm, tn) in GEMM_KERNELS.items():
+            if tile == 2 and name == "gc_gemm_f32" and m * nn > 512 * 1024:
+                continue  # the split-K tile is for small outputs
+            call = gemm_launch(name, tile, out, xx, w, b, m, nn, k)
+            out.fill_(float("nan"))
+            call()
+            torch.cuda.synchronize()
+            err = ((out.double() - ref).abs() / mag).max().item()
+            tiles[f"{name}:{tile}"] = {"us": gpu_us_adaptive(call), "err": err}
+        row["tiles"] = tiles
+        gemm.append(row)
+        del xx, w, b, out, ref, mag
+torch.cuda.empty_cache()
+results["gemm_vs_cublas"] = gemm
+
 out_dir = os.environ.get("OUT", ".")
 with open(os.path.join(out_dir, "kernels_vs_torch.json"), "w") as f:
     json.dump(results, f, indent=1)
@@ -190,3 +291,17 @@ for r in lin:
 w = results["weight_grad_sgd_1024x1024_b64"]
 print(f"weight grad + SGD 1024x1024 b64: graphcore {w['graphcore_us']:.2f} us, torch {w['torch_us']:.2f} us, "
       f"{w['speedup']:.2f}x")
+print("linear GEMM (x . W^T + b) vs cuBLAS, us; ratio = graphcore / cuBLAS (target <= 1.25 for f32);"
+      " best hand-launched tile:")
+print(f"  {'M':>4} {'K':>5} {'N':>5} {'cuBLAS':>8} {'gc f32':>8} {'ratio':>6} {'best tile':>22} {'err':>8} |"
+      f" {'cuBLAS tf32':>11} {'gc tf32':>8} {'ratio':>6} {'err':>8}")
+for r in gemm:
+    f32 = {t: v for t, v in r["tiles"].items() if "tf32" not in t}
+    best = min(f32, key=lambda t: f32[t]["us"])
+    print(f"  {r['m']:4d} {r['k']:5d} {r['n']:5d} {r['cublas_f32_us']:8.1f} {r['graphcore_f32_us']:8.1f} "
+          f"{r['ratio_f32']:6.2f} {best:>15} {f32[best]['us']:6.1f} {r['graphcore_f32_err']:8.1e} | "
+          f"{r['cublas_tf32_us']:11.1f} {r['graphcore_tf32_us']:8.1f} {r['ratio_tf32']:6.2f} "
+          f"{r['graphcore_tf32_err']:8.1e}")
+print("  all tiles (us): " + "; ".join(
+    f"{r['m']}x{r['k']}x{r['n']}: " + " ".join(f"{t.replace('gc_gemm_', '')}={v['us']:.1f}"
+                                              for t, v in r["tiles"].items()) for r in gemm))

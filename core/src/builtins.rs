@@ -2,7 +2,9 @@
 //! `graphcore_kernels::MODULES`, loaded, and one function per entry of
 //! [`KERNELS`]. The context owns them (loaded on first use); the modules
 //! unload when it drops, and keep the device's primary context retained
-//! until they have.
+//! until they have. A module whose PTX targets a newer GPU than the
+//! device's (`ModuleInfo::min_arch`) is not loaded; its kernels are
+//! [`ErrorKind::NotSupported`] there.
 
 use crate::driver::conditional::{self as dc, CondType};
 use crate::driver::owned::{Owned, PrimaryContext, SharedFunction};
@@ -19,6 +21,8 @@ use std::sync::{Arc, Mutex};
 /// kernels (only then is CUDA 12.3 and libcudadevrt needed).
 pub(crate) struct Builtins {
     ctx: Arc<PrimaryContext>,
+    /// The device's compute capability, major * 10 + minor.
+    arch: u32,
     _modules: Vec<Owned<CUmodule>>,
     /// Per kernel; `None` for kernels of modules not loaded up front.
     functions: Vec<Option<SharedFunction>>,
@@ -33,13 +37,15 @@ struct Linked {
 }
 
 impl Builtins {
-    /// Loads every built-in module that needs no linking into `ctx`
-    /// (current on this thread).
-    pub(crate) fn load(ctx: &Arc<PrimaryContext>) -> Result<Builtins> {
+    /// Loads every built-in module that needs no linking and targets at
+    /// most compute capability `cc` (the device's) into `ctx` (current on
+    /// this thread).
+    pub(crate) fn load(ctx: &Arc<PrimaryContext>, cc: (i32, i32)) -> Result<Builtins> {
         let _relaxed = driver::RelaxedCaptureMode::enter()?;
+        let arch = (cc.0.max(0) * 10 + cc.1.max(0)) as u32;
         let mut modules = Vec::with_capacity(MODULES.len());
         for m in MODULES {
-            if m.device_runtime {
+            if m.device_runtime || m.min_arch > arch {
                 modules.push(None);
                 continue;
             }
@@ -56,6 +62,7 @@ impl Builtins {
             .collect::<Result<_>>()?;
         Ok(Builtins {
             ctx: Arc::clone(ctx),
+            arch,
             _modules: modules.into_iter().flatten().collect(),
             functions,
             linked: Mutex::new(None),
@@ -63,10 +70,27 @@ impl Builtins {
     }
 
     /// The loaded function of `kernel` (linking the device-runtime modules
-    /// on first use; the context is current on this thread).
+    /// on first use; the context is current on this thread);
+    /// [`ErrorKind::NotSupported`] for a kernel of a module that targets a
+    /// newer GPU than this one.
     pub(crate) fn function(&self, kernel: Kernel) -> Result<CUfunction> {
         if let Some(f) = self.functions[kernel.index()] {
             return Ok(f.raw());
+        }
+        let module = &MODULES[kernel.info().module];
+        if module.min_arch > self.arch {
+            return Err(Error::new(
+                ErrorKind::NotSupported,
+                format!(
+                    "built-in kernel `{}` needs a GPU of compute capability {}.{} or later; this \
+                     one is {}.{}",
+                    kernel.info().name,
+                    module.min_arch / 10,
+                    module.min_arch % 10,
+                    self.arch / 10,
+                    self.arch % 10
+                ),
+            ));
         }
         let mut linked = lock(&self.linked);
         if linked.is_none() {

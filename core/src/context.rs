@@ -354,7 +354,7 @@ impl Context {
             return Ok(b); // another thread loaded them meanwhile
         }
         self.bind()?;
-        let loaded = Builtins::load(&self.inner.primary)?;
+        let loaded = Builtins::load(&self.inner.primary, self.inner.info.compute_capability)?;
         Ok(self.inner.builtins.get_or_init(|| loaded))
     }
 

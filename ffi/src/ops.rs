@@ -15,7 +15,7 @@ use crate::context::{context, gc_context};
 use crate::status::{boundary, gc_status};
 use crate::stream::{gc_stream, stream};
 use graphcore_core::kernels::{ops, Call, SizeError};
-use graphcore_core::{launch_op, Error};
+use graphcore_core::{launch_op, Context, Error};
 use std::ffi::{c_int, c_void};
 
 pub(crate) fn p<T>(ptr: *const T) -> u64 {
@@ -50,9 +50,19 @@ pub(crate) fn launch<E: Into<Error>>(
     stream: *mut gc_stream,
     plan: impl FnOnce(u32) -> Result<Call, E>,
 ) -> gc_status {
+    launch_in(func, stream, |ctx| plan(ctx.sm_count()))
+}
+
+/// [`launch`] with the plan given the stream's whole context (for a choice
+/// that depends on the device, such as its compute capability).
+fn launch_in<E: Into<Error>>(
+    func: &'static str,
+    stream: *mut gc_stream,
+    plan: impl FnOnce(&Context) -> Result<Call, E>,
+) -> gc_status {
     boundary(func, || {
         let s = self::stream(stream, "stream")?;
-        let call = plan(s.context().sm_count()).map_err(Into::into)?;
+        let call = plan(s.context()).map_err(Into::into)?;
         // SAFETY: the C caller promises (gc_op_* docs) that every pointer it
         // passed is device memory of the stream's context holding the
         // elements the op reads or writes, alive until the launch has run
@@ -466,11 +476,28 @@ pub extern "C" fn gc_op_bias_add(
     ))
 }
 
-/// y = x * W^T + b, then ReLU if relu != 0: x is m x k, W is n x k (PyTorch's
-/// layout), b has n floats (NULL: no bias), y is m x n, all row-major. m <=
-/// 256 takes the small-batch path (K split across the threads of each
-/// block); larger m the tiled GEMM. Every m * k, n * k and m * n must be
-/// below 2^32.
+/// gc_op_linear flag: ReLU after the bias.
+pub const GC_LINEAR_RELU: u32 = 1;
+
+/// gc_op_linear flag: multiply on the TF32 tensor cores (compute capability
+/// 8.0 or later) where the GEMM runs, and from 129 rows on where n is wide
+/// enough to pay: x and W are rounded to TF32 (10 mantissa bits, to
+/// nearest) and the products summed in f32, so results differ from the f32
+/// path by that rounding (each product off by up to about 2^-10 of its
+/// size; measured: at most 6e-5 of the sum of |products| per output).
+/// Deterministic all the same. Small batches, and GPUs older than compute
+/// capability 8.0 (detected at run time), compute in f32 as without the
+/// flag.
+pub const GC_LINEAR_TF32: u32 = 2;
+
+/// y = x * W^T + b, then ReLU with GC_LINEAR_RELU in flags: x is m x k, W
+/// is n x k (PyTorch's layout), b has n floats (NULL: no bias), y is m x n,
+/// all row-major. m <= 256 takes the small-batch path (K split across the
+/// threads of each block; from 129 rows on only while n is too narrow for
+/// the GEMM's tiles to fill the GPU); larger m the tiled GEMM, on the TF32
+/// tensor cores with GC_LINEAR_TF32 (see there). flags: GC_LINEAR_RELU |
+/// GC_LINEAR_TF32 (1 is ReLU as before the flags existed; any other bit is
+/// refused). Every m * k, n * k and m * n must be below 2^32.
 /// Pointers: y, x, w and b are device memory of the stream's context
 /// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
 /// 4-byte aligned (float alignment); float4 loads where k (and for the
@@ -478,12 +505,12 @@ pub extern "C" fn gc_op_bias_add(
 /// In place: not allowed; y must not overlap x, w or b.
 /// Errors: GC_ERROR_INVALID_ARGUMENT (stream, y, x or w NULL, m, n or k 0,
 /// a matrix of 2^32 elements or more, a pointer not 4-byte aligned, y
-/// overlapping an input), GC_ERROR_INVALID_HANDLE (stream destroyed or not
-/// a stream), GC_ERROR_CAPTURE (the stream's capture refused the launch;
-/// the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA
-/// (loading the built-in kernels on first use, or the launch, failed),
-/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
-/// unusable), GC_ERROR_PANIC (internal error caught).
+/// overlapping an input, an unknown flag), GC_ERROR_INVALID_HANDLE (stream
+/// destroyed or not a stream), GC_ERROR_CAPTURE (the stream's capture
+/// refused the launch; the capture is now invalid), GC_ERROR_OUT_OF_MEMORY
+/// or GC_ERROR_CUDA (loading the built-in kernels on first use, or the
+/// launch, failed), GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the
+/// context is unusable), GC_ERROR_PANIC (internal error caught).
 #[no_mangle]
 pub extern "C" fn gc_op_linear(
     stream: *mut gc_stream,
@@ -494,19 +521,23 @@ pub extern "C" fn gc_op_linear(
     m: u32,
     n: u32,
     k: u32,
-    relu: c_int,
+    flags: c_int,
 ) -> gc_status {
-    op!(stream, |sms| ops::linear(
-        p(y),
-        p(x),
-        p(w),
-        p(b),
-        m,
-        n,
-        k,
-        relu != 0,
-        sms
-    ))
+    launch_in(this_export!(), stream, |ctx| {
+        let f = flags as u32;
+        if f & !(GC_LINEAR_RELU | GC_LINEAR_TF32) != 0 {
+            return Err(Error::invalid_argument(format!(
+                "unknown flags {f:#x} (GC_LINEAR_RELU and GC_LINEAR_TF32 are the flags)"
+            )));
+        }
+        let relu = f & GC_LINEAR_RELU != 0;
+        let plan = if f & GC_LINEAR_TF32 != 0 && ctx.compute_capability().0 >= 8 {
+            ops::linear_tf32
+        } else {
+            ops::linear
+        };
+        Ok(plan(p(y), p(x), p(w), p(b), m, n, k, relu, ctx.sm_count())?)
+    })
 }
 
 /// Input gradient of linear: dx = dy * W (dy m x n, W n x k, dx m x k,

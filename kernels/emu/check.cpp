@@ -391,6 +391,53 @@ static void check_gemm() {
             }
 }
 
+// The linear layout's tiles (gc_gemm_wide_f32, gc_gemm_mid_f32) give the
+// bits of gc_gemm_f32's tile 0 (one-thread sums) or tile 2 (4 K slices) on
+// the same inputs, epilogue variants, misaligned and padded operands
+// included, and leave C's padding alone; other layouts do nothing.
+static void check_gemm_linear_tiles() {
+    struct Tile {
+        void (*fn)(float *, const float *, const float *, const float *, u32, u32, u32, u32, u32, u32, u32, float,
+                   float, u32);
+        unsigned tile, tm, tn, ref;
+    };
+    const Tile tiles[] = {{gc_gemm_wide_f32, 0, 128, 256, 0}, {gc_gemm_wide_f32, 1, 128, 128, 0},
+                          {gc_gemm_wide_f32, 2, 64, 64, 2}, {gc_gemm_mid_f32, 0, 64, 128, 0}};
+    const unsigned dims[][3] = {{1, 1, 1}, {130, 260, 33}, {65, 129, 100}, {70, 7, 64}};
+    int trial = 0;
+    for (auto &d : dims)
+        for (const Tile &t : tiles) {
+            ++trial;
+            const unsigned m = d[0], n = d[1], k = d[2], pad = trial % 2 ? 3 : 0, off = trial % 3 == 0;
+            const float alpha = trial % 3 == 1 ? -0.25f : 1.0f, beta = trial % 4 == 1 ? 0.5f : 0.0f;
+            const bool bias = trial % 2 == 0, relu = trial % 5 < 2;
+            Mat A(m, k, k + pad, off), B(n, k, k + pad, off), C(m, n, n + pad, off);
+            Buf bv(n, off);
+            bv.random();
+            Mat R = C;
+            R.buf.p = R.buf.store.data() + (C.buf.p - C.buf.store.data());
+            const u32 flags = 2u | (relu ? 4u : 0u);
+            const float *bp = bias ? bv.p : nullptr;
+            const unsigned rt = GEMM_T[t.ref], rb = ((m + rt - 1) / rt) * ((n + rt - 1) / rt);
+            emu::launch(gc_gemm_f32, g1(rb), g1(256), R.buf.p, (const float *)A.buf.p, (const float *)B.buf.p, bp, m, n,
+                        k, A.ld, B.ld, C.ld, flags, alpha, beta, t.ref);
+            const unsigned blocks = ((m + t.tm - 1) / t.tm) * ((n + t.tn - 1) / t.tn);
+            emu::launch(t.fn, g1(blocks), g1(256), C.buf.p, (const float *)A.buf.p, (const float *)B.buf.p, bp, m, n, k,
+                        A.ld, B.ld, C.ld, flags, alpha, beta, t.tile);
+            bool same = true;
+            for (size_t i = 0; i < C.buf.store.size(); ++i) same &= same_bits(C.buf.store[i], R.buf.store[i]);
+            CHECK(same, "linear tile %u/%ux%u m=%u n=%u k=%u: bits differ from gc_gemm_f32 tile %u", t.tile, t.tm, t.tn,
+                  m, n, k, t.ref);
+            // Any other layout: nothing written.
+            std::vector<float> before(C.buf.store);
+            emu::launch(t.fn, g1(blocks), g1(256), C.buf.p, (const float *)A.buf.p, (const float *)B.buf.p, bp, m, n, k,
+                        A.ld, B.ld, C.ld, 4u, alpha, beta, t.tile);
+            bool untouched = true;
+            for (size_t i = 0; i < before.size(); ++i) untouched &= same_bits(before[i], C.buf.store[i]);
+            CHECK(untouched, "linear tile %u/%ux%u wrote C for transpose bits 0", t.tile, t.tm, t.tn);
+        }
+}
+
 // The fused weight update is bitwise equal to backward_weight + sgd.
 static void check_weight_sgd_bitwise() {
     const unsigned m = 70, n = 45, k = 67;  // dW (n x k) = dY^T (n x m) . X (m x k)
@@ -646,6 +693,7 @@ int main(int argc, char **argv) {
     run("mse", check_mse);
     run("linear_small", check_linear_small);
     run("gemm", check_gemm);
+    run("gemm_linear", check_gemm_linear_tiles);
     run("weight_sgd", check_weight_sgd_bitwise);
     run("train_step", check_train_step);
     run("mlp2_step", check_mlp2_step);

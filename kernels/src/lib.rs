@@ -141,6 +141,9 @@ pub struct ModuleInfo {
     /// It calls the CUDA device runtime: it must be linked with
     /// libcudadevrt (not loaded as is), on a driver of CUDA 12.3 or newer.
     pub device_runtime: bool,
+    /// The PTX target's compute capability, major * 10 + minor (75 or 80):
+    /// the module is loaded only on GPUs of at least that capability.
+    pub min_arch: u32,
 }
 
 /// A built-in kernel's table entry: its entry name, module, parameters and

@@ -20,7 +20,7 @@
 
 /// The chain kernel's opcodes and its operation limit (see [`chain`]).
 pub use crate::fusion::{MAX_CHAIN_OPS, OP_ADD, OP_FILL, OP_MAX, OP_MIN, OP_MUL, OP_RELU};
-use crate::{args, Call, KernelArgs, SizeError};
+use crate::{args, Call, Kernel, KernelArgs, SizeError};
 
 /// Threads per block of the elementwise and reduction kernels.
 pub const BLOCK: u32 = 256;
@@ -529,7 +529,74 @@ fn matrix(
     buf(name, addr, bytes)
 }
 
-fn gemm_checked(g: &Gemm, sms: u32) -> Result<Call, SizeError> {
+/// The block tile (rows x columns of C) of GEMM-shaped `kernel`'s `tile`.
+fn gemm_block(kernel: Kernel, tile: u32) -> (u64, u64) {
+    match (kernel, tile) {
+        (Kernel::GemmWide, 0) => (128, 256),
+        (Kernel::GemmWide, 1) | (Kernel::GemmTf32, 0) => (128, 128),
+        (Kernel::GemmMid, _) => (64, 128),
+        (Kernel::GemmWide, _) | (Kernel::GemmTf32, _) => (64, 64),
+        (_, t) => {
+            let e = GEMM_TILES[t as usize] as u64;
+            (e, e)
+        }
+    }
+}
+
+/// Whether `kernel`'s `tile` gives an `m x n` output at least 7/8 of a
+/// block per SM (about one full wave of one block per SM).
+fn fills(kernel: Kernel, tile: u32, m: u32, n: u32, sms: u32) -> bool {
+    let (tm, tn) = gemm_block(kernel, tile);
+    ceil_div(m as u64, tm) * ceil_div(n as u64, tn) * 8 >= 7 * sms as u64
+}
+
+/// The tiles of the linear layout (A `m x k`, B `n x k`), largest first:
+/// 128 x 256, 128 x 128, 64 x 128, 64 x 64 with K split over 4 slices.
+const LINEAR_TILES: [(Kernel, u32); 4] = [
+    (Kernel::GemmWide, 0),
+    (Kernel::GemmWide, 1),
+    (Kernel::GemmMid, 0),
+    (Kernel::GemmWide, 2),
+];
+
+/// The largest tile of [`LINEAR_TILES`] that fills the SMs for an `m x n`
+/// output, if any: on an H100 that was the fastest f32 tile of every
+/// linear shape measured (M 256-4096, K and N 512-4096; kernels/TUNING.md).
+fn linear_tile(m: u32, n: u32, sms: u32) -> Option<(Kernel, u32)> {
+    LINEAR_TILES
+        .into_iter()
+        .find(|&(kernel, tile)| fills(kernel, tile, m, n, sms))
+}
+
+/// The kernel and `tile` argument that [`gemm`] launches: for the linear
+/// layout, the largest tile of `gc_gemm_wide_f32` / `gc_gemm_mid_f32` that
+/// fills the SMs ([`linear_tile`]); otherwise, and where [`gemm_tile`]
+/// picks its 32 x 32 split-K tile, `gc_gemm_f32` with [`gemm_tile`]'s tile.
+/// Other layouts (the gradients) keep [`gemm_tile`]'s tiles, which the
+/// fused training steps share (their bitwise promise). The linear layout's
+/// bits depend on the tile (one-thread sums, or 4 K slices for the 64 x 64
+/// tile and the 32 x 32 one), so on the shape: a forward pass gives the
+/// same bits wherever it runs through [`linear`].
+fn gemm_launch(g: &Gemm, sms: u32) -> (Kernel, u32) {
+    let tile = gemm_tile(g.m, g.n, g.k, sms);
+    if tile == 2 || g.trans_a || !g.trans_b {
+        return (Kernel::Gemm, tile);
+    }
+    linear_tile(g.m, g.n, sms).unwrap_or((Kernel::Gemm, tile))
+}
+
+/// The tile of `gc_gemm_tf32` for an `m x n` output: 128 x 128 (0) when
+/// that fills the SMs, else 64 x 64 (1).
+fn tf32_tile(m: u32, n: u32, sms: u32) -> u32 {
+    if fills(Kernel::GemmTf32, 0, m, n, sms) {
+        0
+    } else {
+        1
+    }
+}
+
+/// Checks a [`Gemm`]'s sizes, strides and overlaps.
+fn gemm_sizes(g: &Gemm, sms: u32) -> Result<(), SizeError> {
     positive_sms(sms)?;
     nonzero("m", g.m as u64)?;
     nonzero("n", g.n as u64)?;
@@ -543,34 +610,54 @@ fn gemm_checked(g: &Gemm, sms: u32) -> Result<Call, SizeError> {
     for input in [a, b, bias] {
         apart(out, input, false)?;
     }
-    let tile = gemm_tile(g.m, g.n, g.k, sms);
-    let t = GEMM_TILES[tile as usize] as u64;
-    let blocks = ceil_div(g.m as u64, t) * ceil_div(g.n as u64, t);
+    Ok(())
+}
+
+/// The argument struct `args::$ty` of a GEMM-shaped kernel (`gc_gemm_f32`,
+/// `gc_gemm_wide_f32`, `gc_gemm_mid_f32` and `gc_gemm_tf32` share one
+/// parameter list) for `g`.
+macro_rules! gemm_args {
+    ($ty:ident, $g:expr, $flags:expr, $tile:expr) => {
+        args::$ty {
+            c: $g.c,
+            a: $g.a,
+            b: $g.b,
+            bias: $g.bias,
+            m: $g.m,
+            n: $g.n,
+            k: $g.k,
+            lda: $g.lda,
+            ldb: $g.ldb,
+            ldc: $g.ldc,
+            flags: $flags,
+            alpha: $g.alpha,
+            beta: $g.beta,
+            tile: $tile,
+        }
+    };
+}
+
+/// The launch of GEMM-shaped `kernel` for `g` with `tile`.
+fn gemm_call(g: &Gemm, kernel: Kernel, tile: u32) -> Result<Call, SizeError> {
+    let (tm, tn) = gemm_block(kernel, tile);
+    let blocks = ceil_div(g.m as u64, tm) * ceil_div(g.n as u64, tn);
     if blocks > MAX_GRID_X {
         return Err(SizeError::GridTooLarge { blocks });
     }
     let flags = g.trans_a as u32 | (g.trans_b as u32) << 1 | (g.relu as u32) << 2;
-    Ok(Call::new(
-        args::Gemm {
-            c: g.c,
-            a: g.a,
-            b: g.b,
-            bias: g.bias,
-            m: g.m,
-            n: g.n,
-            k: g.k,
-            lda: g.lda,
-            ldb: g.ldb,
-            ldc: g.ldc,
-            flags,
-            alpha: g.alpha,
-            beta: g.beta,
-            tile,
-        },
-        [blocks as u32, 1, 1],
-        [256, 1, 1],
-        0,
-    ))
+    let (grid, block) = ([blocks as u32, 1, 1], [256, 1, 1]);
+    Ok(match kernel {
+        Kernel::GemmWide => Call::new(gemm_args!(GemmWide, g, flags, tile), grid, block, 0),
+        Kernel::GemmMid => Call::new(gemm_args!(GemmMid, g, flags, tile), grid, block, 0),
+        Kernel::GemmTf32 => Call::new(gemm_args!(GemmTf32, g, flags, tile), grid, block, 0),
+        _ => Call::new(gemm_args!(Gemm, g, flags, tile), grid, block, 0),
+    })
+}
+
+fn gemm_checked(g: &Gemm, sms: u32) -> Result<Call, SizeError> {
+    gemm_sizes(g, sms)?;
+    let (kernel, tile) = gemm_launch(g, sms);
+    gemm_call(g, kernel, tile)
 }
 
 /// The generic tiled GEMM ([`Gemm`] says what it computes). Deterministic:
@@ -732,11 +819,20 @@ fn small_call(
     )
 }
 
+/// Whether [`linear`] takes the small-batch kernel for `m` rows and `n`
+/// outputs: up to [`SMALL_BATCH_MAX_M`] rows, except that from
+/// `SMALL_BATCH_MAX_M / 2 + 1` rows on outputs wide enough for a GEMM tile
+/// to fill the SMs take the GEMM (on an H100 at m = 256, n = 4096 it was
+/// 1.5-1.6x faster; at n <= 1024 the small-batch kernel was).
+pub fn small_batch(m: u32, n: u32, sms: u32) -> bool {
+    m <= SMALL_BATCH_MAX_M && (m <= SMALL_BATCH_MAX_M / 2 || linear_tile(m, n, sms).is_none())
+}
+
 /// Linear layer forward: `y = x . W^T + b`, then ReLU when `relu`.
 /// x is `m x k`, W is `n x k` (PyTorch's layout), b has `n` entries (0 for
-/// no bias), y is `m x n`; all row-major. `m <=` [`SMALL_BATCH_MAX_M`] takes
-/// the small-batch kernel (K split over the threads of a block), larger `m`
-/// the tiled GEMM.
+/// no bias), y is `m x n`; all row-major. Small batches ([`small_batch`])
+/// take the small-batch kernel (K split over the threads of a block),
+/// larger ones the tiled GEMM.
 #[allow(clippy::too_many_arguments)]
 pub fn linear(
     y: u64,
@@ -751,27 +847,8 @@ pub fn linear(
 ) -> Result<Call, SizeError> {
     positive_sms(sms)?;
     linear_sizes(m, n, k)?;
-    if m > SMALL_BATCH_MAX_M {
-        return gemm_checked(
-            &Gemm {
-                c: y,
-                a: x,
-                b: w,
-                bias: b,
-                m,
-                n,
-                k,
-                lda: k,
-                ldb: k,
-                ldc: n,
-                trans_a: false,
-                trans_b: true,
-                relu,
-                alpha: 1.0,
-                beta: 0.0,
-            },
-            sms,
-        );
+    if !small_batch(m, n, sms) {
+        return gemm_checked(&linear_gemm(y, x, w, b, m, n, k, relu), sms);
     }
     let yr = buf("y", y, m as u64 * n as u64 * F32)?;
     let xr = buf("x", x, m as u64 * k as u64 * F32)?;
@@ -781,6 +858,61 @@ pub fn linear(
         apart(yr, input, false)?;
     }
     Ok(small_call(y, x, w, b, m, n, k, relu, false, sms))
+}
+
+/// The GEMM of a linear layer's forward pass (see [`linear`]).
+#[allow(clippy::too_many_arguments)]
+fn linear_gemm(y: u64, x: u64, w: u64, b: u64, m: u32, n: u32, k: u32, relu: bool) -> Gemm {
+    Gemm {
+        c: y,
+        a: x,
+        b: w,
+        bias: b,
+        m,
+        n,
+        k,
+        lda: k,
+        ldb: k,
+        ldc: n,
+        trans_a: false,
+        trans_b: true,
+        relu,
+        alpha: 1.0,
+        beta: 0.0,
+    }
+}
+
+/// [`linear`] with TF32 tensor cores: `gc_gemm_tf32` rounds x and W to
+/// TF32 (10 mantissa bits) and sums the products in f32 (results differ
+/// from [`linear`]'s by that rounding: about 2^-11 relative per product).
+/// It runs where [`linear`] takes the GEMM, and from
+/// `SMALL_BATCH_MAX_M / 2 + 1` rows on where 64 x 64 tiles give half a
+/// wave (on an H100 it then beat the f32 small-batch kernel); other small
+/// batches take [`linear`]'s f32 small-batch kernel. `gc_gemm_tf32` needs
+/// compute capability 8.0 or later: on older GPUs the caller uses
+/// [`linear`] instead.
+#[allow(clippy::too_many_arguments)]
+pub fn linear_tf32(
+    y: u64,
+    x: u64,
+    w: u64,
+    b: u64,
+    m: u32,
+    n: u32,
+    k: u32,
+    relu: bool,
+    sms: u32,
+) -> Result<Call, SizeError> {
+    let tensor_cores = !small_batch(m, n, sms)
+        || (m > SMALL_BATCH_MAX_M / 2 && fills(Kernel::GemmTf32, 1, m, n, sms / 2));
+    if !tensor_cores {
+        return linear(y, x, w, b, m, n, k, relu, sms);
+    }
+    positive_sms(sms)?;
+    linear_sizes(m, n, k)?;
+    let g = linear_gemm(y, x, w, b, m, n, k, relu);
+    gemm_sizes(&g, sms)?;
+    gemm_call(&g, Kernel::GemmTf32, tf32_tile(m, n, sms))
 }
 
 /// Input gradient of a linear layer: `dx = dy . W` with dy `m x n`, W `n x k`,
@@ -1351,10 +1483,10 @@ impl LinearMseStep {
     }
 
     /// Bytes of the counter and partial sums at the start of the workspace,
-    /// for the fused forward (rows up to [`SMALL_BATCH_MAX_M`]) or the MSE
-    /// kernel (more rows), rounded up to 256 bytes; `dY` follows.
+    /// for the fused forward ([`small_batch`] rows) or the MSE kernel (more
+    /// rows), rounded up to 256 bytes; `dY` follows.
     fn sums_bytes(&self, sms: u32) -> u64 {
-        let bytes = if self.rows <= SMALL_BATCH_MAX_M {
+        let bytes = if small_batch(self.rows, self.outputs, sms) {
             let [gx, gy] = self.forward_config(sms).grid(self.rows, self.outputs);
             16 + F32 * gx as u64 * gy as u64
         } else {
@@ -1367,8 +1499,8 @@ impl LinearMseStep {
 /// Bytes of workspace [`linear_mse_step`] needs: the loss's per-block sums
 /// (after a 16-byte counter), then the gradient `dY` (`rows x outputs`
 /// floats). The first 4 bytes must be zero before the workspace's first use
-/// (the counter of the MSE kernel that more than [`SMALL_BATCH_MAX_M`] rows
-/// take; every step leaves them zero).
+/// (the counter of the MSE kernel that batches past [`small_batch`] take;
+/// every step leaves them zero).
 pub fn linear_mse_step_workspace_bytes(rows: u32, inputs: u32, outputs: u32, sms: u32) -> u64 {
     let step = LinearMseStep {
         w: 0,
@@ -1437,11 +1569,11 @@ fn linear_sgd(
 }
 
 /// One training step of a linear layer ([`LinearMseStep`] says what it
-/// computes) in two launches for up to [`SMALL_BATCH_MAX_M`] rows: the
-/// forward pass with `dY` and the loss's per-block sums in its epilogue
-/// (`gc_linear_mse_f32`), then the weight and bias update with the loss's
-/// final sum (`gc_linear_sgd_f32`). More rows take
-/// three: the tiled GEMM, the MSE kernel, the update. `workspace` holds at
+/// computes) in two launches for [`small_batch`] rows (those [`linear`]
+/// computes with the small-batch kernel): the forward pass with `dY` and
+/// the loss's per-block sums in its epilogue (`gc_linear_mse_f32`), then
+/// the weight and bias update with the loss's final sum
+/// (`gc_linear_sgd_f32`). More rows take three: the tiled GEMM, the MSE kernel, the update. `workspace` holds at
 /// least [`linear_mse_step_workspace_bytes`] bytes (the loss's partial sums,
 /// then `dY`), its first 4 bytes zero before its first use; it must not be
 /// shared with a concurrent step. The updated W and b are bitwise those of
@@ -1493,7 +1625,7 @@ pub fn linear_mse_step(
     let sums = workspace;
     let grad = workspace + step.sums_bytes(sms);
     let mut calls = Vec::with_capacity(3);
-    if m <= SMALL_BATCH_MAX_M {
+    if small_batch(m, n, sms) {
         let config = step.forward_config(sms);
         let [gx, gy] = config.grid(m, n);
         let partials = sums + 16;
@@ -2034,8 +2166,14 @@ mod tests {
             for n in [1, 3, 10, 256, 512, 1000, 1024, 4096] {
                 for k in [1, 3, 1024] {
                     let call = linear(A, B, C, D, m, n, k, true, SMS).unwrap();
-                    small_shape(&call, m, n, false);
-                    assert_eq!(u32_arg(&call, "flags"), 1);
+                    if small_batch(m, n, SMS) {
+                        small_shape(&call, m, n, false);
+                        assert_eq!(u32_arg(&call, "flags"), 1);
+                    } else {
+                        // Wide outputs past 128 rows (see small_batch).
+                        assert!(m > 128 && n == 4096, "{m} x {n}");
+                        assert_eq!(call.kernel, Kernel::GemmMid);
+                    }
                     if m > SMALL_BACKWARD_MAX_M {
                         continue;
                     }
@@ -2244,6 +2382,95 @@ mod tests {
     }
 
     #[test]
+    fn linear_layout_takes_the_largest_tile_that_fills_the_sms() {
+        let lin = |m, n, k| linear_gemm(A, B, C, 0, m, n, k, false);
+        // The measured best tile of each sweep shape (kernels/TUNING.md).
+        for ((m, n), want) in [
+            ((4096, 4096), (Kernel::GemmWide, 0)),
+            ((1024, 4096), (Kernel::GemmWide, 0)),
+            ((4096, 1024), (Kernel::GemmWide, 0)),
+            ((512, 4096), (Kernel::GemmWide, 1)),
+            ((2048, 1024), (Kernel::GemmWide, 1)),
+            ((4096, 512), (Kernel::GemmWide, 1)),
+            ((1024, 1024), (Kernel::GemmMid, 0)),
+            ((256, 4096), (Kernel::GemmMid, 0)),
+            ((2048, 512), (Kernel::GemmMid, 0)),
+            ((512, 1024), (Kernel::GemmWide, 2)),
+            ((1024, 512), (Kernel::GemmWide, 2)),
+        ] {
+            assert_eq!(gemm_launch(&lin(m, n, 1024), SMS), want, "{m} x {n}");
+        }
+        // None fills: gc_gemm_f32's tiles, the split-K one where gemm_tile picks it.
+        assert_eq!(gemm_launch(&lin(512, 512, 1024), SMS), (Kernel::Gemm, 2));
+        assert_eq!(gemm_launch(&lin(512, 512, 128), SMS), (Kernel::Gemm, 1));
+        // Other layouts keep gc_gemm_f32 (the weight gradient's tiles stay those
+        // of the fused training step).
+        let weight = Gemm {
+            trans_a: true,
+            trans_b: false,
+            ..lin(4096, 4096, 1024)
+        };
+        assert_eq!(gemm_launch(&weight, SMS), (Kernel::Gemm, 0));
+        assert_eq!(gemm_block(Kernel::GemmWide, 0), (128, 256));
+        assert_eq!(gemm_block(Kernel::GemmWide, 2), (64, 64));
+        assert_eq!(gemm_block(Kernel::GemmMid, 0), (64, 128));
+        assert_eq!(gemm_block(Kernel::GemmTf32, 1), (64, 64));
+        assert_eq!(gemm_block(Kernel::Gemm, 2), (32, 32));
+        let call = linear(A, B, C, 0, 4096, 4096, 1024, true, SMS).unwrap();
+        assert_eq!(
+            (call.kernel, call.grid),
+            (Kernel::GemmWide, [32 * 16, 1, 1])
+        );
+        assert_eq!(u32_arg(&call, "flags"), 6);
+    }
+
+    #[test]
+    fn wide_outputs_leave_the_small_batch_kernel_from_129_rows() {
+        assert!(small_batch(256, 1024, SMS));
+        assert!(small_batch(256, 512, SMS));
+        assert!(!small_batch(256, 4096, SMS));
+        assert!(small_batch(128, 1 << 16, SMS));
+        assert!(!small_batch(257, 10, SMS));
+        let call = linear(A, B, C, 0, 256, 4096, 1024, false, SMS).unwrap();
+        assert_eq!(call.kernel, Kernel::GemmMid);
+        let call = linear(A, B, C, 0, 256, 1024, 1024, false, SMS).unwrap();
+        assert_eq!(call.kernel, Kernel::LinearSmall);
+    }
+
+    #[test]
+    fn linear_tf32_takes_the_tensor_cores_past_the_small_batch_range() {
+        // 256 x 512: a quarter wave of 64 x 64 tiles: the f32 small-batch kernel.
+        let small = linear_tf32(A, B, C, 0, 256, 512, 1024, false, SMS).unwrap();
+        assert_eq!(
+            small,
+            linear(A, B, C, 0, 256, 512, 1024, false, SMS).unwrap()
+        );
+        assert_eq!(small.kernel, Kernel::LinearSmall);
+        let small = linear_tf32(A, B, C, 0, 128, 4096, 1024, false, SMS).unwrap();
+        assert_eq!(small.kernel, Kernel::LinearSmall);
+        // 256 x 1024: half a wave: tensor cores.
+        let half = linear_tf32(A, B, C, 0, 256, 1024, 1024, false, SMS).unwrap();
+        assert_eq!((half.kernel, u32_arg(&half, "tile")), (Kernel::GemmTf32, 1));
+        let call = linear_tf32(A, B, C, 0, 257, 1000, 77, true, SMS).unwrap();
+        assert_eq!(call.kernel, Kernel::GemmTf32);
+        // A m x k and B n x k (transpose bits 2), ReLU (4).
+        assert_eq!(u32_arg(&call, "flags"), 6);
+        assert_eq!(u32_arg(&call, "tile"), 1);
+        assert_eq!(call.grid, [5 * 16, 1, 1]);
+        let big = linear_tf32(A, B, C, 0, 2048, 1024, 1024, false, SMS).unwrap();
+        assert_eq!((u32_arg(&big, "tile"), big.grid), (0, [16 * 8, 1, 1]));
+        // Sizes are checked as for the f32 path.
+        err(
+            linear_tf32(A, A + 4, C, 0, 300, 64, 64, false, SMS),
+            "overlap",
+        );
+        err(
+            linear_tf32(A, B, C, 0, 300, 0, 64, false, SMS),
+            "n must be > 0",
+        );
+    }
+
+    #[test]
     fn gemm_checks_and_tiles() {
         let base = Gemm {
             c: A,
@@ -2279,12 +2506,11 @@ mod tests {
                     ..base
                 };
                 let call = gemm(&g, sms).unwrap();
-                assert_eq!(call.kernel, Kernel::Gemm);
-                let t = GEMM_TILES[u32_arg(&call, "tile") as usize] as u64;
+                let (tm, tn) = gemm_block(call.kernel, u32_arg(&call, "tile"));
                 assert_eq!(
                     call.grid,
                     [
-                        ((m as u64).div_ceil(t) * (n as u64).div_ceil(t)) as u32,
+                        ((m as u64).div_ceil(tm) * (n as u64).div_ceil(tn)) as u32,
                         1,
                         1
                     ]

@@ -16,31 +16,45 @@ pub(crate) const LINEAR: usize = 1;
 pub(crate) const REDUCE: usize = 2;
 /// Index of `control.ptx` in [`MODULES`].
 pub(crate) const CONTROL: usize = 3;
+/// Index of `linear_tf32.ptx` in [`MODULES`].
+pub(crate) const LINEAR_TF32: usize = 4;
 
 /// The embedded PTX modules (PTX ISA 8.0, `compute_75`: loads on any driver
 /// from CUDA 12.0 and any GPU from sm_75). `control` calls the device
 /// runtime (`cudaGraphSetConditional`, CUDA 12.3): it is linked with
 /// libcudadevrt and loaded only when one of its kernels is asked for.
+/// `linear_tf32` targets `compute_80` (TF32 tensor cores) and is loaded
+/// only on GPUs of compute capability 8.0 or later.
 pub static MODULES: &[ModuleInfo] = &[
     ModuleInfo {
         name: "elementwise",
         ptx: concat!(include_str!("../ptx/elementwise.ptx"), "\0"),
         device_runtime: false,
+        min_arch: 75,
     },
     ModuleInfo {
         name: "linear",
         ptx: concat!(include_str!("../ptx/linear.ptx"), "\0"),
         device_runtime: false,
+        min_arch: 75,
     },
     ModuleInfo {
         name: "reduce",
         ptx: concat!(include_str!("../ptx/reduce.ptx"), "\0"),
         device_runtime: false,
+        min_arch: 75,
     },
     ModuleInfo {
         name: "control",
         ptx: concat!(include_str!("../ptx/control.ptx"), "\0"),
         device_runtime: true,
+        min_arch: 75,
+    },
+    ModuleInfo {
+        name: "linear_tf32",
+        ptx: concat!(include_str!("../ptx/linear_tf32.ptx"), "\0"),
+        device_runtime: false,
+        min_arch: 80,
     },
 ];
 
@@ -304,6 +318,36 @@ T = 128 for tile 0, 64 for tile 1 (each thread sums its outputs in increasing k:
 depend on the tile), 32 for tile 2 (K split over 4 slices of the block); no dynamic shared \
 memory. float4 loads and stores where leading dimensions are multiples of 4 and pointers \
 16-byte aligned. C must not overlap A, B or bias.";
+    GemmWide = gc_gemm_wide_f32 in LINEAR (
+        c: Ptr, a: Ptr, b: Ptr, bias: Ptr, m: U32, n: U32, k: U32,
+        lda: U32, ldb: U32, ldc: U32, flags: U32, alpha: F32, beta: F32, tile: U32,
+    ),
+        doc: "gc_gemm_f32 (same arguments and result) for the linear layer's layout only \
+(transpose bits 2: A m x k, B n x k; other layouts do nothing), one block per SM: tile 0: 128 x \
+256 (rows x columns of C), tile 1: 128 x 128 (both bitwise gc_gemm_f32's tiles 0 and 1), tile 2: \
+64 x 64 with K split over 4 slices (bitwise gc_gemm_f32's tile 2). Launch: block 256, 1-D grid of \
+ceil(m / TM) * ceil(n / TN) blocks for the tile's TM x TN; no dynamic shared memory. C must not \
+overlap A, B or bias.";
+    GemmMid = gc_gemm_mid_f32 in LINEAR (
+        c: Ptr, a: Ptr, b: Ptr, bias: Ptr, m: U32, n: U32, k: U32,
+        lda: U32, ldb: U32, ldc: U32, flags: U32, alpha: F32, beta: F32, tile: U32,
+    ),
+        doc: "gc_gemm_f32 (same arguments, bitwise its tiles 0 and 1) for the linear layer's layout \
+only (transpose bits 2: A m x k, B n x k; other layouts do nothing), two blocks per SM: tile 0 (the \
+only one): 64 x 128 (rows x columns of C). Launch: block 256, 1-D grid of ceil(m / 64) * ceil(n / \
+128) blocks; no dynamic shared memory. C must not overlap A, B or bias.";
+    GemmTf32 = gc_gemm_tf32 in LINEAR_TF32 (
+        c: Ptr, a: Ptr, b: Ptr, bias: Ptr, m: U32, n: U32, k: U32,
+        lda: U32, ldb: U32, ldc: U32, flags: U32, alpha: F32, beta: F32, tile: U32,
+    ),
+        doc: "TF32 tensor-core GEMM (compute capability 8.0 or later): C = act(alpha * A . B^T + \
+beta * C + bias[col]) with A m x k (a[i * lda + r]) and B n x k (b[j * ldb + r]); flags as \
+gc_gemm_f32's, whose transpose bits must be 2 (B stored n x k; anything else does nothing); bias \
+may be null; beta == 0: C is not read. A and B are rounded to TF32 (10 mantissa bits, to nearest) \
+and multiplied with mma.sync m16n8k8, f32 sums in a fixed order (deterministic; results differ \
+from gc_gemm_f32 by the TF32 rounding). Launch: block 256, 1-D grid of ceil(m / T) * ceil(n / T) \
+blocks with T = 128 for tile 0, 64 for tile 1; no dynamic shared memory. C must not overlap A, B \
+or bias.";
     Mlp = gc_mlp_f32 in LINEAR (
         y: Ptr, x: Ptr, bar: Ptr, act: Ptr,
         w0: Ptr, b0: Ptr, w1: Ptr, b1: Ptr, w2: Ptr, b2: Ptr, w3: Ptr, b3: Ptr,
@@ -478,7 +522,10 @@ mod tests {
             assert!(names.insert(k.name), "{} twice", k.name);
             // Setters of conditional handles work on u32 values.
             assert!(
-                k.name.starts_with("gc_") && (k.name.ends_with("_f32") || k.module == CONTROL),
+                k.name.starts_with("gc_")
+                    && (k.name.ends_with("_f32")
+                        || k.name.ends_with("_tf32")
+                        || k.module == CONTROL),
                 "{}",
                 k.name
             );
@@ -497,16 +544,18 @@ mod tests {
                 "{}: PTX ISA 8.0 expected",
                 m.name
             );
-            assert!(
-                m.ptx.contains(".target sm_75"),
-                "{}: compute_75 expected",
-                m.name
-            );
+            let target = format!(".target sm_{}", m.min_arch);
+            assert!(m.ptx.contains(&target), "{}: {target} expected", m.name);
         }
         assert_eq!(MODULES[ELEMENTWISE].name, "elementwise");
         assert_eq!(MODULES[LINEAR].name, "linear");
         assert_eq!(MODULES[REDUCE].name, "reduce");
         assert_eq!(MODULES[CONTROL].name, "control");
+        assert_eq!(MODULES[LINEAR_TF32].name, "linear_tf32");
+        // Only the TF32 tensor-core module needs more than compute_75.
+        assert!(MODULES
+            .iter()
+            .all(|m| m.min_arch == if m.name == "linear_tf32" { 80 } else { 75 }));
         assert!(MODULES
             .iter()
             .all(|m| m.device_runtime == (m.name == "control")));

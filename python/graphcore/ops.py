@@ -61,7 +61,7 @@ _OP_PARAMS = {
     "gc_op_relu_backward": "dx dy x n",
     "gc_op_sgd": "w g n lr",
     "gc_op_bias_add": "y x b rows cols",
-    "gc_op_linear": "y x w b m n k relu",
+    "gc_op_linear": "y x w b m n k flags",
     "gc_op_linear_backward_input": "dx dy w m n k",
     "gc_op_linear_backward_weight": "dw dy x m n k",
     "gc_op_linear_weight_sgd": "w dy x m n k lr",

@@ -2163,6 +2163,10 @@ static void ops_functions(void) {
                                               GC_ERROR_INVALID_ARGUMENT));
         REFUSED("huge m (tiled path)", EXPECT_STATUS(gc_op_linear(st, fx.buf, fx.buf2, fx.buf2, NULL, UINT32_MAX, UINT32_MAX, 2, 0),
                                                      GC_ERROR_INVALID_ARGUMENT));
+        REFUSED("huge m (TF32 path)", EXPECT_STATUS(gc_op_linear(st, fx.buf, fx.buf2, fx.buf2, NULL, UINT32_MAX, UINT32_MAX, 2,
+                                                                 GC_LINEAR_TF32),
+                                                    GC_ERROR_INVALID_ARGUMENT));
+        REFUSED("unknown flag", EXPECT_STATUS(gc_op_linear(st, fx.buf, fx.buf2, fx.buf2, NULL, 2, 2, 2, 4), GC_ERROR_INVALID_ARGUMENT));
     }
     objects_work();
     COVER(gc_op_linear_backward_input);

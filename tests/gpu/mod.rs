@@ -7,6 +7,7 @@ mod control;
 mod faults;
 mod foundation;
 mod fusion;
+mod gemm;
 mod graphs;
 mod kernels;
 mod leaks;
