@@ -1656,11 +1656,19 @@ typedef struct gc_mlp_layer {
 } gc_mlp_layer;
 
 /**
- * gc_op_mlp flag: run the layers fused, one launch per 4 layers, where the
- * fused kernel takes them (up to 8 rows, at most 2^25 multiply-adds a
- * layer); without it, or past that, one launch per layer.
+ * gc_op_mlp flag: one fused launch where that measured at least as fast as
+ * one launch per layer on an H100 (one row, 3 or 4 layers, every layer
+ * after the first at most 2^17 weights: the notes' 1024-512-256-10 MLP at
+ * batch 1); one launch per layer elsewhere.
  */
 #define GC_MLP_FUSED 1
+
+/**
+ * gc_op_mlp flag: fused wherever the fused kernel takes the layers (up to 8
+ * rows, at most 2^25 multiply-adds a layer; one launch per 4 layers),
+ * faster or not: for measurements. Takes precedence over GC_MLP_FUSED.
+ */
+#define GC_MLP_FUSED_ALWAYS 2
 
 /**
  * Most layers one gc_op_mlp call takes.
@@ -1688,9 +1696,11 @@ enum gc_status gc_op_mlp_workspace_bytes(uint32_t rows,
  * y (rows x layers[n_layers - 1].outputs), all f32 row-major. flags 0: one
  * launch per layer (the small-batch or GEMM kernel of gc_op_linear), the
  * faster form on an H100 for most shapes measured (kernels/TUNING.md).
- * GC_MLP_FUSED: where the fused kernel takes the layers (up to 8 rows, at
- * most 2^25 multiply-adds a layer), one launch per 4 layers, a cooperative
- * kernel with no barrier between layers (each tile waits only for the
+ * GC_MLP_FUSED: fused where that pays (see the flag), one launch per
+ * layer elsewhere; GC_MLP_FUSED_ALWAYS: fused wherever the fused kernel
+ * takes the layers (up to 8 rows, at most 2^25 multiply-adds a layer).
+ * Fused: one launch per 4 layers, a cooperative kernel with no barrier
+ * between layers (each tile waits only for the
  * activations it reads, which carry a per-launch tag); a 2- to 4-layer MLP
  * is one kernel node when captured; elsewhere one launch per layer. Fused
  * outputs are bitwise those of per-layer launches with the fused kernel's

@@ -4,13 +4,15 @@ path, on the same GPU, in one run, from the same weights (fp32, TF32 off).
   * The notes' MLP (1024 -> 512 -> 256 -> 10, ReLU, ReLU), end to end as a
     request: PyTorch's static_input.copy_(x); g.replay(); static_out.clone()
     against a graphcore graph of (copy in, gc_op_mlp, copy out) launched with
-    gc_exec_launch (copies, not bindings: graph arguments had not landed).
+    gc_exec_launch (copies; programs_vs_torch.py times the bound form).
     Batches 1, 4, 16, 32, 64. Also the graph replay alone (no copies) for
     gc_op_mlp, for the same network as three gc_op_linear launches, and for
     PyTorch.
   * A sweep: widths 256, 1024, 4096, 2 to 4 layers of that width (ReLU
     between), batches 1 to 128: graph replay alone, PyTorch vs gc_op_mlp
-    (fused where it fuses) and vs one gc_op_linear launch per layer.
+    with GC_MLP_FUSED (fused where that pays) and vs one gc_op_linear launch
+    per layer; up to 8 rows also GC_MLP_FUSED_ALWAYS (fused wherever the
+    fused kernel takes the layers), which shows where fusing loses.
   * Numerics: outputs against float64 (norm-wise relative error), and two
     replays compared bit for bit.
 
@@ -68,7 +70,7 @@ class GcMlp:
     """The model's layers run by gc_op_mlp (or gc_op_linear per layer) in a
     captured graph; ``copies``: copy in / out around it (a request)."""
 
-    def __init__(self, model, rows, copies, per_layer=False):
+    def __init__(self, model, rows, copies, per_layer=False, fused=True):
         self.layers = layers_of(model)
         self.rows = rows
         k = self.layers[0][2]
@@ -91,7 +93,7 @@ class GcMlp:
                     gc.op_linear(stream, out, h, w, b, rows, nn, kk, 1 if relu else 0)
                     h = out
             else:
-                gc.op_mlp(stream, self.y, self.x, rows, self.layers, self.ws, self.ws_bytes, fused=True)
+                gc.op_mlp(stream, self.y, self.x, rows, self.layers, self.ws, self.ws_bytes, fused=fused)
             if copies:
                 gc.memcpy_async(stream, self.dst, self.y, self.y.numel() * 4)
         self.graph = cap.graph
@@ -198,6 +200,12 @@ for width in widths_list:
                    "torch_graph_us": t_torch, "graphcore_us": t_gc, "graphcore_per_layer_us": t_per_layer,
                    "speedup": t_torch / t_gc,
                    "rel_err_vs_float64": err, "replays_bitwise_equal": same}
+            if b <= 8:
+                # GC_MLP_FUSED_ALWAYS beside: what fusing costs or saves
+                # where GC_MLP_FUSED's rule does not fuse.
+                always = GcMlp(model, b, copies=False, fused="always")
+                if always.nodes == 1:
+                    row["graphcore_fused_always_us"] = median_us(always, iters=iters, reps=5)
             results["sweep"].append(row)
             print(row, flush=True)
         del model
@@ -221,8 +229,10 @@ for r in results["notes"]:
           f"{r['speedup_request']:5.2f} | {r['torch_graph_replay_us']:8.2f} {r['graphcore_mlp_replay_us']:7.2f} "
           f"{r['graphcore_3_linear_replay_us']:8.2f} {r['speedup_replay']:5.2f} | {r['rel_err_vs_float64']:.1e} "
           f"{r['replays_bitwise_equal']}")
-print("sweep (replay only): width layers batch fused torch gc gc-per-layer speedup relerr bitwise")
+print("sweep (replay only): width layers batch fused torch gc gc-per-layer gc-fused-always speedup relerr bitwise")
 for r in results["sweep"]:
+    always = r.get("graphcore_fused_always_us")
     print(f"{r['width']:5d} {r['layers']} {r['batch']:4d} {int(r['fused'])} {r['torch_graph_us']:8.2f} "
-          f"{r['graphcore_us']:8.2f} {r['graphcore_per_layer_us']:8.2f} {r['speedup']:5.2f}x "
+          f"{r['graphcore_us']:8.2f} {r['graphcore_per_layer_us']:8.2f} "
+          f"{'%8.2f' % always if always else '       -'} {r['speedup']:5.2f}x "
           f"{r['rel_err_vs_float64']:.1e} {r['replays_bitwise_equal']}")

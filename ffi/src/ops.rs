@@ -773,10 +773,16 @@ pub struct gc_mlp_layer {
     pub relu: c_int,
 }
 
-/// gc_op_mlp flag: run the layers fused, one launch per 4 layers, where the
-/// fused kernel takes them (up to 8 rows, at most 2^25 multiply-adds a
-/// layer); without it, or past that, one launch per layer.
+/// gc_op_mlp flag: one fused launch where that measured at least as fast as
+/// one launch per layer on an H100 (one row, 3 or 4 layers, every layer
+/// after the first at most 2^17 weights: the notes' 1024-512-256-10 MLP at
+/// batch 1); one launch per layer elsewhere.
 pub const GC_MLP_FUSED: u32 = 1;
+
+/// gc_op_mlp flag: fused wherever the fused kernel takes the layers (up to 8
+/// rows, at most 2^25 multiply-adds a layer; one launch per 4 layers),
+/// faster or not: for measurements. Takes precedence over GC_MLP_FUSED.
+pub const GC_MLP_FUSED_ALWAYS: u32 = 2;
 
 /// Most layers one gc_op_mlp call takes.
 pub const GC_MLP_MAX_LAYERS: u32 = 64;
@@ -838,9 +844,11 @@ pub extern "C" fn gc_op_mlp_workspace_bytes(
 /// y (rows x layers[n_layers - 1].outputs), all f32 row-major. flags 0: one
 /// launch per layer (the small-batch or GEMM kernel of gc_op_linear), the
 /// faster form on an H100 for most shapes measured (kernels/TUNING.md).
-/// GC_MLP_FUSED: where the fused kernel takes the layers (up to 8 rows, at
-/// most 2^25 multiply-adds a layer), one launch per 4 layers, a cooperative
-/// kernel with no barrier between layers (each tile waits only for the
+/// GC_MLP_FUSED: fused where that pays (see the flag), one launch per
+/// layer elsewhere; GC_MLP_FUSED_ALWAYS: fused wherever the fused kernel
+/// takes the layers (up to 8 rows, at most 2^25 multiply-adds a layer).
+/// Fused: one launch per 4 layers, a cooperative kernel with no barrier
+/// between layers (each tile waits only for the
 /// activations it reads, which carry a per-launch tag); a 2- to 4-layer MLP
 /// is one kernel node when captured; elsewhere one launch per layer. Fused
 /// outputs are bitwise those of per-layer launches with the fused kernel's
@@ -885,11 +893,18 @@ pub extern "C" fn gc_op_mlp(
     flags: u32,
 ) -> gc_status {
     launch_all(this_export!(), stream, |sms| {
-        if flags & !GC_MLP_FUSED != 0 {
+        if flags & !(GC_MLP_FUSED | GC_MLP_FUSED_ALWAYS) != 0 {
             return Err(Error::invalid_argument(format!(
-                "unknown flags {flags:#x} (GC_MLP_FUSED is the only flag)"
+                "unknown flags {flags:#x} (GC_MLP_FUSED and GC_MLP_FUSED_ALWAYS are the flags)"
             )));
         }
+        let form = if flags & GC_MLP_FUSED_ALWAYS != 0 {
+            ops::MlpForm::FusedAlways
+        } else if flags & GC_MLP_FUSED != 0 {
+            ops::MlpForm::Fused
+        } else {
+            ops::MlpForm::PerLayer
+        };
         let list = mlp_layers(layers, n_layers)?;
         Ok(ops::mlp(
             p(y),
@@ -898,7 +913,7 @@ pub extern "C" fn gc_op_mlp(
             workspace_bytes,
             rows,
             &list,
-            flags & GC_MLP_FUSED != 0,
+            form,
             sms,
         )?)
     })

@@ -1157,6 +1157,39 @@ const MLP_ALIGN: u64 = 256;
 /// more warps win over the launches fusion saves (measured on an H100,
 /// kernels/TUNING.md).
 pub const MLP_FUSED_MAX_MACS: u64 = 1 << 25;
+/// Most weights a layer after the first may have for [`MlpForm::Fused`] to
+/// fuse the network (with one row and 3 to [`MLP_FUSED_LAYERS`] layers):
+/// where it measured faster than, or as fast as, one launch per layer on an
+/// H100 (benches/results/mlp_vs_torch.json; kernels/TUNING.md). Past it,
+/// every warp that waits re-reads its whole input slice, which slows the
+/// warps producing it.
+pub const MLP_FUSED_PAYS_MAX_WEIGHTS: u64 = 1 << 17;
+
+/// How [`mlp`] runs the layers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MlpForm {
+    /// One launch per layer.
+    PerLayer,
+    /// Fused where that measured at least as fast as one launch per layer
+    /// ([`mlp_fusion_pays`]); one launch per layer elsewhere.
+    Fused,
+    /// Fused wherever the fused kernel takes the layers (up to
+    /// [`MLP_FUSED_MAX_ROWS`] rows, [`MLP_FUSED_MAX_MACS`] a layer), faster
+    /// or not: for measurements and tests.
+    FusedAlways,
+}
+
+/// True where one fused launch measured at least as fast as one launch per
+/// layer on an H100: one row, 3 to [`MLP_FUSED_LAYERS`] layers, and every
+/// layer after the first at most [`MLP_FUSED_PAYS_MAX_WEIGHTS`] weights
+/// (the notes' 1024 -> 512 -> 256 -> 10 MLP at batch 1 is one).
+pub fn mlp_fusion_pays(rows: u32, layers: &[MlpLayer]) -> bool {
+    rows == 1
+        && (3..=MLP_FUSED_LAYERS).contains(&layers.len())
+        && layers[1..]
+            .iter()
+            .all(|l| l.inputs as u64 * l.outputs as u64 <= MLP_FUSED_PAYS_MAX_WEIGHTS)
+}
 /// Warp tiles of `gc_mlp_f32` (rows x columns), by its tile code.
 const MLP_TILES: [(u32, u32); 4] = [(1, 1), (4, 1), (4, 4), (8, 4)];
 /// Blocks per SM of the fused launch (`__launch_bounds__(256, 1)`).
@@ -1298,9 +1331,9 @@ fn mlp_io(y: u64, x: u64, workspace: u64, rows: u32, layers: &[MlpLayer], l: usi
 /// [`mlp_workspace_bytes`]) holds the fused kernel's counter and epoch and the intermediate
 /// activations; its first 4 bytes must be zero before its first use (every
 /// launch leaves them zero) and it must not be shared with a concurrent
-/// launch. With `fuse`, up to [`MLP_FUSED_MAX_ROWS`] rows and
-/// [`MLP_FUSED_MAX_MACS`] per layer: one cooperative `gc_mlp_f32` launch per
-/// [`MLP_FUSED_LAYERS`] layers (outputs bitwise equal to [`mlp_unfused`]; no
+/// launch. Fused ([`MlpForm`]; the kernel takes up to
+/// [`MLP_FUSED_MAX_ROWS`] rows and [`MLP_FUSED_MAX_MACS`] a layer): one
+/// cooperative `gc_mlp_f32` launch per [`MLP_FUSED_LAYERS`] layers (outputs bitwise equal to [`mlp_unfused`]; no
 /// barrier between the layers: each tile waits only for the tagged
 /// activations it reads); otherwise one [`linear`] launch per layer
 /// (kernels/TUNING.md has the measurements).
@@ -1312,10 +1345,15 @@ pub fn mlp(
     workspace_bytes: u64,
     rows: u32,
     layers: &[MlpLayer],
-    fuse: bool,
+    form: MlpForm,
     sms: u32,
 ) -> Result<Vec<Call>, SizeError> {
     mlp_checks(y, x, workspace, workspace_bytes, rows, layers, sms)?;
+    let fuse = match form {
+        MlpForm::PerLayer => false,
+        MlpForm::Fused => mlp_fusion_pays(rows, layers),
+        MlpForm::FusedAlways => true,
+    };
     let small = layers.iter().all(|l| {
         l.inputs <= u16::MAX as u32
             && l.outputs <= u16::MAX as u32
@@ -1401,7 +1439,16 @@ pub fn mlp_unfused(
     layers: &[MlpLayer],
     sms: u32,
 ) -> Result<Vec<Call>, SizeError> {
-    let fused = mlp(y, x, workspace, workspace_bytes, rows, layers, true, sms)?;
+    let fused = mlp(
+        y,
+        x,
+        workspace,
+        workspace_bytes,
+        rows,
+        layers,
+        MlpForm::FusedAlways,
+        sms,
+    )?;
     if fused.iter().any(|c| !c.cooperative) {
         return Ok(fused);
     }
@@ -2283,10 +2330,10 @@ mod tests {
         );
         let bytes = mlp_workspace_bytes(8, &net);
         // Without `fuse`: one linear launch per layer.
-        let plain = mlp(A, C, ws, bytes, 8, &net, false, SMS).unwrap();
+        let plain = mlp(A, C, ws, bytes, 8, &net, MlpForm::PerLayer, SMS).unwrap();
         assert_eq!(plain.len(), 3);
         assert!(plain.iter().all(|c| !c.cooperative));
-        let calls = mlp(A, C, ws, bytes, 8, &net, true, SMS).unwrap();
+        let calls = mlp(A, C, ws, bytes, 8, &net, MlpForm::FusedAlways, SMS).unwrap();
         assert_eq!(calls.len(), 1);
         let c = &calls[0];
         assert!(c.cooperative && c.kernel == Kernel::Mlp);
@@ -2311,22 +2358,68 @@ mod tests {
         // Five layers: two launches, the second reading the first's output.
         let net5 = mlp_net(&[100, 37, 7, 3, 5, 9]);
         let bytes5 = mlp_workspace_bytes(3, &net5);
-        let calls = mlp(A, C, ws, bytes5, 3, &net5, true, SMS).unwrap();
+        let calls = mlp(A, C, ws, bytes5, 3, &net5, MlpForm::FusedAlways, SMS).unwrap();
         assert_eq!(calls.len(), 2);
         assert_eq!(arg(&calls[0], "y"), Value::Ptr(mlp_region(ws, 3, &net5, 3)));
         assert_eq!(arg(&calls[1], "x"), arg(&calls[0], "y"));
         assert_eq!(arg(&calls[1], "y"), Value::Ptr(A));
         // More rows than the fused form takes, or a layer past its work
         // limit: one linear launch per layer.
-        let calls = mlp(A, C, ws, mlp_workspace_bytes(9, &net), 9, &net, true, SMS).unwrap();
+        let calls = mlp(
+            A,
+            C,
+            ws,
+            mlp_workspace_bytes(9, &net),
+            9,
+            &net,
+            MlpForm::FusedAlways,
+            SMS,
+        )
+        .unwrap();
         assert_eq!(calls.len(), 3);
         assert!(calls.iter().all(|c| !c.cooperative));
         let wide = mlp_net(&[4096, 4096, 10]);
-        let calls = mlp(A, C, ws, mlp_workspace_bytes(2, &wide), 2, &wide, true, SMS).unwrap();
+        let calls = mlp(
+            A,
+            C,
+            ws,
+            mlp_workspace_bytes(2, &wide),
+            2,
+            &wide,
+            MlpForm::FusedAlways,
+            SMS,
+        )
+        .unwrap();
         assert_eq!(calls.len(), 1, "2 x 4096 x 4096 is within the limit");
         assert!(calls[0].cooperative);
-        let calls = mlp(A, C, ws, mlp_workspace_bytes(3, &wide), 3, &wide, true, SMS).unwrap();
+        let calls = mlp(
+            A,
+            C,
+            ws,
+            mlp_workspace_bytes(3, &wide),
+            3,
+            &wide,
+            MlpForm::FusedAlways,
+            SMS,
+        )
+        .unwrap();
         assert_eq!(calls.len(), 2);
+        // Fused only where it pays: the notes' MLP at one row, not at 8,
+        // and not a network with a wide later layer or only two layers.
+        let pays = |rows, net: &[MlpLayer]| {
+            let bytes = mlp_workspace_bytes(rows, net);
+            let calls = mlp(A, C, ws, bytes, rows, net, MlpForm::Fused, SMS).unwrap();
+            calls.iter().all(|c| c.cooperative)
+        };
+        assert!(pays(1, &net));
+        assert!(!pays(8, &net));
+        assert!(!pays(1, &mlp_net(&[1024, 1024, 1024, 10])));
+        assert!(!pays(1, &mlp_net(&[256, 256, 10])));
+        assert!(pays(1, &mlp_net(&[256, 256, 256, 10])));
+        assert!(
+            !pays(1, &mlp_net(&[64, 64, 64, 64, 64, 10])),
+            "two launches: not measured"
+        );
         // The per-layer form of the fused launch: the same tiles, 8 one-warp groups.
         let un = mlp_unfused(A, C, ws, bytes, 8, &net, SMS).unwrap();
         assert_eq!(un.len(), 3);
@@ -2339,27 +2432,39 @@ mod tests {
         let net = mlp_net(&[8, 4, 2]);
         let bytes = mlp_workspace_bytes(2, &net);
         err(
-            mlp(A, C, ws, bytes, 2, &[], true, SMS),
+            mlp(A, C, ws, bytes, 2, &[], MlpForm::FusedAlways, SMS),
             "n_layers must be > 0",
         );
-        err(mlp(A, C, ws, bytes, 0, &net, true, SMS), "rows must be > 0");
         err(
-            mlp(A, C, ws, bytes - 1, 2, &net, true, SMS),
+            mlp(A, C, ws, bytes, 0, &net, MlpForm::FusedAlways, SMS),
+            "rows must be > 0",
+        );
+        err(
+            mlp(A, C, ws, bytes - 1, 2, &net, MlpForm::FusedAlways, SMS),
             "workspace has",
         );
         let mut bad = net.clone();
         bad[1].inputs = 5;
         err(
-            mlp(A, C, ws, bytes, 2, &bad, true, SMS),
+            mlp(A, C, ws, bytes, 2, &bad, MlpForm::FusedAlways, SMS),
             "layer 1 takes 5 inputs",
         );
-        err(mlp(ws, C, ws, bytes, 2, &net, true, SMS), "overlap");
-        err(mlp(A, ws + 8, ws, bytes, 2, &net, true, SMS), "overlap");
         err(
-            mlp(A, C, 0, bytes, 2, &net, true, SMS),
+            mlp(ws, C, ws, bytes, 2, &net, MlpForm::FusedAlways, SMS),
+            "overlap",
+        );
+        err(
+            mlp(A, ws + 8, ws, bytes, 2, &net, MlpForm::FusedAlways, SMS),
+            "overlap",
+        );
+        err(
+            mlp(A, C, 0, bytes, 2, &net, MlpForm::FusedAlways, SMS),
             "workspace is a null",
         );
-        err(mlp(A, C, ws, bytes, 2, &net, true, 0), "sms");
+        err(
+            mlp(A, C, ws, bytes, 2, &net, MlpForm::FusedAlways, 0),
+            "sms",
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ import ctypes as C
 from .args import _addr, _dim3, _float, _int, _kernel_args
 from .loader import lib
 from .objects import Function, _handle_of, _stream
-from .structs import _D, MLP_FUSED, PROTOTYPES, ChainOp, CondHandle, MlpLayer
+from .structs import _D, MLP_FUSED, MLP_FUSED_ALWAYS, PROTOTYPES, ChainOp, CondHandle, MlpLayer
 
 
 def memcpy_async(stream, dst, src, nbytes):
@@ -189,15 +189,19 @@ def mlp_workspace_bytes(rows, layers):
 
 
 def op_mlp(stream, y, x, rows, layers, workspace, workspace_bytes, fused=False):
-    """gc_op_mlp: an MLP forward, one launch per layer, or with ``fused``
-    (GC_MLP_FUSED) up to 4 layers per launch where the fused kernel takes
-    them. ``layers``: MlpLayers or (w, b, inputs, outputs, relu) tuples; the
+    """gc_op_mlp: an MLP forward, one launch per layer; with ``fused=True``
+    (GC_MLP_FUSED) fused where that pays, with ``fused="always"``
+    (GC_MLP_FUSED_ALWAYS) wherever the fused kernel takes the layers.
+    ``layers``: MlpLayers or (w, b, inputs, outputs, relu) tuples; the
     workspace's first 4 bytes zero before its first use."""
     w = "op_mlp"
+    if fused not in (False, True, "always"):
+        raise ValueError(f"{w}: fused must be False, True or 'always', not {fused!r}")
+    flags = MLP_FUSED_ALWAYS if fused == "always" else MLP_FUSED if fused else 0
     array, count = _mlp_layers(layers, w)
     lib.gc_op_mlp(_stream(stream, w), _addr(y, w, "y"), _addr(x, w, "x"), _int(rows, w, "rows", 32),
                   array, count, _addr(workspace, w, "workspace"),
-                  _int(workspace_bytes, w, "workspace_bytes"), MLP_FUSED if fused else 0)
+                  _int(workspace_bytes, w, "workspace_bytes"), flags)
 
 
 __all__ = ["memcpy_async", "memset_async", "memset_async_elem", "launch", "op_chain",

@@ -16,7 +16,7 @@ __all__ = [
     "GRAPH_WRAP_BORROW", "GRAPH_WRAP_ADOPT", "ARG_EXACT", "Binding", "COND_RESET_ON_LAUNCH",
     "COND_IF", "COND_IF_ELSE", "COND_WHILE", "COND_SWITCH", "CMP_LT", "CMP_LE", "CMP_GT", "CMP_GE",
     "CondHandle", "Dim3", "Node", "DeviceInfo", "ChainOp",
-    "MlpLayer", "MLP_MAX_LAYERS", "MLP_FUSED", "LINEAR_RELU", "LINEAR_TF32",
+    "MlpLayer", "MLP_MAX_LAYERS", "MLP_FUSED", "MLP_FUSED_ALWAYS", "LINEAR_RELU", "LINEAR_TF32",
     "PoolOptions", "PoolStatistics", "ExecStatistics", "RunnerBucket", "RunnerStatistics",
     "HOST_FN", "RECORD_FN", "PROTOTYPES",
 ]
@@ -40,6 +40,7 @@ CHAIN_MIN = 6
 CHAIN_MAX_OPS = 8
 MLP_MAX_LAYERS = 64
 MLP_FUSED = 1
+MLP_FUSED_ALWAYS = 2
 LINEAR_RELU = 1
 LINEAR_TF32 = 2
 RUNNER_MAX_BUCKETS = 16

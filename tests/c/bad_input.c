@@ -1981,7 +1981,7 @@ static void ops_functions(void) {
                     EXPECT_STATUS(gc_op_mlp(st, y, x, 2, layers, 2, ws, need - 1, GC_MLP_FUSED), GC_ERROR_INVALID_ARGUMENT));
             REFUSED("y overlaps the workspace",
                     EXPECT_STATUS(gc_op_mlp(st, (float *)ws, x, 2, layers, 2, ws, need, GC_MLP_FUSED), GC_ERROR_INVALID_ARGUMENT));
-            REFUSED("unknown flag", EXPECT_STATUS(gc_op_mlp(st, y, x, 2, layers, 2, ws, need, 2u),
+            REFUSED("unknown flag", EXPECT_STATUS(gc_op_mlp(st, y, x, 2, layers, 2, ws, need, 4u),
                                                   GC_ERROR_INVALID_ARGUMENT));
             REFUSED("y overlaps x", EXPECT_STATUS(gc_op_mlp(st, (float *)x, x, 2, layers, 2, ws, need, GC_MLP_FUSED),
                                                   GC_ERROR_INVALID_ARGUMENT));
