@@ -424,7 +424,7 @@ def block_gemm():
         "The linear layer's GEMM (`gc_op_linear`, x . W^T + b, fp32) for M \u2265 256",
         "vs cuBLAS through `torch.addmm` with TF32 off (SGEMM), and with",
         "`GC_LINEAR_TF32` vs TF32 on; GPU time per call from CUDA graph replays,",
-        f"{k['gemm_vs_cublas_run']['device']}. " + head[0],
+        f"{k.get('gemm_vs_cublas_run', k)['device']}. " + head[0],
         *head[1:],
         "",
         "| M | K\u2192N | cuBLAS \u00b5s | now \u00b5s | now / cuBLAS | library / cuBLAS | "
@@ -564,8 +564,8 @@ def block_mlp():
         "",
         f"Requests: copy in, replay, copy out ({p['copies']}); replays: the graph",
         "alone. Sweep (graph replay alone; PyTorch graph time / graphcore time with",
-        "`GC_MLP_FUSED` (`F`: it fused; blank: outside the fused kernel's limits,",
-        "per-layer launches) / with one launch per layer, the default):",
+        "`GC_MLP_FUSED` (`F`: its rule fused the network; blank: it chose per-layer",
+        "launches) / with one launch per layer, the default):",
         "",
         "| width | layers | " + " | ".join(f"batch {b}" for b in sorted({r['batch'] for r in p['sweep']})) + " |",
         "|---|---|" + "---|" * len({r['batch'] for r in p['sweep']}),
@@ -577,6 +577,16 @@ def block_mlp():
                  for r in sorted(p["sweep"], key=lambda r: r["batch"]) if (r["width"], r["layers"]) == (w, n)]
         lines.append(f"| {w} | {n} | " + " | ".join(cells) + " |")
     f = p.get("floor_4_layers_width_8_batch_1")
+    always = [r for r in p["sweep"] if "graphcore_fused_always_us" in r]
+    took = [r["graphcore_fused_always_us"] / r["graphcore_per_layer_us"] for r in always if r["fused"]]
+    kept = [r["graphcore_fused_always_us"] / r["graphcore_per_layer_us"] for r in always if not r["fused"]]
+    if took and kept:
+        lines += [
+            "",
+            "- `GC_MLP_FUSED_ALWAYS` (fused wherever the kernel takes the layers, up to 8 rows)",
+            f"  took {min(took):.2f}\u2013{max(took):.2f}\u00d7 the per-layer time where `GC_MLP_FUSED`'s rule",
+            f"  fuses, and {min(kept):.2f}\u2013{max(kept):.2f}\u00d7 where it does not ({len(kept)} shapes).",
+        ]
     lines += [
         "",
         f"- Outputs vs float64: relative error at most {max(errs):.1e} (\u2264 1e-5); replays",
