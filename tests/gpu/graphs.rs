@@ -745,6 +745,41 @@ DONE:
 }
 "#;
 
+/// The two PDL_PTX kernels on a device with programmatic dependent launch,
+/// with `n` floats at `y` and `z` from a pool (`None`, said on stderr,
+/// below compute capability 9.0).
+struct Pdl {
+    c: graphcore_core::Context,
+    _p: graphcore_core::Pool,
+    write: graphcore_core::Function,
+    read: graphcore_core::Function,
+    n: u32,
+    y: u64,
+    z: u64,
+}
+
+impl Pdl {
+    fn new() -> Option<Pdl> {
+        let c = ctx();
+        if c.compute_capability().0 < 9 {
+            eprintln!("skipped: programmatic dependent launch needs compute capability 9.0");
+            return None;
+        }
+        let m = graphcore_core::Module::load(&c, PDL_PTX.as_bytes()).unwrap();
+        let p = pool(&c);
+        let n = 1u32 << 20;
+        Some(Pdl {
+            write: m.function("pdl_write").unwrap(),
+            read: m.function("pdl_read").unwrap(),
+            y: p.alloc(n as u64 * 4).unwrap(),
+            z: p.alloc(n as u64 * 4).unwrap(),
+            n,
+            c,
+            _p: p,
+        })
+    }
+}
+
 /// A programmatic edge between two user kernels: the pair computes what a
 /// full edge would, the edge is in the description and the DOT, a graph
 /// read back from CUDA has it, an update from a graph with a full edge
@@ -753,36 +788,22 @@ DONE:
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn programmatic_edges_run_read_back_and_are_compared_on_update() {
-    let c = ctx();
-    if c.compute_capability().0 < 9 {
-        eprintln!("skipped: programmatic dependent launch needs compute capability 9.0");
-        return;
-    }
-    let m = graphcore_core::Module::load(&c, PDL_PTX.as_bytes()).unwrap();
-    let (write, read) = (
-        m.function("pdl_write").unwrap(),
-        m.function("pdl_read").unwrap(),
-    );
-    let p = pool(&c);
-    let n = 1u32 << 20;
-    let (y, z) = (
-        p.alloc(n as u64 * 4).unwrap(),
-        p.alloc(n as u64 * 4).unwrap(),
-    );
+    let Some(d) = Pdl::new() else { return };
+    let (c, write, read, n, y, z) = (&d.c, &d.write, &d.read, d.n, d.y, d.z);
     let cfg = LaunchConfig {
         grid: [n.div_ceil(256), 1, 1],
         block: [256, 1, 1],
         shared_bytes: 0,
     };
     let build = |programmatic: bool| {
-        let g = Graph::new(&c).unwrap();
+        let g = Graph::new(c).unwrap();
         let (mut wy, mut wn) = (y, n);
         let mut wargs = [
             &mut wy as *mut u64 as *mut c_void,
             &mut wn as *mut u32 as *mut c_void,
         ];
         // SAFETY: pdl_write(u64, u32).
-        let w = unsafe { g.add_kernel(&write, &cfg, wargs.as_mut_ptr(), &[]) }.unwrap();
+        let w = unsafe { g.add_kernel(write, &cfg, wargs.as_mut_ptr(), &[]) }.unwrap();
         let (mut rz, mut ry, mut rn) = (z, y, n);
         let mut rargs = [
             &mut rz as *mut u64 as *mut c_void,
@@ -790,7 +811,7 @@ fn programmatic_edges_run_read_back_and_are_compared_on_update() {
             &mut rn as *mut u32 as *mut c_void,
         ];
         // SAFETY: pdl_read(u64, u64, u32).
-        let r = unsafe { g.add_kernel(&read, &cfg, rargs.as_mut_ptr(), &[]) }.unwrap();
+        let r = unsafe { g.add_kernel(read, &cfg, rargs.as_mut_ptr(), &[]) }.unwrap();
         if programmatic {
             g.add_programmatic_dependency(w, r).unwrap();
         } else {
@@ -804,7 +825,7 @@ fn programmatic_edges_run_read_back_and_are_compared_on_update() {
         .to_dot("g")
         .unwrap()
         .contains("n0 -> n1 [style=dashed, label=\"programmatic\"]"));
-    let s = Stream::new(&c).unwrap();
+    let s = Stream::new(c).unwrap();
     let e = Exec::new(&g, 0).unwrap();
     let want: Vec<f32> = (0..n).map(|i| i as f32 + 1.0).collect();
     for round in 0..3 {
@@ -816,7 +837,7 @@ fn programmatic_edges_run_read_back_and_are_compared_on_update() {
     // CUDA's copy of the graph, read back, has the edge as programmatic.
     let copy = g.duplicate().unwrap();
     // SAFETY: `copy` outlives the borrowed wrap and nothing changes it.
-    let wrapped = unsafe { Graph::wrap_raw(&c, copy.raw(), false) }.unwrap();
+    let wrapped = unsafe { Graph::wrap_raw(c, copy.raw(), false) }.unwrap();
     assert_eq!(
         wrapped.desc().unwrap().edge_kind(0, 1),
         EdgeKind::Programmatic
@@ -825,7 +846,7 @@ fn programmatic_edges_run_read_back_and_are_compared_on_update() {
     assert_eq!(err.kind(), ErrorKind::UpdateMismatch, "{}", err.message());
     assert!(err.message().contains("edge 0 -> 1"), "{}", err.message());
     // A built-in kernel does not wait on the grid dependency.
-    let builtin_fill = graphcore_core::Function::from_builtin(&c, "gc_fill_f32").unwrap();
+    let builtin_fill = graphcore_core::Function::from_builtin(c, "gc_fill_f32").unwrap();
     let (mut fy, mut fnn, mut fv) = (y, n as u64, 0.0f32);
     let mut fargs = [
         &mut fy as *mut u64 as *mut c_void,
@@ -847,23 +868,9 @@ fn programmatic_edges_run_read_back_and_are_compared_on_update() {
 #[ignore = "needs a CUDA GPU"]
 fn captured_programmatic_launches_read_back_as_programmatic_edges() {
     use cudarc::driver::sys;
-    let c = ctx();
-    if c.compute_capability().0 < 9 {
-        eprintln!("skipped: programmatic dependent launch needs compute capability 9.0");
-        return;
-    }
-    let m = graphcore_core::Module::load(&c, PDL_PTX.as_bytes()).unwrap();
-    let (write, read) = (
-        m.function("pdl_write").unwrap(),
-        m.function("pdl_read").unwrap(),
-    );
-    let p = pool(&c);
-    let n = 1u32 << 20;
-    let (y, z) = (
-        p.alloc(n as u64 * 4).unwrap(),
-        p.alloc(n as u64 * 4).unwrap(),
-    );
-    let s = Stream::new(&c).unwrap();
+    let Some(d) = Pdl::new() else { return };
+    let (c, write, read, n, y, z) = (&d.c, &d.write, &d.read, d.n, d.y, d.z);
+    let s = Stream::new(c).unwrap();
     graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
     let launch = |f: &graphcore_core::Function, args: &mut [*mut c_void], programmatic: bool| {
         // SAFETY: a plain C union; the member set is the one the attribute
@@ -892,7 +899,7 @@ fn captured_programmatic_launches_read_back_as_programmatic_edges() {
     };
     let (mut wy, mut wn) = (y, n);
     launch(
-        &write,
+        write,
         &mut [
             &mut wy as *mut u64 as *mut c_void,
             &mut wn as *mut u32 as *mut c_void,
@@ -901,7 +908,7 @@ fn captured_programmatic_launches_read_back_as_programmatic_edges() {
     );
     let (mut rz, mut ry, mut rn) = (z, y, n);
     launch(
-        &read,
+        read,
         &mut [
             &mut rz as *mut u64 as *mut c_void,
             &mut ry as *mut u64 as *mut c_void,
