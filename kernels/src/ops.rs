@@ -2363,53 +2363,28 @@ mod tests {
         assert_eq!(arg(&calls[0], "y"), Value::Ptr(mlp_region(ws, 3, &net5, 3)));
         assert_eq!(arg(&calls[1], "x"), arg(&calls[0], "y"));
         assert_eq!(arg(&calls[1], "y"), Value::Ptr(A));
+        // The calls for `rows` rows through `net` in `form`, on a workspace
+        // of the size it needs.
+        let plan = |rows, net: &[MlpLayer], form| {
+            let bytes = mlp_workspace_bytes(rows, net);
+            mlp(A, C, ws, bytes, rows, net, form, SMS).unwrap()
+        };
         // More rows than the fused form takes, or a layer past its work
         // limit: one linear launch per layer.
-        let calls = mlp(
-            A,
-            C,
-            ws,
-            mlp_workspace_bytes(9, &net),
-            9,
-            &net,
-            MlpForm::FusedAlways,
-            SMS,
-        )
-        .unwrap();
+        let calls = plan(9, &net, MlpForm::FusedAlways);
         assert_eq!(calls.len(), 3);
         assert!(calls.iter().all(|c| !c.cooperative));
         let wide = mlp_net(&[4096, 4096, 10]);
-        let calls = mlp(
-            A,
-            C,
-            ws,
-            mlp_workspace_bytes(2, &wide),
-            2,
-            &wide,
-            MlpForm::FusedAlways,
-            SMS,
-        )
-        .unwrap();
+        let calls = plan(2, &wide, MlpForm::FusedAlways);
         assert_eq!(calls.len(), 1, "2 x 4096 x 4096 is within the limit");
         assert!(calls[0].cooperative);
-        let calls = mlp(
-            A,
-            C,
-            ws,
-            mlp_workspace_bytes(3, &wide),
-            3,
-            &wide,
-            MlpForm::FusedAlways,
-            SMS,
-        )
-        .unwrap();
-        assert_eq!(calls.len(), 2);
+        assert_eq!(plan(3, &wide, MlpForm::FusedAlways).len(), 2);
         // Fused only where it pays: the notes' MLP at one row, not at 8,
         // and not a network with a wide later layer or only two layers.
         let pays = |rows, net: &[MlpLayer]| {
-            let bytes = mlp_workspace_bytes(rows, net);
-            let calls = mlp(A, C, ws, bytes, rows, net, MlpForm::Fused, SMS).unwrap();
-            calls.iter().all(|c| c.cooperative)
+            plan(rows, net, MlpForm::Fused)
+                .iter()
+                .all(|c| c.cooperative)
         };
         assert!(pays(1, &net));
         assert!(!pays(8, &net));

@@ -564,6 +564,19 @@ impl Net {
         unsafe { graphcore_core::set_async(&d.s, ws, 0, bytes as usize) }.unwrap();
         (ws, bytes)
     }
+    /// `ops::mlp`'s calls for `rows` rows of `x` into `y` on the workspace
+    /// `ws` (address, bytes), in `form`.
+    fn mlp(
+        &self,
+        y: u64,
+        x: u64,
+        ws: (u64, u64),
+        rows: usize,
+        form: ops::MlpForm,
+        sms: u32,
+    ) -> Vec<graphcore_core::kernels::Call> {
+        ops::mlp(y, x, ws.0, ws.1, rows as u32, &self.layers, form, sms).unwrap()
+    }
     fn free(&self, d: &Dev) {
         for l in &self.layers {
             d.p.free(l.w).unwrap();
@@ -594,17 +607,7 @@ fn mlp_matches_float64_and_the_per_layer_launches() {
             let out_n = rows * widths[widths.len() - 1];
             let (ws, bytes) = net.workspace(&d, rows);
             let y = d.poisoned(out_n, false);
-            let calls = ops::mlp(
-                y,
-                xb,
-                ws,
-                bytes,
-                rows as u32,
-                &net.layers,
-                ops::MlpForm::FusedAlways,
-                d.sms,
-            )
-            .unwrap();
+            let calls = net.mlp(y, xb, (ws, bytes), rows, ops::MlpForm::FusedAlways, d.sms);
             let fused = calls.iter().all(|c| c.cooperative);
             if fused {
                 assert_eq!(
@@ -620,19 +623,10 @@ fn mlp_matches_float64_and_the_per_layer_launches() {
                 assert!(fused, "{widths:?} rows={rows} runs fused");
             }
             // GC_MLP_FUSED's form: fused exactly where that pays.
-            let pays = ops::mlp(
-                y,
-                xb,
-                ws,
-                bytes,
-                rows as u32,
-                &net.layers,
-                ops::MlpForm::Fused,
-                d.sms,
-            )
-            .unwrap()
-            .iter()
-            .all(|c| c.cooperative);
+            let pays = net
+                .mlp(y, xb, (ws, bytes), rows, ops::MlpForm::Fused, d.sms)
+                .iter()
+                .all(|c| c.cooperative);
             assert_eq!(pays, ops::mlp_fusion_pays(rows as u32, &net.layers));
             for c in calls {
                 d.run(Ok(c));
@@ -645,18 +639,7 @@ fn mlp_matches_float64_and_the_per_layer_launches() {
             );
             // The default form (one launch per layer) against float64 too.
             let y3 = d.poisoned(out_n, false);
-            for c in ops::mlp(
-                y3,
-                xb,
-                ws,
-                bytes,
-                rows as u32,
-                &net.layers,
-                ops::MlpForm::PerLayer,
-                d.sms,
-            )
-            .unwrap()
-            {
+            for c in net.mlp(y3, xb, (ws, bytes), rows, ops::MlpForm::PerLayer, d.sms) {
                 assert!(!c.cooperative);
                 d.run(Ok(c));
             }
@@ -670,18 +653,7 @@ fn mlp_matches_float64_and_the_per_layer_launches() {
             // not be taken for this one's), after a one-row run on the same
             // workspace (its intermediates at other offsets): the same bits.
             for r in [1, rows] {
-                for c in ops::mlp(
-                    y,
-                    xb,
-                    ws,
-                    bytes,
-                    r as u32,
-                    &net.layers,
-                    ops::MlpForm::FusedAlways,
-                    d.sms,
-                )
-                .unwrap()
-                {
+                for c in net.mlp(y, xb, (ws, bytes), r, ops::MlpForm::FusedAlways, d.sms) {
                     d.run(Ok(c));
                 }
             }
@@ -728,35 +700,13 @@ fn mlp_captured_is_one_node_and_replays_bitwise() {
         let out_n = rows * 10;
         let (ws, bytes) = net.workspace(&d, rows);
         let y = d.poisoned(out_n, false);
-        for c in ops::mlp(
-            y,
-            xb,
-            ws,
-            bytes,
-            rows as u32,
-            &net.layers,
-            ops::MlpForm::FusedAlways,
-            d.sms,
-        )
-        .unwrap()
-        {
+        for c in net.mlp(y, xb, (ws, bytes), rows, ops::MlpForm::FusedAlways, d.sms) {
             d.run(Ok(c));
         }
         let eager = d.get(y, out_n);
         let y2 = d.poisoned(out_n, false);
         graphcore_core::begin_capture(&d.s, None, CaptureMode::ThreadLocal).unwrap();
-        for c in ops::mlp(
-            y2,
-            xb,
-            ws,
-            bytes,
-            rows as u32,
-            &net.layers,
-            ops::MlpForm::FusedAlways,
-            d.sms,
-        )
-        .unwrap()
-        {
+        for c in net.mlp(y2, xb, (ws, bytes), rows, ops::MlpForm::FusedAlways, d.sms) {
             d.run(Ok(c));
         }
         let g = graphcore_core::end_capture(&d.s).unwrap();
