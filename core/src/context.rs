@@ -7,6 +7,7 @@ use crate::driver::owned::PrimaryContext;
 use crate::driver::{self, device, CUcontext, CUdevice, CUfunction};
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
 use crate::lock::{get_mut, lock};
+use crate::timing::{timed, Span};
 use graphcore_kernels::{Kernel, KernelInfo};
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -157,7 +158,7 @@ impl Context {
 
     /// Makes this context current on the calling thread.
     pub(crate) fn bind(&self) -> Result<()> {
-        self.inner.primary.bind()
+        timed(Span::ContextBind, || self.inner.primary.bind())
     }
 
     /// The raw primary context (passed to driver calls that name one).

@@ -25,6 +25,7 @@ mod module;
 pub mod pool;
 mod runner;
 mod stream;
+mod timing;
 
 pub use arg::{ArgDecl, Binding};
 pub use capture::{begin_capture, begin_capture_into, declare_capture_arg, end_capture};

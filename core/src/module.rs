@@ -8,6 +8,7 @@ use crate::driver::owned::{Owned, SharedFunction};
 use crate::driver::{self, module as dm, CUfunction, CUmodule};
 use crate::error::{ensure_arg, Result};
 use crate::stream::{Stream, StreamOp};
+use crate::timing::{self, Span};
 use graphcore_kernels::{Call, KernelInfo, SizeError, Value, MAX_ARGS};
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -261,6 +262,7 @@ impl Function {
         cfg: &LaunchConfig,
         args: *mut *mut c_void,
     ) -> Result<()> {
+        let _timer = timing::start(Span::FunctionLaunch);
         cfg.validate()?;
         self.inner
             .ctx

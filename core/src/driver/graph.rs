@@ -5,6 +5,7 @@ use super::memory::Memset;
 use super::{check, sys, CUcontext, CUfunction, CUgraph, CUgraphExec, CUgraphNode, CUstream};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::lock;
+use crate::timing::{timed, Span};
 use std::ffi::c_void;
 use std::sync::Mutex;
 
@@ -31,8 +32,13 @@ pub(super) fn serialized<T>(call: impl FnOnce() -> T) -> T {
 /// Creates an empty graph.
 pub(crate) fn create() -> Result<CUgraph> {
     let mut g = std::ptr::null_mut();
-    // SAFETY: writes one graph handle.
-    check(unsafe { sys::cuGraphCreate(&mut g, 0) }, "cuGraphCreate")?;
+    check(
+        timed(Span::DriverGraphCreate, || {
+            // SAFETY: writes one graph handle.
+            unsafe { sys::cuGraphCreate(&mut g, 0) }
+        }),
+        "cuGraphCreate",
+    )?;
     Ok(g)
 }
 
@@ -84,10 +90,17 @@ pub(crate) unsafe fn add_kernel(
     let raw = kernel_raw(p);
     let mut n = std::ptr::null_mut();
     check(
-        // SAFETY: `raw` and `deps` outlive the call; the argument pointers
-        // are valid by this function's contract, and the driver copies them.
-        serialized(|| unsafe {
-            sys::cuGraphAddKernelNode_v2(&mut n, g, deps.as_ptr(), deps.len(), &raw)
+        timed(Span::GraphCallsLock, || {
+            serialized(|| {
+                timed(Span::DriverAddKernel, || {
+                    // SAFETY: `raw` and `deps` outlive the call; the argument
+                    // pointers are valid by this function's contract, and
+                    // the driver copies them.
+                    unsafe {
+                        sys::cuGraphAddKernelNode_v2(&mut n, g, deps.as_ptr(), deps.len(), &raw)
+                    }
+                })
+            })
         }),
         "cuGraphAddKernelNode",
     )?;
@@ -423,8 +436,12 @@ pub(crate) mod flags {
 pub(crate) fn instantiate(g: CUgraph, flags: u64) -> Result<CUgraphExec> {
     let mut e = std::ptr::null_mut();
     check(
-        // SAFETY: writes one exec handle.
-        serialized(|| unsafe { sys::cuGraphInstantiateWithFlags(&mut e, g, flags) }),
+        serialized(|| {
+            timed(Span::DriverInstantiate, || {
+                // SAFETY: writes one exec handle.
+                unsafe { sys::cuGraphInstantiateWithFlags(&mut e, g, flags) }
+            })
+        }),
         "cuGraphInstantiateWithFlags",
     )?;
     Ok(e)
@@ -448,7 +465,12 @@ pub(crate) fn upload(e: CUgraphExec, s: CUstream) -> Result<()> {
 /// Launches `e` on `s`.
 pub(crate) fn launch(e: CUgraphExec, s: CUstream) -> Result<()> {
     // SAFETY: live exec and stream.
-    check(unsafe { sys::cuGraphLaunch(e, s) }, "cuGraphLaunch")
+    check(
+        timed(Span::DriverGraphLaunch, || unsafe {
+            sys::cuGraphLaunch(e, s)
+        }),
+        "cuGraphLaunch",
+    )
 }
 
 /// Why an update was refused: CUDA's reason and the node it blames.
@@ -465,8 +487,12 @@ pub(crate) fn exec_update(
     use sys::CUgraphExecUpdateResult as U;
     // SAFETY: a plain C struct filled by the driver.
     let mut info: sys::CUgraphExecUpdateResultInfo = unsafe { std::mem::zeroed() };
-    // SAFETY: live exec and graph.
-    let r = serialized(|| unsafe { sys::cuGraphExecUpdate_v2(e, g, &mut info) });
+    let r = serialized(|| {
+        timed(Span::DriverUpdate, || {
+            // SAFETY: live exec and graph; `info` is written once.
+            unsafe { sys::cuGraphExecUpdate_v2(e, g, &mut info) }
+        })
+    });
     match check(r, "cuGraphExecUpdate") {
         Ok(()) => Ok(()),
         Err(err) => {

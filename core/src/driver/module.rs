@@ -2,6 +2,7 @@
 
 use super::{check, sys, CUfunction, CUmodule, CUstream};
 use crate::error::{Error, Result};
+use crate::timing::{timed, Span};
 use std::ffi::{c_void, CStr, CString};
 
 const LOG_BYTES: usize = 8192;
@@ -216,7 +217,7 @@ pub(crate) unsafe fn launch(
     check(
         // SAFETY: the argument pointers are valid by this function's
         // contract; the driver copies the values before returning.
-        unsafe {
+        timed(Span::DriverLaunchKernel, || unsafe {
             sys::cuLaunchKernel(
                 f,
                 grid[0],
@@ -230,7 +231,7 @@ pub(crate) unsafe fn launch(
                 args,
                 std::ptr::null_mut(),
             )
-        },
+        }),
         "cuLaunchKernel",
     )
 }

@@ -2,6 +2,7 @@
 
 use super::{check, sys, CUevent, CUgraph, CUstream};
 use crate::error::Result;
+use crate::timing::{timed, Span};
 use std::ffi::c_void;
 
 /// Creates a non-blocking stream in the current context.
@@ -161,7 +162,9 @@ pub(crate) enum CaptureStatus {
 pub(crate) fn begin_capture(s: CUstream, mode: CaptureMode) -> Result<()> {
     check(
         // SAFETY: live stream.
-        unsafe { sys::cuStreamBeginCapture_v2(s, mode.raw()) },
+        timed(Span::DriverBeginCapture, || unsafe {
+            sys::cuStreamBeginCapture_v2(s, mode.raw())
+        }),
         "cuStreamBeginCapture",
     )
 }
@@ -171,7 +174,9 @@ pub(crate) fn end_capture(s: CUstream) -> Result<CUgraph> {
     let mut g = std::ptr::null_mut();
     check(
         // SAFETY: writes one graph handle.
-        unsafe { sys::cuStreamEndCapture(s, &mut g) },
+        timed(Span::DriverEndCapture, || unsafe {
+            sys::cuStreamEndCapture(s, &mut g)
+        }),
         "cuStreamEndCapture",
     )?;
     Ok(g)

@@ -24,6 +24,7 @@ use crate::event::Event;
 use crate::lock::lock;
 use crate::module::{ArgBuffer, Function, LaunchConfig};
 use crate::pool::{check_device_range, check_pool_range, GraphMemory};
+use crate::timing::{self, Span};
 use graphcore_kernels::{Call, KernelInfo, SizeError, Value};
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -773,6 +774,7 @@ impl Graph {
         args: *mut *mut c_void,
         deps: &[Node],
     ) -> Result<Node> {
+        let _timer = timing::start(Span::GraphAddKernel);
         cfg.validate()?;
         self.inner
             .ctx
