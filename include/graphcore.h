@@ -2047,10 +2047,12 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
  *     (gc_linear_mse_f32's block sums). The next ceil(n / 32) blocks (none
  *     when b is null) update b, bitwise gc_bias_sgd_f32 with block (32,
  *     bias_ty); the others are the output tiles of gc_gemm_f32 with tile
- *     `tile` (the fused weight-gradient SGD, bitwise). Launch: block 256, grid
- *     (loss ? 1 : 0) + ceil(n / 32) + ceil(n / T) * ceil(k / T) with T = 128,
- *     64, 32 for tile 0, 1, 2; no dynamic shared memory. w, b and loss must
- *     not overlap dy, x or partials.
+ *     `tile` (the fused weight-gradient SGD, bitwise; tile 3: tile 1 with the
+ *     reduction, up to 64 rows, staged whole in shared memory, where n % 4 ==
+ *     0, k % 4 == 0 and w, dy, x are 16-byte aligned, else tile 1; bitwise
+ *     tile 1). Launch: block 256, grid (loss ? 1 : 0) + ceil(n / 32) + ceil(n
+ *     / T) * ceil(k / T) with T = 128, 64, 32, 64 for tile 0, 1, 2, 3; no
+ *     dynamic shared memory. w, b and loss must not overlap dy, x or partials.
  * gc_mlp2_mse_f32(float *x, float *w1, float *b1, float *w2, float *b2, float *target, float *h, float *dp, float *dh, float *partials, float *bar, uint32_t d01, uint32_t d2m, uint32_t tiles, float grad_scale)
  *     Training step of a 2-layer MLP (ReLU hidden layer, summed squared
  *     error), launch 1: h = relu(x . W1^T + b1), then p = h . W2^T + b2 with

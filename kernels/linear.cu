@@ -1236,6 +1236,117 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
 }
 
 // ===========================================================================
+// The weight-gradient SGD of a layer for short batches (m <= 64 rows): the
+// BJ x BR output tile `blk` (tiles row-major over ceil(n / BJ) x ceil(k /
+// BR)) of
+//   W[j, r] = fmaf(-lr, sum_{i < m} dy[i, j] x[i, r] (increasing i), W[j, r])
+// (W n x k, dy m x n, x m x k): gc_gemm_f32's weight-gradient SGD (C = W,
+// A = dy transposed, B = x, alpha = -lr, beta = 1) with the same products
+// in the same order, so bitwise its result, but with the whole reduction
+// (m <= 64 rows of dy and x) staged in shared memory at once (float4 loads,
+// no transposes: both are k-major already), the W tile loaded before them,
+// and no barrier in the products. A thread owns TJ x TR outputs (rows in
+// runs of 4 spaced 4 BJ / TJ apart, columns likewise, as gc_gemm_reg's).
+// Needs n % 4 == 0, k % 4 == 0 and w, dy, x 16-byte aligned
+// (gc_wsgd_staged_ok); smem holds GC_WSGD_SMEM(BJ, BR) floats. The products
+// are those of gc_gemm_f32's tiles, so results do not depend on BJ, BR.
+// ===========================================================================
+
+#define GC_WSGD_ROWS 64  // the most rows (the reduction's length) staged
+#define GC_WSGD_SMEM(BJ, BR) (GC_WSGD_ROWS * ((BJ) + 4 + (BR) + 4))
+
+// Whether gc_wsgd_staged takes these sizes and pointers.
+__device__ __forceinline__ bool gc_wsgd_staged_ok(const float *w, const float *dy, const float *x, u32 m, u32 n,
+                                                  u32 k) {
+    return m <= GC_WSGD_ROWS && n % 4 == 0 && k % 4 == 0 && gc_aligned16(w, dy, x);
+}
+
+template <int BJ, int BR, int TJ, int TR, int NT>
+__device__ __forceinline__ void gc_wsgd_staged(float *w, const float *dy, const float *x, u32 m, u32 n, u32 k,
+                                               float lr, float *smem, u32 blk) {
+    constexpr int LA = BJ + 4, LB = BR + 4, TX = BR / TR, SJ = 4 * BJ / TJ, SR = 4 * BR / TR;
+    constexpr int GA = GC_WSGD_ROWS * BJ / 4 / NT, GB = GC_WSGD_ROWS * BR / 4 / NT;  // staged groups a thread
+    static_assert((BJ / TJ) * (BR / TR) == NT, "one thread tile per thread");
+    float *As = smem, *Bs = smem + GC_WSGD_ROWS * LA;
+    const u32 tid = threadIdx.x, tiles_r = (k + BR - 1) / BR;
+    const u32 j0 = (blk / tiles_r) * BJ, r0 = (blk % tiles_r) * BR;
+    const u32 ty = tid / TX, tx = tid % TX;
+    auto jrow = [&](int a) { return 4 * ty + (a & 3) + (a >> 2) * SJ; };
+
+    float4 wv[TJ][TR / 4];
+#pragma unroll
+    for (int a = 0; a < TJ; ++a)
+#pragma unroll
+        for (int h = 0; h < TR / 4; ++h) {
+            const u32 j = j0 + jrow(a), r = r0 + 4 * tx + h * SR;
+            wv[a][h] = j < n && r < k ? *reinterpret_cast<const float4 *>(w + j * k + r) : make_float4(0, 0, 0, 0);
+        }
+    float4 ra[GA], rb[GB];
+#pragma unroll
+    for (int q = 0; q < GA; ++q) {
+        const u32 g = tid + NT * q, i = g / (BJ / 4), j = j0 + 4 * (g % (BJ / 4));
+        ra[q] = i < m && j < n ? __ldg(reinterpret_cast<const float4 *>(dy + i * n + j)) : make_float4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int q = 0; q < GB; ++q) {
+        const u32 g = tid + NT * q, i = g / (BR / 4), r = r0 + 4 * (g % (BR / 4));
+        rb[q] = i < m && r < k ? __ldg(reinterpret_cast<const float4 *>(x + i * k + r)) : make_float4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int q = 0; q < GA; ++q) {
+        const u32 g = tid + NT * q;
+        gc_sts4(As + (g / (BJ / 4)) * LA + 4 * (g % (BJ / 4)), ra[q]);
+    }
+#pragma unroll
+    for (int q = 0; q < GB; ++q) {
+        const u32 g = tid + NT * q;
+        gc_sts4(Bs + (g / (BR / 4)) * LB + 4 * (g % (BR / 4)), rb[q]);
+    }
+    __syncthreads();
+
+    float acc[TJ][TR];
+#pragma unroll
+    for (int a = 0; a < TJ; ++a)
+#pragma unroll
+        for (int c = 0; c < TR; ++c) acc[a][c] = 0.0f;
+#pragma unroll 4
+    for (u32 i = 0; i < m; ++i) {
+        float av[TJ], bv[TR];
+#pragma unroll
+        for (int h = 0; h < TJ / 4; ++h) {
+            const float4 v = gc_lds4(As + i * LA + 4 * ty + h * SJ);
+            av[4 * h] = v.x;
+            av[4 * h + 1] = v.y;
+            av[4 * h + 2] = v.z;
+            av[4 * h + 3] = v.w;
+        }
+#pragma unroll
+        for (int h = 0; h < TR / 4; ++h) {
+            const float4 v = gc_lds4(Bs + i * LB + 4 * tx + h * SR);
+            bv[4 * h] = v.x;
+            bv[4 * h + 1] = v.y;
+            bv[4 * h + 2] = v.z;
+            bv[4 * h + 3] = v.w;
+        }
+#pragma unroll
+        for (int a = 0; a < TJ; ++a)
+#pragma unroll
+            for (int c = 0; c < TR; ++c) acc[a][c] = fmaf(av[a], bv[c], acc[a][c]);
+    }
+#pragma unroll
+    for (int a = 0; a < TJ; ++a)
+#pragma unroll
+        for (int h = 0; h < TR / 4; ++h) {
+            const u32 j = j0 + jrow(a), r = r0 + 4 * tx + h * SR;
+            if (j >= n || r >= k) continue;
+            const float4 o = wv[a][h];
+            *reinterpret_cast<float4 *>(w + j * k + r) =
+                make_float4(fmaf(-lr, acc[a][4 * h], o.x), fmaf(-lr, acc[a][4 * h + 1], o.y),
+                            fmaf(-lr, acc[a][4 * h + 2], o.z), fmaf(-lr, acc[a][4 * h + 3], o.w));
+        }
+}
+
+// ===========================================================================
 // gc_linear_sgd_f32(w, b, dy, x, m, n, k, lr, tile, bias_ty, loss, partials,
 //                   parts)
 //
@@ -1253,12 +1364,14 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
 // 8), so b is bitwise what gc_bias_sgd_f32 with block (32, bias_ty) gives.
 // The blocks after those are the output tiles of gc_gemm_f32 for C = W (m' = n,
 // n' = k, k' = m, A = dy transposed, B = x, alpha = -lr, beta = 1) with block
-// tile `tile`: W is bitwise what gc_gemm_f32 with those arguments (the
-// weight-gradient SGD of gc_op_linear_weight_sgd) gives.
+// tile `tile` (0, 1, 2: gc_gemm_f32's; 3: 64 x 64 tiles of gc_wsgd_staged,
+// for m <= 64, with gc_gemm_f32's tile 1 where gc_wsgd_staged_ok fails):
+// W is bitwise what gc_gemm_f32 with those arguments (the weight-gradient
+// SGD of gc_op_linear_weight_sgd) gives, whatever the tile.
 //
 // Launch: block 256, 1-D grid of (loss ? 1 : 0) + LB + ceil(n / T) *
-// ceil(k / T) blocks (T the tile's edge: 128, 64, 32), no dynamic shared
-// memory. W, b and loss must not overlap dy, x or partials.
+// ceil(k / T) blocks (T the tile's edge: 128, 64, 32, 64), no dynamic
+// shared memory. W, b and loss must not overlap dy, x or partials.
 // ===========================================================================
 
 // Block 0 of a step's update when it writes the loss: loss[0] = the sum of
@@ -1273,7 +1386,7 @@ __device__ __forceinline__ void gc_loss_block(float *loss, const float *partials
 // Blocks of one layer's update: ceil(n / 32) bias blocks (when b is not
 // null), then the weight GEMM's tiles (edge T of `tile`).
 __device__ __forceinline__ u32 gc_layer_sgd_blocks(const float *b, u32 n, u32 k, u32 tile) {
-    const u32 t = tile == 0 ? 128u : tile == 1 ? 64u : 32u;
+    const u32 t = tile == 0 ? 128u : tile == 2 ? 32u : 64u;
     return (b != nullptr ? (n + 31) / 32 : 0u) + ((n + t - 1) / t) * ((k + t - 1) / t);
 }
 
@@ -1290,13 +1403,21 @@ __device__ __forceinline__ void gc_layer_sgd(u32 blk, float *w, float *b, const 
         if (owner) b[c] = fmaf(-lr, s, b[c]);
         return;
     }
-    gc_gemm_tile(w, dy, x, nullptr, n, k, m, n, k, k, GC_GEMM_TRANS_A, -lr, 1.0f, tile, smem, blk - bias_blocks);
+    if (tile == 3 && gc_wsgd_staged_ok(w, dy, x, m, n, k))
+        gc_wsgd_staged<64, 64, 4, 4, GC_GEMM_THREADS>(w, dy, x, m, n, k, lr, smem, blk - bias_blocks);
+    else
+        gc_gemm_tile(w, dy, x, nullptr, n, k, m, n, k, k, GC_GEMM_TRANS_A, -lr, 1.0f, tile == 3 ? 1u : tile, smem,
+                     blk - bias_blocks);
 }
+
+// Shared memory of the update kernels (floats): gc_wsgd_staged's 64 x 64
+// tile, the most of the tiles.
+#define GC_SGD_SMEM GC_WSGD_SMEM(64, 64)
 
 extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
     gc_linear_sgd_f32(float *w, float *b, const float *dy, const float *x, u32 m, u32 n, u32 k, float lr, u32 tile,
                       u32 bias_ty, float *loss, const float *partials, u32 parts) {
-    __shared__ __align__(16) float smem[GC_GEMM_SMEM];
+    __shared__ __align__(16) float smem[GC_SGD_SMEM];
     if (m == 0 || n == 0 || k == 0 || bias_ty == 0 || bias_ty > 32) return;
     u32 blk = blockIdx.x;
     if (loss != nullptr) {
@@ -1326,7 +1447,7 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
 extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
     gc_mlp2_sgd_f32(float *w1, float *b1, float *w2, float *b2, const float *x, const float *h, const float *dp,
                     const float *dh, float *loss, const float *partials, u32 d01, u32 d2m, float lr, u32 cfg) {
-    __shared__ __align__(16) float smem[GC_GEMM_SMEM];
+    __shared__ __align__(16) float smem[GC_SGD_SMEM];
     const u32 k0 = d01 & 0xffffu, k1 = d01 >> 16, k2 = d2m & 0xffffu, m = d2m >> 16;
     const u32 tile1 = cfg & 3u, tile2 = (cfg >> 2) & 3u, ty = (cfg >> 4) & 63u, parts = cfg >> 16;
     if (k0 == 0 || k1 == 0 || k2 == 0 || m == 0 || ty == 0 || ty > 32) return;

@@ -462,9 +462,11 @@ static void check_weight_sgd_bitwise() {
 
 // The training-step kernels: gc_linear_mse_f32 is bitwise gc_linear_small_f32
 // + gc_mse_f32's gradient (loss against float64); gc_linear_sgd_f32 is
-// bitwise gc_bias_sgd_f32 + the fused weight-gradient GEMM.
+// bitwise gc_bias_sgd_f32 + the fused weight-gradient GEMM (tile 3, the
+// staged one, bitwise gc_gemm_f32's tile 1; shapes 64 x 40 x 36 and
+// 37 x 200 x 100 take it where aligned).
 static void check_train_step() {
-    const unsigned shapes[][3] = {{64, 40, 36}, {3, 70, 5}, {33, 13, 64}, {1, 5, 7}, {17, 100, 31}};
+    const unsigned shapes[][3] = {{64, 40, 36}, {3, 70, 5}, {33, 13, 64}, {1, 5, 7}, {17, 100, 31}, {37, 200, 100}};
     static const SmallCfg cfgs[] = {{3, 2, 1, 2}, {2, 2, 0, 3}, {2, 0, 2, 1}, {0, 0, 0, 3}, {3, 2, 0, 0}};
     int trial = 0;
     for (auto &sh : shapes)
@@ -503,15 +505,16 @@ static void check_train_step() {
             CHECK(parts_ok, "linear_mse %ux%ux%u: one partial sum per block", m, n, k);
 
             // The update, for each tile and two bias shapes.
-            for (unsigned tile : {0u, 1u, 2u})
+            for (unsigned tile : {0u, 1u, 2u, 3u})
                 for (unsigned ty : {1u, 16u, 32u}) {
                     Buf w1(n * k, off), w2(n * k, off), b1(n, off), b2(n, off);
                     for (unsigned i = 0; i < n * k; ++i) w1[i] = w2[i] = w[i];
                     for (unsigned i = 0; i < n; ++i) b1[i] = b2[i] = b[i];
                     const float lr = 0.01f;
-                    const unsigned tm = GEMM_T[tile], wb = ((n + tm - 1) / tm) * ((k + tm - 1) / tm);
+                    const unsigned gt = tile == 3 ? 1u : tile;  // tile 3: tile 1's bits
+                    const unsigned tm = GEMM_T[gt], wb = ((n + tm - 1) / tm) * ((k + tm - 1) / tm);
                     emu::launch(gc_gemm_f32, g1(wb), g1(256), w2.p, (const float *)g.p, (const float *)x.p,
-                                (const float *)nullptr, n, k, m, n, k, k, 1u, -lr, 1.0f, tile);
+                                (const float *)nullptr, n, k, m, n, k, k, 1u, -lr, 1.0f, gt);
                     if (bias)
                         emu::launch(gc_bias_sgd_f32, g1((n + 31) / 32), uint3{32, ty, 1}, b2.p, (const float *)g.p, m, n,
                                     lr);

@@ -1564,6 +1564,13 @@ pub fn linear_mse_step_workspace_bytes(rows: u32, inputs: u32, outputs: u32, sms
     step.sums_bytes(sms.max(1)) + rows as u64 * outputs as u64 * F32
 }
 
+/// `gc_linear_sgd_f32`'s weight tile 3: `gc_gemm_f32`'s 64 x 64 tile (1)
+/// with the whole reduction staged in shared memory at once, for up to
+/// [`STAGED_SGD_ROWS`] rows (bitwise tile 1's result).
+const STAGED_SGD_TILE: u32 = 3;
+/// The most rows (the weight gradient's reduction length) tile 3 stages.
+const STAGED_SGD_ROWS: u32 = 64;
+
 /// The SGD update of a linear layer (`gc_linear_sgd_f32`): `W -= lr * dy^T . x`
 /// (W `n x k`, dy `m x n`, x `m x k`) and `b -= lr * colsum(dy)` (b may be
 /// 0): bitwise [`linear_weight_sgd`] and [`bias_sgd`] with the same sizes
@@ -1583,8 +1590,14 @@ fn linear_sgd(
     loss: Option<(u64, u64, u32)>,
     sms: u32,
 ) -> Result<Call, SizeError> {
-    let tile = gemm_tile(n, k, m, sms);
+    // Where gc_gemm_f32 would take its 64 x 64 tile, up to 64 rows take the
+    // same tile with the reduction staged at once (measured faster on an
+    // H100: kernels/TUNING.md).
+    let mut tile = gemm_tile(n, k, m, sms);
     let t = GEMM_TILES[tile as usize] as u64;
+    if tile == 1 && m <= STAGED_SGD_ROWS {
+        tile = STAGED_SGD_TILE;
+    }
     let bias_blocks = if b != 0 { ceil_div(n as u64, 32) } else { 0 };
     let blocks =
         loss.is_some() as u64 + bias_blocks + ceil_div(n as u64, t) * ceil_div(k as u64, t);
@@ -2737,7 +2750,9 @@ mod tests {
         // The update: the weight SGD's tile and the bias SGD's block rows.
         let wsgd = linear_weight_sgd(A, grad, C, 64, 1024, 1024, 1e-3, SMS).unwrap();
         let bsgd = bias_sgd(B, grad, 64, 1024, 1e-3, SMS).unwrap();
-        assert_eq!(u32_arg(upd, "tile"), u32_arg(&wsgd, "tile"));
+        // gc_gemm_f32's 64 x 64 tile, staged at once (tile 3: its bits).
+        assert_eq!(u32_arg(&wsgd, "tile"), 1);
+        assert_eq!(u32_arg(upd, "tile"), STAGED_SGD_TILE);
         assert_eq!(u32_arg(upd, "bias_ty"), bsgd.block[1]);
         assert_eq!(upd.grid[0], 1 + wsgd.grid[0] + bsgd.grid[0]);
         assert_eq!(arg(upd, "dy"), Value::Ptr(grad));
@@ -2745,6 +2760,31 @@ mod tests {
         let nb = LinearMseStep { b: 0, ..s };
         let upd = &linear_mse_step(&nb, WS, need, SMS).unwrap()[1];
         assert_eq!(upd.grid[0], 1 + wsgd.grid[0]);
+    }
+
+    #[test]
+    fn the_update_stages_short_reductions_in_the_64_x_64_tile() {
+        // Up to 64 rows where gc_gemm_f32 takes its 64 x 64 tile: tile 3
+        // (same grid); more rows, or another tile, as gc_gemm_f32.
+        for (m, n, k) in [
+            (64, 1024, 1024),
+            (1, 1024, 1024),
+            (65, 1024, 1024),
+            (64, 40, 36),
+        ] {
+            let plain = linear_weight_sgd(A, D, C, m, n, k, 1e-3, SMS).unwrap();
+            let fused = linear_sgd(A, 0, D, C, m, n, k, 1e-3, None, SMS).unwrap();
+            let tile = u32_arg(&plain, "tile");
+            let want = if tile == 1 && m <= STAGED_SGD_ROWS {
+                STAGED_SGD_TILE
+            } else {
+                tile
+            };
+            assert_eq!(u32_arg(&fused, "tile"), want, "{m}x{n}x{k}");
+            assert_eq!(fused.grid, plain.grid, "{m}x{n}x{k}");
+        }
+        let fused = linear_sgd(A, 0, D, C, 64, 1024, 1024, 1e-3, None, SMS).unwrap();
+        assert_eq!(u32_arg(&fused, "tile"), STAGED_SGD_TILE);
     }
 
     #[test]

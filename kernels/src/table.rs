@@ -384,9 +384,10 @@ b[j] = fmaf(-lr, sum_i dy[i, j], b[j]) (b may be null) for dy m x n, x m x k, in
 loss is not null, block 0 writes loss[0] = the sum of partials[0 .. parts) in a fixed order \
 (gc_linear_mse_f32's block sums). The next ceil(n / 32) blocks (none when b is null) update b, \
 bitwise gc_bias_sgd_f32 with block (32, bias_ty); the others are the output tiles of gc_gemm_f32 \
-with tile `tile` (the fused weight-gradient SGD, bitwise). Launch: block 256, grid (loss ? 1 : 0) \
-+ ceil(n / 32) + ceil(n / T) * ceil(k / T) with T = 128, 64, 32 for tile 0, 1, 2; no dynamic \
-shared memory. w, b and loss must not overlap dy, x or partials.";
+with tile `tile` (the fused weight-gradient SGD, bitwise; tile 3: tile 1 with the reduction, up to \
+64 rows, staged whole in shared memory, where n % 4 == 0, k % 4 == 0 and w, dy, x are 16-byte \
+aligned, else tile 1; bitwise tile 1). Launch: block 256, grid (loss ? 1 : 0) + ceil(n / 32) + \
+ceil(n / T) * ceil(k / T) with T = 128, 64, 32, 64 for tile 0, 1, 2, 3; no dynamic shared memory. w, b and loss must not overlap dy, x or partials.";
     Mlp2Mse = gc_mlp2_mse_f32 in LINEAR (
         x: Ptr, w1: Ptr, b1: Ptr, w2: Ptr, b2: Ptr, target: Ptr, h: Ptr, dp: Ptr, dh: Ptr,
         partials: Ptr, bar: Ptr, d01: U32, d2m: U32, tiles: U32, grad_scale: F32,

@@ -230,10 +230,11 @@ fn update_err(got: &[f32], want: &[f64], base: &[f32]) -> f64 {
 #[ignore = "needs a CUDA GPU"]
 fn linear_mse_step_matches_float64_and_the_unfused_ops() {
     let seed = seed();
-    // The notes' step, odd sizes, no bias, and more rows than the fused
-    // forward takes (three launches).
+    // The notes' step (its update on the staged weight tile 3), odd sizes,
+    // no bias, and more rows than the fused forward takes (three launches).
     for (rows, inputs, outputs, bias) in [
         (64, 1024, 1024, true),
+        (40, 1000, 200, true),
         (5, 37, 13, true),
         (33, 100, 70, false),
         (300, 64, 40, true),
