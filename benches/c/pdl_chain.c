@@ -8,6 +8,10 @@
  *                one gc_op_linear per layer, N rows (the per-layer path)
  *   linear_step  gc_op_linear_mse_step, Linear 1024 x 1024, 64 rows
  *   mlp2_step    gc_op_mlp2_mse_step, 1024 -> 512 -> 10, 64 rows
+ *   gemm_MxKxN   one gc_op_linear (bias, no ReLU) of M rows, K inputs, N
+ *                outputs: no edge in its graph, so it shows what the
+ *                compute_90 PTX itself costs or saves (run it against the
+ *                library before the change for that)
  * Each line: `RES name us_per_replay nodes programmatic_edges checksum`,
  * the checksum an FNV-1a hash of the outputs' bits after every replay (the
  * training steps' parameters after all of them): equal with and without
@@ -108,6 +112,16 @@ static void mlp2_step_run(void *p) {
                             l->ws, l->ws_bytes));
 }
 
+typedef struct {
+    float *x, *w, *b, *y;
+    uint32_t m, k, n;
+} gemm;
+
+static void gemm_run(void *p) {
+    gemm *g = p;
+    TRY(gc_op_linear(s, g->y, g->x, g->w, g->b, g->m, g->n, g->k, 0));
+}
+
 /* A zeroed workspace of `bytes` bytes. */
 static void *workspace(uint64_t bytes) {
     void *ws;
@@ -129,7 +143,7 @@ int main(int argc, char **argv) {
     const char *env = getenv("GC_PDL");
     int pdl = !(env && !strcmp(env, "0"));
 
-    workload wl[6];
+    workload wl[9];
     int nw = 0;
     static mlp mlps[3];
     const uint32_t batches[3] = {4, 16, 32};
@@ -170,10 +184,25 @@ int main(int argc, char **argv) {
     TRY(gc_op_mlp2_mse_step_workspace_bytes(ctx, 64, 512, 10, &m2.ws_bytes));
     m2.ws = workspace(m2.ws_bytes);
     wl[nw++] = (workload){"mlp2_step", mlp2_step_run, &m2, m2.w1, 512 * 1024};
+    static gemm gemms[3];
+    static char gemm_names[3][32];
+    const uint32_t shapes[3][3] = {{256, 1024, 1024}, {1024, 1024, 1024}, {2048, 2048, 2048}};
+    for (int i = 0; i < 3; i++) {
+        gemm *g = &gemms[i];
+        g->m = shapes[i][0];
+        g->k = shapes[i][1];
+        g->n = shapes[i][2];
+        g->x = dev((size_t)g->m * g->k, 50 + i, 1.0f);
+        g->w = dev((size_t)g->n * g->k, 60 + i, 1.0f / 32);
+        g->b = dev(g->n, 70 + i, 1.0f / 32);
+        TRY(gc_pool_alloc(pool, (size_t)g->m * g->n * 4, (void **)&g->y));
+        snprintf(gemm_names[i], sizeof gemm_names[i], "gemm_%ux%ux%u", g->m, g->k, g->n);
+        wl[nw++] = (workload){gemm_names[i], gemm_run, g, g->y, (size_t)g->m * g->n};
+    }
 
-    const int runs = quick ? 1 : 7, reps = quick ? 3 : 500;
+    const int runs = quick ? 1 : 7, max_reps = quick ? 3 : 500;
     FILE *jf = json ? fopen(json, "w") : NULL;
-    if (jf) fprintf(jf, "{\"pdl\": %d, \"runs\": %d, \"replays_per_run\": %d, \"results\": [", pdl, runs, reps);
+    if (jf) fprintf(jf, "{\"pdl\": %d, \"runs\": %d, \"max_replays_per_run\": %d, \"results\": [", pdl, runs, max_reps);
     for (int w = 0; w < nw; w++) {
         workload *k = &wl[w];
         k->run(k->arg); /* eager, once (loads the kernels; warms up) */
@@ -186,8 +215,12 @@ int main(int argc, char **argv) {
         TRY(gc_graph_node_count(g, &nodes));
         int prog = programmatic_edges(g);
         TRY(gc_graph_instantiate(g, GC_INSTANTIATE_UPLOAD, &e));
+        double w0 = bench_now_ns();
         for (int i = 0; i < 20; i++) TRY(gc_exec_launch(e, s));
         TRY(gc_stream_synchronize(s));
+        /* Up to max_reps replays a run, about 20 ms at most. */
+        double per = (bench_now_ns() - w0) / 20;
+        int reps = per * max_reps > 2e7 ? (int)(2e7 / per) + 1 : max_reps;
         double t[7];
         for (int r = 0; r < runs; r++) {
             double t0 = bench_now_ns();
