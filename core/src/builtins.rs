@@ -50,6 +50,14 @@ pub fn programmatic_launch() -> bool {
     }
 }
 
+/// Whether the built-in kernels may be launched programmatically on a GPU
+/// of compute capability `arch` (major * 10 + minor) with a driver of CUDA
+/// version `driver` (`cuDriverGetVersion`): there the `compute_90` modules
+/// load (their kernels wait), and captures keep programmatic edges.
+fn programmatic_capable(arch: u32, driver: i32) -> bool {
+    arch >= PDL_ARCH && driver >= PDL_DRIVER
+}
+
 /// Turns programmatic launches of the built-in kernels on or off for the
 /// whole process from now on (overrides `GC_PDL`; for A/B measurements and
 /// tests). Launches already made, and graphs already captured, keep theirs.
@@ -105,7 +113,7 @@ impl Builtins {
                 None => Ok(None),
             })
             .collect::<Result<_>>()?;
-        let programmatic = arch >= PDL_ARCH && driver::driver_version()? >= PDL_DRIVER;
+        let programmatic = programmatic_capable(arch, driver::driver_version()?);
         Ok(Builtins {
             ctx: Arc::clone(ctx),
             arch,
@@ -246,4 +254,31 @@ pub(crate) fn find(name: &str) -> Result<Kernel> {
             format!("`{name}` is not a built-in kernel of graphcore"),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programmatic_launches_need_sm_90_and_cuda_12_3() {
+        assert!(programmatic_capable(90, 12030));
+        assert!(programmatic_capable(100, 13000));
+        assert!(!programmatic_capable(89, 13000));
+        assert!(!programmatic_capable(90, 12020));
+        // The modules loaded there are the ones that wait.
+        for m in MODULES {
+            assert_eq!(m.ptx_for(PDL_ARCH), Some(m.ptx_sm90), "{}", m.name);
+        }
+    }
+
+    #[test]
+    fn the_switch_overrides_the_environment() {
+        let before = programmatic_launch();
+        set_programmatic_launch(false);
+        assert!(!programmatic_launch());
+        set_programmatic_launch(true);
+        assert!(programmatic_launch());
+        set_programmatic_launch(before);
+    }
 }
