@@ -1064,6 +1064,17 @@ enum gc_status gc_module_destroy(struct gc_module *module);
  * `graphcore_kernels::ops` it runs; the body takes the export's name from
  * the function it is in, so the name is written once.
  *
+ * Programmatic dependent launch: on GPUs of compute capability 9.0 with a
+ * CUDA 12.3 driver, the kernels (their compute_90 PTX) wait on the kernel
+ * before them and trigger the one after, and these exports launch them
+ * with programmatic stream serialization, so a kernel's launch and weight
+ * prefetch overlap the previous kernel's tail; captured, consecutive ops
+ * are joined by programmatic edges. Cooperative launches (gc_op_mlp's
+ * fused form, gc_op_mlp2_mse_step's first launch) stay fully ordered.
+ * Results are bitwise the same either way. The environment variable
+ * GC_PDL=0, read once per process, turns these launches off (plain
+ * launches, full edges), e.g. for A/B measurements.
+ *
  * Thread safety: any number of threads may launch on any streams.
  * ========================================================================== */
 
@@ -2464,18 +2475,20 @@ enum gc_status gc_graph_add_dependency(struct gc_graph *graph,
  * node `to` may start launching once every block of kernel node `from`
  * has executed `griddepcontrol.launch_dependents`
  * (`cudaTriggerProgrammaticLaunchCompletion()`) or exited, so its launch
- * and prologue overlap `from`'s tail. `to` must be a user kernel that calls
+ * and prologue overlap `from`'s tail. `to` must call
  * `griddepcontrol.wait` (`cudaGridDependencySynchronize()`) before it
- * reads anything `from` writes; graphcore's built-in kernels do not, so
- * they are refused as `to` (they may be `from`). The edge is kept by
+ * reads anything `from` writes: graphcore's built-in kernels do (on
+ * compute capability 9.0 they run their compute_90 PTX, which waits
+ * first), so either end may be one; a user kernel that does not wait
+ * must not be `to`. The edge is kept by
  * gc_graph_clone, by fusion and in DOT output (dashed), and edges of this
  * kind in captured graphs are read back as such; gc_exec_update refuses a
  * graph whose edge kinds differ from the exec's. Refused edges leave the
  * graph unchanged.
  * Errors: GC_ERROR_INVALID_ARGUMENT (graph is NULL; a node of another
  * graph or out of range; a self-loop, an edge already there or one
- * closing a cycle; `from` or `to` not a kernel node; `to` a built-in
- * kernel), GC_ERROR_NOT_SUPPORTED (compute capability below 9.0, or a
+ * closing a cycle; `from` or `to` not a kernel node),
+ * GC_ERROR_NOT_SUPPORTED (compute capability below 9.0, or a
  * driver older than CUDA 12.3), GC_ERROR_INVALID_STATE (the graph is a
  * conditional body of an instantiated graph), GC_ERROR_INVALID_HANDLE
  * (graph destroyed), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the

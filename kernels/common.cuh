@@ -13,6 +13,44 @@
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
+// Programmatic dependent launch (sm_90; the compute_90 PTX, kernels/ptx/sm90/).
+// core launches the built-in kernels with the programmatic stream
+// serialization attribute on GPUs of compute capability 9.0 or later (CUDA
+// 12.3 drivers; GC_PDL=0 turns it off), so a kernel may start while the one
+// before it on the stream is still running. GC_PDL_WAIT() blocks until every
+// kernel it depends on has completed and its writes are visible: every
+// built-in kernel runs it first, before any global load or store (index math
+// and L2 prefetches may come before), and in every block, before any early
+// return: a grid that exits without waiting would let a kernel that depends
+// on it start before the kernels it depends on itself are done.
+// GC_PDL_TRIGGER() lets the next kernel start launching (its blocks then wait
+// in GC_PDL_WAIT for this whole grid to finish): the kernels trigger once
+// their main loop is done, not at the start, so waiting blocks do not take
+// SM slots this grid still needs. A grid that never triggers does so when it
+// exits. Both are empty below sm_90 (the compute_75 PTX) and in the CPU
+// emulation.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define GC_PDL_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
+#define GC_PDL_TRIGGER() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
+#else
+#define GC_PDL_WAIT() ((void)0)
+#define GC_PDL_TRIGGER() ((void)0)
+#endif
+
+// Prefetches [p, p + bytes) into L2, one 128-byte line per thread of the
+// block at a time (a hint: safe before GC_PDL_WAIT for inputs no kernel
+// before this one writes, such as weights). sm_90 only (empty elsewhere).
+__device__ __forceinline__ void gc_prefetch_l2(const void *p, u64 bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const char *c = reinterpret_cast<const char *>(p);
+    for (u64 o = (u64)threadIdx.x * 128; o < bytes; o += (u64)blockDim.x * 128)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(c + o));
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
 // Threads per block of the elementwise and reduction kernels.
 #define GC_BLOCK 256
 

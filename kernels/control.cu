@@ -11,6 +11,8 @@
 // The declaration is cuda_device_runtime_api.h's (12.3+), spelled here so
 // NVRTC 12.0 compiles it without the toolkit headers.
 // The handle is a cudaGraphConditionalHandle (unsigned long long).
+#include "common.cuh"
+
 extern "C" __device__ __location__(cudart_builtin) void cudaGraphSetConditional(unsigned long long handle, unsigned int value);
 
 // Comparison codes of gc_cond_set_f32 (the header's GC_COND_*).
@@ -21,12 +23,14 @@ extern "C" __device__ __location__(cudart_builtin) void cudaGraphSetConditional(
 
 // value = *v (0 is false; for SWITCH, the case index).
 extern "C" __global__ void gc_cond_set_u32(unsigned long long handle, const unsigned int *value) {
+    GC_PDL_WAIT();
     cudaGraphSetConditional(handle, *value);
 }
 
 // *counter += 1; value = (*counter < limit). Before a WHILE, with *counter
 // = 0 and limit = N, the body runs at most N times.
 extern "C" __global__ void gc_cond_count(unsigned long long handle, unsigned int *counter, unsigned int limit) {
+    GC_PDL_WAIT();
     const unsigned int c = *counter + 1u;
     *counter = c;
     cudaGraphSetConditional(handle, c < limit ? 1u : 0u);
@@ -36,6 +40,7 @@ extern "C" __global__ void gc_cond_count(unsigned long long handle, unsigned int
 // also *counter += 1 and value &= (*counter < limit). A NaN compares false.
 extern "C" __global__ void gc_cond_set_f32(unsigned long long handle, const float *x, float threshold,
                                            unsigned int cmp, unsigned int *counter, unsigned int limit) {
+    GC_PDL_WAIT();
     const float v = *x;
     bool on = cmp == GC_CMP_LT ? v < threshold
             : cmp == GC_CMP_LE ? v <= threshold
@@ -54,6 +59,7 @@ extern "C" __global__ void gc_cond_set_f32(unsigned long long handle, const floa
 // none fits (a SWITCH of `count` cases then runs no body).
 extern "C" __global__ void gc_cond_set_bucket(unsigned long long handle, const unsigned int *rows,
                                               const unsigned int *sizes, unsigned int count) {
+    GC_PDL_WAIT();
     const unsigned int r = *rows;
     unsigned int i = 0;
     while (i < count && sizes[i] < r) i++;

@@ -33,7 +33,7 @@ __device__ __forceinline__ void gc_map1(float *y, const float *x, u64 n, F f) {
         if (t < n) y[t] = f(x[t]);
     } else {
         for (u64 i = tid; i < n; i += stride) y[i] = f(x[i]);
-    }
+    }    GC_PDL_TRIGGER();
 }
 
 // z[i] = f(x[i], y[i]) for i < n.
@@ -53,11 +53,12 @@ __device__ __forceinline__ void gc_map2(float *z, const float *x, const float *y
         if (t < n) z[t] = f(x[t], y[t]);
     } else {
         for (u64 i = tid; i < n; i += stride) z[i] = f(x[i], y[i]);
-    }
+    }    GC_PDL_TRIGGER();
 }
 
 // y[i] = value.
 extern "C" __global__ void __launch_bounds__(GC_BLOCK) gc_fill_f32(float *y, u64 n, float value) {
+    GC_PDL_WAIT();
     const u64 tid = gc_tid(), stride = gc_stride();
     if (gc_aligned16(y)) {
         const u64 nv = n >> 2;
@@ -68,58 +69,67 @@ extern "C" __global__ void __launch_bounds__(GC_BLOCK) gc_fill_f32(float *y, u64
         if (t < n) y[t] = value;
     } else {
         for (u64 i = tid; i < n; i += stride) y[i] = value;
-    }
+    }    GC_PDL_TRIGGER();
 }
 
 // y[i] = x[i].
 extern "C" __global__ void __launch_bounds__(GC_BLOCK) gc_copy_f32(float *y, const float *x, u64 n) {
+    GC_PDL_WAIT();
     gc_map1(y, x, n, [](float v) { return v; });
 }
 
 // y[i] = alpha * x[i] (one rounding: __fmul_rn(x, alpha)).
 extern "C" __global__ void __launch_bounds__(GC_BLOCK)
     gc_scale_f32(float *y, const float *x, u64 n, float alpha) {
+    GC_PDL_WAIT();
     gc_map1(y, x, n, [=](float v) { return __fmul_rn(v, alpha); });
 }
 
 // y[i] = x[i] + c (__fadd_rn(x, c)).
 extern "C" __global__ void __launch_bounds__(GC_BLOCK)
     gc_add_scalar_f32(float *y, const float *x, u64 n, float c) {
+    GC_PDL_WAIT();
     gc_map1(y, x, n, [=](float v) { return __fadd_rn(v, c); });
 }
 
 // y[i] = fmaf(alpha, x[i], y[i]).
 extern "C" __global__ void __launch_bounds__(GC_BLOCK)
     gc_axpy_f32(float *y, const float *x, u64 n, float alpha) {
+    GC_PDL_WAIT();
     gc_map2(y, x, y, n, [=](float a, float b) { return fmaf(alpha, a, b); });
 }
 
 // z[i] = x[i] + y[i].
 extern "C" __global__ void __launch_bounds__(GC_BLOCK)
     gc_add_f32(float *z, const float *x, const float *y, u64 n) {
+    GC_PDL_WAIT();
     gc_map2(z, x, y, n, [](float a, float b) { return __fadd_rn(a, b); });
 }
 
 // z[i] = x[i] * y[i].
 extern "C" __global__ void __launch_bounds__(GC_BLOCK)
     gc_mul_f32(float *z, const float *x, const float *y, u64 n) {
+    GC_PDL_WAIT();
     gc_map2(z, x, y, n, [](float a, float b) { return __fmul_rn(a, b); });
 }
 
 // y[i] = relu(x[i]) (NaN propagates, -0 -> +0; see gc_relu).
 extern "C" __global__ void __launch_bounds__(GC_BLOCK) gc_relu_f32(float *y, const float *x, u64 n) {
+    GC_PDL_WAIT();
     gc_map1(y, x, n, [](float v) { return gc_relu(v); });
 }
 
 // dx[i] = x[i] > 0 ? dy[i] : 0.
 extern "C" __global__ void __launch_bounds__(GC_BLOCK)
     gc_relu_backward_f32(float *dx, const float *dy, const float *x, u64 n) {
+    GC_PDL_WAIT();
     gc_map2(dx, dy, x, n, [](float g, float v) { return (v > 0.0f) ? g : 0.0f; });
 }
 
 // w[i] = fmaf(-lr, g[i], w[i])  (plain SGD step, w -= lr * g with one rounding).
 extern "C" __global__ void __launch_bounds__(GC_BLOCK)
     gc_sgd_f32(float *w, const float *g, u64 n, float lr) {
+    GC_PDL_WAIT();
     const float neg_lr = -lr;
     gc_map2(w, g, w, n, [=](float gi, float wi) { return fmaf(neg_lr, gi, wi); });
 }
@@ -130,6 +140,7 @@ extern "C" __global__ void __launch_bounds__(GC_BLOCK)
 // its unit's column incrementally (no division inside the loop).
 extern "C" __global__ void __launch_bounds__(GC_BLOCK)
     gc_bias_add_f32(float *y, const float *x, const float *b, u32 rows, u32 cols) {
+    GC_PDL_WAIT();
     const u32 total = rows * cols;
     const u32 tid = blockIdx.x * blockDim.x + threadIdx.x;
     const u32 stride = gridDim.x * blockDim.x;
@@ -157,7 +168,7 @@ extern "C" __global__ void __launch_bounds__(GC_BLOCK)
             if (c >= cols) c -= cols;
             if (i > 0xffffffffu - stride) break;  // i + stride would wrap
         }
-    }
+    }    GC_PDL_TRIGGER();
 }
 
 // ---------------------------------------------------------------------------
@@ -228,6 +239,7 @@ __device__ __forceinline__ V gc_chain_apply(V v, u32 ops, u32 count, float c0, f
 extern "C" __global__ void __launch_bounds__(GC_BLOCK)
     gc_chain_f32(float *y, const float *x, u64 n, u32 ops, u32 count, float c0, float c1, float c2, float c3,
                  float c4, float c5, float c6, float c7) {
+    GC_PDL_WAIT();
     const u64 tid = gc_tid(), stride = gc_stride();
     const bool reads_x = !(count > 0 && (ops & 15u) == GC_OP_FILL);
     auto op1 = [](u32 op, float v, float c) { return gc_op(op, v, c); };
@@ -245,5 +257,5 @@ extern "C" __global__ void __launch_bounds__(GC_BLOCK)
     } else {
         for (u64 i = tid; i < n; i += stride)
             y[i] = gc_chain_apply(reads_x ? x[i] : 0.0f, ops, count, c0, c1, c2, c3, c4, c5, c6, c7, op1);
-    }
+    }    GC_PDL_TRIGGER();
 }

@@ -15,6 +15,11 @@ A source that needs a newer target says so in a line of its own,
 `// gen_ptx: compute_80` (linear_tf32.cu: mma.sync with TF32 operands); the
 kernel table then loads that module only on GPUs of that capability.
 
+Every source is also compiled for `compute_90` into kernels/ptx/sm90/<stem>.ptx:
+there GC_PDL_WAIT / GC_PDL_TRIGGER (common.cuh) are griddepcontrol
+instructions (programmatic dependent launch); the kernel table loads these
+variants on GPUs of compute capability 9.0 and later.
+
 Where NVRTC comes from (first found wins):
   1. the environment variable NVRTC_LIB (path to libnvrtc.so.12);
   2. `nvidia/cuda_nvrtc/lib/libnvrtc.so.12` in any sys.path entry
@@ -35,6 +40,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 PTX_DIR = HERE / "ptx"
+# The compute_90 variants, as kernels/ptx/<SM90_DIR>/<stem>.ptx.
+SM90_DIR = "sm90"
+SM90_TARGET = "compute_90"
 WANTED_VERSION = (12, 0)
 OPTIONS = [
     "--gpu-architecture=compute_75",
@@ -114,13 +122,24 @@ class Nvrtc:
             lib.nvrtcDestroyProgram(ctypes.byref(prog))
 
 
-def options_for(src):
-    """NVRTC options for one source: OPTIONS, with the target its
-    `// gen_ptx: compute_XY` line names, if any."""
+def target_of(src):
+    """The PTX target of a source's main module: the one its `// gen_ptx:
+    compute_XY` line names, else OPTIONS' (compute_75)."""
     m = re.search(r"^// gen_ptx: (compute_\d+)$", src, re.M)
-    if not m:
-        return OPTIONS
-    return [f"--gpu-architecture={m.group(1)}" if o.startswith("--gpu-architecture=") else o for o in OPTIONS]
+    if m:
+        return m.group(1)
+    return next(o.split("=", 1)[1] for o in OPTIONS if o.startswith("--gpu-architecture="))
+
+
+def options_for(target):
+    """NVRTC options for one target: OPTIONS with its architecture."""
+    return [f"--gpu-architecture={target}" if o.startswith("--gpu-architecture=") else o for o in OPTIONS]
+
+
+def variants(cu, src):
+    """(relative PTX path, target) of every module one source makes: its
+    main module and its compute_90 variant."""
+    return [(cu.stem + ".ptx", target_of(src)), (f"{SM90_DIR}/{cu.stem}.ptx", SM90_TARGET)]
 
 
 def sources():
@@ -145,22 +164,29 @@ def generate(nvrtc, out_dir):
     hdrs = headers()
     for cu in sources():
         src = cu.read_text(encoding="utf-8")
-        opts = options_for(src)
-        ptx = stable(nvrtc.compile(src, cu.name, hdrs, opts))
-        # NVVM has been seen to emit different (equivalent) PTX from run to
-        # run for some code shapes; such output could never pass --check.
-        for _ in range(2):
-            if stable(nvrtc.compile(src, cu.name, hdrs, opts)) != ptx:
-                raise RuntimeError(
-                    f"NVRTC output for {cu.name} is not deterministic; change the code shape "
-                    "(see gc_lds4 in common.cuh for one known cause)"
-                )
-        if not ptx.endswith("\n"):
-            ptx += "\n"
-        dest = out_dir / (cu.stem + ".ptx")
-        dest.write_text(ptx, encoding="utf-8")
-        written.append(dest.name)
+        for rel, target in variants(cu, src):
+            opts = options_for(target)
+            ptx = stable(nvrtc.compile(src, cu.name, hdrs, opts))
+            # NVVM has been seen to emit different (equivalent) PTX from run to
+            # run for some code shapes; such output could never pass --check.
+            for _ in range(2):
+                if stable(nvrtc.compile(src, cu.name, hdrs, opts)) != ptx:
+                    raise RuntimeError(
+                        f"NVRTC output for {cu.name} ({target}) is not deterministic; change the "
+                        "code shape (see gc_lds4 in common.cuh for one known cause)"
+                    )
+            if not ptx.endswith("\n"):
+                ptx += "\n"
+            dest = out_dir / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(ptx, encoding="utf-8")
+            written.append(rel)
     return written
+
+
+def committed():
+    """Every committed PTX file, as a path relative to kernels/ptx/."""
+    return sorted(p.relative_to(PTX_DIR).as_posix() for p in PTX_DIR.rglob("*.ptx"))
 
 
 def main():
@@ -203,7 +229,7 @@ def main():
 
     if not args.check:
         names = generate(nvrtc, PTX_DIR)
-        stale = sorted(p.name for p in PTX_DIR.glob("*.ptx") if p.name not in names)
+        stale = [name for name in committed() if name not in names]
         for name in stale:
             (PTX_DIR / name).unlink()
         print(f"wrote {len(names)} PTX file(s) to {PTX_DIR.relative_to(REPO)}"
@@ -229,9 +255,9 @@ def main():
                 changed = sum(1 for d in diff if d[:1] in "+-" and d[:3] not in ("+++", "---"))
                 problems.append(f"{name}: {changed} line(s) differ; first lines:\n  "
                                 + "\n  ".join(diff[2:12]))
-        for p in sorted(PTX_DIR.glob("*.ptx")):
-            if p.name not in names:
-                problems.append(f"{p.name}: no kernels/{p.stem}.cu for it")
+        for name in committed():
+            if name not in names:
+                problems.append(f"{name}: no kernels/{Path(name).stem}.cu for it")
         if problems:
             print("PTX is out of date (run python3 kernels/gen_ptx.py):", file=sys.stderr)
             for p in problems:

@@ -367,6 +367,7 @@ __device__ __forceinline__ void gc_linear_small(Out &out, const float *x, const 
     for (int v = 0; v < V; ++v) acc[v] = 0.0f;
 
     gc_small_sums<R, C, KV, LAYOUT>(acc, x, w, m, n, k, i0, j0, (warp % wg) * 32u + lane, S);
+    GC_PDL_TRIGGER();
 
     gc_small_exchange<V, 0>(acc, lane);
 
@@ -441,6 +442,13 @@ __device__ __forceinline__ void gc_linear_small_any(Out &out, const float *x, co
 extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
     gc_linear_small_f32(float *y, const float *x, const float *w, const float *b, u32 m, u32 n, u32 k, u32 flags,
                         u32 config) {
+    // The block's weight rows (n x k layout) into L2 while the kernel before
+    // this one may still run (a hint only: L2 is where the device's writes
+    // meet, so even weights that kernel updates are never read stale).
+    const u32 cols = 1u << ((config >> 2) & 3u) << ((config >> 6) & 3u), j0 = blockIdx.x * cols;
+    if (!(flags & GC_LIN_W_KN) && blockIdx.y == 0 && j0 < n)
+        gc_prefetch_l2(w + (u64)j0 * k, (u64)(n - j0 < cols ? n - j0 : cols) * k * sizeof(float));
+    GC_PDL_WAIT();
     if (m == 0 || n == 0 || k == 0 || ((config >> 4) & 3u) + ((config >> 6) & 3u) > 3 || config >> 8 != 0) return;
     GcStore out{y, n};
     gc_linear_small_any(out, x, w, b, m, n, k, flags, config);
@@ -485,6 +493,7 @@ struct GcMseOut {
 extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
     gc_linear_mse_f32(float *grad, float *pred, float *partials, const float *x, const float *w, const float *b,
                       const float *target, u32 m, u32 n, u32 k, u32 config, float grad_scale) {
+    GC_PDL_WAIT();
     if (m == 0 || n == 0 || k == 0 || ((config >> 4) & 3u) + ((config >> 6) & 3u) > 3 || config >> 8 != 0) return;
     GcMseOut out{grad, pred, target, n, 2.0f * grad_scale, {0.0f, 0.0f}, 0.0f};
     gc_linear_small_any(out, x, w, b, m, n, k, 0u, config);
@@ -678,6 +687,7 @@ extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 1)
     gc_mlp_f32(float *y, const float *x, u32 *bar, float *act, const float *w0, const float *b0, const float *w1,
                const float *b1, const float *w2, const float *b2, const float *w3, const float *b3, u32 d01,
                u32 d23, u32 d4rows, u32 flags) {
+    GC_PDL_WAIT();
     const u32 layers = (flags >> 4) & 7u, m = d4rows >> 16;
     if (layers == 0 || layers > GC_MLP_MAX_LAYERS || m == 0) return;
     const u32 epoch = *(volatile u32 *)(bar + 1), tag = 2 * epoch + 3;
@@ -750,6 +760,7 @@ extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 1)
     gc_mlp2_mse_f32(const float *x, const float *w1, const float *b1, const float *w2, const float *b2,
                     const float *target, float *h, float *dp, float *dh, float *partials, u32 *bar, u32 d01, u32 d2m,
                     u32 tiles, float grad_scale) {
+    GC_PDL_WAIT();
     const u32 k0 = d01 & 0xffffu, k1 = d01 >> 16, k2 = d2m & 0xffffu, m = d2m >> 16;
     if (k0 == 0 || k1 == 0 || k2 == 0 || m == 0) return;
     GcStore hidden{h, k1};
@@ -980,6 +991,7 @@ __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const f
         if (ch + 1 < chunks) stage(buf ^ 1u);
         __syncthreads();
     }
+    GC_PDL_TRIGGER();
 
     if (KS > 1) {
         // Slices 1 .. KS - 1 hand their sums to slice 0, in order.
@@ -1120,6 +1132,7 @@ __device__ __forceinline__ void gc_gemm_sliced(float *cmat, const float *a, cons
             __syncthreads();
         }
     }
+    GC_PDL_TRIGGER();
 
     // Slices 1..3 hand their partial tiles to slice 0, in order.
     float *red = smem;  // [BM][BN], fits in the staging buffers
@@ -1175,6 +1188,7 @@ __device__ __forceinline__ void gc_gemm_tile(float *c, const float *a, const flo
 extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
     gc_gemm_f32(float *c, const float *a, const float *b, const float *bias, u32 m, u32 n, u32 k, u32 lda,
                 u32 ldb, u32 ldc, u32 flags, float alpha, float beta, u32 tile) {
+    GC_PDL_WAIT();
     __shared__ __align__(16) float smem[GC_GEMM_SMEM];
     if (m == 0 || n == 0 || k == 0) return;
     gc_gemm_tile(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta, tile, smem, blockIdx.x);
@@ -1216,6 +1230,7 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
 extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 1)
     gc_gemm_wide_f32(float *c, const float *a, const float *b, const float *bias, u32 m, u32 n, u32 k, u32 lda,
                      u32 ldb, u32 ldc, u32 flags, float alpha, float beta, u32 tile) {
+    GC_PDL_WAIT();
     // Tile 2's two stages of 32 x (64 + 4) for A and B (the most of the three).
     __shared__ __align__(16) float smem[2 * 32 * (64 + 4) * 2];
     if (m == 0 || n == 0 || k == 0 || (flags & 3u) != GC_GEMM_TRANS_B) return;
@@ -1230,6 +1245,7 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 1)
 extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
     gc_gemm_mid_f32(float *c, const float *a, const float *b, const float *bias, u32 m, u32 n, u32 k, u32 lda,
                     u32 ldb, u32 ldc, u32 flags, float alpha, float beta, u32 tile) {
+    GC_PDL_WAIT();
     __shared__ __align__(16) float smem[2 * 16 * (64 + 4) + 2 * 16 * (128 + 4)];
     if (m == 0 || n == 0 || k == 0 || (flags & 3u) != GC_GEMM_TRANS_B) return;
     if (tile == 0) GC_GEMM_NT_TILE(64, 128, 4, 8, 16, 1);
@@ -1333,6 +1349,7 @@ __device__ __forceinline__ void gc_wsgd_staged(float *w, const float *dy, const 
 #pragma unroll
             for (int c = 0; c < TR; ++c) acc[a][c] = fmaf(av[a], bv[c], acc[a][c]);
     }
+    GC_PDL_TRIGGER();
 #pragma unroll
     for (int a = 0; a < TJ; ++a)
 #pragma unroll
@@ -1417,6 +1434,7 @@ __device__ __forceinline__ void gc_layer_sgd(u32 blk, float *w, float *b, const 
 extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
     gc_linear_sgd_f32(float *w, float *b, const float *dy, const float *x, u32 m, u32 n, u32 k, float lr, u32 tile,
                       u32 bias_ty, float *loss, const float *partials, u32 parts) {
+    GC_PDL_WAIT();
     __shared__ __align__(16) float smem[GC_SGD_SMEM];
     if (m == 0 || n == 0 || k == 0 || bias_ty == 0 || bias_ty > 32) return;
     u32 blk = blockIdx.x;
@@ -1447,6 +1465,7 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
 extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
     gc_mlp2_sgd_f32(float *w1, float *b1, float *w2, float *b2, const float *x, const float *h, const float *dp,
                     const float *dh, float *loss, const float *partials, u32 d01, u32 d2m, float lr, u32 cfg) {
+    GC_PDL_WAIT();
     __shared__ __align__(16) float smem[GC_SGD_SMEM];
     const u32 k0 = d01 & 0xffffu, k1 = d01 >> 16, k2 = d2m & 0xffffu, m = d2m >> 16;
     const u32 tile1 = cfg & 3u, tile2 = (cfg >> 2) & 3u, ty = (cfg >> 4) & 63u, parts = cfg >> 16;

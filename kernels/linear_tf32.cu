@@ -177,6 +177,7 @@ __device__ __forceinline__ void gc_tf32_tile(float *cmat, const float *a, const 
         if (ch + 1 < chunks) stage(buf ^ 1u);
         __syncthreads();
     }
+    GC_PDL_TRIGGER();
 
     const bool relu = flags & GC_TF32_RELU;
     const bool v2 = (ldc & 1) == 0 && ((u64)cmat & 7) == 0;
@@ -210,6 +211,7 @@ __device__ __forceinline__ void gc_tf32_tile(float *cmat, const float *a, const 
 extern "C" __global__ void __launch_bounds__(GC_TF32_THREADS, 2)
     gc_gemm_tf32(float *c, const float *a, const float *b, const float *bias, u32 m, u32 n, u32 k, u32 lda,
                  u32 ldb, u32 ldc, u32 flags, float alpha, float beta, u32 tile) {
+    GC_PDL_WAIT();
     __shared__ __align__(16) u32 smem[GC_TF32_SMEM];
     if (m == 0 || n == 0 || k == 0 || (flags & GC_TF32_LAYOUT) != 2u) return;
     if (tile == 0)

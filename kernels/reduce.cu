@@ -17,9 +17,11 @@ __device__ __forceinline__ float gc_column_sum_block(const float *dy, u32 rows, 
 
 // db[c] = sum over r of dy[r, c].
 extern "C" __global__ void __launch_bounds__(1024) gc_bias_grad_f32(float *db, const float *dy, u32 rows, u32 cols) {
+    GC_PDL_WAIT();
     const u32 c = blockIdx.x * 32 + threadIdx.x;
     bool owner;
     const float s = gc_column_sum_block(dy, rows, cols, c, owner);
+    GC_PDL_TRIGGER();
     if (owner) db[c] = s;
 }
 
@@ -27,9 +29,11 @@ extern "C" __global__ void __launch_bounds__(1024) gc_bias_grad_f32(float *db, c
 // gc_bias_grad_f32 followed by gc_sgd_f32, without materialising db.
 extern "C" __global__ void __launch_bounds__(1024)
     gc_bias_sgd_f32(float *b, const float *dy, u32 rows, u32 cols, float lr) {
+    GC_PDL_WAIT();
     const u32 c = blockIdx.x * 32 + threadIdx.x;
     bool owner;
     const float s = gc_column_sum_block(dy, rows, cols, c, owner);
+    GC_PDL_TRIGGER();
     if (owner) b[c] = fmaf(-lr, s, b[c]);
 }
 
@@ -56,6 +60,7 @@ extern "C" __global__ void __launch_bounds__(1024)
 extern "C" __global__ void __launch_bounds__(GC_BLOCK)
     gc_mse_f32(float *loss, float *grad, const float *pred, const float *target, u64 n, float grad_scale,
                void *workspace) {
+    GC_PDL_WAIT();
     const u64 tid = gc_tid(), stride = gc_stride();
     const float g2 = 2.0f * grad_scale;
     const bool has_grad = grad != nullptr;
@@ -90,6 +95,7 @@ extern "C" __global__ void __launch_bounds__(GC_BLOCK)
         }
     }
 
+    GC_PDL_TRIGGER();
     float total;
     if (gc_grid_sum(gc_block_sum(acc), workspace, blockIdx.x, gridDim.x, total) && threadIdx.x == 0) loss[0] = total;
 }

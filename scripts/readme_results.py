@@ -782,7 +782,47 @@ def block_control():
     return "\n".join(lines)
 
 
+def block_pdl():
+    r = load("pdl_ab.json")
+    lines = [
+        "| program (H100, us per replay) | `GC_PDL=1` | `GC_PDL=0` | before (compute_75 PTX) | on vs off |",
+        "|---|---|---|---|---|",
+    ]
+    for w in r["pdl_chain"]:
+        lines.append(
+            f"| `pdl_chain` {w['workload']} ({w['programmatic_edges']} programmatic "
+            f"edge{'' if w['programmatic_edges'] == 1 else 's'}) | "
+            f"**{w['pdl_on_us']:.2f}** | {w['pdl_off_us']:.2f} | {w['before_us']:.2f} | "
+            f"{w['speedup_pdl_on_vs_off']:.3f}\u00d7 |"
+        )
+    for b in r["mlp_inference_bound"]:
+        lines.append(
+            f"| `mlp_inference` batch {b['batch']}, bound ({b['nodes']} node{'s' if b['nodes'] > 1 else ''}) | "
+            f"**{b['pdl_on_us']:.2f}** | {b['pdl_off_us']:.2f} | | {b['speedup']:.3f}\u00d7 |"
+        )
+    t = r["train_step_replay"]
+    lines.append(
+        f"| `train_step` replay (fused, 2 nodes) | **{t['pdl_on_us']:.2f}** | {t['pdl_off_us']:.2f} | | "
+        f"{t['speedup']:.3f}\u00d7 |"
+    )
+    lines.append(
+        f"| `train_step` replay (unfused, 4 nodes) | **{t['unfused_pdl_on_us']:.2f}** | "
+        f"{t['unfused_pdl_off_us']:.2f} | | {t['unfused_speedup']:.3f}\u00d7 |"
+    )
+    same = all(w["checksums_equal"] for w in r["pdl_chain"])
+    san = r["sanitizer_pdl_chain_quick"]
+    lines += [
+        "",
+        f"Outputs {'**bitwise equal**' if same else '**differ**'} in every configuration; "
+        f"compute-sanitizer on a PDL chain: memcheck {san['memcheck']}, synccheck {san['synccheck']}, "
+        f"racecheck {san['racecheck']}. {r['date']}, {r['gpu']}, commit {r['commit']} "
+        "(`benches/results/pdl_ab.json` has the method and every run).",
+    ]
+    return "\n".join(lines)
+
+
 BLOCKS = {
+    "pdl": block_pdl,
     "args": block_args,
     "control": block_control,
     "fresh-make-test": block_fresh_make_test,

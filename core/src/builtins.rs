@@ -4,16 +4,66 @@
 //! unload when it drops, and keep the device's primary context retained
 //! until they have. A module whose PTX targets a newer GPU than the
 //! device's (`ModuleInfo::min_arch`) is not loaded; its kernels are
-//! [`ErrorKind::NotSupported`] there.
+//! [`ErrorKind::NotSupported`] there. From compute capability 9.0 the
+//! modules' `compute_90` variants are loaded, whose kernels wait on
+//! programmatic dependencies: with a CUDA 12.3 driver they are launched
+//! with programmatic stream serialization unless `GC_PDL=0`
+//! ([`set_programmatic_launch`]).
 
 use crate::driver::conditional::{self as dc, CondType};
 use crate::driver::owned::{Owned, PrimaryContext, SharedFunction};
 use crate::driver::{self, module as dm, CUfunction, CUmodule};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::lock;
-use graphcore_kernels::{Kernel, KernelInfo, KERNELS, MODULES};
+use graphcore_kernels::{Kernel, KernelInfo, KERNELS, MODULES, PDL_ARCH};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// The CUDA version from which graphcore launches its kernels with
+/// programmatic stream serialization (12.3: captured graphs keep such
+/// launches as programmatic edges, which graphcore reads back).
+const PDL_DRIVER: i32 = 12030;
+
+/// The process-wide programmatic-launch switch: 0 not read yet, 1 off, 2 on.
+static PDL_SWITCH: AtomicU8 = AtomicU8::new(0);
+
+/// Whether graphcore launches its built-in kernels with programmatic stream
+/// serialization where the device and driver allow it: the environment
+/// variable `GC_PDL` (`0` turns it off; anything else, or unset, leaves it
+/// on), read once, unless [`set_programmatic_launch`] said otherwise.
+pub fn programmatic_launch() -> bool {
+    match PDL_SWITCH.load(Ordering::Relaxed) {
+        1 => false,
+        2 => true,
+        _ => {
+            let on = std::env::var_os("GC_PDL").is_none_or(|v| v != "0");
+            // A concurrent set_programmatic_launch wins over the environment.
+            let _ = PDL_SWITCH.compare_exchange(
+                0,
+                1 + u8::from(on),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+            PDL_SWITCH.load(Ordering::Relaxed) == 2
+        }
+    }
+}
+
+/// Whether the built-in kernels may be launched programmatically on a GPU
+/// of compute capability `arch` (major * 10 + minor) with a driver of CUDA
+/// version `driver` (`cuDriverGetVersion`): there the `compute_90` modules
+/// load (their kernels wait), and captures keep programmatic edges.
+fn programmatic_capable(arch: u32, driver: i32) -> bool {
+    arch >= PDL_ARCH && driver >= PDL_DRIVER
+}
+
+/// Turns programmatic launches of the built-in kernels on or off for the
+/// whole process from now on (overrides `GC_PDL`; for A/B measurements and
+/// tests). Launches already made, and graphs already captured, keep theirs.
+pub fn set_programmatic_launch(on: bool) {
+    PDL_SWITCH.store(1 + u8::from(on), Ordering::Relaxed);
+}
 
 /// The built-in kernels of one context: the modules (unloaded when this
 /// drops) and one function of theirs per kernel. Modules that call the
@@ -23,6 +73,9 @@ pub(crate) struct Builtins {
     ctx: Arc<PrimaryContext>,
     /// The device's compute capability, major * 10 + minor.
     arch: u32,
+    /// The loaded kernels wait on programmatic dependencies (the
+    /// `compute_90` variants) and the driver is CUDA 12.3 or newer.
+    programmatic: bool,
     _modules: Vec<Owned<CUmodule>>,
     /// Per kernel; `None` for kernels of modules not loaded up front.
     functions: Vec<Option<SharedFunction>>,
@@ -45,11 +98,11 @@ impl Builtins {
         let arch = (cc.0.max(0) * 10 + cc.1.max(0)) as u32;
         let mut modules = Vec::with_capacity(MODULES.len());
         for m in MODULES {
-            if m.device_runtime || m.min_arch > arch {
+            let Some(ptx) = m.ptx_for(arch).filter(|_| !m.device_runtime) else {
                 modules.push(None);
                 continue;
-            }
-            let raw = dm::load(m.ptx.as_bytes())
+            };
+            let raw = dm::load(ptx.as_bytes())
                 .map_err(|e| e.context(&format!("loading built-in module `{}`", m.name)))?;
             modules.push(Some(Owned::new(raw, ctx)));
         }
@@ -60,9 +113,11 @@ impl Builtins {
                 None => Ok(None),
             })
             .collect::<Result<_>>()?;
+        let programmatic = programmatic_capable(arch, driver::driver_version()?);
         Ok(Builtins {
             ctx: Arc::clone(ctx),
             arch,
+            programmatic,
             _modules: modules.into_iter().flatten().collect(),
             functions,
             linked: Mutex::new(None),
@@ -102,6 +157,14 @@ impl Builtins {
             .raw())
     }
 
+    /// Whether to launch the built-in kernels with programmatic stream
+    /// serialization: the device and driver allow it (every loaded kernel
+    /// waits on its programmatic dependencies) and [`programmatic_launch`]
+    /// is on.
+    pub(crate) fn launch_programmatically(&self) -> bool {
+        self.programmatic && programmatic_launch()
+    }
+
     /// Links and loads every device-runtime module.
     fn link(&self) -> Result<Linked> {
         dc::require(CondType::If).map_err(|e| {
@@ -115,7 +178,10 @@ impl Builtins {
             if !m.device_runtime {
                 continue;
             }
-            let raw = dm::link_with_devrt(m.ptx.as_bytes(), &devrt)
+            let Some(ptx) = m.ptx_for(self.arch) else {
+                continue;
+            };
+            let raw = dm::link_with_devrt(ptx.as_bytes(), &devrt)
                 .map_err(|e| e.context(&format!("linking built-in module `{}`", m.name)))?;
             let owned = Owned::new(raw, &self.ctx);
             for k in KERNELS.iter().filter(|k| k.module == i) {
@@ -188,4 +254,31 @@ pub(crate) fn find(name: &str) -> Result<Kernel> {
             format!("`{name}` is not a built-in kernel of graphcore"),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programmatic_launches_need_sm_90_and_cuda_12_3() {
+        assert!(programmatic_capable(90, 12030));
+        assert!(programmatic_capable(100, 13000));
+        assert!(!programmatic_capable(89, 13000));
+        assert!(!programmatic_capable(90, 12020));
+        // The modules loaded there are the ones that wait.
+        for m in MODULES {
+            assert_eq!(m.ptx_for(PDL_ARCH), Some(m.ptx_sm90), "{}", m.name);
+        }
+    }
+
+    #[test]
+    fn the_switch_overrides_the_environment() {
+        let before = programmatic_launch();
+        set_programmatic_launch(false);
+        assert!(!programmatic_launch());
+        set_programmatic_launch(true);
+        assert!(programmatic_launch());
+        set_programmatic_launch(before);
+    }
 }

@@ -372,6 +372,16 @@ impl Context {
         self.bind()?;
         b.function(kernel)
     }
+
+    /// Whether graphcore launches its built-in kernels on streams of this
+    /// context with programmatic stream serialization (programmatic
+    /// dependent launch; captured, such launches become programmatic
+    /// edges): compute capability 9.0 or newer, a CUDA 12.3 driver, and
+    /// `GC_PDL` not `0` (see `set_programmatic_launch`). Loads the built-ins
+    /// on first use.
+    pub fn launches_builtins_programmatically(&self) -> Result<bool> {
+        Ok(self.builtins()?.launch_programmatically())
+    }
 }
 
 /// The message for objects of two devices used together.

@@ -28,6 +28,7 @@ mod stream;
 mod timing;
 
 pub use arg::{ArgDecl, Binding};
+pub use builtins::{programmatic_launch, set_programmatic_launch};
 pub use capture::{begin_capture, begin_capture_into, declare_capture_arg, end_capture};
 pub use context::{device_count, driver_version, Context};
 pub use copy::{copy_async, set_async, set_elements_async};

@@ -324,26 +324,43 @@ pub unsafe fn launch_op(stream: &Stream, call: std::result::Result<Call, SizeErr
     let call = call?;
     let ctx = stream.context();
     let raw = ctx.builtin_raw(call.kernel)?;
+    // Cooperative kernels are launched in full order: one started early
+    // could not have every block resident while the kernel before it still
+    // holds SMs (they wait on their dependencies all the same, and trigger
+    // nothing early: their blocks hold a whole SM's registers to the end).
+    let attrs = dm::LaunchAttrs {
+        cooperative: call.cooperative,
+        programmatic: !call.cooperative && ctx.launches_builtins_programmatically()?,
+    };
     let mut args = ArgBuffer::new(call.args());
     let mut ptrs = args.pointers();
     ctx.bind()?;
     // SAFETY: the slots hold one value per parameter, typed by the kernel
     // table; `args` outlives the call, which copies them; the buffers they
-    // name are valid by this function's contract.
+    // name are valid by this function's contract; a programmatic launch
+    // is one of a kernel that waits on its programmatic dependencies first
+    // (the compute_90 modules, `launches_builtins_programmatically`).
     let r = unsafe {
-        let launch = if call.cooperative {
-            dm::launch_cooperative
+        if attrs == dm::LaunchAttrs::default() {
+            dm::launch(
+                raw,
+                call.grid,
+                call.block,
+                call.shared_bytes,
+                stream.raw(),
+                ptrs.as_mut_ptr(),
+            )
         } else {
-            dm::launch
-        };
-        launch(
-            raw,
-            call.grid,
-            call.block,
-            call.shared_bytes,
-            stream.raw(),
-            ptrs.as_mut_ptr(),
-        )
+            dm::launch_ex(
+                raw,
+                call.grid,
+                call.block,
+                call.shared_bytes,
+                stream.raw(),
+                ptrs.as_mut_ptr(),
+                attrs,
+            )
+        }
     };
     stream.note(StreamOp::BuiltinLaunch, r)
 }

@@ -396,18 +396,20 @@ pub extern "C" fn gc_graph_add_dependency(
 /// node `to` may start launching once every block of kernel node `from`
 /// has executed `griddepcontrol.launch_dependents`
 /// (`cudaTriggerProgrammaticLaunchCompletion()`) or exited, so its launch
-/// and prologue overlap `from`'s tail. `to` must be a user kernel that calls
+/// and prologue overlap `from`'s tail. `to` must call
 /// `griddepcontrol.wait` (`cudaGridDependencySynchronize()`) before it
-/// reads anything `from` writes; graphcore's built-in kernels do not, so
-/// they are refused as `to` (they may be `from`). The edge is kept by
+/// reads anything `from` writes: graphcore's built-in kernels do (on
+/// compute capability 9.0 they run their compute_90 PTX, which waits
+/// first), so either end may be one; a user kernel that does not wait
+/// must not be `to`. The edge is kept by
 /// gc_graph_clone, by fusion and in DOT output (dashed), and edges of this
 /// kind in captured graphs are read back as such; gc_exec_update refuses a
 /// graph whose edge kinds differ from the exec's. Refused edges leave the
 /// graph unchanged.
 /// Errors: GC_ERROR_INVALID_ARGUMENT (graph is NULL; a node of another
 /// graph or out of range; a self-loop, an edge already there or one
-/// closing a cycle; `from` or `to` not a kernel node; `to` a built-in
-/// kernel), GC_ERROR_NOT_SUPPORTED (compute capability below 9.0, or a
+/// closing a cycle; `from` or `to` not a kernel node),
+/// GC_ERROR_NOT_SUPPORTED (compute capability below 9.0, or a
 /// driver older than CUDA 12.3), GC_ERROR_INVALID_STATE (the graph is a
 /// conditional body of an instantiated graph), GC_ERROR_INVALID_HANDLE
 /// (graph destroyed), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the

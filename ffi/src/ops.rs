@@ -8,6 +8,17 @@
 //! `graphcore_kernels::ops` it runs; the body takes the export's name from
 //! the function it is in, so the name is written once.
 //!
+//! Programmatic dependent launch: on GPUs of compute capability 9.0 with a
+//! CUDA 12.3 driver, the kernels (their compute_90 PTX) wait on the kernel
+//! before them and trigger the one after, and these exports launch them
+//! with programmatic stream serialization, so a kernel's launch and weight
+//! prefetch overlap the previous kernel's tail; captured, consecutive ops
+//! are joined by programmatic edges. Cooperative launches (gc_op_mlp's
+//! fused form, gc_op_mlp2_mse_step's first launch) stay fully ordered.
+//! Results are bitwise the same either way. The environment variable
+//! GC_PDL=0, read once per process, turns these launches off (plain
+//! launches, full edges), e.g. for A/B measurements.
+//!
 //! Thread safety: any number of threads may launch on any streams.
 
 use crate::args::Out;

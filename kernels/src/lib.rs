@@ -144,6 +144,31 @@ pub struct ModuleInfo {
     /// The PTX target's compute capability, major * 10 + minor (75 or 80):
     /// the module is loaded only on GPUs of at least that capability.
     pub min_arch: u32,
+    /// The same source compiled for `compute_90` (NUL-terminated): its
+    /// kernels wait on and trigger programmatic dependent launches
+    /// (`GC_PDL_WAIT` / `GC_PDL_TRIGGER` in `common.cuh`).
+    pub ptx_sm90: &'static str,
+}
+
+/// The compute capability (major * 10 + minor) from which the `compute_90`
+/// modules are loaded, and so from which every built-in kernel waits on
+/// programmatic dependencies: launching them with programmatic stream
+/// serialization, or as the target of a programmatic edge, is safe there.
+pub const PDL_ARCH: u32 = 90;
+
+impl ModuleInfo {
+    /// The PTX to load on a GPU of compute capability `arch` (major * 10 +
+    /// minor): the `compute_90` variant from [`PDL_ARCH`] on, else the
+    /// module's own; `None` below its `min_arch`.
+    pub fn ptx_for(&self, arch: u32) -> Option<&'static str> {
+        if arch < self.min_arch {
+            None
+        } else if arch >= PDL_ARCH {
+            Some(self.ptx_sm90)
+        } else {
+            Some(self.ptx)
+        }
+    }
 }
 
 /// A built-in kernel's table entry: its entry name, module, parameters and

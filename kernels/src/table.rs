@@ -24,37 +24,45 @@ pub(crate) const LINEAR_TF32: usize = 4;
 /// runtime (`cudaGraphSetConditional`, CUDA 12.3): it is linked with
 /// libcudadevrt and loaded only when one of its kernels is asked for.
 /// `linear_tf32` targets `compute_80` (TF32 tensor cores) and is loaded
-/// only on GPUs of compute capability 8.0 or later.
+/// only on GPUs of compute capability 8.0 or later. Each module also has a
+/// `compute_90` variant (`kernels/ptx/sm90/`), loaded from
+/// [`crate::PDL_ARCH`] on, whose kernels wait on and trigger programmatic
+/// dependent launches.
 pub static MODULES: &[ModuleInfo] = &[
     ModuleInfo {
         name: "elementwise",
         ptx: concat!(include_str!("../ptx/elementwise.ptx"), "\0"),
         device_runtime: false,
         min_arch: 75,
+        ptx_sm90: concat!(include_str!("../ptx/sm90/elementwise.ptx"), "\0"),
     },
     ModuleInfo {
         name: "linear",
         ptx: concat!(include_str!("../ptx/linear.ptx"), "\0"),
         device_runtime: false,
         min_arch: 75,
+        ptx_sm90: concat!(include_str!("../ptx/sm90/linear.ptx"), "\0"),
     },
     ModuleInfo {
         name: "reduce",
         ptx: concat!(include_str!("../ptx/reduce.ptx"), "\0"),
         device_runtime: false,
         min_arch: 75,
+        ptx_sm90: concat!(include_str!("../ptx/sm90/reduce.ptx"), "\0"),
     },
     ModuleInfo {
         name: "control",
         ptx: concat!(include_str!("../ptx/control.ptx"), "\0"),
         device_runtime: true,
         min_arch: 75,
+        ptx_sm90: concat!(include_str!("../ptx/sm90/control.ptx"), "\0"),
     },
     ModuleInfo {
         name: "linear_tf32",
         ptx: concat!(include_str!("../ptx/linear_tf32.ptx"), "\0"),
         device_runtime: false,
         min_arch: 80,
+        ptx_sm90: concat!(include_str!("../ptx/sm90/linear_tf32.ptx"), "\0"),
     },
 ];
 
@@ -491,28 +499,103 @@ mod tests {
         }
     }
 
+    /// Both PTX texts of a module: its own and the `compute_90` variant.
+    fn both(m: &ModuleInfo) -> [(&'static str, &'static str); 2] {
+        [("", m.ptx), ("sm90/", m.ptx_sm90)]
+    }
+
     #[test]
     fn every_kernel_matches_its_ptx_entry() {
         for k in KERNELS {
             let module = &MODULES[k.module];
-            let entries = ptx_entries(module.ptx);
-            let params = entries
-                .get(k.name)
-                .unwrap_or_else(|| panic!("{} missing from {}.ptx", k.name, module.name));
-            let want: Vec<&str> = k.args.iter().map(|&(_, a)| ptx_type(a)).collect();
-            assert_eq!(params, &want, "{}: parameters differ from the PTX", k.name);
+            for (dir, ptx) in both(module) {
+                let entries = ptx_entries(ptx);
+                let params = entries
+                    .get(k.name)
+                    .unwrap_or_else(|| panic!("{} missing from {dir}{}.ptx", k.name, module.name));
+                let want: Vec<&str> = k.args.iter().map(|&(_, a)| ptx_type(a)).collect();
+                assert_eq!(params, &want, "{}: parameters differ from the PTX", k.name);
+            }
         }
     }
 
     #[test]
     fn every_ptx_entry_is_in_the_table() {
         for (i, m) in MODULES.iter().enumerate() {
-            for name in ptx_entries(m.ptx).keys() {
-                let k = Kernel::from_name(name)
-                    .map(Kernel::info)
-                    .unwrap_or_else(|| panic!("{name} ({}.ptx) is not in KERNELS", m.name));
-                assert_eq!(k.module, i, "{name} is in module {}", m.name);
+            for (dir, ptx) in both(m) {
+                for name in ptx_entries(ptx).keys() {
+                    let k = Kernel::from_name(name)
+                        .map(Kernel::info)
+                        .unwrap_or_else(|| {
+                            panic!("{name} ({dir}{}.ptx) is not in KERNELS", m.name)
+                        });
+                    assert_eq!(k.module, i, "{name} is in module {}", m.name);
+                }
             }
+        }
+    }
+
+    /// The body of each `.entry` of a PTX text (up to the next `.entry`).
+    fn entry_bodies(ptx: &str) -> Vec<(&str, &str)> {
+        let mut out = Vec::new();
+        let starts: Vec<usize> = ptx.match_indices(".entry ").map(|(i, _)| i).collect();
+        for (n, &at) in starts.iter().enumerate() {
+            let end = starts.get(n + 1).copied().unwrap_or(ptx.len());
+            let body = &ptx[at..end];
+            let name = body[7..].split(['(', '\n']).next().unwrap_or("").trim();
+            out.push((name, body));
+        }
+        out
+    }
+
+    /// Every kernel of the `compute_90` modules waits on its programmatic
+    /// dependencies before anything else that touches memory (its first
+    /// global or generic load or store comes after `griddepcontrol.wait`;
+    /// prefetches may come before) and before any return, so launching any
+    /// of them with programmatic stream serialization is safe; the other
+    /// modules hold no griddepcontrol at all (they must load on GPUs below
+    /// sm_90).
+    #[test]
+    fn every_sm90_kernel_waits_first_and_the_others_never() {
+        let mut waits = 0;
+        for m in MODULES {
+            assert!(!m.ptx.contains("griddepcontrol"), "{}", m.name);
+            for (name, body) in entry_bodies(m.ptx_sm90) {
+                let wait = body
+                    .find("griddepcontrol.wait;")
+                    .unwrap_or_else(|| panic!("{name} ({}) does not wait", m.name));
+                // Parameter and shared-memory accesses are the block's own.
+                let touches = |l: &str| {
+                    ["ld.", "st.", "atom.", "red.", "call"]
+                        .iter()
+                        .any(|op| l.starts_with(op))
+                        && !["ld.param", "st.param", "ld.shared", "st.shared"]
+                            .iter()
+                            .any(|op| l.starts_with(op))
+                };
+                // A block that returned before waiting would let the grid
+                // finish before the kernels it depends on (common.cuh).
+                let touches = |l: &str| touches(l) || l.starts_with("ret;");
+                let early = body[..wait].lines().map(str::trim).find(|l| touches(l));
+                assert!(
+                    early.is_none(),
+                    "{name} ({}) touches memory before it waits: {early:?}",
+                    m.name
+                );
+                waits += 1;
+            }
+        }
+        assert_eq!(waits, KERNELS.len());
+    }
+
+    #[test]
+    fn the_compute_90_variants_are_loaded_from_sm_90_on() {
+        for m in MODULES {
+            assert_eq!(m.ptx_for(m.min_arch), Some(m.ptx), "{}", m.name);
+            assert_eq!(m.ptx_for(89), (m.min_arch <= 89).then_some(m.ptx));
+            assert_eq!(m.ptx_for(74), None);
+            assert_eq!(m.ptx_for(crate::PDL_ARCH), Some(m.ptx_sm90));
+            assert_eq!(m.ptx_for(100), Some(m.ptx_sm90));
         }
     }
 
@@ -547,6 +630,10 @@ mod tests {
             );
             let target = format!(".target sm_{}", m.min_arch);
             assert!(m.ptx.contains(&target), "{}: {target} expected", m.name);
+            assert!(m.ptx_sm90.ends_with('\0'));
+            assert_eq!(m.ptx_sm90.matches('\0').count(), 1, "{}", m.name);
+            assert!(m.ptx_sm90.contains(".version 8.0"), "{}", m.name);
+            assert!(m.ptx_sm90.contains(".target sm_90\n"), "{}", m.name);
         }
         assert_eq!(MODULES[ELEMENTWISE].name, "elementwise");
         assert_eq!(MODULES[LINEAR].name, "linear");

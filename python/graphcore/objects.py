@@ -812,7 +812,8 @@ class Graph(_Handle):
     def add_programmatic_dependency(self, from_, to):
         """gc_graph_add_programmatic_dependency: kernel ``to`` may launch
         once kernel ``from_`` triggers; ``to`` must wait on the grid
-        dependency before it reads ``from_``'s results."""
+        dependency before it reads ``from_``'s results (graphcore's
+        built-in kernels do)."""
         for x in (from_, to):
             if not isinstance(x, Node):
                 raise TypeError("Graph.add_programmatic_dependency: nodes must be Nodes")

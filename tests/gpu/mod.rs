@@ -13,6 +13,7 @@ mod kernels;
 mod leaks;
 mod locking;
 mod multi;
+mod pdl;
 mod runner;
 mod stress;
 mod train;

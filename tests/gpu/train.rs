@@ -500,3 +500,84 @@ fn mlp2_mse_step_is_two_nodes_and_replays_bitwise() {
         );
     }
 }
+
+/// Both fused training steps and the unfused linear step, eager and
+/// replayed, give bitwise the same parameters and losses over several
+/// steps with programmatic launches on and off (on compute capability 9.0:
+/// each step's second launch waits on its first through a programmatic
+/// edge, and the next step's first on the previous update).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn training_steps_are_bitwise_equal_with_and_without_programmatic_launches() {
+    use super::pdl::with_pdl;
+    let seed = seed();
+    const STEPS: usize = 5;
+    let l = Layer::new(seed, 64, 1024, 1024, true);
+    let linear = |on: bool, captured: bool, fused: bool| {
+        with_pdl(on, || {
+            let p = l.params();
+            let step = |p: &Params| {
+                if fused {
+                    l.fused(p)
+                } else {
+                    l.unfused(p)
+                }
+            };
+            if captured {
+                graphcore_core::begin_capture(&l.s, None, CaptureMode::ThreadLocal).unwrap();
+                for _ in 0..STEPS {
+                    step(&p);
+                }
+                let e = Exec::new(&graphcore_core::end_capture(&l.s).unwrap(), 0).unwrap();
+                e.launch(&l.s).unwrap();
+            } else {
+                for _ in 0..STEPS {
+                    step(&p);
+                }
+            }
+            let (w, b, loss) = l.state(&p);
+            (bits(&w), bits(&b), loss.to_bits())
+        })
+    };
+    for fused in [true, false] {
+        let want = linear(false, false, fused);
+        for (on, captured) in [(true, false), (false, true), (true, true)] {
+            assert!(
+                linear(on, captured, fused) == want,
+                "linear step (fused {fused}), programmatic {on}, captured {captured} (seed {seed})"
+            );
+        }
+    }
+    let dims = (64, 1024, 512, 10);
+    let l = Layer::new(seed, dims.0, dims.1, dims.3, false);
+    let host = mlp2_host(seed, dims.1, dims.2, dims.3);
+    let mlp2 = |on: bool, captured: bool| {
+        with_pdl(on, || {
+            let q = mlp2_params(&l, &host, dims);
+            if captured {
+                graphcore_core::begin_capture(&l.s, None, CaptureMode::ThreadLocal).unwrap();
+                for _ in 0..STEPS {
+                    mlp2_step(&l, &q, dims);
+                }
+                let e = Exec::new(&graphcore_core::end_capture(&l.s).unwrap(), 0).unwrap();
+                e.launch(&l.s).unwrap();
+            } else {
+                for _ in 0..STEPS {
+                    mlp2_step(&l, &q, dims);
+                }
+            }
+            let (p, loss) = mlp2_state(&l, &q, dims);
+            (
+                p.iter().map(|v| bits(v)).collect::<Vec<_>>(),
+                loss.to_bits(),
+            )
+        })
+    };
+    let want = mlp2(false, false);
+    for (on, captured) in [(true, false), (false, true), (true, true)] {
+        assert!(
+            mlp2(on, captured) == want,
+            "2-layer MLP step, programmatic {on}, captured {captured} (seed {seed})"
+        );
+    }
+}

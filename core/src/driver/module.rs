@@ -162,25 +162,50 @@ pub(crate) fn max_threads_per_block(f: CUfunction) -> Result<i32> {
     Ok(v)
 }
 
-/// Launches `f` on `s` cooperatively (`cuLaunchKernelEx` with the
-/// cooperative attribute: every block resident at once, or the launch
-/// fails); stream capture records the attribute on the kernel node.
+/// How [`launch_ex`] launches: the launch attributes it sets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct LaunchAttrs {
+    /// Cooperative (every block resident at once, or the launch fails).
+    pub(crate) cooperative: bool,
+    /// Programmatic stream serialization: the kernel may start once the
+    /// kernel before it on the stream has triggered (or finished), and must
+    /// wait (`griddepcontrol.wait`) before it reads what that kernel
+    /// writes. Stream capture turns it into a programmatic edge.
+    pub(crate) programmatic: bool,
+}
+
+/// Launches `f` on `s` with `cuLaunchKernelEx` and the attributes `attrs`
+/// asks for (stream capture records them on the kernel node and its
+/// edges).
 ///
 /// # Safety
-/// As [`launch`].
-pub(crate) unsafe fn launch_cooperative(
+/// As [`launch`]; with `attrs.programmatic`, `f` must wait on its
+/// programmatic dependencies before it touches memory the kernel before it
+/// may read or write.
+pub(crate) unsafe fn launch_ex(
     f: CUfunction,
     grid: [u32; 3],
     block: [u32; 3],
     shared_bytes: u32,
     s: CUstream,
     args: *mut *mut c_void,
+    attrs: LaunchAttrs,
 ) -> Result<()> {
+    use sys::CUlaunchAttributeID as Id;
     // SAFETY: an all-zero launch attribute is a valid value of the plain C
     // struct (the union's padding included).
-    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-    attr.value.cooperative = 1;
+    let mut list: [sys::CUlaunchAttribute; 2] = unsafe { std::mem::zeroed() };
+    let mut n = 0;
+    if attrs.cooperative {
+        list[n].id = Id::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+        list[n].value.cooperative = 1;
+        n += 1;
+    }
+    if attrs.programmatic {
+        list[n].id = Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        list[n].value.programmaticStreamSerializationAllowed = 1;
+        n += 1;
+    }
     let config = sys::CUlaunchConfig {
         gridDimX: grid[0],
         gridDimY: grid[1],
@@ -190,12 +215,12 @@ pub(crate) unsafe fn launch_cooperative(
         blockDimZ: block[2],
         sharedMemBytes: shared_bytes,
         hStream: s,
-        attrs: &mut attr,
-        numAttrs: 1,
+        attrs: list.as_mut_ptr(),
+        numAttrs: n as u32,
     };
     check(
-        // SAFETY: config and attr outlive the call; the argument pointers
-        // are valid by this function's contract.
+        // SAFETY: config and its attributes outlive the call; the argument
+        // pointers are valid by this function's contract.
         unsafe { sys::cuLaunchKernelEx(&config, f, args, std::ptr::null_mut()) },
         "cuLaunchKernelEx",
     )

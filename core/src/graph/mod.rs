@@ -1052,10 +1052,11 @@ impl Graph {
     /// (programmatic dependent launch, CUDA 12.3 on compute capability 9.0
     /// or newer): `to` may start launching once every block of `from` has
     /// executed `griddepcontrol.launch_dependents` (or exited), so its
-    /// launch overlaps `from`'s tail. `to` must be a user kernel that waits
+    /// launch overlaps `from`'s tail. `to` must wait
     /// (`griddepcontrol.wait`, `cudaGridDependencySynchronize()`) before
-    /// it reads what `from` wrote; graphcore's built-in kernels do not wait,
-    /// so they are refused as `to`. Refused as [`add_dependency`] refuses
+    /// it reads what `from` wrote: graphcore's built-in kernels do (their
+    /// `compute_90` modules, loaded from compute capability 9.0 on, wait
+    /// first), a user kernel must. Refused as [`add_dependency`] refuses
     /// edges, too.
     ///
     /// [`add_dependency`]: Self::add_dependency
@@ -1086,16 +1087,6 @@ impl Graph {
                 "`{name}` (node {i}) is a {} node: a programmatic edge joins two kernel nodes",
                 st.desc().node(i).kind_name()
             );
-        }
-        if let NodeKind::Kernel {
-            builtin: Some(k), ..
-        } = st.desc().node(t)
-        {
-            return Err(Error::invalid_argument(format!(
-                "`to` (node {t}) is the built-in kernel {}, which does not wait on a programmatic \
-                 dependency (it would read what `from` writes too early): use add_dependency",
-                k.name
-            )));
         }
         self.inner.ctx.bind()?;
         let kind = EdgeKind::Programmatic;
