@@ -352,6 +352,54 @@ def block_perf_scaling():
     return "\n".join(lines)
 
 
+def block_call_breakdown():
+    b = load("call_breakdown.json")
+    lines = [
+        "| nodes | step | raw CUDA ns | graphcore ns | driver call inside | graph-call lock | "
+        "context bind | graphcore's own work | C entry point (handles, checks) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for entry in b["lengths"]:
+        out, sp = entry["outside"]["ns_per_call"], entry["spans"]["spans"]
+        n = entry["outside"]["nodes"]
+
+        def ns(key):
+            return sp[key]["ns_per_call"] if key in sp else 0.0
+
+        # One context bind per node added and per launch.
+        add, lock, drv = ns("graph.add_kernel"), ns("graph_calls.lock"), ns("driver.add_kernel")
+        bind = ns("context.bind")
+        gc_add = out["gc.gc_graph_add_kernel"]
+        lines.append(
+            f"| {n} | add a kernel node | {out['raw.cuGraphAddKernelNode']:.0f} | {gc_add:.0f} | "
+            f"{drv:.0f} | {lock - drv:.0f} | {bind:.0f} | {add - lock - bind:.0f} | {gc_add - add:.0f} |"
+        )
+        launch, dl = ns("function.launch"), ns("driver.launch_kernel")
+        gc_launch = out["gc.gc_launch (capturing)"]
+        lines.append(
+            f"| {n} | launch under capture | {out['raw.cuLaunchKernel (capturing)']:.0f} | "
+            f"{gc_launch:.0f} | {dl:.0f} | \u2014 | {bind:.0f} | {launch - dl - bind:.0f} | "
+            f"{gc_launch - launch:.0f} |"
+        )
+    lines += [
+        "",
+        textwrap.fill(
+            "Mean ns per call over every call of the run (benches/results/call_breakdown.json, "
+            f"{b['gpu']}, {b['date'][:10]}): a chain of empty kernels per length, raw and "
+            "graphcore rounds alternating in one process per length. The columns after "
+            "\"graphcore ns\" split it: the driver call as graphcore makes it, the process-wide "
+            "graph-call lock around it, `cuCtxGetCurrent` (the context bind), graphcore's own "
+            "bookkeeping in core (checks, the node's description), and the C entry point "
+            "(handle lookups, the error boundary). The spans come from the library built with "
+            "the cargo feature `call-timing` (each span's clock reads add a few ns).",
+            76,
+            break_long_words=False,
+            break_on_hyphens=False,
+        ),
+    ]
+    return "\n".join(lines)
+
+
 def block_kernels():
     k = load("kernels_vs_torch.json")
     rows = k["linear_bias_relu"]
@@ -831,6 +879,7 @@ BLOCKS = {
     "pool": block_pool,
     "graphs": block_graphs,
     "perf-scaling": block_perf_scaling,
+    "call-breakdown": block_call_breakdown,
     "kernels": block_kernels,
     "gemm": block_gemm,
     "programs": block_programs,
