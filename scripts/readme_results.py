@@ -391,7 +391,9 @@ def block_call_breakdown():
             "graph-call lock around it, `cuCtxGetCurrent` (the context bind), graphcore's own "
             "bookkeeping in core (checks, the node's description), and the C entry point "
             "(handle lookups, the error boundary). The spans come from the library built with "
-            "the cargo feature `call-timing` (each span's clock reads add a few ns).",
+            "the cargo feature `call-timing` (each span's clock reads add a few ns): "
+            "`scripts/gpu-check` stages it in stage/lib-timing/, and `stage/bench.sh` runs "
+            "`stage/bin/call_breakdown` with that folder first on LD_LIBRARY_PATH.",
             76,
             break_long_words=False,
             break_on_hyphens=False,
