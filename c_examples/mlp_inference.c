@@ -37,11 +37,13 @@ typedef struct {
 /* The arguments every bucket's graph declares, in this order. */
 enum { ARG_X = 0, ARG_Y = 1 };
 
-/* The forward pass for `rows` rows of m->x into m->y. One row: the whole
- * MLP in one fused launch (gc_op_mlp with GC_MLP_FUSED, which fuses the
- * notes' MLP at one row: it measured faster than three launches on the
- * H100), on a workspace of its own (the fused kernel keeps a counter in
- * it, so it must not be scratch that other graphs reuse). More rows: one
+/* The forward pass for `rows` rows of m->x into m->y. One row: gc_op_mlp
+ * with GC_MLP_FUSED, which runs the notes' MLP at one row in one fused
+ * launch where that measured faster than three launches (without
+ * programmatic dependent launch; with it, as on an H100 with a CUDA 12.3
+ * driver, one launch per layer is faster and gc_op_mlp makes those), on a
+ * workspace of its own (the fused kernel keeps a counter in it, so it must
+ * not be scratch that other graphs reuse). More rows: one
  * gc_op_linear launch per layer, the hidden activations scratch from the
  * pool, freed at the end (inside a capture they are reused by the next
  * bucket's capture). Under capture it declares m->x and m->y arguments

@@ -1670,7 +1670,10 @@ typedef struct gc_mlp_layer {
  * gc_op_mlp flag: one fused launch where that measured at least as fast as
  * one launch per layer on an H100 (one row, 3 or 4 layers, every layer
  * after the first at most 2^17 weights: the notes' 1024-512-256-10 MLP at
- * batch 1); one launch per layer elsewhere.
+ * batch 1), and only where graphcore does not launch its kernels with
+ * programmatic dependent launch (below compute capability 9.0, a driver
+ * older than CUDA 12.3, or GC_PDL=0): with it, one launch per layer
+ * measured faster at every shape; one launch per layer elsewhere.
  */
 #define GC_MLP_FUSED 1
 

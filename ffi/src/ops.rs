@@ -87,11 +87,11 @@ fn launch_in<E: Into<Error>>(
 fn launch_all<E: Into<Error>>(
     func: &'static str,
     stream: *mut gc_stream,
-    plan: impl FnOnce(u32) -> Result<Vec<Call>, E>,
+    plan: impl FnOnce(&Context) -> Result<Vec<Call>, E>,
 ) -> gc_status {
     boundary(func, || {
         let s = self::stream(stream, "stream")?;
-        for call in plan(s.context().sm_count()).map_err(Into::into)? {
+        for call in plan(s.context()).map_err(Into::into)? {
             // SAFETY: as in `launch`: the C caller promises that every
             // pointer it passed is device memory of the stream's context,
             // alive while the launches (or the captured graph) run.
@@ -787,7 +787,10 @@ pub struct gc_mlp_layer {
 /// gc_op_mlp flag: one fused launch where that measured at least as fast as
 /// one launch per layer on an H100 (one row, 3 or 4 layers, every layer
 /// after the first at most 2^17 weights: the notes' 1024-512-256-10 MLP at
-/// batch 1); one launch per layer elsewhere.
+/// batch 1), and only where graphcore does not launch its kernels with
+/// programmatic dependent launch (below compute capability 9.0, a driver
+/// older than CUDA 12.3, or GC_PDL=0): with it, one launch per layer
+/// measured faster at every shape; one launch per layer elsewhere.
 pub const GC_MLP_FUSED: u32 = 1;
 
 /// gc_op_mlp flag: fused wherever the fused kernel takes the layers (up to 8
@@ -903,7 +906,8 @@ pub extern "C" fn gc_op_mlp(
     workspace_bytes: u64,
     flags: u32,
 ) -> gc_status {
-    launch_all(this_export!(), stream, |sms| {
+    launch_all(this_export!(), stream, |ctx| {
+        let sms = ctx.sm_count();
         if flags & !(GC_MLP_FUSED | GC_MLP_FUSED_ALWAYS) != 0 {
             return Err(Error::invalid_argument(format!(
                 "unknown flags {flags:#x} (GC_MLP_FUSED and GC_MLP_FUSED_ALWAYS are the flags)"
@@ -917,6 +921,7 @@ pub extern "C" fn gc_op_mlp(
             ops::MlpForm::PerLayer
         };
         let list = mlp_layers(layers, n_layers)?;
+        let overlap = form == ops::MlpForm::Fused && ctx.launches_builtins_programmatically()?;
         Ok(ops::mlp(
             p(y),
             p(x),
@@ -925,6 +930,7 @@ pub extern "C" fn gc_op_mlp(
             rows,
             &list,
             form,
+            overlap,
             sms,
         )?)
     })
@@ -1006,7 +1012,8 @@ pub extern "C" fn gc_op_linear_mse_step(
     workspace: *mut c_void,
     workspace_bytes: u64,
 ) -> gc_status {
-    launch_all(this_export!(), stream, |sms| {
+    launch_all(this_export!(), stream, |ctx| {
+        let sms = ctx.sm_count();
         let step = ops::LinearMseStep {
             w: p(w),
             b: p(b),
@@ -1101,7 +1108,8 @@ pub extern "C" fn gc_op_mlp2_mse_step(
     workspace: *mut c_void,
     workspace_bytes: u64,
 ) -> gc_status {
-    launch_all(this_export!(), stream, |sms| {
+    launch_all(this_export!(), stream, |ctx| {
+        let sms = ctx.sm_count();
         let step = ops::Mlp2MseStep {
             w1: p(w1),
             b1: p(b1),

@@ -1182,9 +1182,15 @@ pub enum MlpForm {
 /// True where one fused launch measured at least as fast as one launch per
 /// layer on an H100: one row, 3 to [`MLP_FUSED_LAYERS`] layers, and every
 /// layer after the first at most [`MLP_FUSED_PAYS_MAX_WEIGHTS`] weights
-/// (the notes' 1024 -> 512 -> 256 -> 10 MLP at batch 1 is one).
-pub fn mlp_fusion_pays(rows: u32, layers: &[MlpLayer]) -> bool {
-    rows == 1
+/// (the notes' 1024 -> 512 -> 256 -> 10 MLP at batch 1 is one), and only
+/// where the per-layer launches do not `overlap`: with programmatic
+/// dependent launch (compute capability 9.0 and a CUDA 12.3 driver on) each
+/// layer's kernel starts while the one before it finishes, and one launch
+/// per layer measured faster than the fused cooperative launch (which
+/// cannot overlap its neighbours) at every shape of the sweep.
+pub fn mlp_fusion_pays(rows: u32, layers: &[MlpLayer], overlap: bool) -> bool {
+    !overlap
+        && rows == 1
         && (3..=MLP_FUSED_LAYERS).contains(&layers.len())
         && layers[1..]
             .iter()
@@ -1336,7 +1342,8 @@ fn mlp_io(y: u64, x: u64, workspace: u64, rows: u32, layers: &[MlpLayer], l: usi
 /// cooperative `gc_mlp_f32` launch per [`MLP_FUSED_LAYERS`] layers (outputs bitwise equal to [`mlp_unfused`]; no
 /// barrier between the layers: each tile waits only for the tagged
 /// activations it reads); otherwise one [`linear`] launch per layer
-/// (kernels/TUNING.md has the measurements).
+/// (kernels/TUNING.md has the measurements). `overlap`: the launches are
+/// made with programmatic dependent launch (see [`mlp_fusion_pays`]).
 #[allow(clippy::too_many_arguments)]
 pub fn mlp(
     y: u64,
@@ -1346,12 +1353,13 @@ pub fn mlp(
     rows: u32,
     layers: &[MlpLayer],
     form: MlpForm,
+    overlap: bool,
     sms: u32,
 ) -> Result<Vec<Call>, SizeError> {
     mlp_checks(y, x, workspace, workspace_bytes, rows, layers, sms)?;
     let fuse = match form {
         MlpForm::PerLayer => false,
-        MlpForm::Fused => mlp_fusion_pays(rows, layers),
+        MlpForm::Fused => mlp_fusion_pays(rows, layers, overlap),
         MlpForm::FusedAlways => true,
     };
     let small = layers.iter().all(|l| {
@@ -1447,6 +1455,7 @@ pub fn mlp_unfused(
         rows,
         layers,
         MlpForm::FusedAlways,
+        false,
         sms,
     )?;
     if fused.iter().any(|c| !c.cooperative) {
@@ -2343,10 +2352,10 @@ mod tests {
         );
         let bytes = mlp_workspace_bytes(8, &net);
         // Without `fuse`: one linear launch per layer.
-        let plain = mlp(A, C, ws, bytes, 8, &net, MlpForm::PerLayer, SMS).unwrap();
+        let plain = mlp(A, C, ws, bytes, 8, &net, MlpForm::PerLayer, false, SMS).unwrap();
         assert_eq!(plain.len(), 3);
         assert!(plain.iter().all(|c| !c.cooperative));
-        let calls = mlp(A, C, ws, bytes, 8, &net, MlpForm::FusedAlways, SMS).unwrap();
+        let calls = mlp(A, C, ws, bytes, 8, &net, MlpForm::FusedAlways, false, SMS).unwrap();
         assert_eq!(calls.len(), 1);
         let c = &calls[0];
         assert!(c.cooperative && c.kernel == Kernel::Mlp);
@@ -2371,7 +2380,7 @@ mod tests {
         // Five layers: two launches, the second reading the first's output.
         let net5 = mlp_net(&[100, 37, 7, 3, 5, 9]);
         let bytes5 = mlp_workspace_bytes(3, &net5);
-        let calls = mlp(A, C, ws, bytes5, 3, &net5, MlpForm::FusedAlways, SMS).unwrap();
+        let calls = mlp(A, C, ws, bytes5, 3, &net5, MlpForm::FusedAlways, false, SMS).unwrap();
         assert_eq!(calls.len(), 2);
         assert_eq!(arg(&calls[0], "y"), Value::Ptr(mlp_region(ws, 3, &net5, 3)));
         assert_eq!(arg(&calls[1], "x"), arg(&calls[0], "y"));
@@ -2380,7 +2389,7 @@ mod tests {
         // of the size it needs.
         let plan = |rows, net: &[MlpLayer], form| {
             let bytes = mlp_workspace_bytes(rows, net);
-            mlp(A, C, ws, bytes, rows, net, form, SMS).unwrap()
+            mlp(A, C, ws, bytes, rows, net, form, false, SMS).unwrap()
         };
         // More rows than the fused form takes, or a layer past its work
         // limit: one linear launch per layer.
@@ -2408,6 +2417,14 @@ mod tests {
             !pays(1, &mlp_net(&[64, 64, 64, 64, 64, 10])),
             "two launches: not measured"
         );
+        // Never where the per-layer launches overlap (programmatic
+        // dependent launch): one launch per layer is faster there.
+        let bytes1 = mlp_workspace_bytes(1, &net);
+        let overlapped = mlp(A, C, ws, bytes1, 1, &net, MlpForm::Fused, true, SMS).unwrap();
+        assert!(overlapped.iter().all(|c| !c.cooperative));
+        assert!(!mlp_fusion_pays(1, &net, true) && mlp_fusion_pays(1, &net, false));
+        let always = mlp(A, C, ws, bytes1, 1, &net, MlpForm::FusedAlways, true, SMS).unwrap();
+        assert!(always[0].cooperative, "FusedAlways ignores the overlap");
         // The per-layer form of the fused launch: the same tiles, 8 one-warp groups.
         let un = mlp_unfused(A, C, ws, bytes, 8, &net, SMS).unwrap();
         assert_eq!(un.len(), 3);
@@ -2420,37 +2437,57 @@ mod tests {
         let net = mlp_net(&[8, 4, 2]);
         let bytes = mlp_workspace_bytes(2, &net);
         err(
-            mlp(A, C, ws, bytes, 2, &[], MlpForm::FusedAlways, SMS),
+            mlp(A, C, ws, bytes, 2, &[], MlpForm::FusedAlways, false, SMS),
             "n_layers must be > 0",
         );
         err(
-            mlp(A, C, ws, bytes, 0, &net, MlpForm::FusedAlways, SMS),
+            mlp(A, C, ws, bytes, 0, &net, MlpForm::FusedAlways, false, SMS),
             "rows must be > 0",
         );
         err(
-            mlp(A, C, ws, bytes - 1, 2, &net, MlpForm::FusedAlways, SMS),
+            mlp(
+                A,
+                C,
+                ws,
+                bytes - 1,
+                2,
+                &net,
+                MlpForm::FusedAlways,
+                false,
+                SMS,
+            ),
             "workspace has",
         );
         let mut bad = net.clone();
         bad[1].inputs = 5;
         err(
-            mlp(A, C, ws, bytes, 2, &bad, MlpForm::FusedAlways, SMS),
+            mlp(A, C, ws, bytes, 2, &bad, MlpForm::FusedAlways, false, SMS),
             "layer 1 takes 5 inputs",
         );
         err(
-            mlp(ws, C, ws, bytes, 2, &net, MlpForm::FusedAlways, SMS),
+            mlp(ws, C, ws, bytes, 2, &net, MlpForm::FusedAlways, false, SMS),
             "overlap",
         );
         err(
-            mlp(A, ws + 8, ws, bytes, 2, &net, MlpForm::FusedAlways, SMS),
+            mlp(
+                A,
+                ws + 8,
+                ws,
+                bytes,
+                2,
+                &net,
+                MlpForm::FusedAlways,
+                false,
+                SMS,
+            ),
             "overlap",
         );
         err(
-            mlp(A, C, 0, bytes, 2, &net, MlpForm::FusedAlways, SMS),
+            mlp(A, C, 0, bytes, 2, &net, MlpForm::FusedAlways, false, SMS),
             "workspace is a null",
         );
         err(
-            mlp(A, C, ws, bytes, 2, &net, MlpForm::FusedAlways, 0),
+            mlp(A, C, ws, bytes, 2, &net, MlpForm::FusedAlways, false, 0),
             "sms",
         );
     }

@@ -190,7 +190,8 @@ def mlp_workspace_bytes(rows, layers):
 
 def op_mlp(stream, y, x, rows, layers, workspace, workspace_bytes, fused=False):
     """gc_op_mlp: an MLP forward, one launch per layer; with ``fused=True``
-    (GC_MLP_FUSED) fused where that pays, with ``fused="always"``
+    (GC_MLP_FUSED) fused where that pays (never where graphcore launches
+    with programmatic dependent launch), with ``fused="always"``
     (GC_MLP_FUSED_ALWAYS) wherever the fused kernel takes the layers.
     ``layers``: MlpLayers or (w, b, inputs, outputs, relu) tuples; the
     workspace's first 4 bytes zero before its first use."""

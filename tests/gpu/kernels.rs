@@ -575,7 +575,18 @@ impl Net {
         form: ops::MlpForm,
         sms: u32,
     ) -> Vec<graphcore_core::kernels::Call> {
-        ops::mlp(y, x, ws.0, ws.1, rows as u32, &self.layers, form, sms).unwrap()
+        ops::mlp(
+            y,
+            x,
+            ws.0,
+            ws.1,
+            rows as u32,
+            &self.layers,
+            form,
+            false,
+            sms,
+        )
+        .unwrap()
     }
     fn free(&self, d: &Dev) {
         for l in &self.layers {
@@ -627,7 +638,7 @@ fn mlp_matches_float64_and_the_per_layer_launches() {
                 .mlp(y, xb, (ws, bytes), rows, ops::MlpForm::Fused, d.sms)
                 .iter()
                 .all(|c| c.cooperative);
-            assert_eq!(pays, ops::mlp_fusion_pays(rows as u32, &net.layers));
+            assert_eq!(pays, ops::mlp_fusion_pays(rows as u32, &net.layers, false));
             for c in calls {
                 d.run(Ok(c));
             }

@@ -109,7 +109,10 @@ impl Chain {
         ];
         let layers = Chain::mlp_layers(&self.params);
         calls.extend(
-            ops::mlp(self.y, self.h2, self.ws.0, self.ws.1, m, &layers, form, sms).unwrap(),
+            ops::mlp(
+                self.y, self.h2, self.ws.0, self.ws.1, m, &layers, form, false, sms,
+            )
+            .unwrap(),
         );
         calls
     }
