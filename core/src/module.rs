@@ -328,9 +328,13 @@ pub unsafe fn launch_op(stream: &Stream, call: std::result::Result<Call, SizeErr
     // could not have every block resident while the kernel before it still
     // holds SMs (they wait on their dependencies all the same, and trigger
     // nothing early: their blocks hold a whole SM's registers to the end).
+    // Calls marked in order (GEMM grids that fill the SMs) too: started
+    // early, their blocks would double up on the few SMs still free.
     let attrs = dm::LaunchAttrs {
         cooperative: call.cooperative,
-        programmatic: !call.cooperative && ctx.launches_builtins_programmatically()?,
+        programmatic: !call.cooperative
+            && !call.in_order
+            && ctx.launches_builtins_programmatically()?,
     };
     let mut args = ArgBuffer::new(call.args());
     let mut ptrs = args.pointers();

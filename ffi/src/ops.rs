@@ -14,7 +14,9 @@
 //! with programmatic stream serialization, so a kernel's launch and weight
 //! prefetch overlap the previous kernel's tail; captured, consecutive ops
 //! are joined by programmatic edges. Cooperative launches (gc_op_mlp's
-//! fused form, gc_op_mlp2_mse_step's first launch) stay fully ordered.
+//! fused form, gc_op_mlp2_mse_step's first launch) and GEMMs whose grid
+//! fills the SMs (gc_op_linear beyond 256 rows, and the backward and
+//! weight-gradient GEMMs of large layers) stay fully ordered.
 //! Results are bitwise the same either way. The environment variable
 //! GC_PDL=0, read once per process, turns these launches off (plain
 //! launches, full edges), e.g. for A/B measurements.

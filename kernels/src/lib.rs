@@ -209,6 +209,11 @@ pub struct Call {
     /// Launched cooperatively: every block resident at once (the kernel
     /// synchronizes its whole grid); the grid must fit the device.
     pub cooperative: bool,
+    /// Launched in full order even where graphcore launches its kernels
+    /// with programmatic dependent launch: the call's blocks must not start
+    /// while the kernel before it still holds the SMs (see
+    /// [`Call::in_order`]).
+    pub in_order: bool,
 }
 
 impl Call {
@@ -225,6 +230,20 @@ impl Call {
             args: values,
             nargs,
             cooperative: false,
+            in_order: false,
+        }
+    }
+
+    /// The same launch, never started early by a programmatic dependent
+    /// launch. For grids of about one wave or more: blocks started while the
+    /// kernel before still holds most SMs double up on the few free ones,
+    /// and the kernel then takes up to twice as long (an H100 ran
+    /// `gc_gemm_mid_f32` at 1024 x 4096 -> 1024 in 412 us started early,
+    /// 275 us in order; kernels/TUNING.md).
+    pub fn in_order(self) -> Call {
+        Call {
+            in_order: true,
+            ..self
         }
     }
 

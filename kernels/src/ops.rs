@@ -637,8 +637,9 @@ macro_rules! gemm_args {
     };
 }
 
-/// The launch of GEMM-shaped `kernel` for `g` with `tile`.
-fn gemm_call(g: &Gemm, kernel: Kernel, tile: u32) -> Result<Call, SizeError> {
+/// The launch of GEMM-shaped `kernel` for `g` with `tile`, in order
+/// ([`Call::in_order`]) where its grid fills the SMs.
+fn gemm_call(g: &Gemm, kernel: Kernel, tile: u32, sms: u32) -> Result<Call, SizeError> {
     let (tm, tn) = gemm_block(kernel, tile);
     let blocks = ceil_div(g.m as u64, tm) * ceil_div(g.n as u64, tn);
     if blocks > MAX_GRID_X {
@@ -646,18 +647,23 @@ fn gemm_call(g: &Gemm, kernel: Kernel, tile: u32) -> Result<Call, SizeError> {
     }
     let flags = g.trans_a as u32 | (g.trans_b as u32) << 1 | (g.relu as u32) << 2;
     let (grid, block) = ([blocks as u32, 1, 1], [256, 1, 1]);
-    Ok(match kernel {
+    let call = match kernel {
         Kernel::GemmWide => Call::new(gemm_args!(GemmWide, g, flags, tile), grid, block, 0),
         Kernel::GemmMid => Call::new(gemm_args!(GemmMid, g, flags, tile), grid, block, 0),
         Kernel::GemmTf32 => Call::new(gemm_args!(GemmTf32, g, flags, tile), grid, block, 0),
         _ => Call::new(gemm_args!(Gemm, g, flags, tile), grid, block, 0),
+    };
+    Ok(if fills(kernel, tile, g.m, g.n, sms) {
+        call.in_order()
+    } else {
+        call
     })
 }
 
 fn gemm_checked(g: &Gemm, sms: u32) -> Result<Call, SizeError> {
     gemm_sizes(g, sms)?;
     let (kernel, tile) = gemm_launch(g, sms);
-    gemm_call(g, kernel, tile)
+    gemm_call(g, kernel, tile, sms)
 }
 
 /// The generic tiled GEMM ([`Gemm`] says what it computes). Deterministic:
@@ -912,7 +918,7 @@ pub fn linear_tf32(
     linear_sizes(m, n, k)?;
     let g = linear_gemm(y, x, w, b, m, n, k, relu);
     gemm_sizes(&g, sms)?;
-    gemm_call(&g, Kernel::GemmTf32, tf32_tile(m, n, sms))
+    gemm_call(&g, Kernel::GemmTf32, tf32_tile(m, n, sms), sms)
 }
 
 /// Input gradient of a linear layer: `dx = dy . W` with dy `m x n`, W `n x k`,
@@ -2646,8 +2652,39 @@ mod tests {
                     ]
                 );
                 assert_eq!(call.block, [256, 1, 1]);
+                // Grids that fill the SMs are never started early.
+                let (kernel, tile) = (call.kernel, u32_arg(&call, "tile"));
+                assert_eq!(call.in_order, fills(kernel, tile, m, n, sms));
             }
         }
+        assert!(
+            gemm(
+                &Gemm {
+                    m: 1024,
+                    n: 1024,
+                    ldc: 1024,
+                    ldb: 1024,
+                    ..base
+                },
+                SMS
+            )
+            .unwrap()
+            .in_order
+        );
+        assert!(
+            !gemm(
+                &Gemm {
+                    m: 64,
+                    n: 64,
+                    ldc: 64,
+                    ldb: 64,
+                    ..base
+                },
+                SMS
+            )
+            .unwrap()
+            .in_order
+        );
         // 128 x 128 tiles when they fill the SMs, 64 x 64 for half a wave or
         // a short K (the weight gradient), else 32 x 32 with split K.
         assert_eq!(gemm_tile(4096, 1024, 1024, SMS), 0);

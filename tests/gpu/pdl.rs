@@ -4,7 +4,8 @@
 //! linear with ReLU, the MLP's per-layer and fused launches) gives bitwise
 //! the same results with programmatic launches on and off, eagerly,
 //! captured (plain, fused, updated) and built node by node; captured with
-//! them on, consecutive launches are joined by programmatic edges.
+//! them on, consecutive launches are joined by programmatic edges, except
+//! into cooperative launches and GEMMs that fill the SMs (in order).
 
 use super::*;
 use graphcore_core::graph::{EdgeKind, NodeKind};
@@ -216,7 +217,8 @@ fn builtin_chains_are_bitwise_equal_with_and_without_programmatic_launches() {
     if !capable {
         eprintln!("programmatic launches need compute capability 9.0 and CUDA 12.3: comparing plain launches only");
     }
-    for rows in [1usize, 4, 32, 300] {
+    // 4096 rows: the GEMMs fill the SMs and launch in order (Call::in_order).
+    for rows in [1usize, 4, 32, 300, 4096] {
         let ch = Chain::new(seed ^ rows as u64, rows);
         let forms: &[ops::MlpForm] = if rows <= 8 {
             &[ops::MlpForm::PerLayer, ops::MlpForm::FusedAlways]
@@ -226,6 +228,13 @@ fn builtin_chains_are_bitwise_equal_with_and_without_programmatic_launches() {
         for &form in forms {
             let calls = ch.calls(form);
             let coop = calls.iter().filter(|c| c.cooperative).count();
+            // The launches a full edge must enter even with programmatic
+            // launches on: cooperative ones and those marked in order.
+            let ordered = calls[1..]
+                .iter()
+                .filter(|c| c.cooperative || c.in_order)
+                .count();
+            assert!(rows < 4096 || ordered > 0, "rows {rows}: no in-order GEMM");
             let what = format!("rows {rows}, {form:?} (seed {seed})");
             let want = with_pdl(false, || ch.eager(&calls));
             assert!(
@@ -240,8 +249,9 @@ fn builtin_chains_are_bitwise_equal_with_and_without_programmatic_launches() {
                     let (prog, full) = edge_kinds(&g);
                     assert_eq!(prog + full, calls.len() - 1, "{what}: a chain");
                     if on && capable {
-                        // Every launch but a cooperative one is programmatic.
-                        assert_eq!(full, coop, "{what}: {:?}", full_edge_targets(&g));
+                        // Every launch but a cooperative or in-order one
+                        // is programmatic.
+                        assert_eq!(full, ordered, "{what}: {:?}", full_edge_targets(&g));
                         assert!(prog > 0);
                     } else {
                         assert_eq!(prog, 0, "{what}");
