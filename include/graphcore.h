@@ -2489,12 +2489,14 @@ enum gc_status gc_graph_add_dependency(struct gc_graph *graph,
  * gc_graph_clone, by fusion and in DOT output (dashed), and edges of this
  * kind in captured graphs are read back as such; gc_exec_update refuses a
  * graph whose edge kinds differ from the exec's. Refused edges leave the
- * graph unchanged.
+ * graph unchanged. Below compute capability 9.0, or with a driver older
+ * than CUDA 12.3 (checked at run time), the edge is added as a full one
+ * (as gc_graph_add_dependency): `to` runs after `from` ends, with the
+ * same results and no overlap, so one program serves every GPU.
  * Errors: GC_ERROR_INVALID_ARGUMENT (graph is NULL; a node of another
  * graph or out of range; a self-loop, an edge already there or one
  * closing a cycle; `from` or `to` not a kernel node),
- * GC_ERROR_NOT_SUPPORTED (compute capability below 9.0, or a
- * driver older than CUDA 12.3), GC_ERROR_INVALID_STATE (the graph is a
+ * GC_ERROR_INVALID_STATE (the graph is a
  * conditional body of an instantiated graph), GC_ERROR_INVALID_HANDLE
  * (graph destroyed), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the
  * driver).

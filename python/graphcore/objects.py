@@ -813,7 +813,8 @@ class Graph(_Handle):
         """gc_graph_add_programmatic_dependency: kernel ``to`` may launch
         once kernel ``from_`` triggers; ``to`` must wait on the grid
         dependency before it reads ``from_``'s results (graphcore's
-        built-in kernels do)."""
+        built-in kernels do). Below compute capability 9.0 or CUDA 12.3
+        the edge is a full one."""
         for x in (from_, to):
             if not isinstance(x, Node):
                 raise TypeError("Graph.add_programmatic_dependency: nodes must be Nodes")

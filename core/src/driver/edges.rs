@@ -71,6 +71,11 @@ fn api() -> Result<&'static Api> {
     .map_err(Clone::clone)
 }
 
+/// Whether the driver has CUDA 12.3's edge calls (programmatic edges).
+pub(crate) fn programmatic_edges() -> bool {
+    api().is_ok()
+}
+
 /// Adds the programmatic edge `from -> to` leaving `from` through `port`
 /// (1: `CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC`, 2: `..._LAUNCH_ORDER`).
 /// A driver older than CUDA 12.3 is `NotSupported`.

@@ -1057,7 +1057,9 @@ impl Graph {
     /// it reads what `from` wrote: graphcore's built-in kernels do (their
     /// `compute_90` modules, loaded from compute capability 9.0 on, wait
     /// first), a user kernel must. Refused as [`add_dependency`] refuses
-    /// edges, too.
+    /// edges, too. Below compute capability 9.0 or without CUDA 12.3's edge
+    /// calls (checked at run time) the edge is a full one: `to` then runs
+    /// after `from` ends, with the same results and no overlap.
     ///
     /// [`add_dependency`]: Self::add_dependency
     pub fn add_programmatic_dependency(&self, from: Node, to: Node) -> Result<()> {
@@ -1066,16 +1068,6 @@ impl Graph {
                 n.graph == self.inner.id,
                 "`{name}` is a node of another graph"
             );
-        }
-        let (major, minor) = self.inner.ctx.compute_capability();
-        if major < 9 {
-            return Err(Error::new(
-                ErrorKind::NotSupported,
-                format!(
-                    "programmatic dependent launch needs compute capability 9.0 or newer; \
-                     the device has {major}.{minor}"
-                ),
-            ));
         }
         self.check_changeable()?;
         let mut st = self.described()?;
@@ -1089,11 +1081,19 @@ impl Graph {
             );
         }
         self.inner.ctx.bind()?;
-        let kind = EdgeKind::Programmatic;
-        edges::add_programmatic(st.raw(), st.nodes()[f], st.nodes()[t], kind.port())?;
-        let desc = Arc::make_mut(&mut st.described_mut().desc);
-        desc.add_edge(f, t);
-        desc.set_edge_kind(f, t, kind);
+        let (from_raw, to_raw) = (st.nodes()[f], st.nodes()[t]);
+        let programmatic =
+            self.inner.ctx.compute_capability().0 >= 9 && edges::programmatic_edges();
+        if programmatic {
+            let kind = EdgeKind::Programmatic;
+            edges::add_programmatic(st.raw(), from_raw, to_raw, kind.port())?;
+            let desc = Arc::make_mut(&mut st.described_mut().desc);
+            desc.add_edge(f, t);
+            desc.set_edge_kind(f, t, kind);
+        } else {
+            dg::add_dependency(st.raw(), from_raw, to_raw)?;
+            Arc::make_mut(&mut st.described_mut().desc).add_edge(f, t);
+        }
         Ok(())
     }
 
