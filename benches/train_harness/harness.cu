@@ -11,6 +11,10 @@
 // graph of 20 steps, and the step as a one-step graph replayed back to
 // back. Prints `RES` lines. On the GPU machine, from the repository root:
 //   bash benches/train_harness/run.sh   (kernels/TUNING.md has the results)
+// Run 5 (`run.sh run5`; RES5 / CHK5 lines; `prof5` and `san5` for ncu and
+// compute-sanitizer): a forward split over K across a thread-block cluster
+// (fwd_cl, bitwise the shipped forward) and an update that loads W and x
+// before griddepcontrol.wait (upd_pre), with programmatic launches.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <algorithm>
@@ -149,6 +153,341 @@ __device__ __forceinline__ void gc_linear_step_fwd(float *grad, float *part, flo
 }
 
 
+// ---------------------------------------------------------------------------
+// Run 5 (kernels/TUNING.md): a forward split over K across a thread-block
+// CLUSTER (sm_90), bitwise gc_linear_mse_f32 with config 0x3b, and an update
+// that loads its W tile and x before griddepcontrol.wait.
+//
+// Why the cluster forward is bitwise the small-batch forward: with one warp
+// per tile group (config 0x3b), lane l of a warp sums the float4 steps u = l,
+// l + 32, l + 64, ... of each output in order (an fmaf chain from 0: k / 128
+// steps of 4 products), and the halving exchange then adds the 32 lane sums
+// as a butterfly over the lane bits 4, 3, 2, 1, 0 (in that order). Block s
+// (cluster rank, 0 <= s < CS) of a cluster takes the lanes l = s + CS t
+// (t < NC = 32 / CS): their chains in its threads (chain t in threads t PT ..
+// (t + 1) PT - 1, 8 x 8 outputs a thread), then adds the NC chains over t's
+// bits from the highest down (lane bits 4 .. log2 CS), and the cluster adds
+// the CS block sums over s's bits from the highest down (lane bits log2 CS -
+// 1 .. 0), reading the other blocks' sums from distributed shared memory.
+// So every output is the same tree of the same products. The epilogue
+// (bias, d = p - target, dY = d * 2 gs, the loss's per-block sums) is done
+// by rank s for tile columns 8 s .. 8 s + 7, each 4 columns as one block of
+// the small kernel (warp g, lane L: row 8 g + L / 4, column 4 * (..) + L % 4;
+// fmaf(d, d, 0), gc_block_sum): partials[column / 4] bitwise the same.
+// Needs m <= 64, n % (8 CS) == 0, k % 128 == 0, 16-byte aligned x, w.
+// Grid: n / (8 CS) clusters of CS blocks (1-D), 256 threads, dynamic smem
+// gc_cl_smem<CS>(k) bytes. ST = 2: the slice is loaded in two cp.async
+// groups (the first half's products start before the second half lands).
+__device__ __forceinline__ u32 gc_cluster_rank() {
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ void gc_cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
+__device__ __forceinline__ void gc_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+// p (this block's shared memory) in the block of cluster rank `rank`.
+__device__ __forceinline__ float gc_ld_dsmem(const float *p, u32 rank) {
+    const u32 a = (u32)__cvta_generic_to_shared(p);
+    u32 ra;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
+    return v;
+}
+// Stores v at p (an address of this block's shared memory) in the block of rank `rank`.
+__device__ __forceinline__ void gc_st_dsmem(float *p, u32 rank, float v) {
+    const u32 a = (u32)__cvta_generic_to_shared(p);
+    u32 ra;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
+    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(ra), "f"(v) : "memory");
+}
+// 16 bytes global -> shared (zeros when !in).
+__device__ __forceinline__ void gc_cp_async16(float *dst, const float *src, bool in) {
+    const u32 d = (u32)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(in ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void gc_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void gc_cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+// v[0] = the sum of v[0 .. N) as a butterfly from the highest index bit
+// down: pairs (c, c + N / 2) first, then (c, c + N / 4), ... (N a power of 2).
+template <int N>
+__device__ __forceinline__ void gc_tree_sum(float (&v)[N]) {
+#pragma unroll
+    for (int l = 1; l < N; l *= 2)
+#pragma unroll
+        for (int c = 0; c < N / 2; ++c)
+            if (c < N / (2 * l)) v[c] = __fadd_rn(v[c], v[c + N / (2 * l)]);
+}
+
+// Shared memory (floats) of the cluster forward: the slice's x and W rows
+// (row stride k / CS + 4) or the chains' sums, then the block's sums.
+template <int CS>
+__host__ __device__ constexpr u32 gc_cl_floats(u32 k) {
+    return ((64 + 8 * CS) * (k / CS + 4) > (32 / CS) * (64 * 9 * CS + 16) ? (64 + 8 * CS) * (k / CS + 4)
+                                                                             : (32 / CS) * (64 * 9 * CS + 16)) +
+           64 * (8 * CS + 4);
+}
+
+// PUSH: each block stores its sums into the shared memory of the rank that
+// finishes those columns (st.shared::cluster; one cluster barrier, local
+// reads) instead of the finishing ranks reading them (ld.shared::cluster).
+// CUT (time decomposition only, wrong results): 1 stops after the products
+// (stores a sum per thread to grad), 2 also skips the slice's loads.
+template <int CS, int ST, int MINB, bool PUSH = false, int CUT = 0>
+__global__ void __launch_bounds__(256, MINB)
+    fwd_cl(float *grad, float *pred, float *partials, const float *x, const float *w, const float *b,
+           const float *target, u32 m, u32 n, u32 k, float grad_scale) {
+    constexpr int NC = 32 / CS, PT = 256 / NC, BN = 8 * CS, LD = BN + CS, LDP = BN + 4;
+    constexpr u32 CSTR = 64 * LD + 16;  // floats between two chains' sums
+    extern __shared__ __align__(16) float sm[];
+    const u32 tid = threadIdx.x, s = gc_cluster_rank(), tile = blockIdx.x / CS;
+    // PUSH stores into the other blocks' shared memory: only once they run.
+    if (PUSH && CUT == 0) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+    const u32 LDK = k / CS + 4, J = k / 128, j0 = tile * BN;
+    float *xs = sm, *ws = sm + 64 * LDK, *accs = sm;
+    float *ps = sm + ((64 + BN) * LDK > NC * CSTR ? (64 + BN) * LDK : NC * CSTR);
+    GC_PDL_WAIT();
+
+    // The epilogue's targets and bias (outputs (erow, ecol[p]), p = 0, 1).
+    const u32 lane = tid & 31u, erow = 8 * (tid >> 5) + lane / 4;
+    float tv[2], bv[2];
+    u32 ecol[2];
+#pragma unroll
+    for (int p = 0; p < 2; ++p) {
+        ecol[p] = j0 + 8 * s + 4 * p + lane % 4;
+        tv[p] = erow < m ? __ldg(target + erow * n + ecol[p]) : 0.0f;
+        bv[p] = b != nullptr ? __ldg(b + ecol[p]) : 0.0f;
+    }
+
+    // The slice: float4 step j of chain t of row `row` = x[row, 128 j + 4 (s + CS t) ..] at xs[row][4 (j NC + t)].
+    auto issue = [&](u32 ja, u32 jb) {
+        const u32 nj = jb - ja, units = (64 + BN) * nj * NC;
+        for (u32 e = tid; e < units; e += 256) {
+            const u32 t = e % NC, rest = e / NC, j = ja + rest % nj, row = rest / nj;
+            const u32 off = 128 * j + 4 * (s + CS * t), so = 4 * (j * NC + t);
+            if (row < 64) {
+                const bool in = row < m;
+                gc_cp_async16(xs + row * LDK + so, x + (in ? row : 0) * k + off, in);
+            } else {
+                gc_cp_async16(ws + (row - 64) * LDK + so, w + (j0 + row - 64) * k + off, true);
+            }
+        }
+        gc_cp_commit();
+    };
+    const u32 JH = ST == 2 ? J / 2 : J;
+    if (CUT < 2) {
+        issue(0, JH);
+        if (ST == 2) issue(JH, J);
+    }
+
+    const u32 t = tid / PT, ts = tid % PT, ty = ts / CS, tx = ts % CS;
+    float acc[8][8];
+#pragma unroll
+    for (int a = 0; a < 8; ++a)
+#pragma unroll
+        for (int c = 0; c < 8; ++c) acc[a][c] = 0.0f;
+    auto products = [&](u32 ja, u32 jb) {
+        for (u32 j = ja; j < jb; ++j) {
+            const u32 o = 4 * (j * NC + t);
+            float4 wv[8];
+#pragma unroll
+            for (int c = 0; c < 8; ++c) wv[c] = gc_lds4(ws + (tx + CS * c) * LDK + o);
+#pragma unroll
+            for (int a = 0; a < 8; ++a) {
+                const float4 xa = gc_lds4(xs + (ty + 8 * a) * LDK + o);
+#pragma unroll
+                for (int c = 0; c < 8; ++c) {
+                    acc[a][c] = fmaf(xa.x, wv[c].x, acc[a][c]);
+                    acc[a][c] = fmaf(xa.y, wv[c].y, acc[a][c]);
+                    acc[a][c] = fmaf(xa.z, wv[c].z, acc[a][c]);
+                    acc[a][c] = fmaf(xa.w, wv[c].w, acc[a][c]);
+                }
+            }
+        }
+    };
+    if (ST == 2) {
+        gc_cp_wait<1>();
+        __syncthreads();
+        products(0, JH);
+    }
+    gc_cp_wait<0>();
+    __syncthreads();
+    products(ST == 2 ? JH : 0, J);
+    GC_PDL_TRIGGER();
+    if (CUT > 0) {
+        float sum = 0.0f;
+#pragma unroll
+        for (int a = 0; a < 8; ++a)
+#pragma unroll
+            for (int c = 0; c < 8; ++c) sum += acc[a][c];
+        grad[blockIdx.x * 256 + tid] = sum;
+        return;
+    }
+
+    // The chains' sums, added over t's bits from the highest: the block's sums.
+    __syncthreads();  // the slice is no longer read: accs overlays it
+#pragma unroll
+    for (int a = 0; a < 8; ++a)
+#pragma unroll
+        for (int c = 0; c < 8; ++c) accs[t * CSTR + (ty + 8 * a) * LD + tx + CS * c] = acc[a][c];
+    __syncthreads();
+    if (PUSH) gc_cluster_wait();  // every block of the cluster runs
+#pragma unroll
+    for (int u = 0; u < 2 * CS; ++u) {
+        const u32 o = tid + 256 * u, row = o / BN, col = o % BN;
+        float v[NC];
+#pragma unroll
+        for (int c = 0; c < NC; ++c) v[c] = accs[c * CSTR + row * LD + col];
+        gc_tree_sum<NC>(v);
+        if (PUSH)  // to rank col / 8, as its slice s's (row, col % 8)
+            gc_st_dsmem(ps + (s * 64 + row) * 8 + col % 8, col / 8, v[0]);
+        else
+            ps[row * LDP + col] = v[0];
+    }
+    gc_cluster_arrive();
+    gc_cluster_wait();  // every block's sums are in place
+
+    float vals[2][CS];
+#pragma unroll
+    for (int p = 0; p < 2; ++p)
+#pragma unroll
+        for (int r = 0; r < CS; ++r)
+            vals[p][r] = PUSH ? ps[(r * 64 + erow) * 8 + 4 * p + lane % 4]
+                              : gc_ld_dsmem(ps + erow * LDP + (ecol[p] - j0), r);
+    if (!PUSH) gc_cluster_arrive();  // this block is done reading the others' shared memory
+    const float g2 = 2.0f * grad_scale;
+#pragma unroll
+    for (int p = 0; p < 2; ++p) {
+        gc_tree_sum<CS>(vals[p]);
+        float sq = 0.0f;
+        if (erow < m) {
+            float v = vals[p][0];
+            if (b != nullptr) v = __fadd_rn(v, bv[p]);
+            const float d = __fsub_rn(v, tv[p]);
+            sq = fmaf(d, d, 0.0f);
+            grad[erow * n + ecol[p]] = __fmul_rn(d, g2);
+            if (pred != nullptr) pred[erow * n + ecol[p]] = v;
+        }
+        const float total = gc_block_sum(sq);
+        if (tid == 0) partials[(j0 + 8 * s + 4 * p) / 4] = total;
+    }
+    if (!PUSH) gc_cluster_wait();  // no block leaves while another may still read its shared memory
+}
+
+// An empty kernel: the launch cost of a cluster grid.
+__global__ void empty_k(float *) {}
+
+// gc_linear_sgd_f32 with tile 3 (gc_wsgd_staged<64, 64, 4, 4, 256>), its weight
+// tiles loading W and x before griddepcontrol.wait when PRE (dy after it);
+// bitwise gc_linear_sgd_f32. Needs gc_wsgd_staged_ok.
+template <bool PRE>
+__global__ void __launch_bounds__(256, 2)
+    upd_pre(float *w, float *b, const float *dy, const float *x, u32 m, u32 n, u32 k, float lr, u32 bias_ty,
+            float *loss, const float *partials, u32 parts) {
+    constexpr int BJ = 64, BR = 64, TJ = 4, TR = 4, NT = 256;
+    __shared__ __align__(16) float smem[GC_SGD_SMEM];
+    u32 blk = blockIdx.x;
+    const u32 bias_blocks = b != nullptr ? (n + 31) / 32 : 0;
+    if (blk == 0) {
+        GC_PDL_WAIT();
+        gc_loss_block(loss, partials, parts);
+        return;
+    }
+    --blk;
+    if (blk < bias_blocks) {
+        GC_PDL_WAIT();
+        const u32 c = blk * 32 + (threadIdx.x & 31u);
+        bool owner;
+        const float s = gc_column_sum(dy, m, n, c, threadIdx.x & 31u, threadIdx.x >> 5, 8, bias_ty,
+                                      reinterpret_cast<float (*)[33]>(smem), owner);
+        if (owner) b[c] = fmaf(-lr, s, b[c]);
+        return;
+    }
+    blk -= bias_blocks;
+    if (!PRE) GC_PDL_WAIT();
+    constexpr int LA = BJ + 4, LB = BR + 4, TX = BR / TR, SJ = 4 * BJ / TJ, SR = 4 * BR / TR;
+    constexpr int GA = GC_WSGD_ROWS * BJ / 4 / NT, GB = GC_WSGD_ROWS * BR / 4 / NT;
+    float *As = smem, *Bs = smem + GC_WSGD_ROWS * LA;
+    const u32 tid = threadIdx.x, tiles_r = (k + BR - 1) / BR;
+    const u32 j0 = (blk / tiles_r) * BJ, r0 = (blk % tiles_r) * BR;
+    const u32 ty = tid / TX, tx = tid % TX;
+    auto jrow = [&](int a) { return 4 * ty + (a & 3) + (a >> 2) * SJ; };
+    float4 wv[TJ][TR / 4];
+#pragma unroll
+    for (int a = 0; a < TJ; ++a)
+#pragma unroll
+        for (int h = 0; h < TR / 4; ++h) {
+            const u32 j = j0 + jrow(a), r = r0 + 4 * tx + h * SR;
+            wv[a][h] = j < n && r < k ? *reinterpret_cast<const float4 *>(w + j * k + r) : make_float4(0, 0, 0, 0);
+        }
+    float4 ra[GA], rb[GB];
+#pragma unroll
+    for (int q = 0; q < GB; ++q) {
+        const u32 g = tid + NT * q, i = g / (BR / 4), r = r0 + 4 * (g % (BR / 4));
+        rb[q] = i < m && r < k ? __ldg(reinterpret_cast<const float4 *>(x + i * k + r)) : make_float4(0, 0, 0, 0);
+    }
+    if (PRE) GC_PDL_WAIT();
+#pragma unroll
+    for (int q = 0; q < GA; ++q) {
+        const u32 g = tid + NT * q, i = g / (BJ / 4), j = j0 + 4 * (g % (BJ / 4));
+        ra[q] = i < m && j < n ? __ldg(reinterpret_cast<const float4 *>(dy + i * n + j)) : make_float4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int q = 0; q < GB; ++q) {
+        const u32 g = tid + NT * q;
+        gc_sts4(Bs + (g / (BR / 4)) * LB + 4 * (g % (BR / 4)), rb[q]);
+    }
+#pragma unroll
+    for (int q = 0; q < GA; ++q) {
+        const u32 g = tid + NT * q;
+        gc_sts4(As + (g / (BJ / 4)) * LA + 4 * (g % (BJ / 4)), ra[q]);
+    }
+    __syncthreads();
+    float acc[TJ][TR];
+#pragma unroll
+    for (int a = 0; a < TJ; ++a)
+#pragma unroll
+        for (int c = 0; c < TR; ++c) acc[a][c] = 0.0f;
+#pragma unroll 4
+    for (u32 i = 0; i < m; ++i) {
+        float av[TJ], bv[TR];
+#pragma unroll
+        for (int h = 0; h < TJ / 4; ++h) {
+            const float4 v = gc_lds4(As + i * LA + 4 * ty + h * SJ);
+            av[4 * h] = v.x;
+            av[4 * h + 1] = v.y;
+            av[4 * h + 2] = v.z;
+            av[4 * h + 3] = v.w;
+        }
+#pragma unroll
+        for (int h = 0; h < TR / 4; ++h) {
+            const float4 v = gc_lds4(Bs + i * LB + 4 * tx + h * SR);
+            bv[4 * h] = v.x;
+            bv[4 * h + 1] = v.y;
+            bv[4 * h + 2] = v.z;
+            bv[4 * h + 3] = v.w;
+        }
+#pragma unroll
+        for (int a = 0; a < TJ; ++a)
+#pragma unroll
+            for (int c = 0; c < TR; ++c) acc[a][c] = fmaf(av[a], bv[c], acc[a][c]);
+    }
+    GC_PDL_TRIGGER();
+#pragma unroll
+    for (int a = 0; a < TJ; ++a)
+#pragma unroll
+        for (int h = 0; h < TR / 4; ++h) {
+            const u32 j = j0 + jrow(a), r = r0 + 4 * tx + h * SR;
+            if (j >= n || r >= k) continue;
+            const float4 o = wv[a][h];
+            *reinterpret_cast<float4 *>(w + j * k + r) =
+                make_float4(fmaf(-lr, acc[a][4 * h], o.x), fmaf(-lr, acc[a][4 * h + 1], o.y),
+                            fmaf(-lr, acc[a][4 * h + 2], o.z), fmaf(-lr, acc[a][4 * h + 3], o.w));
+        }
+}
+
 #define CK(x) do { cudaError_t ck_ = (x); if (ck_ != cudaSuccess) { printf("CUDA %s at %d: %s\n", #x, __LINE__, cudaGetErrorString(ck_)); exit(1); } } while (0)
 
 template <int BN, int TM, int TN, int BK, int KS, int MINB, bool TICKET>
@@ -211,7 +550,7 @@ struct Prob {
         ws_bytes = 4096 + (size_t)m * n * 4 * 20;
         CK(cudaMalloc(&ws, ws_bytes)); CK(cudaMemset(ws, 0, ws_bytes));
     }
-    void reset() { CK(cudaMemcpy(dw, dw0, w0.size() * 4, cudaMemcpyDeviceToDevice)); CK(cudaMemcpy(db, db0, n * 4, cudaMemcpyDeviceToDevice)); CK(cudaMemset(dloss, 0xff, 4)); }
+    void reset() { CK(cudaMemcpy(dw, dw0, w0.size() * 4, cudaMemcpyDeviceToDevice)); CK(cudaMemcpy(db, db0, n * 4, cudaMemcpyDeviceToDevice)); CK(cudaMemset(dloss, 0xff, 4)); CK(cudaDeviceSynchronize()); }
     u32 *bar() { return (u32 *)ws; }
     float *sums() { return (float *)(ws + 256); }
     float *grad() { return (float *)(ws + 2048); }
@@ -263,10 +602,234 @@ static Check check(Prob &p, cudaStream_t s, const Launch &step) {
     return c;
 }
 
-int main() {
+// ---------------------------------------------------------------------------
+// Run 5's host side: `train_harness run5`.
+using FwdCl = void (*)(float *, float *, float *, const float *, const float *, const float *, const float *, u32, u32,
+                       u32, float);
+// lc: the cluster size launched (1: no cluster; the CUT kernels only);
+// full: a complete forward (checked).
+struct ClVar { const char *name; FwdCl k; u32 cs; u32 (*floats)(u32); bool ok; u32 lc; bool full; };
+
+// cudaLaunchKernelEx with a cluster shape (cluster > 1) and programmatic
+// stream serialization (pdl); returns the launch's error.
+template <class... P, class... A>
+static cudaError_t launch_ex(void (*kern)(P...), u32 grid, u32 block, size_t smem, cudaStream_t s, u32 cluster,
+                             bool pdl, A... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(block);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cudaLaunchAttribute at[2];
+    int na = 0;
+    if (cluster > 1) {
+        at[na].id = cudaLaunchAttributeClusterDimension;
+        at[na].val.clusterDim.x = cluster;
+        at[na].val.clusterDim.y = 1;
+        at[na].val.clusterDim.z = 1;
+        ++na;
+    }
+    if (pdl) {
+        at[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at[na].val.programmaticStreamSerializationAllowed = 1;
+        ++na;
+    }
+    cfg.attrs = at;
+    cfg.numAttrs = na;
+    return cudaLaunchKernelEx(&cfg, kern, args...);
+}
+
+static u32 bias_ty_of(u32 m) { u32 t = 1; while (t < (m + 3) / 4) t *= 2; return t < 32 ? t : 32; }
+
+// One step's W, b and loss from the initial state.
+struct StepOut { std::vector<float> w, b; float loss; };
+static StepOut step_out(Prob &p, cudaStream_t s, const Launch &step) {
+    StepOut o{std::vector<float>(p.w0.size()), std::vector<float>(p.n), 0.0f};
+    p.reset();
+    step(s);
+    CK(cudaStreamSynchronize(s));
+    CK(cudaGetLastError());
+    CK(cudaMemcpy(o.w.data(), p.dw, o.w.size() * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(o.b.data(), p.db, o.b.size() * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(&o.loss, p.dloss, 4, cudaMemcpyDeviceToHost));
+    return o;
+}
+static bool same(const StepOut &a, const StepOut &b) {
+    return !memcmp(a.w.data(), b.w.data(), a.w.size() * 4) && !memcmp(a.b.data(), b.b.data(), a.b.size() * 4) &&
+           !memcmp(&a.loss, &b.loss, 4);
+}
+
+static int run5(cudaStream_t s, bool prof, bool san) {
+    std::vector<ClVar> vars = {
+        {"C8_st1", fwd_cl<8, 1, 1>, 8, gc_cl_floats<8>, true, 8, true},
+        {"C8_st2_b2", fwd_cl<8, 2, 2>, 8, gc_cl_floats<8>, true, 8, true},
+        {"C8_st2_b2_push", fwd_cl<8, 2, 2, true>, 8, gc_cl_floats<8>, true, 8, true},
+        {"C4_st2_b2", fwd_cl<4, 2, 2>, 4, gc_cl_floats<4>, true, 4, true},
+        {"C4_st2_b2_push", fwd_cl<4, 2, 2, true>, 4, gc_cl_floats<4>, true, 4, true},
+        {"C2_st2", fwd_cl<2, 2, 1>, 2, gc_cl_floats<2>, true, 2, true},
+        {"C2_st2_push", fwd_cl<2, 2, 1, true>, 2, gc_cl_floats<2>, true, 2, true},
+        {"C8b2_cut1", fwd_cl<8, 2, 2, false, 1>, 8, gc_cl_floats<8>, true, 8, false},
+        {"C8b2_cut1_nocl", fwd_cl<8, 2, 2, false, 1>, 8, gc_cl_floats<8>, true, 1, false},
+        {"C8b2_cut2", fwd_cl<8, 2, 2, false, 2>, 8, gc_cl_floats<8>, true, 8, false},
+        {"C8b2_cut2_nocl", fwd_cl<8, 2, 2, false, 2>, 8, gc_cl_floats<8>, true, 1, false},
+    };
+    Prob big(64, 1024, 1024), mid(37, 256, 384), small(8, 512, 256);
+    for (auto &v : vars) {
+        cudaError_t e = cudaFuncSetAttribute(v.k, cudaFuncAttributeMaxDynamicSharedMemorySize, v.floats(1024) * 4);
+        if (e == cudaSuccess && v.cs > 8) e = cudaFuncSetAttribute(v.k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+        cudaLaunchConfig_t cfg = {};
+        cudaLaunchAttribute at;
+        at.id = cudaLaunchAttributeClusterDimension;
+        at.val.clusterDim.x = v.cs; at.val.clusterDim.y = 1; at.val.clusterDim.z = 1;
+        cfg.gridDim = dim3(1024 / 8); cfg.blockDim = dim3(256); cfg.dynamicSmemBytes = v.floats(1024) * 4;
+        cfg.attrs = &at; cfg.numAttrs = 1;
+        int clusters = -1;
+        if (e == cudaSuccess) e = cudaOccupancyMaxActiveClusters(&clusters, v.k, &cfg);
+        printf("VAR %s cs %u smem %u B max_active_clusters %d %s\n", v.name, v.cs, v.floats(1024) * 4, clusters,
+               e == cudaSuccess ? "" : cudaGetErrorString(e));
+        if (e != cudaSuccess) { v.ok = false; cudaGetLastError(); }
+    }
+    auto fwd_ship = [](Prob &p, bool pdl) -> Launch {
+        return [&p, pdl](cudaStream_t s) {
+            CK(launch_ex(gc_linear_mse_f32, p.n / 4, 256, 0, s, 1, pdl, p.grad(), (float *)nullptr, p.sums(),
+                         (const float *)p.dx, (const float *)p.dw, (const float *)p.db, (const float *)p.dt,
+                         (u32)p.m, (u32)p.n, (u32)p.k, 0x3bu, 1.0f));
+        };
+    };
+    auto fwd_cl_l = [](Prob &p, const ClVar &v, bool pdl) -> Launch {
+        return [&p, v, pdl](cudaStream_t s) {
+            CK(launch_ex(v.k, p.n / 8, 256, v.floats(p.k) * 4, s, v.lc, pdl, p.grad(), (float *)nullptr, p.sums(),
+                         (const float *)p.dx, (const float *)p.dw, (const float *)p.db, (const float *)p.dt,
+                         (u32)p.m, (u32)p.n, (u32)p.k, 1.0f));
+        };
+    };
+    // update: 0 shipped gc_linear_sgd_f32 tile 3, 1 upd_pre<false>, 2 upd_pre<true>
+    auto upd_l = [](Prob &p, int kind, bool pdl) -> Launch {
+        return [&p, kind, pdl](cudaStream_t s) {
+            const u32 blocks = 1 + p.n / 32 + (p.n / 64) * (p.k / 64), ty = bias_ty_of(p.m), parts = p.n / 4;
+            if (kind == 0)
+                CK(launch_ex(gc_linear_sgd_f32, blocks, 256, 0, s, 1, pdl, p.dw, p.db, (const float *)p.grad(),
+                             (const float *)p.dx, (u32)p.m, (u32)p.n, (u32)p.k, p.lr, 3u, ty, p.dloss,
+                             (const float *)p.sums(), parts));
+            else
+                CK(launch_ex(kind == 1 ? upd_pre<false> : upd_pre<true>, blocks, 256, 0, s, 1, pdl, p.dw, p.db,
+                             (const float *)p.grad(), (const float *)p.dx, (u32)p.m, (u32)p.n, (u32)p.k, p.lr, ty,
+                             p.dloss, (const float *)p.sums(), parts));
+        };
+    };
+    auto pair = [](Launch f, Launch u) -> Launch { return [f, u](cudaStream_t s) { f(s); u(s); }; };
+    const char *unames[] = {"ship", "ship_copy", "pre"};
+
+    // Checks: the forward bitwise the shipped one (dY and the loss's block
+    // sums), the step bitwise the shipped step, float64 and replay checks.
+    if (san) {  // under compute-sanitizer: one step of each forward with the early-load update, PDL on
+        for (auto &v : vars)
+            if (v.ok && v.full) {
+                Check c = check(mid, s, pair(fwd_cl_l(mid, v, true), upd_l(mid, 2, true)));
+                printf("SAN5 %s werr %.1e det %d\n", v.name, c.werr, c.det);
+            }
+        return 0;
+    }
+    for (Prob *pp : {&big, &mid, &small}) {
+        if (prof) break;
+        Prob &p = *pp;
+        const size_t mn = (size_t)p.m * p.n, parts = p.n / 4;
+        std::vector<float> g0(mn), s0(parts), g1(mn), s1(parts);
+        fwd_ship(p, false)(s);
+        CK(cudaStreamSynchronize(s));
+        CK(cudaMemcpy(g0.data(), p.grad(), mn * 4, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(s0.data(), p.sums(), parts * 4, cudaMemcpyDeviceToHost));
+        StepOut ref = step_out(p, s, pair(fwd_ship(p, false), upd_l(p, 0, false)));
+        for (int u = 1; u <= 2; ++u) {
+            Launch st = pair(fwd_ship(p, true), upd_l(p, u, true));
+            Check c = check(p, s, st);
+            printf("CHK5 m=%d n=%d k=%d fwd ship upd %s step_bitwise_ship %d werr %.1e berr %.1e lerr %.1e det %d\n",
+                   p.m, p.n, p.k, unames[u], same(step_out(p, s, st), ref), c.werr, c.berr, c.lerr, c.det);
+        }
+        for (auto &v : vars) {
+            if (!v.ok || !v.full) continue;
+            p.reset();  // the shipped forward above ran on the initial W and b
+            CK(cudaMemsetAsync(p.grad(), 0xff, mn * 4, s));
+            CK(cudaMemsetAsync(p.sums(), 0xff, parts * 4, s));
+            fwd_cl_l(p, v, false)(s);
+            CK(cudaStreamSynchronize(s));
+            CK(cudaGetLastError());
+            CK(cudaMemcpy(g1.data(), p.grad(), mn * 4, cudaMemcpyDeviceToHost));
+            CK(cudaMemcpy(s1.data(), p.sums(), parts * 4, cudaMemcpyDeviceToHost));
+            size_t gbad = 0, sbad = 0;
+            for (size_t i = 0; i < mn; i++) gbad += memcmp(&g0[i], &g1[i], 4) != 0;
+            for (size_t i = 0; i < parts; i++) sbad += memcmp(&s0[i], &s1[i], 4) != 0;
+            for (int u : {0, 2}) {
+                Launch st = pair(fwd_cl_l(p, v, u == 2), upd_l(p, u, u == 2));
+                Check c = check(p, s, st);
+                printf("CHK5 m=%d n=%d k=%d fwd %s upd %s dY_mismatch %zu sums_mismatch %zu step_bitwise_ship %d werr %.1e berr %.1e lerr %.1e det %d\n",
+                       p.m, p.n, p.k, v.name, unames[u], gbad, sbad, same(step_out(p, s, st), ref), c.werr, c.berr,
+                       c.lerr, c.det);
+            }
+            fflush(stdout);
+        }
+    }
+
+    // Times on the notes' shape (us; fwd = the forward alone in a graph of 20,
+    // step20 = a graph of 20 steps, replay = a one-step graph back to back).
+    Prob &p = big;
+    printf("%-12s %-9s %3s %7s %7s %7s\n", "forward", "update", "pdl", "fwd", "step20", "replay");
+    auto row = [&](const char *fname, Launch f, Launch fp, int u, bool pdl, bool time_fwd) {
+        double tf = time_fwd ? time_graph(s, f, 20) : -1;
+        Launch st = pair(pdl ? fp : f, upd_l(p, u, pdl));
+        double ts = time_graph(s, st, 20), t1 = time_graph(s, st, 1, 7, 200);
+        printf("RES5 %-12s %-9s %3d %7.2f %7.2f %7.2f\n", fname, unames[u], (int)pdl, tf, ts, t1);
+        fflush(stdout);
+    };
+    if (prof) {  // for ncu: each forward launched twice, outside graphs
+        for (int r = 0; r < 2; ++r) {
+            fwd_ship(p, false)(s);
+            for (auto &v : vars)
+                if (v.ok) fwd_cl_l(p, v, false)(s);
+        }
+        CK(cudaStreamSynchronize(s));
+        return 0;
+    }
+    {
+        const size_t sm91 = gc_cl_floats<8>(1024) * 4;
+        CK(cudaFuncSetAttribute(empty_k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm91));
+        for (u32 lc : {1u, 8u})
+            for (size_t sm : {(size_t)0, sm91}) {
+                Launch e = [lc, sm, &p](cudaStream_t s) { CK(launch_ex(empty_k, 128, 256, sm, s, lc, false, p.grad())); };
+                printf("RES5 empty_cluster%u_smem%zu fwd %.2f\n", lc, sm, time_graph(s, e, 20));
+            }
+    }
+    {
+        Launch u0 = upd_l(p, 0, false), u2 = upd_l(p, 2, true);
+        printf("RES5 update-alone ship %.2f pre(pdl) %.2f\n", time_graph(s, u0, 20), time_graph(s, u2, 20));
+    }
+    for (int rep = 0; rep < 5; ++rep) {  // the shipped pair with and without the early loads, alternated
+        row("ship", fwd_ship(p, false), fwd_ship(p, true), 0, false, rep == 0);
+        row("ship", fwd_ship(p, false), fwd_ship(p, true), 0, true, false);
+        row("ship", fwd_ship(p, false), fwd_ship(p, true), 2, true, false);
+    }
+    {
+        for (auto &v : vars) {
+            if (!v.ok) continue;
+            if (!v.full) {
+                printf("RES5 %-14s fwd %.2f\n", v.name, time_graph(s, fwd_cl_l(p, v, false), 20));
+                continue;
+            }
+            row(v.name, fwd_cl_l(p, v, false), fwd_cl_l(p, v, true), 0, false, true);
+            row(v.name, fwd_cl_l(p, v, false), fwd_cl_l(p, v, true), 0, true, false);
+            row(v.name, fwd_cl_l(p, v, false), fwd_cl_l(p, v, true), 2, true, false);
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
     cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, 0));
     printf("device %s, %d SMs\n", prop.name, prop.multiProcessorCount);
     cudaStream_t s; CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    if (argc > 1 && !strcmp(argv[1], "run5")) return run5(s, false, false);
+    if (argc > 1 && !strcmp(argv[1], "prof5")) return run5(s, true, false);  // under ncu
+    if (argc > 1 && !strcmp(argv[1], "san5")) return run5(s, false, true);  // under compute-sanitizer
 
     std::vector<Fwd> fwds = {
         {"F64x64ks4_S8", fwd_var<64, 8, 8, 32, 4, 1, true>, 64, 128},
