@@ -9,6 +9,9 @@
 //                        layers, the small-batch kernel's warp tiles.
 //   gc_gemm_f32          C = alpha op(A) op(B) + beta C (+ bias[col]) (ReLU),
 //                        any M, N, K, transposes and leading dimensions.
+//   gc_linear_cluster_f32  the linear layout's GEMM with K split over the
+//                        blocks of a thread-block cluster (sm_90), partial
+//                        tiles added through distributed shared memory.
 //
 // Both are deterministic: every output is a sum taken in an order fixed by the
 // sizes and launch parameters (no atomics). Matrices are row-major f32; every
@@ -856,21 +859,18 @@ __device__ __forceinline__ float4 gc_load4(const float *p, bool in, bool vec, u3
     return v;
 }
 
-// LAYOUT: the transpose bits (flags & 3) when known at compile time (the
-// code for that layout alone: fewer registers and instructions), -1 to
-// read them from flags. KS > 1 splits each K chunk over KS slices of the
-// block's threads (slice s takes the chunk's rows s BK / KS .. (s + 1) BK /
-// KS - 1, each output summed in increasing k within the slice), added at
-// the end in slice order through smem (which must hold BM x BN floats).
-template <int BM, int BN, int TM, int TN, int BK, int NT, int LAYOUT = -1, int KS = 1>
-__device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const float *bm, const float *bias, u32 m,
-                                            u32 n, u32 k, u32 lda, u32 ldb, u32 ldc, u32 flags, float alpha,
-                                            float beta, float *smem, u32 blk) {
+// The main loop of gc_gemm_reg (below) for output tile (i0, j0), K chunks
+// c0 .. c1 - 1 (rows c0 BK .. c1 BK - 1 of the reduction, zeros past k):
+// adds the thread's products into acc in increasing k (for its K slice
+// `slice` of KS, thread tile (ty, tx)). Ends with a barrier: smem is free
+// again when it returns.
+template <int BM, int BN, int TM, int TN, int BK, int NT, int LAYOUT, int KS>
+__device__ __forceinline__ void gc_gemm_main(float (&acc)[TM][TN], const float *a, const float *bm, u32 m, u32 n,
+                                             u32 k, u32 lda, u32 ldb, u32 flags, float *smem, u32 i0, u32 j0,
+                                             u32 c0, u32 c1, u32 slice, u32 ty, u32 tx) {
     constexpr int LA = BM + 4, LB = BN + 4;  // k-major rows of As / Bs
     constexpr int A4 = BM * BK / 4 / NT;  // float4 groups per thread
     constexpr int B4 = BN * BK / 4 / NT;
-    constexpr int TX = BN / TN;
-    constexpr int PS = NT / KS;  // threads per K slice
     static_assert(KS * (BM / TM) * (BN / TN) == NT, "one thread tile per thread and slice");
     static_assert(BK % KS == 0, "whole rows per slice");
     static_assert(A4 >= 1 && B4 >= 1, "whole float4 groups");
@@ -878,14 +878,9 @@ __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const f
     float *Bs = smem + 2 * BK * LA;  // [2][BK][LB]
 
     const u32 tid = threadIdx.x;
-    const u32 tiles_n = (n + BN - 1) / BN;
-    const u32 i0 = (blk / tiles_n) * BM, j0 = (blk % tiles_n) * BN;
     const bool ta = LAYOUT >= 0 ? (LAYOUT & GC_GEMM_TRANS_A) != 0 : (flags & GC_GEMM_TRANS_A) != 0;
     const bool tb = LAYOUT >= 0 ? (LAYOUT & GC_GEMM_TRANS_B) != 0 : (flags & GC_GEMM_TRANS_B) != 0;
     const bool va = (lda & 3) == 0 && gc_aligned16(a), vb = (ldb & 3) == 0 && gc_aligned16(bm);
-    const u32 slice = KS == 1 ? 0u : tid / PS, ts = KS == 1 ? tid : tid % PS;
-    const u32 ty = ts / TX, tx = ts % TX;
-
     // Staging map for group e = tid + 256 q of a chunk: along the contiguous
     // index, 4 elements: A transposed (k x m): r = e / (BM/4), i = 4 (e % (BM/4));
     // A plain (m x k): i = e / (BK/4), r = 4 (e % (BK/4)); likewise for B.
@@ -948,27 +943,13 @@ __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const f
         }
     };
 
-    // Row / column of acc[i][j] inside the block tile.
-    // A thread's rows (columns) come in runs of 4, spaced SM = 4 BM / TM
-    // (SN = 4 BN / TN) apart, so a warp's shared-memory reads are contiguous.
     constexpr int SM = 4 * BM / TM, SN = 4 * BN / TN;
-    auto trow = [&](int i) { return 4 * ty + (i & 3) + (i >> 2) * SM; };
-    auto tcol = [&](int j) { return 4 * tx + (j & 3) + (j >> 2) * SN; };
-    const bool vc = (ldc & 3) == 0 && gc_aligned16(cmat);
-
-    float acc[TM][TN];
-#pragma unroll
-    for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
-
-    const u32 chunks = (k + BK - 1) / BK;
-    fetch(0);
+    fetch(c0 * BK);
     stage(0);
     __syncthreads();
-    for (u32 ch = 0; ch < chunks; ++ch) {
-        const u32 buf = ch & 1u;
-        if (ch + 1 < chunks) fetch((ch + 1) * BK);
+    for (u32 ch = c0; ch < c1; ++ch) {
+        const u32 buf = (ch - c0) & 1u;
+        if (ch + 1 < c1) fetch((ch + 1) * BK);
         const float *as = As + buf * BK * LA + slice * (BK / KS) * LA;
         const float *bs = Bs + buf * BK * LB + slice * (BK / KS) * LB;
 #pragma unroll
@@ -995,9 +976,45 @@ __device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const f
 #pragma unroll
                 for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
         }
-        if (ch + 1 < chunks) stage(buf ^ 1u);
+        if (ch + 1 < c1) stage(buf ^ 1u);
         __syncthreads();
     }
+}
+
+// LAYOUT: the transpose bits (flags & 3) when known at compile time (the
+// code for that layout alone: fewer registers and instructions), -1 to
+// read them from flags. KS > 1 splits each K chunk over KS slices of the
+// block's threads (slice s takes the chunk's rows s BK / KS .. (s + 1) BK /
+// KS - 1, each output summed in increasing k within the slice), added at
+// the end in slice order through smem (which must hold BM x BN floats).
+template <int BM, int BN, int TM, int TN, int BK, int NT, int LAYOUT = -1, int KS = 1>
+__device__ __forceinline__ void gc_gemm_reg(float *cmat, const float *a, const float *bm, const float *bias, u32 m,
+                                            u32 n, u32 k, u32 lda, u32 ldb, u32 ldc, u32 flags, float alpha,
+                                            float beta, float *smem, u32 blk) {
+    constexpr int TX = BN / TN;
+    constexpr int PS = NT / KS;  // threads per K slice
+    const u32 tid = threadIdx.x;
+    const u32 tiles_n = (n + BN - 1) / BN;
+    const u32 i0 = (blk / tiles_n) * BM, j0 = (blk % tiles_n) * BN;
+    const u32 slice = KS == 1 ? 0u : tid / PS, ts = KS == 1 ? tid : tid % PS;
+    const u32 ty = ts / TX, tx = ts % TX;
+
+    // Row / column of acc[i][j] inside the block tile.
+    // A thread's rows (columns) come in runs of 4, spaced SM = 4 BM / TM
+    // (SN = 4 BN / TN) apart, so a warp's shared-memory reads are contiguous.
+    constexpr int SM = 4 * BM / TM, SN = 4 * BN / TN;
+    auto trow = [&](int i) { return 4 * ty + (i & 3) + (i >> 2) * SM; };
+    auto tcol = [&](int j) { return 4 * tx + (j & 3) + (j >> 2) * SN; };
+    const bool vc = (ldc & 3) == 0 && gc_aligned16(cmat);
+
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+
+    gc_gemm_main<BM, BN, TM, TN, BK, NT, LAYOUT, KS>(acc, a, bm, m, n, k, lda, ldb, flags, smem, i0, j0, 0u,
+                                                     (k + BK - 1) / BK, slice, ty, tx);
     GC_PDL_TRIGGER();
 
     if (KS > 1) {
@@ -1256,6 +1273,178 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
     __shared__ __align__(16) float smem[2 * 16 * (64 + 4) + 2 * 16 * (128 + 4)];
     if (m == 0 || n == 0 || k == 0 || (flags & 3u) != GC_GEMM_TRANS_B) return;
     if (tile == 0) GC_GEMM_NT_TILE(64, 128, 4, 8, 16, 1);
+}
+
+// ===========================================================================
+// gc_linear_cluster_f32(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha,
+//                       beta, tile)
+//
+// gc_gemm_f32's linear layout (same arguments; transpose bits 2 only, other
+// layouts do nothing) with K split over the blocks of a thread-block
+// cluster (compute capability 9.0; below that the kernel traps, and the
+// launcher never picks it there):
+// the S blocks of a cluster (S = the cluster's size, 1-8, along x) compute
+// the same output tile, block s (its rank in the cluster) over the K chunks
+// s P .. (s + 1) P - 1 (P = ceil(chunks / S), chunks of BK; zeros past k),
+// each output summed in increasing k in one thread as gc_gemm_reg does;
+// each block stores its partial tile in its shared memory, the cluster
+// synchronizes, and block s reduces the s-th of S equal shares of the tile
+// (row-major), reading every block's partial through distributed shared
+// memory and adding them in rank order 0, 1, .., S - 1 (no atomics, no
+// global partials: the same bits on every run for a given shape and S),
+// then applies the epilogue (alpha, beta C, bias, ReLU) as gc_gemm_f32.
+// A second cluster barrier keeps every block's shared memory alive until
+// all blocks have read it.
+//
+//   tile 0: 128 x 64 (8 x 4 per thread, K chunks of 16);
+//   tile 1: 64 x 64 (4 x 4 per thread, K chunks of 16).
+//
+// Launch: block 256, 1-D grid of S * ceil(m / BM) * ceil(n / BN) blocks
+// with the cluster dimension (S, 1, 1); cluster c computes output tile c
+// (row-major over the tiles, as gc_gemm_reg's blk). No dynamic shared
+// memory.
+// ===========================================================================
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// This block's rank in its cluster, the cluster's size, and its index.
+__device__ __forceinline__ u32 gc_cluster_rank() {
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ u32 gc_cluster_size() {
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ u32 gc_cluster_id() {
+    u32 r;
+    asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
+    return r;
+}
+// Every thread of the cluster arrives (release: its shared and global
+// writes before are visible to the cluster) and waits for all (acquire).
+__device__ __forceinline__ void gc_cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// 16 bytes at `p` (this block's shared memory) in the shared memory of the
+// cluster's block `rank` (distributed shared memory).
+__device__ __forceinline__ float4 gc_ld_cluster4(const float *p, u32 rank) {
+    u32 remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+                 : "=r"(remote)
+                 : "r"((u32)__cvta_generic_to_shared(p)), "r"(rank));
+    float4 v;
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(remote)
+                 : "memory");
+    return v;
+}
+#endif
+
+// One output tile of gc_linear_cluster_f32 (see above); smem holds
+// max(the main loop's staging, BM x BN) floats.
+template <int BM, int BN, int TM, int TN, int BK, int NT>
+__device__ __forceinline__ void gc_cluster_tile(float *cmat, const float *a, const float *bm, const float *bias,
+                                                u32 m, u32 n, u32 k, u32 lda, u32 ldb, u32 ldc, u32 flags,
+                                                float alpha, float beta, float *smem) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr int TX = BN / TN, SM = 4 * BM / TM, SN = 4 * BN / TN;
+    const u32 tid = threadIdx.x, rank = gc_cluster_rank(), size = gc_cluster_size(), blk = gc_cluster_id();
+    const u32 tiles_n = (n + BN - 1) / BN;
+    const u32 i0 = (blk / tiles_n) * BM, j0 = (blk % tiles_n) * BN;
+    const u32 ty = tid / TX, tx = tid % TX;
+    const u32 chunks = (k + BK - 1) / BK, per = (chunks + size - 1) / size;
+    const u32 c0 = min(chunks, rank * per), c1 = min(chunks, c0 + per);
+
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+    if (c0 < c1)
+        gc_gemm_main<BM, BN, TM, TN, BK, NT, GC_GEMM_TRANS_B, 1>(acc, a, bm, m, n, k, lda, ldb, flags, smem, i0, j0,
+                                                                 c0, c1, 0u, ty, tx);
+    GC_PDL_TRIGGER();
+
+    // The partial tile, row-major BM x BN, in this block's shared memory
+    // (free after the main loop's last barrier).
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int h = 0; h < TN / 4; ++h)
+            gc_sts4(smem + (4 * ty + (i & 3) + (i >> 2) * SM) * BN + 4 * tx + h * SN,
+                    make_float4(acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]));
+    gc_cluster_sync();
+
+    // This block's share of the tile: float4 groups g0 .. g1 - 1 (row-major).
+    const bool relu = flags & GC_GEMM_RELU;
+    const bool vc = (ldc & 3) == 0 && gc_aligned16(cmat);
+    constexpr u32 GROUPS = BM * BN / 4;
+    const u32 share = (GROUPS + size - 1) / size, g0 = min(GROUPS, rank * share), g1 = min(GROUPS, g0 + share);
+    for (u32 g = g0 + tid; g < g1; g += NT) {
+        const u32 e = 4 * g, r = e / BN, col = e % BN;
+        float4 v = gc_ld_cluster4(smem + e, 0);
+        for (u32 s = 1; s < size; ++s) {
+            const float4 w = gc_ld_cluster4(smem + e, s);
+            v.x = __fadd_rn(v.x, w.x);
+            v.y = __fadd_rn(v.y, w.y);
+            v.z = __fadd_rn(v.z, w.z);
+            v.w = __fadd_rn(v.w, w.w);
+        }
+        const u32 gi = i0 + r, gj = j0 + col;
+        if (gi >= m) continue;
+        float *p = cmat + gi * ldc + gj;
+        const float sum[4] = {v.x, v.y, v.z, v.w};
+        float old[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (vc && gj + 3 < n) {
+            if (beta != 0.0f) {
+                const float4 o = *reinterpret_cast<const float4 *>(p);
+                old[0] = o.x;
+                old[1] = o.y;
+                old[2] = o.z;
+                old[3] = o.w;
+            }
+            float4 o;
+            o.x = gc_gemm_out(sum[0], alpha, beta, old[0], bias, gj, relu);
+            o.y = gc_gemm_out(sum[1], alpha, beta, old[1], bias, gj + 1, relu);
+            o.z = gc_gemm_out(sum[2], alpha, beta, old[2], bias, gj + 2, relu);
+            o.w = gc_gemm_out(sum[3], alpha, beta, old[3], bias, gj + 3, relu);
+            *reinterpret_cast<float4 *>(p) = o;
+        } else {
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                if (gj + u >= n) break;
+                if (beta != 0.0f) old[u] = p[u];
+                p[u] = gc_gemm_out(sum[u], alpha, beta, old[u], bias, gj + u, relu);
+            }
+        }
+    }
+    // No block leaves while another may still read its partial tile.
+    gc_cluster_sync();
+#else
+    (void)cmat, (void)a, (void)bm, (void)bias, (void)m, (void)n, (void)k, (void)lda, (void)ldb, (void)ldc;
+    (void)flags, (void)alpha, (void)beta, (void)smem;
+#ifdef __CUDA_ARCH__
+    asm volatile("trap;");
+#endif
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
+    gc_linear_cluster_f32(float *c, const float *a, const float *b, const float *bias, u32 m, u32 n, u32 k,
+                          u32 lda, u32 ldb, u32 ldc, u32 flags, float alpha, float beta, u32 tile) {
+    GC_PDL_WAIT();
+    // Tile 0's partial tile, 128 x 64 (more than its staging, 2 x 16 x (132 + 68)).
+    __shared__ __align__(16) float smem[128 * 64];
+    if (m == 0 || n == 0 || k == 0 || (flags & 3u) != GC_GEMM_TRANS_B) return;
+    if (tile == 0)
+        gc_cluster_tile<128, 64, 8, 4, 16, GC_GEMM_THREADS>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta,
+                                                            smem);
+    else if (tile == 1)
+        gc_cluster_tile<64, 64, 4, 4, 16, GC_GEMM_THREADS>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta,
+                                                           smem);
 }
 
 // ===========================================================================

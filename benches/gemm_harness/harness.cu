@@ -15,6 +15,8 @@
 #include <functional>
 #include <string>
 #include <vector>
+// linear.cu's CPU-emulation hook (kernels/emu), unused in a GPU build.
+__host__ __device__ inline void emu_yield() {}
 #include "linear.cu"
 #include "linear_tf32.cu"
 

@@ -201,6 +201,13 @@ impl Context {
         self.inner.info.compute_capability
     }
 
+    /// Whether the device launches thread-block clusters (compute
+    /// capability 9.0 or later): what `graphcore_kernels::ops` plans take
+    /// as `clusters`.
+    pub fn has_clusters(&self) -> bool {
+        self.compute_capability().0 >= 9
+    }
+
     /// The device's total memory in bytes.
     pub fn total_memory(&self) -> u64 {
         self.inner.info.total_bytes

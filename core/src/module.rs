@@ -330,11 +330,13 @@ pub unsafe fn launch_op(stream: &Stream, call: std::result::Result<Call, SizeErr
     // nothing early: their blocks hold a whole SM's registers to the end).
     // Calls marked in order (GEMM grids that fill the SMs) too: started
     // early, their blocks would double up on the few SMs still free.
+    // Cluster calls are planned only for devices that have clusters.
     let attrs = dm::LaunchAttrs {
         cooperative: call.cooperative,
         programmatic: !call.cooperative
             && !call.in_order
             && ctx.launches_builtins_programmatically()?,
+        cluster: call.cluster,
     };
     let mut args = ArgBuffer::new(call.args());
     let mut ptrs = args.pointers();

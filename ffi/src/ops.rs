@@ -508,7 +508,11 @@ pub const GC_LINEAR_TF32: u32 = 2;
 /// all row-major. m <= 256 takes the small-batch path (K split across the
 /// threads of each block; from 129 rows on only while n is too narrow for
 /// the GEMM's tiles to fill the GPU); larger m the tiled GEMM, on the TF32
-/// tensor cores with GC_LINEAR_TF32 (see there). flags: GC_LINEAR_RELU |
+/// tensor cores with GC_LINEAR_TF32 (see there). On GPUs of compute
+/// capability 9.0 and later, 65 to 256 rows with n * k >= 2^24, and more
+/// rows where the GEMM's tiles would leave SMs idle, take a kernel that
+/// splits k over the blocks of thread-block clusters (deterministic; the
+/// result's bits depend on the shape and the GPU). flags: GC_LINEAR_RELU |
 /// GC_LINEAR_TF32 (1 is ReLU as before the flags existed; any other bit is
 /// refused). Every m * k, n * k and m * n must be below 2^32.
 /// Pointers: y, x, w and b are device memory of the stream's context
@@ -549,7 +553,18 @@ pub extern "C" fn gc_op_linear(
         } else {
             ops::linear
         };
-        Ok(plan(p(y), p(x), p(w), p(b), m, n, k, relu, ctx.sm_count())?)
+        Ok(plan(
+            p(y),
+            p(x),
+            p(w),
+            p(b),
+            m,
+            n,
+            k,
+            relu,
+            ctx.sm_count(),
+            ctx.has_clusters(),
+        )?)
     })
 }
 
@@ -934,6 +949,7 @@ pub extern "C" fn gc_op_mlp(
             form,
             overlap,
             sms,
+            ctx.has_clusters(),
         )?)
     })
 }
@@ -955,9 +971,13 @@ pub extern "C" fn gc_op_linear_mse_step_workspace_bytes(
 ) -> gc_status {
     boundary(this_export!(), || {
         let out = Out::new(bytes, "bytes")?;
-        let sms = context(ctx)?.sm_count();
+        let ctx = context(ctx)?;
         out.set(ops::linear_mse_step_workspace_bytes(
-            rows, inputs, outputs, sms,
+            rows,
+            inputs,
+            outputs,
+            ctx.sm_count(),
+            ctx.has_clusters(),
         ));
         Ok(())
     })
@@ -1028,7 +1048,13 @@ pub extern "C" fn gc_op_linear_mse_step(
             grad_scale,
             lr,
         };
-        ops::linear_mse_step(&step, p(workspace), workspace_bytes, sms)
+        ops::linear_mse_step(
+            &step,
+            p(workspace),
+            workspace_bytes,
+            sms,
+            ctx.has_clusters(),
+        )
     })
 }
 

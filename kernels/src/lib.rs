@@ -214,6 +214,10 @@ pub struct Call {
     /// while the kernel before it still holds the SMs (see
     /// [`Call::in_order`]).
     pub in_order: bool,
+    /// Launched as thread-block clusters of these dimensions (compute
+    /// capability 9.0; the grid is a whole number of clusters), `None` for
+    /// a plain launch (see [`Call::clustered`]).
+    pub cluster: Option<[u32; 3]>,
 }
 
 impl Call {
@@ -231,6 +235,7 @@ impl Call {
             nargs,
             cooperative: false,
             in_order: false,
+            cluster: None,
         }
     }
 
@@ -243,6 +248,17 @@ impl Call {
     pub fn in_order(self) -> Call {
         Call {
             in_order: true,
+            ..self
+        }
+    }
+
+    /// The same launch as thread-block clusters of `dims` blocks (the
+    /// kernel synchronizes each cluster and reads its blocks' shared
+    /// memory). Only for GPUs of compute capability 9.0 and later: the
+    /// operation that plans it checks the device.
+    pub fn clustered(self, dims: [u32; 3]) -> Call {
+        Call {
+            cluster: Some(dims),
             ..self
         }
     }

@@ -535,7 +535,8 @@ fn gemm_block(kernel: Kernel, tile: u32) -> (u64, u64) {
         (Kernel::GemmWide, 0) => (128, 256),
         (Kernel::GemmWide, 1) | (Kernel::GemmTf32, 0) => (128, 128),
         (Kernel::GemmMid, _) => (64, 128),
-        (Kernel::GemmWide, _) | (Kernel::GemmTf32, _) => (64, 64),
+        (Kernel::LinearCluster, 0) => (128, 64),
+        (Kernel::GemmWide, _) | (Kernel::GemmTf32, _) | (Kernel::LinearCluster, _) => (64, 64),
         (_, t) => {
             let e = GEMM_TILES[t as usize] as u64;
             (e, e)
@@ -651,6 +652,9 @@ fn gemm_call(g: &Gemm, kernel: Kernel, tile: u32, sms: u32) -> Result<Call, Size
         Kernel::GemmWide => Call::new(gemm_args!(GemmWide, g, flags, tile), grid, block, 0),
         Kernel::GemmMid => Call::new(gemm_args!(GemmMid, g, flags, tile), grid, block, 0),
         Kernel::GemmTf32 => Call::new(gemm_args!(GemmTf32, g, flags, tile), grid, block, 0),
+        Kernel::LinearCluster => {
+            Call::new(gemm_args!(LinearCluster, g, flags, tile), grid, block, 0)
+        }
         _ => Call::new(gemm_args!(Gemm, g, flags, tile), grid, block, 0),
     };
     Ok(if fills(kernel, tile, g.m, g.n, sms) {
@@ -670,6 +674,70 @@ fn gemm_checked(g: &Gemm, sms: u32) -> Result<Call, SizeError> {
 /// the same sizes and `sms` give the same bits.
 pub fn gemm(g: &Gemm, sms: u32) -> Result<Call, SizeError> {
     gemm_checked(g, sms)
+}
+
+/// Weights (`n * k` floats) from which layers of 65 to 256 rows take the
+/// cluster split-K kernel: 2^24 (64 MiB, more than an H100's 50 MiB L2).
+const CLUSTER_MIN_WEIGHTS: u64 = 1 << 24;
+
+/// The most blocks in a cluster of `gc_linear_cluster_f32` (the portable
+/// cluster size).
+const CLUSTER_MAX: u32 = 8;
+
+/// The least of K each block of a cluster sums (8 chunks of 16).
+const CLUSTER_MIN_SLICE: u32 = 128;
+
+/// The `gc_linear_cluster_f32` launch, `(tile, cluster size)`, of a linear
+/// layer `m x k -> n` on a GPU with thread-block clusters (compute
+/// capability 9.0), where it measured faster on an H100 (kernels/TUNING.md,
+/// "Split-K over a thread-block cluster"), else `None`:
+///
+/// - 65 to 256 rows with at least [`CLUSTER_MIN_WEIGHTS`] weights: 128 x 64
+///   tiles in clusters of 2, where they give 7/8 of a block per SM
+///   (128 x 4096 -> 4096: 125 us against the small-batch kernel's 200 and
+///   cuBLAS's 168; 256 rows: 227 us against the 64 x 128 tile's 268);
+/// - more rows where the GEMM would take its 32 x 32 split-K tile (no
+///   tile fills the SMs): 64 x 64 tiles in the smallest cluster of 2, 4 or
+///   8 blocks that gives 7/8 of a block per SM (8 where none does), each
+///   block summing at least [`CLUSTER_MIN_SLICE`] of K (512 x 1024 -> 512:
+///   23.9 us against 37.2, cuBLAS 29.3).
+fn cluster_plan(m: u32, n: u32, k: u32, sms: u32) -> Option<(u32, u32)> {
+    let tiles = |tm: u64, tn: u64| ceil_div(m as u64, tm) * ceil_div(n as u64, tn);
+    let fills = |blocks: u64| blocks * 8 >= 7 * sms as u64;
+    if m > SMALL_BATCH_MAX_M / 4 && m <= SMALL_BATCH_MAX_M {
+        let pays = n as u64 * k as u64 >= CLUSTER_MIN_WEIGHTS
+            && k >= 2 * CLUSTER_MIN_SLICE
+            && fills(2 * tiles(128, 64));
+        return pays.then_some((0, 2));
+    }
+    if m <= SMALL_BATCH_MAX_M || gemm_tile(m, n, k, sms) != 2 {
+        return None;
+    }
+    let t = tiles(64, 64);
+    let mut size = [2, 4]
+        .into_iter()
+        .find(|&s| fills(t * s as u64))
+        .unwrap_or(CLUSTER_MAX);
+    while size > 1 && k / size < CLUSTER_MIN_SLICE {
+        size /= 2;
+    }
+    (size > 1).then_some((1, size))
+}
+
+/// The `gc_linear_cluster_f32` launch of `g` (the linear layout) with
+/// `tile` in clusters of `size` blocks, in order ([`Call::in_order`]).
+fn cluster_call(g: &Gemm, tile: u32, size: u32, sms: u32) -> Result<Call, SizeError> {
+    let call = gemm_call(g, Kernel::LinearCluster, tile, sms)?;
+    let blocks = call.grid[0] as u64 * size as u64;
+    if blocks > MAX_GRID_X {
+        return Err(SizeError::GridTooLarge { blocks });
+    }
+    Ok(Call {
+        grid: [blocks as u32, 1, 1],
+        ..call
+    }
+    .clustered([size, 1, 1])
+    .in_order())
 }
 
 /// Launch shape of `gc_linear_small_f32`: thread tile `2^lr x 2^lc`
@@ -825,20 +893,28 @@ fn small_call(
     )
 }
 
-/// Whether [`linear`] takes the small-batch kernel for `m` rows and `n`
-/// outputs: up to [`SMALL_BATCH_MAX_M`] rows, except that from
-/// `SMALL_BATCH_MAX_M / 2 + 1` rows on outputs wide enough for a GEMM tile
-/// to fill the SMs take the GEMM (on an H100 at m = 256, n = 4096 it was
-/// 1.5-1.6x faster; at n <= 1024 the small-batch kernel was).
-pub fn small_batch(m: u32, n: u32, sms: u32) -> bool {
-    m <= SMALL_BATCH_MAX_M && (m <= SMALL_BATCH_MAX_M / 2 || linear_tile(m, n, sms).is_none())
+/// Whether [`linear`] takes the small-batch kernel for `m` rows, `n`
+/// outputs and `k` inputs: up to [`SMALL_BATCH_MAX_M`] rows, except that
+/// from `SMALL_BATCH_MAX_M / 2 + 1` rows on outputs wide enough for a GEMM
+/// tile to fill the SMs take the GEMM (on an H100 at m = 256, n = 4096 it
+/// was 1.5-1.6x faster; at n <= 1024 the small-batch kernel was), and
+/// that with `clusters` (a GPU with thread-block clusters) the layers the
+/// cluster split-K kernel takes do not.
+pub fn small_batch(m: u32, n: u32, k: u32, sms: u32, clusters: bool) -> bool {
+    m <= SMALL_BATCH_MAX_M
+        && (m <= SMALL_BATCH_MAX_M / 2 || linear_tile(m, n, sms).is_none())
+        && !(clusters && cluster_plan(m, n, k, sms).is_some())
 }
 
 /// Linear layer forward: `y = x . W^T + b`, then ReLU when `relu`.
 /// x is `m x k`, W is `n x k` (PyTorch's layout), b has `n` entries (0 for
-/// no bias), y is `m x n`; all row-major. Small batches ([`small_batch`])
-/// take the small-batch kernel (K split over the threads of a block),
-/// larger ones the tiled GEMM.
+/// no bias), y is `m x n`; all row-major. `clusters`: the GPU has
+/// thread-block clusters (compute capability 9.0 or later), where some
+/// shapes take `gc_linear_cluster_f32` (K split over the blocks of a
+/// cluster); small batches ([`small_batch`]) take the small-batch kernel
+/// (K split over the threads of a block), larger ones the tiled GEMM. The
+/// choice, and so the result's bits, depends on the shape, `sms` and
+/// `clusters` only.
 #[allow(clippy::too_many_arguments)]
 pub fn linear(
     y: u64,
@@ -850,10 +926,16 @@ pub fn linear(
     k: u32,
     relu: bool,
     sms: u32,
+    clusters: bool,
 ) -> Result<Call, SizeError> {
     positive_sms(sms)?;
     linear_sizes(m, n, k)?;
-    if !small_batch(m, n, sms) {
+    if let Some((tile, size)) = cluster_plan(m, n, k, sms).filter(|_| clusters) {
+        let g = linear_gemm(y, x, w, b, m, n, k, relu);
+        gemm_sizes(&g, sms)?;
+        return cluster_call(&g, tile, size, sms);
+    }
+    if !small_batch(m, n, k, sms, clusters) {
         return gemm_checked(&linear_gemm(y, x, w, b, m, n, k, relu), sms);
     }
     let yr = buf("y", y, m as u64 * n as u64 * F32)?;
@@ -894,9 +976,9 @@ fn linear_gemm(y: u64, x: u64, w: u64, b: u64, m: u32, n: u32, k: u32, relu: boo
 /// It runs where [`linear`] takes the GEMM, and from
 /// `SMALL_BATCH_MAX_M / 2 + 1` rows on where 64 x 64 tiles give half a
 /// wave (on an H100 it then beat the f32 small-batch kernel); other small
-/// batches take [`linear`]'s f32 small-batch kernel. `gc_gemm_tf32` needs
-/// compute capability 8.0 or later: on older GPUs the caller uses
-/// [`linear`] instead.
+/// batches take [`linear`]'s f32 path (with `clusters`, as [`linear`]).
+/// `gc_gemm_tf32` needs compute capability 8.0 or later: on older GPUs the
+/// caller uses [`linear`] instead.
 #[allow(clippy::too_many_arguments)]
 pub fn linear_tf32(
     y: u64,
@@ -908,11 +990,12 @@ pub fn linear_tf32(
     k: u32,
     relu: bool,
     sms: u32,
+    clusters: bool,
 ) -> Result<Call, SizeError> {
-    let tensor_cores = !small_batch(m, n, sms)
+    let tensor_cores = !small_batch(m, n, k, sms, false)
         || (m > SMALL_BATCH_MAX_M / 2 && fills(Kernel::GemmTf32, 1, m, n, sms / 2));
     if !tensor_cores {
-        return linear(y, x, w, b, m, n, k, relu, sms);
+        return linear(y, x, w, b, m, n, k, relu, sms, clusters);
     }
     positive_sms(sms)?;
     linear_sizes(m, n, k)?;
@@ -1349,7 +1432,8 @@ fn mlp_io(y: u64, x: u64, workspace: u64, rows: u32, layers: &[MlpLayer], l: usi
 /// barrier between the layers: each tile waits only for the tagged
 /// activations it reads); otherwise one [`linear`] launch per layer
 /// (kernels/TUNING.md has the measurements). `overlap`: the launches are
-/// made with programmatic dependent launch (see [`mlp_fusion_pays`]).
+/// made with programmatic dependent launch (see [`mlp_fusion_pays`]);
+/// `clusters`: the GPU has thread-block clusters (as [`linear`]).
 #[allow(clippy::too_many_arguments)]
 pub fn mlp(
     y: u64,
@@ -1361,6 +1445,7 @@ pub fn mlp(
     form: MlpForm,
     overlap: bool,
     sms: u32,
+    clusters: bool,
 ) -> Result<Vec<Call>, SizeError> {
     mlp_checks(y, x, workspace, workspace_bytes, rows, layers, sms)?;
     let fuse = match form {
@@ -1379,7 +1464,7 @@ pub fn mlp(
                 let (input, output) = mlp_io(y, x, workspace, rows, layers, i);
                 let l = &layers[i];
                 linear(
-                    output, input, l.w, l.b, rows, l.outputs, l.inputs, l.relu, sms,
+                    output, input, l.w, l.b, rows, l.outputs, l.inputs, l.relu, sms, clusters,
                 )
             })
             .collect();
@@ -1442,7 +1527,7 @@ pub fn mlp(
 /// with the fused launch's warp tiles (one warp per tile group, 8 groups per
 /// block): bitwise the fused outputs, for tests and comparisons. The same
 /// checks and workspace as [`mlp`]; where [`mlp`] does not fuse it is
-/// [`mlp`].
+/// [`mlp`] (`clusters` as there).
 #[allow(clippy::too_many_arguments)]
 pub fn mlp_unfused(
     y: u64,
@@ -1452,6 +1537,7 @@ pub fn mlp_unfused(
     rows: u32,
     layers: &[MlpLayer],
     sms: u32,
+    clusters: bool,
 ) -> Result<Vec<Call>, SizeError> {
     let fused = mlp(
         y,
@@ -1463,6 +1549,7 @@ pub fn mlp_unfused(
         MlpForm::FusedAlways,
         false,
         sms,
+        clusters,
     )?;
     if fused.iter().any(|c| !c.cooperative) {
         return Ok(fused);
@@ -1547,8 +1634,8 @@ impl LinearMseStep {
     /// Bytes of the counter and partial sums at the start of the workspace,
     /// for the fused forward ([`small_batch`] rows) or the MSE kernel (more
     /// rows), rounded up to 256 bytes; `dY` follows.
-    fn sums_bytes(&self, sms: u32) -> u64 {
-        let bytes = if small_batch(self.rows, self.outputs, sms) {
+    fn sums_bytes(&self, sms: u32, clusters: bool) -> u64 {
+        let bytes = if small_batch(self.rows, self.outputs, self.inputs, sms, clusters) {
             let [gx, gy] = self.forward_config(sms).grid(self.rows, self.outputs);
             16 + F32 * gx as u64 * gy as u64
         } else {
@@ -1562,8 +1649,14 @@ impl LinearMseStep {
 /// (after a 16-byte counter), then the gradient `dY` (`rows x outputs`
 /// floats). The first 4 bytes must be zero before the workspace's first use
 /// (the counter of the MSE kernel that batches past [`small_batch`] take;
-/// every step leaves them zero).
-pub fn linear_mse_step_workspace_bytes(rows: u32, inputs: u32, outputs: u32, sms: u32) -> u64 {
+/// every step leaves them zero). `clusters` as for [`linear_mse_step`].
+pub fn linear_mse_step_workspace_bytes(
+    rows: u32,
+    inputs: u32,
+    outputs: u32,
+    sms: u32,
+    clusters: bool,
+) -> u64 {
     let step = LinearMseStep {
         w: 0,
         b: 0,
@@ -1576,7 +1669,7 @@ pub fn linear_mse_step_workspace_bytes(rows: u32, inputs: u32, outputs: u32, sms
         grad_scale: 1.0,
         lr: 0.0,
     };
-    step.sums_bytes(sms.max(1)) + rows as u64 * outputs as u64 * F32
+    step.sums_bytes(sms.max(1), clusters) + rows as u64 * outputs as u64 * F32
 }
 
 /// `gc_linear_sgd_f32`'s weight tile 3: `gc_gemm_f32`'s 64 x 64 tile (1)
@@ -1648,7 +1741,9 @@ fn linear_sgd(
 /// computes with the small-batch kernel): the forward pass with `dY` and
 /// the loss's per-block sums in its epilogue (`gc_linear_mse_f32`), then
 /// the weight and bias update with the loss's final sum
-/// (`gc_linear_sgd_f32`). More rows take three: the tiled GEMM, the MSE kernel, the update. `workspace` holds at
+/// (`gc_linear_sgd_f32`). Other shapes take three: [`linear`] (`clusters`:
+/// the GPU has thread-block clusters, as there), the MSE kernel, the
+/// update. `workspace` holds at
 /// least [`linear_mse_step_workspace_bytes`] bytes (the loss's partial sums,
 /// then `dY`), its first 4 bytes zero before its first use; it must not be
 /// shared with a concurrent step. The updated W and b are bitwise those of
@@ -1660,6 +1755,7 @@ pub fn linear_mse_step(
     workspace: u64,
     workspace_bytes: u64,
     sms: u32,
+    clusters: bool,
 ) -> Result<Vec<Call>, SizeError> {
     positive_sms(sms)?;
     let &LinearMseStep {
@@ -1675,7 +1771,7 @@ pub fn linear_mse_step(
         lr,
     } = step;
     linear_sizes(m, n, k)?;
-    let need = linear_mse_step_workspace_bytes(m, k, n, sms);
+    let need = linear_mse_step_workspace_bytes(m, k, n, sms, clusters);
     if workspace_bytes < need {
         return Err(SizeError::WorkspaceTooSmall {
             bytes: workspace_bytes,
@@ -1698,9 +1794,9 @@ pub fn linear_mse_step(
         }
     }
     let sums = workspace;
-    let grad = workspace + step.sums_bytes(sms);
+    let grad = workspace + step.sums_bytes(sms, clusters);
     let mut calls = Vec::with_capacity(3);
-    if small_batch(m, n, sms) {
+    if small_batch(m, n, k, sms, clusters) {
         let config = step.forward_config(sms);
         let [gx, gy] = config.grid(m, n);
         let partials = sums + 16;
@@ -1727,7 +1823,7 @@ pub fn linear_mse_step(
         calls.push(linear_sgd(w, b, grad, x, m, n, k, lr, sums, sms)?);
     } else {
         let len = m as u64 * n as u64;
-        calls.push(linear(grad, x, w, b, m, n, k, false, sms)?);
+        calls.push(linear(grad, x, w, b, m, n, k, false, sms, clusters)?);
         calls.push(mse(
             loss,
             grad,
@@ -2240,8 +2336,8 @@ mod tests {
         for m in [1, 2, 8, 9, 16, 17, 32, 33, 64, 65, 100, 128, 255, 256] {
             for n in [1, 3, 10, 256, 512, 1000, 1024, 4096] {
                 for k in [1, 3, 1024] {
-                    let call = linear(A, B, C, D, m, n, k, true, SMS).unwrap();
-                    if small_batch(m, n, SMS) {
+                    let call = linear(A, B, C, D, m, n, k, true, SMS, false).unwrap();
+                    if small_batch(m, n, k, SMS, false) {
                         small_shape(&call, m, n, false);
                         assert_eq!(u32_arg(&call, "flags"), 1);
                     } else {
@@ -2261,7 +2357,7 @@ mod tests {
             }
         }
         // The big-M paths.
-        let call = linear(A, B, C, 0, 257, 1024, 1024, false, SMS).unwrap();
+        let call = linear(A, B, C, 0, 257, 1024, 1024, false, SMS, false).unwrap();
         assert_eq!(call.kernel, Kernel::Gemm);
         assert_eq!(u32_arg(&call, "flags"), 2);
         assert_eq!(arg(&call, "bias"), Value::Ptr(0));
@@ -2313,19 +2409,49 @@ mod tests {
 
     #[test]
     fn linear_rejects_bad_arguments() {
-        err(linear(A, B, C, D, 0, 4, 4, false, SMS), "m must be > 0");
-        err(linear(A, B, C, D, 4, 0, 4, false, SMS), "n must be > 0");
-        err(linear(A, B, C, D, 4, 4, 0, false, SMS), "k must be > 0");
-        err(linear(A, B, C, D, 1 << 16, 4, 1 << 16, false, SMS), "2^32");
-        err(linear(A, B, C, D, 4, 1 << 16, 1 << 16, false, SMS), "2^32");
-        err(linear(0, B, C, D, 4, 4, 4, false, SMS), "y is a null");
-        err(linear(A, B, 0, D, 4, 4, 4, false, SMS), "w is a null");
-        err(linear(A, B, C, D + 1, 4, 4, 4, false, SMS), "aligned");
-        err(linear(A, A, C, D, 4, 4, 4, false, SMS), "overlap");
-        err(linear(A, B, A + 60, D, 4, 4, 4, false, SMS), "overlap");
-        err(linear(A, B, C, A + 4, 4, 4, 4, false, SMS), "overlap");
-        err(linear(A, A, C, D, 100, 4, 4, false, SMS), "overlap");
-        assert!(linear(A, B, C, 0, 4, 4, 4, false, SMS).is_ok());
+        err(
+            linear(A, B, C, D, 0, 4, 4, false, SMS, false),
+            "m must be > 0",
+        );
+        err(
+            linear(A, B, C, D, 4, 0, 4, false, SMS, false),
+            "n must be > 0",
+        );
+        err(
+            linear(A, B, C, D, 4, 4, 0, false, SMS, false),
+            "k must be > 0",
+        );
+        err(
+            linear(A, B, C, D, 1 << 16, 4, 1 << 16, false, SMS, false),
+            "2^32",
+        );
+        err(
+            linear(A, B, C, D, 4, 1 << 16, 1 << 16, false, SMS, false),
+            "2^32",
+        );
+        err(
+            linear(0, B, C, D, 4, 4, 4, false, SMS, false),
+            "y is a null",
+        );
+        err(
+            linear(A, B, 0, D, 4, 4, 4, false, SMS, false),
+            "w is a null",
+        );
+        err(
+            linear(A, B, C, D + 1, 4, 4, 4, false, SMS, false),
+            "aligned",
+        );
+        err(linear(A, A, C, D, 4, 4, 4, false, SMS, false), "overlap");
+        err(
+            linear(A, B, A + 60, D, 4, 4, 4, false, SMS, false),
+            "overlap",
+        );
+        err(
+            linear(A, B, C, A + 4, 4, 4, 4, false, SMS, false),
+            "overlap",
+        );
+        err(linear(A, A, C, D, 100, 4, 4, false, SMS, false), "overlap");
+        assert!(linear(A, B, C, 0, 4, 4, 4, false, SMS, false).is_ok());
         err(linear_backward_input(A, A, C, 4, 4, 4, SMS), "overlap");
         err(linear_backward_weight(A, B, A, 4, 4, 4, SMS), "overlap");
         err(linear_weight_sgd(A, A, C, 4, 4, 4, 0.1, SMS), "overlap");
@@ -2358,10 +2484,34 @@ mod tests {
         );
         let bytes = mlp_workspace_bytes(8, &net);
         // Without `fuse`: one linear launch per layer.
-        let plain = mlp(A, C, ws, bytes, 8, &net, MlpForm::PerLayer, false, SMS).unwrap();
+        let plain = mlp(
+            A,
+            C,
+            ws,
+            bytes,
+            8,
+            &net,
+            MlpForm::PerLayer,
+            false,
+            SMS,
+            false,
+        )
+        .unwrap();
         assert_eq!(plain.len(), 3);
         assert!(plain.iter().all(|c| !c.cooperative));
-        let calls = mlp(A, C, ws, bytes, 8, &net, MlpForm::FusedAlways, false, SMS).unwrap();
+        let calls = mlp(
+            A,
+            C,
+            ws,
+            bytes,
+            8,
+            &net,
+            MlpForm::FusedAlways,
+            false,
+            SMS,
+            false,
+        )
+        .unwrap();
         assert_eq!(calls.len(), 1);
         let c = &calls[0];
         assert!(c.cooperative && c.kernel == Kernel::Mlp);
@@ -2386,7 +2536,19 @@ mod tests {
         // Five layers: two launches, the second reading the first's output.
         let net5 = mlp_net(&[100, 37, 7, 3, 5, 9]);
         let bytes5 = mlp_workspace_bytes(3, &net5);
-        let calls = mlp(A, C, ws, bytes5, 3, &net5, MlpForm::FusedAlways, false, SMS).unwrap();
+        let calls = mlp(
+            A,
+            C,
+            ws,
+            bytes5,
+            3,
+            &net5,
+            MlpForm::FusedAlways,
+            false,
+            SMS,
+            false,
+        )
+        .unwrap();
         assert_eq!(calls.len(), 2);
         assert_eq!(arg(&calls[0], "y"), Value::Ptr(mlp_region(ws, 3, &net5, 3)));
         assert_eq!(arg(&calls[1], "x"), arg(&calls[0], "y"));
@@ -2395,7 +2557,7 @@ mod tests {
         // of the size it needs.
         let plan = |rows, net: &[MlpLayer], form| {
             let bytes = mlp_workspace_bytes(rows, net);
-            mlp(A, C, ws, bytes, rows, net, form, false, SMS).unwrap()
+            mlp(A, C, ws, bytes, rows, net, form, false, SMS, false).unwrap()
         };
         // More rows than the fused form takes, or a layer past its work
         // limit: one linear launch per layer.
@@ -2426,13 +2588,25 @@ mod tests {
         // Never where the per-layer launches overlap (programmatic
         // dependent launch): one launch per layer is faster there.
         let bytes1 = mlp_workspace_bytes(1, &net);
-        let overlapped = mlp(A, C, ws, bytes1, 1, &net, MlpForm::Fused, true, SMS).unwrap();
+        let overlapped = mlp(A, C, ws, bytes1, 1, &net, MlpForm::Fused, true, SMS, false).unwrap();
         assert!(overlapped.iter().all(|c| !c.cooperative));
         assert!(!mlp_fusion_pays(1, &net, true) && mlp_fusion_pays(1, &net, false));
-        let always = mlp(A, C, ws, bytes1, 1, &net, MlpForm::FusedAlways, true, SMS).unwrap();
+        let always = mlp(
+            A,
+            C,
+            ws,
+            bytes1,
+            1,
+            &net,
+            MlpForm::FusedAlways,
+            true,
+            SMS,
+            false,
+        )
+        .unwrap();
         assert!(always[0].cooperative, "FusedAlways ignores the overlap");
         // The per-layer form of the fused launch: the same tiles, 8 one-warp groups.
-        let un = mlp_unfused(A, C, ws, bytes, 8, &net, SMS).unwrap();
+        let un = mlp_unfused(A, C, ws, bytes, 8, &net, SMS, false).unwrap();
         assert_eq!(un.len(), 3);
         assert!(un.iter().all(|c| c.kernel == Kernel::LinearSmall));
     }
@@ -2443,11 +2617,33 @@ mod tests {
         let net = mlp_net(&[8, 4, 2]);
         let bytes = mlp_workspace_bytes(2, &net);
         err(
-            mlp(A, C, ws, bytes, 2, &[], MlpForm::FusedAlways, false, SMS),
+            mlp(
+                A,
+                C,
+                ws,
+                bytes,
+                2,
+                &[],
+                MlpForm::FusedAlways,
+                false,
+                SMS,
+                false,
+            ),
             "n_layers must be > 0",
         );
         err(
-            mlp(A, C, ws, bytes, 0, &net, MlpForm::FusedAlways, false, SMS),
+            mlp(
+                A,
+                C,
+                ws,
+                bytes,
+                0,
+                &net,
+                MlpForm::FusedAlways,
+                false,
+                SMS,
+                false,
+            ),
             "rows must be > 0",
         );
         err(
@@ -2461,17 +2657,40 @@ mod tests {
                 MlpForm::FusedAlways,
                 false,
                 SMS,
+                false,
             ),
             "workspace has",
         );
         let mut bad = net.clone();
         bad[1].inputs = 5;
         err(
-            mlp(A, C, ws, bytes, 2, &bad, MlpForm::FusedAlways, false, SMS),
+            mlp(
+                A,
+                C,
+                ws,
+                bytes,
+                2,
+                &bad,
+                MlpForm::FusedAlways,
+                false,
+                SMS,
+                false,
+            ),
             "layer 1 takes 5 inputs",
         );
         err(
-            mlp(ws, C, ws, bytes, 2, &net, MlpForm::FusedAlways, false, SMS),
+            mlp(
+                ws,
+                C,
+                ws,
+                bytes,
+                2,
+                &net,
+                MlpForm::FusedAlways,
+                false,
+                SMS,
+                false,
+            ),
             "overlap",
         );
         err(
@@ -2485,15 +2704,38 @@ mod tests {
                 MlpForm::FusedAlways,
                 false,
                 SMS,
+                false,
             ),
             "overlap",
         );
         err(
-            mlp(A, C, 0, bytes, 2, &net, MlpForm::FusedAlways, false, SMS),
+            mlp(
+                A,
+                C,
+                0,
+                bytes,
+                2,
+                &net,
+                MlpForm::FusedAlways,
+                false,
+                SMS,
+                false,
+            ),
             "workspace is a null",
         );
         err(
-            mlp(A, C, ws, bytes, 2, &net, MlpForm::FusedAlways, false, 0),
+            mlp(
+                A,
+                C,
+                ws,
+                bytes,
+                2,
+                &net,
+                MlpForm::FusedAlways,
+                false,
+                0,
+                false,
+            ),
             "sms",
         );
     }
@@ -2552,7 +2794,7 @@ mod tests {
         assert_eq!(gemm_block(Kernel::GemmMid, 0), (64, 128));
         assert_eq!(gemm_block(Kernel::GemmTf32, 1), (64, 64));
         assert_eq!(gemm_block(Kernel::Gemm, 2), (32, 32));
-        let call = linear(A, B, C, 0, 4096, 4096, 1024, true, SMS).unwrap();
+        let call = linear(A, B, C, 0, 4096, 4096, 1024, true, SMS, false).unwrap();
         assert_eq!(
             (call.kernel, call.grid),
             (Kernel::GemmWide, [32 * 16, 1, 1])
@@ -2562,46 +2804,159 @@ mod tests {
 
     #[test]
     fn wide_outputs_leave_the_small_batch_kernel_from_129_rows() {
-        assert!(small_batch(256, 1024, SMS));
-        assert!(small_batch(256, 512, SMS));
-        assert!(!small_batch(256, 4096, SMS));
-        assert!(small_batch(128, 1 << 16, SMS));
-        assert!(!small_batch(257, 10, SMS));
-        let call = linear(A, B, C, 0, 256, 4096, 1024, false, SMS).unwrap();
+        assert!(small_batch(256, 1024, 1024, SMS, false));
+        assert!(small_batch(256, 512, 1024, SMS, false));
+        assert!(!small_batch(256, 4096, 1024, SMS, false));
+        assert!(small_batch(128, 1 << 16, 1024, SMS, false));
+        assert!(!small_batch(257, 10, 1024, SMS, false));
+        let call = linear(A, B, C, 0, 256, 4096, 1024, false, SMS, false).unwrap();
         assert_eq!(call.kernel, Kernel::GemmMid);
-        let call = linear(A, B, C, 0, 256, 1024, 1024, false, SMS).unwrap();
+        let call = linear(A, B, C, 0, 256, 1024, 1024, false, SMS, false).unwrap();
         assert_eq!(call.kernel, Kernel::LinearSmall);
+    }
+
+    /// The cluster plan of `linear` with `clusters`: (tile, cluster size, grid).
+    fn cluster_of(m: u32, n: u32, k: u32) -> Option<(u32, u32, u32)> {
+        let call = linear(A, B, C, D, m, n, k, false, SMS, true).unwrap();
+        if call.kernel != Kernel::LinearCluster {
+            assert_eq!(call.cluster, None);
+            assert_eq!(
+                call,
+                linear(A, B, C, D, m, n, k, false, SMS, false).unwrap()
+            );
+            return None;
+        }
+        assert!(call.in_order, "{m} x {k} -> {n}");
+        assert_eq!(u32_arg(&call, "flags"), 2, "the linear layout");
+        let [size, 1, 1] = call.cluster.expect("a cluster launch") else {
+            panic!("clusters along x only");
+        };
+        assert_eq!(call.grid[0] % size, 0, "whole clusters");
+        Some((u32_arg(&call, "tile"), size, call.grid[0]))
+    }
+
+    #[test]
+    fn clusters_take_long_reductions_the_other_kernels_do_slowly() {
+        // 65-256 rows with 64 MiB of weights: 128 x 64 tiles in clusters of 2.
+        assert_eq!(cluster_of(65, 4096, 4096), Some((0, 2, 2 * 64)));
+        assert_eq!(cluster_of(128, 4096, 4096), Some((0, 2, 2 * 64)));
+        assert_eq!(cluster_of(256, 4096, 4096), Some((0, 2, 2 * 2 * 64)));
+        assert_eq!(cluster_of(200, 16384, 1024), Some((0, 2, 2 * 2 * 256)));
+        // Not at 64 rows (the small-batch kernel was within 5%), nor with
+        // weights that fit L2, nor where the tiles leave SMs idle.
+        for (m, n, k) in [
+            (64, 4096, 4096),
+            (128, 1024, 1024),
+            (256, 4096, 1024),
+            (256, 1024, 16384),
+            (128, 64, 1 << 18),
+        ] {
+            assert_eq!(cluster_of(m, n, k), None, "{m} x {k} -> {n}");
+        }
+        // Past 256 rows where the GEMM would take its 32 x 32 split-K tile:
+        // 64 x 64 tiles in the smallest cluster that fills the SMs (8 where
+        // none does), at least 128 of K a block.
+        assert_eq!(cluster_of(512, 512, 1024), Some((1, 2, 2 * 64)));
+        assert_eq!(cluster_of(512, 512, 256), Some((1, 2, 2 * 64)));
+        assert_eq!(cluster_of(300, 256, 1024), Some((1, 8, 8 * 20)));
+        assert_eq!(cluster_of(300, 512, 1024), Some((1, 4, 4 * 40)));
+        assert_eq!(cluster_of(300, 64, 4096), Some((1, 8, 8 * 5)));
+        assert_eq!(cluster_of(300, 64, 512), Some((1, 4, 4 * 5)));
+        for (m, n, k) in [(512, 512, 128), (1024, 4096, 1024), (2048, 1024, 1024)] {
+            assert_eq!(cluster_of(m, n, k), None, "{m} x {k} -> {n}");
+        }
+        // The small-batch predicate (the training step's) follows.
+        assert!(small_batch(128, 4096, 4096, SMS, false));
+        assert!(!small_batch(128, 4096, 4096, SMS, true));
+        assert!(small_batch(64, 4096, 4096, SMS, true));
+    }
+
+    #[test]
+    fn every_linear_path_takes_the_same_plan() {
+        // An MLP's per-layer launches and the training step's forward are
+        // `linear`'s, so a forward has the same bits wherever it runs.
+        let net = mlp_net(&[4096, 4096, 4096]);
+        let bytes = mlp_workspace_bytes(128, &net);
+        for clusters in [false, true] {
+            let calls = mlp(
+                A,
+                C,
+                WS,
+                bytes,
+                128,
+                &net,
+                MlpForm::PerLayer,
+                false,
+                SMS,
+                clusters,
+            )
+            .unwrap();
+            for (l, call) in net.iter().zip(&calls) {
+                let (input, output) = (call.args[1], call.args[0]);
+                let want = match (input, output) {
+                    (Value::Ptr(x), Value::Ptr(y)) => linear(
+                        y, x, l.w, l.b, 128, l.outputs, l.inputs, l.relu, SMS, clusters,
+                    ),
+                    _ => panic!("pointer arguments"),
+                };
+                assert_eq!(call, &want.unwrap());
+                assert_eq!(call.kernel == Kernel::LinearCluster, clusters);
+            }
+        }
+        let step = LinearMseStep {
+            w: A,
+            b: 0,
+            x: B,
+            target: C,
+            loss: D,
+            rows: 128,
+            inputs: 4096,
+            outputs: 4096,
+            grad_scale: 1.0,
+            lr: 0.1,
+        };
+        for clusters in [false, true] {
+            let bytes = linear_mse_step_workspace_bytes(128, 4096, 4096, SMS, clusters);
+            let calls = linear_mse_step(&step, WS, bytes, SMS, clusters).unwrap();
+            let first = if clusters {
+                Kernel::LinearCluster
+            } else {
+                Kernel::LinearMse
+            };
+            assert_eq!(calls[0].kernel, first);
+            assert_eq!(calls.len(), if clusters { 3 } else { 2 });
+        }
     }
 
     #[test]
     fn linear_tf32_takes_the_tensor_cores_past_the_small_batch_range() {
         // 256 x 512: a quarter wave of 64 x 64 tiles: the f32 small-batch kernel.
-        let small = linear_tf32(A, B, C, 0, 256, 512, 1024, false, SMS).unwrap();
+        let small = linear_tf32(A, B, C, 0, 256, 512, 1024, false, SMS, false).unwrap();
         assert_eq!(
             small,
-            linear(A, B, C, 0, 256, 512, 1024, false, SMS).unwrap()
+            linear(A, B, C, 0, 256, 512, 1024, false, SMS, false).unwrap()
         );
         assert_eq!(small.kernel, Kernel::LinearSmall);
-        let small = linear_tf32(A, B, C, 0, 128, 4096, 1024, false, SMS).unwrap();
+        let small = linear_tf32(A, B, C, 0, 128, 4096, 1024, false, SMS, false).unwrap();
         assert_eq!(small.kernel, Kernel::LinearSmall);
         // 256 x 1024: half a wave: tensor cores.
-        let half = linear_tf32(A, B, C, 0, 256, 1024, 1024, false, SMS).unwrap();
+        let half = linear_tf32(A, B, C, 0, 256, 1024, 1024, false, SMS, false).unwrap();
         assert_eq!((half.kernel, u32_arg(&half, "tile")), (Kernel::GemmTf32, 1));
-        let call = linear_tf32(A, B, C, 0, 257, 1000, 77, true, SMS).unwrap();
+        let call = linear_tf32(A, B, C, 0, 257, 1000, 77, true, SMS, false).unwrap();
         assert_eq!(call.kernel, Kernel::GemmTf32);
         // A m x k and B n x k (transpose bits 2), ReLU (4).
         assert_eq!(u32_arg(&call, "flags"), 6);
         assert_eq!(u32_arg(&call, "tile"), 1);
         assert_eq!(call.grid, [5 * 16, 1, 1]);
-        let big = linear_tf32(A, B, C, 0, 2048, 1024, 1024, false, SMS).unwrap();
+        let big = linear_tf32(A, B, C, 0, 2048, 1024, 1024, false, SMS, false).unwrap();
         assert_eq!((u32_arg(&big, "tile"), big.grid), (0, [16 * 8, 1, 1]));
         // Sizes are checked as for the f32 path.
         err(
-            linear_tf32(A, A + 4, C, 0, 300, 64, 64, false, SMS),
+            linear_tf32(A, A + 4, C, 0, 300, 64, 64, false, SMS, false),
             "overlap",
         );
         err(
-            linear_tf32(A, B, C, 0, 300, 0, 64, false, SMS),
+            linear_tf32(A, B, C, 0, 300, 0, 64, false, SMS, false),
             "n must be > 0",
         );
     }
@@ -2800,8 +3155,8 @@ mod tests {
     #[test]
     fn linear_mse_step_is_two_launches_matching_the_unfused_ones() {
         let s = step(64, 1024, 1024);
-        let need = linear_mse_step_workspace_bytes(64, 1024, 1024, SMS);
-        let calls = linear_mse_step(&s, WS, need, SMS).unwrap();
+        let need = linear_mse_step_workspace_bytes(64, 1024, 1024, SMS, false);
+        let calls = linear_mse_step(&s, WS, need, SMS, false).unwrap();
         assert_eq!(calls.len(), 2);
         let (fwd, upd) = (&calls[0], &calls[1]);
         assert_eq!(
@@ -2810,7 +3165,7 @@ mod tests {
         );
         assert!(!fwd.cooperative && !upd.cooperative);
         // The forward has the plain linear layer's shape (bitwise its outputs).
-        let plain = linear(D, C, A, B, 64, 1024, 1024, false, SMS).unwrap();
+        let plain = linear(D, C, A, B, 64, 1024, 1024, false, SMS, false).unwrap();
         assert_eq!((fwd.grid, fwd.block), (plain.grid, plain.block));
         assert_eq!(u32_arg(fwd, "config"), u32_arg(&plain, "config"));
         let blocks = (fwd.grid[0] * fwd.grid[1]) as u64;
@@ -2832,7 +3187,7 @@ mod tests {
         assert_eq!(arg(upd, "dy"), Value::Ptr(grad));
         // No bias: no bias blocks.
         let nb = LinearMseStep { b: 0, ..s };
-        let upd = &linear_mse_step(&nb, WS, need, SMS).unwrap()[1];
+        let upd = &linear_mse_step(&nb, WS, need, SMS, false).unwrap()[1];
         assert_eq!(upd.grid[0], 1 + wsgd.grid[0]);
     }
 
@@ -2864,8 +3219,8 @@ mod tests {
     #[test]
     fn linear_mse_step_with_many_rows_takes_three_launches() {
         let s = step(300, 64, 32);
-        let need = linear_mse_step_workspace_bytes(300, 64, 32, SMS);
-        let calls = linear_mse_step(&s, WS, need, SMS).unwrap();
+        let need = linear_mse_step_workspace_bytes(300, 64, 32, SMS, false);
+        let calls = linear_mse_step(&s, WS, need, SMS, false).unwrap();
         let kernels: Vec<Kernel> = calls.iter().map(|c| c.kernel).collect();
         assert_eq!(kernels, [Kernel::Gemm, Kernel::Mse, Kernel::LinearSgd]);
         let grad = WS + mse_workspace_bytes(300 * 32, SMS).next_multiple_of(256);
@@ -2881,19 +3236,22 @@ mod tests {
     #[test]
     fn linear_mse_step_rejects_bad_arguments() {
         let s = step(64, 128, 32);
-        let need = linear_mse_step_workspace_bytes(64, 128, 32, SMS);
-        err(linear_mse_step(&s, WS, need - 1, SMS), "workspace");
-        err(linear_mse_step(&step(0, 128, 32), WS, need, SMS), "m");
+        let need = linear_mse_step_workspace_bytes(64, 128, 32, SMS, false);
+        err(linear_mse_step(&s, WS, need - 1, SMS, false), "workspace");
         err(
-            linear_mse_step(&LinearMseStep { w: 0, ..s }, WS, need, SMS),
+            linear_mse_step(&step(0, 128, 32), WS, need, SMS, false),
+            "m",
+        );
+        err(
+            linear_mse_step(&LinearMseStep { w: 0, ..s }, WS, need, SMS, false),
             "w",
         );
         err(
-            linear_mse_step(&LinearMseStep { x: A + 4, ..s }, WS, need, SMS),
+            linear_mse_step(&LinearMseStep { x: A + 4, ..s }, WS, need, SMS, false),
             "overlap",
         );
         err(
-            linear_mse_step(&LinearMseStep { loss: WS, ..s }, WS, need, SMS),
+            linear_mse_step(&LinearMseStep { loss: WS, ..s }, WS, need, SMS, false),
             "overlap",
         );
         err(
@@ -2905,11 +3263,12 @@ mod tests {
                 WS,
                 need,
                 SMS,
+                false,
             ),
             "overlap",
         );
-        err(linear_mse_step(&s, WS, need, 0), "multiprocessor");
-        assert!(linear_mse_step(&LinearMseStep { b: 0, ..s }, WS, need, SMS).is_ok());
+        err(linear_mse_step(&s, WS, need, 0, false), "multiprocessor");
+        assert!(linear_mse_step(&LinearMseStep { b: 0, ..s }, WS, need, SMS, false).is_ok());
     }
 
     #[test]

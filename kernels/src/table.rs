@@ -344,6 +344,18 @@ overlap A, B or bias.";
 only (transpose bits 2: A m x k, B n x k; other layouts do nothing), two blocks per SM: tile 0 (the \
 only one): 64 x 128 (rows x columns of C). Launch: block 256, 1-D grid of ceil(m / 64) * ceil(n / \
 128) blocks; no dynamic shared memory. C must not overlap A, B or bias.";
+    LinearCluster = gc_linear_cluster_f32 in LINEAR (
+        c: Ptr, a: Ptr, b: Ptr, bias: Ptr, m: U32, n: U32, k: U32,
+        lda: U32, ldb: U32, ldc: U32, flags: U32, alpha: F32, beta: F32, tile: U32,
+    ),
+        doc: "What gc_gemm_f32 computes (same arguments; the sums in another order) for the linear \
+layer's layout only (transpose bits 2: A m x k, B n x k; other layouts do nothing), with K split over the S \
+blocks of a thread-block cluster (compute capability 9.0; it traps on older GPUs): block s of a \
+cluster sums its slice of K chunks, the partial tiles are added in rank order through \
+distributed shared memory (deterministic for a given shape and S). tile 0: 128 x 64 (rows x \
+columns of C), tile 1: 64 x 64. Launch: block 256, 1-D grid of S * ceil(m / TM) * ceil(n / TN) \
+blocks with the cluster dimension (S, 1, 1), S from 1 to 8; no dynamic shared memory. C must not \
+overlap A, B or bias.";
     GemmTf32 = gc_gemm_tf32 in LINEAR_TF32 (
         c: Ptr, a: Ptr, b: Ptr, bias: Ptr, m: U32, n: U32, k: U32,
         lda: U32, ldb: U32, ldc: U32, flags: U32, alpha: F32, beta: F32, tile: U32,

@@ -343,7 +343,9 @@ impl Model {
         let (m, n, k) = (self.m, self.n, self.k);
         run(
             s,
-            ops::linear(self.pred, self.x, self.w, self.b, m, n, k, false, sms),
+            ops::linear(
+                self.pred, self.x, self.w, self.b, m, n, k, false, sms, false,
+            ),
         );
         let scale = 1.0 / (m * n) as f32;
         run(

@@ -4,7 +4,9 @@
 //! gc_gemm_mid_f32's) gives the same bits, the split-K tiles (gc_gemm_f32's
 //! tile 2, gc_gemm_wide_f32's tile 2) the same bits as each other, and the
 //! TF32 path (gc_gemm_tf32, `ops::linear_tf32`) stays within the TF32
-//! rounding bound.
+//! rounding bound. The cluster split-K kernel (gc_linear_cluster_f32,
+//! compute capability 9.0) against float64 at every cluster size, run
+//! twice and replayed from a captured graph bit for bit.
 
 use super::*;
 use graphcore_core::kernels::{args, ops, Call, Kernel};
@@ -174,6 +176,7 @@ fn launch(p: &Problem, kernel: Kernel, tile: u32, tm: usize, tn: usize, bufs: [u
         Kernel::GemmWide => gemm!(GemmWide),
         Kernel::GemmMid => gemm!(GemmMid),
         Kernel::GemmTf32 => gemm!(GemmTf32),
+        Kernel::LinearCluster => gemm!(LinearCluster),
         _ => gemm!(Gemm),
     }
 }
@@ -270,12 +273,18 @@ fn linear_tf32_is_within_the_tf32_bound_and_deterministic() {
             );
             let (y1, y2) = (d.poisoned(m * n), d.poisoned(m * n));
             let call = || {
-                ops::linear_tf32(y1, x, w, b, m as u32, n as u32, k as u32, relu, d.sms).unwrap()
+                ops::linear_tf32(
+                    y1, x, w, b, m as u32, n as u32, k as u32, relu, d.sms, false,
+                )
+                .unwrap()
             };
             assert_eq!(call().kernel, Kernel::GemmTf32);
             d.run(call());
             d.run(
-                ops::linear_tf32(y2, x, w, b, m as u32, n as u32, k as u32, relu, d.sms).unwrap(),
+                ops::linear_tf32(
+                    y2, x, w, b, m as u32, n as u32, k as u32, relu, d.sms, false,
+                )
+                .unwrap(),
             );
             let (o1, o2) = (d.get(y1, m * n), d.get(y2, m * n));
             let e = worst(&o1, &want, &scale);
@@ -300,4 +309,127 @@ fn linear_tf32_is_within_the_tf32_bound_and_deterministic() {
             }
         }
     }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn linear_cluster_matches_float64_and_replays_bitwise() {
+    let d = Dev::new();
+    if d.cc.0 < 9 {
+        eprintln!(
+            "compute capability {}.{}: no thread-block clusters, skipped",
+            d.cc.0, d.cc.1
+        );
+        return;
+    }
+    let seed = seed();
+    let check = |p: &Problem, call: &dyn Fn(u64, u64, u64, u64) -> Call, what: &str| {
+        let (want, scale) = p.reference();
+        let (m, n) = (p.m, p.n);
+        let shift = !p.k.is_multiple_of(4);
+        let (a, b, bias) = (
+            d.put(&p.a, shift),
+            d.put(&p.b, shift),
+            d.put(&p.bias, false),
+        );
+        let (c1, c2) = (d.poisoned(m * n), d.poisoned(m * n));
+        let out = d.run(call(c1, a, b, bias)).get(c1, m * n);
+        let e = worst(&out, &want, &scale);
+        assert!(e <= 1e-5, "{what}: error {e:e} (seed {seed})");
+        let again = d.run(call(c2, a, b, bias)).get(c2, m * n);
+        let same = |x: &[f32], y: &[f32]| x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
+        assert!(same(&out, &again), "{what}: two runs differ (seed {seed})");
+        // Captured on a stream (the cluster dimension stays on the node),
+        // replayed twice.
+        let c3 = d.poisoned(m * n);
+        graphcore_core::begin_capture(&d.s, None, graphcore_core::CaptureMode::ThreadLocal)
+            .unwrap();
+        // SAFETY: the buffers are live allocations of this test, kept while the graph runs.
+        unsafe { launch_op(&d.s, Ok(call(c3, a, b, bias))) }.unwrap();
+        let g = graphcore_core::end_capture(&d.s).unwrap();
+        let e = graphcore_core::Exec::new(&g, 0).unwrap();
+        for _ in 0..2 {
+            e.launch(&d.s).unwrap();
+            assert!(
+                same(&out, &d.get(c3, m * n)),
+                "{what}: a replay differs (seed {seed})"
+            );
+        }
+        for buf in [a, b, bias] {
+            d.p.free(buf - buf % 16).unwrap();
+        }
+        for buf in [c1, c2, c3] {
+            d.p.free(buf).unwrap();
+        }
+    };
+    // Every tile and cluster size by hand, odd shapes (K shorter than the
+    // cluster's chunks, misaligned rows, partial tiles).
+    for (m, n, k) in [
+        (130usize, 130usize, 4097usize),
+        (67, 257, 1001),
+        (1, 5, 33),
+        (64, 64, 20),
+    ] {
+        let p = Problem::new(
+            seed ^ (m * n + k) as u64,
+            m,
+            n,
+            k,
+            false,
+            true,
+            (m + k) % 2 == 0,
+        );
+        for (tile, tm, tn) in [(0u32, 128usize, 64usize), (1, 64, 64)] {
+            for size in [1u32, 2, 3, 8] {
+                let call = |c, a, b, bias| {
+                    let one = launch(&p, Kernel::LinearCluster, tile, tm, tn, [c, a, b, bias]);
+                    Call {
+                        grid: [one.grid[0] * size, 1, 1],
+                        ..one
+                    }
+                    .clustered([size, 1, 1])
+                };
+                check(
+                    &p,
+                    &call,
+                    &format!("tile {tile} cluster {size} m={m} n={n} k={k}"),
+                );
+            }
+        }
+    }
+    // The shapes `ops::linear` gives the kernel (65-256 rows with large
+    // weights; more rows where the 32 x 32 split-K tile would run).
+    for (m, n, k) in [(128usize, 4096usize, 4096usize), (512, 512, 1024)] {
+        let p = Problem::new(seed ^ (m * n + k) as u64, m, n, k, false, true, false);
+        let call = |c, a, b, bias| {
+            ops::linear(
+                c, a, b, bias, m as u32, n as u32, k as u32, false, d.sms, true,
+            )
+            .unwrap()
+        };
+        let at = |i: u64| i << 30;
+        assert_eq!(
+            call(at(1), at(2), at(3), 0).kernel,
+            Kernel::LinearCluster,
+            "m={m} n={n} k={k}"
+        );
+        check(&p, &call, &format!("ops::linear m={m} n={n} k={k}"));
+    }
+    // A graph built node by node cannot hold a cluster launch.
+    let g = graphcore_core::Graph::new(d.s.context()).unwrap();
+    let call = ops::linear(
+        1 << 30,
+        2 << 30,
+        3 << 30,
+        0,
+        512,
+        512,
+        1024,
+        false,
+        d.sms,
+        true,
+    );
+    // SAFETY: refused before anything is added.
+    let e = unsafe { g.add_op(call, &[]) }.unwrap_err();
+    assert_eq!(e.kind(), graphcore_core::ErrorKind::InvalidArgument, "{e}");
 }

@@ -286,7 +286,7 @@ fn linear_forward_matches_float64_on_every_shape() {
             let (xb, wb, bb) = (d.put(&x, false), d.put(&w, false), d.put(&b, false));
             let out = d.poisoned(m * n, false);
             d.run(ops::linear(
-                out, xb, wb, bb, m as u32, n as u32, k as u32, relu, d.sms,
+                out, xb, wb, bb, m as u32, n as u32, k as u32, relu, d.sms, false,
             ));
             let e = rel_err(&d.get(out, m * n), &linear_ref(&x, &w, &b, m, n, k, relu));
             assert!(
@@ -467,7 +467,7 @@ fn replays_are_bitwise_deterministic() {
     unsafe { graphcore_core::set_async(&d.s, ws, 0, ws_bytes as usize) }.unwrap();
     graphcore_core::begin_capture(&d.s, None, CaptureMode::ThreadLocal).unwrap();
     d.run(ops::linear(
-        y, x, w, b, m as u32, n as u32, k as u32, false, d.sms,
+        y, x, w, b, m as u32, n as u32, k as u32, false, d.sms, false,
     ));
     d.run(ops::mse(
         loss,
@@ -585,6 +585,7 @@ impl Net {
             form,
             false,
             sms,
+            false,
         )
         .unwrap()
     }
@@ -675,8 +676,8 @@ fn mlp_matches_float64_and_the_per_layer_launches() {
                 .all(|(a, b)| a.to_bits() == b.to_bits()));
             if fused {
                 let y2 = d.poisoned(out_n, false);
-                for c in
-                    ops::mlp_unfused(y2, xb, ws, bytes, rows as u32, &net.layers, d.sms).unwrap()
+                for c in ops::mlp_unfused(y2, xb, ws, bytes, rows as u32, &net.layers, d.sms, false)
+                    .unwrap()
                 {
                     assert!(!c.cooperative);
                     d.run(Ok(c));

@@ -102,16 +102,16 @@ impl Chain {
         let [(w1, b1), (w2, b2), ..] = self.params;
         let (k0, k1, k2) = (WIDTHS[0] as u32, WIDTHS[1] as u32, WIDTHS[2] as u32);
         let mut calls = vec![
-            ops::linear(self.h1, self.x, w1, b1, m, k1, k0, false, sms).unwrap(),
+            ops::linear(self.h1, self.x, w1, b1, m, k1, k0, false, sms, false).unwrap(),
             ops::relu(self.h1, self.h1, n1, sms).unwrap(),
             ops::scale(self.h1, self.h1, n1, 0.5, sms).unwrap(),
             ops::add_scalar(self.h1, self.h1, n1, 0.25, sms).unwrap(),
-            ops::linear(self.h2, self.h1, w2, b2, m, k2, k1, true, sms).unwrap(),
+            ops::linear(self.h2, self.h1, w2, b2, m, k2, k1, true, sms, false).unwrap(),
         ];
         let layers = Chain::mlp_layers(&self.params);
         calls.extend(
             ops::mlp(
-                self.y, self.h2, self.ws.0, self.ws.1, m, &layers, form, false, sms,
+                self.y, self.h2, self.ws.0, self.ws.1, m, &layers, form, false, sms, false,
             )
             .unwrap(),
         );

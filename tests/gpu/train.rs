@@ -83,6 +83,7 @@ impl Layer {
             self.inputs as u32,
             self.outputs as u32,
             self.sms,
+            false,
         )
         .max(ops::mse_workspace_bytes(
             (self.rows * self.outputs) as u64,
@@ -125,7 +126,9 @@ impl Layer {
             grad_scale: 1.0,
             lr: LR,
         };
-        self.run(ops::linear_mse_step(&step, p.ws, p.ws_bytes, self.sms));
+        self.run(ops::linear_mse_step(
+            &step, p.ws, p.ws_bytes, self.sms, false,
+        ));
     }
 
     /// One step on `p` with the four unfused operations.
@@ -137,7 +140,7 @@ impl Layer {
             self.sms,
         );
         let calls = vec![
-            ops::linear(p.pred, self.xd, p.w, p.b, m, n, k, false, sms).unwrap(),
+            ops::linear(p.pred, self.xd, p.w, p.b, m, n, k, false, sms, false).unwrap(),
             ops::mse(
                 p.loss,
                 p.grad,

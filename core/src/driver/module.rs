@@ -172,6 +172,8 @@ pub(crate) struct LaunchAttrs {
     /// wait (`griddepcontrol.wait`) before it reads what that kernel
     /// writes. Stream capture turns it into a programmatic edge.
     pub(crate) programmatic: bool,
+    /// Thread-block clusters of these dimensions (compute capability 9.0).
+    pub(crate) cluster: Option<[u32; 3]>,
 }
 
 /// Launches `f` on `s` with `cuLaunchKernelEx` and the attributes `attrs`
@@ -194,7 +196,7 @@ pub(crate) unsafe fn launch_ex(
     use sys::CUlaunchAttributeID as Id;
     // SAFETY: an all-zero launch attribute is a valid value of the plain C
     // struct (the union's padding included).
-    let mut list: [sys::CUlaunchAttribute; 2] = unsafe { std::mem::zeroed() };
+    let mut list: [sys::CUlaunchAttribute; 3] = unsafe { std::mem::zeroed() };
     let mut n = 0;
     if attrs.cooperative {
         list[n].id = Id::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
@@ -204,6 +206,13 @@ pub(crate) unsafe fn launch_ex(
     if attrs.programmatic {
         list[n].id = Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
         list[n].value.programmaticStreamSerializationAllowed = 1;
+        n += 1;
+    }
+    if let Some([x, y, z]) = attrs.cluster {
+        list[n].id = Id::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        list[n].value.clusterDim.x = x;
+        list[n].value.clusterDim.y = y;
+        list[n].value.clusterDim.z = z;
         n += 1;
     }
     let config = sys::CUlaunchConfig {

@@ -814,8 +814,9 @@ impl Graph {
     }
 
     /// Adds a kernel node running a built-in operation planned by
-    /// `graphcore_kernels::ops` (a call that failed its checks, or a
-    /// cooperative one, is [`ErrorKind::InvalidArgument`]).
+    /// `graphcore_kernels::ops` (a call that failed its checks, a
+    /// cooperative one or one launched as thread-block clusters is
+    /// [`ErrorKind::InvalidArgument`]: capture those on a stream).
     ///
     /// # Safety
     /// The buffers the call names must be device memory of this graph's
@@ -833,6 +834,15 @@ impl Graph {
             !call.cooperative,
             "`{}` is a cooperative launch: graphs built node by node cannot hold it (capture \
              the operation on a stream instead)",
+            call.kernel.name()
+        );
+        // Nor a cluster launch: a node built here has no cluster dimension
+        // (the kernel would then sum each tile in one block, other bits
+        // than the same call captured from a stream).
+        ensure_arg!(
+            call.cluster.is_none(),
+            "`{}` is launched as thread-block clusters: graphs built node by node cannot hold it \
+             (capture the operation on a stream instead)",
             call.kernel.name()
         );
         let f = Function::from_builtin(&self.inner.ctx, call.kernel.name())?;
