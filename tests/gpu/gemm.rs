@@ -311,9 +311,41 @@ fn linear_tf32_is_within_the_tf32_bound_and_deterministic() {
     }
 }
 
+/// The cluster kernel's tiles and cluster sizes on odd shapes.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn linear_cluster_matches_float64_and_replays_bitwise() {
+    linear_cluster_checks(ClusterShapes::Odd);
+}
+
+/// Both tiles in clusters of 2 and 3 on one tiny shape: small enough for
+/// racecheck, which `stage/run.sh` runs over this test.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn linear_cluster_tiny_for_racecheck() {
+    linear_cluster_checks(ClusterShapes::Tiny);
+}
+
+/// The shapes `ops::linear` gives the cluster kernel, and `add_op`'s
+/// refusal of a cluster launch.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn linear_cluster_is_what_ops_linear_takes_for_long_reductions() {
+    linear_cluster_checks(ClusterShapes::Ops);
+}
+
+/// Which shapes [`linear_cluster_checks`] runs.
+#[derive(Clone, Copy, PartialEq)]
+enum ClusterShapes {
+    /// Every tile and cluster size by hand on odd shapes.
+    Odd,
+    /// One tiny shape, clusters of 2 and 3.
+    Tiny,
+    /// The shapes `ops::linear` picks the kernel for.
+    Ops,
+}
+
+fn linear_cluster_checks(shapes: ClusterShapes) {
     let d = Dev::new();
     if d.cc.0 < 9 {
         eprintln!(
@@ -364,12 +396,15 @@ fn linear_cluster_matches_float64_and_replays_bitwise() {
     };
     // Every tile and cluster size by hand, odd shapes (K shorter than the
     // cluster's chunks, misaligned rows, partial tiles).
-    for (m, n, k) in [
-        (130usize, 130usize, 4097usize),
-        (67, 257, 1001),
-        (1, 5, 33),
-        (64, 64, 20),
-    ] {
+    let (odd, sizes): (&[(usize, usize, usize)], &[u32]) = match shapes {
+        ClusterShapes::Ops => (&[], &[]),
+        ClusterShapes::Tiny => (&[(67, 65, 300)], &[2, 3]),
+        ClusterShapes::Odd => (
+            &[(130, 130, 4097), (67, 257, 1001), (1, 5, 33), (64, 64, 20)],
+            &[1, 2, 3, 8],
+        ),
+    };
+    for &(m, n, k) in odd {
         let p = Problem::new(
             seed ^ (m * n + k) as u64,
             m,
@@ -380,7 +415,7 @@ fn linear_cluster_matches_float64_and_replays_bitwise() {
             (m + k) % 2 == 0,
         );
         for (tile, tm, tn) in [(0u32, 128usize, 64usize), (1, 64, 64)] {
-            for size in [1u32, 2, 3, 8] {
+            for &size in sizes {
                 let call = |c, a, b, bias| {
                     let one = launch(&p, Kernel::LinearCluster, tile, tm, tn, [c, a, b, bias]);
                     Call {
@@ -396,6 +431,9 @@ fn linear_cluster_matches_float64_and_replays_bitwise() {
                 );
             }
         }
+    }
+    if shapes != ClusterShapes::Ops {
+        return;
     }
     // The shapes `ops::linear` gives the kernel (65-256 rows with large
     // weights; more rows where the 32 x 32 split-K tile would run).
