@@ -294,6 +294,30 @@ def block_graphs():
     return "\n".join(lines)
 
 
+def block_simple_graphs():
+    p = load("simple_graphs.json")
+    lines = [
+        "| graph | nodes | raw CUDA launch + sync | graphcore launch + sync | graphcore \u00f7 raw |",
+        "|---|---|---|---|---|",
+    ]
+    for r in p["rows"]:
+        lines.append(
+            f"| {r['graph']} | {r['nodes']} | {r['raw_launch_sync_us']:.1f} \u00b5s | "
+            f"{r['graphcore_launch_sync_us']:.1f} \u00b5s | {r['ratio']:.3f} |"
+        )
+    lines += [
+        "",
+        textwrap.fill(
+            f"{p['method']}; every graph's sum equals the CPU's ({p['cpu_sum']:.1f}): "
+            f"{'yes' if p['sums_match'] else '**no**'}. {p['gpu']}, {p['date'][:10]}.",
+            76,
+            break_long_words=False,
+            break_on_hyphens=False,
+        ),
+    ]
+    return "\n".join(lines)
+
+
 def block_perf_scaling():
     g = load("graph_perf_scaling.json")
     shown = (1, 10, 100, 1000)
@@ -888,6 +912,7 @@ BLOCKS = {
     "pool": block_pool,
     "graphs": block_graphs,
     "perf-scaling": block_perf_scaling,
+    "simple-graphs": block_simple_graphs,
     "call-breakdown": block_call_breakdown,
     "kernels": block_kernels,
     "gemm": block_gemm,
