@@ -7,31 +7,10 @@ cuBLAS, the fastest cluster variant, and the numerics and bitwise checks.
 """
 import sys, collections
 
+from graph_timer import time_fn
+
 SHAPES = [(64, 4096, 4096), (128, 4096, 4096), (256, 4096, 4096), (32, 4096, 4096),
           (64, 1024, 1024), (128, 1024, 1024), (512, 1024, 512), (64, 1024, 4096), (64, 4096, 1024)]
-
-
-def time_fn(torch, f):
-    s = torch.cuda.Stream()
-    with torch.cuda.stream(s):
-        f(); torch.cuda.synchronize()
-        a, b = torch.cuda.Event(True), torch.cuda.Event(True)
-        a.record(); f(); b.record(); b.synchronize()
-        est = max(a.elapsed_time(b) * 1000, 1.0)
-        per = int(min(20, max(1, 1000 / est)))
-        reps = int(min(50, max(1, 5000 / (est * per))))
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, stream=s):
-            for _ in range(per): f()
-        g.replay()
-        ts = []
-        for _ in range(5):
-            a.record()
-            for _ in range(reps): g.replay()
-            b.record(); b.synchronize()
-            ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[2] * 1000 / (reps * per)
 
 
 def torch_times():
@@ -43,7 +22,7 @@ def torch_times():
         w = (torch.rand(N, K, device="cuda") * 2 - 1) / 32
         b = torch.rand(N, device="cuda")
         y = torch.empty(M, N, device="cuda")
-        us = time_fn(torch, lambda: torch.addmm(b, x, w.t(), out=y))
+        us = time_fn(lambda: torch.addmm(b, x, w.t(), out=y))
         print(f"TORCH {M} {K} {N} {us:.2f}", flush=True)
 
 

@@ -2616,128 +2616,34 @@ mod tests {
         let ws = 1u64 << 40;
         let net = mlp_net(&[8, 4, 2]);
         let bytes = mlp_workspace_bytes(2, &net);
-        err(
+        // y, x, workspace, its bytes, rows, layers, SMs; the fused form.
+        let fused = |y, x, w, b, rows, layers: &[MlpLayer], sms| {
             mlp(
-                A,
-                C,
-                ws,
-                bytes,
-                2,
-                &[],
+                y,
+                x,
+                w,
+                b,
+                rows,
+                layers,
                 MlpForm::FusedAlways,
                 false,
-                SMS,
+                sms,
                 false,
-            ),
-            "n_layers must be > 0",
-        );
-        err(
-            mlp(
-                A,
-                C,
-                ws,
-                bytes,
-                0,
-                &net,
-                MlpForm::FusedAlways,
-                false,
-                SMS,
-                false,
-            ),
-            "rows must be > 0",
-        );
-        err(
-            mlp(
-                A,
-                C,
-                ws,
-                bytes - 1,
-                2,
-                &net,
-                MlpForm::FusedAlways,
-                false,
-                SMS,
-                false,
-            ),
-            "workspace has",
-        );
+            )
+        };
+        err(fused(A, C, ws, bytes, 2, &[], SMS), "n_layers must be > 0");
+        err(fused(A, C, ws, bytes, 0, &net, SMS), "rows must be > 0");
+        err(fused(A, C, ws, bytes - 1, 2, &net, SMS), "workspace has");
         let mut bad = net.clone();
         bad[1].inputs = 5;
         err(
-            mlp(
-                A,
-                C,
-                ws,
-                bytes,
-                2,
-                &bad,
-                MlpForm::FusedAlways,
-                false,
-                SMS,
-                false,
-            ),
+            fused(A, C, ws, bytes, 2, &bad, SMS),
             "layer 1 takes 5 inputs",
         );
-        err(
-            mlp(
-                ws,
-                C,
-                ws,
-                bytes,
-                2,
-                &net,
-                MlpForm::FusedAlways,
-                false,
-                SMS,
-                false,
-            ),
-            "overlap",
-        );
-        err(
-            mlp(
-                A,
-                ws + 8,
-                ws,
-                bytes,
-                2,
-                &net,
-                MlpForm::FusedAlways,
-                false,
-                SMS,
-                false,
-            ),
-            "overlap",
-        );
-        err(
-            mlp(
-                A,
-                C,
-                0,
-                bytes,
-                2,
-                &net,
-                MlpForm::FusedAlways,
-                false,
-                SMS,
-                false,
-            ),
-            "workspace is a null",
-        );
-        err(
-            mlp(
-                A,
-                C,
-                ws,
-                bytes,
-                2,
-                &net,
-                MlpForm::FusedAlways,
-                false,
-                0,
-                false,
-            ),
-            "sms",
-        );
+        err(fused(ws, C, ws, bytes, 2, &net, SMS), "overlap");
+        err(fused(A, ws + 8, ws, bytes, 2, &net, SMS), "overlap");
+        err(fused(A, C, 0, bytes, 2, &net, SMS), "workspace is a null");
+        err(fused(A, C, ws, bytes, 2, &net, 0), "sms");
     }
 
     #[test]
