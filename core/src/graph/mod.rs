@@ -1042,20 +1042,7 @@ impl Graph {
     /// Makes `to` depend on `from`. Nodes of another graph, self-loops,
     /// repeated edges and cycles are refused.
     pub fn add_dependency(&self, from: Node, to: Node) -> Result<()> {
-        for (name, n) in [("from", from), ("to", to)] {
-            ensure_arg!(
-                n.graph == self.inner.id,
-                "`{name}` is a node of another graph"
-            );
-        }
-        self.check_changeable()?;
-        let mut st = self.described()?;
-        let (f, t) = (from.index as usize, to.index as usize);
-        st.desc().check_edge(f, t)?;
-        self.inner.ctx.bind()?;
-        dg::add_dependency(st.raw(), st.nodes()[f], st.nodes()[t])?;
-        Arc::make_mut(&mut st.described_mut().desc).add_edge(f, t);
-        Ok(())
+        self.add_edge(from, to, false)
     }
 
     /// Adds a programmatic edge `from -> to` between two kernel nodes
@@ -1073,6 +1060,12 @@ impl Graph {
     ///
     /// [`add_dependency`]: Self::add_dependency
     pub fn add_programmatic_dependency(&self, from: Node, to: Node) -> Result<()> {
+        self.add_edge(from, to, true)
+    }
+
+    /// [`add_dependency`](Self::add_dependency), or with `programmatic`
+    /// [`add_programmatic_dependency`](Self::add_programmatic_dependency).
+    fn add_edge(&self, from: Node, to: Node, programmatic: bool) -> Result<()> {
         for (name, n) in [("from", from), ("to", to)] {
             ensure_arg!(
                 n.graph == self.inner.id,
@@ -1083,26 +1076,37 @@ impl Graph {
         let mut st = self.described()?;
         let (f, t) = (from.index as usize, to.index as usize);
         st.desc().check_edge(f, t)?;
-        for (name, i) in [("from", f), ("to", t)] {
-            ensure_arg!(
-                matches!(st.desc().node(i), NodeKind::Kernel { .. }),
-                "`{name}` (node {i}) is a {} node: a programmatic edge joins two kernel nodes",
-                st.desc().node(i).kind_name()
-            );
+        if programmatic {
+            for (name, i) in [("from", f), ("to", t)] {
+                ensure_arg!(
+                    matches!(st.desc().node(i), NodeKind::Kernel { .. }),
+                    "`{name}` (node {i}) is a {} node: a programmatic edge joins two kernel nodes",
+                    st.desc().node(i).kind_name()
+                );
+            }
         }
         self.inner.ctx.bind()?;
         let (from_raw, to_raw) = (st.nodes()[f], st.nodes()[t]);
-        let programmatic =
-            self.inner.ctx.compute_capability().0 >= 9 && edges::programmatic_edges();
-        if programmatic {
-            let kind = EdgeKind::Programmatic;
-            edges::add_programmatic(st.raw(), from_raw, to_raw, kind.port())?;
-            let desc = Arc::make_mut(&mut st.described_mut().desc);
-            desc.add_edge(f, t);
-            desc.set_edge_kind(f, t, kind);
+        // Below compute capability 9.0 or CUDA 12.3 a programmatic edge is
+        // a full one.
+        let kind = if programmatic
+            && self.inner.ctx.compute_capability().0 >= 9
+            && edges::programmatic_edges()
+        {
+            EdgeKind::Programmatic
         } else {
-            dg::add_dependency(st.raw(), from_raw, to_raw)?;
-            Arc::make_mut(&mut st.described_mut().desc).add_edge(f, t);
+            EdgeKind::Full
+        };
+        match kind {
+            EdgeKind::Programmatic => {
+                edges::add_programmatic(st.raw(), from_raw, to_raw, kind.port())?
+            }
+            _ => dg::add_dependency(st.raw(), from_raw, to_raw)?,
+        }
+        let desc = Arc::make_mut(&mut st.described_mut().desc);
+        desc.add_edge(f, t);
+        if kind != EdgeKind::Full {
+            desc.set_edge_kind(f, t, kind);
         }
         Ok(())
     }
