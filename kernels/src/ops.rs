@@ -765,12 +765,23 @@ impl SmallConfig {
     }
 }
 
+/// The most inputs (`k`) a warp-per-output launch covers in one batch of
+/// loads: 32 lanes, 8 float4 steps each.
+const WARP_OUTPUT_MAX_K: u32 = 1024;
+/// The largest W (floats) a warp-per-output launch of several rows takes:
+/// each row group reads W again, which then should still be in L2 (the
+/// kernel's prefetch bound, 16 MB).
+const WARP_OUTPUT_MAX_W: u64 = 1 << 22;
+
 /// Picks the launch shape of `gc_linear_small_f32` for `y (m x n) = x (m x k) . W`
 /// (`kn`: W stored `k x n`), as measured on an H100 (kernels/TUNING.md):
 ///
 /// - one row (`n x k` layout): 1 x 1 tiles, one warp per output column (8 per
 ///   block, fewer for narrower outputs): a warp reads a whole row of W with
 ///   up to 8 float4 loads per lane in flight and reduces it with shuffles;
+/// - 2-4 rows, or fewer than 64 outputs for up to 16 rows (`n x k`, `k` up
+///   to [`WARP_OUTPUT_MAX_K`], W up to [`WARP_OUTPUT_MAX_W`] floats): one
+///   warp per output too, see [`warp_per_output`];
 /// - otherwise thread tile 4 x 4 (4 x 1 for narrow outputs, 8 x 4 from 33
 ///   rows on; the `k x n` layout always has 4 columns) and groups: each
 ///   block's threads split K, but no more of them than there are float4
@@ -787,6 +798,15 @@ fn small_config(m: u32, n: u32, k: u32, sms: u32, kn: bool) -> SmallConfig {
             lgr: 0,
             lgc,
         };
+    }
+    if !kn
+        && (m <= 4 || (n < 64 && m <= 16))
+        && k <= WARP_OUTPUT_MAX_K
+        && n as u64 * k as u64 <= WARP_OUTPUT_MAX_W
+    {
+        if let Some(c) = warp_per_output(m, n) {
+            return c;
+        }
     }
     let (lr, lc) = if kn {
         (
@@ -844,6 +864,37 @@ fn small_config(m: u32, n: u32, k: u32, sms: u32, kn: bool) -> SmallConfig {
         .min_by_key(|s| key(s))
         .expect("lgr = lgc = 0 always fits")
         .0
+}
+
+/// 1 x 1 thread tiles in 8 one-warp groups per block (`lgr + lgc = 3`), each
+/// warp one output with 8 float4 loads per lane in flight (one batch for `k`
+/// up to [`WARP_OUTPUT_MAX_K`]): of the splits into row and column groups
+/// whose block tile fits the matrix (rows and columns rounded up to powers
+/// of two), the one whose block reads the fewest rows of x and W (rows +
+/// columns), ties to more column groups; `None` when no split fits. On an
+/// H100 this beat the 4 x 4 and 4 x 1 tiles by 0.1-0.9 us a layer at 2-4
+/// rows and for narrow outputs (kernels/TUNING.md, "Small batches of 2-16 rows").
+fn warp_per_output(m: u32, n: u32) -> Option<SmallConfig> {
+    let (rows, cols) = (
+        (m as u64).next_power_of_two(),
+        (n as u64).next_power_of_two(),
+    );
+    (0..=3u32)
+        .rev()
+        .map(|lgc| SmallConfig {
+            lr: 0,
+            lc: 0,
+            lgr: 3 - lgc,
+            lgc,
+        })
+        .filter(|c| {
+            let (bm, bn) = c.block_tile();
+            bm <= rows && bn <= cols
+        })
+        .min_by_key(|c| {
+            let (bm, bn) = c.block_tile();
+            bm + bn
+        })
 }
 
 /// Checks the sizes of a linear layer: x `m x k`, W `n x k`, y `m x n`.
@@ -2381,6 +2432,29 @@ mod tests {
         assert_eq!((c.lr, c.lc, c.lgr, c.lgc), (0, 0, 0, 3));
         let c = pick(1, 3, 1024);
         assert_eq!((c.lr, c.lc, c.lgr, c.lgc), (0, 0, 0, 2));
+        // 2-4 rows: a warp per output, block tiles of 2 x 4 outputs.
+        for (m, n, k) in [(4, 512, 1024), (2, 256, 512), (3, 10, 256)] {
+            let c = pick(m, n, k);
+            assert_eq!((c.lr, c.lc, c.lgr, c.lgc), (0, 0, 1, 2), "{m} {n} {k}");
+        }
+        // Narrow outputs up to 16 rows, too; 4 x 2 where 4 columns would
+        // lie past the matrix.
+        let c = pick(16, 10, 256);
+        assert_eq!((c.lr, c.lc, c.lgr, c.lgc), (0, 0, 1, 2));
+        let c = pick(16, 2, 1024);
+        assert_eq!((c.lr, c.lc, c.lgr, c.lgc), (0, 0, 2, 1));
+        // Not for long K, large W, wider outputs past 4 rows, or where 8
+        // one-warp groups do not fit (2 x 2 outputs).
+        for (m, n, k) in [
+            (4, 512, 2048),
+            (4, 8192, 1024),
+            (8, 512, 1024),
+            (32, 10, 256),
+            (2, 2, 64),
+        ] {
+            let c = pick(m, n, k);
+            assert_ne!((c.lr, c.lc), (0, 0), "{m} {n} {k}");
+        }
         // 8 rows: 4 x 4 tiles, both row tiles in one block.
         let c = pick(8, 1024, 1024);
         assert_eq!((c.lr, c.lc, c.lgr, c.lgc), (2, 2, 1, 0));
@@ -2389,7 +2463,7 @@ mod tests {
         assert_eq!((c.lr, c.lc), (3, 2));
         assert!(c.grid(64, 1024).iter().product::<u32>() >= SMS);
         // A short K gets more groups: no more K lanes than float4 steps.
-        let c = pick(8, 10, 256);
+        let c = pick(32, 10, 256);
         assert_eq!((c.lr, c.lc), (2, 0));
         assert!(32 << (3 - c.lgr - c.lgc) <= 64);
         // Every shape: a tile group never lies wholly past the matrix.

@@ -268,7 +268,7 @@ fn linear_ref(
 fn linear_forward_matches_float64_on_every_shape() {
     let d = Dev::new();
     let seed = seed();
-    for m in [1usize, 3, 8, 32, 64, 200] {
+    for m in [1usize, 2, 3, 4, 8, 16, 32, 64, 200] {
         for (k, n) in [
             (1024usize, 512usize),
             (512, 256),
