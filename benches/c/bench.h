@@ -265,7 +265,44 @@ static inline gc_context *bench_start(const char *prog) {
     return ctx;
 }
 
+/* ---- an empty kernel ---- */
+
+/* A new stream of `ctx` and an empty kernel loaded there, `gc_bench_empty`
+ * (one 32-bit argument, its "tag", which an update can change; PTX ISA 8.0
+ * for sm_75 and later): the chains of the graph benchmarks. As graphcore
+ * handles and as the raw ones under them (for the raw CUDA side). Returns
+ * the module (the caller destroys it and the stream when done). */
+static inline gc_module *bench_empty_kernel(gc_context *ctx, gc_stream **stream, gc_function **fn, CUstream *raw_stream,
+                                      CUfunction *raw_fn) {
+    static const char ptx[] = ".version 8.0\n"
+                              ".target sm_75\n"
+                              ".address_size 64\n"
+                              ".visible .entry gc_bench_empty(.param .u32 gc_bench_empty_tag)\n"
+                              "{\n"
+                              "    ret;\n"
+                              "}\n";
+    gc_module *module;
+    TRY(gc_stream_create(ctx, stream));
+    TRY(gc_module_load(ctx, ptx, sizeof ptx - 1, &module));
+    TRY(gc_module_function(module, "gc_bench_empty", fn));
+    TRY(gc_stream_raw(*stream, (void **)raw_stream));
+    TRY(gc_function_raw(*fn, (void **)raw_fn));
+    return module;
+}
+
 /* ---- results ---- */
+
+/* The device (`info`, filled) and the date now (UTC, `date`) that a
+ * result file records. */
+static inline void bench_machine(gc_context *ctx, gc_device_info *info, char date[32]) {
+    memset(info, 0, sizeof *info);
+    info->struct_size = sizeof *info;
+    TRY(gc_context_info(ctx, info));
+    time_t now = time(NULL);
+    struct tm utc;
+    gmtime_r(&now, &utc);
+    strftime(date, 32, "%Y-%m-%dT%H:%M:%SZ", &utc);
+}
 
 /* Opens $OUT/<name> (or ./<name>) and writes the opening brace and the
  * common fields: benchmark, gpu, cuda_driver_version, date (UTC), each
@@ -280,14 +317,8 @@ static inline FILE *bench_json_open(gc_context *ctx, const char *name, const cha
         return NULL;
     }
     gc_device_info info;
-    memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    TRY(gc_context_info(ctx, &info));
     char date[32];
-    time_t now = time(NULL);
-    struct tm utc;
-    gmtime_r(&now, &utc);
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    bench_machine(ctx, &info, date);
     fprintf(f, "{\n  \"benchmark\": \"%s\",\n  \"gpu\": \"%s\",\n  \"cuda_driver_version\": %d,\n"
                "  \"date\": \"%s\",\n",
             benchmark, info.name, info.driver_version, date);

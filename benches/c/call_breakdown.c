@@ -27,15 +27,6 @@ static inline uint64_t ticks(void) { return __rdtsc(); }
 static inline uint64_t ticks(void) { return (uint64_t)bench_now_ns(); }
 #endif
 
-static const char PTX[] =
-    ".version 8.0\n"
-    ".target sm_75\n"
-    ".address_size 64\n"
-    ".visible .entry gc_breakdown_empty(.param .u32 gc_breakdown_empty_tag)\n"
-    "{\n"
-    "    ret;\n"
-    "}\n";
-
 /* The rows timed from outside: raw driver calls and graphcore entry points. */
 enum row {
     RAW_ADD_KERNEL, GC_ADD_KERNEL, RAW_LAUNCH, GC_LAUNCH, RAW_BEGIN, GC_BEGIN, RAW_END, GC_END,
@@ -157,12 +148,7 @@ static void gc_round(int len) {
  * object in `rows_path` (the library writes its spans at exit). */
 static void measure(int len, const char *rows_path) {
     ctx = bench_start("call_breakdown");
-    gc_module *module;
-    TRY(gc_stream_create(ctx, &stream));
-    TRY(gc_module_load(ctx, PTX, sizeof PTX - 1, &module));
-    TRY(gc_module_function(module, "gc_breakdown_empty", &fn));
-    TRY(gc_stream_raw(stream, (void **)&raw_stream));
-    TRY(gc_function_raw(fn, (void **)&raw_fn));
+    gc_module *module = bench_empty_kernel(ctx, &stream, &fn, &raw_stream, &raw_fn);
     int rounds = 20000 / len;
     rounds = rounds > 2000 ? 2000 : rounds < 20 ? 20 : rounds;
     double n0 = bench_now_ns();

@@ -20,20 +20,6 @@
  * $OUT/graph_perf_scaling.json (or ./). */
 #include "bench.h"
 
-/* An empty kernel taking one 32-bit argument (its "tag", which update
- * changes), PTX ISA 8.0 for sm_75 and later. */
-static const char PTX[] =
-    ".version 8.0\n"
-    ".target sm_75\n"
-    ".address_size 64\n"
-    "\n"
-    ".visible .entry gc_bench_empty(\n"
-    "    .param .u32 gc_bench_empty_tag\n"
-    ")\n"
-    "{\n"
-    "    ret;\n"
-    "}\n";
-
 #define WARMUP 2 /* rounds per length not counted */
 #define ROUNDS 51 /* rounds per length counted */
 #define REPEATS 10 /* repeat launches per round */
@@ -242,12 +228,7 @@ static double result[LENGTHS][2][ROWS];
 
 int main(void) {
     ctx = bench_start("graph_perf_scaling");
-    gc_module *module;
-    TRY(gc_stream_create(ctx, &stream));
-    TRY(gc_module_load(ctx, PTX, sizeof PTX - 1, &module));
-    TRY(gc_module_function(module, "gc_bench_empty", &fn));
-    TRY(gc_stream_raw(stream, (void **)&raw_stream));
-    TRY(gc_function_raw(fn, (void **)&raw_fn));
+    gc_module *module = bench_empty_kernel(ctx, &stream, &fn, &raw_stream, &raw_fn);
     CU(cu.EventCreate(&ev_start, 0));
     CU(cu.EventCreate(&ev_end, 0));
 

@@ -26,9 +26,6 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-static const char PTX[] = ".version 8.0\n.target sm_75\n.address_size 64\n"
-                          ".visible .entry gc_bench_empty(.param .u32 gc_bench_empty_tag)\n{\n    ret;\n}\n";
-
 #define LEN 100 /* nodes per graph, launches per capture */
 #define POOL_PAIRS 1000
 #define MAX_SAMPLES 400000
@@ -208,12 +205,7 @@ static int by_stack(const void *pa, const void *pb) {
 
 int main(void) {
     ctx = bench_start("host_profile");
-    gc_module *module;
-    TRY(gc_stream_create(ctx, &stream));
-    TRY(gc_module_load(ctx, PTX, sizeof PTX - 1, &module));
-    TRY(gc_module_function(module, "gc_bench_empty", &fn));
-    TRY(gc_stream_raw(stream, (void **)&raw_stream));
-    TRY(gc_function_raw(fn, (void **)&raw_fn));
+    gc_module *module = bench_empty_kernel(ctx, &stream, &fn, &raw_stream, &raw_fn);
     TRY(gc_pool_create(ctx, NULL, &pool));
     for (int i = 0; i < 2; i++) {
         raw_g[i] = raw_captured(1 + (uint32_t)i);
@@ -262,14 +254,8 @@ int main(void) {
         return 1;
     }
     gc_device_info info;
-    memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    TRY(gc_context_info(ctx, &info));
     char date[32];
-    time_t now = time(NULL);
-    struct tm utc;
-    gmtime_r(&now, &utc);
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    bench_machine(ctx, &info, date);
     fprintf(f, "M %s %d %s\n", date, info.driver_version, info.name);
     printf("host_profile: %d phases, 3 rounds of %.1f s each, a sample every 100 us\n", PHASES, secs / 3);
     for (int round = 0; round < 3; round++)
@@ -315,5 +301,7 @@ int main(void) {
         CU(cu.GraphDestroy(raw_g[i]));
     }
     TRY(gc_pool_destroy(pool));
+    TRY(gc_module_destroy(module));
+    TRY(gc_stream_destroy(stream));
     return 0;
 }
