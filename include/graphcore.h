@@ -2015,6 +2015,13 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
  *     over 4 slices (bitwise gc_gemm_f32's tile 2). Launch: block 256, 1-D
  *     grid of ceil(m / TM) * ceil(n / TN) blocks for the tile's TM x TN; no
  *     dynamic shared memory. C must not overlap A, B or bias.
+ * gc_gemm_128x256_f32(float *c, float *a, float *b, float *bias, uint32_t m, uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, uint32_t flags, float alpha, float beta, uint32_t tile)
+ *     gc_gemm_wide_f32's tile 0 as a kernel of its own (same arguments, bits
+ *     and launch; tile must be 0, other values do nothing): 128 x 256 tiles of
+ *     C, one block per SM, with the registers that tile alone needs (faster
+ *     than inside gc_gemm_wide_f32). Launch: block 256, 1-D grid of ceil(m /
+ *     128) * ceil(n / 256) blocks; no dynamic shared memory. C must not
+ *     overlap A, B or bias.
  * gc_gemm_mid_f32(float *c, float *a, float *b, float *bias, uint32_t m, uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, uint32_t flags, float alpha, float beta, uint32_t tile)
  *     gc_gemm_f32 (same arguments, bitwise its tiles 0 and 1) for the linear
  *     layer's layout only (transpose bits 2: A m x k, B n x k; other layouts

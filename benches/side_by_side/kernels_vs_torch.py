@@ -213,7 +213,8 @@ def builtin(name):
 GEMM_KERNELS = {  # (entry, tile) -> block tile (rows, columns)
     ("gc_gemm_f32", 0): (128, 128), ("gc_gemm_f32", 1): (64, 64), ("gc_gemm_f32", 2): (32, 32),
     ("gc_gemm_wide_f32", 0): (128, 256), ("gc_gemm_wide_f32", 1): (128, 128),
-    ("gc_gemm_wide_f32", 2): (64, 64), ("gc_gemm_mid_f32", 0): (64, 128),
+    ("gc_gemm_wide_f32", 2): (64, 64), ("gc_gemm_128x256_f32", 0): (128, 256),
+    ("gc_gemm_mid_f32", 0): (64, 128),
     ("gc_gemm_tf32", 0): (128, 128), ("gc_gemm_tf32", 1): (64, 64),
 }
 functions = {name: builtin(name) for name, _ in GEMM_KERNELS}

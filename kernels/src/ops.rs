@@ -532,7 +532,7 @@ fn matrix(
 /// The block tile (rows x columns of C) of GEMM-shaped `kernel`'s `tile`.
 fn gemm_block(kernel: Kernel, tile: u32) -> (u64, u64) {
     match (kernel, tile) {
-        (Kernel::GemmWide, 0) => (128, 256),
+        (Kernel::GemmWide, 0) | (Kernel::Gemm128x256, _) => (128, 256),
         (Kernel::GemmWide, 1) | (Kernel::GemmTf32, 0) => (128, 128),
         (Kernel::GemmMid, _) => (64, 128),
         (Kernel::LinearCluster, 0) => (128, 64),
@@ -552,9 +552,11 @@ fn fills(kernel: Kernel, tile: u32, m: u32, n: u32, sms: u32) -> bool {
 }
 
 /// The tiles of the linear layout (A `m x k`, B `n x k`), largest first:
-/// 128 x 256, 128 x 128, 64 x 128, 64 x 64 with K split over 4 slices.
+/// 128 x 256 (`gc_gemm_wide_f32`'s tile 0 as a kernel of its own: fewer
+/// registers, faster on an H100), 128 x 128, 64 x 128, 64 x 64 with K split
+/// over 4 slices.
 const LINEAR_TILES: [(Kernel, u32); 4] = [
-    (Kernel::GemmWide, 0),
+    (Kernel::Gemm128x256, 0),
     (Kernel::GemmWide, 1),
     (Kernel::GemmMid, 0),
     (Kernel::GemmWide, 2),
@@ -615,7 +617,8 @@ fn gemm_sizes(g: &Gemm, sms: u32) -> Result<(), SizeError> {
 }
 
 /// The argument struct `args::$ty` of a GEMM-shaped kernel (`gc_gemm_f32`,
-/// `gc_gemm_wide_f32`, `gc_gemm_mid_f32` and `gc_gemm_tf32` share one
+/// `gc_gemm_wide_f32`, `gc_gemm_128x256_f32`, `gc_gemm_mid_f32` and
+/// `gc_gemm_tf32` share one
 /// parameter list) for `g`.
 macro_rules! gemm_args {
     ($ty:ident, $g:expr, $flags:expr, $tile:expr) => {
@@ -650,6 +653,7 @@ fn gemm_call(g: &Gemm, kernel: Kernel, tile: u32, sms: u32) -> Result<Call, Size
     let (grid, block) = ([blocks as u32, 1, 1], [256, 1, 1]);
     let call = match kernel {
         Kernel::GemmWide => Call::new(gemm_args!(GemmWide, g, flags, tile), grid, block, 0),
+        Kernel::Gemm128x256 => Call::new(gemm_args!(Gemm128x256, g, flags, tile), grid, block, 0),
         Kernel::GemmMid => Call::new(gemm_args!(GemmMid, g, flags, tile), grid, block, 0),
         Kernel::GemmTf32 => Call::new(gemm_args!(GemmTf32, g, flags, tile), grid, block, 0),
         Kernel::LinearCluster => {
@@ -2744,9 +2748,9 @@ mod tests {
         let lin = |m, n, k| linear_gemm(A, B, C, 0, m, n, k, false);
         // The measured best tile of each sweep shape (kernels/TUNING.md).
         for ((m, n), want) in [
-            ((4096, 4096), (Kernel::GemmWide, 0)),
-            ((1024, 4096), (Kernel::GemmWide, 0)),
-            ((4096, 1024), (Kernel::GemmWide, 0)),
+            ((4096, 4096), (Kernel::Gemm128x256, 0)),
+            ((1024, 4096), (Kernel::Gemm128x256, 0)),
+            ((4096, 1024), (Kernel::Gemm128x256, 0)),
             ((512, 4096), (Kernel::GemmWide, 1)),
             ((2048, 1024), (Kernel::GemmWide, 1)),
             ((4096, 512), (Kernel::GemmWide, 1)),
@@ -2770,6 +2774,7 @@ mod tests {
         };
         assert_eq!(gemm_launch(&weight, SMS), (Kernel::Gemm, 0));
         assert_eq!(gemm_block(Kernel::GemmWide, 0), (128, 256));
+        assert_eq!(gemm_block(Kernel::Gemm128x256, 0), (128, 256));
         assert_eq!(gemm_block(Kernel::GemmWide, 2), (64, 64));
         assert_eq!(gemm_block(Kernel::GemmMid, 0), (64, 128));
         assert_eq!(gemm_block(Kernel::GemmTf32, 1), (64, 64));
@@ -2777,7 +2782,7 @@ mod tests {
         let call = linear(A, B, C, 0, 4096, 4096, 1024, true, SMS, false).unwrap();
         assert_eq!(
             (call.kernel, call.grid),
-            (Kernel::GemmWide, [32 * 16, 1, 1])
+            (Kernel::Gemm128x256, [32 * 16, 1, 1])
         );
         assert_eq!(u32_arg(&call, "flags"), 6);
     }

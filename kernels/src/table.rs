@@ -336,6 +336,15 @@ memory. float4 loads and stores where leading dimensions are multiples of 4 and 
 64 x 64 with K split over 4 slices (bitwise gc_gemm_f32's tile 2). Launch: block 256, 1-D grid of \
 ceil(m / TM) * ceil(n / TN) blocks for the tile's TM x TN; no dynamic shared memory. C must not \
 overlap A, B or bias.";
+    Gemm128x256 = gc_gemm_128x256_f32 in LINEAR (
+        c: Ptr, a: Ptr, b: Ptr, bias: Ptr, m: U32, n: U32, k: U32,
+        lda: U32, ldb: U32, ldc: U32, flags: U32, alpha: F32, beta: F32, tile: U32,
+    ),
+        doc: "gc_gemm_wide_f32's tile 0 as a kernel of its own (same arguments, bits and launch; \
+tile must be 0, other values do nothing): 128 x 256 tiles of C, one block per SM, with the \
+registers that tile alone needs (faster than inside gc_gemm_wide_f32). Launch: block 256, 1-D \
+grid of ceil(m / 128) * ceil(n / 256) blocks; no dynamic shared memory. C must not overlap A, B \
+or bias.";
     GemmMid = gc_gemm_mid_f32 in LINEAR (
         c: Ptr, a: Ptr, b: Ptr, bias: Ptr, m: U32, n: U32, k: U32,
         lda: U32, ldb: U32, ldc: U32, flags: U32, alpha: F32, beta: F32, tile: U32,

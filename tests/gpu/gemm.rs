@@ -1,7 +1,7 @@
 //! The tiled GEMMs against float64: every f32 tile that sums an output in
 //! one thread (gc_gemm_f32's tiles 0 and 1 for every transpose, and for
-//! the linear layout also gc_gemm_wide_f32's tiles 0, 1 and
-//! gc_gemm_mid_f32's) gives the same bits, the split-K tiles (gc_gemm_f32's
+//! the linear layout also gc_gemm_wide_f32's tiles 0 and 1,
+//! gc_gemm_128x256_f32's and gc_gemm_mid_f32's) gives the same bits, the split-K tiles (gc_gemm_f32's
 //! tile 2, gc_gemm_wide_f32's tile 2) the same bits as each other, and the
 //! TF32 path (gc_gemm_tf32, `ops::linear_tf32`) stays within the TF32
 //! rounding bound. The cluster split-K kernel (gc_linear_cluster_f32,
@@ -174,6 +174,7 @@ fn launch(p: &Problem, kernel: Kernel, tile: u32, tm: usize, tn: usize, bufs: [u
     }
     match kernel {
         Kernel::GemmWide => gemm!(GemmWide),
+        Kernel::Gemm128x256 => gemm!(Gemm128x256),
         Kernel::GemmMid => gemm!(GemmMid),
         Kernel::GemmTf32 => gemm!(GemmTf32),
         Kernel::LinearCluster => gemm!(LinearCluster),
@@ -192,6 +193,7 @@ fn f32_tiles_match_float64_and_each_other_bitwise() {
         (Kernel::Gemm, 1, 64, 64, 0),
         (Kernel::GemmWide, 0, 128, 256, 0),
         (Kernel::GemmWide, 1, 128, 128, 0),
+        (Kernel::Gemm128x256, 0, 128, 256, 0),
         (Kernel::GemmMid, 0, 64, 128, 0),
         (Kernel::Gemm, 2, 32, 32, 1),
         (Kernel::GemmWide, 2, 64, 64, 1),
