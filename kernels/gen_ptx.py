@@ -217,7 +217,11 @@ def main():
                 "--ptxas-options=-v"]
         hdrs = headers()
         for cu in sources():
-            log = nvrtc.compile(cu.read_text(encoding="utf-8"), cu.name, hdrs, opts, want_log=True)
+            # A source that calls the device runtime (control.cu) leaves its
+            # calls to the linker: compile it as relocatable device code.
+            src = cu.read_text(encoding="utf-8")
+            rdc = ["--relocatable-device-code=true"] if "cudaGraphSetConditional" in src else []
+            log = nvrtc.compile(src, cu.name, hdrs, opts + rdc, want_log=True)
             entry = None
             for line in log.splitlines():
                 if "Compiling entry function" in line:
