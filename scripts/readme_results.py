@@ -57,6 +57,12 @@ def verdict(ok, met="", missed="**missed**"):
     return met if ok else missed
 
 
+def prose(text):
+    """A README paragraph: `text` wrapped at 76 columns, words and hyphenated
+    names kept whole."""
+    return textwrap.fill(text, 76, break_long_words=False, break_on_hyphens=False)
+
+
 # ----------------------------------------------------------------- counts
 
 
@@ -212,7 +218,7 @@ def block_pool():
         f"**{frag['peak_reserved_bytes'] / frag['peak_allocated_bytes']:.3f}** | \u2264 1.15"
         f"{verdict(frag['ratio'] <= 1.15, '', ': **missed**')} |",
         "",
-        textwrap.fill(
+        prose(
             f"Each thread on its own pool (`benches/results/pool_threads.json`): "
             f"{n0(one['mean_ns'])} ns per pair with one thread, {n0(most['mean_ns'])} ns mean "
             f"({n0(most['slowest_ns'])} ns slowest) with {most['threads']}"
@@ -230,10 +236,7 @@ def block_pool():
             "(`benches/results/perf15b_before_after.json`): since perf15c the pair's handle "
             "lookups make none (a hazard entry per thread) and the pool's lock one per call (a "
             "compare-exchange, released with a plain store); the allocator itself is "
-            f"{logic[0]:.0f} ns on the CI machine.",
-            76,
-            break_long_words=False,
-            break_on_hyphens=False,
+            f"{logic[0]:.0f} ns on the CI machine."
         ),
     ]
     return "\n".join(lines)
@@ -307,12 +310,9 @@ def block_simple_graphs():
         )
     lines += [
         "",
-        textwrap.fill(
+        prose(
             f"{p['method']}; every graph's sum equals the CPU's ({p['cpu_sum']:.1f}): "
-            f"{'yes' if p['sums_match'] else '**no**'}. {p['gpu']}, {p['date'][:10]}.",
-            76,
-            break_long_words=False,
-            break_on_hyphens=False,
+            f"{'yes' if p['sums_match'] else '**no**'}. {p['gpu']}, {p['date'][:10]}."
         ),
     ]
     return "\n".join(lines)
@@ -363,14 +363,11 @@ def block_perf_scaling():
     lengths = ", ".join(str(n) for n in sorted({r["nodes"] for r in g["rows"]}))
     lines += [
         "",
-        textwrap.fill(
+        prose(
             f"Each cell: the ratio, then raw CUDA / graphcore medians ({g['units']}) of "
             f"{g['method'].split('median of ')[-1].rstrip(')')}); a chain of empty kernels, "
             f"lengths {lengths} (all in benches/results/graph_perf_scaling.json), "
-            f"{g['gpu']}, {g['date'][:10]}.",
-            76,
-            break_long_words=False,
-            break_on_hyphens=False,
+            f"{g['gpu']}, {g['date'][:10]}."
         ),
     ]
     return "\n".join(lines)
@@ -407,7 +404,7 @@ def block_call_breakdown():
         )
     lines += [
         "",
-        textwrap.fill(
+        prose(
             "Mean ns per call over every call of the run (benches/results/call_breakdown.json, "
             f"{b['gpu']}, {b['date'][:10]}): a chain of empty kernels per length, raw and "
             "graphcore rounds alternating in one process per length. The columns after "
@@ -417,10 +414,7 @@ def block_call_breakdown():
             "(handle lookups, the error boundary). The spans come from the library built with "
             "the cargo feature `call-timing` (each span's clock reads add a few ns): "
             "`scripts/gpu-check` stages it in stage/lib-timing/, and `stage/bench.sh` runs "
-            "`stage/bin/call_breakdown` with that folder first on LD_LIBRARY_PATH.",
-            76,
-            break_long_words=False,
-            break_on_hyphens=False,
+            "`stage/bin/call_breakdown` with that folder first on LD_LIBRARY_PATH."
         ),
     ]
     return "\n".join(lines)
@@ -455,7 +449,7 @@ def block_host_profile():
         )
     lines += [
         "",
-        textwrap.fill(
+        prose(
             f"Samples of the program counter ({h['gpu']}, {h['date'][:10]}; benches/results/host_profile.json): "
             "`stage/bin/host_profile` raises SIGPROF every 100 us on the calling thread while it loops one "
             "operation (100-node chains of empty kernels; update: to a graph whose every node differs and "
@@ -467,10 +461,7 @@ def block_host_profile():
             f"own malloc and free. With the driver's work equal on both sides, graphcore's share puts "
             f"a 100-node build at {bound('gc_build')}, a capture at {bound('gc_capture')} and an update "
             f"at {bound('gc_update')} of raw CUDA; graph_perf_scaling's larger ratios also hold the "
-            "per-graph costs of short chains and the driver's drift between rounds.",
-            76,
-            break_long_words=False,
-            break_on_hyphens=False,
+            "per-graph costs of short chains and the driver's drift between rounds."
         ),
     ]
     return "\n".join(lines)
@@ -780,7 +771,7 @@ def block_fresh_make_test():
         "(transcript: `docs/fresh-make-test.log`; the machine is shared, so times vary with its "
         "load)."
     )
-    return textwrap.fill(text, 76, break_long_words=False, break_on_hyphens=False)
+    return prose(text)
 
 
 def block_args():
