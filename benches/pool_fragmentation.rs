@@ -44,8 +44,7 @@ fn main() {
     for _ in 0..OPS {
         if live.is_empty() || rng.unit() < 0.5 {
             let size = (lo + rng.unit() * (hi - lo)).exp() as u64;
-            let plan = a.plan_alloc(size, Owner::Eager).expect("allocation");
-            live.push(a.commit_alloc(plan));
+            live.push(a.alloc(size, Owner::Eager).expect("allocation"));
             allocs += 1;
             max_live = max_live.max(live.len());
         } else {

@@ -619,6 +619,12 @@ enum gc_status gc_event_destroy(struct gc_event *event);
  * them); graphcore does not detect it. While a graph that used some pool
  * memory is alive, eager allocations never get that memory.
  *
+ * Reuse: a block freed outside any capture (up to 8 of them) is kept whole
+ * and handed out first to the next allocation of the same size (rounded
+ * to 256 bytes) outside a capture, the cheapest path; any other
+ * allocation, capture or trim first merges those blocks back into free
+ * space, so placement and growth always see all of it.
+ *
  * A block allocated during a capture and not freed in it stays allocated
  * after gc_capture_end: it is the caller's (typically an output the graph
  * writes on each launch), not the graph's. Destroying the graph does not

@@ -150,18 +150,17 @@ impl Allocator {
     }
 
     /// Plans an allocation of `size` bytes (rounded up to the alignment) for
-    /// `owner`. Pure: the pool is unchanged until `commit_alloc`.
+    /// `owner`. The parked blocks are settled first (see
+    /// [`alloc_parked`](Self::alloc_parked)); otherwise the pool is
+    /// unchanged until `commit_alloc`.
     ///
     /// Placement (see `placement.rs`): free space on mapped pages first (for
     /// a capture, space it or live graphs already tainted before clean
     /// space); otherwise the spot that maps the fewest new pages.
     #[inline]
-    pub fn plan_alloc(&self, size: u64, owner: Owner) -> Result<AllocPlan, PoolError> {
-        let align = self.cfg.alignment;
-        let size = match size.checked_add(align - 1) {
-            Some(s) if size > 0 => s & !(align - 1),
-            _ => return Err(PoolError::InvalidSize { size }),
-        };
+    pub fn plan_alloc(&mut self, size: u64, owner: Owner) -> Result<AllocPlan, PoolError> {
+        let size = self.rounded(size).ok_or(PoolError::InvalidSize { size })?;
+        self.settle();
         if let Owner::Capture(id) = owner {
             if !self.captures.contains_key(&id) {
                 return Err(PoolError::CaptureNotOpen { id });
@@ -235,15 +234,92 @@ impl Allocator {
         off
     }
 
+    /// `size` rounded up to the alignment; `None` for 0 or an overflow.
+    #[inline]
+    fn rounded(&self, size: u64) -> Option<u64> {
+        let align = self.cfg.alignment;
+        match size.checked_add(align - 1) {
+            Some(s) if size > 0 => Some(s & !(align - 1)),
+            _ => None,
+        }
+    }
+
+    /// The hot path of an eager allocation: the most recently freed eager
+    /// block of exactly this (rounded) size, if one is parked, made live
+    /// again with no placement or split. `None`: nothing parked fits (or
+    /// `owner` is a capture); plan the allocation instead.
+    ///
+    /// An eager block freed while no capture is open, whose pages are all
+    /// clean, is parked (up to `blocks::PARKED` of them) rather than merged into
+    /// free space: engines free and allocate the same sizes over and over.
+    /// Every other operation settles the parked blocks first (merges them
+    /// as `free` would have), so placement, growth, trim and captures see
+    /// the same free space as without parking.
+    #[inline]
+    pub fn alloc_parked(&mut self, size: u64, owner: Owner) -> Option<u64> {
+        if owner != Owner::Eager {
+            return None;
+        }
+        let size = self.rounded(size)?;
+        let off = self.blocks.unpark(size)?;
+        self.generation += 1;
+        self.allocated += size;
+        self.peak_allocated = self.peak_allocated.max(self.allocated);
+        self.alloc_count += 1;
+        Some(off)
+    }
+
+    /// Allocates as the device pool does, for callers with no pages to map
+    /// (simulations, tests): a parked block of the size, else a plan
+    /// committed at once (its new pages counted as mapped).
+    pub fn alloc(&mut self, size: u64, owner: Owner) -> Result<u64, PoolError> {
+        if let Some(off) = self.alloc_parked(size, owner) {
+            return Ok(off);
+        }
+        let plan = self.plan_alloc(size, owner)?;
+        Ok(self.commit_alloc(plan))
+    }
+
+    /// Merges the parked blocks into free space (a no-op when none is).
+    #[inline]
+    pub fn settle(&mut self) {
+        if self.blocks.parked().next().is_some() {
+            self.generation += 1;
+            let pages = &self.pages;
+            self.blocks.settle(|p| pages.zone(p));
+        }
+    }
+
     /// Frees the live block at `offset`; returns its size. An offset that is
-    /// not the start of a live block is an error and changes nothing.
+    /// not the start of a live block is an error and changes nothing. An
+    /// eager block may be parked (see [`alloc_parked`](Self::alloc_parked)).
     #[inline]
     pub fn free(&mut self, offset: u64) -> Result<u64, PoolError> {
-        let pages = &self.pages;
-        let Some((size, owner)) = self.blocks.free_at(offset, |p| pages.zone(p)) else {
+        let Some((i, size, owner)) = self.blocks.unlive(offset) else {
             return Err(PoolError::NotAllocated { offset });
         };
         self.generation += 1;
+        self.allocated -= size;
+        self.free_count += 1;
+        let (p0, p1) = (
+            offset >> self.shift,
+            ((offset + size - 1) >> self.shift) + 1,
+        );
+        let parkable = owner == Owner::Eager
+            && self.captures.is_empty()
+            && (p0..p1).all(|p| self.pages.zone(p) == Zone::Clean);
+        if !(parkable && self.blocks.park(i)) {
+            self.release(i, offset, size, owner);
+        }
+        Ok(size)
+    }
+
+    /// Frees node `i` (out of the live map: the block `offset + size` of
+    /// `owner`) into free space; the rest of `free` when it cannot park.
+    #[inline(never)]
+    fn release(&mut self, i: u32, offset: u64, size: u64, owner: Owner) {
+        let pages = &self.pages;
+        self.blocks.release_live(i, |p| pages.zone(p));
         if let Owner::Capture(id) = owner {
             if let Some(cap) = self.captures.get_mut(&id) {
                 if cap.live.remove(&offset) {
@@ -251,20 +327,24 @@ impl Allocator {
                 }
             }
         }
-        self.allocated -= size;
-        self.free_count += 1;
-        Ok(size)
     }
 
     /// The live block containing byte `addr_offset`: `(start, size)`.
     pub fn block_at(&self, addr_offset: u64) -> Option<(u64, u64)> {
         match self.blocks.containing(addr_offset) {
-            Some((o, b)) if matches!(b.state, State::Live(_)) => Some((o, b.size)),
+            Some((o, b))
+                if matches!(b.state, State::Live(_))
+                    && !self.blocks.parked().any(|(p, _)| p == o) =>
+            {
+                Some((o, b.size))
+            }
             _ => None,
         }
     }
 
-    /// A snapshot of the counters.
+    /// A snapshot of the counters. Parked blocks count as freed: not in
+    /// `allocated_bytes` or `block_count`, and in `free_block_count` as the
+    /// free space they settle into.
     pub fn stats(&self) -> PoolStats {
         PoolStats {
             allocated_bytes: self.allocated,
@@ -297,6 +377,8 @@ impl Allocator {
         if self.captures.contains_key(&id) {
             return Err(PoolError::CaptureAlreadyOpen { id });
         }
+        // Parked blocks lie on clean pages the capture may now taint.
+        self.settle();
         self.generation += 1;
         self.captures.insert(id, Capture::default());
         Ok(())
@@ -388,6 +470,7 @@ impl Allocator {
             }
         }
         self.graphs.remove(&fp.graph);
+        self.settle();
         self.generation += 1;
         for r in &fp.pages {
             for p in r.start..r.end() {
@@ -399,8 +482,9 @@ impl Allocator {
     }
 
     /// Plans a trim: the mapped pages that are wholly free and untainted.
-    /// Pure; the driver synchronizes, unmaps them, then calls `commit_trim`.
-    pub fn plan_trim(&self) -> PagePlan {
+    /// Settles the parked blocks, otherwise pure; the driver synchronizes, unmaps them, then calls `commit_trim`.
+    pub fn plan_trim(&mut self) -> PagePlan {
+        self.settle();
         let g = self.cfg.granularity;
         let mut ranges: Vec<PageRange> = self
             .blocks

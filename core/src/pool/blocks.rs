@@ -37,6 +37,9 @@ pub(crate) struct Block {
 /// No node: no hint, or a gap being filled.
 pub(crate) const NIL: u32 = u32::MAX;
 
+/// Most blocks parked at once (see [`BlockMap::park`]).
+pub(crate) const PARKED: usize = 8;
+
 /// The node closing the circular address-ordered list: its `next` is the
 /// first block, its `prev` the last. Live and empty, so nothing merges with
 /// it and no address lies in it.
@@ -454,6 +457,10 @@ pub(crate) struct BlockMap {
     /// Free blocks of the unmapped zone (maximal unmapped runs), by offset.
     unmapped: BTreeMap<u64, u32>,
     free_mapped: u64,
+    /// Parked nodes (see [`park`](BlockMap::park)), oldest first: the
+    /// first `parked_len`.
+    parked: [u32; PARKED],
+    parked_len: usize,
 }
 
 impl BlockMap {
@@ -487,6 +494,8 @@ impl BlockMap {
             open: BTreeMap::new(),
             unmapped: BTreeMap::from([(0, 1)]),
             free_mapped: 0,
+            parked: [NIL; PARKED],
+            parked_len: 0,
         }
     }
 
@@ -506,9 +515,33 @@ impl BlockMap {
         }
     }
 
-    /// Number of free blocks on mapped pages.
+    /// Number of free blocks on mapped pages, parked blocks counted as the
+    /// free space they settle into (clean, merged with clean free
+    /// neighbours and with each other).
     pub fn free_mapped_count(&self) -> u64 {
-        self.free_mapped
+        let parked = &self.parked[..self.parked_len];
+        let joins = |j: u32| parked.contains(&j) || self.node(j).state == State::Free(Zone::Clean);
+        let mut count = self.free_mapped;
+        for &i in parked {
+            // Each run of joining blocks once, from its leftmost parked one:
+            // it becomes one free block in place of its free ones (which
+            // alternate with parked ones: free neighbours are always merged).
+            let (mut free, mut j) = (0, self.node(i).prev);
+            while joins(j) && !parked.contains(&j) {
+                free += 1;
+                j = self.node(j).prev;
+            }
+            if joins(j) {
+                continue;
+            }
+            j = self.node(i).next;
+            while joins(j) {
+                free += u64::from(!parked.contains(&j));
+                j = self.node(j).next;
+            }
+            count = count + 1 - free;
+        }
+        count
     }
 
     #[inline]
@@ -671,25 +704,85 @@ impl BlockMap {
         self.node(i).size
     }
 
-    /// Frees the live block at `off`, if there is one, into free space
-    /// merged with free neighbours of its zone; `zone_of(page)` gives page
-    /// zones. A block whose pages are of several zones is cut where the zone
-    /// changes. `None` (and no change): no live block starts at `off`.
+    /// Takes the live block at `off` out of the live map: `(node, size,
+    /// owner)`. The node stays in the block list, live (nothing merges with
+    /// it), until [`release_live`](Self::release_live) frees it or
+    /// [`park`](Self::park) parks it. `None` (and no change): no live block
+    /// starts at `off`.
     #[inline]
-    pub fn free_at(&mut self, off: u64, zone_of: impl Fn(u64) -> Zone) -> Option<(u64, Owner)> {
+    pub fn unlive(&mut self, off: u64) -> Option<(u32, u64, Owner)> {
         let i = self.live.remove(off)?;
-        let n = *self.node(i);
+        let n = self.node(i);
         let State::Live(owner) = n.state else {
             unreachable!("live map names a free block")
         };
-        let (p0, p1) = (off >> self.shift, ((n.end() - 1) >> self.shift) + 1);
+        Some((i, n.size, owner))
+    }
+
+    /// Frees node `i` (taken out of the live map) into free space merged
+    /// with free neighbours of its zone; `zone_of(page)` gives page zones. A
+    /// block whose pages are of several zones is cut where the zone changes.
+    #[inline]
+    pub fn release_live(&mut self, i: u32, zone_of: impl Fn(u64) -> Zone) {
+        let n = *self.node(i);
+        let (p0, p1) = (n.off >> self.shift, ((n.end() - 1) >> self.shift) + 1);
         let zone = zone_of(p0);
         if (p0 + 1..p1).all(|p| zone_of(p) == zone) {
             self.free_whole(i, zone);
         } else {
             self.free_pieces(i, zone_of);
         }
-        Some((n.size, owner))
+    }
+
+    /// Parks node `i` (taken out of the live map): it stays in the block
+    /// list as it is, neither live nor merged into free space, until
+    /// [`unpark`](Self::unpark) hands it out again or
+    /// [`settle`](Self::settle) frees it. False (nothing parked): the
+    /// parking is full.
+    #[inline]
+    pub fn park(&mut self, i: u32) -> bool {
+        let n = self.parked_len;
+        if n == PARKED {
+            return false;
+        }
+        self.parked[n] = i;
+        self.parked_len = n + 1;
+        true
+    }
+
+    /// Makes the most recently parked block of exactly `size` bytes live
+    /// again; returns its offset.
+    #[inline]
+    pub fn unpark(&mut self, size: u64) -> Option<u64> {
+        let n = self.parked_len;
+        let k = self.parked[..n]
+            .iter()
+            .rposition(|&i| self.node(i).size == size)?;
+        let i = self.parked[k];
+        // At most PARKED entries: a short loop rather than a memmove call.
+        for j in k..n - 1 {
+            self.parked[j] = self.parked[j + 1];
+        }
+        self.parked_len = n - 1;
+        let off = self.node(i).off;
+        self.live.insert(off, i);
+        Some(off)
+    }
+
+    /// Frees every parked block, as [`release_live`](Self::release_live).
+    pub fn settle(&mut self, zone_of: impl Fn(u64) -> Zone) {
+        let n = std::mem::take(&mut self.parked_len);
+        for k in 0..n {
+            self.release_live(self.parked[k], &zone_of);
+        }
+    }
+
+    /// The parked blocks: `(offset, size)`, oldest first.
+    pub fn parked(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.parked[..self.parked_len].iter().map(|&i| {
+            let n = self.node(i);
+            (n.off, n.size)
+        })
     }
 
     /// Frees live node `i` (out of the live map), all of whose pages are of
@@ -1029,9 +1122,13 @@ impl BlockMap {
             }
             linked[i as usize] = true;
             if let State::Live(_) = n.state {
-                live += 1;
-                if self.live.get(n.off) != Some(i) {
-                    return Err(format!("live block {} not in the live map", n.off));
+                let parked = self.parked[..self.parked_len].contains(&i);
+                live += usize::from(!parked);
+                if self.live.get(n.off) != (!parked).then_some(i) {
+                    return Err(format!(
+                        "block {} (parked: {parked}) in the live map",
+                        n.off
+                    ));
                 }
             }
             (prev, cursor, i) = (i, n.end(), n.next);
@@ -1044,6 +1141,15 @@ impl BlockMap {
                 "live map holds {} blocks, the list {live}",
                 self.live.len()
             ));
+        }
+        let parked = &self.parked[..self.parked_len];
+        let parked_ok = parked.iter().enumerate().all(|(k, &j)| {
+            linked[j as usize]
+                && matches!(self.node(j).state, State::Live(_))
+                && !parked[..k].contains(&j)
+        });
+        if !parked_ok {
+            return Err("a parked entry names an unlinked, free or repeated node".into());
         }
         let spare_ok = self
             .spare

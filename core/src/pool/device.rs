@@ -320,6 +320,11 @@ impl Pool {
         let sh = &*self.inner;
         let mut st = sh.state.acquire();
         let owner = PoolShared::owner(&st);
+        // The hottest path: a parked block of this size, made live again.
+        if let Some(offset) = st.alloc.alloc_parked(bytes, owner) {
+            drop(st);
+            return Ok(sh.base + offset);
+        }
         let plan = match st.alloc.plan_alloc(bytes, owner) {
             Ok(plan) => plan,
             Err(e) => {

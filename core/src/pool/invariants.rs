@@ -93,10 +93,20 @@ impl Allocator {
 
         // Blocks: a gapless, aligned cover of the range, zones uniform, free
         // neighbours of one zone merged, indexes exact.
-        let (mut cursor, mut allocated, mut live, mut free_mapped) = (0u64, 0u64, 0u64, 0u64);
+        let (mut cursor, mut allocated, mut live) = (0u64, 0u64, 0u64);
         let mut prev_free: Option<Zone> = None;
+        // Free blocks as they are once parked blocks settle (clean free
+        // space, merged with clean free neighbours): what stats report.
+        let (mut settled_free, mut prev_settled) = (0u64, None);
+        let mut settle_as = |z: Option<Zone>| {
+            if z.is_some_and(|z| z != Zone::Unmapped) && z != prev_settled {
+                settled_free += 1;
+            }
+            prev_settled = z;
+        };
         let mut index = BTreeSet::new();
         let mut live_of: BTreeMap<u64, (u64, Owner)> = BTreeMap::new();
+        let parked: BTreeMap<u64, u64> = self.blocks.parked().collect();
         for (off, b) in self.blocks.iter() {
             ensure!(
                 off == cursor,
@@ -110,7 +120,22 @@ impl Allocator {
             cursor = off + b.size;
             let (p0, p1) = (off / g, (cursor - 1) / g + 1);
             match b.state {
+                State::Live(owner) if parked.contains_key(&off) => {
+                    // Parked: freed, kept whole for the next block of its
+                    // size (only eager blocks on clean pages, while no
+                    // capture is open).
+                    ensure!(
+                        owner == Owner::Eager
+                            && self.captures.is_empty()
+                            && (p0..p1).all(|p| self.pages.zone(p) == Zone::Clean),
+                        "parked block {off}+{} of {owner:?} not eager on clean pages",
+                        b.size
+                    );
+                    prev_free = None;
+                    settle_as(Some(Zone::Clean));
+                }
                 State::Live(owner) => {
+                    settle_as(None);
                     ensure!(
                         (p0..p1).all(|p| self.pages.get(p).mapped),
                         "live block {off}+{} on unmapped pages",
@@ -122,6 +147,7 @@ impl Allocator {
                     prev_free = None;
                 }
                 State::Free(z) => {
+                    settle_as(Some(z));
                     ensure!(
                         prev_free != Some(z),
                         "adjacent free blocks of zone {z:?} at {off}"
@@ -147,7 +173,6 @@ impl Allocator {
                             b.size
                         );
                         index.insert((z, off, c));
-                        free_mapped += 1;
                     }
                     let last = p1.min(table.max(p0));
                     ensure!(
@@ -180,8 +205,8 @@ impl Allocator {
             stats.block_count
         );
         ensure!(
-            stats.free_block_count == free_mapped,
-            "free_block_count {} != {free_mapped}",
+            stats.free_block_count == settled_free,
+            "free_block_count {} != {settled_free}",
             stats.free_block_count
         );
         ensure!(

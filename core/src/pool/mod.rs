@@ -23,6 +23,12 @@
 //!   alloc + free needs no ordered search by offset. Free space is coalesced
 //!   per zone: two adjacent free blocks always lie on pages of different
 //!   zones (so across a zone boundary they stay two blocks).
+//! * A freed eager block on clean pages may be *parked* instead (up to 8):
+//!   kept whole, out of the live map, and handed to the next eager
+//!   allocation of exactly its size with no placement or split
+//!   ([`Allocator::alloc_parked`]). Every other operation settles the
+//!   parked blocks into free space first, so placement, growth, trim and
+//!   captures see the same free space as if they had been freed at once.
 //! * Captures taint the pages their allocations touch. Eager allocations never
 //!   land on a page touched by an open capture or a live graph; a capture
 //!   never lands on a page touched by another open capture. Free space is kept

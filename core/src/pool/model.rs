@@ -35,6 +35,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::blocks::State;
+use super::pages::Zone;
 use super::{Allocator, CaptureId, Footprint, Owner, PagePlan, PoolConfig, PoolError, PoolStats};
 
 /// Who an allocation is for.
@@ -145,8 +146,26 @@ pub(crate) type Layout = Vec<(u64, u64, State)>;
 
 /// Every block, in address order: (offset, size, state), for comparing
 /// layouts (index classes may differ after a rollback, by hysteresis).
+///
+/// Parked blocks (freed, not yet merged) are listed as the free space they
+/// become when settled: clean free space merged with clean free neighbours.
 pub(crate) fn layout(a: &Allocator) -> Layout {
-    a.blocks.iter().map(|(o, b)| (o, b.size, b.state)).collect()
+    let parked: BTreeSet<u64> = a.blocks.parked().map(|(o, _)| o).collect();
+    let mut out: Layout = Vec::new();
+    for (o, b) in a.blocks.iter() {
+        let state = if parked.contains(&o) {
+            State::Free(Zone::Clean)
+        } else {
+            b.state
+        };
+        match out.last_mut() {
+            Some((_, size, last)) if *last == state && matches!(state, State::Free(_)) => {
+                *size += b.size;
+            }
+            _ => out.push((o, b.size, state)),
+        }
+    }
+    out
 }
 
 macro_rules! ensure {
@@ -581,12 +600,18 @@ impl Model {
         };
         let quiet = self.live.is_empty() && self.caps.is_empty() && self.graphs.is_empty();
         let before = self.snapshot();
-        let plan = match self.a.plan_alloc(size, owner) {
-            Ok(plan) => plan,
-            Err(e) => {
-                self.unchanged(before, "a refused allocation")?;
-                return self.refused(e, size, rounded, owner, open, quiet);
-            }
+        // As the device pool does: a parked block of the size first, else a
+        // plan.
+        let parked = self.a.alloc_parked(size, owner);
+        let plan = match parked {
+            Some(_) => None,
+            None => match self.a.plan_alloc(size, owner) {
+                Ok(plan) => Some(plan),
+                Err(e) => {
+                    self.unchanged(before, "a refused allocation")?;
+                    return self.refused(e, size, rounded, owner, open, quiet);
+                }
+            },
         };
         let Some(r) = rounded else {
             return Err(format!("alloc({size}) planned, but the size is invalid"));
@@ -595,7 +620,14 @@ impl Model {
             open,
             "alloc for capture {owner:?}, which is not open, was planned"
         );
-        let (off, sz) = (plan.offset(), plan.size());
+        ensure!(
+            parked.is_none() || owner == Owner::Eager,
+            "a parked block was handed to {owner:?}"
+        );
+        let (off, sz) = match (&plan, parked) {
+            (Some(plan), _) => (plan.offset(), plan.size()),
+            (None, off) => (off.expect("parked or planned"), r),
+        };
         ensure!(sz == r, "planned size {sz}, want {r}");
         ensure!(
             off % align == 0 && off.checked_add(sz).is_some_and(|e| e <= va),
@@ -608,18 +640,18 @@ impl Model {
             .filter(|p| !self.mapped.contains(p))
             .collect();
         let got_new: Vec<u64> = plan
-            .new_pages()
             .iter()
+            .flat_map(|p| p.new_pages())
             .flat_map(|r| r.start..r.end())
             .collect();
         ensure!(
             got_new == want_new,
             "block {off}+{sz} needs new pages {want_new:?}, the plan maps {got_new:?}"
         );
+        let counted = plan.as_ref().map_or(0, |p| p.new_page_count());
         ensure!(
-            plan.new_page_count() == got_new.len() as u64,
-            "the plan counts {} new pages, its runs hold {}",
-            plan.new_page_count(),
+            counted == got_new.len() as u64,
+            "the plan counts {counted} new pages, its runs hold {}",
             got_new.len()
         );
         ensure!(
@@ -653,8 +685,15 @@ impl Model {
                 }
             }
         }
-        let committed = self.a.commit_alloc(plan);
-        ensure!(committed == off, "committed at {committed}, planned {off}");
+        if let Some(plan) = plan {
+            let committed = self.a.commit_alloc(plan);
+            ensure!(committed == off, "committed at {committed}, planned {off}");
+        }
+        let got = self.a.block_at(off);
+        ensure!(
+            got == Some((off, sz)),
+            "block {off}+{sz} handed out, the pool has {got:?} there"
+        );
         self.mapped.extend(got_new.iter().copied());
         self.allocs += 1;
         let serial = match owner {

@@ -34,8 +34,7 @@ fn run_trace(seed: u64, ops: usize) -> (u64, u64) {
     for _ in 0..ops {
         if live.is_empty() || rng.unit() < 0.5 {
             let size = (lo + rng.unit() * (hi - lo)).exp() as u64;
-            let plan = a.plan_alloc(size, Owner::Eager).unwrap();
-            live.push(a.commit_alloc(plan));
+            live.push(a.alloc(size, Owner::Eager).unwrap());
         } else {
             let i = (rng.next() % live.len() as u64) as usize;
             a.free(live.swap_remove(i)).unwrap();
@@ -46,16 +45,20 @@ fn run_trace(seed: u64, ops: usize) -> (u64, u64) {
     (s.peak_allocated_bytes, s.peak_reserved_bytes)
 }
 
-/// Seed of the bench. Ratios vary by seed (about ±0.05 at 20,000 ops; see
-/// `placement.rs`), so this guards against regressions of the policy on one
-/// fixed trace rather than bounding every trace.
+/// Eight traces from the bench's seed on. A single trace's ratio is
+/// chaotic (about ±0.05 at 20,000 ops, see `placement.rs`: one different
+/// placement early changes every later one), so this bounds the mean, which
+/// moves only when the policy does.
 #[test]
 fn fragmentation_trace_stays_within_bound() {
-    let (alloc, reserved) = run_trace(0x6772_6170_6863_6f72, 20_000);
-    let ratio = reserved as f64 / alloc as f64;
-    println!("20,000-op trace: peak reserved {reserved} / peak allocated {alloc} = {ratio:.4}");
-    assert!(
-        ratio <= 1.15,
-        "peak reserved {reserved} / peak allocated {alloc} = {ratio:.4}"
-    );
+    let ratios: Vec<f64> = (0..8u64)
+        .map(|i| {
+            let seed = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x6772_6170_6863_6f72;
+            let (alloc, reserved) = run_trace(seed, 20_000);
+            reserved as f64 / alloc as f64
+        })
+        .collect();
+    let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
+    println!("20,000-op traces: peak reserved / peak allocated {ratios:.4?}, mean {mean:.4}");
+    assert!(mean <= 1.15, "mean ratio {mean:.4} over {ratios:.4?}");
 }

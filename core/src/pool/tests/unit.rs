@@ -722,7 +722,8 @@ fn trim_unmaps_free_untainted_pages_only() {
     a.check_invariants().unwrap();
     a.release_graph(fp).unwrap();
     a.free(e).unwrap();
-    a.commit_trim(a.plan_trim());
+    let plan = a.plan_trim();
+    a.commit_trim(plan);
     let s = a.stats();
     assert_eq!(
         (s.reserved_bytes, s.segment_count, s.free_block_count),
@@ -853,4 +854,102 @@ fn errors_display_one_line_with_numbers() {
 fn errs_contains(e: &PoolError, parts: &[&str]) -> bool {
     let s = e.to_string();
     parts.iter().all(|p| s.contains(p))
+}
+
+/// An eager alloc through the device pool's path: a parked block first.
+fn alloc_eager(a: &mut Allocator, size: u64) -> u64 {
+    let off = a.alloc(size, E).expect("allocation");
+    a.check_invariants().unwrap();
+    off
+}
+
+#[test]
+fn a_freed_eager_block_is_parked_and_handed_out_again_for_its_size() {
+    let mut a = pool(G, NO_CAP);
+    let x = alloc_eager(&mut a, 1000);
+    let y = alloc_eager(&mut a, 1000);
+    a.free(x).unwrap();
+    a.check_invariants().unwrap();
+    // Freed: not live, not freeable again, counted as one free block.
+    assert_eq!(a.block_at(x), None);
+    assert_eq!(a.free(x), Err(PoolError::NotAllocated { offset: x }));
+    let s = a.stats();
+    assert_eq!(
+        (s.allocated_bytes, s.block_count, s.free_block_count),
+        (1024, 1, 2)
+    );
+    // Another size does not take it; the same (rounded) size does.
+    assert_eq!(a.alloc_parked(2048, E), None);
+    assert_eq!(a.alloc_parked(1, Owner::Capture(1)), None);
+    assert_eq!(a.alloc_parked(1020, E), Some(x));
+    assert_eq!(a.block_at(x + 5), Some((x, 1024)));
+    let s = a.stats();
+    assert_eq!(
+        (s.allocated_bytes, s.block_count, s.alloc_count),
+        (2048, 2, 3)
+    );
+    a.free(y).unwrap();
+    a.free(x).unwrap();
+    let s = a.stats();
+    assert_eq!(
+        (s.allocated_bytes, s.block_count, s.free_block_count),
+        (0, 0, 1)
+    );
+    a.check_invariants().unwrap();
+}
+
+#[test]
+fn parked_blocks_settle_before_placement_so_they_merge_and_nothing_grows() {
+    let mut a = pool(G, NO_CAP);
+    let b: Vec<u64> = (0..4).map(|_| alloc_eager(&mut a, 1024)).collect();
+    for &o in &b {
+        a.free(o).unwrap();
+    }
+    // All four parked; a whole page needs them merged, not a new page.
+    assert_eq!(a.alloc_parked(G, E), None);
+    let plan = a.plan_alloc(G, E).unwrap();
+    assert_eq!((plan.offset(), plan.new_page_count()), (0, 0));
+    a.commit_alloc(plan);
+    a.check_invariants().unwrap();
+    // Trim sees parked space as free too.
+    a.free(0).unwrap();
+    let plan = a.plan_trim();
+    assert_eq!(plan.ranges(), &runs(&[(0, 1)])[..]);
+    a.commit_trim(plan);
+    assert_eq!(a.stats().reserved_bytes, 0);
+    a.check_invariants().unwrap();
+}
+
+#[test]
+fn no_parking_while_a_capture_is_open_or_on_graph_pages_and_at_most_eight() {
+    let mut a = pool(2 * G, NO_CAP);
+    let x = alloc_eager(&mut a, 256);
+    let y = alloc_eager(&mut a, 256);
+    a.free(x).unwrap();
+    // Beginning a capture settles the parked block: the capture may take it.
+    a.begin_capture(1).unwrap();
+    let c = alloc(&mut a, 256, Owner::Capture(1));
+    assert_eq!(c, x);
+    // An eager free while the capture is open merges at once.
+    a.free(y).unwrap();
+    assert_eq!(a.alloc_parked(256, E), None);
+    let fp = a.end_capture(1).unwrap();
+    // Page 0 now belongs to the graph: an eager block freed there is not
+    // parked (it could be handed back to an eager allocation).
+    a.free(c).unwrap();
+    let z = alloc_eager(&mut a, 256);
+    assert!(z >= G, "eager block on the graph's page: {z}");
+    a.free(z).unwrap();
+    assert_eq!(a.alloc_parked(256, E), Some(z));
+    a.release_graph(fp).unwrap();
+    a.check_invariants().unwrap();
+    // Eight parked at most: the ninth free merges.
+    let b: Vec<u64> = (0..9).map(|_| alloc_eager(&mut a, 256)).collect();
+    for &o in &b {
+        a.free(o).unwrap();
+    }
+    a.check_invariants().unwrap();
+    let parked: Vec<u64> = (0..9).filter_map(|_| a.alloc_parked(256, E)).collect();
+    assert_eq!(parked.len(), 8);
+    a.check_invariants().unwrap();
 }
