@@ -21,12 +21,7 @@ __host__ __device__ inline void emu_yield() {}
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("CUDA %s at %d: %s\n", #x, __LINE__, cudaGetErrorString(e)); exit(1); } } while (0)
 #include "common.cuh"
 
-struct Cfg { unsigned lr, lc, lgr, lgc; };
-static unsigned packed(Cfg c) { return c.lr | c.lc << 2 | c.lgr << 4 | c.lgc << 6; }
-static dim3 grid_of(Cfg c, unsigned m, unsigned n) {
-    unsigned bm = 1u << (c.lr + c.lgr), bn = 1u << (c.lc + c.lgc);
-    return dim3((n + bn - 1) / bn, (m + bm - 1) / bm, 1);
-}
+#include "small_common.cuh"
 
 // kernels/src/ops.rs small_config, n x k layout.
 static Cfg launcher(unsigned m, unsigned n, unsigned k, unsigned sms) {
@@ -59,39 +54,6 @@ static Cfg launcher(unsigned m, unsigned n, unsigned k, unsigned sms) {
         return std::make_pair(b, 3 - s.c.lgr);
     };
     return std::min_element(shapes.begin(), shapes.end(), [&](const S &a, const S &b) { return key(a) < key(b); })->c;
-}
-
-static void launch(Cfg c, float *y, const float *x, const float *w, const float *b, unsigned m, unsigned n, unsigned k,
-                   bool relu, bool pdl) {
-    cudaLaunchConfig_t lc = {};
-    lc.gridDim = grid_of(c, m, n);
-    lc.blockDim = dim3(256, 1, 1);
-    lc.stream = st;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
-    lc.attrs = at;
-    lc.numAttrs = pdl ? 1 : 0;
-    CK(cudaLaunchKernelEx(&lc, gc_linear_small_f32, y, x, w, b, m, n, k, (u32)(relu ? GC_LIN_RELU : 0u), (u32)packed(c)));
-}
-
-static double check(const float *dy, const std::vector<float> &x, const std::vector<float> &w,
-                    const std::vector<float> &b, unsigned m, unsigned n, unsigned k, bool relu) {
-    std::vector<float> y((size_t)m * n);
-    CK(cudaMemcpy(y.data(), dy, y.size() * 4, cudaMemcpyDeviceToHost));
-    double worst = 0;
-    for (unsigned i = 0; i < m; i++)
-        for (unsigned j = 0; j < n; j++) {
-            double s = b[j], a = fabs(b[j]);
-            for (unsigned r = 0; r < k; r++) {
-                double p = (double)x[(size_t)i * k + r] * w[(size_t)j * k + r];
-                s += p;
-                a += fabs(p);
-            }
-            if (relu && s < 0) s = 0;
-            worst = std::max(worst, fabs(y[(size_t)i * n + j] - s) / (a + 1e-30));
-        }
-    return worst;
 }
 
 int main() {
@@ -135,10 +97,10 @@ int main() {
                         Cfg c{t.lr, t.lc, lgr, lgc};
                         if ((1u << (c.lr + c.lgr)) > std::max(4u, m) * 2 && lgr > 0) continue;
                         CK(cudaMemset(dh[l], 0xff, (size_t)m * n * 4));
-                        launch(c, dh[l], in, dw[l], db[l], m, n, k, relu, false);
+                        launch_small(c, dh[l], in, dw[l], db[l], m, n, k, relu, false);
                         CK(cudaStreamSynchronize(st));
                         double err = check(dh[l], hin, hw[l], hb[l], m, n, k, relu);
-                        double us = time_fn([&] { launch(c, dh[l], in, dw[l], db[l], m, n, k, relu, false); });
+                        double us = time_fn([&] { launch_small(c, dh[l], in, dw[l], db[l], m, n, k, relu, false); });
                         dim3 g = grid_of(c, m, n);
                         bool is_ship = packed(c) == packed(ship);
                         printf("CFG %u %u %u tile %ux%u groups %ux%u blocks %u us %.3f err %.1e%s\n", m, k, n, 1u << c.lr,
@@ -146,7 +108,7 @@ int main() {
                         if (err < 1e-5 && us < best_us) { best_us = us; best[l] = c; }
                     }
             // Leave the shipped config's output for the next layer.
-            launch(ship, dh[l], in, dw[l], db[l], m, n, k, relu, false);
+            launch_small(ship, dh[l], in, dw[l], db[l], m, n, k, relu, false);
             CK(cudaStreamSynchronize(st));
         }
         for (int which = 0; which < 2; which++) {
@@ -154,7 +116,7 @@ int main() {
             for (int l = 0; l < 3; l++) cs[l] = which ? best[l] : launcher(m, dims[l + 1], dims[l], (unsigned)sms);
             auto chain = [&] {
                 for (int l = 0; l < 3; l++)
-                    launch(cs[l], dh[l], l == 0 ? dx : dh[l - 1], dw[l], db[l], m, dims[l + 1], dims[l], l < 2, l > 0);
+                    launch_small(cs[l], dh[l], l == 0 ? dx : dh[l - 1], dw[l], db[l], m, dims[l + 1], dims[l], l < 2, l > 0);
             };
             double us = 0;
             for (int rep = 0; rep < 3; rep++) us += time_fn(chain) / 3;

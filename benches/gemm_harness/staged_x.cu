@@ -80,22 +80,8 @@ __global__ void __launch_bounds__(256, 2) xs_kernel(float *y, const float *x, co
     }
 }
 
-struct Cfg { unsigned lr, lc, lgr, lgc; };
-static unsigned packed(Cfg c) { return c.lr | c.lc << 2 | c.lgr << 4 | c.lgc << 6; }
-static dim3 grid_of(Cfg c, unsigned m, unsigned n) {
-    unsigned bm = 1u << (c.lr + c.lgr), bn = 1u << (c.lc + c.lgc);
-    return dim3((n + bn - 1) / bn, (m + bm - 1) / bm, 1);
-}
-static void launch_small(Cfg c, float *y, const float *x, const float *w, const float *b, unsigned m, unsigned n, unsigned k,
-                         bool relu, bool pdl) {
-    cudaLaunchConfig_t lc = {};
-    lc.gridDim = grid_of(c, m, n); lc.blockDim = dim3(256, 1, 1); lc.stream = st;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
-    lc.attrs = at; lc.numAttrs = pdl ? 1 : 0;
-    CK(cudaLaunchKernelEx(&lc, gc_linear_small_f32, y, x, w, b, m, n, k, (u32)(relu ? GC_LIN_RELU : 0u), (u32)packed(c)));
-}
+#include "small_common.cuh"
+
 static void launch_xs(int R, float *y, const float *x, const float *w, const float *b, unsigned m, unsigned n, unsigned k,
                       bool relu, bool pdl) {
     cudaLaunchConfig_t lc = {};
@@ -110,20 +96,6 @@ static void launch_xs(int R, float *y, const float *x, const float *w, const flo
     if (R == 2) CK(cudaLaunchKernelEx(&lc, xs_kernel<2>, y, x, w, b, m, n, k, rl));
     if (R == 4) CK(cudaLaunchKernelEx(&lc, xs_kernel<4>, y, x, w, b, m, n, k, rl));
     if (R == 8) CK(cudaLaunchKernelEx(&lc, xs_kernel<8>, y, x, w, b, m, n, k, rl));
-}
-static double check(const float *dy, const std::vector<float> &x, const std::vector<float> &w,
-                    const std::vector<float> &b, unsigned m, unsigned n, unsigned k, bool relu) {
-    std::vector<float> y((size_t)m * n);
-    CK(cudaMemcpy(y.data(), dy, y.size() * 4, cudaMemcpyDeviceToHost));
-    double worst = 0;
-    for (unsigned i = 0; i < m; i++)
-        for (unsigned j = 0; j < n; j++) {
-            double s = b[j], a = fabs(b[j]);
-            for (unsigned r = 0; r < k; r++) { double p = (double)x[(size_t)i * k + r] * w[(size_t)j * k + r]; s += p; a += fabs(p); }
-            if (relu && s < 0) s = 0;
-            worst = std::max(worst, fabs(y[(size_t)i * n + j] - s) / (a + 1e-30));
-        }
-    return worst;
 }
 int main() {
     CK(cudaStreamCreate(&st));
