@@ -1,7 +1,8 @@
 // Helpers of the small-batch harnesses (small.cu, staged_x.cu): a launch
 // config of gc_linear_small_f32 and its grid, a launch of it (optionally as
 // a programmatic dependent launch), and the float64 check of a layer's
-// output. Include after linear.cu and common.cuh.
+// output, and the notes' MLP on the device. Include after linear.cu and
+// common.cuh.
 #pragma once
 
 struct Cfg { unsigned lr, lc, lgr, lgc; };
@@ -43,3 +44,32 @@ static double check(const float *dy, const std::vector<float> &x, const std::vec
         }
     return worst;
 }
+
+// The notes' MLP (1024 -> 512 -> 256 -> 10) on the device: random weights
+// and biases (host copies hw, hb for the checks), a 64 x 1024 input dx, and
+// each layer's output buffer dh (64 rows).
+struct NotesMlp {
+    unsigned dims[4] = {1024, 512, 256, 10};
+    std::vector<float> hw[3], hb[3];
+    float *dw[3], *db[3], *dx, *dh[3];
+    NotesMlp() {
+        srand(7);
+        auto rnd = [](size_t n, float s) {
+            std::vector<float> v(n);
+            for (auto &e : v) e = s * (2.0f * rand() / RAND_MAX - 1.0f);
+            return v;
+        };
+        for (int l = 0; l < 3; l++) {
+            hw[l] = rnd((size_t)dims[l + 1] * dims[l], 1.0f / sqrtf((float)dims[l]));
+            hb[l] = rnd(dims[l + 1], 0.1f);
+            CK(cudaMalloc(&dw[l], hw[l].size() * 4));
+            CK(cudaMalloc(&db[l], hb[l].size() * 4));
+            CK(cudaMemcpy(dw[l], hw[l].data(), hw[l].size() * 4, cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(db[l], hb[l].data(), hb[l].size() * 4, cudaMemcpyHostToDevice));
+            CK(cudaMalloc(&dh[l], (size_t)64 * dims[l + 1] * 4));
+        }
+        std::vector<float> hx = rnd((size_t)64 * 1024, 1.0f);
+        CK(cudaMalloc(&dx, hx.size() * 4));
+        CK(cudaMemcpy(dx, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice));
+    }
+};

@@ -100,22 +100,10 @@ static void launch_xs(int R, float *y, const float *x, const float *w, const flo
 int main() {
     CK(cudaStreamCreate(&st));
     CK(cudaFuncSetAttribute(xs_kernel<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, 8 * 256 * 16));
-    const unsigned dims[4] = {1024, 512, 256, 10};
-    srand(7);
-    auto rnd = [](size_t n, float s) { std::vector<float> v(n); for (auto &e : v) e = s * (2.0f * rand() / RAND_MAX - 1.0f); return v; };
-    std::vector<float> hw[3], hb[3];
-    float *dw[3], *db[3], *dx, *dh[3];
-    for (int l = 0; l < 3; l++) {
-        hw[l] = rnd((size_t)dims[l + 1] * dims[l], 1.0f / sqrtf((float)dims[l]));
-        hb[l] = rnd(dims[l + 1], 0.1f);
-        CK(cudaMalloc(&dw[l], hw[l].size() * 4)); CK(cudaMalloc(&db[l], hb[l].size() * 4));
-        CK(cudaMemcpy(dw[l], hw[l].data(), hw[l].size() * 4, cudaMemcpyHostToDevice));
-        CK(cudaMemcpy(db[l], hb[l].data(), hb[l].size() * 4, cudaMemcpyHostToDevice));
-        CK(cudaMalloc(&dh[l], (size_t)64 * dims[l + 1] * 4));
-    }
-    std::vector<float> hx = rnd((size_t)64 * 1024, 1.0f);
-    CK(cudaMalloc(&dx, hx.size() * 4));
-    CK(cudaMemcpy(dx, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice));
+    NotesMlp mlp;
+    const unsigned *dims = mlp.dims;
+    std::vector<float> *hw = mlp.hw, *hb = mlp.hb;
+    float **dw = mlp.dw, **db = mlp.db, *dx = mlp.dx, **dh = mlp.dh;
     // shipped configs (launcher after stop 24's rule), per m and layer
     // the fastest configs of the shipped kernel alone (small.cu, this session)
     auto ship = [](unsigned m, int l) -> Cfg {
