@@ -198,6 +198,12 @@ def block_pool():
     )
     threads = load("pool_threads.json")["rows"]
     one, most = threads[0], threads[-1]
+    spread = {True: [], False: []}  # pinned or not: per-thread time over one thread's
+    for run in load("pool_threads_pinned.json")["runs"]:
+        spread[run["run"].startswith("taskset")] += [
+            r["mean_over_1"] for r in run["rows"] if r["threads"] > 1
+        ]
+    pinned, free = spread[True], spread[False]
     floor = load("perf15b_before_after.json")["host_floor_ns"]
     vs_async = c["cuMemAllocAsync_ns"] / c["gc_pool_ns"]
     vs_plain = c["cuMemAlloc_ns"] / c["gc_pool_ns"]
@@ -225,9 +231,13 @@ def block_pool():
             + (
                 ": the pools do not contend."
                 if most["mean_ns"] <= 1.25 * one["mean_ns"]
-                else f" ({n0(threads[1]['mean_ns'])} ns with 2 threads already: no line the "
-                "threads share explains it, likely SMT siblings; "
-                "`benches/results/perf15c_before_after.json`)."
+                else f" ({n0(threads[1]['mean_ns'])} ns with 2 threads already). No line the "
+                "threads share explains it (`benches/results/perf15c_before_after.json`): pinned "
+                "to two vCPUs of distinct cores (`taskset`), 2 and 4 threads ran at "
+                f"{min(pinned):.2f}\u2013{max(pinned):.2f}\u00d7 the one-thread time "
+                "(`benches/results/pool_threads_pinned.json`), and unpinned runs on that host "
+                f"spread from {min(free):.2f}\u00d7 to {max(free):.2f}\u00d7 from one run to the next: the "
+                "host's noise, not contention."
             )
             + f" Round 2 (`benches/results/round2_layout_before_after.json`) took the pair "
             f"from {n0(pair['before'])} to {n0(pair['after'])} ns. On the GPU host an atomic "
