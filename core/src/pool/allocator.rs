@@ -250,8 +250,9 @@ impl Allocator {
     /// `owner` is a capture); plan the allocation instead.
     ///
     /// An eager block freed while no capture is open, whose pages are all
-    /// clean, is parked (up to `blocks::PARKED` of them) rather than merged into
-    /// free space: engines free and allocate the same sizes over and over.
+    /// clean, is parked (up to `blocks::PARKED` of them) rather than merged
+    /// into free space: engines free and allocate the same sizes over and
+    /// over.
     /// Every other operation settles the parked blocks first (merges them
     /// as `free` would have), so placement, growth, trim and captures see
     /// the same free space as without parking.
@@ -482,7 +483,8 @@ impl Allocator {
     }
 
     /// Plans a trim: the mapped pages that are wholly free and untainted.
-    /// Settles the parked blocks, otherwise pure; the driver synchronizes, unmaps them, then calls `commit_trim`.
+    /// Settles the parked blocks, otherwise pure; the driver synchronizes,
+    /// unmaps them, then calls `commit_trim`.
     pub fn plan_trim(&mut self) -> PagePlan {
         self.settle();
         let g = self.cfg.granularity;
