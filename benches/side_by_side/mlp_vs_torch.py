@@ -26,30 +26,17 @@ Python package on PYTHONPATH and the library (GRAPHCORE_LIB).
 import copy
 import json
 import os
-import statistics
 import sys
-import time
 
 import torch
 
 import graphcore as gc
+from walltime import median_us
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 OUT = os.environ.get("OUT", "benches/results")
 QUICK = os.environ.get("GC_QUICK") == "1"
-
-
-def median_us(fn, iters=1000, reps=7):
-    times = []
-    for _ in range(reps):
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t) * 1e6 / iters)
-    return statistics.median(times)
 
 
 ctx = gc.Context(0)

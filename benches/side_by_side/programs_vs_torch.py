@@ -21,7 +21,6 @@ programs are stage/examples/*, see scripts/gpu-check).
 """
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,6 +28,7 @@ import time
 
 import numpy as np
 import torch
+from walltime import median_us
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
@@ -36,20 +36,6 @@ OUT = os.environ.get("OUT", "benches/results")
 EXAMPLES = os.environ.get("GC_EXAMPLES", "stage/examples")
 tmp = tempfile.mkdtemp()
 BUCKETS = (1, 4, 16, 32)
-
-
-def median_us(fn, iters=1000, reps=7):
-    """Median wall time per call of `iters` back-to-back calls, synchronized
-    at the end (as the notes time them)."""
-    times = []
-    for _ in range(reps):
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t) * 1e6 / iters)
-    return statistics.median(times)
 
 
 # ---------------------------------------------------------------- MLP

@@ -26,12 +26,11 @@ graphcore Python package on PYTHONPATH and the library (GRAPHCORE_LIB).
 """
 import json
 import os
-import statistics
-import time
 
 import torch
 
 import graphcore as gc
+from walltime import median_us
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
@@ -39,18 +38,6 @@ OUT = os.environ.get("OUT", "benches/results")
 QUICK = os.environ.get("GC_QUICK") == "1"
 STEPS = 20
 MEAN_LR = 0.1
-
-
-def median_us(fn, iters=200, reps=5):
-    times = []
-    for _ in range(reps):
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t) * 1e6 / iters)
-    return statistics.median(times)
 
 
 ctx = gc.Context(0)
@@ -160,8 +147,8 @@ for kind in ("linear", "mlp2"):
                 ours_losses = losses(ours, ours.launch)
                 theirs_losses = losses(theirs, theirs.replay)
                 diff = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(ours_losses, theirs_losses))
-                t_torch = median_us(theirs.replay)
-                t_gc = median_us(ours.launch)
+                t_torch = median_us(theirs.replay, iters=200, reps=5)
+                t_gc = median_us(ours.launch, iters=200, reps=5)
                 row.update({"graphcore_nodes": ours.nodes, "torch_graph_us": t_torch, "graphcore_us": t_gc,
                             "speedup": t_torch / t_gc, "loss_first": theirs_losses[0],
                             "loss_last": theirs_losses[-1], "loss_max_rel_diff": diff})
