@@ -107,8 +107,9 @@ class GcStep:
                 w1, b1, w2, b2 = self.params
                 gc.op_mlp2_mse_step(stream, w1, b1, w2, b2, x, y, self.loss, rows, width, width, width,
                                     1.0, lr, self.ws, nbytes)
-        self.nodes = cap.graph.node_count
-        self.exec = cap.graph.instantiate()
+        self.graph = cap.graph
+        self.nodes = self.graph.node_count
+        self.exec = self.graph.instantiate()
 
     def launch(self):
         self.exec.launch(stream)
