@@ -703,8 +703,9 @@ def block_mlp():
         lines.append(f"| {w} | {n} | " + " | ".join(cells) + " |")
     # Cells whose two columns run the same per-layer launches yet differ by
     # more than 1.5x are one run's outliers; a recheck file says so.
-    recheck = RESULTS / "mlp_vs_torch_recheck_h200.json"
-    again = {(r["width"], r["layers"], r["batch"]): r for r in load(recheck.name)["sweep"]} if recheck.exists() else {}
+    recheck_name = "mlp_vs_torch_recheck_h200.json"
+    recheck = load(recheck_name) if (RESULTS / recheck_name).exists() else {"sweep": []}
+    again = {(r["width"], r["layers"], r["batch"]): r for r in recheck["sweep"]}
     for r in p["sweep"]:
         odd = not r["fused"] and max(r["graphcore_us"], r["graphcore_per_layer_us"]) > 1.5 * min(
             r["graphcore_us"], r["graphcore_per_layer_us"])
@@ -716,7 +717,7 @@ def block_mlp():
                     f"- Width {r['width']}, {r['layers']} layers, batch {r['batch']}: the `GC_MLP_FUSED` column "
                     f"took {r['graphcore_us']:.1f} \u00b5s against {r['graphcore_per_layer_us']:.1f} \u00b5s per "
                     f"layer, though both ran the same per-layer launches: one run's outlier. Rechecked on an "
-                    f"{load(recheck.name)['device']} ({recheck.name}): {a['graphcore_us']:.1f} against "
+                    f"{recheck['device']} ({recheck_name}): {a['graphcore_us']:.1f} against "
                     f"{a['graphcore_per_layer_us']:.1f} \u00b5s, {a['speedup']:.2f}\u00d7 PyTorch's graph there."
                 ).replace("\n", "\n  "),
             ]
