@@ -174,6 +174,26 @@ def block_reliability():
     return "\n".join(out)
 
 
+def block_gpu_run():
+    """The last complete stage/run.sh (benches/results/gpu_check_h200.txt):
+    its summary, the suite's test count, and the second run's count with
+    exactly the shipped library."""
+    text = (RESULTS / "gpu_check_h200.txt").read_text()
+    passed, failed = map(int, re.search(r"^gpu-check: (\d+) passed, (\d+) failed", text, re.M).groups())
+    first, second = text.split("# second device call", 1)
+    suite = int(re.search(r"^test result: ok\. (\d+) passed", first, re.M).group(1))
+    again = re.search(r"^test result: (ok|FAILED)\. (\d+) passed; (\d+) failed", second, re.M)
+    return prose(
+        f"The GPU rows were last confirmed by a complete `bash stage/run.sh` on an NVIDIA H200 on "
+        f"2026-11-28: {passed} of {passed + failed} steps passed ({suite} suite tests with the GPU ones, the "
+        f"examples, Python, memcheck, racecheck, synccheck, the device fault; "
+        f"`benches/results/gpu_check_h200.txt`). The library of that run also carried a cluster-kernel "
+        f"prefetch that was measured and not shipped (`kernels/TUNING.md`); in a second run the same day "
+        f"the suite's {again.group(2)} tests, GPU ones included, passed with exactly this library "
+        f"({again.group(3)} failed)."
+    )
+
+
 def block_device():
     device, _, driver = (RESULTS / "bench_log.txt").read_text().splitlines()[0].partition(", ")
     torch = load("kernels_vs_torch.json")["torch"]
@@ -980,6 +1000,7 @@ BLOCKS = {
     "fresh-make-test": block_fresh_make_test,
     "reliability": block_reliability,
     "device": block_device,
+    "gpu-run": block_gpu_run,
     "pool": block_pool,
     "graphs": block_graphs,
     "perf-scaling": block_perf_scaling,
