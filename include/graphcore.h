@@ -375,6 +375,37 @@ typedef struct gc_stream gc_stream;
 enum gc_status gc_stream_create(struct gc_context *ctx, struct gc_stream **stream);
 
 /**
+ * Creates a non-blocking stream owned by graphcore, as gc_stream_create,
+ * whose work the GPU schedules by `priority`: lower numbers are higher
+ * priorities, from gc_stream_priority_range's `least` (the default, 0 on
+ * current GPUs) to its `greatest` (e.g. -5). When blocks of several
+ * kernels wait for free SMs, those of higher-priority streams start first;
+ * running blocks are not preempted. Kernels captured on the stream keep its
+ * priority as a node attribute, which an exec instantiated with
+ * GC_INSTANTIATE_USE_NODE_PRIORITY uses (otherwise every node runs at the
+ * priority of the stream the exec is launched on). Typical use: a
+ * high-priority stream for collectives (NCCL) that overlap a GEMM.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (ctx or stream is NULL, or priority
+ * outside the device's range; the message gives the range),
+ * GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY (the
+ * driver or the handle table is out of memory), GC_ERROR_CUDA,
+ * GC_ERROR_DEVICE_FAULT (from the driver).
+ */
+enum gc_status gc_stream_create_with_priority(struct gc_context *ctx,
+                                              int priority,
+                                              struct gc_stream **stream);
+
+/**
+ * Writes the stream priorities of ctx's device: *least (the default
+ * priority, 0 on current GPUs) and *greatest (the highest priority, the
+ * lowest number, e.g. -5), for gc_stream_create_with_priority.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (ctx, least or greatest is NULL),
+ * GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_CUDA,
+ * GC_ERROR_DEVICE_FAULT (from the driver).
+ */
+enum gc_status gc_stream_priority_range(struct gc_context *ctx, int *least, int *greatest);
+
+/**
  * Borrows `raw`, a CUstream or cudaStream_t of ctx's device that the
  * caller owns and keeps alive while graphcore uses it (graphcore never
  * destroys it; gc_stream_destroy drops only the handle). NULL is the

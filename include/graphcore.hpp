@@ -171,6 +171,9 @@ public:
     stream() noexcept = default;
     /** gc_stream_create(ctx): a stream graphcore owns. */
     explicit stream(gc_context *ctx) { check(gc_stream_create(ctx, &h_)); }
+    /** gc_stream_create_with_priority(ctx, priority): a stream graphcore
+     * owns, of that priority (gc_stream_priority_range gives the range). */
+    stream(gc_context *ctx, int priority) { check(gc_stream_create_with_priority(ctx, priority, &h_)); }
     /** gc_stream_wrap(ctx, raw): borrows a CUstream / cudaStream_t. */
     static stream wrap(gc_context *ctx, void *raw) {
         gc_stream *s = nullptr;

@@ -38,7 +38,8 @@ Z(cuCtxSynchronize)
 CUresult cuGetErrorName(int c, const char **s) { (void)c; *s = "CUDA_ERROR_FAKE"; return 0; }
 CUresult cuGetErrorString(int c, const char **s) { (void)c; *s = "fake"; return 0; }
 CUresult cuGetProcAddress_v2(const char *n, void **p, int v, unsigned long long f, int *st) { (void)n; (void)v; (void)f; *p = 0; if (st) *st = 1; return 500; }
-CUresult cuStreamCreate(void **s, unsigned f) { (void)f; *s = calloc(1, sizeof(struct stream)); return 0; }
+CUresult cuStreamCreateWithPriority(void **s, unsigned f, int p) { (void)f; (void)p; *s = calloc(1, sizeof(struct stream)); return 0; }
+CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest) { *least = 0; *greatest = -5; return 0; }
 CUresult cuStreamDestroy_v2(void *s) { free(s); return 0; }
 Z(cuStreamSynchronize) Z(cuStreamWaitEvent)
 CUresult cuStreamBeginCapture_v2(struct stream *s, int m) { (void)m; if (s->capturing) return 900; s->capturing = 1; s->n = 0; return 0; }

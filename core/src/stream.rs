@@ -8,7 +8,7 @@ use crate::arg::ArgDecl;
 use crate::context::Context;
 use crate::driver::owned::{Owned, Shared};
 use crate::driver::{self, stream as ds, CUevent, CUstream};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{ensure_arg, Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::lock::{get_mut, lock};
 use crate::pool::PoolCapture;
@@ -132,11 +132,33 @@ impl OpenCapture {
 }
 
 impl Stream {
-    /// Creates a non-blocking stream owned by graphcore.
+    /// Creates a non-blocking stream owned by graphcore (default priority).
     pub fn new(ctx: &Context) -> Result<Stream> {
-        ctx.bind()?;
-        let owned = Owned::new(ds::create()?, ctx.primary());
+        Self::with_priority(ctx, 0)
+    }
+
+    /// Creates a non-blocking stream owned by graphcore whose work the GPU
+    /// schedules by `priority`: lower numbers are higher priorities, within
+    /// [`Stream::priority_range`] (anything outside is InvalidArgument
+    /// naming the range). Kernels captured on it keep the priority as a
+    /// node attribute (used by execs instantiated with
+    /// `instantiate_flags::USE_NODE_PRIORITY`).
+    pub fn with_priority(ctx: &Context, priority: i32) -> Result<Stream> {
+        let (least, greatest) = Self::priority_range(ctx)?;
+        ensure_arg!(
+            (greatest..=least).contains(&priority),
+            "priority {priority} is outside device {}'s stream priorities, {least} (least) to {greatest} (greatest)",
+            ctx.ordinal()
+        );
+        let owned = Owned::new(ds::create(priority)?, ctx.primary());
         Self::from_parts(ctx, owned.raw(), Some(owned))
+    }
+
+    /// The stream priorities of `ctx`'s device: `(least, greatest)`, the
+    /// greatest priority being the lowest number (`(0, -5)` on recent GPUs).
+    pub fn priority_range(ctx: &Context) -> Result<(i32, i32)> {
+        ctx.bind()?;
+        ds::priority_range()
     }
 
     /// Borrows a `CUstream` (or `cudaStream_t`, the same handle) the caller

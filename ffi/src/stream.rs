@@ -10,7 +10,7 @@ use crate::context::{context, gc_context};
 use crate::handle::Registry;
 use crate::status::{boundary, gc_status};
 use graphcore_core::Stream;
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 
 /// A CUDA stream: created by graphcore, or a borrowed CUstream/cudaStream_t.
 ///
@@ -48,6 +48,56 @@ pub extern "C" fn gc_stream_create(ctx: *mut gc_context, stream: *mut *mut gc_st
         let out = Out::new(stream, "stream")?;
         let s = Stream::new(&context(ctx)?)?;
         out.set(STREAMS.insert(s)? as *mut gc_stream);
+        Ok(())
+    })
+}
+
+/// Creates a non-blocking stream owned by graphcore, as gc_stream_create,
+/// whose work the GPU schedules by `priority`: lower numbers are higher
+/// priorities, from gc_stream_priority_range's `least` (the default, 0 on
+/// current GPUs) to its `greatest` (e.g. -5). When blocks of several
+/// kernels wait for free SMs, those of higher-priority streams start first;
+/// running blocks are not preempted. Kernels captured on the stream keep its
+/// priority as a node attribute, which an exec instantiated with
+/// GC_INSTANTIATE_USE_NODE_PRIORITY uses (otherwise every node runs at the
+/// priority of the stream the exec is launched on). Typical use: a
+/// high-priority stream for collectives (NCCL) that overlap a GEMM.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or stream is NULL, or priority
+/// outside the device's range; the message gives the range),
+/// GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY (the
+/// driver or the handle table is out of memory), GC_ERROR_CUDA,
+/// GC_ERROR_DEVICE_FAULT (from the driver).
+#[no_mangle]
+pub extern "C" fn gc_stream_create_with_priority(
+    ctx: *mut gc_context,
+    priority: c_int,
+    stream: *mut *mut gc_stream,
+) -> gc_status {
+    boundary("gc_stream_create_with_priority", || {
+        let out = Out::new(stream, "stream")?;
+        let s = Stream::with_priority(&context(ctx)?, priority)?;
+        out.set(STREAMS.insert(s)? as *mut gc_stream);
+        Ok(())
+    })
+}
+
+/// Writes the stream priorities of ctx's device: *least (the default
+/// priority, 0 on current GPUs) and *greatest (the highest priority, the
+/// lowest number, e.g. -5), for gc_stream_create_with_priority.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx, least or greatest is NULL),
+/// GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_CUDA,
+/// GC_ERROR_DEVICE_FAULT (from the driver).
+#[no_mangle]
+pub extern "C" fn gc_stream_priority_range(
+    ctx: *mut gc_context,
+    least: *mut c_int,
+    greatest: *mut c_int,
+) -> gc_status {
+    boundary("gc_stream_priority_range", || {
+        let (least, greatest) = (Out::new(least, "least")?, Out::new(greatest, "greatest")?);
+        let (l, g) = Stream::priority_range(&context(ctx)?)?;
+        least.set(l);
+        greatest.set(g);
         Ok(())
     })
 }

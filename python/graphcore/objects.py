@@ -331,17 +331,23 @@ class HostBuffer:
 
 
 class Stream(_Handle):
-    """gc_stream_create(ctx): a stream graphcore owns; Stream.wrap(ctx, s)
-    borrows one you own (a torch.cuda.Stream, a CuPy stream, a raw
-    CUstream as an int; closing the wrapper leaves it alive). Several threads
-    may enqueue on one Stream; close() must not race with them."""
+    """gc_stream_create(ctx): a stream graphcore owns; Stream(ctx, priority)
+    is gc_stream_create_with_priority (lower numbers are higher priorities,
+    within Stream.priority_range(ctx)); Stream.wrap(ctx, s) borrows one you
+    own (a torch.cuda.Stream, a CuPy stream, a raw CUstream as an int;
+    closing the wrapper leaves it alive). Several threads may enqueue on one
+    Stream; close() must not race with them."""
 
     _destroy = "gc_stream_destroy"
 
-    def __init__(self, context):
+    def __init__(self, context, priority=None):
         super().__init__()
         h = _out()
-        lib.gc_stream_create(_handle_of(context, Context, "Stream", "context"), C.byref(h))
+        ctx = _handle_of(context, Context, "Stream", "context")
+        if priority is None:
+            lib.gc_stream_create(ctx, C.byref(h))
+        else:
+            lib.gc_stream_create_with_priority(ctx, int(priority), C.byref(h))
         self._h = h.value
         self.context = context
         self.borrowed = None
@@ -353,6 +359,15 @@ class Stream(_Handle):
         obj.borrowed = None
         obj._host_fns = []
         return obj
+
+    @staticmethod
+    def priority_range(context):
+        """gc_stream_priority_range: ``(least, greatest)`` stream priorities
+        of the context's device, e.g. ``(0, -5)``."""
+        least, greatest = C.c_int(), C.c_int()
+        lib.gc_stream_priority_range(_handle_of(context, Context, "Stream.priority_range", "context"),
+                                     C.byref(least), C.byref(greatest))
+        return least.value, greatest.value
 
     @classmethod
     def wrap(cls, context, stream):

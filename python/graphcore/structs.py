@@ -224,6 +224,8 @@ PROTOTYPES = {
     "gc_context_destroy": (_S, [_H]),
     # streams
     "gc_stream_create": (_S, [_H, _P(_H)]),
+    "gc_stream_create_with_priority": (_S, [_H, C.c_int, _P(_H)]),
+    "gc_stream_priority_range": (_S, [_H, _P(C.c_int), _P(C.c_int)]),
     "gc_stream_wrap": (_S, [_H, _D, _P(_H)]),
     "gc_stream_raw": (_S, [_H, _P(_D)]),
     "gc_stream_wait_stream": (_S, [_H, _H]),

@@ -32,6 +32,16 @@ def test_context_info(ctx):
     ctx.synchronize()
 
 
+def test_stream_priorities(ctx):
+    least, greatest = gc.Stream.priority_range(ctx)
+    assert greatest <= least
+    with gc.Stream(ctx, priority=greatest) as high, gc.Stream(ctx, priority=least) as low:
+        high.synchronize()
+        low.synchronize()
+    with pytest.raises(gc.InvalidArgumentError, match="outside"):
+        gc.Stream(ctx, priority=greatest - 1)
+
+
 def test_pool(ctx):
     with gc.Pool(ctx, initial_bytes=4 << 20, max_bytes=8 << 20) as pool:
         a = pool.alloc(1000)

@@ -395,6 +395,35 @@ static void stream_functions(void) {
     CHECK(s == NULL);
     objects_work();
 
+    COVER(gc_stream_priority_range);
+    int least = 7, greatest = 7;
+    EXPECT2(gc_stream_priority_range(fx.ctx, NULL, &greatest), GC_ERROR_INVALID_ARGUMENT, GC_ERROR_INVALID_ARGUMENT);
+    EXPECT2(gc_stream_priority_range(fx.ctx, &least, NULL), GC_ERROR_INVALID_ARGUMENT, GC_ERROR_INVALID_ARGUMENT);
+    BAD_HANDLE_ARG(K_CONTEXT, h, gc_stream_priority_range(h, &least, &greatest), GC_ERROR_INVALID_ARGUMENT);
+    CHECK(least == 7 && greatest == 7);
+    if (fx.gpu) {
+        EXPECT_OK(gc_stream_priority_range(fx.ctx, &least, &greatest));
+        CHECK(greatest <= least);
+    }
+    objects_work();
+
+    COVER(gc_stream_create_with_priority);
+    EXPECT2(gc_stream_create_with_priority(fx.ctx, 0, NULL), GC_ERROR_INVALID_ARGUMENT, GC_ERROR_INVALID_ARGUMENT);
+    BAD_HANDLE_ARG(K_CONTEXT, h, gc_stream_create_with_priority(h, 0, &s), GC_ERROR_INVALID_ARGUMENT);
+    CHECK(s == NULL);
+    if (fx.gpu) {
+        check_case = "a priority below the greatest, then above the least";
+        EXPECT_STATUS(gc_stream_create_with_priority(fx.ctx, greatest - 1, &s), GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_STATUS(gc_stream_create_with_priority(fx.ctx, least + 1, &s), GC_ERROR_INVALID_ARGUMENT);
+        CHECK(s == NULL);
+        EXPECT_OK(gc_stream_create_with_priority(fx.ctx, greatest, &s));
+        EXPECT_OK(gc_memset_async(s, fx.buf, 0, BUF_BYTES));
+        EXPECT_OK(gc_stream_synchronize(s));
+        EXPECT_OK(gc_stream_destroy(s));
+        s = NULL;
+    }
+    objects_work();
+
     COVER(gc_stream_wrap);
     EXPECT_STATUS(gc_stream_wrap(fx.ctx, NULL, NULL), GC_ERROR_INVALID_ARGUMENT);
     BAD_HANDLE_ARG(K_CONTEXT, h, gc_stream_wrap(h, NULL, &s), GC_ERROR_INVALID_ARGUMENT);

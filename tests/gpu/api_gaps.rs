@@ -405,3 +405,49 @@ fn element_memsets_set_whole_elements_and_refuse_misalignment() {
     assert_eq!(&updated[11..15], &[0x2222_2222; 4]);
     assert_eq!(updated[15], 0xabcd_2222);
 }
+
+/// Streams of a priority: the device's range is read, priorities outside
+/// it are refused naming it, and kernels captured on a high-priority
+/// stream forked from a normal one run (with their node priority) in an
+/// exec instantiated with USE_NODE_PRIORITY, eagerly too.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn high_priority_streams_run_eagerly_and_as_priority_nodes_of_a_capture() {
+    let c = ctx();
+    let (least, greatest) = Stream::priority_range(&c).unwrap();
+    assert!(greatest <= least, "range {least}..{greatest}");
+    for bad in [greatest - 1, least + 1] {
+        let e = Stream::with_priority(&c, bad).err().expect("accepted");
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{}", e.message());
+        assert!(
+            e.message().contains(&format!("{greatest} (greatest)")),
+            "{}",
+            e.message()
+        );
+    }
+    let (main, high) = (
+        Stream::new(&c).unwrap(),
+        Stream::with_priority(&c, greatest).unwrap(),
+    );
+    let p = pool(&c);
+    let n = 1 << 16;
+    let a = filled(&main, &p, n, 1.0);
+    let b = p.alloc(n as u64 * 4).unwrap();
+    high.wait_stream(&main).unwrap();
+    scale(&high, b, a, n, 3.0);
+    main.wait_stream(&high).unwrap();
+    assert_eq!(download(&main, b, 2), vec![3.0; 2]);
+
+    begin_capture(&main, None, CaptureMode::ThreadLocal).unwrap();
+    scale(&main, a, a, n, 2.0);
+    high.wait_stream(&main).unwrap(); // fork
+    scale(&high, b, a, n, 3.0);
+    main.wait_stream(&high).unwrap(); // join
+    let g = end_capture(&main).unwrap();
+    let e = Exec::new(&g, graphcore_core::instantiate_flags::USE_NODE_PRIORITY).unwrap();
+    for round in 1..=3 {
+        e.launch(&main).unwrap();
+        let a_now = 2f32.powi(round);
+        assert_eq!(download(&main, b, 2), vec![a_now * 3.0; 2], "round {round}");
+    }
+}

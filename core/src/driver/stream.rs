@@ -5,15 +5,35 @@ use crate::error::Result;
 use crate::timing::{timed, Span};
 use std::ffi::c_void;
 
-/// Creates a non-blocking stream in the current context.
-pub(crate) fn create() -> Result<CUstream> {
+/// Creates a non-blocking stream of `priority` (0: the default; lower
+/// numbers are higher priorities, within [`priority_range`]) in the current
+/// context.
+pub(crate) fn create(priority: i32) -> Result<CUstream> {
     let mut s = std::ptr::null_mut();
     check(
         // SAFETY: writes one stream handle.
-        unsafe { sys::cuStreamCreate(&mut s, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32) },
-        "cuStreamCreate",
+        unsafe {
+            sys::cuStreamCreateWithPriority(
+                &mut s,
+                sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
+                priority,
+            )
+        },
+        "cuStreamCreateWithPriority",
     )?;
     Ok(s)
+}
+
+/// The current context's stream priorities: `(least, greatest)`, the
+/// greatest being the lowest number (e.g. `(0, -5)`).
+pub(crate) fn priority_range() -> Result<(i32, i32)> {
+    let (mut least, mut greatest) = (0, 0);
+    check(
+        // SAFETY: writes two ints.
+        unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) },
+        "cuCtxGetStreamPriorityRange",
+    )?;
+    Ok((least, greatest))
 }
 
 /// Destroys a stream created by [`create`].
