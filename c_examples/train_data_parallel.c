@@ -9,12 +9,20 @@
  * B/N rows of the batch and, in one captured graph per rank:
  *   pred = linear(x_r)                            gc_op_linear
  *   loss_r, grad = 2 (pred - y_r) / (B/N)         gc_op_mse (mean over its rows)
- *   dW_r = grad^T x_r, db_r = sum rows of grad    gc_op_linear_backward_weight, gc_op_bias_grad
- *   all-reduce [dW | db | loss] (sum)             ncclAllReduce, in place, pool memory
- *   [dW | db] *= 1/N                              gc_op_scale ("sum, then scale")
- *   W -= lr dW, b -= lr db                        gc_op_sgd
- * which is exactly the step on the whole batch with the gradient of the loss
- * averaged over the batch (up to the order of float sums). Each rank then
+ *   db_r = sum rows of grad                       gc_op_bias_grad
+ *   all-reduce [db | loss] (sum)                  ncclAllReduce, in place, pool memory
+ *   b -= (lr / N) db                              gc_op_sgd ("sum, then scale")
+ *   for each of C row chunks of W (--chunks, 4):
+ *     dW_r[chunk] = grad[:, chunk]^T x_r          gc_gemm_f32 (gc_launch)
+ *     all-reduce dW[chunk] (sum)                  ncclAllReduce
+ *     W[chunk] -= (lr / N) dW[chunk]              gc_op_sgd
+ * The collectives and SGD run on a second stream, of the device's highest
+ * priority, that forks from the main one and joins it at the end, so chunk
+ * c's all-reduce overlaps chunk c+1's GEMM (DDP's gradient buckets, inside
+ * one graph); the exec is instantiated with GC_INSTANTIATE_USE_NODE_PRIORITY
+ * so that the collectives' blocks take SMs ahead of the GEMM's. This is exactly the step
+ * on the whole batch with the gradient of the loss averaged over the batch
+ * (up to the order of float sums). Each rank then
  * trains the same model alone on the whole batch on its GPU (the same
  * kernels, no collective) and checks that its loss trajectory (every step)
  * and final weights equal the data-parallel ones within 1e-5, relative
@@ -48,7 +56,7 @@
  * it runs N = 1 and says that two-GPU runs need two devices: the
  * communicator of one rank still takes the ncclAllReduce call under capture,
  * but NCCL enqueues no work for an in-place all-reduce of one rank, so that
- * graph holds graphcore's 7 kernels only; a captured NCCL kernel needs two.
+ * graph holds graphcore's kernels only; a captured NCCL kernel needs two.
  * NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 in the environment force NCCL's
  * network transport (what separate hosts use); NCCL_NVLS_ENABLE is set to 0
  * here unless set (NVLink multicast stays off).
@@ -140,6 +148,9 @@ static void load_nccl(void) {
 typedef struct {
     gc_context *ctx;
     gc_stream *s;
+    gc_stream *side;         /* data-parallel runs: the collectives and SGD (NULL: none) */
+    void *side_raw;          /* its CUstream, for NCCL */
+    gc_function *gemm;       /* gc_gemm_f32, for the weight gradient's row chunks */
     gc_pool *pool;
     uint32_t rows;           /* this replica's rows of the batch */
     float *w, *b, *x, *y;    /* parameters and its slice of the batch */
@@ -192,21 +203,62 @@ static void replica_init(replica *m, gc_context *ctx, gc_stream *s, gc_pool *poo
 
 static float *loss_of(const replica *m) { return m->bucket + (size_t)D * D + D; }
 
-/* One step on the replica's stream; with a communicator of `nranks`, the
- * gradients are all-reduced (sum) and scaled by 1/nranks before SGD. */
-static void step(const replica *m, nccl_comm comm, int nranks, void *raw_stream) {
+/* dW[r0, r1) = grad[:, r0:r1]^T x: rows r0..r1 of the weight gradient, with
+ * the built-in GEMM that gc_op_linear_backward_weight runs (A transposed,
+ * 128 x 128 tiles; each output is summed over the batch rows in order,
+ * whatever the tile, so the chunks are bitwise the unchunked result). */
+static void weight_grad_rows(const replica *m, uint32_t r0, uint32_t r1) {
+    float *c = m->bucket + (size_t)r0 * D, *a = m->grad + r0, *b = m->x, *bias = NULL;
+    uint32_t rows = r1 - r0, n = D, k = m->rows, lda = D, ldb = D, ldc = D, flags = 1 /* A stored k x m */, tile = 0;
+    float alpha = 1.0f, beta = 0.0f;
+    void *args[] = {&c, &a, &b, &bias, &rows, &n, &k, &lda, &ldb, &ldc, &flags, &alpha, &beta, &tile};
+    gc_dim3 grid = {((rows + 127) / 128) * ((D + 127) / 128), 1, 1}, block = {256, 1, 1};
+    TRY(gc_launch(m->gemm, m->s, grid, block, 0, args));
+}
+
+/* --chunks: the weight gradient's row chunks, each all-reduced as soon as
+ * it is computed (4; 1: one all-reduce after the whole gradient). */
+static int grad_chunks = 4;
+/* --comm-priority high|normal: the side stream's priority (high). */
+static int comm_priority_high = 1;
+
+/* One step. Without a communicator (one GPU, the whole batch): forward, loss,
+ * gradients and SGD on the replica's stream. With one (`nranks` ranks),
+ * the gradient is all-reduced (sum) and scaled by 1/nranks, the scale
+ * folded into SGD's rate (w -= (lr / N) * sum), and the communication
+ * overlaps the backward pass as DDP's gradient buckets do: the side stream
+ * forks from the main one; [db | loss] is all-reduced first, then each row
+ * chunk of dW as soon as the main stream has computed it, while the main
+ * stream computes the next; each chunk's SGD follows its all-reduce there;
+ * the main stream joins the side stream at the end. */
+static void step(const replica *m, nccl_comm comm, int nranks) {
     float *dw = m->bucket, *db = m->bucket + (size_t)D * D;
     TRY(gc_op_linear(m->s, m->pred, m->x, m->w, m->b, m->rows, D, D, 0));
     TRY(gc_op_mse(m->s, loss_of(m), m->grad, m->pred, m->y, (uint64_t)m->rows * D, 1.0f / (float)m->rows, m->ws,
                   m->ws_bytes));
-    TRY(gc_op_linear_backward_weight(m->s, dw, m->grad, m->x, m->rows, D, D));
     TRY(gc_op_bias_grad(m->s, db, m->grad, m->rows, D));
-    if (comm) {
-        NCCL(nccl.all_reduce(m->bucket, m->bucket, BUCKET, NCCL_FLOAT32, NCCL_SUM, comm, raw_stream));
-        TRY(gc_op_scale(m->s, m->bucket, m->bucket, (uint64_t)D * D + D, 1.0f / (float)nranks));
+    if (!comm) {
+        TRY(gc_op_linear_backward_weight(m->s, dw, m->grad, m->x, m->rows, D, D));
+        TRY(gc_op_sgd(m->s, m->w, dw, (uint64_t)D * D, LR));
+        TRY(gc_op_sgd(m->s, m->b, db, D, LR));
+        return;
     }
-    TRY(gc_op_sgd(m->s, m->w, dw, (uint64_t)D * D, LR));
-    TRY(gc_op_sgd(m->s, m->b, db, D, LR));
+    float lr = LR / (float)nranks;
+    TRY(gc_stream_wait_stream(m->side, m->s)); /* fork */
+    NCCL(nccl.all_reduce(db, db, (size_t)D + 1, NCCL_FLOAT32, NCCL_SUM, comm, m->side_raw));
+    TRY(gc_op_sgd(m->side, m->b, db, D, lr));
+    for (int c = 0; c < grad_chunks; c++) {
+        /* Chunk boundaries on multiples of 4 rows (16-byte aligned rows). */
+        uint32_t r0 = (uint32_t)((uint64_t)D * c / grad_chunks) & ~3u;
+        uint32_t r1 = c + 1 == grad_chunks ? D : (uint32_t)((uint64_t)D * (c + 1) / grad_chunks) & ~3u;
+        if (r1 <= r0) continue;
+        size_t n = (size_t)(r1 - r0) * D;
+        weight_grad_rows(m, r0, r1);
+        TRY(gc_stream_wait_stream(m->side, m->s));
+        NCCL(nccl.all_reduce(dw + (size_t)r0 * D, dw + (size_t)r0 * D, n, NCCL_FLOAT32, NCCL_SUM, comm, m->side_raw));
+        TRY(gc_op_sgd(m->side, m->w + (size_t)r0 * D, dw + (size_t)r0 * D, n, lr));
+    }
+    TRY(gc_stream_wait_stream(m->s, m->side)); /* join */
 }
 
 /* Trains `m` for train_steps steps by replaying `exec` (or eagerly when exec is
@@ -214,7 +266,7 @@ static void step(const replica *m, nccl_comm comm, int nranks, void *raw_stream)
 static void train(const replica *m, gc_exec *exec, float *losses) {
     for (int i = 0; i < train_steps; i++) {
         if (exec) TRY(gc_exec_launch(exec, m->s));
-        else step(m, NULL, 1, NULL);
+        else step(m, NULL, 1);
         TRY(gc_memcpy_async(m->s, losses + i, loss_of(m), sizeof(float)));
     }
     TRY(gc_stream_synchronize(m->s));
@@ -294,12 +346,13 @@ static double time_us(const replica *m, gc_exec *exec, nccl_comm comm, void *raw
     return now_us() - t0;
 }
 
-/* --bench: the step's throughput, and one all-reduce of the bucket in a
- * graph against the same all-reduce launched eagerly (each measured alone,
- * medians of 5 runs). Rank 0 prints one BENCH line of JSON. */
+/* --bench: the step's throughput; with several ranks, one all-reduce of
+ * the whole bucket in a graph against the same all-reduce launched eagerly
+ * (each measured alone), with one, the plain one-GPU step (medians of 5
+ * runs). Rank 0 prints one BENCH line of JSON. */
 static void bench_rank(rank_job *job, const replica *dp, gc_exec *step_exec, nccl_comm comm, void *raw, int steps) {
     enum { RUNS = 5, AR_ITERS = 50 };
-    double eager[RUNS], graph[RUNS], step[RUNS];
+    double eager[RUNS], graph[RUNS], dp_step[RUNS], plain_step[RUNS];
     /* One rank: NCCL enqueues nothing for an in-place all-reduce (the graph
      * would be empty), so only the step is timed. */
     int collective = job->nranks > 1;
@@ -313,33 +366,53 @@ static void bench_rank(rank_job *job, const replica *dp, gc_exec *step_exec, ncc
         time_us(dp, NULL, comm, raw, 10); /* warm */
         time_us(dp, ar, comm, raw, 10);
     }
+    /* One rank: also the plain one-GPU step (no communicator, no side
+     * stream: what one GPU runs without data parallelism). */
+    gc_graph *plain_g = NULL;
+    gc_exec *plain = NULL;
+    if (!collective) {
+        TRY(gc_capture_begin(dp->s, dp->pool, GC_CAPTURE_THREAD_LOCAL));
+        step(dp, NULL, 1);
+        TRY(gc_capture_end(dp->s, &plain_g));
+        TRY(gc_graph_instantiate(plain_g, GC_INSTANTIATE_UPLOAD, &plain));
+        time_us(dp, plain, comm, raw, 10);
+    }
     time_us(dp, step_exec, comm, raw, 10);
     for (int k = 0; k < RUNS; k++) {
         if (collective) {
             eager[k] = time_us(dp, NULL, comm, raw, AR_ITERS) / AR_ITERS;
             graph[k] = time_us(dp, ar, comm, raw, AR_ITERS) / AR_ITERS;
+        } else {
+            plain_step[k] = time_us(dp, plain, comm, raw, steps) / steps;
         }
-        step[k] = time_us(dp, step_exec, comm, raw, steps) / steps;
+        dp_step[k] = time_us(dp, step_exec, comm, raw, steps) / steps;
     }
-    double st = median(step, RUNS);
+    double st = median(dp_step, RUNS);
     if (job->rank == 0) {
-        char ar_json[160] = "\"allreduce_eager_us\": null, \"allreduce_graph_us\": null, \"graph_over_eager\": null";
+        char ar_json[200];
         if (collective) {
             double e = median(eager, RUNS), gr = median(graph, RUNS);
             snprintf(ar_json, sizeof ar_json,
-                     "\"allreduce_eager_us\": %.2f, \"allreduce_graph_us\": %.2f, \"graph_over_eager\": %.4f", e, gr,
-                     gr / e);
+                     "\"plain_step_us\": null, \"allreduce_eager_us\": %.2f, \"allreduce_graph_us\": %.2f, "
+                     "\"graph_over_eager\": %.4f",
+                     e, gr, gr / e);
+        } else {
+            snprintf(ar_json, sizeof ar_json,
+                     "\"plain_step_us\": %.2f, \"allreduce_eager_us\": null, \"allreduce_graph_us\": null, "
+                     "\"graph_over_eager\": null",
+                     median(plain_step, RUNS));
         }
-        printf("BENCH {\"ranks\": %d, \"dim\": %u, \"rows_per_rank\": %u, \"steps\": %d, \"step_us\": %.2f, "
-               "\"samples_per_s\": %.1f, \"allreduce_bytes\": %zu, %s}\n",
-               job->nranks, D, dp->rows, steps, st, (double)job->nranks * dp->rows / (st * 1e-6),
+        printf("BENCH {\"ranks\": %d, \"dim\": %u, \"rows_per_rank\": %u, \"grad_chunks\": %d, "
+               "\"comm_priority\": \"%s\", \"steps\": %d, "
+               "\"step_us\": %.2f, \"samples_per_s\": %.1f, \"allreduce_bytes\": %zu, %s}\n",
+               job->nranks, D, dp->rows, grad_chunks, comm_priority_high ? "high" : "normal", steps, st, (double)job->nranks * dp->rows / (st * 1e-6),
                BUCKET * sizeof(float), ar_json);
         fflush(stdout);
     }
-    if (collective) {
-        TRY(gc_exec_destroy(ar));
-        TRY(gc_graph_destroy(g));
-    }
+    TRY(gc_exec_destroy(ar));
+    TRY(gc_graph_destroy(g));
+    TRY(gc_exec_destroy(plain));
+    TRY(gc_graph_destroy(plain_g));
 }
 
 static void *run_rank(void *arg) {
@@ -358,24 +431,35 @@ static void *run_rank(void *arg) {
     TRY(gc_stream_raw(s, &raw));
     replica dp;
     replica_init(&dp, ctx, s, pool, (uint32_t)r * rows, rows);
+    /* The side stream at the device's highest priority: the collectives'
+     * blocks start ahead of the GEMM's waiting blocks as SMs free up (the
+     * step's exec honours node priorities). --comm-priority normal: not. */
+    int least = 0, greatest = 0;
+    TRY(gc_stream_priority_range(ctx, &least, &greatest));
+    TRY(gc_stream_create_with_priority(ctx, comm_priority_high ? greatest : least, &dp.side));
+    TRY(gc_stream_raw(dp.side, &dp.side_raw));
+    TRY(gc_kernel_builtin(ctx, "gc_gemm_f32", &dp.gemm));
 
-    /* Rule 1: set-up outside the capture, and one eager collective. */
+    /* Rule 1: set-up outside the capture, and one eager collective on each
+     * stream that will carry collectives. */
     nccl_comm comm;
     NCCL(nccl.comm_init_rank(&comm, n, job->id, r));
     float *warm;
     TRY(gc_pool_alloc(pool, sizeof(float), (void **)&warm));
     TRY(gc_memset_async(s, warm, 0, sizeof(float)));
     NCCL(nccl.all_reduce(warm, warm, 1, NCCL_FLOAT32, NCCL_SUM, comm, raw));
-    TRY(gc_stream_synchronize(s));
+    TRY(gc_stream_wait_stream(dp.side, s));
+    NCCL(nccl.all_reduce(warm, warm, 1, NCCL_FLOAT32, NCCL_SUM, comm, dp.side_raw));
+    TRY(gc_stream_synchronize(dp.side));
 
     /* Rule 2: capture the whole step, collective included, thread-local.
      * Rule 3: its buffers are pool blocks allocated above, kept below. */
     gc_graph *graph;
     gc_exec *exec;
     TRY(gc_capture_begin(s, pool, GC_CAPTURE_THREAD_LOCAL));
-    step(&dp, comm, n, raw);
+    step(&dp, comm, n);
     TRY(gc_capture_end(s, &graph));
-    TRY(gc_graph_instantiate(graph, GC_INSTANTIATE_UPLOAD, &exec));
+    TRY(gc_graph_instantiate(graph, GC_INSTANTIATE_UPLOAD | GC_INSTANTIATE_USE_NODE_PRIORITY, &exec));
     size_t nodes = 0;
     TRY(gc_graph_node_count(graph, &nodes));
 
@@ -385,6 +469,8 @@ static void *run_rank(void *arg) {
     TRY(gc_exec_destroy(exec));
     TRY(gc_graph_destroy(graph));
     NCCL(nccl.comm_destroy(comm));
+    TRY(gc_function_destroy(dp.gemm));
+    TRY(gc_stream_destroy(dp.side));
     TRY(gc_stream_destroy(s));
     TRY(gc_pool_destroy(pool));
     TRY(gc_context_destroy(ctx));
@@ -455,13 +541,14 @@ static int run_processes(const char *self, int n) {
     unlink(id_file);
     pid_t pids[MAX_RANKS];
     for (int r = 0; r < n; r++) {
-        char rank[16], nranks[16], steps[16], dim[16], rows[16], train[16];
+        char rank[16], nranks[16], steps[16], dim[16], rows[16], train[16], chunks[16];
         snprintf(rank, sizeof rank, "%d", r);
         snprintf(nranks, sizeof nranks, "%d", n);
         snprintf(steps, sizeof steps, "%d", bench_steps);
         snprintf(dim, sizeof dim, "%u", D);
         snprintf(rows, sizeof rows, "%u", B / (uint32_t)n);
         snprintf(train, sizeof train, "%d", train_steps);
+        snprintf(chunks, sizeof chunks, "%d", grad_chunks);
         pids[r] = fork();
         if (pids[r] < 0) {
             fprintf(stderr, "fork failed: %s\n", strerror(errno));
@@ -470,7 +557,8 @@ static int run_processes(const char *self, int n) {
         if (pids[r] == 0) {
             /* A fresh process: nothing of the parent's CUDA state is used. */
             execl(self, self, "--rank", rank, "--nranks", nranks, "--id-file", id_file, "--bench", steps, "--dim", dim,
-                  "--rows", rows, "--steps", train, (char *)NULL);
+                  "--rows", rows, "--steps", train, "--chunks", chunks, "--comm-priority",
+                  comm_priority_high ? "high" : "normal", (char *)NULL);
             fprintf(stderr, "exec %s failed: %s\n", self, strerror(errno));
             _exit(127);
         }
@@ -503,8 +591,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--dim")) D = (uint32_t)atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--rows")) rows = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--steps")) train_steps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--chunks")) grad_chunks = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--comm-priority") && !strcmp(argv[i + 1], "high")) comm_priority_high = 1;
+        else if (!strcmp(argv[i], "--comm-priority") && !strcmp(argv[i + 1], "normal")) comm_priority_high = 0;
         else {
-            fprintf(stderr, "usage: %s [--mode threads|procs] [--ranks N] [--steps N] [--bench STEPS --dim D --rows ROWS_PER_RANK]\n"
+            fprintf(stderr, "usage: %s [--mode threads|procs] [--ranks N] [--steps N] [--chunks C] [--comm-priority high|normal] [--bench STEPS --dim D --rows ROWS_PER_RANK]\n"
                             "       %s --rank R --nranks N --id-file FILE [--bench ...]   (one rank, e.g. per host)\n",
                     argv[0], argv[0]);
             return 2;
@@ -519,8 +610,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     load_nccl();
-    if (D < 1 || rows < 0 || bench_steps < 0 || train_steps < 1) {
-        fprintf(stderr, "--dim, --rows, --steps and --bench must be positive\n");
+    if (D < 1 || rows < 0 || bench_steps < 0 || train_steps < 1 || grad_chunks < 1) {
+        fprintf(stderr, "--dim, --rows, --steps, --chunks and --bench must be positive\n");
         return 2;
     }
     if (rank >= 0) { /* one rank of a job started elsewhere */
