@@ -647,7 +647,7 @@ def block_programs():
         "",
         "- MLP outputs (batch 32) vs PyTorch: max relative difference "
         f"{p['mlp_outputs_max_rel_diff_batch32']:.1e}",
-        f"  (\u2264 1e-5); training losses over 100 steps vs PyTorch: max relative",
+        "  (\u2264 1e-5); training losses over 100 steps vs PyTorch: max relative",
         f"  difference {p['train_losses_max_rel_diff_100_steps']:.1e} (\u2264 1e-4). The loss falls "
         "(train_step prints it every 100",
         "  steps; graph replay and eager mode agree bit for bit).",
@@ -770,6 +770,47 @@ def block_mlp():
             f"- Floor (4 layers of width 8, batch 1): fused {f['fused_us']:.1f} \u00b5s, four launches "
             f"{f['per_layer_us']:.1f} \u00b5s, PyTorch {f['torch_graph_us']:.1f} \u00b5s.",
         ]
+    return "\n".join(lines)
+
+
+def block_train_sweep():
+    r = load("train_vs_torch.json")
+    sweep = [x for x in r["sweep"] if "error" not in x]
+    batches = sorted({x["batch"] for x in sweep})
+    lines = [
+        "| step | width | " + " | ".join(f"batch {b}" for b in batches) + " |",
+        "|---|---|" + "---|" * len(batches),
+    ]
+    for kind in ("linear", "mlp2"):
+        for w in sorted({x["width"] for x in sweep if x["kind"] == kind}):
+            cells = []
+            for b in batches:
+                x = next((x for x in sweep if (x["kind"], x["width"], x["batch"]) == (kind, w, b)), None)
+                if x is None:
+                    cells.append("failed")
+                    continue
+                s = x["speedup"]
+                cells.append(f"{'**' if s < 1 else ''}{s:.2f}\u00d7{'**' if s < 1 else ''}"
+                             f"{'' if x['graphcore_nodes'] == 2 else ' (' + str(x['graphcore_nodes']) + ')'}")
+            label = "Linear + MSE + SGD" if kind == "linear" else "2-layer MLP (ReLU) + MSE + SGD"
+            lines.append(f"| {label} | {w} | " + " | ".join(cells) + " |")
+    failed = [x for x in r["sweep"] if "error" in x]
+    worst = max(x["loss_max_rel_diff"] for x in sweep)
+    losers = [x for x in sweep if x["speedup"] < 1]
+    lose = ("; it loses at " + ", ".join(f"{x['kind']} {x['width']} x {x['batch']} rows ({x['speedup']:.2f}\u00d7)"
+                                         for x in losers)) if losers else "; it wins at every shape"
+    lines += [
+        "",
+        prose(
+            f"PyTorch's whole-step graph time over graphcore's ({r['device']}, PyTorch {r['torch']}, TF32 off; "
+            f"two launches unless the count is given: larger steps take their per-layer form){lose}. "
+            f"Losses over {r['steps_compared']} steps from the same start agree with PyTorch's within "
+            f"{worst:.1e} relative (target 1e-4)"
+            + (f"; {len(failed)} shapes failed" if failed else "")
+            + ". `python3 benches/side_by_side/train_vs_torch.py` reproduces it "
+            "(`benches/results/train_vs_torch.json`, which also times each step built from the per-layer ops)."
+        ),
+    ]
     return "\n".join(lines)
 
 
@@ -1074,6 +1115,7 @@ BLOCKS = {
     "gemm": block_gemm,
     "programs": block_programs,
     "mlp": block_mlp,
+    "train-sweep": block_train_sweep,
     "fusion": block_fusion,
 }
 

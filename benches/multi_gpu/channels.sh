@@ -10,21 +10,13 @@
 #   env: DIM (4096), ROWS (512), STEPS (50), CHANNELS ("default 4 8 16"),
 #   CHUNKS ("2 4"), NCCL_LIB.
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 # NVLink multicast stays off
+source "$(dirname "$0")/common.sh"
 EX=${1:-stage/examples/train_data_parallel}
 [ -x "$EX" ] || { echo "channels: no $EX (scripts/gpu-check or make examples)"; exit 2; }
 DIM=${DIM:-4096} ROWS=${ROWS:-512} STEPS=${STEPS:-50}
 CHANNELS=${CHANNELS:-default 4 8 16} CHUNKS=${CHUNKS:-2 4}
 OUT=${OUT:-benches/results}
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
-if [ "${gpus:-0}" -lt 2 ]; then
-  echo "channels: SKIPPED: needs two GPUs; this machine has ${gpus:-0}. Nothing written."
-  exit 0
-fi
-if [ -z "${NCCL_LIB:-}" ]; then
-  NCCL_LIB=$(python3 -c 'import glob, os, nvidia.nccl as n; print(glob.glob(os.path.join(n.__path__[0], "lib", "libnccl.so*"))[0])' 2>/dev/null)
-  export NCCL_LIB=${NCCL_LIB:-libnccl.so.2}
-fi
+needs_two_gpus channels
 mkdir -p "$OUT"
 lines=$(mktemp)
 one() { # one RANKS CHUNKS CHANNELS: a BENCH line tagged with the channels

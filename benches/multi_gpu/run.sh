@@ -19,7 +19,7 @@
 #   MORE_ROWS ("1024 2048": rows per GPU of the scaling-by-size runs),
 #   NCCL_LIB, LOGS (a folder for each run's whole output; a temporary one).
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 # NVLink multicast stays off
+source "$(dirname "$0")/common.sh"
 EX=${1:-}
 for c in c_examples/build/train_data_parallel stage/examples/train_data_parallel; do
   [ -z "$EX" ] && [ -x "$c" ] && EX=$c
@@ -28,15 +28,7 @@ done
 DIM=${DIM:-4096} ROWS=${ROWS:-512} STEPS=${STEPS:-50} CHUNKS=${CHUNKS:-4}
 MORE_ROWS=${MORE_ROWS:-1024 2048}
 OUT=${OUT:-benches/results}
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
-if [ "${gpus:-0}" -lt 2 ]; then
-  echo "multi_gpu bench: SKIPPED: the targets need two GPUs; this machine has ${gpus:-0}. Nothing measured, nothing written."
-  exit 0
-fi
-if [ -z "${NCCL_LIB:-}" ]; then
-  NCCL_LIB=$(python3 -c 'import glob, os, nvidia.nccl as n; print(glob.glob(os.path.join(n.__path__[0], "lib", "libnccl.so*"))[0])' 2>/dev/null)
-  export NCCL_LIB=${NCCL_LIB:-libnccl.so.2}
-fi
+needs_two_gpus "multi_gpu bench"
 mkdir -p "$OUT"
 tmp=$(mktemp -d)
 LOGS=${LOGS:-$tmp}

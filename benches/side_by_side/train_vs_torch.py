@@ -9,6 +9,8 @@ and data (fp32, TF32 off). Issue 14's sweep "for training steps".
   * mlp2: Linear(width, width), ReLU, Linear(width, width), the same loss
     and optimizer: gc_op_mlp2_mse_step (2 launches, the first cooperative)
     against the same PyTorch capture of that model.
+  * and each step again from graphcore's per-layer ops (one kernel each,
+    no fused step op), timed beside them.
 
 Widths 256, 1024, 4096; batches 1, 8, 32, 64, 128 (GC_QUICK=1: widths 256
 and 1024). x in [-0.1, 0.1], targets in [-1, 1]; the learning rate is
@@ -17,7 +19,7 @@ both sides.
 
 Timing: median over 5 repetitions of the wall time per step of 200
 back-to-back graph launches, synchronized at the end (as mlp_vs_torch.py
-times the MLP sweep). Numerics: both sides run 20 steps from the same
+times the MLP sweep). Numerics: both sides run 100 steps from the same
 start; the largest relative difference of their losses is reported.
 Writes $OUT/train_vs_torch.json and prints a table last. Needs the
 graphcore Python package on PYTHONPATH and the library (GRAPHCORE_LIB).
@@ -36,7 +38,7 @@ torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 OUT = os.environ.get("OUT", "benches/results")
 QUICK = os.environ.get("GC_QUICK") == "1"
-STEPS = 20
+STEPS = 100
 MEAN_LR = 0.1
 
 
@@ -115,6 +117,48 @@ class GcStep:
         self.exec.launch(stream)
 
 
+class UnfusedGcStep:
+    """The same step from graphcore's per-layer ops, one kernel each (no
+    fused step op): linear, MSE, the input gradient and ReLU mask (mlp2),
+    then each layer's fused weight-gradient SGD and bias SGD. What the fused
+    ops are measured against, and what they could fall back to."""
+
+    def __init__(self, kind, params, x, y, lr):
+        self.params = [p.clone() for p in params]
+        rows, width = x.shape
+        n = rows * width
+        self.loss = torch.zeros(1, device="cuda")
+        mse_bytes = ctx.mse_workspace_bytes(n)
+        self.ws = torch.zeros(mse_bytes // 4 + 1, device="cuda")
+        self.bufs = [torch.empty(rows, width, device="cuda") for _ in range(3)]
+        h, p, dh = self.bufs
+        torch.cuda.synchronize()
+        with gc.capture(stream) as cap:
+            if kind == "linear":
+                w, b = self.params
+                gc.op_linear(stream, p, x, w, b, rows, width, width, 0)
+                gc.op_mse(stream, self.loss, p, p, y, n, 1.0, self.ws, mse_bytes)
+                gc.op_linear_weight_sgd(stream, w, p, x, rows, width, width, lr)
+                gc.op_bias_sgd(stream, b, p, rows, width, lr)
+            else:
+                w1, b1, w2, b2 = self.params
+                gc.op_linear(stream, h, x, w1, b1, rows, width, width, 1)
+                gc.op_linear(stream, p, h, w2, b2, rows, width, width, 0)
+                gc.op_mse(stream, self.loss, p, p, y, n, 1.0, self.ws, mse_bytes)
+                gc.op_linear_backward_input(stream, dh, p, w2, rows, width, width)
+                gc.op_relu_backward(stream, dh, dh, h, n)
+                gc.op_linear_weight_sgd(stream, w2, p, h, rows, width, width, lr)
+                gc.op_bias_sgd(stream, b2, p, rows, width, lr)
+                gc.op_linear_weight_sgd(stream, w1, dh, x, rows, width, width, lr)
+                gc.op_bias_sgd(stream, b1, dh, rows, width, lr)
+        self.graph = cap.graph
+        self.nodes = self.graph.node_count
+        self.exec = self.graph.instantiate()
+
+    def launch(self):
+        self.exec.launch(stream)
+
+
 def losses(step, run):
     """The losses of STEPS steps of `step` (run() makes one)."""
     out = []
@@ -148,12 +192,18 @@ for kind in ("linear", "mlp2"):
                 ours_losses = losses(ours, ours.launch)
                 theirs_losses = losses(theirs, theirs.replay)
                 diff = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(ours_losses, theirs_losses))
+                unfused = UnfusedGcStep(kind, start, x, y, lr)
+                unfused_losses = losses(unfused, unfused.launch)
+                diff_unfused = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(unfused_losses, theirs_losses))
                 t_torch = median_us(theirs.replay, iters=200, reps=5)
                 t_gc = median_us(ours.launch, iters=200, reps=5)
+                t_unfused = median_us(unfused.launch, iters=200, reps=5)
                 row.update({"graphcore_nodes": ours.nodes, "torch_graph_us": t_torch, "graphcore_us": t_gc,
                             "speedup": t_torch / t_gc, "loss_first": theirs_losses[0],
-                            "loss_last": theirs_losses[-1], "loss_max_rel_diff": diff})
-                del ours, theirs
+                            "loss_last": theirs_losses[-1], "loss_max_rel_diff": diff,
+                            "unfused_nodes": unfused.nodes, "graphcore_unfused_us": t_unfused,
+                            "unfused_loss_max_rel_diff": diff_unfused})
+                del ours, theirs, unfused
             except Exception as e:  # one shape's failure is recorded, the sweep goes on
                 row["error"] = f"{type(e).__name__}: {e}"
             results["sweep"].append(row)
@@ -166,11 +216,12 @@ with open(os.path.join(OUT, "train_vs_torch.json"), "w") as f:
     json.dump(results, f, indent=1)
 
 print(f"device: {results['device']}, torch {results['torch']}")
-print("training step, graph replay: kind width batch nodes torch_us gc_us speedup loss_first loss_last rel_diff")
+print("training step, graph replay: kind width batch nodes torch_us gc_us speedup loss_first loss_last rel_diff"
+      " | unfused: nodes us")
 for r in results["sweep"]:
     if "error" in r:
         print(f"{r['kind']:6s} {r['width']:5d} {r['batch']:4d} failed: {r['error']}")
         continue
     print(f"{r['kind']:6s} {r['width']:5d} {r['batch']:4d} {r['graphcore_nodes']:2d} {r['torch_graph_us']:9.2f} "
           f"{r['graphcore_us']:9.2f} {r['speedup']:6.2f}x {r['loss_first']:10.4g} {r['loss_last']:10.4g} "
-          f"{r['loss_max_rel_diff']:.1e}")
+          f"{r['loss_max_rel_diff']:.1e} | {r['unfused_nodes']:2d} {r['graphcore_unfused_us']:9.2f}")

@@ -570,7 +570,8 @@ pub extern "C" fn gc_op_linear(
 
 /// Input gradient of linear: dx = dy * W (dy m x n, W n x k, dx m x k,
 /// row-major; every product of two of m, n, k below 2^32). m <= 64 takes
-/// the small-batch path, larger m the tiled GEMM.
+/// the small-batch path (except from 32 rows with n * k >= 2^24), larger m
+/// (and those) the tiled GEMM.
 /// Pointers: dx, dy and w are device memory of the stream's context
 /// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
 /// 4-byte aligned (float alignment); float4 loads where the sizes are
@@ -1084,7 +1085,9 @@ pub extern "C" fn gc_op_mlp2_mse_step_workspace_bytes(
 }
 
 /// One training step of a 2-layer MLP with a ReLU hidden layer, the summed
-/// squared error and SGD, in two launches: h = relu(x * W1^T + b1), pred =
+/// squared error and SGD, in two launches while rows * hidden * (inputs +
+/// 2 * outputs) < 2^30 multiply-adds (e.g. 4096-wide layers up to 21 rows):
+/// h = relu(x * W1^T + b1), pred =
 /// h * W2^T + b2, loss[0] = sum (pred - target)^2, dP = 2 * grad_scale *
 /// (pred - target), dH = (dP * W2) where h > 0 (else 0), then W2 -= lr *
 /// dP^T * h, b2 -= lr * (column sums of dP), W1 -= lr * dH^T * x and
@@ -1093,9 +1096,11 @@ pub extern "C" fn gc_op_mlp2_mse_step_workspace_bytes(
 /// NULL).
 /// The first launch is cooperative (the forward pass, the loss's per-block
 /// sums, dP and dH, with a grid barrier between the phases), the second
-/// the loss's final sum and both layers' updates. Deterministic: no float
-/// atomics, the same bits on every run and replay; results within float
-/// rounding of float64.
+/// the loss's final sum and both layers' updates. Larger steps, where the
+/// layers' own kernels are faster, take seven launches: gc_op_linear twice,
+/// gc_op_mse, gc_op_linear_backward_input, gc_op_relu_backward and each
+/// layer's update. Deterministic: no float atomics, the same bits on every
+/// run and replay; results within float rounding of float64.
 /// workspace holds workspace_bytes >= gc_op_mlp2_mse_step_workspace_bytes
 /// bytes (a gc_pool_alloc block is the usual choice); its first 4 bytes must
 /// be zero before its first use (gc_memset_async once; every step leaves
@@ -1153,7 +1158,13 @@ pub extern "C" fn gc_op_mlp2_mse_step(
             grad_scale,
             lr,
         };
-        ops::mlp2_mse_step(&step, p(workspace), workspace_bytes, sms)
+        ops::mlp2_mse_step(
+            &step,
+            p(workspace),
+            workspace_bytes,
+            sms,
+            ctx.has_clusters(),
+        )
     })
 }
 

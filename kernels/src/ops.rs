@@ -1059,9 +1059,19 @@ pub fn linear_tf32(
     gemm_call(&g, Kernel::GemmTf32, tf32_tile(m, n, sms), sms)
 }
 
+/// Weights (`n * k`) from which an input gradient of [`SMALL_BACKWARD_GEMM_MIN_M`]
+/// to [`SMALL_BACKWARD_MAX_M`] rows takes the tiled GEMM: 4096 x 4096 with 32
+/// and 64 rows measured 134 and 163 us there against the small-batch
+/// kernel's 161 and 180 (H100, kernels/TUNING.md, "The 2-layer training
+/// step past its fused form").
+const SMALL_BACKWARD_GEMM_MIN_WEIGHTS: u64 = 1 << 24;
+/// The fewest rows that [`SMALL_BACKWARD_GEMM_MIN_WEIGHTS`] sends to the GEMM.
+const SMALL_BACKWARD_GEMM_MIN_M: u32 = 32;
+
 /// Input gradient of a linear layer: `dx = dy . W` with dy `m x n`, W `n x k`,
-/// dx `m x k`. `m <=` [`SMALL_BACKWARD_MAX_M`] takes the small-batch kernel,
-/// larger `m` the tiled GEMM.
+/// dx `m x k`. `m <=` [`SMALL_BACKWARD_MAX_M`] takes the small-batch kernel
+/// (except from [`SMALL_BACKWARD_GEMM_MIN_M`] rows with at least
+/// [`SMALL_BACKWARD_GEMM_MIN_WEIGHTS`] weights), larger `m` the tiled GEMM.
 pub fn linear_backward_input(
     dx: u64,
     dy: u64,
@@ -1073,7 +1083,9 @@ pub fn linear_backward_input(
 ) -> Result<Call, SizeError> {
     positive_sms(sms)?;
     linear_sizes(m, n, k)?;
-    if m > SMALL_BACKWARD_MAX_M {
+    let large =
+        m >= SMALL_BACKWARD_GEMM_MIN_M && n as u64 * k as u64 >= SMALL_BACKWARD_GEMM_MIN_WEIGHTS;
+    if m > SMALL_BACKWARD_MAX_M || large {
         return gemm_checked(
             &Gemm {
                 c: dx,
@@ -1940,7 +1952,10 @@ const KN_TILES: [(u32, u32); 3] = [(1, 4), (4, 4), (8, 4)];
 /// offsets and the total bytes.
 fn mlp2_layout(rows: u32, hidden: u32, outputs: u32, sms: u32) -> ([u64; 5], u64) {
     let a = |bytes: u64| bytes.next_multiple_of(MLP_ALIGN);
-    let parts = a(F32 * sms.max(1) as u64 * MLP_BLOCKS_PER_SM as u64);
+    // The per-layer form's MSE takes the barrier and the sums as its workspace.
+    let mse_part =
+        mse_workspace_bytes(rows as u64 * outputs as u64, sms).saturating_sub(MLP_BARRIER_BYTES);
+    let parts = a((F32 * sms.max(1) as u64 * MLP_BLOCKS_PER_SM as u64).max(mse_part));
     let (h, p) = (
         a(rows as u64 * hidden as u64 * F32),
         a(rows as u64 * outputs as u64 * F32),
@@ -1955,25 +1970,38 @@ fn mlp2_layout(rows: u32, hidden: u32, outputs: u32, sms: u32) -> ([u64; 5], u64
 
 /// Bytes of workspace [`mlp2_mse_step`] needs: a grid barrier (256 bytes, the
 /// first 4 zero before the first use; every step leaves them zero), the
-/// loss's per-block sums, h, dP and dH (each 256-byte aligned).
+/// loss's per-block sums (in the per-layer form, the MSE's workspace with
+/// the barrier), h, dP and dH (each 256-byte aligned).
 pub fn mlp2_mse_step_workspace_bytes(rows: u32, hidden: u32, outputs: u32, sms: u32) -> u64 {
     mlp2_layout(rows, hidden, outputs, sms).1
 }
+
+/// Multiply-adds of a 2-layer step's forward pass and input gradient,
+/// `rows * hidden * (inputs + 2 * outputs)`, from which [`mlp2_mse_step`]
+/// takes one launch per layer operation instead of its cooperative kernel,
+/// whose warp tiles lose to the layers' own kernels there (H100,
+/// kernels/TUNING.md, "The 2-layer training step past its fused form").
+const MLP2_FUSED_MAX_MACS: u64 = 1 << 30;
 
 /// One training step of a 2-layer MLP ([`Mlp2MseStep`] says what it
 /// computes) in two launches: a cooperative `gc_mlp2_mse_f32` (the forward
 /// pass, the loss's per-block sums, dP and dH, a grid barrier between the
 /// phases) and `gc_mlp2_sgd_f32` (the loss, then both layers' updates, as
-/// [`linear_mse_step`]'s update does one layer's). Widths and rows must be
-/// below 2^16. `workspace` holds at least [`mlp2_mse_step_workspace_bytes`]
-/// bytes, its first 4 bytes zero before its first use; it must not be
-/// shared with a concurrent step. Deterministic: the same sizes and `sms`
-/// give the same bits.
+/// [`linear_mse_step`]'s update does one layer's). From
+/// [`MLP2_FUSED_MAX_MACS`] on, seven: [`linear`] twice (`clusters`: the GPU
+/// has thread-block clusters, as there), [`mse`], [`linear_backward_input`],
+/// [`relu_backward`] and each layer's update (the second launch's
+/// arithmetic, one layer each). Widths and rows must be below 2^16.
+/// `workspace` holds at least [`mlp2_mse_step_workspace_bytes`] bytes, its
+/// first 4 bytes zero before its first use; it must not be shared with a
+/// concurrent step. Deterministic: the same sizes and `sms` give the same
+/// bits.
 pub fn mlp2_mse_step(
     step: &Mlp2MseStep,
     workspace: u64,
     workspace_bytes: u64,
     sms: u32,
+    clusters: bool,
 ) -> Result<Vec<Call>, SizeError> {
     positive_sms(sms)?;
     let &Mlp2MseStep {
@@ -2024,6 +2052,29 @@ pub fn mlp2_mse_step(
             apart(o, other, false)?;
         }
     }
+    let ws = |o: u64| workspace + o;
+    if m as u64 * k1 as u64 * (k0 as u64 + 2 * k2 as u64) >= MLP2_FUSED_MAX_MACS {
+        let (h, dp, dh) = (ws(h), ws(dp), ws(dh));
+        return Ok(vec![
+            linear(h, x, w1, b1, m, k1, k0, true, sms, clusters)?,
+            linear(dp, h, w2, b2, m, k2, k1, false, sms, clusters)?,
+            mse(
+                loss,
+                dp,
+                dp,
+                target,
+                m as u64 * k2 as u64,
+                grad_scale,
+                workspace,
+                h - workspace,
+                sms,
+            )?,
+            linear_backward_input(dh, dp, w2, m, k2, k1, sms)?,
+            relu_backward(dh, dh, h, m as u64 * k1 as u64, sms)?,
+            linear_sgd(w2, b2, dp, h, m, k2, k1, lr, None, sms)?,
+            linear_sgd(w1, b1, dh, x, m, k1, k0, lr, None, sms)?,
+        ]);
+    }
     let max_blocks = sms as u64 * MLP_BLOCKS_PER_SM as u64;
     let warps = max_blocks * 8;
     let (ta, tb) = (mlp_tile(m, k1, warps), mlp_tile(m, k2, warps));
@@ -2035,7 +2086,6 @@ pub fn mlp2_mse_step(
         .max(count(KN_TILES[tc], k1));
     let grid = ceil_div(most, 8).min(max_blocks) as u32;
     let (d01, d2m) = (k0 | k1 << 16, k2 | m << 16);
-    let ws = |o: u64| workspace + o;
     let forward = Call::new(
         args::Mlp2Mse {
             x,
@@ -3256,9 +3306,9 @@ mod tests {
         assert!(linear_mse_step(&LinearMseStep { b: 0, ..s }, WS, need, SMS, false).is_ok());
     }
 
-    #[test]
-    fn mlp2_mse_step_is_a_cooperative_launch_and_an_update() {
-        let s = Mlp2MseStep {
+    /// A 2-layer step of these sizes on buffers far apart.
+    fn mlp2_step_of(rows: u32, inputs: u32, hidden: u32, outputs: u32) -> Mlp2MseStep {
+        Mlp2MseStep {
             w1: A,
             b1: B,
             w2: C,
@@ -3266,15 +3316,20 @@ mod tests {
             x: 6 << 44,
             target: 7 << 44,
             loss: 8 << 44,
-            rows: 64,
-            inputs: 1024,
-            hidden: 512,
-            outputs: 10,
+            rows,
+            inputs,
+            hidden,
+            outputs,
             grad_scale: 1.0,
             lr: 1e-3,
-        };
+        }
+    }
+
+    #[test]
+    fn mlp2_mse_step_is_a_cooperative_launch_and_an_update() {
+        let s = mlp2_step_of(64, 1024, 512, 10);
         let need = mlp2_mse_step_workspace_bytes(64, 512, 10, SMS);
-        let calls = mlp2_mse_step(&s, WS, need, SMS).unwrap();
+        let calls = mlp2_mse_step(&s, WS, need, SMS, true).unwrap();
         assert_eq!(calls.len(), 2);
         let (fwd, upd) = (&calls[0], &calls[1]);
         assert!(fwd.cooperative && fwd.kernel == Kernel::Mlp2Mse);
@@ -3293,7 +3348,7 @@ mod tests {
             panic!()
         };
         assert_eq!(dh + 64 * 512 * 4, WS + need);
-        err(mlp2_mse_step(&s, WS, need - 1, SMS), "workspace");
+        err(mlp2_mse_step(&s, WS, need - 1, SMS, true), "workspace");
         err(
             mlp2_mse_step(
                 &Mlp2MseStep {
@@ -3303,21 +3358,59 @@ mod tests {
                 WS,
                 u64::MAX >> 8,
                 SMS,
+                true,
             ),
             "hidden",
         );
         err(
-            mlp2_mse_step(&Mlp2MseStep { loss: WS + 8, ..s }, WS, need, SMS),
+            mlp2_mse_step(&Mlp2MseStep { loss: WS + 8, ..s }, WS, need, SMS, true),
             "overlap",
         );
         err(
-            mlp2_mse_step(&Mlp2MseStep { w2: A, ..s }, WS, need, SMS),
+            mlp2_mse_step(&Mlp2MseStep { w2: A, ..s }, WS, need, SMS, true),
             "overlap",
         );
         err(
-            mlp2_mse_step(&Mlp2MseStep { x: 0, ..s }, WS, need, SMS),
+            mlp2_mse_step(&Mlp2MseStep { x: 0, ..s }, WS, need, SMS, true),
             "x",
         );
-        assert!(mlp2_mse_step(&Mlp2MseStep { b1: 0, b2: 0, ..s }, WS, need, SMS).is_ok());
+        assert!(mlp2_mse_step(&Mlp2MseStep { b1: 0, b2: 0, ..s }, WS, need, SMS, true).is_ok());
+    }
+
+    #[test]
+    fn mlp2_mse_step_past_its_fused_form_takes_a_launch_per_layer_operation() {
+        let s = mlp2_step_of(64, 4096, 4096, 4096);
+        let need = mlp2_mse_step_workspace_bytes(64, 4096, 4096, SMS);
+        let calls = mlp2_mse_step(&s, WS, need, SMS, true).unwrap();
+        assert_eq!(calls.len(), 7);
+        assert!(calls.iter().all(|c| !c.cooperative));
+        assert_eq!(calls[2].kernel, Kernel::Mse);
+        assert_eq!(calls[4].kernel, Kernel::ReluBackward);
+        // The MSE's workspace is the barrier and the sums, before h.
+        let Value::Ptr(h) = arg(&calls[4], "x") else {
+            panic!()
+        };
+        assert_eq!(arg(&calls[2], "workspace"), Value::Ptr(WS));
+        assert!(WS + mse_workspace_bytes(64 * 4096, SMS) <= h);
+        // Each layer's update is the single-layer step's.
+        let Value::Ptr(dh) = arg(&calls[4], "dx") else {
+            panic!()
+        };
+        assert_eq!(
+            calls[6],
+            linear_sgd(A, B, dh, 6 << 44, 64, 4096, 4096, 1e-3, None, SMS).unwrap()
+        );
+        // Its input gradient (64 rows, 4096 x 4096 weights) is the tiled GEMM;
+        // 31 rows keep the small-batch kernel.
+        assert_eq!(calls[3].kernel, Kernel::Gemm);
+        let small_dx = linear_backward_input(A, B, C, 31, 4096, 4096, SMS).unwrap();
+        assert_eq!(small_dx.kernel, Kernel::LinearSmall);
+        // Eight rows stay in the fused form.
+        let small = Mlp2MseStep { rows: 8, ..s };
+        let need8 = mlp2_mse_step_workspace_bytes(8, 4096, 4096, SMS);
+        assert_eq!(
+            mlp2_mse_step(&small, WS, need8, SMS, true).unwrap().len(),
+            2
+        );
     }
 }

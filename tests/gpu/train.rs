@@ -419,7 +419,8 @@ fn mlp2_step(l: &Layer, q: &Mlp2Params, dims: (usize, usize, usize, usize)) {
         grad_scale: 1.0,
         lr: LR,
     };
-    l.run(ops::mlp2_mse_step(&step, q.ws, q.ws_bytes, l.sms));
+    let clusters = l.s.context().has_clusters();
+    l.run(ops::mlp2_mse_step(&step, q.ws, q.ws_bytes, l.sms, clusters));
 }
 
 fn mlp2_state(
@@ -451,7 +452,13 @@ fn mlp2_host(seed: u64, k0: usize, k1: usize, k2: usize) -> [Vec<f32>; 4] {
 #[ignore = "needs a CUDA GPU"]
 fn mlp2_mse_step_matches_float64() {
     let seed = seed();
-    for dims in [(64, 1024, 512, 10), (5, 37, 19, 3), (33, 64, 128, 70)] {
+    // The last is past the fused form: one launch per layer operation.
+    for dims in [
+        (64, 1024, 512, 10),
+        (5, 37, 19, 3),
+        (33, 64, 128, 70),
+        (64, 1024, 4096, 4096),
+    ] {
         let (m, k0, k1, k2) = dims;
         // The Layer supplies x (m x k0) and the target (m x k2).
         let l = Layer::new(seed ^ m as u64, m, k0, k2, false);
