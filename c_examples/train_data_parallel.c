@@ -16,13 +16,14 @@
  *     dW_r[chunk] = grad[:, chunk]^T x_r          gc_gemm_f32 (gc_launch)
  *     all-reduce dW[chunk] (sum)                  ncclAllReduce
  *     W[chunk] -= (lr / N) dW[chunk]              gc_op_sgd
- * The collectives and SGD run on a second stream, of the device's highest
- * priority, that forks from the main one and joins it at the end, so chunk
- * c's all-reduce overlaps chunk c+1's GEMM (DDP's gradient buckets, inside
- * one graph); the exec is instantiated with GC_INSTANTIATE_USE_NODE_PRIORITY
- * so that the collectives' blocks take SMs ahead of the GEMM's. This is exactly the step
- * on the whole batch with the gradient of the loss averaged over the batch
- * (up to the order of float sums). Each rank then
+ * The collectives and SGD run on a second stream that forks from the main
+ * one and joins it at the end, so chunk c's all-reduce overlaps chunk c+1's
+ * GEMM (DDP's gradient buckets, inside one graph). The side stream has the
+ * device's highest priority and the exec honours node priorities
+ * (GC_INSTANTIATE_USE_NODE_PRIORITY), as PyTorch runs NCCL; on two H200s
+ * that measured the same as normal priority (docs/multi-gpu.md). This is
+ * exactly the step on the whole batch with the gradient of the loss averaged
+ * over the batch (up to the order of float sums). Each rank then
  * trains the same model alone on the whole batch on its GPU (the same
  * kernels, no collective) and checks that its loss trajectory (every step)
  * and final weights equal the data-parallel ones within 1e-5, relative
@@ -432,7 +433,7 @@ static void *run_rank(void *arg) {
     replica dp;
     replica_init(&dp, ctx, s, pool, (uint32_t)r * rows, rows);
     /* The side stream at the device's highest priority: the collectives'
-     * blocks start ahead of the GEMM's waiting blocks as SMs free up (the
+     * blocks may start ahead of the GEMM's waiting blocks as SMs free up (the
      * step's exec honours node priorities). --comm-priority normal: not. */
     int least = 0, greatest = 0;
     TRY(gc_stream_priority_range(ctx, &least, &greatest));
