@@ -2185,6 +2185,13 @@ mod tests {
         }
     }
 
+    fn ptr_arg(call: &Call, name: &str) -> u64 {
+        match arg(call, name) {
+            Value::Ptr(v) => v,
+            v => panic!("{name} = {v:?}"),
+        }
+    }
+
     /// Grid-stride coverage: within limits, and every thread gets work.
     fn check_stride(call: &Call, n: u64, sms: u32) {
         let [gx, gy, gz] = call.grid;
@@ -3344,9 +3351,7 @@ mod tests {
         assert_eq!(arg(fwd, "h"), arg(upd, "h"));
         assert_eq!(arg(fwd, "dh"), arg(upd, "dh"));
         // The workspace holds h, dP and dH after the barrier and the sums.
-        let Value::Ptr(dh) = arg(fwd, "dh") else {
-            panic!()
-        };
+        let dh = ptr_arg(fwd, "dh");
         assert_eq!(dh + 64 * 512 * 4, WS + need);
         err(mlp2_mse_step(&s, WS, need - 1, SMS, true), "workspace");
         err(
@@ -3387,15 +3392,11 @@ mod tests {
         assert_eq!(calls[2].kernel, Kernel::Mse);
         assert_eq!(calls[4].kernel, Kernel::ReluBackward);
         // The MSE's workspace is the barrier and the sums, before h.
-        let Value::Ptr(h) = arg(&calls[4], "x") else {
-            panic!()
-        };
+        let h = ptr_arg(&calls[4], "x");
         assert_eq!(arg(&calls[2], "workspace"), Value::Ptr(WS));
         assert!(WS + mse_workspace_bytes(64 * 4096, SMS) <= h);
         // Each layer's update is the single-layer step's.
-        let Value::Ptr(dh) = arg(&calls[4], "dx") else {
-            panic!()
-        };
+        let dh = ptr_arg(&calls[4], "dx");
         assert_eq!(
             calls[6],
             linear_sgd(A, B, dh, 6 << 44, 64, 4096, 4096, 1e-3, None, SMS).unwrap()
