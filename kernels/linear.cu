@@ -1320,7 +1320,15 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
 // memory.
 // ===========================================================================
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// GC_CLUSTER_HELPERS: where the sm_90 helpers below exist: the compute_90
+// device pass and nvcc's host pass (so host-side code that includes this
+// file, like benches/train_harness, sees them); not the compute_75 pass or
+// the CPU emulation.
+#if defined(__CUDACC__) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900)
+#define GC_CLUSTER_HELPERS 1
+#endif
+
+#ifdef GC_CLUSTER_HELPERS
 // This block's rank in its cluster, the cluster's size, and its index.
 __device__ __forceinline__ u32 gc_cluster_rank() {
     u32 r;

@@ -15,6 +15,9 @@
 // compute-sanitizer): a forward split over K across a thread-block cluster
 // (fwd_cl, bitwise the shipped forward) and an update that loads W and x
 // before griddepcontrol.wait (upd_pre), with programmatic launches.
+// Run 6 (`run.sh run6`; RES6 / CHK6 lines; `prof6` for ncu, `san6` for
+// compute-sanitizer): the whole step in one launch (step1), clusters owning
+// 16 output columns each.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <algorithm>
@@ -178,11 +181,6 @@ __device__ __forceinline__ void gc_linear_step_fwd(float *grad, float *part, flo
 // Grid: n / (8 CS) clusters of CS blocks (1-D), 256 threads, dynamic smem
 // gc_cl_smem<CS>(k) bytes. ST = 2: the slice is loaded in two cp.async
 // groups (the first half's products start before the second half lands).
-__device__ __forceinline__ u32 gc_cluster_rank() {
-    u32 r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
 __device__ __forceinline__ void gc_cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 __device__ __forceinline__ void gc_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 // p (this block's shared memory) in the block of cluster rank `rank`.
@@ -201,12 +199,27 @@ __device__ __forceinline__ void gc_st_dsmem(float *p, u32 rank, float v) {
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
     asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(ra), "f"(v) : "memory");
 }
-// 16 bytes global -> shared (zeros when !in).
+// 16 bytes global -> shared, asynchronous (zeros when !in: nothing is read).
 __device__ __forceinline__ void gc_cp_async16(float *dst, const float *src, bool in) {
-    const u32 d = (u32)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(in ? 16 : 0) : "memory");
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"((u32)__cvta_generic_to_shared(dst)),
+                 "l"(src), "r"(in ? 16 : 0)
+                 : "memory");
 }
 __device__ __forceinline__ void gc_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits until at most `pending` (0..7) of this thread's newest copy groups
+// are still in flight.
+__device__ __forceinline__ void gc_cp_wait_upto(u32 pending) {
+    switch (pending) {
+    case 0: asm volatile("cp.async.wait_group 0;" ::: "memory"); break;
+    case 1: asm volatile("cp.async.wait_group 1;" ::: "memory"); break;
+    case 2: asm volatile("cp.async.wait_group 2;" ::: "memory"); break;
+    case 3: asm volatile("cp.async.wait_group 3;" ::: "memory"); break;
+    case 4: asm volatile("cp.async.wait_group 4;" ::: "memory"); break;
+    case 5: asm volatile("cp.async.wait_group 5;" ::: "memory"); break;
+    case 6: asm volatile("cp.async.wait_group 6;" ::: "memory"); break;
+    default: asm volatile("cp.async.wait_group 7;" ::: "memory"); break;
+    }
+}
 template <int N>
 __device__ __forceinline__ void gc_cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
@@ -823,6 +836,407 @@ static int run5(cudaStream_t s, bool prof, bool san) {
     return 0;
 }
 
+// ===========================================================================
+// step1(w, b, x, target, loss, ws, m, n, k, grad_scale, lr): run 6, NOT SHIPPED
+// (kernels/TUNING.md, "The step in one launch"; it measured no faster than
+// the shipped two-launch step).
+//
+// A whole training step of a linear layer with the summed squared error and
+// SGD in ONE launch (what gc_linear_mse_f32 then gc_linear_sgd_f32 compute
+// in two), for m <= 64 rows, n % 16 == 0, k % (64 S) == 0 and k / S <= 512
+// (S the cluster's size, 1 or 2), x, w and target 16-byte aligned; compute
+// capability 9.0 (thread-block clusters; it traps on older GPUs):
+//   p = x . W^T + b (W n x k), d = p - target, loss[0] = sum d^2,
+//   dY = d * (2 grad_scale), W = fmaf(-lr, dY^T . x, W),
+//   b = fmaf(-lr, colsum(dY), b)  (b may be null: no bias).
+// The step is separable over the output columns: W's row j and b[j] change
+// with column j of dY alone, which needs W's row j alone. So cluster c
+// owns columns j0 = 16 c .. j0 + 15. Block s (its rank) holds x[:, s KB ..
+// (s + 1) KB) and the same half of W's rows j0 .. j0 + 15 in shared memory
+// (KB = k / S), sums the forward's products over its half, the cluster adds
+// the halves through distributed shared memory, every block of the cluster
+// finishes p, d and dY for the 64 x 16 tile (the same bits in each), and
+// block s updates W[j0 .., s KB ..) from the x and W it already holds. W is
+// read once and written once, x read once per cluster; only the loss crosses
+// clusters.
+//
+// Sums, each in a fixed order (replays are bitwise equal; the order is not
+// the two-launch step's, so W and b agree with it to rounding):
+//   products: thread slice q (0..15) of a block sums the float4 steps u = q,
+//     q + 16, ... of its half (increasing k, fmaf); slice q's sum and slice
+//     q + 8's are added, then the 8 results as ((0+1)+(2+3))+((4+5)+(6+7));
+//     the cluster adds its S block sums; p = sum + b[j];
+//   dW[j, r] = fmaf chain over i = 0 .. m - 1; db[j]: the even rows' and
+//     the odd rows' fadd chains, added;
+//   loss: each warp's d^2 sums by a butterfly, the 8 warps in order; the
+//     last cluster to finish adds the clusters' sums (lane l of a warp
+//     takes l, l + 32, ... in 4 chains, then a butterfly).
+//
+// Launch: 1-D grid of S n / 16 blocks as clusters of (S, 1, 1), block 288
+// (8 warps of arithmetic and one that finishes the loss and the bias),
+// dynamic shared memory 4 * gc_step_floats(k / S) bytes (203 KiB at
+// KB = 512: the kernel's max dynamic shared memory attribute must allow it).
+// ws: a u32 counter at byte 0 (zero before the first launch; left zero),
+// then one float per cluster from byte 16. W, b, loss and ws must not
+// overlap x or target.
+// ===========================================================================
+
+#define GC_STEP_AHEAD 3  // chunks in flight (2, 5 and 8 measured no better)
+#define GC_STEP_COLS 16
+#define GC_STEP_ROWS 64
+#define GC_STEP_THREADS 288
+#define GC_STEP_RED 17  // padded row stride of the slices' sums
+
+// Shared memory (floats) of gc_linear_step_f32 for a K half of kb: x's and
+// W's rows (stride kb + 4), the 8 slice sums, the block's sums, dY, the
+// warps' loss sums.
+__host__ __device__ constexpr u32 gc_step_floats(u32 kb) {
+    return (GC_STEP_ROWS + GC_STEP_COLS) * (kb + 4) + 8 * GC_STEP_ROWS * GC_STEP_RED +
+           2 * GC_STEP_ROWS * GC_STEP_COLS + 16;
+}
+
+
+__global__ void __launch_bounds__(GC_STEP_THREADS, 1)
+    step1(float *w, float *b, const float *x, const float *target, float *loss, void *ws, u32 m,
+                       u32 n, u32 k, float grad_scale, float lr) {
+    GC_PDL_WAIT();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(16) float sm[];
+    const u32 cs = gc_cluster_size(), s = gc_cluster_rank(), cid = gc_cluster_id();
+    // The same on every block of the grid: no block leaves a cluster alone.
+    if (m == 0 || m > GC_STEP_ROWS || n % GC_STEP_COLS || cs > 2 || k % (64 * cs) || k / cs > 512) return;
+    const u32 kb = k / cs, ld = kb + 4, chunks = kb / 64;
+    float *xs = sm;                                          // 64 x ld: x[:, k0 ..)
+    float *wsm = xs + GC_STEP_ROWS * ld;                     // 16 x ld: W[j0 .., k0 ..)
+    float *red = wsm + GC_STEP_COLS * ld;                    // 8 x 64 x 17: slice sums
+    float *part = red + 8 * GC_STEP_ROWS * GC_STEP_RED;      // 64 x 16: the block's sums
+    float *dys = part + GC_STEP_ROWS * GC_STEP_COLS;         // 64 x 16: dY
+    float *lsums = dys + GC_STEP_ROWS * GC_STEP_COLS;        // 8: the warps' d^2 sums
+    const u32 tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
+    const u32 j0 = cid * GC_STEP_COLS, k0 = s * kb;
+    const bool arith = warp < 8;
+
+    // Chunk t of 64 k's (16 float4 per row of x and W) as one copy group;
+    // GC_STEP_AHEAD chunks in flight (all at once, the first chunk would
+    // land last).
+    auto issue = [&](u32 t) {
+        if (!arith || t >= chunks) return;
+#pragma unroll
+        for (u32 e = 0; e < 4; ++e) {
+            const u32 f = tid + 256 * e, row = f >> 4, u = 16 * t + (f & 15);
+            const u32 src_row = row < m ? row : m - 1;
+            gc_cp_async16(xs + row * ld + 4 * u, x + (u64)src_row * k + k0 + 4 * u, row < m);
+        }
+        const u32 row = tid >> 4, u = 16 * t + (tid & 15);
+        gc_cp_async16(wsm + row * ld + 4 * u, w + (u64)(j0 + row) * k + k0 + 4 * u, true);
+    };
+    for (u32 t = 0; t < GC_STEP_AHEAD; ++t) {
+        issue(t);
+        gc_cp_commit();  // an empty group past the last chunk keeps the count simple
+    }
+    // The epilogue's inputs: thread t finishes outputs (t / 4, 4 (t % 4) ..
+    // + 3) of the tile.
+    const u32 orow = (tid >> 2) & 63, ocol = 4 * (tid & 3);
+    float4 tv = make_float4(0.0f, 0.0f, 0.0f, 0.0f), bv = tv;
+    if (arith && orow < m) tv = __ldg(reinterpret_cast<const float4 *>(target + (u64)orow * n + j0 + ocol));
+    // b by plain loads: the last rank writes it at the end.
+    if (arith && b != nullptr) bv = *reinterpret_cast<const float4 *>(b + j0 + ocol);
+
+    // Products: warp v holds slices v (lanes 0-15) and v + 8 (lanes 16-31);
+    // a slice's 16 threads each own 8 x 8 outputs (rows rt + 8 r, columns
+    // ct + 2 c: conflict-free shared loads).
+    const u32 half = lane >> 4, rt = lane & 7, ct = (lane >> 3) & 1, q = warp + 8 * half;
+    float acc[8][8];
+#pragma unroll
+    for (int r = 0; r < 8; ++r)
+#pragma unroll
+        for (int c = 0; c < 8; ++c) acc[r][c] = 0.0f;
+    for (u32 t = 0; t < chunks; ++t) {
+        // Groups committed: t + GC_STEP_AHEAD; chunk t is group t.
+        gc_cp_wait_upto(GC_STEP_AHEAD - 1);
+        __syncthreads();
+        issue(t + GC_STEP_AHEAD);
+        gc_cp_commit();
+        if (arith) {
+            const u32 u = q + 16 * t;
+            float4 xv[8];
+#pragma unroll
+            for (int r = 0; r < 8; ++r) xv[r] = gc_lds4(xs + (rt + 8 * r) * ld + 4 * u);
+#pragma unroll
+            for (int c = 0; c < 8; ++c) {
+                const float4 wv = gc_lds4(wsm + (ct + 2 * c) * ld + 4 * u);
+#pragma unroll
+                for (int r = 0; r < 8; ++r) {
+                    acc[r][c] = fmaf(xv[r].x, wv.x, acc[r][c]);
+                    acc[r][c] = fmaf(xv[r].y, wv.y, acc[r][c]);
+                    acc[r][c] = fmaf(xv[r].z, wv.z, acc[r][c]);
+                    acc[r][c] = fmaf(xv[r].w, wv.w, acc[r][c]);
+                }
+            }
+        }
+    }
+    GC_PDL_TRIGGER();
+    // Slices q and q + 8 (lanes l and l + 16 of one warp), then the 8 sums
+    // through shared memory.
+    if (arith) {
+#pragma unroll
+        for (int r = 0; r < 8; ++r)
+#pragma unroll
+            for (int c = 0; c < 8; ++c) acc[r][c] = __fadd_rn(acc[r][c], __shfl_xor_sync(0xffffffffu, acc[r][c], 16));
+        if (half == 0) {
+#pragma unroll
+            for (int r = 0; r < 8; ++r)
+#pragma unroll
+                for (int c = 0; c < 8; ++c) red[(warp * GC_STEP_ROWS + rt + 8 * r) * GC_STEP_RED + ct + 2 * c] = acc[r][c];
+        }
+    }
+    __syncthreads();
+    float pv[4];
+    if (arith) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const float *p = red + orow * GC_STEP_RED + ocol + e;
+            float v[8];
+#pragma unroll
+            for (int i = 0; i < 8; ++i) v[i] = p[i * GC_STEP_ROWS * GC_STEP_RED];
+            pv[e] = __fadd_rn(__fadd_rn(__fadd_rn(v[0], v[1]), __fadd_rn(v[2], v[3])),
+                              __fadd_rn(__fadd_rn(v[4], v[5]), __fadd_rn(v[6], v[7])));
+        }
+        gc_sts4(part + 4 * tid, make_float4(pv[0], pv[1], pv[2], pv[3]));
+    }
+    // The cluster's halves: every block adds the other's sums (fadd
+    // commutes: the same bits in both).
+    if (cs > 1) gc_cluster_sync();
+    if (arith) {
+        if (cs > 1) {
+            const float4 o = gc_ld_cluster4(part + 4 * tid, s ^ 1u);
+            pv[0] = __fadd_rn(pv[0], o.x);
+            pv[1] = __fadd_rn(pv[1], o.y);
+            pv[2] = __fadd_rn(pv[2], o.z);
+            pv[3] = __fadd_rn(pv[3], o.w);
+        }
+        const float g2 = 2.0f * grad_scale, tt[4] = {tv.x, tv.y, tv.z, tv.w}, bb[4] = {bv.x, bv.y, bv.z, bv.w};
+        float gv[4], ls = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            gv[e] = 0.0f;
+            if (orow < m) {
+                const float p = b != nullptr ? __fadd_rn(pv[e], bb[e]) : pv[e];
+                const float d = __fsub_rn(p, tt[e]);
+                ls = fmaf(d, d, ls);
+                gv[e] = __fmul_rn(d, g2);
+            }
+        }
+        gc_sts4(dys + 4 * tid, make_float4(gv[0], gv[1], gv[2], gv[3]));
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) ls = __fadd_rn(ls, __shfl_xor_sync(0xffffffffu, ls, o));
+        if (lane == 0) lsums[warp] = ls;
+    }
+    // The other block may read `part` until it arrives here (the matching
+    // wait is at the end). Relaxed: this block's reads of the other's sums
+    // have returned (their values are used above).
+    if (cs > 1) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+    __syncthreads();
+
+    if (arith) {
+        // W[j0 + 4 jg + a, k0 + 4 f + h] -= lr * sum_i dY[i, j] x[i, r]:
+        // thread (jg, f) owns 4 rows of W times the float4 columns f and
+        // f + 64 of the block's half (a warp's stores: 4 rows x 128
+        // contiguous bytes).
+        const u32 jg = lane & 3, nf = kb / 4;
+        for (u32 f = warp * 8 + (lane >> 2); f < nf; f += 128) {
+            const bool two = f + 64 < nf;
+            float a[4][8];
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+#pragma unroll
+                for (int h = 0; h < 8; ++h) a[j][h] = 0.0f;
+            for (u32 i = 0; i < m; ++i) {
+                const float4 x0 = gc_lds4(xs + i * ld + 4 * f);
+                const float4 x1 = two ? gc_lds4(xs + i * ld + 4 * (f + 64)) : x0;
+                const float4 d4 = gc_lds4(dys + i * GC_STEP_COLS + 4 * jg);
+                const float xv[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+                const float dv[4] = {d4.x, d4.y, d4.z, d4.w};
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+#pragma unroll
+                    for (int h = 0; h < 8; ++h) a[j][h] = fmaf(dv[j], xv[h], a[j][h]);
+            }
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const u32 row = 4 * jg + j;
+                float *dst = w + (u64)(j0 + row) * k + k0;
+                const float4 o0 = gc_lds4(wsm + row * ld + 4 * f);
+                *reinterpret_cast<float4 *>(dst + 4 * f) =
+                    make_float4(fmaf(-lr, a[j][0], o0.x), fmaf(-lr, a[j][1], o0.y), fmaf(-lr, a[j][2], o0.z),
+                                fmaf(-lr, a[j][3], o0.w));
+                if (two) {
+                    const float4 o1 = gc_lds4(wsm + row * ld + 4 * (f + 64));
+                    *reinterpret_cast<float4 *>(dst + 4 * (f + 64)) =
+                        make_float4(fmaf(-lr, a[j][4], o1.x), fmaf(-lr, a[j][5], o1.y), fmaf(-lr, a[j][6], o1.z),
+                                    fmaf(-lr, a[j][7], o1.w));
+                }
+            }
+        }
+    } else {
+        // Warp 8: the loss (rank 0) and the bias (the last rank), while the
+        // others update W.
+        if (s == 0) {
+            u32 *counter = reinterpret_cast<u32 *>(ws);
+            float *partials = reinterpret_cast<float *>(reinterpret_cast<char *>(ws) + 16);
+            const u32 clusters = gridDim.x / cs;
+            u32 last = 0;
+            if (lane == 0) {
+                float sum = lsums[0];
+                for (u32 i = 1; i < 8; ++i) sum = __fadd_rn(sum, lsums[i]);
+                partials[cid] = sum;
+                __threadfence();  // the partial is visible before the counter moves
+                last = atomicAdd(counter, 1u) == clusters - 1;
+            }
+            if (__shfl_sync(0xffffffffu, last, 0)) {
+                // The last cluster adds the partials: lane l takes l, l + 32,
+                // ... (loads in flight together), then a butterfly.
+                __threadfence();
+                const volatile float *vp = partials;  // bypass L1: other clusters wrote these
+                float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+                u32 i = lane;
+                for (; i + 96 < clusters; i += 128) {
+                    const float a = vp[i], b1 = vp[i + 32], c = vp[i + 64], d = vp[i + 96];
+                    v[0] = __fadd_rn(v[0], a);
+                    v[1] = __fadd_rn(v[1], b1);
+                    v[2] = __fadd_rn(v[2], c);
+                    v[3] = __fadd_rn(v[3], d);
+                }
+                if (i < clusters) v[0] = __fadd_rn(v[0], vp[i]);
+                if (i + 32 < clusters) v[1] = __fadd_rn(v[1], vp[i + 32]);
+                if (i + 64 < clusters) v[2] = __fadd_rn(v[2], vp[i + 64]);
+                float total = __fadd_rn(__fadd_rn(v[0], v[1]), __fadd_rn(v[2], v[3]));
+#pragma unroll
+                for (int o = 16; o > 0; o >>= 1) total = __fadd_rn(total, __shfl_xor_sync(0xffffffffu, total, o));
+                if (lane == 0) {
+                    loss[0] = total;
+                    *counter = 0;
+                }
+            }
+        }
+        if (s == cs - 1 && b != nullptr) {
+            // Column lane % 16, rows of parity lane / 16, then the two halves.
+            const u32 col = lane & 15;
+            float sum = 0.0f;
+            for (u32 i = lane >> 4; i < m; i += 2) sum = __fadd_rn(sum, dys[i * GC_STEP_COLS + col]);
+            const float other = __shfl_xor_sync(0xffffffffu, sum, 16);
+            if (lane < GC_STEP_COLS) b[j0 + col] = fmaf(-lr, __fadd_rn(sum, other), b[j0 + col]);
+        }
+    }
+    // No block leaves while the other may still read its sums.
+    if (cs > 1) asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+#else
+    (void)w, (void)b, (void)x, (void)target, (void)loss, (void)ws, (void)m, (void)n, (void)k, (void)grad_scale,
+        (void)lr;
+#ifdef __CUDA_ARCH__
+    asm volatile("trap;");
+#endif
+#endif
+}
+
+
+// ---------------------------------------------------------------------------
+// Run 6 (`train_harness run6`; RES6 / CHK6 lines; `san6` for
+// compute-sanitizer): the whole step in one launch (step1,
+// clusters of cs blocks owning 16 output columns each), checked against
+// float64 and the shipped two-launch step, and timed beside it.
+static void step1_launch(Prob &p, u32 cs, bool pdl, cudaStream_t s) {
+    CK(launch_ex(step1, cs * p.n / 16, 288, gc_step_floats(p.k / cs) * 4, s, cs, pdl, p.dw, p.db,
+                 (const float *)p.dx, (const float *)p.dt, p.dloss, (void *)p.ws, (u32)p.m, (u32)p.n, (u32)p.k,
+                 1.0f, p.lr));
+}
+static Launch ship_step(Prob &p, bool pdl) {
+    return [&p, pdl](cudaStream_t s) {
+        const u32 parts = p.n / 4, ty = bias_ty_of(p.m), blocks = 1 + p.n / 32 + (p.n / 64) * (p.k / 64);
+        CK(launch_ex(gc_linear_mse_f32, p.n / 4, 256, 0, s, 1, pdl, p.grad(), (float *)nullptr, p.sums(),
+                     (const float *)p.dx, (const float *)p.dw, (const float *)p.db, (const float *)p.dt, (u32)p.m,
+                     (u32)p.n, (u32)p.k, 0x3bu, 1.0f));
+        CK(launch_ex(gc_linear_sgd_f32, blocks, 256, 0, s, 1, pdl, p.dw, p.db, (const float *)p.grad(),
+                     (const float *)p.dx, (u32)p.m, (u32)p.n, (u32)p.k, p.lr, 3u, ty, p.dloss,
+                     (const float *)p.sums(), parts));
+    };
+}
+static double maxrel(const std::vector<float> &a, const std::vector<float> &b) {
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); i++) {
+        const double d = fabs((double)a[i] - b[i]) / std::max(fabs((double)b[i]), 1e-3);
+        worst = std::max(worst, std::isfinite(d) ? d : 1e30);
+    }
+    return worst;
+}
+
+static int run6(cudaStream_t s, bool san, bool prof = false) {
+    CK(cudaFuncSetAttribute(step1, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            (int)(gc_step_floats(512) * 4)));
+    cudaFuncAttributes fa;
+    CK(cudaFuncGetAttributes(&fa, step1));
+    printf("VAR6 regs %d local %zu static_smem %zu\n", fa.numRegs, fa.localSizeBytes, fa.sharedSizeBytes);
+    for (u32 cs : {1u, 2u}) {
+        cudaLaunchConfig_t cfg = {};
+        cudaLaunchAttribute at;
+        at.id = cudaLaunchAttributeClusterDimension;
+        at.val.clusterDim.x = cs; at.val.clusterDim.y = 1; at.val.clusterDim.z = 1;
+        cfg.gridDim = dim3(cs * 64); cfg.blockDim = dim3(288); cfg.dynamicSmemBytes = gc_step_floats(1024 / cs > 512 ? 512 : 1024 / cs) * 4;
+        cfg.attrs = &at; cfg.numAttrs = 1;
+        int clusters = -1;
+        cudaError_t e = cudaOccupancyMaxActiveClusters(&clusters, step1, &cfg);
+        printf("VAR6 cs %u smem %zu max_active_clusters %d %s\n", cs, cfg.dynamicSmemBytes, clusters,
+               e == cudaSuccess ? "" : cudaGetErrorString(e));
+        cudaGetLastError();
+    }
+    {  // the launch floor: an empty kernel with the same grid, block, shared memory and clusters
+        Prob p(64, 1024, 1024);
+        const size_t smem = gc_step_floats(512) * 4;
+        CK(cudaFuncSetAttribute(empty_k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        for (u32 cs : {1u, 2u}) {
+            Launch e = [cs, smem, &p](cudaStream_t s) { CK(launch_ex(empty_k, 128, 288, smem, s, cs, false, p.grad())); };
+            printf("RES6 empty cs=%u step20 %.2f replay %.2f\n", cs, time_graph(s, e, 20), time_graph(s, e, 1, 7, 200));
+        }
+    }
+    struct Shape { int m, n, k; u32 cs; };
+    std::vector<Shape> shapes = {{64, 1024, 1024, 2}, {37, 256, 384, 2}, {8, 512, 256, 2}, {1, 1024, 1024, 2},
+                                 {16, 1024, 1024, 2}, {64, 256, 256, 2}, {64, 256, 256, 1}, {32, 512, 512, 1}};
+    if (san) shapes = {{37, 256, 384, 2}, {8, 512, 256, 1}};
+    if (prof) {  // for ncu: the notes' step and one row, each launched twice outside graphs
+        for (Shape sh : {Shape{64, 1024, 1024, 2}, Shape{1, 1024, 1024, 2}}) {
+            Prob p(sh.m, sh.n, sh.k);
+            for (int r = 0; r < 2; ++r) step1_launch(p, sh.cs, false, s);
+            CK(cudaStreamSynchronize(s));
+        }
+        return 0;
+    }
+    for (const Shape &sh : shapes) {
+        Prob p(sh.m, sh.n, sh.k);
+        Launch one = [&p, sh](cudaStream_t s) { step1_launch(p, sh.cs, false, s); };
+        Check c = check(p, s, one);
+        StepOut a = step_out(p, s, one), ref = step_out(p, s, ship_step(p, false));
+        printf("CHK6 m=%d n=%d k=%d cs=%u werr %.1e berr %.1e lerr %.1e det %d vs_ship_w %.1e vs_ship_b %.1e "
+               "loss %.6g ship_loss %.6g\n",
+               sh.m, sh.n, sh.k, sh.cs, c.werr, c.berr, c.lerr, c.det, maxrel(a.w, ref.w), maxrel(a.b, ref.b),
+               a.loss, ref.loss);
+        fflush(stdout);
+        if (san) continue;
+        // Times: a graph of 20 steps, and a one-step graph replayed back to back.
+        for (int rep = 0; rep < 3; ++rep) {
+            for (bool pdl : {false, true}) {
+                Launch sp = ship_step(p, pdl);
+                Launch op = [&p, sh, pdl](cudaStream_t s) { step1_launch(p, sh.cs, pdl, s); };
+                const double a20 = time_graph(s, sp, 20), a1 = time_graph(s, sp, 1, 7, 200);
+                const double b20 = time_graph(s, op, 20), b1 = time_graph(s, op, 1, 7, 200);
+                printf("RES6 m=%d n=%d k=%d cs=%u pdl %d ship step20 %.2f replay %.2f one step20 %.2f replay %.2f\n",
+                       sh.m, sh.n, sh.k, sh.cs, (int)pdl, a20, a1, b20, b1);
+                fflush(stdout);
+            }
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, 0));
     printf("device %s, %d SMs\n", prop.name, prop.multiProcessorCount);
@@ -830,6 +1244,9 @@ int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "run5")) return run5(s, false, false);
     if (argc > 1 && !strcmp(argv[1], "prof5")) return run5(s, true, false);  // under ncu
     if (argc > 1 && !strcmp(argv[1], "san5")) return run5(s, false, true);  // under compute-sanitizer
+    if (argc > 1 && !strcmp(argv[1], "run6")) return run6(s, false);
+    if (argc > 1 && !strcmp(argv[1], "san6")) return run6(s, true);  // under compute-sanitizer
+    if (argc > 1 && !strcmp(argv[1], "prof6")) return run6(s, false, true);  // under ncu
 
     std::vector<Fwd> fwds = {
         {"F64x64ks4_S8", fwd_var<64, 8, 8, 32, 4, 1, true>, 64, 128},
