@@ -18,6 +18,9 @@
 // Run 6 (`run.sh run6`; RES6 / CHK6 lines; `prof6` for ncu, `san6` for
 // compute-sanitizer): the whole step in one launch (step1), clusters owning
 // 16 output columns each.
+// Run 7 (`run.sh run7`; RES7 / CHK7 / CUT7 lines; `san7` for
+// compute-sanitizer): the forward and the update on the tensor cores in
+// 3xTF32 (fwd_tc, fwd_tma, upd_tc).
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <algorithm>
@@ -1279,6 +1282,484 @@ static int run6(cudaStream_t s, bool san, bool prof = false) {
     return 0;
 }
 
+// ===========================================================================
+// Run 7 (`run.sh run7`; RES7 / CHK7 lines; `san7` under compute-sanitizer):
+// the step's two GEMMs on the tensor cores in 3xTF32 (NOT SHIPPED; see
+// kernels/TUNING.md, "3xTF32"). Each f32 operand v is split as hi =
+// tf32(v), lo = tf32(v - hi) (22 of its 24 bits), and a product is
+// lo.hi + hi.lo + hi.hi (lo.lo dropped, about 2^-22 relative) summed in f32
+// by mma.sync m16n8k8: near-f32 accuracy at a fraction of the FFMA issue
+// cost. Deterministic (fixed order), not the bits of the f32 kernels.
+// ===========================================================================
+#include "linear_tf32.cu"
+
+// v = hi + lo as TF32 bit patterns (hi = tf32(v), lo = tf32(v - hi)).
+__device__ __forceinline__ void gc3_split(float v, u32 &hi, u32 &lo) {
+    hi = gc_tf32(v);
+    lo = gc_tf32(__fsub_rn(v, __uint_as_float(hi)));
+}
+// d += a . b in 3xTF32: the small products first.
+__device__ __forceinline__ void gc3_mma(float (&d)[4], const u32 (&ah)[4], const u32 (&al)[4], const u32 (&bh)[2],
+                                        const u32 (&bl)[2]) {
+    gc_mma_tf32(d, al, bh);
+    gc_mma_tf32(d, ah, bl);
+    gc_mma_tf32(d, ah, bh);
+}
+// Stores (a, b) at p (this block's shared memory, 8-byte aligned) in the block of cluster rank `rank`.
+__device__ __forceinline__ void gc3_st_cluster2(float *p, u32 rank, float a, float b) {
+    u32 ra;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"((u32)__cvta_generic_to_shared(p)), "r"(rank));
+    asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" ::"r"(ra), "f"(a), "f"(b) : "memory");
+}
+
+// The update: gc_linear_sgd_f32's loss block and bias blocks, then 64 x 64
+// tiles of W -= lr dy^T x on the tensor cores (8 warps as 2 x 4, warp tile
+// 32 x 16; dy and x tiles of all m <= 64 rows staged at once, row stride 72:
+// fragment loads hit 32 banks). Needs m <= 64, n % 4 == 0, k % 4 == 0,
+// 16-byte aligned w, dy, x. Grid: 1 (loss) + ceil(n / 32) + ceil(n / 64) ceil(k / 64).
+#define GC3_L 72
+__global__ void __launch_bounds__(256, 2)
+    upd_tc(float *w, float *b, const float *dy, const float *x, u32 m, u32 n, u32 k, float lr, u32 bias_ty,
+           float *loss, const float *partials, u32 parts) {
+    GC_PDL_WAIT();
+    __shared__ __align__(16) float smem[2 * 64 * GC3_L];
+    u32 blk = blockIdx.x;
+    if (loss != nullptr) {
+        if (blk == 0) {
+            gc_loss_block(loss, partials, parts);
+            return;
+        }
+        --blk;
+    }
+    const u32 bias_blocks = b != nullptr ? (n + 31) / 32 : 0;
+    if (blk < bias_blocks) {
+        gc_layer_sgd(blk, w, b, dy, x, m, n, k, lr, 1u, bias_ty, smem);
+        return;
+    }
+    blk -= bias_blocks;
+    const u32 tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5, g = lane >> 2, t = lane & 3u;
+    const u32 tiles_r = (k + 63) / 64, j0 = (blk / tiles_r) * 64, r0 = (blk % tiles_r) * 64;
+    const u32 jb = (warp >> 2) * 32, rb = (warp & 3u) * 16;
+    float *As = smem, *Bs = smem + 64 * GC3_L;
+    float2 wv[2][2][2];
+#pragma unroll
+    for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int ni = 0; ni < 2; ++ni) {
+                const u32 j = j0 + jb + 16 * mi + 8 * h + g, r = r0 + rb + 8 * ni + 2 * t;
+                wv[mi][h][ni] = j < n && r < k ? *reinterpret_cast<const float2 *>(w + j * k + r) : make_float2(0, 0);
+            }
+    for (u32 e = tid; e < 64 * 16; e += 256) {
+        const u32 i = e / 16, c = 4 * (e % 16);
+        float4 va = make_float4(0, 0, 0, 0), vb = va;
+        if (i < m) {
+            if (j0 + c < n) va = __ldg(reinterpret_cast<const float4 *>(dy + i * n + j0 + c));
+            if (r0 + c < k) vb = __ldg(reinterpret_cast<const float4 *>(x + i * k + r0 + c));
+        }
+        gc_sts4(As + i * GC3_L + c, va);
+        gc_sts4(Bs + i * GC3_L + c, vb);
+    }
+    __syncthreads();
+    float acc[2][2][4];
+#pragma unroll
+    for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 2; ++ni)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) acc[mi][ni][q] = 0.0f;
+    const u32 mp = (m + 7) & ~7u;
+    for (u32 kk = 0; kk < mp; kk += 8) {
+        u32 ah[2][4], al[2][4], bh[2][2], bl[2][2];
+#pragma unroll
+        for (int mi = 0; mi < 2; ++mi) {
+            const float *p = As + (kk + t) * GC3_L + jb + 16 * mi + g;
+            gc3_split(p[0], ah[mi][0], al[mi][0]);
+            gc3_split(p[8], ah[mi][1], al[mi][1]);
+            gc3_split(p[4 * GC3_L], ah[mi][2], al[mi][2]);
+            gc3_split(p[4 * GC3_L + 8], ah[mi][3], al[mi][3]);
+        }
+#pragma unroll
+        for (int ni = 0; ni < 2; ++ni) {
+            const float *q = Bs + (kk + t) * GC3_L + rb + 8 * ni + g;
+            gc3_split(q[0], bh[ni][0], bl[ni][0]);
+            gc3_split(q[4 * GC3_L], bh[ni][1], bl[ni][1]);
+        }
+#pragma unroll
+        for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+            for (int ni = 0; ni < 2; ++ni) gc3_mma(acc[mi][ni], ah[mi], al[mi], bh[ni], bl[ni]);
+    }
+    GC_PDL_TRIGGER();
+#pragma unroll
+    for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int ni = 0; ni < 2; ++ni) {
+                const u32 j = j0 + jb + 16 * mi + 8 * h + g, r = r0 + rb + 8 * ni + 2 * t;
+                if (j >= n || r >= k) continue;
+                const float2 o = wv[mi][h][ni];
+                *reinterpret_cast<float2 *>(w + j * k + r) =
+                    make_float2(fmaf(-lr, acc[mi][ni][2 * h], o.x), fmaf(-lr, acc[mi][ni][2 * h + 1], o.y));
+            }
+}
+
+// The split fragments of one k step of the forward: A (16 rows of x from
+// pa = x row g, k step + t) and NTW B tiles (W rows g, g + 8, ... from pb),
+// row stride L.
+template <u32 NTW>
+__device__ __forceinline__ void gc3_frags(const float *pa, const float *pb, u32 L, u32 (&ah)[4], u32 (&al)[4],
+                                          u32 (&bh)[NTW][2], u32 (&bl)[NTW][2]) {
+    gc3_split(pa[0], ah[0], al[0]);
+    gc3_split(pa[8 * L], ah[1], al[1]);
+    gc3_split(pa[4], ah[2], al[2]);
+    gc3_split(pa[8 * L + 4], ah[3], al[3]);
+#pragma unroll
+    for (int ni = 0; ni < (int)NTW; ++ni) {
+        gc3_split(pb[8 * ni * L], bh[ni][0], bl[ni][0]);
+        gc3_split(pb[8 * ni * L + 4], bh[ni][1], bl[ni][1]);
+    }
+}
+
+// The forward's finish in cluster rank `rank` after the partial sums were
+// pushed into its `recv` ([CS][64][8]): its 8 columns' sums in rank order,
+// bias, grad = 2 gs (p - target) and sums[blockIdx.x] (256 threads, 2
+// outputs each).
+template <int CS>
+__device__ __forceinline__ void gc3_finish(float *grad, float *sums, const float *recv, const float *b,
+                                           const float *target, u32 m, u32 n, u32 n0, u32 rank, float grad_scale) {
+    const u32 tid = threadIdx.x;
+    float part = 0.0f;
+    {
+        const u32 row = tid / 4, cc = 2 * (tid % 4), col = n0 + 8 * rank + cc;
+        if (row < m) {
+            float s0 = recv[row * 8 + cc], s1 = recv[row * 8 + cc + 1];
+#pragma unroll
+            for (int r = 1; r < CS; ++r) {
+                s0 = __fadd_rn(s0, recv[(r * 64 + row) * 8 + cc]);
+                s1 = __fadd_rn(s1, recv[(r * 64 + row) * 8 + cc + 1]);
+            }
+            const float d0 = __fsub_rn(__fadd_rn(s0, __ldg(b + col)), __ldg(target + row * n + col));
+            const float d1 = __fsub_rn(__fadd_rn(s1, __ldg(b + col + 1)), __ldg(target + row * n + col + 1));
+            const float two = 2.0f * grad_scale;
+            *reinterpret_cast<float2 *>(grad + row * n + col) = make_float2(d0 * two, d1 * two);
+            part = fmaf(d1, d1, fmaf(d0, d0, 0.0f));
+        }
+    }
+    const float total = gc_block_sum(part);
+    if (tid == 0) sums[blockIdx.x] = total;
+}
+
+// The forward with the loss's block sums and dY (what gc_linear_mse_f32
+// computes, without pred): clusters of CS blocks own BN = 8 CS output
+// columns; block s of a cluster takes K slice s (k / CS wide) of all 64 rows,
+// staged with cp.async in up to 4 groups (products start as each lands),
+// 8 warps as 4 (rows) x 2 (columns); each block pushes its partial sums of
+// columns 8 q .. 8 q + 7 into rank q's shared memory, one cluster barrier,
+// and rank q adds the CS partials in rank order, adds the bias and writes
+// grad = 2 gs (p - target) and sums[blockIdx.x] (its sum of (p - target)^2).
+// Needs m <= 64, n % BN == 0, k % (8 CS) == 0, 16-byte aligned x, w.
+// Grid: (n / BN) CS blocks in clusters of CS, 256 threads, gc3_fwd_bytes(k) of shared memory.
+template <int CS>
+static size_t gc3_fwd_bytes(u32 k) { return ((size_t)(64 + 8 * CS) * (k / CS + 4) + CS * 64 * 8) * 4; }
+// CUT (time decomposition only, wrong results): 1 skips the products, 2 also
+// the loads, 3 the push, barrier and finishing instead (sums only).
+template <int CS, int CUT = 0>
+__global__ void __launch_bounds__(256, 1)
+    fwd_tc(float *grad, float *sums, const float *x, const float *w, const float *b, const float *target, u32 m,
+           u32 n, u32 k, float grad_scale) {
+    constexpr u32 BN = 8 * CS, NTW = CS / 2;  // columns per cluster; n-tiles per warp
+    extern __shared__ __align__(16) float sm[];
+    GC_PDL_WAIT();
+    const u32 rank = gc_cluster_rank(), n0 = (blockIdx.x / CS) * BN;
+    const u32 ks = k / CS, L = ks + 4, k0 = rank * ks;
+    float *Xs = sm, *Ws = sm + 64 * L, *recv = Ws + BN * L;
+    const u32 tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5, g = lane >> 2, t = lane & 3u;
+    const u32 kc = ((ks + 3) / 4 + 7) & ~7u, chunks = (ks + kc - 1) / kc;
+    for (u32 c = 0; c < chunks; ++c) {
+        if (CUT == 2) break;
+        const u32 c0 = c * kc, q = (min(kc, ks - c0)) / 4;
+        for (u32 e = tid; e < (64 + BN) * q; e += 256) {
+            const u32 row = e / q, col = c0 + 4 * (e % q);
+            if (row < 64)
+                gc_cp_async16(Xs + row * L + col, row < m ? x + row * k + k0 + col : x, row < m);
+            else
+                gc_cp_async16(Ws + (row - 64) * L + col, w + (n0 + row - 64) * k + k0 + col, true);
+        }
+        gc_cp_commit();
+    }
+    const u32 mb = (warp & 3u) * 16, nb = (warp >> 2) * (BN / 2);
+    float acc[NTW][4];
+#pragma unroll
+    for (int ni = 0; ni < (int)NTW; ++ni)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[ni][q] = 0.0f;
+    for (u32 c = 0; c < chunks; ++c) {
+        if (CUT != 2) gc_cp_wait_upto(chunks - 1 - c);
+        __syncthreads();
+        if (mb >= m || CUT == 1 || CUT == 2) continue;
+        const u32 end = min((c + 1) * kc, ks);
+        for (u32 kk = c * kc; kk < end; kk += 8) {
+            u32 ah[4], al[4], bh[NTW][2], bl[NTW][2];
+            gc3_frags<NTW>(Xs + (mb + g) * L + kk + t, Ws + (nb + g) * L + kk + t, L, ah, al, bh, bl);
+#pragma unroll
+            for (int ni = 0; ni < (int)NTW; ++ni) gc3_mma(acc[ni], ah, al, bh[ni], bl[ni]);
+        }
+    }
+    GC_PDL_TRIGGER();
+    if (CUT == 3) {
+        const float total = gc_block_sum(acc[0][0] + acc[NTW - 1][3]);
+        if (tid == 0) sums[blockIdx.x] = total;
+        return;
+    }
+    // Push: column nb + 8 ni + 2 t (+1) goes to rank (nb / 8 + ni), local column 2 t.
+#pragma unroll
+    for (int ni = 0; ni < (int)NTW; ++ni)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const u32 row = mb + g + 8 * h;
+            gc3_st_cluster2(recv + (rank * 64 + row) * 8 + 2 * t, nb / 8 + ni, acc[ni][2 * h], acc[ni][2 * h + 1]);
+        }
+    gc_cluster_sync();
+    gc3_finish<CS>(grad, sums, recv, b, target, m, n, n0, rank, grad_scale);
+}
+
+
+// fwd_tma<CS>: fwd_tc with its slices staged by the copy engine of the SM
+// (cp.async.bulk, one copy per row and chunk, completion counted on an
+// mbarrier per chunk; rows past m zeroed by plain stores) and products in
+// three independent accumulators per tile (lo.hi, hi.lo, hi.hi; added at
+// the end), the k loop unrolled by 4. CUT as fwd_tc (1: no products).
+__device__ __forceinline__ void gc3_mbar_init(u64 *bar, u32 count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"((u32)__cvta_generic_to_shared(bar)), "r"(count)
+                 : "memory");
+}
+__device__ __forceinline__ void gc3_mbar_expect(u64 *bar, u32 bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"((u32)__cvta_generic_to_shared(bar)),
+                 "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void gc3_mbar_wait(u64 *bar, u32 parity) {
+    asm volatile(
+        "{\n\t.reg .pred p;\n\tW: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n\t@!p bra W;\n\t}" ::"r"(
+            (u32)__cvta_generic_to_shared(bar)),
+        "r"(parity)
+        : "memory");
+}
+__device__ __forceinline__ void gc3_bulk(float *dst, const float *src, u32 bytes, u64 *bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                     (u32)__cvta_generic_to_shared(dst)),
+                 "l"(src), "r"(bytes), "r"((u32)__cvta_generic_to_shared(bar))
+                 : "memory");
+}
+template <int CS, int CUT = 0>
+__global__ void __launch_bounds__(256, 1)
+    fwd_tma(float *grad, float *sums, const float *x, const float *w, const float *b, const float *target, u32 m,
+            u32 n, u32 k, float grad_scale) {
+    constexpr u32 BN = 8 * CS, NTW = CS / 2;
+    extern __shared__ __align__(16) float sm[];
+    __shared__ __align__(8) u64 bars[4];
+    const u32 rank = gc_cluster_rank(), n0 = (blockIdx.x / CS) * BN;
+    const u32 ks = k / CS, L = ks + 4, k0 = rank * ks;
+    float *Xs = sm, *Ws = sm + 64 * L, *recv = Ws + BN * L;
+    const u32 tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5, g = lane >> 2, t = lane & 3u;
+    const u32 kc = ((ks + 3) / 4 + 7) & ~7u, chunks = (ks + kc - 1) / kc, rows = min(m, 64u);
+    if (tid == 0) {
+        for (u32 c = 0; c < chunks; ++c) gc3_mbar_init(&bars[c], 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    // Rows past m: zeros (plain stores, read after the barrier below).
+    for (u32 e = rows * (ks / 4) + tid; e < 64 * (ks / 4); e += 256) {
+        const u32 row = e / (ks / 4), col = 4 * (e % (ks / 4));
+        gc_sts4(Xs + row * L + col, make_float4(0, 0, 0, 0));
+    }
+    __syncthreads();
+    GC_PDL_WAIT();
+    if (warp == 0) {
+        for (u32 c = 0; c < chunks; ++c) {
+            const u32 c0 = c * kc, cw = min(kc, ks - c0);
+            if (lane == 0) gc3_mbar_expect(&bars[c], (rows + BN) * cw * 4);
+            __syncwarp();
+            for (u32 r = lane; r < rows + BN; r += 32) {
+                if (r < rows)
+                    gc3_bulk(Xs + r * L + c0, x + r * k + k0 + c0, cw * 4, &bars[c]);
+                else
+                    gc3_bulk(Ws + (r - rows) * L + c0, w + (n0 + r - rows) * k + k0 + c0, cw * 4, &bars[c]);
+            }
+        }
+    }
+    const u32 mb = (warp & 3u) * 16, nb = (warp >> 2) * (BN / 2);
+    float acc[3][NTW][4];
+#pragma unroll
+    for (int z = 0; z < 3; ++z)
+#pragma unroll
+        for (int ni = 0; ni < (int)NTW; ++ni)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) acc[z][ni][q] = 0.0f;
+    for (u32 c = 0; c < chunks; ++c) {
+        gc3_mbar_wait(&bars[c], 0);
+        if (mb >= m || CUT == 1) continue;
+        const u32 end = min((c + 1) * kc, ks);
+#pragma unroll 4
+        for (u32 kk = c * kc; kk < end; kk += 8) {
+            u32 ah[4], al[4], bh[NTW][2], bl[NTW][2];
+            gc3_frags<NTW>(Xs + (mb + g) * L + kk + t, Ws + (nb + g) * L + kk + t, L, ah, al, bh, bl);
+#pragma unroll
+            for (int ni = 0; ni < (int)NTW; ++ni) {
+                gc_mma_tf32(acc[0][ni], al, bh[ni]);
+                gc_mma_tf32(acc[1][ni], ah, bl[ni]);
+                gc_mma_tf32(acc[2][ni], ah, bh[ni]);
+            }
+        }
+    }
+    GC_PDL_TRIGGER();
+#pragma unroll
+    for (int ni = 0; ni < (int)NTW; ++ni)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const u32 row = mb + g + 8 * h;
+            const float v0 = __fadd_rn(__fadd_rn(acc[0][ni][2 * h], acc[1][ni][2 * h]), acc[2][ni][2 * h]);
+            const float v1 = __fadd_rn(__fadd_rn(acc[0][ni][2 * h + 1], acc[1][ni][2 * h + 1]), acc[2][ni][2 * h + 1]);
+            gc3_st_cluster2(recv + (rank * 64 + row) * 8 + 2 * t, nb / 8 + ni, v0, v1);
+        }
+    gc_cluster_sync();
+    gc3_finish<CS>(grad, sums, recv, b, target, m, n, n0, rank, grad_scale);
+}
+template <int CS, int CUT = 0>
+static void fwd_tma_launch(Prob &p, bool pdl, cudaStream_t s) {
+    CK(launch_ex(fwd_tma<CS, CUT>, (p.n / (8 * CS)) * CS, 256, gc3_fwd_bytes<CS>(p.k), s, CS, pdl, p.grad(),
+                 p.sums(), (const float *)p.dx, (const float *)p.dw, (const float *)p.db, (const float *)p.dt,
+                 (u32)p.m, (u32)p.n, (u32)p.k, 1.0f));
+}
+
+template <int CS, int CUT = 0>
+static void fwd_tc_launch(Prob &p, bool pdl, cudaStream_t s) {
+    const size_t smem = gc3_fwd_bytes<CS>(p.k);
+    CK(launch_ex(fwd_tc<CS, CUT>, (p.n / (8 * CS)) * CS, 256, smem, s, CS, pdl, p.grad(), p.sums(), (const float *)p.dx,
+                 (const float *)p.dw, (const float *)p.db, (const float *)p.dt, (u32)p.m, (u32)p.n, (u32)p.k, 1.0f));
+}
+static void ship_fwd_launch(Prob &p, bool pdl, cudaStream_t s) {
+    CK(launch_ex(gc_linear_mse_f32, p.n / 4, 256, 0, s, 1, pdl, p.grad(), (float *)nullptr, p.sums(),
+                 (const float *)p.dx, (const float *)p.dw, (const float *)p.db, (const float *)p.dt, (u32)p.m,
+                 (u32)p.n, (u32)p.k, 0x3bu, 1.0f));
+}
+// The update after a forward that wrote `parts` block sums: shipped (tile 3) or upd_tc.
+static void upd_launch7(Prob &p, bool tc, u32 parts, bool pdl, cudaStream_t s) {
+    const u32 ty = bias_ty_of(p.m), blocks = 1 + (p.n + 31) / 32 + ((p.n + 63) / 64) * ((p.k + 63) / 64);
+    if (tc)
+        CK(launch_ex(upd_tc, blocks, 256, 0, s, 1, pdl, p.dw, p.db, (const float *)p.grad(), (const float *)p.dx,
+                     (u32)p.m, (u32)p.n, (u32)p.k, p.lr, ty, p.dloss, (const float *)p.sums(), parts));
+    else
+        CK(launch_ex(gc_linear_sgd_f32, blocks, 256, 0, s, 1, pdl, p.dw, p.db, (const float *)p.grad(),
+                     (const float *)p.dx, (u32)p.m, (u32)p.n, (u32)p.k, p.lr, 3u, ty, p.dloss,
+                     (const float *)p.sums(), parts));
+}
+
+// fwd: 0 shipped, else the cluster size of fwd_tc; upd_tc: the tensor-core update.
+static void step7(Prob &p, int fwd, bool tc, bool pdl, cudaStream_t s) {
+    u32 parts = p.n / 4;
+    if (fwd == 0) ship_fwd_launch(p, pdl, s);
+    else {
+        parts = p.n / 8;  // one block sum per 8 columns, every cluster size
+        if (fwd == 2) fwd_tc_launch<2>(p, pdl, s);
+        else if (fwd == 4) fwd_tc_launch<4>(p, pdl, s);
+        else if (fwd == 8) fwd_tc_launch<8>(p, pdl, s);
+        else if (fwd == 14) fwd_tma_launch<4>(p, pdl, s);
+        else fwd_tma_launch<8>(p, pdl, s);
+    }
+    upd_launch7(p, tc, parts, pdl, s);
+}
+
+static void tma_attr() {
+    CK(cudaFuncSetAttribute(fwd_tma<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)gc3_fwd_bytes<4>(1024)));
+    CK(cudaFuncSetAttribute(fwd_tma<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)gc3_fwd_bytes<8>(1024)));
+}
+template <int CS, int CUT>
+static void cut_row(Prob &p, cudaStream_t s) {
+    CK(cudaFuncSetAttribute(fwd_tc<CS, CUT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)gc3_fwd_bytes<CS>(1024)));
+    Launch f = [&p](cudaStream_t s) { fwd_tc_launch<CS, CUT>(p, true, s); };
+    printf(" cs%d_cut%d %.2f", CS, CUT, time_graph(s, f, 20));
+}
+template <int CS, int CUT>
+static void tma_row(Prob &p, cudaStream_t s) {
+    CK(cudaFuncSetAttribute(fwd_tma<CS, CUT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)gc3_fwd_bytes<CS>(1024)));
+    Launch f = [&p](cudaStream_t s) { fwd_tma_launch<CS, CUT>(p, true, s); };
+    printf(" tma%d_cut%d %.2f", CS, CUT, time_graph(s, f, 20));
+}
+static int run7(cudaStream_t s, bool san) {
+    tma_attr();
+    if (!san) {  // where the forward's time goes (wrong results; times only)
+        for (int m : {64, 1}) {
+            Prob p(m, 1024, 1024);
+            printf("CUT7 m=%d", m);
+            cut_row<4, 1>(p, s); cut_row<4, 2>(p, s); cut_row<4, 3>(p, s);
+            cut_row<8, 1>(p, s); cut_row<8, 2>(p, s); cut_row<8, 3>(p, s);
+            tma_row<4, 0>(p, s); tma_row<4, 1>(p, s); tma_row<8, 0>(p, s); tma_row<8, 1>(p, s);
+            printf("\n");
+            fflush(stdout);
+        }
+    }
+    CK(cudaFuncSetAttribute(fwd_tc<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)gc3_fwd_bytes<2>(1024)));
+    CK(cudaFuncSetAttribute(fwd_tc<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)gc3_fwd_bytes<4>(1024)));
+    CK(cudaFuncSetAttribute(fwd_tc<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)gc3_fwd_bytes<8>(1024)));
+    if (cudaFuncSetAttribute(fwd_tc<8>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) cudaGetLastError();
+    struct Shape { int m, n, k; };
+    std::vector<Shape> shapes = {{64, 1024, 1024}, {37, 256, 384}, {8, 512, 256}, {1, 1024, 1024}, {16, 1024, 1024}};
+    if (san) shapes = {{37, 256, 384}, {8, 512, 256}};
+    const std::vector<std::pair<int, bool>> vars = {{0, true}, {4, false}, {8, false}, {14, false}, {18, false},
+                                                    {14, true}, {18, true}};
+    for (const Shape &sh : shapes) {
+        Prob p(sh.m, sh.n, sh.k);
+        StepOut ref = step_out(p, s, ship_step(p, false));
+        Check cs = check(p, s, ship_step(p, false));
+        printf("CHK7 m=%d n=%d k=%d ship werr %.1e berr %.1e lerr %.1e det %d\n", sh.m, sh.n, sh.k, cs.werr, cs.berr,
+               cs.lerr, cs.det);
+        for (auto [fwd, tc] : vars) {
+            if (fwd && (sh.n % (8 * (fwd % 10)) || sh.k % (8 * (fwd % 10)))) continue;
+            Launch one = [&p, fwd = fwd, tc = tc](cudaStream_t s) { step7(p, fwd, tc, false, s); };
+            Check c = check(p, s, one);
+            StepOut a = step_out(p, s, one);
+            printf("CHK7 m=%d n=%d k=%d fwd %d upd_tc %d werr %.1e berr %.1e lerr %.1e det %d vs_ship_w %.1e "
+                   "vs_ship_b %.1e loss %.7g ship_loss %.7g\n",
+                   sh.m, sh.n, sh.k, fwd, (int)tc, c.werr, c.berr, c.lerr, c.det, maxrel(a.w, ref.w),
+                   maxrel(a.b, ref.b), a.loss, ref.loss);
+            fflush(stdout);
+        }
+        if (san) continue;
+        for (int rep = 0; rep < 2; ++rep) {
+            Launch sp = ship_step(p, true);
+            printf("RES7 m=%d n=%d k=%d ship step20 %.2f replay %.2f", sh.m, sh.n, sh.k, time_graph(s, sp, 20),
+                   time_graph(s, sp, 1, 7, 200));
+            Launch f0 = [&p](cudaStream_t s) { ship_fwd_launch(p, true, s); };
+            Launch u0 = [&p](cudaStream_t s) { upd_launch7(p, false, p.n / 4, true, s); };
+            Launch u1 = [&p](cudaStream_t s) { upd_launch7(p, true, p.n / 4, true, s); };
+            printf(" | fwd ship %.2f upd ship %.2f upd_tc %.2f", time_graph(s, f0, 20), time_graph(s, u0, 20),
+                   time_graph(s, u1, 20));
+            for (int cs2 : {2, 4, 8}) {
+                if (sh.n % (8 * cs2) || sh.k % (8 * cs2)) continue;
+                Launch f = [&p, cs2](cudaStream_t s) {
+                    if (cs2 == 2) fwd_tc_launch<2>(p, true, s);
+                    else if (cs2 == 4) fwd_tc_launch<4>(p, true, s);
+                    else fwd_tc_launch<8>(p, true, s);
+                };
+                printf(" fwd_tc%d %.2f", cs2, time_graph(s, f, 20));
+            }
+            printf(" |");
+            for (auto [fwd, tc] : vars) {
+                if (fwd && (sh.n % (8 * (fwd % 10)) || sh.k % (8 * (fwd % 10)))) continue;
+                Launch op = [&p, fwd = fwd, tc = tc](cudaStream_t s) { step7(p, fwd, tc, true, s); };
+                printf(" f%d%s step20 %.2f replay %.2f", fwd, tc ? "+tc" : "", time_graph(s, op, 20),
+                       time_graph(s, op, 1, 7, 200));
+            }
+            printf("\n");
+            fflush(stdout);
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, 0));
     printf("device %s, %d SMs\n", prop.name, prop.multiProcessorCount);
@@ -1289,6 +1770,8 @@ int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "run6")) return run6(s, false);
     if (argc > 1 && !strcmp(argv[1], "san6")) return run6(s, true);  // under compute-sanitizer
     if (argc > 1 && !strcmp(argv[1], "prof6")) return run6(s, false, true);  // under ncu
+    if (argc > 1 && !strcmp(argv[1], "run7")) return run7(s, false);
+    if (argc > 1 && !strcmp(argv[1], "san7")) return run7(s, true);  // under compute-sanitizer
 
     std::vector<Fwd> fwds = {
         {"F64x64ks4_S8", fwd_var<64, 8, 8, 32, 4, 1, true>, 64, 128},
