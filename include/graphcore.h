@@ -1496,7 +1496,7 @@ enum gc_status gc_op_bias_add(struct gc_stream *stream,
  * threads of each block; from 129 rows on only while n is too narrow for
  * the GEMM's tiles to fill the GPU); larger m the tiled GEMM, on the TF32
  * tensor cores with GC_LINEAR_TF32 (see there). On GPUs of compute
- * capability 9.0 and later, 65 to 256 rows with n * k >= 2^24, and more
+ * capability 9.0 and later, 33 to 256 rows with n * k >= 2^24, and more
  * rows where the GEMM's tiles would leave SMs idle, take a kernel that
  * splits k over the blocks of thread-block clusters (deterministic; the
  * result's bits depend on the shape and the GPU). flags: GC_LINEAR_RELU |
@@ -2078,9 +2078,10 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
  *     block s of a cluster sums its slice of K chunks, the partial tiles are
  *     added in rank order through distributed shared memory (deterministic for
  *     a given shape and S). tile 0: 128 x 64 (rows x columns of C), tile 1: 64
- *     x 64. Launch: block 256, 1-D grid of S * ceil(m / TM) * ceil(n / TN)
- *     blocks with the cluster dimension (S, 1, 1), S from 1 to 8; no dynamic
- *     shared memory. C must not overlap A, B or bias.
+ *     x 64, tile 2: 64 x 64 with K chunks of 32 instead of 16 (tile 1's
+ *     products in the same order). Launch: block 256, 1-D grid of S * ceil(m /
+ *     TM) * ceil(n / TN) blocks with the cluster dimension (S, 1, 1), S from 1
+ *     to 8; no dynamic shared memory. C must not overlap A, B or bias.
  * gc_gemm_tf32(float *c, float *a, float *b, float *bias, uint32_t m, uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, uint32_t flags, float alpha, float beta, uint32_t tile)
  *     TF32 tensor-core GEMM (compute capability 8.0 or later): C = act(alpha *
  *     A . B^T + beta * C + bias[col]) with A m x k (a[i * lda + r]) and B n x

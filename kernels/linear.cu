@@ -1312,7 +1312,11 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
 // all blocks have read it.
 //
 //   tile 0: 128 x 64 (8 x 4 per thread, K chunks of 16);
-//   tile 1: 64 x 64 (4 x 4 per thread, K chunks of 16).
+//   tile 1: 64 x 64 (4 x 4 per thread, K chunks of 16);
+//   tile 2: 64 x 64 (4 x 4 per thread, K chunks of 32: half the barriers
+//           and twice the bytes per fetch of tile 1; the same products in
+//           the same order, so tile 1's bits where k is a multiple of 32
+//           times the cluster size).
 //
 // Launch: block 256, 1-D grid of S * ceil(m / BM) * ceil(n / BN) blocks
 // with the cluster dimension (S, 1, 1); cluster c computes output tile c
@@ -1459,14 +1463,18 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
     gc_linear_cluster_f32(float *c, const float *a, const float *b, const float *bias, u32 m, u32 n, u32 k,
                           u32 lda, u32 ldb, u32 ldc, u32 flags, float alpha, float beta, u32 tile) {
     GC_PDL_WAIT();
-    // Tile 0's partial tile, 128 x 64 (more than its staging, 2 x 16 x (132 + 68)).
-    __shared__ __align__(16) float smem[128 * 64];
+    // The most of any tile: tile 2's staging, 2 x 32 x (68 + 68) floats (tile
+    // 0's partial tile, 128 x 64, is 8192).
+    __shared__ __align__(16) float smem[2 * 32 * (68 + 68)];
     if (m == 0 || n == 0 || k == 0 || (flags & 3u) != GC_GEMM_TRANS_B) return;
     if (tile == 0)
         gc_cluster_tile<128, 64, 8, 4, 16, GC_GEMM_THREADS>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta,
                                                             smem);
     else if (tile == 1)
         gc_cluster_tile<64, 64, 4, 4, 16, GC_GEMM_THREADS>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta,
+                                                           smem);
+    else if (tile == 2)
+        gc_cluster_tile<64, 64, 4, 4, 32, GC_GEMM_THREADS>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta,
                                                            smem);
 }
 

@@ -63,6 +63,33 @@ def prose(text):
     return textwrap.fill(text, 76, break_long_words=False, break_on_hyphens=False)
 
 
+# The mark of a table cell that comes from a GC_CELLS rerun.
+DAGGER = " \u2020"
+
+
+def rerun_cells(sweep, cells_name, key):
+    """The sweep rows with the rows of `cells_name` (a GC_CELLS rerun, when
+    the file exists) in place of the ones with the same `key`; those carry
+    "rerun": True. Returns (rows, the rerun file or None, the rows replaced)."""
+    if not (RESULTS / cells_name).exists():
+        return sweep, None, []
+    cells = load(cells_name)
+    new = {key(r): dict(r, rerun=True) for r in cells["sweep"] if "error" not in r}
+    return [new.get(key(r), r) for r in sweep], cells, [r for r in sweep if key(r) in new]
+
+
+def rerun_note(cells, cells_name, replaced, label):
+    """The footnote of a table whose cells marked \u2020 come from a rerun."""
+    if not cells:
+        return []
+    was = ", ".join(f"{label(r)} {r['speedup']:.2f}\u00d7" for r in replaced)
+    return ["", prose(
+        f"\u2020 Rerun on {cells['date']} ({cells_name}, {cells['device']}, PyTorch beside graphcore in that "
+        f"run): {cells['why']} Those cells of the full sweep read {was}. `GC_CELLS={cells['cells']} python3 "
+        f"benches/side_by_side/{cells_name.replace('_cells.json', '.py')}` reruns them."
+    )]
+
+
 # ----------------------------------------------------------------- counts
 
 
@@ -700,8 +727,7 @@ def block_mlp():
             f"{r['graphcore_mlp_replay_us']:.1f} \u00b5s | {r['graphcore_3_linear_replay_us']:.1f} \u00b5s | "
             f"{r['torch_graph_replay_us'] / r['graphcore_3_linear_replay_us']:.2f}\u00d7 |"
         )
-    errs = [r["rel_err_vs_float64"] for r in p["notes"]] + [r["rel_err_vs_float64"] for r in p["sweep"]]
-    bitwise = all(r["replays_bitwise_equal"] for r in p["notes"] + p["sweep"])
+    notes = p["notes"]
     lines += [
         "",
         f"Requests: copy in, replay, copy out ({p['copies']}); replays: the graph",
@@ -712,18 +738,22 @@ def block_mlp():
         "| width | layers | " + " | ".join(f"batch {b}" for b in sorted({r['batch'] for r in p['sweep']})) + " |",
         "|---|---|" + "---|" * len({r['batch'] for r in p['sweep']}),
     ]
-    keys = sorted({(r["width"], r["layers"]) for r in p["sweep"]})
+    sweep, cells_run, replaced = rerun_cells(
+        p["sweep"], "mlp_vs_torch_cells.json", lambda r: (r["width"], r["layers"], r["batch"]))
+    keys = sorted({(r["width"], r["layers"]) for r in sweep})
     for w, n in keys:
         cells = [f"{r['speedup']:.2f}\u00d7{' F' if r['fused'] else ''} / "
-                 f"{r['torch_graph_us'] / r['graphcore_per_layer_us']:.2f}\u00d7"
-                 for r in sorted(p["sweep"], key=lambda r: r["batch"]) if (r["width"], r["layers"]) == (w, n)]
+                 f"{r['torch_graph_us'] / r['graphcore_per_layer_us']:.2f}\u00d7{DAGGER if r.get('rerun') else ''}"
+                 for r in sorted(sweep, key=lambda r: r["batch"]) if (r["width"], r["layers"]) == (w, n)]
         lines.append(f"| {w} | {n} | " + " | ".join(cells) + " |")
+    lines += rerun_note(cells_run, "mlp_vs_torch_cells.json", replaced,
+                        lambda r: f"width {r['width']}, {r['layers']} layers, batch {r['batch']}:")
     # Cells whose two columns run the same per-layer launches yet differ by
     # more than 1.5x are one run's outliers; a recheck file says so.
     recheck_name = "mlp_vs_torch_recheck_h200.json"
     recheck = load(recheck_name) if (RESULTS / recheck_name).exists() else {"sweep": []}
     again = {(r["width"], r["layers"], r["batch"]): r for r in recheck["sweep"]}
-    for r in p["sweep"]:
+    for r in sweep:
         odd = not r["fused"] and max(r["graphcore_us"], r["graphcore_per_layer_us"]) > 1.5 * min(
             r["graphcore_us"], r["graphcore_per_layer_us"])
         a = again.get((r["width"], r["layers"], r["batch"]))
@@ -739,7 +769,7 @@ def block_mlp():
                 ).replace("\n", "\n  "),
             ]
     f = p.get("floor_4_layers_width_8_batch_1")
-    always = [r for r in p["sweep"] if "graphcore_fused_always_us" in r]
+    always = [r for r in sweep if "graphcore_fused_always_us" in r]
     took = [r["graphcore_fused_always_us"] / r["graphcore_per_layer_us"] for r in always if r["fused"]]
     kept = [r["graphcore_fused_always_us"] / r["graphcore_per_layer_us"] for r in always if not r["fused"]]
     if took and kept:
@@ -756,6 +786,8 @@ def block_mlp():
             f"  took {min(kept):.2f}\u2013{max(kept):.2f}\u00d7 the per-layer time ({len(kept)} shapes);",
             "  `GC_MLP_FUSED`'s rule fused none of them (programmatic launches: per layer).",
         ]
+    errs = [r["rel_err_vs_float64"] for r in notes + sweep]
+    bitwise = all(r["replays_bitwise_equal"] for r in notes + sweep)
     lines += [
         "",
         f"- Outputs vs float64: relative error at most {max(errs):.1e} (\u2264 1e-5); replays",
@@ -772,7 +804,10 @@ def block_mlp():
 
 def block_train_sweep():
     r = load("train_vs_torch.json")
-    sweep = [x for x in r["sweep"] if "error" not in x]
+    sweep, cells_run, replaced = rerun_cells(
+        r["sweep"], "train_vs_torch_cells.json", lambda x: (x["kind"], x["width"], x["batch"]))
+    r = dict(r, sweep=sweep)
+    sweep = [x for x in sweep if "error" not in x]
     batches = sorted({x["batch"] for x in sweep})
     lines = [
         "| step | width | " + " | ".join(f"batch {b}" for b in batches) + " |",
@@ -788,7 +823,8 @@ def block_train_sweep():
                     continue
                 s = x["speedup"]
                 cells.append(f"{'**' if s < 1 else ''}{s:.2f}\u00d7{'**' if s < 1 else ''}"
-                             f"{'' if x['graphcore_nodes'] == 2 else ' (' + str(x['graphcore_nodes']) + ')'}")
+                             f"{'' if x['graphcore_nodes'] == 2 else ' (' + str(x['graphcore_nodes']) + ')'}"
+                             f"{DAGGER if x.get('rerun') else ''}")
             label = "Linear + MSE + SGD" if kind == "linear" else "2-layer MLP (ReLU) + MSE + SGD"
             lines.append(f"| {label} | {w} | " + " | ".join(cells) + " |")
     failed = [x for x in r["sweep"] if "error" in x]
@@ -808,6 +844,8 @@ def block_train_sweep():
             "(`benches/results/train_vs_torch.json`, which also times each step built from the per-layer ops)."
         ),
     ]
+    lines += rerun_note(cells_run, "train_vs_torch_cells.json", replaced,
+                        lambda x: f"{x['kind']} {x['width']} x {x['batch']} rows:")
     return "\n".join(lines)
 
 

@@ -84,7 +84,10 @@ static void launch_ship(u32 tile, u32 blocks, u32 cs, float *c, const float *x, 
     CK(cudaLaunchKernelEx(&cfg, gc_linear_cluster_f32, c, x, w, b, m, n, k, k, k, n, GC_GEMM_TRANS_B, 1.0f, 0.0f, tile));
 }
 
-int main() {
+int main(int argc, char **argv) {
+    // `splitk quick`: 33-64 rows with 2^24 weights, the small-batch kernel, the
+    // shipped 64 x 64 cluster tile and the same with K chunks of 32 only; no edge shapes.
+    const bool quick = argc > 1 && !strcmp(argv[1], "quick");
     CK(cudaStreamCreate(&st));
     int sms; CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     std::vector<ClVar> vars = {
@@ -92,6 +95,9 @@ int main() {
         {"c64x128", var_cl<64, 128, 4, 8, 16, 2>, 64, 128, 256},
         {"c32x128", var_cl<32, 128, 4, 8, 16, 4>, 32, 128, 128},
         {"c64x64t8", var_cl<64, 64, 8, 8, 16, 4>, 64, 64, 64},
+        // K chunks of 32 instead of 16 (half the barriers, twice the bytes per fetch; twelfth session)
+        {"c64x64k32", var_cl<64, 64, 4, 4, 32, 2>, 64, 64, 256},
+        {"c64x64k32b1", var_cl<64, 64, 4, 4, 32, 1>, 64, 64, 256},
     };
     {
         cudaFuncAttributes at;
@@ -112,7 +118,10 @@ int main() {
         }
     }
     // M K N
-    const int SH[][3] = {{64, 4096, 4096}, {128, 4096, 4096}, {256, 4096, 4096}, {32, 4096, 4096},
+    using Shape = std::vector<int>;
+    const std::vector<Shape> QS = {{64, 4096, 4096}, {56, 4096, 4096}, {48, 4096, 4096}, {40, 4096, 4096},
+                                   {33, 4096, 4096}, {64, 2048, 8192}, {64, 8192, 2048}};
+    const std::vector<Shape> SH = {{64, 4096, 4096}, {128, 4096, 4096}, {256, 4096, 4096}, {32, 4096, 4096},
                          {64, 1024, 1024}, {128, 1024, 1024}, {512, 1024, 512}, {64, 1024, 4096}, {64, 4096, 1024}};
     size_t maxe = 4096ull * 4096;
     float *x, *w, *b, *c, *c2; double *r, *ac;
@@ -140,11 +149,12 @@ int main() {
         same = memcmp(h.data(), h2.data(), bytes) == 0;
         err = check(M, N);
     };
-    for (auto &s : SH) {
+    for (const Shape &s : quick ? QS : SH) {
         const int M = s[0], K = s[1], N = s[2];
         ref64<<<dim3((N + 15) / 16, (M + 15) / 16), dim3(16, 16), 0, st>>>(r, ac, x, w, b, M, N, K);
         CK(cudaStreamSynchronize(st));
         auto run = [&](const std::string &name, std::function<void()> f) {
+            if (quick && name != "small" && name != "ship1s2" && name != "c64x64k32s2") return;
             double e; bool same;
             verify(M, N, f, e, same);
             double us = time_fn(f);
@@ -177,6 +187,7 @@ int main() {
     // Edge shapes (odd sizes, K shorter than the cluster's chunks, misaligned rows): check only.
     const int E[][3] = {{67, 1001, 257}, {1, 33, 5}, {130, 4097, 130}, {64, 20, 64}, {3, 4096, 131}};
     for (auto &s : E) {
+        if (quick) break;
         int M = s[0], K = s[1], N = s[2];
         ref64<<<dim3((N + 15) / 16, (M + 15) / 16), dim3(16, 16), 0, st>>>(r, ac, x, w, b, M, N, K);
         CK(cudaStreamSynchronize(st));

@@ -2,7 +2,7 @@
 with splitk.cu's output: per shape every kernel's time and its ratio to
 cuBLAS, the fastest cluster variant, and the numerics and bitwise checks.
 
-    python3 benches/gemm_harness/splitk_ref.py torch   > torch.txt
+    python3 benches/gemm_harness/splitk_ref.py torch [quick] > torch.txt
     python3 benches/gemm_harness/splitk_ref.py compare splitk.txt torch.txt
 """
 import sys, collections
@@ -11,13 +11,16 @@ from graph_timer import time_fn
 
 SHAPES = [(64, 4096, 4096), (128, 4096, 4096), (256, 4096, 4096), (32, 4096, 4096),
           (64, 1024, 1024), (128, 1024, 1024), (512, 1024, 512), (64, 1024, 4096), (64, 4096, 1024)]
+# `splitk quick`'s shapes (M, K, N): 33-64 rows with 2^24 weights.
+QUICK = [(64, 4096, 4096), (56, 4096, 4096), (48, 4096, 4096), (40, 4096, 4096), (33, 4096, 4096),
+         (64, 2048, 8192), (64, 8192, 2048)]
 
 
-def torch_times():
+def torch_times(shapes):
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    for M, K, N in SHAPES:
+    for M, K, N in shapes:
         x = torch.rand(M, K, device="cuda") * 2 - 1
         w = (torch.rand(N, K, device="cuda") * 2 - 1) / 32
         b = torch.rand(N, device="cuda")
@@ -46,7 +49,7 @@ def compare(ours_path, torch_path):
         elif p[0] == "EDGE" and (float(p[5]) > 1e-5 or p[6] != "1"):
             bad.append(line.strip())
     print("numerics / bitwise failures:", bad if bad else "none")
-    for key in SHAPES:
+    for key in dict.fromkeys(SHAPES + QUICK):
         if key not in res:
             continue
         d, c = res[key], cub.get(key)
@@ -61,6 +64,6 @@ def compare(ours_path, torch_path):
 
 if __name__ == "__main__":
     if sys.argv[1] == "torch":
-        torch_times()
+        torch_times(QUICK if sys.argv[2:] == ["quick"] else SHAPES)
     else:
         compare(sys.argv[2], sys.argv[3])

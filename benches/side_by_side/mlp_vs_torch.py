@@ -22,11 +22,17 @@ Writes $OUT/mlp_vs_torch.json and .png (a chart) and prints a table last. Needs 
 Python package on PYTHONPATH and the library (GRAPHCORE_LIB).
 
     python3 benches/side_by_side/mlp_vs_torch.py
+    GC_CELLS=4096:64 python3 benches/side_by_side/mlp_vs_torch.py
+
+GC_CELLS (width:batch pairs, comma-separated) reruns only those cells of the
+sweep (every depth; no notes' MLP) into $OUT/mlp_vs_torch_cells.json, which
+the README's table shows in place of the full sweep's cells.
 """
 import copy
 import json
 import os
 import sys
+import time
 
 import torch
 
@@ -37,6 +43,12 @@ torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 OUT = os.environ.get("OUT", "benches/results")
 QUICK = os.environ.get("GC_QUICK") == "1"
+# (width, batch) cells to rerun alone, or None for the whole run.
+CELLS = ({tuple(map(int, c.split(":"))) for c in os.environ["GC_CELLS"].split(",")}
+         if os.environ.get("GC_CELLS") else None)
+# A rerun's record: its date, the cells and why (GC_WHY, a sentence for the README's footnote).
+CELLS_RECORD = ({"date": time.strftime("%Y-%m-%d", time.gmtime()), "cells": os.environ["GC_CELLS"],
+                 "why": os.environ.get("GC_WHY", "")} if CELLS else {})
 
 
 ctx = gc.Context(0)
@@ -144,11 +156,12 @@ def net(widths):
 
 results = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
            "copies": "device-to-device copies in the graph; programs_vs_torch.py times requests with bindings", "notes": [], "sweep": []}
+results.update(CELLS_RECORD)
 
 # ---------------------------------------------------------------- the notes' MLP
 torch.manual_seed(0)
 notes = net([1024, 512, 256, 10])
-for b in (1, 4, 16, 32, 64):
+for b in () if CELLS else (1, 4, 16, 32, 64):
     fused = GcMlp(notes, b, copies=True)
     fused_only = GcMlp(notes, b, copies=False)
     linear3 = GcMlp(notes, b, copies=False, per_layer=True)
@@ -172,11 +185,15 @@ for b in (1, 4, 16, 32, 64):
 # ---------------------------------------------------------------- sweep
 widths_list = (256, 1024) if QUICK else (256, 1024, 4096)
 batches = (1, 8, 32, 64, 128)
+if CELLS:
+    widths_list = sorted({w for w, _ in CELLS})
 for width in widths_list:
     for layers in (2, 3, 4):
         torch.manual_seed(width + layers)
         model = net([width] * (layers + 1))
         for b in batches:
+            if CELLS and (width, b) not in CELLS:
+                continue
             m = GcMlp(model, b, copies=False)
             err, same = rel_err_vs_f64(model, m)
             iters = 200
@@ -199,6 +216,13 @@ for width in widths_list:
         torch.cuda.empty_cache()
 
 os.makedirs(OUT, exist_ok=True)
+if CELLS:
+    del results["notes"]
+    with open(os.path.join(OUT, "mlp_vs_torch_cells.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    for r in results["sweep"]:
+        print(r)
+    sys.exit(0)
 with open(os.path.join(OUT, "mlp_vs_torch.json"), "w") as f:
     json.dump(results, f, indent=1)
 

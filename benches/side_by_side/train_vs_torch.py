@@ -25,9 +25,15 @@ Writes $OUT/train_vs_torch.json and prints a table last. Needs the
 graphcore Python package on PYTHONPATH and the library (GRAPHCORE_LIB).
 
     python3 benches/side_by_side/train_vs_torch.py
+    GC_CELLS=4096:64 python3 benches/side_by_side/train_vs_torch.py
+
+GC_CELLS (width:batch pairs, comma-separated) reruns only those cells into
+$OUT/train_vs_torch_cells.json, which the README's table shows in place of
+the full sweep's cells.
 """
 import json
 import os
+import time
 
 import torch
 
@@ -38,6 +44,12 @@ torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 OUT = os.environ.get("OUT", "benches/results")
 QUICK = os.environ.get("GC_QUICK") == "1"
+# (width, batch) cells to rerun alone into train_vs_torch_cells.json, or None.
+CELLS = ({tuple(map(int, c.split(":"))) for c in os.environ["GC_CELLS"].split(",")}
+         if os.environ.get("GC_CELLS") else None)
+# A rerun's record: its date, the cells and why (GC_WHY, a sentence for the README's footnote).
+CELLS_RECORD = ({"date": time.strftime("%Y-%m-%d", time.gmtime()), "cells": os.environ["GC_CELLS"],
+                 "why": os.environ.get("GC_WHY", "")} if CELLS else {})
 STEPS = 100
 MEAN_LR = 0.1
 
@@ -171,10 +183,15 @@ def losses(step, run):
 
 results = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "steps_compared": STEPS,
            "mean_lr": MEAN_LR, "sweep": []}
+results.update(CELLS_RECORD)
 widths = (256, 1024) if QUICK else (256, 1024, 4096)
+if CELLS:
+    widths = sorted({w for w, _ in CELLS})
 for kind in ("linear", "mlp2"):
     for width in widths:
         for batch in (1, 8, 32, 64, 128):
+            if CELLS and (width, batch) not in CELLS:
+                continue
             torch.manual_seed(width * 1000 + batch)
             model = model_of(kind, width)
             x = (torch.rand(batch, width, device="cuda") * 2 - 1) * 0.1
@@ -212,7 +229,7 @@ for kind in ("linear", "mlp2"):
             torch.cuda.empty_cache()
 
 os.makedirs(OUT, exist_ok=True)
-with open(os.path.join(OUT, "train_vs_torch.json"), "w") as f:
+with open(os.path.join(OUT, "train_vs_torch_cells.json" if CELLS else "train_vs_torch.json"), "w") as f:
     json.dump(results, f, indent=1)
 
 print(f"device: {results['device']}, torch {results['torch']}")

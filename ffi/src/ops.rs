@@ -509,7 +509,7 @@ pub const GC_LINEAR_TF32: u32 = 2;
 /// threads of each block; from 129 rows on only while n is too narrow for
 /// the GEMM's tiles to fill the GPU); larger m the tiled GEMM, on the TF32
 /// tensor cores with GC_LINEAR_TF32 (see there). On GPUs of compute
-/// capability 9.0 and later, 65 to 256 rows with n * k >= 2^24, and more
+/// capability 9.0 and later, 33 to 256 rows with n * k >= 2^24, and more
 /// rows where the GEMM's tiles would leave SMs idle, take a kernel that
 /// splits k over the blocks of thread-block clusters (deterministic; the
 /// result's bits depend on the shape and the GPU). flags: GC_LINEAR_RELU |

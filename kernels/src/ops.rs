@@ -680,7 +680,7 @@ pub fn gemm(g: &Gemm, sms: u32) -> Result<Call, SizeError> {
     gemm_checked(g, sms)
 }
 
-/// Weights (`n * k` floats) from which layers of 65 to 256 rows take the
+/// Weights (`n * k` floats) from which layers of 33 to 256 rows take the
 /// cluster split-K kernel: 2^24 (64 MiB, more than an H100's 50 MiB L2).
 const CLUSTER_MIN_WEIGHTS: u64 = 1 << 24;
 
@@ -696,6 +696,12 @@ const CLUSTER_MIN_SLICE: u32 = 128;
 /// capability 9.0), where it measured faster on an H100 (kernels/TUNING.md,
 /// "Split-K over a thread-block cluster"), else `None`:
 ///
+/// - 33 to 64 rows with at least [`CLUSTER_MIN_WEIGHTS`] weights: 64 x 64
+///   tiles in clusters of 2 where they give 7/8 of a block per SM, with K
+///   chunks of 32 (tile 2) where that is at most one block per SM, else of
+///   16 (tile 1) (33-64 x 4096 -> 4096: 82-85 us against the small-batch
+///   kernel's 86-114 and cuBLAS's 84-95; 64 x 2048 -> 8192: tile 1 76 us,
+///   tile 2 81, small-batch 109, cuBLAS 90);
 /// - 65 to 256 rows with at least [`CLUSTER_MIN_WEIGHTS`] weights: 128 x 64
 ///   tiles in clusters of 2, where they give 7/8 of a block per SM
 ///   (128 x 4096 -> 4096: 125 us against the small-batch kernel's 200 and
@@ -708,11 +714,14 @@ const CLUSTER_MIN_SLICE: u32 = 128;
 fn cluster_plan(m: u32, n: u32, k: u32, sms: u32) -> Option<(u32, u32)> {
     let tiles = |tm: u64, tn: u64| ceil_div(m as u64, tm) * ceil_div(n as u64, tn);
     let fills = |blocks: u64| blocks * 8 >= 7 * sms as u64;
+    let large = n as u64 * k as u64 >= CLUSTER_MIN_WEIGHTS && k >= 2 * CLUSTER_MIN_SLICE;
+    if m > SMALL_BATCH_MAX_M / 8 && m <= SMALL_BATCH_MAX_M / 4 {
+        let blocks = 2 * tiles(64, 64);
+        let tile = if blocks <= sms as u64 { 2 } else { 1 };
+        return (large && fills(blocks)).then_some((tile, 2));
+    }
     if m > SMALL_BATCH_MAX_M / 4 && m <= SMALL_BATCH_MAX_M {
-        let pays = n as u64 * k as u64 >= CLUSTER_MIN_WEIGHTS
-            && k >= 2 * CLUSTER_MIN_SLICE
-            && fills(2 * tiles(128, 64));
-        return pays.then_some((0, 2));
+        return (large && fills(2 * tiles(128, 64))).then_some((0, 2));
     }
     if m <= SMALL_BATCH_MAX_M || gemm_tile(m, n, k, sms) != 2 {
         return None;
@@ -2884,10 +2893,18 @@ mod tests {
         assert_eq!(cluster_of(128, 4096, 4096), Some((0, 2, 2 * 64)));
         assert_eq!(cluster_of(256, 4096, 4096), Some((0, 2, 2 * 2 * 64)));
         assert_eq!(cluster_of(200, 16384, 1024), Some((0, 2, 2 * 2 * 256)));
-        // Not at 64 rows (the small-batch kernel was within 5%), nor with
+        // 33-64 rows: 64 x 64 tiles in clusters of 2, K chunks of 32 at one
+        // block per SM, of 16 past that.
+        assert_eq!(cluster_of(64, 4096, 4096), Some((2, 2, 2 * 64)));
+        assert_eq!(cluster_of(33, 4096, 4096), Some((2, 2, 2 * 64)));
+        assert_eq!(cluster_of(64, 8192, 2048), Some((1, 2, 2 * 128)));
+        // Not at 32 rows or fewer (the small-batch kernel wins), nor with
         // weights that fit L2, nor where the tiles leave SMs idle.
         for (m, n, k) in [
-            (64, 4096, 4096),
+            (32, 4096, 4096),
+            (1, 4096, 4096),
+            (64, 2048, 8192),
+            (64, 1024, 1024),
             (128, 1024, 1024),
             (256, 4096, 1024),
             (256, 1024, 16384),
@@ -2910,7 +2927,9 @@ mod tests {
         // The small-batch predicate (the training step's) follows.
         assert!(small_batch(128, 4096, 4096, SMS, false));
         assert!(!small_batch(128, 4096, 4096, SMS, true));
-        assert!(small_batch(64, 4096, 4096, SMS, true));
+        assert!(small_batch(64, 4096, 4096, SMS, false));
+        assert!(!small_batch(64, 4096, 4096, SMS, true));
+        assert!(small_batch(32, 4096, 4096, SMS, true));
     }
 
     #[test]

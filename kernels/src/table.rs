@@ -362,7 +362,8 @@ layer's layout only (transpose bits 2: A m x k, B n x k; other layouts do nothin
 blocks of a thread-block cluster (compute capability 9.0; it traps on older GPUs): block s of a \
 cluster sums its slice of K chunks, the partial tiles are added in rank order through \
 distributed shared memory (deterministic for a given shape and S). tile 0: 128 x 64 (rows x \
-columns of C), tile 1: 64 x 64. Launch: block 256, 1-D grid of S * ceil(m / TM) * ceil(n / TN) \
+columns of C), tile 1: 64 x 64, tile 2: 64 x 64 with K chunks of 32 instead of 16 (tile 1's \
+products in the same order). Launch: block 256, 1-D grid of S * ceil(m / TM) * ceil(n / TN) \
 blocks with the cluster dimension (S, 1, 1), S from 1 to 8; no dynamic shared memory. C must not \
 overlap A, B or bias.";
     GemmTf32 = gc_gemm_tf32 in LINEAR_TF32 (

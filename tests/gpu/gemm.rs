@@ -320,7 +320,7 @@ fn linear_cluster_matches_float64_and_replays_bitwise() {
     linear_cluster_checks(ClusterShapes::Odd);
 }
 
-/// Both tiles in clusters of 2 and 3 on one tiny shape: small enough for
+/// Every tile in clusters of 2 and 3 on one tiny shape: small enough for
 /// racecheck, which `stage/run.sh` runs over this test.
 #[test]
 #[ignore = "needs a CUDA GPU"]
@@ -416,7 +416,7 @@ fn linear_cluster_checks(shapes: ClusterShapes) {
             true,
             (m + k) % 2 == 0,
         );
-        for (tile, tm, tn) in [(0u32, 128usize, 64usize), (1, 64, 64)] {
+        for (tile, tm, tn) in [(0u32, 128usize, 64usize), (1, 64, 64), (2, 64, 64)] {
             for &size in sizes {
                 let call = |c, a, b, bias| {
                     let one = launch(&p, Kernel::LinearCluster, tile, tm, tn, [c, a, b, bias]);
@@ -437,9 +437,13 @@ fn linear_cluster_checks(shapes: ClusterShapes) {
     if shapes != ClusterShapes::Ops {
         return;
     }
-    // The shapes `ops::linear` gives the kernel (65-256 rows with large
+    // The shapes `ops::linear` gives the kernel (33-256 rows with large
     // weights; more rows where the 32 x 32 split-K tile would run).
-    for (m, n, k) in [(128usize, 4096usize, 4096usize), (512, 512, 1024)] {
+    for (m, n, k) in [
+        (64usize, 4096usize, 4096usize),
+        (128, 4096, 4096),
+        (512, 512, 1024),
+    ] {
         let p = Problem::new(seed ^ (m * n + k) as u64, m, n, k, false, true, false);
         let call = |c, a, b, bias| {
             ops::linear(
