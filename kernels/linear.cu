@@ -1370,39 +1370,17 @@ __device__ __forceinline__ float4 gc_ld_cluster4(const float *p, u32 rank) {
 }
 #endif
 
-// One output tile of gc_linear_cluster_f32 (see above); smem holds
-// max(the main loop's staging, BM x BN) floats.
-template <int BM, int BN, int TM, int TN, int BK, int NT>
-__device__ __forceinline__ void gc_cluster_tile(float *cmat, const float *a, const float *bm, const float *bias,
-                                                u32 m, u32 n, u32 k, u32 lda, u32 ldb, u32 ldc, u32 flags,
-                                                float alpha, float beta, float *smem) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr int TX = BN / TN, SM = 4 * BM / TM, SN = 4 * BN / TN;
-    const u32 tid = threadIdx.x, rank = gc_cluster_rank(), size = gc_cluster_size(), blk = gc_cluster_id();
-    const u32 tiles_n = (n + BN - 1) / BN;
-    const u32 i0 = (blk / tiles_n) * BM, j0 = (blk % tiles_n) * BN;
-    const u32 ty = tid / TX, tx = tid % TX;
-    const u32 chunks = (k + BK - 1) / BK, per = (chunks + size - 1) / size;
-    const u32 c0 = min(chunks, rank * per), c1 = min(chunks, c0 + per);
-
-    float acc[TM][TN];
-#pragma unroll
-    for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
-    if (c0 < c1)
-        gc_gemm_main<BM, BN, TM, TN, BK, NT, GC_GEMM_TRANS_B, 1>(acc, a, bm, m, n, k, lda, ldb, flags, smem, i0, j0,
-                                                                 c0, c1, 0u, ty, tx);
-    GC_PDL_TRIGGER();
-
-    // The partial tile, row-major BM x BN, in this block's shared memory
-    // (free after the main loop's last barrier).
-#pragma unroll
-    for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int h = 0; h < TN / 4; ++h)
-            gc_sts4(smem + (4 * ty + (i & 3) + (i >> 2) * SM) * BN + 4 * tx + h * SN,
-                    make_float4(acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]));
+#ifdef GC_CLUSTER_HELPERS
+// The end of a gc_linear_cluster_f32 tile: every block of the cluster has
+// its partial BM x BN tile (row-major) in its shared memory; block `rank`
+// adds its share of the tile over the cluster's blocks in rank order
+// through distributed shared memory and writes it with the epilogue
+// (alpha, beta C, bias, ReLU). Cluster barriers before (the partials are
+// complete) and after (no block leaves while another reads its partial).
+template <int BM, int BN, int NT>
+__device__ __forceinline__ void gc_cluster_reduce(float *cmat, const float *bias, u32 m, u32 n, u32 ldc, u32 flags,
+                                                  float alpha, float beta, float *smem, u32 i0, u32 j0) {
+    const u32 tid = threadIdx.x, rank = gc_cluster_rank(), size = gc_cluster_size();
     gc_cluster_sync();
 
     // This block's share of the tile: float4 groups g0 .. g1 - 1 (row-major).
@@ -1450,6 +1428,43 @@ __device__ __forceinline__ void gc_cluster_tile(float *cmat, const float *a, con
     }
     // No block leaves while another may still read its partial tile.
     gc_cluster_sync();
+}
+#endif
+
+// One output tile of gc_linear_cluster_f32 (see above); smem holds
+// max(the main loop's staging, BM x BN) floats.
+template <int BM, int BN, int TM, int TN, int BK, int NT>
+__device__ __forceinline__ void gc_cluster_tile(float *cmat, const float *a, const float *bm, const float *bias,
+                                                u32 m, u32 n, u32 k, u32 lda, u32 ldb, u32 ldc, u32 flags,
+                                                float alpha, float beta, float *smem) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr int TX = BN / TN, SM = 4 * BM / TM, SN = 4 * BN / TN;
+    const u32 tid = threadIdx.x, rank = gc_cluster_rank(), size = gc_cluster_size(), blk = gc_cluster_id();
+    const u32 tiles_n = (n + BN - 1) / BN;
+    const u32 i0 = (blk / tiles_n) * BM, j0 = (blk % tiles_n) * BN;
+    const u32 ty = tid / TX, tx = tid % TX;
+    const u32 chunks = (k + BK - 1) / BK, per = (chunks + size - 1) / size;
+    const u32 c0 = min(chunks, rank * per), c1 = min(chunks, c0 + per);
+
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+    if (c0 < c1)
+        gc_gemm_main<BM, BN, TM, TN, BK, NT, GC_GEMM_TRANS_B, 1>(acc, a, bm, m, n, k, lda, ldb, flags, smem, i0, j0,
+                                                                 c0, c1, 0u, ty, tx);
+    GC_PDL_TRIGGER();
+
+    // The partial tile, row-major BM x BN, in this block's shared memory
+    // (free after the main loop's last barrier).
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int h = 0; h < TN / 4; ++h)
+            gc_sts4(smem + (4 * ty + (i & 3) + (i >> 2) * SM) * BN + 4 * tx + h * SN,
+                    make_float4(acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]));
+    gc_cluster_reduce<BM, BN, NT>(cmat, bias, m, n, ldc, flags, alpha, beta, smem, i0, j0);
 #else
     (void)cmat, (void)a, (void)bm, (void)bias, (void)m, (void)n, (void)k, (void)lda, (void)ldb, (void)ldc;
     (void)flags, (void)alpha, (void)beta, (void)smem;
