@@ -33,23 +33,19 @@ the full sweep's cells.
 """
 import json
 import os
-import time
 
 import torch
 
 import graphcore as gc
+from sweep_cells import cells_from_env
 from walltime import median_us
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 OUT = os.environ.get("OUT", "benches/results")
 QUICK = os.environ.get("GC_QUICK") == "1"
-# (width, batch) cells to rerun alone into train_vs_torch_cells.json, or None.
-CELLS = ({tuple(map(int, c.split(":"))) for c in os.environ["GC_CELLS"].split(",")}
-         if os.environ.get("GC_CELLS") else None)
-# A rerun's record: its date, the cells and why (GC_WHY, a sentence for the README's footnote).
-CELLS_RECORD = ({"date": time.strftime("%Y-%m-%d", time.gmtime()), "cells": os.environ["GC_CELLS"],
-                 "why": os.environ.get("GC_WHY", "")} if CELLS else {})
+# The cells of a GC_CELLS rerun (None: the whole sweep) and its record.
+CELLS, CELLS_RECORD = cells_from_env()
 STEPS = 100
 MEAN_LR = 0.1
 
