@@ -23,39 +23,6 @@ __host__ __device__ inline void emu_yield() {}
 
 #include "small_common.cuh"
 
-// kernels/src/ops.rs small_config, n x k layout.
-static Cfg launcher(unsigned m, unsigned n, unsigned k, unsigned sms) {
-    if (m == 1) {
-        unsigned p = 1, l = 0;
-        while (p < n) { p <<= 1; l++; }
-        return {0, 0, 0, std::min(l, 3u)};
-    }
-    unsigned lr, lc;
-    if (n < 64) { lr = 2; lc = 0; } else if (m > 32) { lr = 3; lc = 2; } else { lr = 2; lc = 2; }
-    auto np2 = [](unsigned long long v) { unsigned long long p = 1; while (p < v) p <<= 1; return p; };
-    unsigned long long rows = std::max(np2(m), 1ull << lr), cols = std::max(np2(n), 1ull << lc);
-    unsigned long long steps = std::max((k + 3ull) / 4, 32ull);
-    struct S { Cfg c; bool fit; unsigned long long blocks; };
-    std::vector<S> shapes;
-    for (unsigned lgr = 0; lgr <= 3; lgr++)
-        for (unsigned lgc = 0; lgc <= 3 - lgr; lgc++) {
-            Cfg c{lr, lc, lgr, lgc};
-            unsigned long long bm = 1ull << (lr + lgr), bn = 1ull << (lc + lgc);
-            if (bm > rows || bn > cols) continue;
-            unsigned long long lanes = 32ull << (3 - lgr - lgc);
-            unsigned long long blocks = ((m + bm - 1) / bm) * ((n + bn - 1) / bn);
-            shapes.push_back({c, lanes <= steps, blocks});
-        }
-    if (std::any_of(shapes.begin(), shapes.end(), [](const S &s) { return s.fit; }))
-        shapes.erase(std::remove_if(shapes.begin(), shapes.end(), [](const S &s) { return !s.fit; }), shapes.end());
-    bool full = std::any_of(shapes.begin(), shapes.end(), [&](const S &s) { return s.blocks >= sms; });
-    auto key = [&](const S &s) {
-        unsigned long long b = full ? (s.blocks >= sms ? s.blocks : ~0ull) : ~0ull - s.blocks;
-        return std::make_pair(b, 3 - s.c.lgr);
-    };
-    return std::min_element(shapes.begin(), shapes.end(), [&](const S &a, const S &b) { return key(a) < key(b); })->c;
-}
-
 int main() {
     CK(cudaStreamCreate(&st));
     int sms;

@@ -97,3 +97,5 @@ CUresult cuMemHostAlloc(void **p, size_t s, unsigned f) { (void)f; *p = malloc(s
 CUresult cuMemFreeHost(void *p) { free(p); return 0; }
 CUresult cuPointerGetAttribute(void *d, int a, unsigned long long p) { (void)a; (void)p; memset(d, 0, 4); *(int*)d = 2; return 0; }
 Z(cuPointerGetAttributes)
+/* What benches/c/bench.h loads for the raw side. */
+CUresult cuStreamCreate(void **s, unsigned f) { return cuStreamCreateWithPriority(s, f, 0); }
