@@ -2079,9 +2079,12 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
  *     added in rank order through distributed shared memory (deterministic for
  *     a given shape and S). tile 0: 128 x 64 (rows x columns of C), tile 1: 64
  *     x 64, tile 2: 64 x 64 with K chunks of 32 instead of 16 (tile 1's
- *     products in the same order). Launch: block 256, 1-D grid of S * ceil(m /
- *     TM) * ceil(n / TN) blocks with the cluster dimension (S, 1, 1), S from 1
- *     to 8; no dynamic shared memory. C must not overlap A, B or bias.
+ *     products in the same order), tile 3: tile 2's products and bits with its
+ *     chunks copied into shared memory by cp.async two stages deep where k,
+ *     lda and ldb are multiples of 4 and a, b are 16-byte aligned (tile 2
+ *     elsewhere). Launch: block 256, 1-D grid of S * ceil(m / TM) * ceil(n /
+ *     TN) blocks with the cluster dimension (S, 1, 1), S from 1 to 8; no
+ *     dynamic shared memory. C must not overlap A, B or bias.
  * gc_gemm_tf32(float *c, float *a, float *b, float *bias, uint32_t m, uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, uint32_t flags, float alpha, float beta, uint32_t tile)
  *     TF32 tensor-core GEMM (compute capability 8.0 or later): C = act(alpha *
  *     A . B^T + beta * C + bias[col]) with A m x k (a[i * lda + r]) and B n x

@@ -1317,6 +1317,10 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
 //           and twice the bytes per fetch of tile 1; the same products in
 //           the same order, so tile 1's bits where k is a multiple of 32
 //           times the cluster size).
+//   tile 3: tile 2's products and bits, its K chunks copied into shared
+//           memory by cp.async two stages deep (gc_cluster_kvec) where k,
+//           lda and ldb are multiples of 4 and a, b 16-byte aligned; tile 2
+//           itself elsewhere.
 //
 // Launch: block 256, 1-D grid of S * ceil(m / BM) * ceil(n / BN) blocks
 // with the cluster dimension (S, 1, 1); cluster c computes output tile c
@@ -1367,6 +1371,20 @@ __device__ __forceinline__ float4 gc_ld_cluster4(const float *p, u32 rank) {
                  : "r"(remote)
                  : "memory");
     return v;
+}
+// 16 bytes global -> shared, asynchronous (cp.async; zeros when !in:
+// nothing is read then, so `src` need only be a valid address).
+__device__ __forceinline__ void gc_cp_async16(float *dst, const float *src, bool in) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"((u32)__cvta_generic_to_shared(dst)),
+                 "l"(src), "r"(in ? 16 : 0)
+                 : "memory");
+}
+// Closes this thread's group of cp.async copies issued since the last.
+__device__ __forceinline__ void gc_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits until at most N of this thread's newest copy groups are in flight.
+template <int N>
+__device__ __forceinline__ void gc_cp_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 #endif
 
@@ -1474,13 +1492,113 @@ __device__ __forceinline__ void gc_cluster_tile(float *cmat, const float *a, con
 #endif
 }
 
+// The shared memory gc_cluster_kvec<BK, ST> stages in: ST chunks of 64
+// x rows and 64 W rows, BK floats each plus 4 of padding.
+#define GC_KVEC_SMEM(BK, ST) ((ST) * 128 * ((BK) + 4))
+
+// Whether gc_cluster_kvec takes these operands: k and both leading
+// dimensions multiples of 4, a and b 16-byte aligned.
+__device__ __forceinline__ bool gc_cluster_kvec_ok(const float *a, const float *b, u32 k, u32 lda, u32 ldb) {
+    return (k & 3) == 0 && (lda & 3) == 0 && (ldb & 3) == 0 && gc_aligned16(a, b);
+}
+
+// One 64 x 64 output tile of gc_linear_cluster_f32 with a cp.async pipeline
+// of ST stages (tile 3): the block's x and W chunks of BK land in shared
+// memory as they lie in memory (rows along k: no transposes, no register
+// staging), ST - 1 chunks ahead of the products, and a thread's 4 x 4
+// outputs (rows ty + 16 i, columns tx + 16 j) take float4s along k from
+// both, 8 LDS.128 per 64 FMAs. Each output is summed in increasing k in
+// one thread from the same K split as gc_cluster_tile with chunks of BK,
+// so with BK = 32 the bits are tile 2's. Needs gc_cluster_kvec_ok; smem
+// holds GC_KVEC_SMEM(BK, ST) floats (at least 64 x 64).
+template <int BK, int ST>
+__device__ __forceinline__ void gc_cluster_kvec(float *cmat, const float *a, const float *b, const float *bias,
+                                                u32 m, u32 n, u32 k, u32 lda, u32 ldb, u32 ldc, u32 flags,
+                                                float alpha, float beta, float *smem) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr int BM = 64, BN = 64, L = BK + 4, Q = BK / 4;
+    static_assert(GC_KVEC_SMEM(BK, ST) >= BM * BN, "the partial tile fits the staging");
+    static_assert((BM + BN) * Q % GC_GEMM_THREADS == 0, "whole copy rounds");
+    const u32 tid = threadIdx.x, rank = gc_cluster_rank(), size = gc_cluster_size(), blk = gc_cluster_id();
+    const u32 tiles_n = (n + BN - 1) / BN, i0 = (blk / tiles_n) * BM, j0 = (blk % tiles_n) * BN;
+    const u32 ty = tid / 16, tx = tid % 16;
+    const u32 chunks = (k + BK - 1) / BK, per = (chunks + size - 1) / size;
+    const u32 c0 = min(chunks, rank * per), c1 = min(chunks, c0 + per), nch = c1 - c0;
+    float *As = smem, *Bs = smem + ST * BM * L;
+    // Chunk `ch` into stage `buf`: rows past m or n and columns past k are
+    // zeros (k % 4 == 0, so a float4 is wholly in or out).
+    auto issue = [&](u32 ch, u32 buf) {
+        float *as = As + buf * BM * L, *bs = Bs + buf * BN * L;
+#pragma unroll
+        for (int q = 0; q < (BM + BN) * Q / GC_GEMM_THREADS; ++q) {
+            const u32 e = tid + GC_GEMM_THREADS * q, row = e / Q, col = 4 * (e % Q), r = ch * BK + col;
+            if (row < BM) {
+                const bool in = i0 + row < m && r < k;
+                gc_cp_async16(as + row * L + col, in ? a + (i0 + row) * lda + r : a, in);
+            } else {
+                const bool in = j0 + row - BM < n && r < k;
+                gc_cp_async16(bs + (row - BM) * L + col, in ? b + (j0 + row - BM) * ldb + r : b, in);
+            }
+        }
+    };
+    float acc[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
+#pragma unroll
+    for (int s = 0; s + 1 < ST; ++s) {
+        if ((u32)s < nch) issue(c0 + s, s);
+        gc_cp_commit();
+    }
+    for (u32 t = 0; t < nch; ++t) {
+        gc_cp_wait<ST - 2>();
+        __syncthreads();  // chunk t landed for all; stage (t - 1) % ST is free
+        if (t + ST - 1 < nch) issue(c0 + t + ST - 1, (t + ST - 1) % ST);
+        gc_cp_commit();  // an empty group past the last chunk keeps the count
+        const float *as = As + (t % ST) * BM * L + ty * L, *bs = Bs + (t % ST) * BN * L + tx * L;
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 4) {
+            float4 av[4], bv[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) av[i] = gc_lds4(as + 16 * i * L + kk);
+#pragma unroll
+            for (int j = 0; j < 4; ++j) bv[j] = gc_lds4(bs + 16 * j * L + kk);
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    acc[i][j] = fmaf(av[i].x, bv[j].x, acc[i][j]);
+                    acc[i][j] = fmaf(av[i].y, bv[j].y, acc[i][j]);
+                    acc[i][j] = fmaf(av[i].z, bv[j].z, acc[i][j]);
+                    acc[i][j] = fmaf(av[i].w, bv[j].w, acc[i][j]);
+                }
+        }
+    }
+    gc_cp_wait<0>();
+    __syncthreads();  // the stages are free for the partial tile
+    GC_PDL_TRIGGER();
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) smem[(ty + 16 * i) * BN + tx + 16 * j] = acc[i][j];
+    gc_cluster_reduce<BM, BN, GC_GEMM_THREADS>(cmat, bias, m, n, ldc, flags, alpha, beta, smem, i0, j0);
+#else
+    (void)cmat, (void)a, (void)b, (void)bias, (void)m, (void)n, (void)k, (void)lda, (void)ldb, (void)ldc;
+    (void)flags, (void)alpha, (void)beta, (void)smem;
+#ifdef __CUDA_ARCH__
+    asm volatile("trap;");
+#endif
+#endif
+}
+
 extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
     gc_linear_cluster_f32(float *c, const float *a, const float *b, const float *bias, u32 m, u32 n, u32 k,
                           u32 lda, u32 ldb, u32 ldc, u32 flags, float alpha, float beta, u32 tile) {
     GC_PDL_WAIT();
-    // The most of any tile: tile 2's staging, 2 x 32 x (68 + 68) floats (tile
-    // 0's partial tile, 128 x 64, is 8192).
-    __shared__ __align__(16) float smem[2 * 32 * (68 + 68)];
+    // The most of any tile: tile 3's two stages, 2 x 128 x (32 + 4) floats
+    // (tile 2's staging is 2 x 32 x (68 + 68), tile 0's partial tile 8192).
+    __shared__ __align__(16) float smem[GC_KVEC_SMEM(32, 2)];
     if (m == 0 || n == 0 || k == 0 || (flags & 3u) != GC_GEMM_TRANS_B) return;
     if (tile == 0)
         gc_cluster_tile<128, 64, 8, 4, 16, GC_GEMM_THREADS>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta,
@@ -1488,7 +1606,9 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
     else if (tile == 1)
         gc_cluster_tile<64, 64, 4, 4, 16, GC_GEMM_THREADS>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta,
                                                            smem);
-    else if (tile == 2)
+    else if (tile == 3 && gc_cluster_kvec_ok(a, b, k, lda, ldb))
+        gc_cluster_kvec<32, 2>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta, smem);
+    else if (tile == 2 || tile == 3)
         gc_cluster_tile<64, 64, 4, 4, 32, GC_GEMM_THREADS>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta,
                                                            smem);
 }

@@ -33,87 +33,18 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), MINB) var_cl(float *c, 
     __shared__ __align__(16) float smem[cmax(2 * BK * (BM + 4) + 2 * BK * (BN + 4), BM * BN)];
     gc_cluster_tile<BM, BN, TM, TN, BK, (BM / TM) * (BN / TN)>(c, a, b, bias, m, n, k, k, k, n, GC_GEMM_TRANS_B, 1.0f, 0.0f, smem);
 }
-#include "../cp_async.cuh"
 
 // The 64 x 64 cluster tile with a cp.async pipeline of ST stages (twelfth
-// session): x and W chunks of BK land in shared memory as they are stored
-// in memory (rows along k, no transposes, no register staging), and a
-// thread's 4 x 4 outputs (rows ty + 16 a, columns tx + 16 b) take float4s
-// along k from both: 8 LDS.128 per 64 FMAs. Each output is still summed in
-// increasing k in one thread, so the bits are gc_linear_cluster_f32 tile
-// 1's / 2's for the same K split. Needs k % 4 == 0 and 16-byte aligned x,
-// W (the linear layout, lda = ldb = k). Dynamic shared memory:
-// kvec_smem<BK, ST>() bytes.
+// session; shipped with BK 32, ST 2 as gc_linear_cluster_f32 tile 3):
+// gc_cluster_kvec<BK, ST> with its staging in dynamic shared memory,
+// kvec_smem<BK, ST>() bytes. Needs k % 4 == 0 and 16-byte aligned x, W.
 template <int BK, int ST>
-__host__ __device__ constexpr size_t kvec_smem() { return (size_t)ST * 128 * (BK + 4) * 4; }
+__host__ __device__ constexpr size_t kvec_smem() { return (size_t)GC_KVEC_SMEM(BK, ST) * 4; }
 template <int BK, int ST>
 __global__ void __launch_bounds__(256, 1) kvec_cl(float *c, const float *a, const float *b, const float *bias, u32 m, u32 n, u32 k) {
-    constexpr int BM = 64, BN = 64, L = BK + 4, Q = BK / 4;
-    static_assert(kvec_smem<BK, ST>() / 4 >= BM * BN, "the partial tile fits the staging");
     GC_PDL_WAIT();
     extern __shared__ __align__(16) float smem[];
-    const u32 tid = threadIdx.x, rank = gc_cluster_rank(), size = gc_cluster_size(), blk = gc_cluster_id();
-    const u32 tiles_n = (n + BN - 1) / BN, i0 = (blk / tiles_n) * BM, j0 = (blk % tiles_n) * BN;
-    const u32 ty = tid / 16, tx = tid % 16;
-    const u32 chunks = (k + BK - 1) / BK, per = (chunks + size - 1) / size;
-    const u32 c0 = min(chunks, rank * per), c1 = min(chunks, c0 + per), nch = c1 - c0;
-    float *As = smem, *Bs = smem + ST * BM * L;
-    auto issue = [&](u32 ch, u32 buf) {
-        float *as = As + buf * BM * L, *bs = Bs + buf * BN * L;
-#pragma unroll
-        for (int q = 0; q < (BM + BN) * Q / 256; ++q) {
-            const u32 e = tid + 256 * q, row = e / Q, col = 4 * (e % Q), r = ch * BK + col;
-            if (row < BM) {
-                const bool in = i0 + row < m && r < k;
-                gc_cp_async16(as + row * L + col, in ? a + (i0 + row) * k + r : a, in);
-            } else {
-                const bool in = j0 + row - BM < n && r < k;
-                gc_cp_async16(bs + (row - BM) * L + col, in ? b + (j0 + row - BM) * k + r : b, in);
-            }
-        }
-    };
-    float acc[4][4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
-#pragma unroll
-    for (int s = 0; s + 1 < ST; ++s) {
-        if ((u32)s < nch) issue(c0 + s, s);
-        gc_cp_commit();
-    }
-    for (u32 t = 0; t < nch; ++t) {
-        gc_cp_wait<ST - 2>();
-        __syncthreads();
-        if (t + ST - 1 < nch) issue(c0 + t + ST - 1, (t + ST - 1) % ST);
-        gc_cp_commit();
-        const float *as = As + (t % ST) * BM * L + ty * L, *bs = Bs + (t % ST) * BN * L + tx * L;
-#pragma unroll
-        for (int kk = 0; kk < BK; kk += 4) {
-            float4 av[4], bv[4];
-#pragma unroll
-            for (int i = 0; i < 4; ++i) av[i] = gc_lds4(as + 16 * i * L + kk);
-#pragma unroll
-            for (int j = 0; j < 4; ++j) bv[j] = gc_lds4(bs + 16 * j * L + kk);
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-#pragma unroll
-                for (int j = 0; j < 4; ++j) {
-                    acc[i][j] = fmaf(av[i].x, bv[j].x, acc[i][j]);
-                    acc[i][j] = fmaf(av[i].y, bv[j].y, acc[i][j]);
-                    acc[i][j] = fmaf(av[i].z, bv[j].z, acc[i][j]);
-                    acc[i][j] = fmaf(av[i].w, bv[j].w, acc[i][j]);
-                }
-        }
-    }
-    gc_cp_wait<0>();
-    __syncthreads();
-    GC_PDL_TRIGGER();
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) smem[(ty + 16 * i) * BN + tx + 16 * j] = acc[i][j];
-    gc_cluster_reduce<BM, BN, 256>(c, bias, m, n, n, GC_GEMM_TRANS_B, 1.0f, 0.0f, smem, i0, j0);
+    gc_cluster_kvec<BK, ST>(c, a, b, bias, m, n, k, k, k, n, GC_GEMM_TRANS_B, 1.0f, 0.0f, smem);
 }
 typedef void (*ClFn)(float *, const float *, const float *, const float *, u32, u32, u32);
 struct ClVar { const char *name; ClFn fn; int bm, bn, nt; size_t smem = 0; };
@@ -247,7 +178,7 @@ int main(int argc, char **argv) {
         ref64<<<dim3((N + 15) / 16, (M + 15) / 16), dim3(16, 16), 0, st>>>(r, ac, x, w, b, M, N, K);
         CK(cudaStreamSynchronize(st));
         auto run = [&](const std::string &name, std::function<void()> f) {
-            if (quick && name != "small" && name != "ship1s2" && name != "ship2s2" && name.rfind("kv", 0) != 0) return;
+            if (quick && name != "small" && name != "ship1s2" && name != "ship2s2" && name != "ship3s2" && name.rfind("kv", 0) != 0) return;
             double e; bool same;
             verify(M, N, f, e, same);
             double us = time_fn(f);
@@ -262,7 +193,7 @@ int main(int argc, char **argv) {
         run("mid64x128", [&] { gc_gemm_mid_f32<<<((M + 63) / 64) * ((N + 127) / 128), 256, 0, st>>>(c, x, w, b, M, N, K, K, K, N, GC_GEMM_TRANS_B, 1.0f, 0.0f, 0u); });
         run("wide64x64s4", [&] { gc_gemm_wide_f32<<<((M + 63) / 64) * ((N + 63) / 64), 256, 0, st>>>(c, x, w, b, M, N, K, K, K, N, GC_GEMM_TRANS_B, 1.0f, 0.0f, 2u); });
         if (M >= 128) run("wide128x128", [&] { gc_gemm_wide_f32<<<((M + 127) / 128) * ((N + 127) / 128), 256, 0, st>>>(c, x, w, b, M, N, K, K, K, N, GC_GEMM_TRANS_B, 1.0f, 0.0f, 1u); });
-        for (u32 tile = 0; tile < 3; tile++) {
+        for (u32 tile = 0; tile < 4; tile++) {
             u32 bm = tile == 0 ? 128 : 64, blocks = ((M + bm - 1) / bm) * ((N + 63) / 64);
             for (u32 cs : {1u, 2u, 4u, 8u}) {
                 if (blocks * cs > 4 * (u32)sms) continue;
@@ -284,7 +215,7 @@ int main(int argc, char **argv) {
         int M = s[0], K = s[1], N = s[2];
         ref64<<<dim3((N + 15) / 16, (M + 15) / 16), dim3(16, 16), 0, st>>>(r, ac, x, w, b, M, N, K);
         CK(cudaStreamSynchronize(st));
-        for (u32 tile = 0; tile < 2; tile++) {
+        for (u32 tile = 0; tile < 4; tile++) {
             u32 bm = tile == 0 ? 128 : 64, blocks = ((M + bm - 1) / bm) * ((N + 63) / 64);
             for (u32 cs : {1u, 2u, 3u, 4u, 8u}) {
                 double e; bool same;

@@ -697,11 +697,11 @@ const CLUSTER_MIN_SLICE: u32 = 128;
 /// "Split-K over a thread-block cluster"), else `None`:
 ///
 /// - 33 to 64 rows with at least [`CLUSTER_MIN_WEIGHTS`] weights: 64 x 64
-///   tiles in clusters of 2 where they give 7/8 of a block per SM, with K
-///   chunks of 32 (tile 2) where that is at most one block per SM, else of
-///   16 (tile 1) (33-64 x 4096 -> 4096: 82-85 us against the small-batch
-///   kernel's 86-114 and cuBLAS's 84-95; 64 x 2048 -> 8192: tile 1 76 us,
-///   tile 2 81, small-batch 109, cuBLAS 90);
+///   tiles in clusters of 2 where they give 7/8 of a block per SM, K
+///   chunks of 32 copied by cp.async (tile 3: 33-64 x 4096 -> 4096 in
+///   80.8-81.0 us against tile 2's 83.4-86.0, the small-batch kernel's
+///   85.6-113.7 and cuBLAS's 84-95; 64 x 2048 -> 8192: 72.0 against tile
+///   1's 76.0, tile 2's 81.2, the small-batch kernel's 109.2, cuBLAS's 90);
 /// - 65 to 256 rows with at least [`CLUSTER_MIN_WEIGHTS`] weights: 128 x 64
 ///   tiles in clusters of 2, where they give 7/8 of a block per SM
 ///   (128 x 4096 -> 4096: 125 us against the small-batch kernel's 200 and
@@ -716,9 +716,7 @@ fn cluster_plan(m: u32, n: u32, k: u32, sms: u32) -> Option<(u32, u32)> {
     let fills = |blocks: u64| blocks * 8 >= 7 * sms as u64;
     let large = n as u64 * k as u64 >= CLUSTER_MIN_WEIGHTS && k >= 2 * CLUSTER_MIN_SLICE;
     if m > SMALL_BATCH_MAX_M / 8 && m <= SMALL_BATCH_MAX_M / 4 {
-        let blocks = 2 * tiles(64, 64);
-        let tile = if blocks <= sms as u64 { 2 } else { 1 };
-        return (large && fills(blocks)).then_some((tile, 2));
+        return (large && fills(2 * tiles(64, 64))).then_some((3, 2));
     }
     if m > SMALL_BATCH_MAX_M / 4 && m <= SMALL_BATCH_MAX_M {
         return (large && fills(2 * tiles(128, 64))).then_some((0, 2));
@@ -2893,11 +2891,11 @@ mod tests {
         assert_eq!(cluster_of(128, 4096, 4096), Some((0, 2, 2 * 64)));
         assert_eq!(cluster_of(256, 4096, 4096), Some((0, 2, 2 * 2 * 64)));
         assert_eq!(cluster_of(200, 16384, 1024), Some((0, 2, 2 * 2 * 256)));
-        // 33-64 rows: 64 x 64 tiles in clusters of 2, K chunks of 32 at one
-        // block per SM, of 16 past that.
-        assert_eq!(cluster_of(64, 4096, 4096), Some((2, 2, 2 * 64)));
-        assert_eq!(cluster_of(33, 4096, 4096), Some((2, 2, 2 * 64)));
-        assert_eq!(cluster_of(64, 8192, 2048), Some((1, 2, 2 * 128)));
+        // 33-64 rows: 64 x 64 tiles in clusters of 2, K chunks of 32 by
+        // cp.async.
+        assert_eq!(cluster_of(64, 4096, 4096), Some((3, 2, 2 * 64)));
+        assert_eq!(cluster_of(33, 4096, 4096), Some((3, 2, 2 * 64)));
+        assert_eq!(cluster_of(64, 8192, 2048), Some((3, 2, 2 * 128)));
         // Not at 32 rows or fewer (the small-batch kernel wins), nor with
         // weights that fit L2, nor where the tiles leave SMs idle.
         for (m, n, k) in [

@@ -363,7 +363,9 @@ blocks of a thread-block cluster (compute capability 9.0; it traps on older GPUs
 cluster sums its slice of K chunks, the partial tiles are added in rank order through \
 distributed shared memory (deterministic for a given shape and S). tile 0: 128 x 64 (rows x \
 columns of C), tile 1: 64 x 64, tile 2: 64 x 64 with K chunks of 32 instead of 16 (tile 1's \
-products in the same order). Launch: block 256, 1-D grid of S * ceil(m / TM) * ceil(n / TN) \
+products in the same order), tile 3: tile 2's products and bits with its chunks copied into shared \
+memory by cp.async two stages deep where k, lda and ldb are multiples of 4 and a, b are 16-byte \
+aligned (tile 2 elsewhere). Launch: block 256, 1-D grid of S * ceil(m / TM) * ceil(n / TN) \
 blocks with the cluster dimension (S, 1, 1), S from 1 to 8; no dynamic shared memory. C must not \
 overlap A, B or bias.";
     GemmTf32 = gc_gemm_tf32 in LINEAR_TF32 (

@@ -6,7 +6,8 @@
 //! TF32 path (gc_gemm_tf32, `ops::linear_tf32`) stays within the TF32
 //! rounding bound. The cluster split-K kernel (gc_linear_cluster_f32,
 //! compute capability 9.0) against float64 at every cluster size, run
-//! twice and replayed from a captured graph bit for bit.
+//! twice and replayed from a captured graph bit for bit, its tile 3 (the
+//! cp.async pipeline) with tile 2's bits.
 
 use super::*;
 use graphcore_core::kernels::{args, ops, Call, Kernel};
@@ -395,6 +396,7 @@ fn linear_cluster_checks(shapes: ClusterShapes) {
         for buf in [c1, c2, c3] {
             d.p.free(buf).unwrap();
         }
+        out
     };
     // Every tile and cluster size by hand, odd shapes (K shorter than the
     // cluster's chunks, misaligned rows, partial tiles).
@@ -416,8 +418,15 @@ fn linear_cluster_checks(shapes: ClusterShapes) {
             true,
             (m + k) % 2 == 0,
         );
-        for (tile, tm, tn) in [(0u32, 128usize, 64usize), (1, 64, 64), (2, 64, 64)] {
-            for &size in sizes {
+        // Tile 2's outputs by cluster size: tile 3 must give their bits.
+        let mut tile2 = Vec::new();
+        for (tile, tm, tn) in [
+            (0u32, 128usize, 64usize),
+            (1, 64, 64),
+            (2, 64, 64),
+            (3, 64, 64),
+        ] {
+            for (i, &size) in sizes.iter().enumerate() {
                 let call = |c, a, b, bias| {
                     let one = launch(&p, Kernel::LinearCluster, tile, tm, tn, [c, a, b, bias]);
                     Call {
@@ -426,11 +435,18 @@ fn linear_cluster_checks(shapes: ClusterShapes) {
                     }
                     .clustered([size, 1, 1])
                 };
-                check(
-                    &p,
-                    &call,
-                    &format!("tile {tile} cluster {size} m={m} n={n} k={k}"),
-                );
+                let what = format!("tile {tile} cluster {size} m={m} n={n} k={k}");
+                let out = check(&p, &call, &what);
+                match tile {
+                    2 => tile2.push(out),
+                    3 => assert!(
+                        out.iter()
+                            .zip(&tile2[i])
+                            .all(|(x, y)| x.to_bits() == y.to_bits()),
+                        "{what}: bits differ from tile 2's (seed {seed})"
+                    ),
+                    _ => {}
+                }
             }
         }
     }
@@ -441,6 +457,7 @@ fn linear_cluster_checks(shapes: ClusterShapes) {
     // weights; more rows where the 32 x 32 split-K tile would run).
     for (m, n, k) in [
         (64usize, 4096usize, 4096usize),
+        (64, 8192, 2048),
         (128, 4096, 4096),
         (512, 512, 1024),
     ] {
