@@ -36,7 +36,7 @@ RESULTS = REPO / "benches" / "results"
 # rate, one multiplication per FMA).
 H100_FP32_T = 33
 BLOCK = re.compile(
-    r"(<!-- results:begin (?P<name>[a-z-]+) -->\n)(?P<body>.*?)(<!-- results:end -->)", re.S
+    r"(<!-- results:begin (?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- results:end -->)", re.S
 )
 
 
@@ -210,12 +210,127 @@ def block_gpu_run():
     date = re.search(r"\d{4}-\d{2}-\d{2}", head).group(0)
     passed, failed = map(int, re.search(r"^gpu-check: (\d+) passed, (\d+) failed", text, re.M).groups())
     suite = int(re.search(r"^test result: ok\. (\d+) passed", text, re.M).group(1))
+    ranks = re.search(r"^multi-gpu: (\d+) GPU\(s\): every configuration runs on (\d+) rank", text, re.M)
+    gpus, ranks = map(int, ranks.groups()) if ranks else (1, 1)
+    words = {1: "one", 2: "two", 3: "three", 4: "four"}
+    machine = f"an {device}" if gpus == 1 else f"{words.get(gpus, gpus)} {device}s of one host"
+    multi = (
+        "multi-GPU at one rank" if ranks == 1
+        else f"data-parallel training on {words.get(ranks, ranks)} ranks in its three configurations"
+    )
     return prose(
-        f"The GPU rows were last confirmed by a complete `bash stage/run.sh` on an {device} on "
+        f"The GPU rows were last confirmed by a complete `bash stage/run.sh` on {machine} on "
         f"{date}: {passed} of {passed + failed} steps passed ({suite} suite tests with the GPU ones, the "
-        f"examples, multi-GPU at one rank, Python, memcheck, racecheck, synccheck, the device fault; "
+        f"examples, {multi}, Python, memcheck, racecheck, synccheck, the device fault; "
         f"`benches/results/gpu_check.txt`)."
     )
+
+
+def block_h200():
+    """The headline figures of issues 14 and 15 rerun on the H200 that is the
+    GPU machine now (benches/results/h200/)."""
+    h = lambda name: load(f"h200/{name}")  # noqa: E731
+    progs, runs = h("programs_vs_torch.json"), h("programs_vs_torch_runs.json")
+    parts, scaling = h("mlp_parts.json"), h("graph_perf_scaling.json")
+    goal = {"MLP batch 32": 8, "training step": 5}
+    lines = [
+        prose(
+            f"Since 2026-11-28 the GPU machine is an {progs['device']} (driver {parts['driver']}); the H100 "
+            "of the other tables is no longer lent, and H200 timings are compared only with H200 timings. "
+            "Rerun there, PyTorch beside graphcore in each run (`benches/results/h200/`):"
+        ),
+        "",
+        "| program | PyTorch CUDA graph | graphcore | vs PyTorch's graph | target | graphcore with copies | "
+        "CPU per request | same buffers |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in progs["rows"]:
+        ours = r.get("graphcore_bound_us", r["graphcore_us"])
+        sp = r["torch_graph_us"] / ours
+        g = goal.get(r["case"], 4)
+        bound = "graphcore_bound_us" in r
+        lines.append(
+            f"| {r['case']}{' (bindings)' if bound else ' (2 kernels)'} | {r['torch_graph_us']:.1f} \u00b5s | "
+            f"{ours:.2f} \u00b5s | **{sp:.2f}\u00d7** | \u2265 {g}\u00d7{verdict(sp >= g, '', ': **missed**')} | "
+            + (f"{r['graphcore_us']:.2f} \u00b5s | {r['graphcore_bound_enqueue_us']:.2f} \u00b5s | "
+               f"{r['graphcore_same_buffers_us']:.2f} \u00b5s |" if bound else "\u2014 | \u2014 | \u2014 |")
+        )
+    first = runs["runs"][0]["rows"]
+    mlp_first = [r for r in first if r["case"].startswith("MLP")]
+    lines += [
+        "",
+        prose(
+            "`programs_vs_torch.py`: 1000 back-to-back requests or steps, then a synchronize, median of 7. "
+            "\"CPU per request\" is the enqueue loop of the bound requests alone, \"same buffers\" a request "
+            "bound to the previous request's buffers (no node patched): the requests are bound by GPU time. "
+            "PyTorch's graph path is bound by CPU time and moves between runs: in the first of two runs "
+            "that day it took "
+            + " / ".join(f"{r['torch_graph_us']:.1f}" for r in mlp_first)
+            + " \u00b5s at batch 1 / 4 / 16 / 32 against graphcore's "
+            + " / ".join(f"{r['graphcore_bound_us']:.2f}" for r in mlp_first)
+            + " (" + " / ".join(f"{r['torch_graph_us'] / r['graphcore_bound_us']:.2f}\u00d7" for r in mlp_first)
+            + "; `programs_vs_torch_runs.json`)."
+        ),
+        "",
+        "A request's GPU time taken apart (`./mlp_cluster parts`, benches/gemm_harness/mlp_cluster.cu: a "
+        "one-forward graph replayed back to back, \u00b5s; `mlp_parts.json`):",
+        "",
+        "| rows | layer 1 | layers 1-2 | layers 1-3 (the request's graph) | layer 1 / 2 / 3 alone |",
+        "|---|---|---|---|---|",
+    ]
+    by = {}
+    for r in parts["rows"]:
+        if "replay_us" in r:
+            by.setdefault(r["rows"], {})[r["what"]] = r["replay_us"]
+    for m, d in sorted(by.items()):
+        alone = " / ".join(f"{d[f'layer {i} alone']:.2f}" for i in (1, 2, 3))
+        lines.append(
+            f"| {m} | {d['layers 1-1 chained']:.2f} | {d['layers 1-2 chained']:.2f} | "
+            f"{d['layers 1-3 chained']:.2f} | {alone} |"
+        )
+    empty = {f["kernels"]: f["replay_us"] for f in parts["empty_kernel_chains"]}
+    lines.append(f"| empty kernels | {empty[1]:.2f} | {empty[2]:.2f} | {empty[3]:.2f} | |")
+    lines += [
+        "",
+        prose(
+            f"A one-kernel graph replay costs the GPU {empty[1]:.2f} \u00b5s with an empty kernel and a chain "
+            f"of three {empty[3]:.2f}; the rest is the layers' loads, products and the wait of each layer on "
+            "the one before (kernels/TUNING.md, \"On an H200\")."
+        ),
+        "",
+        "Raw CUDA vs graphcore, cudaGraphsPerfScaling's method (`stage/bin/graph_perf_scaling`, "
+        "chains of 1-1000 empty kernels; `graph_perf_scaling.json`):",
+        "",
+        "| operation | graphcore \u00f7 raw, 1-1000 nodes | target | met at |",
+        "|---|---|---|---|",
+    ]
+    rows = {}
+    for r in scaling["rows"]:
+        if r["target"] is not None:
+            rows.setdefault(r["row"], []).append(r)
+    for name, rs in rows.items():
+        ratios = [r["ratio"] for r in rs]
+        met = [str(r["nodes"]) for r in rs if r["met"]]
+        lines.append(
+            f"| {name} | {min(ratios):.3f}-{max(ratios):.3f}\u00d7 | \u2264 {rs[0]['target']:.2f}\u00d7 | "
+            f"{', '.join(met) + ' nodes' if met else 'none: **missed**'} |"
+        )
+    pool = h("pool_bench.json")[0]
+    threads = h("pool_threads.json")["rows"]
+    most = threads[-1]
+    lines += [
+        "",
+        prose(
+            f"Pool alloc+free of {pool['bytes']} bytes through the C ABI: {pool['gc_pool_ns']:.1f} ns against "
+            f"{n0(pool['cuMemAllocAsync_ns'])} ns for a `cuMemAllocAsync` pair, "
+            f"{pool['cuMemAllocAsync_ns'] / pool['gc_pool_ns']:.1f}\u00d7 (targets \u2264 100 ns"
+            f"{verdict(pool['gc_pool_ns'] <= 100, '', ': **missed**')}, \u2265 13\u00d7"
+            f"{verdict(pool['cuMemAllocAsync_ns'] / pool['gc_pool_ns'] >= 13, '', ': **missed**')}); "
+            f"{most['threads']} threads on {most['threads']} pools: {most['mean_ns']:.1f} ns a pair on average, "
+            f"{most['slowest_ns']:.1f} for the slowest thread ({most['mean_vs_one']:.2f}\u00d7 one thread's)."
+        ),
+    ]
+    return "\n".join(lines)
 
 
 def block_device():
@@ -1139,6 +1254,7 @@ BLOCKS = {
     "fresh-make-test": block_fresh_make_test,
     "reliability": block_reliability,
     "device": block_device,
+    "h200": block_h200,
     "gpu-run": block_gpu_run,
     "pool": block_pool,
     "graphs": block_graphs,

@@ -1,5 +1,7 @@
 // What the GEMM harnesses share (harness.cu, splitk.cu): the float64
-// reference, the relative-error reduction and the graph-replay timer.
+// reference, the relative-error reduction and the graph-replay timers
+// (time_fn: in a graph of many calls; time_replay: a one-call graph
+// replayed back to back).
 // Included after CK and the CUDA headers.
 // float64 reference and |x| |W| sums, 16 x 16 tiles.
 __global__ void ref64(double *c, double *ac, const float *a, const float *b, const float *bias, int m, int n, int k) {
@@ -54,4 +56,35 @@ static double time_fn(const std::function<void()> &body) {
     cudaGraphExecDestroy(ge); cudaGraphDestroy(g);
     cudaEventDestroy(a); cudaEventDestroy(b);
     return t[2] * 1000.0 / (reps * per);
+}
+
+// GPU time per call of `body` replayed alone as a one-call graph, back to
+// back (median of 5 rounds of 1000).
+static double time_replay(const std::function<void()> &body) {
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    body();
+    CK(cudaStreamEndCapture(st, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    for (int i = 0; i < 50; i++) CK(cudaGraphLaunch(ge, st));
+    std::vector<float> t;
+    for (int r = 0; r < 5; r++) {
+        cudaEventRecord(a, st);
+        for (int i = 0; i < 1000; i++) CK(cudaGraphLaunch(ge, st));
+        cudaEventRecord(b, st);
+        CK(cudaEventSynchronize(b));
+        float ms;
+        cudaEventElapsedTime(&ms, a, b);
+        t.push_back(ms);
+    }
+    std::sort(t.begin(), t.end());
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return t[2];  // ms per 1000 = us per replay
 }

@@ -17,6 +17,8 @@
 // GPU). Outputs are checked against float64. Prints `MLP`, `CHAIN` and
 // `CL` lines. On the GPU machine, from the repository root:
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I kernels -o mlp_cluster benches/gemm_harness/mlp_cluster.cu && ./mlp_cluster
+// (`./mlp_cluster floors`: the launch and barrier floors; `./mlp_cluster
+// parts`: the notes' MLP layer by layer.)
 #include <cuda_runtime.h>
 #include <algorithm>
 #include <cmath>
@@ -232,37 +234,6 @@ static void launch_cluster(const Mlp &net, unsigned m) {
     launch_clustered(mlp_cluster<CS, WARPS, RB, KV>, dim3(CS, (m + RB - 1) / RB, 1), WARPS * 32, CS, net.args(m));
 }
 
-// GPU time per call of `body` replayed alone as a one-call graph, back to
-// back (median of 5 rounds of 1000).
-static double time_replay(const std::function<void()> &body) {
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-    body();
-    CK(cudaStreamEndCapture(st, &g));
-    CK(cudaGraphInstantiate(&ge, g, 0));
-    cudaEvent_t a, b;
-    cudaEventCreate(&a);
-    cudaEventCreate(&b);
-    for (int i = 0; i < 50; i++) CK(cudaGraphLaunch(ge, st));
-    std::vector<float> t;
-    for (int r = 0; r < 5; r++) {
-        cudaEventRecord(a, st);
-        for (int i = 0; i < 1000; i++) CK(cudaGraphLaunch(ge, st));
-        cudaEventRecord(b, st);
-        CK(cudaEventSynchronize(b));
-        float ms;
-        cudaEventElapsedTime(&ms, a, b);
-        t.push_back(ms);
-    }
-    std::sort(t.begin(), t.end());
-    cudaGraphExecDestroy(ge);
-    cudaGraphDestroy(g);
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    return t[2];  // ms per 1000 = us per replay
-}
-
 template <int CS, int WARPS, int RB, int KV>
 static void variant(const char *name, Mlp &net, unsigned m) {
     CK(cudaMemset(net.dy, 0xff, (size_t)m * net.d.back() * 4));
@@ -299,6 +270,42 @@ static void floors() {
         }
 }
 
+// The notes' MLP taken apart: each layer alone (a plain launch), and the
+// chains of its first 1, 2 and 3 layers (programmatic after the first, as
+// the library runs them), beside chains of as many empty kernels of the
+// first layer's grid (the launches' floor). GPU time per call in a graph of
+// many / replayed alone. Prints `PART` lines.
+static void parts(unsigned sms) {
+    Mlp net({1024, 512, 256, 10}, 7);
+    const size_t L = net.layers();
+    auto layer = [&](unsigned m, size_t l, bool pdl) {
+        launch_small(launcher(m, net.d[l + 1], net.d[l], sms), net.dh[l], l == 0 ? net.dx : net.dh[l - 1], net.dw[l],
+                     net.db[l], m, net.d[l + 1], net.d[l], l + 1 < L, pdl);
+    };
+    for (unsigned m : {1u, 4u, 16u, 32u}) {
+        for (size_t l = 0; l < L; l++) {
+            auto go = [&] { layer(m, l, false); };
+            printf("PART m %3u  layer %zu alone      in-graph %7.3f us  replay %7.3f us\n", m, l + 1, time_fn(go),
+                   time_replay(go));
+        }
+        for (size_t n = 1; n <= L; n++) {
+            auto go = [&] { for (size_t l = 0; l < n; l++) layer(m, l, l > 0); };
+            printf("PART m %3u  layers 1-%zu chain   in-graph %7.3f us  replay %7.3f us\n", m, n, time_fn(go),
+                   time_replay(go));
+        }
+        CK(cudaStreamSynchronize(st));
+        printf("PART m %3u  err %.1e\n", m, net.err(m));
+    }
+    dim3 g0 = grid_of(launcher(1, 512, 1024, sms), 1, 512);
+    for (size_t n = 1; n <= L; n++) {
+        auto go = [&] {
+            for (size_t l = 0; l < n; l++) launch_pdl(plain_floor, g0, l > 0, (float *)nullptr);
+        };
+        printf("PART empty x %zu (%u blocks)    in-graph %7.3f us  replay %7.3f us\n", n, g0.x * g0.y, time_fn(go),
+               time_replay(go));
+    }
+}
+
 static void one(std::vector<unsigned> widths, const std::vector<unsigned> &batches, unsigned sms) {
     Mlp net(widths, 7);
     printf("MLP");
@@ -330,6 +337,10 @@ int main(int argc, char **argv) {
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     if (argc > 1 && !strcmp(argv[1], "floors")) {
         floors();
+        return 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "parts")) {
+        parts((unsigned)sms);
         return 0;
     }
     bool quick = argc > 1;

@@ -12,10 +12,12 @@ static dim3 grid_of(Cfg c, unsigned m, unsigned n) {
     return dim3((n + bn - 1) / bn, (m + bm - 1) / bm, 1);
 }
 
-static void launch_small(Cfg c, float *y, const float *x, const float *w, const float *b, unsigned m, unsigned n, unsigned k,
-                         bool relu, bool pdl) {
+// Launches `kern` on st with 256 threads a block, as a programmatic
+// dependent launch when `pdl`.
+template <class... P, class... A>
+static void launch_pdl(void (*kern)(P...), dim3 grid, bool pdl, A... args) {
     cudaLaunchConfig_t lc = {};
-    lc.gridDim = grid_of(c, m, n);
+    lc.gridDim = grid;
     lc.blockDim = dim3(256, 1, 1);
     lc.stream = st;
     cudaLaunchAttribute at[1];
@@ -23,7 +25,13 @@ static void launch_small(Cfg c, float *y, const float *x, const float *w, const 
     at[0].val.programmaticStreamSerializationAllowed = 1;
     lc.attrs = at;
     lc.numAttrs = pdl ? 1 : 0;
-    CK(cudaLaunchKernelEx(&lc, gc_linear_small_f32, y, x, w, b, m, n, k, (u32)(relu ? GC_LIN_RELU : 0u), (u32)packed(c)));
+    CK(cudaLaunchKernelEx(&lc, kern, args...));
+}
+
+static void launch_small(Cfg c, float *y, const float *x, const float *w, const float *b, unsigned m, unsigned n, unsigned k,
+                         bool relu, bool pdl) {
+    launch_pdl(gc_linear_small_f32, grid_of(c, m, n), pdl, y, x, w, b, (u32)m, (u32)n, (u32)k,
+               (u32)(relu ? GC_LIN_RELU : 0u), (u32)packed(c));
 }
 
 // kernels/src/ops.rs small_config, n x k layout.
