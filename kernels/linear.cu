@@ -1294,10 +1294,11 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
 // gc_linear_cluster_f32(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha,
 //                       beta, tile)
 //
-// gc_gemm_f32's linear layout (same arguments; transpose bits 2 only, other
-// layouts do nothing) with K split over the blocks of a thread-block
-// cluster (compute capability 9.0; below that the kernel traps, and the
-// launcher never picks it there):
+// gc_gemm_f32's linear layout (same arguments; transpose bits 2), or with
+// tile 2 its plain layout C = A . B (transpose bits 0: the input gradient
+// dy . W, B k x n; other layouts and tiles do nothing), with K split over
+// the blocks of a thread-block cluster (compute capability 9.0; below that
+// the kernel traps, and the launcher never picks it there):
 // the S blocks of a cluster (S = the cluster's size, 1-8, along x) compute
 // the same output tile, block s (its rank in the cluster) over the K chunks
 // s P .. (s + 1) P - 1 (P = ceil(chunks / S), chunks of BK; zeros past k),
@@ -1449,9 +1450,9 @@ __device__ __forceinline__ void gc_cluster_reduce(float *cmat, const float *bias
 }
 #endif
 
-// One output tile of gc_linear_cluster_f32 (see above); smem holds
-// max(the main loop's staging, BM x BN) floats.
-template <int BM, int BN, int TM, int TN, int BK, int NT>
+// One output tile of gc_linear_cluster_f32 (see above) for the transpose
+// bits LAYOUT; smem holds max(the main loop's staging, BM x BN) floats.
+template <int BM, int BN, int TM, int TN, int BK, int NT, int LAYOUT = GC_GEMM_TRANS_B>
 __device__ __forceinline__ void gc_cluster_tile(float *cmat, const float *a, const float *bm, const float *bias,
                                                 u32 m, u32 n, u32 k, u32 lda, u32 ldb, u32 ldc, u32 flags,
                                                 float alpha, float beta, float *smem) {
@@ -1470,8 +1471,8 @@ __device__ __forceinline__ void gc_cluster_tile(float *cmat, const float *a, con
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
     if (c0 < c1)
-        gc_gemm_main<BM, BN, TM, TN, BK, NT, GC_GEMM_TRANS_B, 1>(acc, a, bm, m, n, k, lda, ldb, flags, smem, i0, j0,
-                                                                 c0, c1, 0u, ty, tx);
+        gc_gemm_main<BM, BN, TM, TN, BK, NT, LAYOUT, 1>(acc, a, bm, m, n, k, lda, ldb, flags, smem, i0, j0, c0, c1,
+                                                        0u, ty, tx);
     GC_PDL_TRIGGER();
 
     // The partial tile, row-major BM x BN, in this block's shared memory
@@ -1599,7 +1600,15 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
     // The most of any tile: tile 3's two stages, 2 x 128 x (32 + 4) floats
     // (tile 2's staging is 2 x 32 x (68 + 68), tile 0's partial tile 8192).
     __shared__ __align__(16) float smem[GC_KVEC_SMEM(32, 2)];
-    if (m == 0 || n == 0 || k == 0 || (flags & 3u) != GC_GEMM_TRANS_B) return;
+    if (m == 0 || n == 0 || k == 0) return;
+    if ((flags & 3u) == 0u) {
+        // C = A . B (the input gradient dy . W): tile 2's K chunks of 32.
+        if (tile == 2)
+            gc_cluster_tile<64, 64, 4, 4, 32, GC_GEMM_THREADS, 0>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha,
+                                                                  beta, smem);
+        return;
+    }
+    if ((flags & 3u) != GC_GEMM_TRANS_B) return;
     if (tile == 0)
         gc_cluster_tile<128, 64, 8, 4, 16, GC_GEMM_THREADS>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha, beta,
                                                             smem);

@@ -86,7 +86,7 @@ def rerun_note(cells, cells_name, replaced, label):
     return ["", prose(
         f"\u2020 Rerun on {cells['date']} ({cells_name}, {cells['device']}, PyTorch beside graphcore in that "
         f"run): {cells['why']} Those cells of the full sweep read {was}. `GC_CELLS={cells['cells']} python3 "
-        f"benches/side_by_side/{cells_name.replace('_cells.json', '.py')}` reruns them."
+        f"benches/side_by_side/{Path(cells_name).name.replace('_cells.json', '.py')}` reruns them."
     )]
 
 
@@ -315,6 +315,40 @@ def block_h200():
             f"| {name} | {min(ratios):.3f}-{max(ratios):.3f}\u00d7 | \u2264 {rs[0]['target']:.2f}\u00d7 | "
             f"{', '.join(met) + ' nodes' if met else 'none: **missed**'} |"
         )
+    mlp = h("mlp_vs_torch.json")["sweep"]
+    train, cells, replaced = rerun_cells(
+        h("train_vs_torch.json")["sweep"], "h200/train_vs_torch_cells.json",
+        lambda r: (r["kind"], r["width"], r["batch"]),
+    )
+
+    def span(rows, label):
+        low = min(rows, key=lambda r: r["speedup"])
+        high = max(r["speedup"] for r in rows)
+        losses = [r for r in rows if r["speedup"] < 1]
+        lost = "; it loses nowhere" if not losses else "; below 1\u00d7: " + ", ".join(
+            f"{label(r)} {r['speedup']:.2f}\u00d7 ({r['graphcore_us']:.1f} against {r['torch_graph_us']:.1f} \u00b5s)"
+            for r in losses
+        )
+        return f"{low['speedup']:.2f}-{high:.2f}\u00d7 (lowest: {label(low)}){lost}"
+
+    shapes = sorted({f"{r['width']} x {r['batch']}" for r in replaced})
+    rerun_cells_text = f", its {', '.join(shapes)} cells from a rerun{DAGGER}" if replaced else ""
+    lines += [
+        "",
+        prose(
+            f"The sweeps against PyTorch's graph (graph replays, widths 256-4096, batches 1-128): the MLP "
+            f"({len(mlp)} cells, 2-4 layers; `mlp_vs_torch.json`) "
+            + span(mlp, lambda r: f"width {r['width']}, {r['layers']} layers, batch {r['batch']}")
+            + f"; the training steps ({len(train)} cells; `train_vs_torch.json`{rerun_cells_text}) "
+            + span(train, lambda r: f"{'Linear' if r['kind'] == 'linear' else '2-layer'} step, width {r['width']}, "
+                   f"batch {r['batch']}{DAGGER if r.get('rerun') else ''}")
+            + "."
+        ),
+    ]
+    lines += rerun_note(
+        cells, "h200/train_vs_torch_cells.json", replaced,
+        lambda r: f"{'Linear' if r['kind'] == 'linear' else '2-layer'} step {r['width']} x {r['batch']} rows",
+    )
     pool = h("pool_bench.json")[0]
     threads = h("pool_threads.json")["rows"]
     most = threads[-1]

@@ -571,7 +571,10 @@ pub extern "C" fn gc_op_linear(
 /// Input gradient of linear: dx = dy * W (dy m x n, W n x k, dx m x k,
 /// row-major; every product of two of m, n, k below 2^32). m <= 64 takes
 /// the small-batch path (except from 32 rows with n * k >= 2^24), larger m
-/// (and those) the tiled GEMM.
+/// (and those) the tiled GEMM; on GPUs with thread-block clusters (compute
+/// capability 9.0), 33-64 rows with n * k >= 2^24 whose 64 x 64 tiles of dx
+/// fill the SMs in clusters of 2 take the cluster split-K kernel instead, so
+/// its bits differ between Hopper and older GPUs (each deterministic).
 /// Pointers: dx, dy and w are device memory of the stream's context
 /// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
 /// 4-byte aligned (float alignment); float4 loads where the sizes are
@@ -595,15 +598,18 @@ pub extern "C" fn gc_op_linear_backward_input(
     n: u32,
     k: u32,
 ) -> gc_status {
-    op!(stream, |sms| ops::linear_backward_input(
-        p(dx),
-        p(dy),
-        p(w),
-        m,
-        n,
-        k,
-        sms
-    ))
+    launch_in(this_export!(), stream, |ctx| {
+        ops::linear_backward_input(
+            p(dx),
+            p(dy),
+            p(w),
+            m,
+            n,
+            k,
+            ctx.sm_count(),
+            ctx.has_clusters(),
+        )
+    })
 }
 
 /// Weight gradient of linear: dw = dy^T * x (dy m x n, x m x k, dw n x k,

@@ -735,8 +735,9 @@ fn cluster_plan(m: u32, n: u32, k: u32, sms: u32) -> Option<(u32, u32)> {
     (size > 1).then_some((1, size))
 }
 
-/// The `gc_linear_cluster_f32` launch of `g` (the linear layout) with
-/// `tile` in clusters of `size` blocks, in order ([`Call::in_order`]).
+/// The `gc_linear_cluster_f32` launch of `g` (the linear layout, or the
+/// plain one with tile 2) with `tile` in clusters of `size` blocks, in
+/// order ([`Call::in_order`]).
 fn cluster_call(g: &Gemm, tile: u32, size: u32, sms: u32) -> Result<Call, SizeError> {
     let call = gemm_call(g, Kernel::LinearCluster, tile, sms)?;
     let blocks = call.grid[0] as u64 * size as u64;
@@ -1078,7 +1079,13 @@ const SMALL_BACKWARD_GEMM_MIN_M: u32 = 32;
 /// Input gradient of a linear layer: `dx = dy . W` with dy `m x n`, W `n x k`,
 /// dx `m x k`. `m <=` [`SMALL_BACKWARD_MAX_M`] takes the small-batch kernel
 /// (except from [`SMALL_BACKWARD_GEMM_MIN_M`] rows with at least
-/// [`SMALL_BACKWARD_GEMM_MIN_WEIGHTS`] weights), larger `m` the tiled GEMM.
+/// [`SMALL_BACKWARD_GEMM_MIN_WEIGHTS`] weights), larger `m` the tiled GEMM;
+/// with `clusters` (the GPU has thread-block clusters), the shapes whose
+/// forward [`cluster_plan`] gives tile 3 (33-64 rows, large weights) take
+/// `gc_linear_cluster_f32`'s tile 2 in its plain layout (C = A . B) in the
+/// same clusters instead of the tiled GEMM (64 x 4096 -> 4096 on an H200:
+/// see kernels/TUNING.md, "The input gradient on clusters").
+#[allow(clippy::too_many_arguments)]
 pub fn linear_backward_input(
     dx: u64,
     dy: u64,
@@ -1087,32 +1094,35 @@ pub fn linear_backward_input(
     n: u32,
     k: u32,
     sms: u32,
+    clusters: bool,
 ) -> Result<Call, SizeError> {
     positive_sms(sms)?;
     linear_sizes(m, n, k)?;
     let large =
         m >= SMALL_BACKWARD_GEMM_MIN_M && n as u64 * k as u64 >= SMALL_BACKWARD_GEMM_MIN_WEIGHTS;
     if m > SMALL_BACKWARD_MAX_M || large {
-        return gemm_checked(
-            &Gemm {
-                c: dx,
-                a: dy,
-                b: w,
-                bias: 0,
-                m,
-                n: k,
-                k: n,
-                lda: n,
-                ldb: k,
-                ldc: k,
-                trans_a: false,
-                trans_b: false,
-                relu: false,
-                alpha: 1.0,
-                beta: 0.0,
-            },
-            sms,
-        );
+        let g = Gemm {
+            c: dx,
+            a: dy,
+            b: w,
+            bias: 0,
+            m,
+            n: k,
+            k: n,
+            lda: n,
+            ldb: k,
+            ldc: k,
+            trans_a: false,
+            trans_b: false,
+            relu: false,
+            alpha: 1.0,
+            beta: 0.0,
+        };
+        if let Some((3, size)) = clusters.then(|| cluster_plan(m, k, n, sms)).flatten() {
+            gemm_sizes(&g, sms)?;
+            return cluster_call(&g, 2, size, sms);
+        }
+        return gemm_checked(&g, sms);
     }
     let dxr = buf("dx", dx, m as u64 * k as u64 * F32)?;
     let dyr = buf("dy", dy, m as u64 * n as u64 * F32)?;
@@ -2076,7 +2086,7 @@ pub fn mlp2_mse_step(
                 h - workspace,
                 sms,
             )?,
-            linear_backward_input(dh, dp, w2, m, k2, k1, sms)?,
+            linear_backward_input(dh, dp, w2, m, k2, k1, sms, clusters)?,
             relu_backward(dh, dh, h, m as u64 * k1 as u64, sms)?,
             linear_sgd(w2, b2, dp, h, m, k2, k1, lr, None, sms)?,
             linear_sgd(w1, b1, dh, x, m, k1, k0, lr, None, sms)?,
@@ -2467,7 +2477,7 @@ mod tests {
                     if m > SMALL_BACKWARD_MAX_M {
                         continue;
                     }
-                    let back = linear_backward_input(A, B, C, m, n, k, SMS).unwrap();
+                    let back = linear_backward_input(A, B, C, m, n, k, SMS, true).unwrap();
                     small_shape(&back, m, k, true);
                     assert_eq!(u32_arg(&back, "flags"), 2);
                     assert_eq!(u32_arg(&back, "n"), k);
@@ -2480,7 +2490,7 @@ mod tests {
         assert_eq!(call.kernel, Kernel::Gemm);
         assert_eq!(u32_arg(&call, "flags"), 2);
         assert_eq!(arg(&call, "bias"), Value::Ptr(0));
-        let call = linear_backward_input(A, B, C, 65, 1024, 512, SMS).unwrap();
+        let call = linear_backward_input(A, B, C, 65, 1024, 512, SMS, true).unwrap();
         assert_eq!(call.kernel, Kernel::Gemm);
         assert_eq!(
             (
@@ -2594,7 +2604,10 @@ mod tests {
         );
         err(linear(A, A, C, D, 100, 4, 4, false, SMS, false), "overlap");
         assert!(linear(A, B, C, 0, 4, 4, 4, false, SMS, false).is_ok());
-        err(linear_backward_input(A, A, C, 4, 4, 4, SMS), "overlap");
+        err(
+            linear_backward_input(A, A, C, 4, 4, 4, SMS, true),
+            "overlap",
+        );
         err(linear_backward_weight(A, B, A, 4, 4, 4, SMS), "overlap");
         err(linear_weight_sgd(A, A, C, 4, 4, 4, 0.1, SMS), "overlap");
         err(linear_backward_weight(A, B, C, 4, 4, 4, 0), "sms");
@@ -2882,6 +2895,48 @@ mod tests {
         };
         assert_eq!(call.grid[0] % size, 0, "whole clusters");
         Some((u32_arg(&call, "tile"), size, call.grid[0]))
+    }
+
+    #[test]
+    fn input_gradients_of_forward_tile_3_shapes_take_the_plain_cluster_tile() {
+        // dx = dy . W at 33-64 rows with large weights: tile 2, C = A . B, in
+        // the forward's clusters of 2 over 64 x 64 tiles of dx.
+        for (m, n, k) in [(64, 4096, 4096), (33, 4096, 4096), (64, 2048, 8192)] {
+            let call = linear_backward_input(A, B, C, m, n, k, SMS, true).unwrap();
+            assert_eq!(call.kernel, Kernel::LinearCluster, "{m} x {n} -> {k}");
+            assert!(call.in_order);
+            assert_eq!(u32_arg(&call, "flags"), 0, "the plain layout");
+            assert_eq!(u32_arg(&call, "tile"), 2);
+            assert_eq!(call.cluster, Some([2, 1, 1]));
+            let tiles = m.div_ceil(64) * k.div_ceil(64);
+            assert_eq!(call.grid, [2 * tiles, 1, 1]);
+            assert_eq!(
+                (
+                    u32_arg(&call, "m"),
+                    u32_arg(&call, "n"),
+                    u32_arg(&call, "k")
+                ),
+                (m, k, n)
+            );
+            assert_eq!((u32_arg(&call, "lda"), u32_arg(&call, "ldb")), (n, k));
+            // Without clusters: the tiled GEMM, same products' layout.
+            let plain = linear_backward_input(A, B, C, m, n, k, SMS, false).unwrap();
+            assert_eq!(plain.kernel, Kernel::Gemm);
+        }
+        // Elsewhere the cluster flag changes nothing: 32 rows (tiled GEMM),
+        // 65 rows (the forward's tile 0), weights that fit L2 (small batch).
+        for (m, n, k) in [(32, 4096, 4096), (65, 4096, 4096), (64, 1024, 1024)] {
+            assert_eq!(
+                linear_backward_input(A, B, C, m, n, k, SMS, true).unwrap(),
+                linear_backward_input(A, B, C, m, n, k, SMS, false).unwrap(),
+                "{m} x {n} -> {k}"
+            );
+        }
+        // Its checks are the GEMM's.
+        err(
+            linear_backward_input(A, A, C, 64, 4096, 4096, SMS, true),
+            "overlap",
+        );
     }
 
     #[test]
@@ -3418,10 +3473,17 @@ mod tests {
             calls[6],
             linear_sgd(A, B, dh, 6 << 44, 64, 4096, 4096, 1e-3, None, SMS).unwrap()
         );
-        // Its input gradient (64 rows, 4096 x 4096 weights) is the tiled GEMM;
-        // 31 rows keep the small-batch kernel.
-        assert_eq!(calls[3].kernel, Kernel::Gemm);
-        let small_dx = linear_backward_input(A, B, C, 31, 4096, 4096, SMS).unwrap();
+        // Its input gradient (64 rows, 4096 x 4096 weights) is the cluster
+        // kernel's plain layout (the tiled GEMM without clusters); 31 rows
+        // keep the small-batch kernel.
+        assert_eq!(calls[3].kernel, Kernel::LinearCluster);
+        assert_eq!(u32_arg(&calls[3], "flags"), 0, "the plain layout");
+        assert_eq!(u32_arg(&calls[3], "tile"), 2);
+        assert_eq!(calls[3].cluster, Some([2, 1, 1]));
+        assert_eq!((ptr_arg(&calls[3], "c"), ptr_arg(&calls[3], "b")), (dh, C));
+        let plain = mlp2_mse_step(&s, WS, need, SMS, false).unwrap();
+        assert_eq!(plain[3].kernel, Kernel::Gemm);
+        let small_dx = linear_backward_input(A, B, C, 31, 4096, 4096, SMS, true).unwrap();
         assert_eq!(small_dx.kernel, Kernel::LinearSmall);
         // Eight rows stay in the fused form.
         let small = Mlp2MseStep { rows: 8, ..s };

@@ -311,6 +311,7 @@ fn backward_and_update_kernels_match_float64() {
         (200, 37, 1000),
         (3, 512, 1024),
         (32, 4096, 4096), // the input gradient's tiled GEMM below 65 rows
+        (64, 4096, 4096), // its cluster kernel (compute capability 9.0)
     ] {
         let dy = random(seed ^ 1 ^ m as u64, m * n);
         let x = random(seed ^ 2 ^ k as u64, m * k);
@@ -319,7 +320,14 @@ fn backward_and_update_kernels_match_float64() {
         // dX = dY·W
         let dx = d.poisoned(m * k, false);
         d.run(ops::linear_backward_input(
-            dx, dyb, wb, m as u32, n as u32, k as u32, d.sms,
+            dx,
+            dyb,
+            wb,
+            m as u32,
+            n as u32,
+            k as u32,
+            d.sms,
+            d.s.context().has_clusters(),
         ));
         let want: Vec<f64> = (0..m * k)
             .map(|ij| {
