@@ -1531,9 +1531,10 @@ enum gc_status gc_op_linear(struct gc_stream *stream,
  * row-major; every product of two of m, n, k below 2^32). m <= 64 takes
  * the small-batch path (except from 32 rows with n * k >= 2^24), larger m
  * (and those) the tiled GEMM; on GPUs with thread-block clusters (compute
- * capability 9.0), 33-64 rows with n * k >= 2^24 whose 64 x 64 tiles of dx
- * fill the SMs in clusters of 2 take the cluster split-K kernel instead, so
- * its bits differ between Hopper and older GPUs (each deterministic).
+ * capability 9.0), 33-256 rows with n * k >= 2^24 whose tiles of dx (64 x
+ * 64 up to 64 rows, 128 x 64 above) fill the SMs in clusters of 2 take the
+ * cluster split-K kernel instead, so its bits differ between Hopper and
+ * older GPUs (each deterministic).
  * Pointers: dx, dy and w are device memory of the stream's context
  * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
  * 4-byte aligned (float alignment); float4 loads where the sizes are
@@ -2076,10 +2077,10 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
  * gc_linear_cluster_f32(float *c, float *a, float *b, float *bias, uint32_t m, uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, uint32_t flags, float alpha, float beta, uint32_t tile)
  *     What gc_gemm_f32 computes (same arguments; the sums in another order)
  *     for the linear layer's layout (transpose bits 2: A m x k, B n x k) and,
- *     with tile 2 only, the plain one (transpose bits 0: A m x k, B k x n; the
- *     input gradient dy . W); other layouts do nothing. K is split over the S
- *     blocks of a thread-block cluster (compute capability 9.0; it traps on
- *     older GPUs): block s of a cluster sums its slice of K chunks, the
+ *     with tiles 0 and 2 only, the plain one (transpose bits 0: A m x k, B k x
+ *     n; the input gradient dy . W); other layouts do nothing. K is split over
+ *     the S blocks of a thread-block cluster (compute capability 9.0; it traps
+ *     on older GPUs): block s of a cluster sums its slice of K chunks, the
  *     partial tiles are added in rank order through distributed shared memory
  *     (deterministic for a given shape and S). tile 0: 128 x 64 (rows x
  *     columns of C), tile 1: 64 x 64, tile 2: 64 x 64 with K chunks of 32

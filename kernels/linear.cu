@@ -1295,10 +1295,10 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
 //                       beta, tile)
 //
 // gc_gemm_f32's linear layout (same arguments; transpose bits 2), or with
-// tile 2 its plain layout C = A . B (transpose bits 0: the input gradient
-// dy . W, B k x n; other layouts and tiles do nothing), with K split over
-// the blocks of a thread-block cluster (compute capability 9.0; below that
-// the kernel traps, and the launcher never picks it there):
+// tiles 0 and 2 its plain layout C = A . B (transpose bits 0: the input
+// gradient dy . W, B k x n; other layouts and tiles do nothing), with K
+// split over the blocks of a thread-block cluster (compute capability 9.0;
+// below that the kernel traps, and the launcher never picks it there):
 // the S blocks of a cluster (S = the cluster's size, 1-8, along x) compute
 // the same output tile, block s (its rank in the cluster) over the K chunks
 // s P .. (s + 1) P - 1 (P = ceil(chunks / S), chunks of BK; zeros past k),
@@ -1602,8 +1602,11 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
     __shared__ __align__(16) float smem[GC_KVEC_SMEM(32, 2)];
     if (m == 0 || n == 0 || k == 0) return;
     if ((flags & 3u) == 0u) {
-        // C = A . B (the input gradient dy . W): tile 2's K chunks of 32.
-        if (tile == 2)
+        // C = A . B (the input gradient dy . W): tiles 0 and 2.
+        if (tile == 0)
+            gc_cluster_tile<128, 64, 8, 4, 16, GC_GEMM_THREADS, 0>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha,
+                                                                   beta, smem);
+        else if (tile == 2)
             gc_cluster_tile<64, 64, 4, 4, 32, GC_GEMM_THREADS, 0>(c, a, b, bias, m, n, k, lda, ldb, ldc, flags, alpha,
                                                                   beta, smem);
         return;

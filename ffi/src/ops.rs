@@ -572,9 +572,10 @@ pub extern "C" fn gc_op_linear(
 /// row-major; every product of two of m, n, k below 2^32). m <= 64 takes
 /// the small-batch path (except from 32 rows with n * k >= 2^24), larger m
 /// (and those) the tiled GEMM; on GPUs with thread-block clusters (compute
-/// capability 9.0), 33-64 rows with n * k >= 2^24 whose 64 x 64 tiles of dx
-/// fill the SMs in clusters of 2 take the cluster split-K kernel instead, so
-/// its bits differ between Hopper and older GPUs (each deterministic).
+/// capability 9.0), 33-256 rows with n * k >= 2^24 whose tiles of dx (64 x
+/// 64 up to 64 rows, 128 x 64 above) fill the SMs in clusters of 2 take the
+/// cluster split-K kernel instead, so its bits differ between Hopper and
+/// older GPUs (each deterministic).
 /// Pointers: dx, dy and w are device memory of the stream's context
 /// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
 /// 4-byte aligned (float alignment); float4 loads where the sizes are

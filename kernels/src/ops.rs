@@ -736,8 +736,8 @@ fn cluster_plan(m: u32, n: u32, k: u32, sms: u32) -> Option<(u32, u32)> {
 }
 
 /// The `gc_linear_cluster_f32` launch of `g` (the linear layout, or the
-/// plain one with tile 2) with `tile` in clusters of `size` blocks, in
-/// order ([`Call::in_order`]).
+/// plain one with tiles 0 and 2) with `tile` in clusters of `size` blocks,
+/// in order ([`Call::in_order`]).
 fn cluster_call(g: &Gemm, tile: u32, size: u32, sms: u32) -> Result<Call, SizeError> {
     let call = gemm_call(g, Kernel::LinearCluster, tile, sms)?;
     let blocks = call.grid[0] as u64 * size as u64;
@@ -1081,10 +1081,11 @@ const SMALL_BACKWARD_GEMM_MIN_M: u32 = 32;
 /// (except from [`SMALL_BACKWARD_GEMM_MIN_M`] rows with at least
 /// [`SMALL_BACKWARD_GEMM_MIN_WEIGHTS`] weights), larger `m` the tiled GEMM;
 /// with `clusters` (the GPU has thread-block clusters), the shapes whose
-/// forward [`cluster_plan`] gives tile 3 (33-64 rows, large weights) take
-/// `gc_linear_cluster_f32`'s tile 2 in its plain layout (C = A . B) in the
-/// same clusters instead of the tiled GEMM (64 x 4096 -> 4096 on an H200:
-/// see kernels/TUNING.md, "The input gradient on clusters").
+/// forward [`cluster_plan`] gives tile 3 (33-64 rows, large weights) or
+/// tile 0 (65-256 rows) take `gc_linear_cluster_f32` in its plain layout
+/// (C = A . B; tile 2, or tile 0) in the same clusters instead of the tiled
+/// GEMM (64 x 4096 -> 4096 on an H200 in 81.4 us against 164.2: see
+/// kernels/TUNING.md, "The input gradient on clusters").
 #[allow(clippy::too_many_arguments)]
 pub fn linear_backward_input(
     dx: u64,
@@ -1118,9 +1119,15 @@ pub fn linear_backward_input(
             alpha: 1.0,
             beta: 0.0,
         };
-        if let Some((3, size)) = clusters.then(|| cluster_plan(m, k, n, sms)).flatten() {
+        let plain_tile = |forward_tile| match forward_tile {
+            3 => Some(2),
+            0 => Some(0),
+            _ => None,
+        };
+        let plan = clusters.then(|| cluster_plan(m, k, n, sms)).flatten();
+        if let Some((tile, size)) = plan.and_then(|(t, size)| Some((plain_tile(t)?, size))) {
             gemm_sizes(&g, sms)?;
-            return cluster_call(&g, 2, size, sms);
+            return cluster_call(&g, tile, size, sms);
         }
         return gemm_checked(&g, sms);
     }
@@ -2898,7 +2905,7 @@ mod tests {
     }
 
     #[test]
-    fn input_gradients_of_forward_tile_3_shapes_take_the_plain_cluster_tile() {
+    fn input_gradients_of_forward_cluster_shapes_take_the_plain_cluster_tiles() {
         // dx = dy . W at 33-64 rows with large weights: tile 2, C = A . B, in
         // the forward's clusters of 2 over 64 x 64 tiles of dx.
         for (m, n, k) in [(64, 4096, 4096), (33, 4096, 4096), (64, 2048, 8192)] {
@@ -2923,9 +2930,23 @@ mod tests {
             let plain = linear_backward_input(A, B, C, m, n, k, SMS, false).unwrap();
             assert_eq!(plain.kernel, Kernel::Gemm);
         }
+        // 65-256 rows: the forward's tile 0 (128 x 64), plain.
+        for m in [65, 128, 256] {
+            let call = linear_backward_input(A, B, C, m, 4096, 4096, SMS, true).unwrap();
+            assert_eq!(call.kernel, Kernel::LinearCluster, "{m} rows");
+            assert_eq!(u32_arg(&call, "flags"), 0, "the plain layout");
+            assert_eq!(u32_arg(&call, "tile"), 0);
+            assert_eq!(call.cluster, Some([2, 1, 1]));
+            assert_eq!(call.grid, [2 * m.div_ceil(128) * (4096 / 64), 1, 1]);
+        }
         // Elsewhere the cluster flag changes nothing: 32 rows (tiled GEMM),
-        // 65 rows (the forward's tile 0), weights that fit L2 (small batch).
-        for (m, n, k) in [(32, 4096, 4096), (65, 4096, 4096), (64, 1024, 1024)] {
+        // 257 rows (the forward's GEMM), weights that fit L2.
+        for (m, n, k) in [
+            (32, 4096, 4096),
+            (257, 4096, 4096),
+            (64, 1024, 1024),
+            (200, 1024, 512),
+        ] {
             assert_eq!(
                 linear_backward_input(A, B, C, m, n, k, SMS, true).unwrap(),
                 linear_backward_input(A, B, C, m, n, k, SMS, false).unwrap(),

@@ -358,7 +358,7 @@ only one): 64 x 128 (rows x columns of C). Launch: block 256, 1-D grid of ceil(m
         lda: U32, ldb: U32, ldc: U32, flags: U32, alpha: F32, beta: F32, tile: U32,
     ),
         doc: "What gc_gemm_f32 computes (same arguments; the sums in another order) for the linear \
-layer's layout (transpose bits 2: A m x k, B n x k) and, with tile 2 only, the plain one \
+layer's layout (transpose bits 2: A m x k, B n x k) and, with tiles 0 and 2 only, the plain one \
 (transpose bits 0: A m x k, B k x n; the input gradient dy . W); other layouts do nothing. K is split over the S \
 blocks of a thread-block cluster (compute capability 9.0; it traps on older GPUs): block s of a \
 cluster sums its slice of K chunks, the partial tiles are added in rank order through \

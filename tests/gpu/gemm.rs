@@ -7,8 +7,8 @@
 //! rounding bound. The cluster split-K kernel (gc_linear_cluster_f32,
 //! compute capability 9.0) against float64 at every cluster size, run
 //! twice and replayed from a captured graph bit for bit, its tile 3 (the
-//! cp.async pipeline) with tile 2's bits, and tile 2 in the plain layout
-//! (the input gradient `ops::linear_backward_input` gives it).
+//! cp.async pipeline) with tile 2's bits, and tiles 0 and 2 in the plain
+//! layout (the input gradients `ops::linear_backward_input` gives it).
 
 use super::*;
 use graphcore_core::kernels::{args, ops, Call, Kernel};
@@ -451,7 +451,8 @@ fn linear_cluster_checks(shapes: ClusterShapes) {
             }
         }
     }
-    // Tile 2 in the plain layout (C = A . B, B k x n: the input gradient).
+    // Tiles 0 and 2 in the plain layout (C = A . B, B k x n: the input
+    // gradient).
     for &(m, n, k) in odd {
         let p = Problem::new(
             seed ^ (m * n + k) as u64 ^ 0x9e,
@@ -462,45 +463,48 @@ fn linear_cluster_checks(shapes: ClusterShapes) {
             false,
             (m + k) % 2 == 1,
         );
-        for &size in sizes {
-            let call = |c, a, b, bias| {
-                let one = launch(&p, Kernel::LinearCluster, 2, 64, 64, [c, a, b, bias]);
-                Call {
-                    grid: [one.grid[0] * size, 1, 1],
-                    ..one
-                }
-                .clustered([size, 1, 1])
-            };
-            check(
-                &p,
-                &call,
-                &format!("plain tile 2 cluster {size} m={m} n={n} k={k}"),
-            );
+        for (tile, tm, tn) in [(0u32, 128usize, 64usize), (2, 64, 64)] {
+            for &size in sizes {
+                let call = |c, a, b, bias| {
+                    let one = launch(&p, Kernel::LinearCluster, tile, tm, tn, [c, a, b, bias]);
+                    Call {
+                        grid: [one.grid[0] * size, 1, 1],
+                        ..one
+                    }
+                    .clustered([size, 1, 1])
+                };
+                check(
+                    &p,
+                    &call,
+                    &format!("plain tile {tile} cluster {size} m={m} n={n} k={k}"),
+                );
+            }
         }
     }
     if shapes != ClusterShapes::Ops {
         return;
     }
-    // The input gradient `ops::linear_backward_input` gives the kernel (33-64
-    // rows with large weights): dx (m x k) = dy (m x n) . W (n x k), so the
-    // problem's n is the op's k and its k the op's n; no bias.
-    let (m, n, k) = (64usize, 4096usize, 4096usize);
-    let mut p = Problem::new(seed ^ 0xd0, m, k, n, false, false, false);
-    p.bias = vec![0.0; k];
-    let call = |c, a, b, _bias| {
-        ops::linear_backward_input(c, a, b, m as u32, n as u32, k as u32, d.sms, true).unwrap()
-    };
-    let at = |i: u64| i << 30;
-    assert_eq!(
-        call(at(1), at(2), at(3), 0).kernel,
-        Kernel::LinearCluster,
-        "dx m={m} n={n} k={k}"
-    );
-    check(
-        &p,
-        &call,
-        &format!("ops::linear_backward_input m={m} n={n} k={k}"),
-    );
+    // The input gradients `ops::linear_backward_input` gives the kernel
+    // (33-256 rows with large weights): dx (m x k) = dy (m x n) . W (n x k),
+    // so the problem's n is the op's k and its k the op's n; no bias.
+    for (m, n, k) in [(64usize, 4096usize, 4096usize), (128, 4096, 4096)] {
+        let mut p = Problem::new(seed ^ 0xd0 ^ m as u64, m, k, n, false, false, false);
+        p.bias = vec![0.0; k];
+        let call = |c, a, b, _bias| {
+            ops::linear_backward_input(c, a, b, m as u32, n as u32, k as u32, d.sms, true).unwrap()
+        };
+        let at = |i: u64| i << 30;
+        assert_eq!(
+            call(at(1), at(2), at(3), 0).kernel,
+            Kernel::LinearCluster,
+            "dx m={m} n={n} k={k}"
+        );
+        check(
+            &p,
+            &call,
+            &format!("ops::linear_backward_input m={m} n={n} k={k}"),
+        );
+    }
     // The shapes `ops::linear` gives the kernel (33-256 rows with large
     // weights; more rows where the 32 x 32 split-K tile would run).
     for (m, n, k) in [
