@@ -409,75 +409,50 @@ fn linear_cluster_checks(shapes: ClusterShapes) {
             &[1, 2, 3, 8],
         ),
     };
+    // The linear layout (every tile), then the plain one (C = A . B, B k x n:
+    // the input gradient; tiles 0 and 2).
     for &(m, n, k) in odd {
-        let p = Problem::new(
-            seed ^ (m * n + k) as u64,
-            m,
-            n,
-            k,
-            false,
-            true,
-            (m + k) % 2 == 0,
-        );
-        // Tile 2's outputs by cluster size: tile 3 must give their bits.
-        let mut tile2 = Vec::new();
-        for (tile, tm, tn) in [
-            (0u32, 128usize, 64usize),
-            (1, 64, 64),
-            (2, 64, 64),
-            (3, 64, 64),
-        ] {
-            for (i, &size) in sizes.iter().enumerate() {
-                let call = |c, a, b, bias| {
-                    let one = launch(&p, Kernel::LinearCluster, tile, tm, tn, [c, a, b, bias]);
-                    Call {
-                        grid: [one.grid[0] * size, 1, 1],
-                        ..one
+        for tb in [true, false] {
+            let p = Problem::new(
+                seed ^ (m * n + k) as u64 ^ if tb { 0 } else { 0x9e },
+                m,
+                n,
+                k,
+                false,
+                tb,
+                (m + k + tb as usize) % 2 == 1,
+            );
+            let tiles: &[(u32, usize, usize)] = if tb {
+                &[(0, 128, 64), (1, 64, 64), (2, 64, 64), (3, 64, 64)]
+            } else {
+                &[(0, 128, 64), (2, 64, 64)]
+            };
+            let layout = if tb { "" } else { "plain " };
+            // Tile 2's outputs by cluster size: tile 3 must give their bits.
+            let mut tile2 = Vec::new();
+            for &(tile, tm, tn) in tiles {
+                for (i, &size) in sizes.iter().enumerate() {
+                    let call = |c, a, b, bias| {
+                        let one = launch(&p, Kernel::LinearCluster, tile, tm, tn, [c, a, b, bias]);
+                        Call {
+                            grid: [one.grid[0] * size, 1, 1],
+                            ..one
+                        }
+                        .clustered([size, 1, 1])
+                    };
+                    let what = format!("{layout}tile {tile} cluster {size} m={m} n={n} k={k}");
+                    let out = check(&p, &call, &what);
+                    match tile {
+                        2 => tile2.push(out),
+                        3 => assert!(
+                            out.iter()
+                                .zip(&tile2[i])
+                                .all(|(x, y)| x.to_bits() == y.to_bits()),
+                            "{what}: bits differ from tile 2's (seed {seed})"
+                        ),
+                        _ => {}
                     }
-                    .clustered([size, 1, 1])
-                };
-                let what = format!("tile {tile} cluster {size} m={m} n={n} k={k}");
-                let out = check(&p, &call, &what);
-                match tile {
-                    2 => tile2.push(out),
-                    3 => assert!(
-                        out.iter()
-                            .zip(&tile2[i])
-                            .all(|(x, y)| x.to_bits() == y.to_bits()),
-                        "{what}: bits differ from tile 2's (seed {seed})"
-                    ),
-                    _ => {}
                 }
-            }
-        }
-    }
-    // Tiles 0 and 2 in the plain layout (C = A . B, B k x n: the input
-    // gradient).
-    for &(m, n, k) in odd {
-        let p = Problem::new(
-            seed ^ (m * n + k) as u64 ^ 0x9e,
-            m,
-            n,
-            k,
-            false,
-            false,
-            (m + k) % 2 == 1,
-        );
-        for (tile, tm, tn) in [(0u32, 128usize, 64usize), (2, 64, 64)] {
-            for &size in sizes {
-                let call = |c, a, b, bias| {
-                    let one = launch(&p, Kernel::LinearCluster, tile, tm, tn, [c, a, b, bias]);
-                    Call {
-                        grid: [one.grid[0] * size, 1, 1],
-                        ..one
-                    }
-                    .clustered([size, 1, 1])
-                };
-                check(
-                    &p,
-                    &call,
-                    &format!("plain tile {tile} cluster {size} m={m} n={n} k={k}"),
-                );
             }
         }
     }
