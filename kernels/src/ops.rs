@@ -1119,13 +1119,13 @@ pub fn linear_backward_input(
             alpha: 1.0,
             beta: 0.0,
         };
-        let plain_tile = |forward_tile| match forward_tile {
-            3 => Some(2),
-            0 => Some(0),
+        // The forward's cluster tile of this shape, in the plain layout.
+        let plain = match clusters.then(|| cluster_plan(m, k, n, sms)).flatten() {
+            Some((3, size)) => Some((2, size)),
+            Some((0, size)) => Some((0, size)),
             _ => None,
         };
-        let plan = clusters.then(|| cluster_plan(m, k, n, sms)).flatten();
-        if let Some((tile, size)) = plan.and_then(|(t, size)| Some((plain_tile(t)?, size))) {
+        if let Some((tile, size)) = plain {
             gemm_sizes(&g, sms)?;
             return cluster_call(&g, tile, size, sms);
         }
