@@ -526,8 +526,10 @@ extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
 // block's outputs), block 256, a 1-D grid of at most one block per SM (up to
 // 255 registers a thread: the whole network's code shares one register
 // budget). The 8 G warps of the grid take layer l's tiles round-robin (tile
-// t = (tile row) * (tile columns) + (tile column) goes to warp t mod 8 G,
-// warp w of block b being 8 b + w). A warp computes its tile exactly as one
+// t = (tile row) * (tile columns) + (tile column) goes to warp t mod P G,
+// warp w < P of block b being P b + w, where P = min(8, ceil(tiles / G)):
+// a block's warps take neighbouring tiles, and fewer tiles than warps still
+// spread over every block). A warp computes its tile exactly as one
 // tile group of gc_linear_small_f32 with one warp per group (lanes split K
 // in steps, halving exchange, bias, ReLU): the outputs are bitwise those of
 // the per-layer launches with the same tiles and 8 groups per block.
@@ -642,12 +644,15 @@ __device__ __forceinline__ void gc_mlp_tiles(Out &out, const float *x, const flo
     constexpr int NV = V >= 32 ? V / 32 : 1;
     constexpr int LV = V >= 32 ? 5 : (V >= 16 ? 4 : V >= 8 ? 3 : V >= 4 ? 2 : V >= 2 ? 1 : 0);
     const u32 lane = threadIdx.x & 31u;
-    const u32 warps = gridDim.x * GC_SMALL_WARPS, gw = blockIdx.x * GC_SMALL_WARPS + (threadIdx.x >> 5);
     const u32 tcols = (n + C - 1) / C, tiles = ((m + R - 1) / R) * tcols;
+    // A round gives each block `per` consecutive tiles, one a warp: all 8
+    // warps once the tiles fill the grid's warps, fewer (and the rest idle)
+    // so that fewer tiles still spread over every block.
+    const u32 per = min((u32)GC_SMALL_WARPS, (tiles + gridDim.x - 1) / gridDim.x), warp = threadIdx.x >> 5;
     const bool vec = (k & 3) == 0 && gc_aligned16(x, w) && (LAYOUT == GC_W_NK || (n & 3) == 0);
     const u32 S = 32u;  // a warp's lanes split K
 #pragma unroll 1
-    for (u32 t = gw; t < tiles; t += warps) {
+    for (u32 t = warp < per ? blockIdx.x * per + warp : tiles; t < tiles; t += gridDim.x * per) {
         const u32 i0 = (t / tcols) * R, j0 = (t % tcols) * C;
         float bias[2];
 #pragma unroll

@@ -1435,6 +1435,23 @@ fn mlp_tile(rows: u32, outputs: u32, warps: u64) -> usize {
     warp_tile(rows, outputs, warps, &MLP_TILES)
 }
 
+/// The tile of `tiles` (ascending, rows x columns) that fits the rows and
+/// loads the least per warp: rounds of tiles a warp takes (`warps` of them
+/// round-robin) times the rows and columns one tile reads along K; ties go
+/// to the larger tile (fewer tiles). Its index.
+fn spread_tile(rows: u32, outputs: u32, warps: u64, tiles: &[(u32, u32)]) -> usize {
+    let cost = |t: usize| {
+        let (r, c) = tiles[t];
+        let count = ceil_div(rows as u64, r as u64) * ceil_div(outputs as u64, c as u64);
+        ceil_div(count, warps) * (r + c) as u64
+    };
+    (0..tiles.len())
+        .filter(|&t| t == 0 || rows >= tiles[t].0 - 1)
+        .rev()
+        .min_by_key(|&t| cost(t))
+        .unwrap_or(0)
+}
+
 /// The largest of `tiles` (ascending, rows x columns) that fits the rows
 /// and gives every other of `warps` warps a tile, else the first: its index.
 fn warp_tile(rows: u32, outputs: u32, warps: u64, tiles: &[(u32, u32)]) -> usize {
@@ -2101,14 +2118,19 @@ pub fn mlp2_mse_step(
     }
     let max_blocks = sms as u64 * MLP_BLOCKS_PER_SM as u64;
     let warps = max_blocks * 8;
-    let (ta, tb) = (mlp_tile(m, k1, warps), mlp_tile(m, k2, warps));
-    let tc = warp_tile(m, k1, warps, &KN_TILES);
+    let (ta, tb) = (
+        spread_tile(m, k1, warps, &MLP_TILES),
+        spread_tile(m, k2, warps, &MLP_TILES),
+    );
+    let tc = spread_tile(m, k1, warps, &KN_TILES);
     let count =
         |(r, c): (u32, u32), n: u32| ceil_div(m as u64, r as u64) * ceil_div(n as u64, c as u64);
     let most = count(MLP_TILES[ta], k1)
         .max(count(MLP_TILES[tb], k2))
         .max(count(KN_TILES[tc], k1));
-    let grid = ceil_div(most, 8).min(max_blocks) as u32;
+    // A block for each tile of the phase with the most, up to one per SM:
+    // the kernel spreads a phase's tiles over every block.
+    let grid = most.min(max_blocks) as u32;
     let (d01, d2m) = (k0 | k1 << 16, k2 | m << 16);
     let forward = Call::new(
         args::Mlp2Mse {
@@ -3435,6 +3457,33 @@ mod tests {
         assert!(fwd.cooperative && fwd.kernel == Kernel::Mlp2Mse);
         assert!(!upd.cooperative && upd.kernel == Kernel::Mlp2Sgd);
         assert!(fwd.grid[0] >= 1 && fwd.grid[0] <= SMS);
+        // Tiles that load the least per warp: at 8 rows of 1024, 4 x 4
+        // (512 tiles, one round) over 4 x 1 (2048, two rounds of 5 loads);
+        // one block per SM, the kernel spreading 512 tiles over them.
+        let w = SMS as u64 * 8;
+        assert_eq!(spread_tile(8, 1024, w, &MLP_TILES), 2);
+        assert_eq!(spread_tile(8, 1024, w, &KN_TILES), 1);
+        assert_eq!(spread_tile(32, 256, w, &MLP_TILES), 2);
+        assert_eq!(spread_tile(64, 1024, w, &MLP_TILES), 3);
+        assert_eq!(spread_tile(64, 10, w, &MLP_TILES), 0);
+        assert_eq!(spread_tile(1, 4096, w, &MLP_TILES), 0);
+        assert_eq!(spread_tile(2, 4096, w, &MLP_TILES), 0, "4 rows need 3");
+        let eight = mlp2_mse_step(
+            &mlp2_step_of(8, 1024, 1024, 1024),
+            WS,
+            u64::MAX >> 8,
+            SMS,
+            true,
+        );
+        let fwd8 = &eight.unwrap()[0];
+        assert_eq!(u32_arg(fwd8, "tiles"), 2 | 2 << 2 | 1 << 4);
+        assert_eq!(fwd8.grid[0], SMS);
+        let tiny = mlp2_mse_step(&mlp2_step_of(5, 37, 19, 3), WS, u64::MAX >> 8, SMS, true);
+        assert_eq!(
+            tiny.unwrap()[0].grid[0],
+            5 * 19,
+            "a block a tile of 5 x 19 (1 x 1)"
+        );
         assert_eq!(
             u32_arg(upd, "cfg") >> 16,
             fwd.grid[0],
