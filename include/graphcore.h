@@ -1887,7 +1887,7 @@ enum gc_status gc_op_mlp2_mse_step_workspace_bytes(struct gc_context *ctx,
 /**
  * One training step of a 2-layer MLP with a ReLU hidden layer, the summed
  * squared error and SGD, in two launches while rows * hidden * (inputs +
- * 2 * outputs) < 2^30 multiply-adds (e.g. 4096-wide layers up to 21 rows):
+ * 2 * outputs) < 2^31 multiply-adds (e.g. 4096-wide layers up to 42 rows):
  * h = relu(x * W1^T + b1), pred =
  * h * W2^T + b2, loss[0] = sum (pred - target)^2, dP = 2 * grad_scale *
  * (pred - target), dH = (dP * W2) where h > 0 (else 0), then W2 -= lr *
@@ -2153,7 +2153,7 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
  *     << 16, d2m = k2 | m << 16 (below 2^16); tiles: bits 0-1 and 2-3 the warp
  *     tiles of the forward phases (0: 1 x 1, 1: 4 x 1, 2: 4 x 4, 3: 8 x 4),
  *     bits 4-5 the input gradient's (0: 1 x 4, 1: 4 x 4, 2: 8 x 4). Launch:
- *     cooperative, block 256, a 1-D grid of at most one block per SM.
+ *     cooperative, block 256, a 1-D grid of at most two blocks per SM.
  * gc_mlp2_sgd_f32(float *w1, float *b1, float *w2, float *b2, float *x, float *h, float *dp, float *dh, float *loss, float *partials, uint32_t d01, uint32_t d2m, float lr, uint32_t cfg)
  *     Training step of a 2-layer MLP, launch 2: block 0 writes loss[0] (the
  *     sum of partials[0 .. parts) in a fixed order), then layer 2's update (W2

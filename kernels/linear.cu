@@ -753,9 +753,9 @@ extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 1)
 // tiles go round-robin to the warps of the grid as in gc_mlp_f32, each sum
 // in the order of gc_linear_small_f32's one-warp tile groups; the loss and
 // gradients are those of gc_mse_f32 and gc_relu_backward_f32 applied to the
-// outputs. Launch: cooperative, block 256, a 1-D grid of at most one block
-// per SM. h, dp, dh, partials and bar must not overlap each other or the
-// inputs.
+// outputs. Launch: cooperative, block 256, a 1-D grid of at most two blocks
+// per SM (at most 128 registers a thread). h, dp, dh, partials and bar must
+// not overlap each other or the inputs.
 // ===========================================================================
 
 // The ReLU-backward epilogue of phase C: dh = h > 0 ? v : 0, with h loaded
@@ -771,7 +771,7 @@ struct GcReluBackOut {
     }
 };
 
-extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 1)
+extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
     gc_mlp2_mse_f32(const float *x, const float *w1, const float *b1, const float *w2, const float *b2,
                     const float *target, float *h, float *dp, float *dh, float *partials, u32 *bar, u32 d01, u32 d2m,
                     u32 tiles, float grad_scale) {

@@ -1,7 +1,7 @@
 """The cooperative kernels' warp tiles, one library at a time: the 2-layer
 training step's fused form (gc_op_mlp2_mse_step, two launches) at every
 sweep cell where it is taken (widths 256 and 1024 at batches 1-128, 4096 at
-1 and 8), and the notes' MLP forced into its fused kernel
+1 and 8; 4096 at 32, past MLP2_FUSED_MAX_MACS, runs the per-layer form), and the notes' MLP forced into its fused kernel
 (gc_op_mlp with GC_MLP_FUSED_ALWAYS, batches 1, 4, 16), each timed as a
 graph replay (median of 5 x 200 back-to-back launches), with the loss after
 20 steps and the MLP's output checksum, so that runs of two libraries
@@ -10,7 +10,8 @@ graph replay (median of 5 x 200 back-to-back launches), with the loss after
     GRAPHCORE_LIB=stage/lib/libgraphcore.so PYTHONPATH=python:benches/side_by_side \\
         python3 benches/side_by_side/fused_tiles_ab.py LABEL
 
-Writes $OUT/fused_tiles_LABEL.json (OUT: benches/results).
+GC_CELLS="width:batch,..." times those 2-layer cells only. Writes
+$OUT/fused_tiles_LABEL.json (OUT: benches/results).
 """
 import json
 import os
@@ -19,6 +20,7 @@ import sys
 import torch
 
 import graphcore as gc
+from sweep_cells import cells_from_env
 from walltime import median_us
 
 torch.backends.cuda.matmul.allow_tf32 = False
@@ -40,7 +42,9 @@ def replay_us(record):
 
 
 rows = []
-cells = [(w, b) for w in (256, 1024) for b in (1, 8, 32, 64, 128)] + [(4096, 1), (4096, 8)]
+cells = [(w, b) for w in (256, 1024) for b in (1, 8, 32, 64, 128)] + [(4096, 1), (4096, 8), (4096, 32)]
+only, _ = cells_from_env()
+cells = sorted(only) if only else cells
 for width, batch in cells:
     torch.manual_seed(width * 1000 + batch)
     params = [(torch.rand(width, width, device="cuda") * 2 - 1) / width ** 0.5,

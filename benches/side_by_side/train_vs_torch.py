@@ -37,6 +37,7 @@ import os
 import torch
 
 import graphcore as gc
+from per_layer_step import enqueue_per_layer_step
 from sweep_cells import cells_from_env
 from walltime import median_us
 
@@ -139,26 +140,9 @@ class UnfusedGcStep:
         mse_bytes = ctx.mse_workspace_bytes(n)
         self.ws = torch.zeros(mse_bytes // 4 + 1, device="cuda")
         self.bufs = [torch.empty(rows, width, device="cuda") for _ in range(3)]
-        h, p, dh = self.bufs
         torch.cuda.synchronize()
         with gc.capture(stream) as cap:
-            if kind == "linear":
-                w, b = self.params
-                gc.op_linear(stream, p, x, w, b, rows, width, width, 0)
-                gc.op_mse(stream, self.loss, p, p, y, n, 1.0, self.ws, mse_bytes)
-                gc.op_linear_weight_sgd(stream, w, p, x, rows, width, width, lr)
-                gc.op_bias_sgd(stream, b, p, rows, width, lr)
-            else:
-                w1, b1, w2, b2 = self.params
-                gc.op_linear(stream, h, x, w1, b1, rows, width, width, 1)
-                gc.op_linear(stream, p, h, w2, b2, rows, width, width, 0)
-                gc.op_mse(stream, self.loss, p, p, y, n, 1.0, self.ws, mse_bytes)
-                gc.op_linear_backward_input(stream, dh, p, w2, rows, width, width)
-                gc.op_relu_backward(stream, dh, dh, h, n)
-                gc.op_linear_weight_sgd(stream, w2, p, h, rows, width, width, lr)
-                gc.op_bias_sgd(stream, b2, p, rows, width, lr)
-                gc.op_linear_weight_sgd(stream, w1, dh, x, rows, width, width, lr)
-                gc.op_bias_sgd(stream, b1, dh, rows, width, lr)
+            enqueue_per_layer_step(stream, kind, self.params, x, y, self.loss, self.bufs, self.ws, mse_bytes, lr)
         self.graph = cap.graph
         self.nodes = self.graph.node_count
         self.exec = self.graph.instantiate()

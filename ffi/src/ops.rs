@@ -1093,7 +1093,7 @@ pub extern "C" fn gc_op_mlp2_mse_step_workspace_bytes(
 
 /// One training step of a 2-layer MLP with a ReLU hidden layer, the summed
 /// squared error and SGD, in two launches while rows * hidden * (inputs +
-/// 2 * outputs) < 2^30 multiply-adds (e.g. 4096-wide layers up to 21 rows):
+/// 2 * outputs) < 2^31 multiply-adds (e.g. 4096-wide layers up to 42 rows):
 /// h = relu(x * W1^T + b1), pred =
 /// h * W2^T + b2, loss[0] = sum (pred - target)^2, dP = 2 * grad_scale *
 /// (pred - target), dH = (dP * W2) where h > 0 (else 0), then W2 -= lr *

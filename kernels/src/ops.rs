@@ -1380,6 +1380,9 @@ pub fn mlp_fusion_pays(rows: u32, layers: &[MlpLayer], overlap: bool) -> bool {
 const MLP_TILES: [(u32, u32); 4] = [(1, 1), (4, 1), (4, 4), (8, 4)];
 /// Blocks per SM of the fused launch (`__launch_bounds__(256, 1)`).
 const MLP_BLOCKS_PER_SM: u32 = 1;
+/// Blocks per SM the 2-layer step's cooperative launch may have
+/// (`gc_mlp2_mse_f32`: `__launch_bounds__(256, 2)`, at most 128 registers).
+const MLP2_BLOCKS_PER_SM: u32 = 2;
 
 /// Bytes a layer's output with `outputs` columns takes in an MLP workspace
 /// as floats (the per-layer launches' intermediates and the output of a
@@ -1996,7 +1999,7 @@ fn mlp2_layout(rows: u32, hidden: u32, outputs: u32, sms: u32) -> ([u64; 5], u64
     // The per-layer form's MSE takes the barrier and the sums as its workspace.
     let mse_part =
         mse_workspace_bytes(rows as u64 * outputs as u64, sms).saturating_sub(MLP_BARRIER_BYTES);
-    let parts = a((F32 * sms.max(1) as u64 * MLP_BLOCKS_PER_SM as u64).max(mse_part));
+    let parts = a((F32 * sms.max(1) as u64 * MLP2_BLOCKS_PER_SM as u64).max(mse_part));
     let (h, p) = (
         a(rows as u64 * hidden as u64 * F32),
         a(rows as u64 * outputs as u64 * F32),
@@ -2020,9 +2023,10 @@ pub fn mlp2_mse_step_workspace_bytes(rows: u32, hidden: u32, outputs: u32, sms: 
 /// Multiply-adds of a 2-layer step's forward pass and input gradient,
 /// `rows * hidden * (inputs + 2 * outputs)`, from which [`mlp2_mse_step`]
 /// takes one launch per layer operation instead of its cooperative kernel,
-/// whose warp tiles lose to the layers' own kernels there (H100,
-/// kernels/TUNING.md, "The 2-layer training step past its fused form").
-const MLP2_FUSED_MAX_MACS: u64 = 1 << 30;
+/// whose warp tiles lose to the layers' own kernels there (H200: 4096 x 32
+/// rows, 1.6 G, fused 332 us against 418; 4096 x 64 rows, 3.2 G, 551
+/// against 432; kernels/TUNING.md, "The 2-layer step's warp tiles").
+const MLP2_FUSED_MAX_MACS: u64 = 1 << 31;
 
 /// One training step of a 2-layer MLP ([`Mlp2MseStep`] says what it
 /// computes) in two launches: a cooperative `gc_mlp2_mse_f32` (the forward
@@ -2116,8 +2120,8 @@ pub fn mlp2_mse_step(
             linear_sgd(w1, b1, dh, x, m, k1, k0, lr, None, sms)?,
         ]);
     }
-    let max_blocks = sms as u64 * MLP_BLOCKS_PER_SM as u64;
-    let warps = max_blocks * 8;
+    // Tiles for one block (8 warps) an SM.
+    let warps = sms as u64 * 8;
     let (ta, tb) = (
         spread_tile(m, k1, warps, &MLP_TILES),
         spread_tile(m, k2, warps, &MLP_TILES),
@@ -2128,9 +2132,17 @@ pub fn mlp2_mse_step(
     let most = count(MLP_TILES[ta], k1)
         .max(count(MLP_TILES[tb], k2))
         .max(count(KN_TILES[tc], k1));
-    // A block for each tile of the phase with the most, up to one per SM:
-    // the kernel spreads a phase's tiles over every block.
-    let grid = most.min(max_blocks) as u32;
+    // A block for each tile of the phase with the most, up to one per SM
+    // (the kernel spreads a phase's tiles over every block); past one tile
+    // a warp, 8 tiles a block, up to two per SM. More blocks make each grid
+    // barrier dearer, so only tiles that fill every warp of one block per
+    // SM take the second (kernels/TUNING.md, "The 2-layer step's warp
+    // tiles").
+    let grid = if most <= warps {
+        most.min(sms as u64)
+    } else {
+        ceil_div(most, 8).min(sms as u64 * MLP2_BLOCKS_PER_SM as u64)
+    } as u32;
     let (d01, d2m) = (k0 | k1 << 16, k2 | m << 16);
     let forward = Call::new(
         args::Mlp2Mse {
@@ -3478,6 +3490,13 @@ mod tests {
         let fwd8 = &eight.unwrap()[0];
         assert_eq!(u32_arg(fwd8, "tiles"), 2 | 2 << 2 | 1 << 4);
         assert_eq!(fwd8.grid[0], SMS);
+        // Past 8 tiles a block per SM, a block per 8 tiles, up to two per SM.
+        let grid = |m, k| {
+            let s = mlp2_step_of(m, k, k, k);
+            mlp2_mse_step(&s, WS, u64::MAX >> 8, SMS, true).unwrap()[0].grid[0]
+        };
+        assert_eq!(grid(64, 1024), 2048 / 8, "8 x 4 tiles of 64 x 1024");
+        assert_eq!(grid(1, 4096), 2 * SMS);
         let tiny = mlp2_mse_step(&mlp2_step_of(5, 37, 19, 3), WS, u64::MAX >> 8, SMS, true);
         assert_eq!(
             tiny.unwrap()[0].grid[0],

@@ -432,7 +432,7 @@ barrier (bar, 16 bytes, first 4 zero, left zero) between the phases. W1 k1 x k0,
 (PyTorch layout), x m x k0; d01 = k0 | k1 << 16, d2m = k2 | m << 16 (below 2^16); tiles: bits 0-1 \
 and 2-3 the warp tiles of the forward phases (0: 1 x 1, 1: 4 x 1, 2: 4 x 4, 3: 8 x 4), bits 4-5 \
 the input gradient's (0: 1 x 4, 1: 4 x 4, 2: 8 x 4). Launch: cooperative, block 256, a 1-D grid \
-of at most one block per SM.";
+of at most two blocks per SM.";
     Mlp2Sgd = gc_mlp2_sgd_f32 in LINEAR (
         w1: Ptr, b1: Ptr, w2: Ptr, b2: Ptr, x: Ptr, h: Ptr, dp: Ptr, dh: Ptr, loss: Ptr,
         partials: Ptr, d01: U32, d2m: U32, lr: F32, cfg: U32,
