@@ -2132,17 +2132,19 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
  * gc_linear_sgd_f32(float *w, float *b, float *dy, float *x, uint32_t m, uint32_t n, uint32_t k, float lr, uint32_t tile, uint32_t bias_ty, float *loss, float *partials, uint32_t parts)
  *     Training step, launch 2 (SGD of a linear layer): W (n x k) = fmaf(-lr,
  *     dy^T . x, W) and b[j] = fmaf(-lr, sum_i dy[i, j], b[j]) (b may be null)
- *     for dy m x n, x m x k, in one launch; when loss is not null, block 0
+ *     for dy m x n, x m x k, in one launch; when loss is not null, role 0
  *     writes loss[0] = the sum of partials[0 .. parts) in a fixed order
- *     (gc_linear_mse_f32's block sums). The next ceil(n / 32) blocks (none
- *     when b is null) update b, bitwise gc_bias_sgd_f32 with block (32,
- *     bias_ty); the others are the output tiles of gc_gemm_f32 with tile
- *     `tile` (the fused weight-gradient SGD, bitwise; tile 3: tile 1 with the
- *     reduction, up to 64 rows, staged whole in shared memory, where n % 4 ==
- *     0, k % 4 == 0 and w, dy, x are 16-byte aligned, else tile 1; bitwise
- *     tile 1). Launch: block 256, grid (loss ? 1 : 0) + ceil(n / 32) + ceil(n
- *     / T) * ceil(k / T) with T = 128, 64, 32, 64 for tile 0, 1, 2, 3; no
- *     dynamic shared memory. w, b and loss must not overlap dy, x or partials.
+ *     (gc_linear_mse_f32's block sums). The next ceil(n / 32) roles (none when
+ *     b is null) update b, bitwise gc_bias_sgd_f32 with block (32, bias_ty);
+ *     the others are the output tiles of gc_gemm_f32 with tile `tile` (the
+ *     fused weight-gradient SGD, bitwise; tile 3: tile 1 with the reduction,
+ *     up to 64 rows, staged whole in shared memory, where n % 4 == 0, k % 4 ==
+ *     0 and w, dy, x are 16-byte aligned, else tile 1; bitwise tile 1). Block
+ *     b takes role b, or with bit 2 of `tile` set (4: the weight tiles handed
+ *     out first) role G - 1 - b; the results do not depend on it. Launch:
+ *     block 256, grid (loss ? 1 : 0) + ceil(n / 32) + ceil(n / T) * ceil(k /
+ *     T) with T = 128, 64, 32, 64 for tile 0, 1, 2, 3; no dynamic shared
+ *     memory. w, b and loss must not overlap dy, x or partials.
  * gc_mlp2_mse_f32(float *x, float *w1, float *b1, float *w2, float *b2, float *target, float *h, float *dp, float *dh, float *partials, float *bar, uint32_t d01, uint32_t d2m, uint32_t tiles, float grad_scale)
  *     Training step of a 2-layer MLP (ReLU hidden layer, summed squared
  *     error), launch 1: h = relu(x . W1^T + b1), then p = h . W2^T + b2 with
@@ -2155,15 +2157,15 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
  *     bits 4-5 the input gradient's (0: 1 x 4, 1: 4 x 4, 2: 8 x 4). Launch:
  *     cooperative, block 256, a 1-D grid of at most two blocks per SM.
  * gc_mlp2_sgd_f32(float *w1, float *b1, float *w2, float *b2, float *x, float *h, float *dp, float *dh, float *loss, float *partials, uint32_t d01, uint32_t d2m, float lr, uint32_t cfg)
- *     Training step of a 2-layer MLP, launch 2: block 0 writes loss[0] (the
- *     sum of partials[0 .. parts) in a fixed order), then layer 2's update (W2
- *     -= lr dp^T . h, b2 -= lr colsum dp) and layer 1's (W1 -= lr dh^T . x, b1
- *     -= lr colsum dh), each as gc_linear_sgd_f32's bias blocks and weight
- *     tiles. d01, d2m as gc_mlp2_mse_f32's; cfg: bits 0-1 layer 1's GEMM tile,
- *     bits 2-3 layer 2's, bits 4-9 the column sums' TY, bits 16-31 parts. b1
- *     and b2 may be null. Launch: block 256, grid 1 + both layers' blocks
- *     (ceil(n / 32) bias blocks when b is not null, then ceil(n / T) * ceil(k
- *     / T) tiles).
+ *     Training step of a 2-layer MLP, launch 2: role 0 writes loss[0] (the sum
+ *     of partials[0 .. parts) in a fixed order), then layer 2's update (W2 -=
+ *     lr dp^T . h, b2 -= lr colsum dp) and layer 1's (W1 -= lr dh^T . x, b1 -=
+ *     lr colsum dh), each as gc_linear_sgd_f32's bias blocks and weight tiles.
+ *     d01, d2m as gc_mlp2_mse_f32's; cfg: bits 0-1 layer 1's GEMM tile, bits
+ *     2-3 layer 2's, bits 4-9 the column sums' TY, bit 10 roles in reverse (as
+ *     gc_linear_sgd_f32's tile bit 2), bits 16-31 parts. b1 and b2 may be
+ *     null. Launch: block 256, grid 1 + both layers' blocks (ceil(n / 32) bias
+ *     blocks when b is not null, then ceil(n / T) * ceil(k / T) tiles).
  * gc_bias_grad_f32(float *db, float *dy, uint32_t rows, uint32_t cols)
  *     db[c] = sum over r of dy[r, c] (dy row-major rows x cols), summed in a
  *     fixed order (deterministic). Launch: block (32, TY, 1) with TY in 1..32,

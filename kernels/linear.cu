@@ -1765,6 +1765,9 @@ __device__ __forceinline__ void gc_wsgd_staged(float *w, const float *dy, const 
 // W is bitwise what gc_gemm_f32 with those arguments (the weight-gradient
 // SGD of gc_op_linear_weight_sgd) gives, whatever the tile.
 //
+// "Block" above is a role: block b takes role b, or role G - 1 - b with
+// bit 2 of `tile` (GC_SGD_REVERSED, gc_sgd_role; the tile is bits 0-1).
+//
 // Launch: block 256, 1-D grid of (loss ? 1 : 0) + LB + ceil(n / T) *
 // ceil(k / T) blocks (T the tile's edge: 128, 64, 32, 64), no dynamic
 // shared memory. W, b and loss must not overlap dy, x or partials.
@@ -1806,6 +1809,20 @@ __device__ __forceinline__ void gc_layer_sgd(u32 blk, float *w, float *b, const 
                      blk - bias_blocks);
 }
 
+// The role (loss block, bias blocks, then weight tiles) of this block of an
+// update kernel: block b, or with `reversed` role G - 1 - b. Reversed, the
+// weight tiles, the long blocks, are handed out first and the short loss
+// and bias blocks fill the slots left: a grid of more blocks than fit at
+// once then ends with short blocks, not long ones started late. Roles, and
+// so results, do not depend on the order.
+__device__ __forceinline__ u32 gc_sgd_role(bool reversed) {
+    return reversed ? gridDim.x - 1u - blockIdx.x : blockIdx.x;
+}
+
+// gc_linear_sgd_f32's `tile` bit (gc_mlp2_sgd_f32's cfg bit 10): roles in
+// reverse (gc_sgd_role).
+#define GC_SGD_REVERSED 4u
+
 // Shared memory of the update kernels (floats): gc_wsgd_staged's 64 x 64
 // tile, the most of the tiles.
 #define GC_SGD_SMEM GC_WSGD_SMEM(64, 64)
@@ -1816,7 +1833,7 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
     GC_PDL_WAIT();
     __shared__ __align__(16) float smem[GC_SGD_SMEM];
     if (m == 0 || n == 0 || k == 0 || bias_ty == 0 || bias_ty > 32) return;
-    u32 blk = blockIdx.x;
+    u32 blk = gc_sgd_role(tile & GC_SGD_REVERSED);
     if (loss != nullptr) {
         if (blk == 0) {
             gc_loss_block(loss, partials, parts);
@@ -1824,7 +1841,7 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
         }
         --blk;
     }
-    gc_layer_sgd(blk, w, b, dy, x, m, n, k, lr, tile, bias_ty, smem);
+    gc_layer_sgd(blk, w, b, dy, x, m, n, k, lr, tile & 3u, bias_ty, smem);
 }
 
 // ===========================================================================
@@ -1838,7 +1855,8 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
 // gc_linear_sgd_f32 (bias blocks, then the weight GEMM's tiles; bitwise
 // gc_bias_sgd_f32 and gc_gemm_f32's weight-gradient SGD). d01 and d2m as
 // gc_mlp2_mse_f32's; cfg: bits 0-1 layer 1's GEMM tile, bits 2-3 layer
-// 2's, bits 4-9 the bias column sums' TY (1..32), bits 16-31 parts. b1, b2
+// 2's, bits 4-9 the bias column sums' TY (1..32), bit 10 the roles in
+// reverse (gc_sgd_role: "block" above is a role), bits 16-31 parts. b1, b2
 // may be null. Launch: block 256, grid 1 + the two layers' blocks.
 // ===========================================================================
 extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
@@ -1849,11 +1867,12 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
     const u32 k0 = d01 & 0xffffu, k1 = d01 >> 16, k2 = d2m & 0xffffu, m = d2m >> 16;
     const u32 tile1 = cfg & 3u, tile2 = (cfg >> 2) & 3u, ty = (cfg >> 4) & 63u, parts = cfg >> 16;
     if (k0 == 0 || k1 == 0 || k2 == 0 || m == 0 || ty == 0 || ty > 32) return;
-    if (blockIdx.x == 0) {
+    const u32 role = gc_sgd_role(cfg & (GC_SGD_REVERSED << 8));
+    if (role == 0) {
         gc_loss_block(loss, partials, parts);
         return;
     }
-    const u32 blk = blockIdx.x - 1, second = gc_layer_sgd_blocks(b2, k2, k1, tile2);
+    const u32 blk = role - 1, second = gc_layer_sgd_blocks(b2, k2, k1, tile2);
     if (blk < second)
         gc_layer_sgd(blk, w2, b2, dp, h, m, k2, k1, lr, tile2, ty, smem);
     else

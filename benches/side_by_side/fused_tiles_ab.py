@@ -1,7 +1,8 @@
-"""The cooperative kernels' warp tiles, one library at a time: the 2-layer
-training step's fused form (gc_op_mlp2_mse_step, two launches) at every
-sweep cell where it is taken (widths 256 and 1024 at batches 1-128, 4096 at
-1 and 8; 4096 at 32, past MLP2_FUSED_MAX_MACS, runs the per-layer form), and the notes' MLP forced into its fused kernel
+"""The fused training steps and the cooperative kernels, one library at a
+time: the 2-layer training step's fused form (gc_op_mlp2_mse_step, two
+launches) at every sweep cell where it is taken (widths 256 and 1024 at
+batches 1-128, 4096 at 1, 8 and 32), the Linear step (gc_op_linear_mse_step)
+at the same cells, and the notes' MLP forced into its fused kernel
 (gc_op_mlp with GC_MLP_FUSED_ALWAYS, batches 1, 4, 16), each timed as a
 graph replay (median of 5 x 200 back-to-back launches), with the loss after
 20 steps and the MLP's output checksum, so that runs of two libraries
@@ -10,7 +11,7 @@ graph replay (median of 5 x 200 back-to-back launches), with the loss after
     GRAPHCORE_LIB=stage/lib/libgraphcore.so PYTHONPATH=python:benches/side_by_side \\
         python3 benches/side_by_side/fused_tiles_ab.py LABEL
 
-GC_CELLS="width:batch,..." times those 2-layer cells only. Writes
+GC_CELLS="width:batch,..." times those cells only. Writes
 $OUT/fused_tiles_LABEL.json (OUT: benches/results).
 """
 import json
@@ -70,6 +71,15 @@ for width, batch in cells:
         ex.launch(stream)
     torch.cuda.synchronize()
     row = {"what": "mlp2 step", "width": width, "batch": batch, "us": us, "loss_after_20": loss.item()}
+    rows.append(row)
+    print(row, flush=True)
+    lbytes = ctx.linear_mse_step_workspace_bytes(batch, width, width)
+    lws = torch.zeros(lbytes // 4 + 1, device="cuda")
+    ex, us = replay_us(lambda: gc.op_linear_mse_step(stream, params[0], params[1], x, y, loss, batch, width, width,
+                                                     1.0, lr, lws, lbytes))
+    torch.cuda.synchronize()
+    row = {"what": "linear step", "width": width, "batch": batch, "us": us,
+           "w_checksum": params[0].double().sum().item()}
     rows.append(row)
     print(row, flush=True)
 

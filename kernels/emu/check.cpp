@@ -504,7 +504,7 @@ static void check_train_step() {
             for (unsigned i = 0; i < blocks; ++i) parts_ok &= !std::isnan(parts[i]);
             CHECK(parts_ok, "linear_mse %ux%ux%u: one partial sum per block", m, n, k);
 
-            // The update, for each tile and two bias shapes.
+            // The update, for each tile and three bias shapes (roles in reverse with the last).
             for (unsigned tile : {0u, 1u, 2u, 3u})
                 for (unsigned ty : {1u, 16u, 32u}) {
                     Buf w1(n * k, off), w2(n * k, off), b1(n, off), b2(n, off);
@@ -522,7 +522,7 @@ static void check_train_step() {
                     const bool with_loss = ty != 1;
                     loss[0] = NAN;
                     emu::launch(gc_linear_sgd_f32, g1(with_loss + bb + wb), g1(256), w1.p, bias ? b1.p : (float *)nullptr,
-                                (const float *)g.p, (const float *)x.p, m, n, k, lr, tile, ty,
+                                (const float *)g.p, (const float *)x.p, m, n, k, lr, tile | (ty == 32 ? 4u : 0u), ty,
                                 with_loss ? loss.p : (float *)nullptr, (const float *)parts.p, blocks);
                     if (with_loss) {
                         CHECK(std::fabs(loss[0] - ref) <= 2e-6 * mag * std::log2(m * n + 2.0) + 1e-30,
@@ -563,8 +563,9 @@ static void check_mlp2_step() {
                         (const float *)w2.p, (const float *)b2.p, (const float *)t.p, h.p, dp.p, dh.p, parts.p,
                         (u32 *)bar.p, k0 | k1 << 16, k2 | m << 16, tiles, gs);
             const unsigned ty = 4;
-            const u32 cfg = 1u | 2u << 2 | ty << 4 | 1u << 16;
-            // Layer 1: GEMM tile 1 (64 x 64), layer 2: tile 2 (32 x 32); loss block first.
+            const u32 cfg = 1u | 2u << 2 | ty << 4 | (trial & 1u) << 10 | 1u << 16;
+            // Layer 1: GEMM tile 1 (64 x 64), layer 2: tile 2 (32 x 32); loss block first
+            // (last in odd trials: roles in reverse).
             const unsigned nb = 1 + (k2 + 31) / 32 + ((k2 + 31) / 32) * ((k1 + 31) / 32) + (k1 + 31) / 32 +
                                 ((k1 + 63) / 64) * ((k0 + 63) / 64);
             emu::launch(gc_mlp2_sgd_f32, g1(nb), g1(256), w1.p, b1.p, w2.p, b2.p, (const float *)x.p, (const float *)h.p,

@@ -1790,6 +1790,24 @@ const STAGED_SGD_TILE: u32 = 3;
 /// The most rows (the weight gradient's reduction length) tile 3 stages.
 const STAGED_SGD_ROWS: u32 = 64;
 
+/// `gc_linear_sgd_f32`'s `tile` bit (`gc_mlp2_sgd_f32`'s cfg bit 10) that
+/// hands out the weight tiles before the loss and bias blocks.
+const SGD_REVERSED: u32 = 4;
+
+/// The update kernels' block order: the weight tiles first where the grid
+/// has more blocks than fit at once (2 per SM: `__launch_bounds__(256, 2)`),
+/// so that it ends with the short blocks (H200: the Linear step at 4096 x 1
+/// 75.4 -> 67.5 us, the notes' 1024 x 64 16.7 -> 16.3); else the loss and
+/// bias blocks first, measured 0.1-0.3 us faster on small grids
+/// (kernels/TUNING.md, "The update's long blocks first").
+fn sgd_reversed(blocks: u64, sms: u32) -> u32 {
+    if blocks > 2 * sms as u64 {
+        SGD_REVERSED
+    } else {
+        0
+    }
+}
+
 /// The SGD update of a linear layer (`gc_linear_sgd_f32`): `W -= lr * dy^T . x`
 /// (W `n x k`, dy `m x n`, x `m x k`) and `b -= lr * colsum(dy)` (b may be
 /// 0): bitwise [`linear_weight_sgd`] and [`bias_sgd`] with the same sizes
@@ -1835,7 +1853,7 @@ fn linear_sgd(
             n,
             k,
             lr,
-            tile,
+            tile: tile | sgd_reversed(blocks, sms),
             bias_ty,
             loss,
             partials,
@@ -2193,7 +2211,7 @@ pub fn mlp2_mse_step(
             d01,
             d2m,
             lr,
-            cfg: tile1 | tile2 << 2 | ty << 4 | grid << 16,
+            cfg: tile1 | tile2 << 2 | ty << 4 | sgd_reversed(blocks, sms) << 8 | grid << 16,
         },
         [blocks as u32, 1, 1],
         [256, 1, 1],
@@ -3350,9 +3368,16 @@ mod tests {
         let bsgd = bias_sgd(B, grad, 64, 1024, 1e-3, SMS).unwrap();
         // gc_gemm_f32's 64 x 64 tile, staged at once (tile 3: its bits).
         assert_eq!(u32_arg(&wsgd, "tile"), 1);
-        assert_eq!(u32_arg(upd, "tile"), STAGED_SGD_TILE);
+        // 289 blocks, more than fit at once on 132 SMs: weight tiles first.
+        assert_eq!(u32_arg(upd, "tile"), STAGED_SGD_TILE | SGD_REVERSED);
         assert_eq!(u32_arg(upd, "bias_ty"), bsgd.block[1]);
         assert_eq!(upd.grid[0], 1 + wsgd.grid[0] + bsgd.grid[0]);
+        let few = linear_mse_step(&s, WS, need, 146, false).unwrap();
+        assert_eq!(
+            u32_arg(&few[1], "tile"),
+            STAGED_SGD_TILE,
+            "289 blocks fit on 146 SMs"
+        );
         assert_eq!(arg(upd, "dy"), Value::Ptr(grad));
         // No bias: no bias blocks.
         let nb = LinearMseStep { b: 0, ..s };
