@@ -1794,14 +1794,18 @@ const STAGED_SGD_ROWS: u32 = 64;
 /// hands out the weight tiles before the loss and bias blocks.
 const SGD_REVERSED: u32 = 4;
 
+/// Blocks per SM of the update kernels (`gc_linear_sgd_f32`,
+/// `gc_mlp2_sgd_f32`: `__launch_bounds__(256, 2)`).
+const SGD_BLOCKS_PER_SM: u64 = 2;
+
 /// The update kernels' block order: the weight tiles first where the grid
-/// has more blocks than fit at once (2 per SM: `__launch_bounds__(256, 2)`),
+/// has more blocks than fit at once ([`SGD_BLOCKS_PER_SM`] per SM),
 /// so that it ends with the short blocks (H200: the Linear step at 4096 x 1
 /// 75.4 -> 67.5 us, the notes' 1024 x 64 16.7 -> 16.3); else the loss and
 /// bias blocks first, measured 0.1-0.3 us faster on small grids
 /// (kernels/TUNING.md, "The update's long blocks first").
 fn sgd_reversed(blocks: u64, sms: u32) -> u32 {
-    if blocks > 2 * sms as u64 {
+    if blocks > SGD_BLOCKS_PER_SM * sms as u64 {
         SGD_REVERSED
     } else {
         0
