@@ -9,7 +9,7 @@ graph replay (median of 5 x 200 back-to-back launches), with the loss after
 (GRAPHCORE_LIB) can be compared cell by cell and their numerics checked.
 
     GRAPHCORE_LIB=stage/lib/libgraphcore.so PYTHONPATH=python:benches/side_by_side \\
-        python3 benches/side_by_side/fused_tiles_ab.py LABEL
+        python3 benches/gemm_harness/fused_tiles_ab.py LABEL
 
 GC_CELLS="width:batch,..." times those cells only. Writes
 $OUT/fused_tiles_LABEL.json (OUT: benches/results).
