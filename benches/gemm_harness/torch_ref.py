@@ -4,7 +4,7 @@ time over cuBLAS's, and every variant's ratio.
 
     python3 benches/gemm_harness/torch_ref.py harness.txt
 """
-import sys, json, collections
+import sys, collections
 import torch
 import torch.nn.functional as F
 from graph_timer import time_fn
