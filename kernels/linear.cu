@@ -525,7 +525,7 @@ extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
 // Launch: cooperative (every block resident: a warp may wait for another
 // block's outputs), block 256, a 1-D grid of at most one block per SM (up to
 // 255 registers a thread: the whole network's code shares one register
-// budget). The 8 G warps of the grid take layer l's tiles round-robin (tile
+// budget). The warps of the grid take layer l's tiles round-robin (tile
 // t = (tile row) * (tile columns) + (tile column) goes to warp t mod P G,
 // warp w < P of block b being P b + w, where P = min(8, ceil(tiles / G)):
 // a block's warps take neighbouring tiles, and fewer tiles than warps still
