@@ -43,6 +43,7 @@
 
 use graphcore_core::{Error, ErrorKind, Result};
 use std::cell::UnsafeCell;
+use std::marker::PhantomData;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -67,9 +68,15 @@ const VERSION_ONE: u64 = 1 << 32;
 /// The readers count (the low half of a slot word).
 const READERS_MASK: u64 = (1 << 32) - 1;
 
+/// Bytes per slot, whatever the object's type: the lookup code is shared
+/// by every table ([`enter_slot`]) and finds a slot from its index alone.
+const SLOT_BYTES: usize = 128;
+
 /// One slot, alone on its cache lines: lookups of different objects (16
-/// threads on 16 pools) write different lines and never contend.
-#[repr(align(128))]
+/// threads on 16 pools) write different lines and never contend. The word
+/// comes first (`repr(C)`): [`enter_slot`] reads it knowing only the
+/// slot's address.
+#[repr(C, align(128))]
 struct Slot<T> {
     /// `version << 32 | readers`; see the module doc.
     word: AtomicU64,
@@ -79,6 +86,10 @@ struct Slot<T> {
 }
 
 impl<T> Slot<T> {
+    /// Holds for every table made ([`Registry::new`]): objects are cheap
+    /// handles (reference-counted pointers), far below the slot's size.
+    const FITS: () = assert!(std::mem::size_of::<Slot<T>>() == SLOT_BYTES);
+
     fn empty() -> Self {
         Slot {
             word: AtomicU64::new(0),
@@ -101,9 +112,11 @@ struct Free {
 pub(crate) struct Registry<T> {
     kind: u8,
     name: &'static str,
-    /// Chunk `k`: `64 << k` slots, or null until first needed.
-    chunks: [AtomicPtr<Slot<T>>; CHUNKS],
+    /// Chunk `k`: `64 << k` slots of `Slot<T>`, or null until first
+    /// needed (untyped, for [`enter_slot`]).
+    chunks: [AtomicPtr<u8>; CHUNKS],
     free: Mutex<Free>,
+    _objects: PhantomData<T>,
 }
 
 // SAFETY: objects are shared between threads only by reference (T: Sync)
@@ -141,6 +154,67 @@ fn locate(index: usize) -> (usize, usize) {
 /// Slots in chunk `k`.
 fn chunk_len(k: usize) -> usize {
     1 << (k as u32 + FIRST_BITS)
+}
+
+/// Why a lookup found no object ([`enter_slot`]'s error).
+enum Miss {
+    /// NULL, or a handle of another kind.
+    NotOurs,
+    /// A destroyed (or never valid) handle of this kind.
+    Stale,
+}
+
+/// The slot of handle `h` in the table of handle kind `kind` whose chunks
+/// are `chunks`, entered (see the module doc): the word's address and how
+/// the lookup holds it. The same code for every table, so the two lookups
+/// of one call (a function and a stream, a graph and a function) run the
+/// same instructions: a call's first lookup brings them into the cache
+/// for the second.
+#[inline(never)]
+fn enter_slot(
+    chunks: &[AtomicPtr<u8>; CHUNKS],
+    kind: u8,
+    h: u64,
+) -> std::result::Result<(&AtomicU64, Hold<'_>), Miss> {
+    if h == 0 || (h >> KIND_SHIFT) as u8 != kind {
+        return Err(Miss::NotOurs);
+    }
+    let index = ((h >> INDEX_SHIFT) & INDEX_MASK) as usize;
+    let generation = h as u32;
+    let (k, at) = locate(index);
+    // Acquire: pairs with the Release store in `insert` that published
+    // the chunk, so its slots are seen initialized.
+    let chunk = match chunks.get(k) {
+        Some(c) => c.load(Ordering::Acquire),
+        None => return Err(Miss::Stale),
+    };
+    if chunk.is_null() {
+        return Err(Miss::Stale);
+    }
+    // SAFETY: a non-null chunk `k` holds `chunk_len(k)` initialized slots
+    // of SLOT_BYTES bytes each, which stay put while the table lives (the
+    // caller's borrow of it), and `at < chunk_len(k)` by `locate`; each
+    // slot starts with its word (`repr(C)`).
+    let word: &AtomicU64 = unsafe { &*chunk.add(at * SLOT_BYTES).cast::<AtomicU64>() };
+    let (seen, hold) = match hazard::protect(word as *const AtomicU64 as usize) {
+        // SeqCst (see `hazard::barrier`), which includes Acquire: pairs
+        // with insert's Release, so a matching version means the object
+        // written before it is visible. A remove that made the version
+        // even after this load waits for the entry to clear.
+        Some(hz) => (word.load(Ordering::SeqCst), Hold::Hazard(hz)),
+        // Acquire: as above. The increment and the version check are one
+        // atomic step: a remove that makes the version even after it will
+        // see this reader counted.
+        None => (word.fetch_add(1, Ordering::Acquire), Hold::Counted(word)),
+    };
+    if generation & 1 == 0 || (seen >> 32) as u32 != generation {
+        // Stale: this reader never touches the cell. It leaves before the
+        // error is made (a remove waiting for the slot need not wait for
+        // the message's formatting).
+        drop(hold);
+        return Err(Miss::Stale);
+    }
+    Ok((word, hold))
 }
 
 /// A lookup inside its slot: derefs to the object, which cannot be taken
@@ -183,6 +257,7 @@ impl<T> Deref for Guard<'_, T> {
 impl<T: Clone> Registry<T> {
     /// An empty table for handles of `kind` (its C type name is `name`).
     pub(crate) const fn new(kind: u8, name: &'static str) -> Self {
+        let () = Slot::<T>::FITS;
         Registry {
             kind,
             name,
@@ -191,6 +266,7 @@ impl<T: Clone> Registry<T> {
                 list: Vec::new(),
                 next: 0,
             }),
+            _objects: PhantomData,
         }
     }
 
@@ -205,9 +281,9 @@ impl<T: Clone> Registry<T> {
             return None;
         }
         // SAFETY: a non-null chunk `k` points to `chunk_len(k)` initialized
-        // slots that stay put until the table is dropped (which `&self`
-        // rules out), and `at < chunk_len(k)` by `locate`.
-        Some(unsafe { &*chunk.add(at) })
+        // slots of `T` that stay put until the table is dropped (which
+        // `&self` rules out), and `at < chunk_len(k)` by `locate`.
+        Some(unsafe { &*chunk.cast::<Slot<T>>().add(at) })
     }
 
     /// Stores `value` and returns its handle.
@@ -228,7 +304,7 @@ impl<T: Clone> Registry<T> {
                     // Only inserts create chunks, under the mutex: no race.
                     let chunk: Box<[Slot<T>]> = (0..chunk_len(k)).map(|_| Slot::empty()).collect();
                     // Release: readers that see the pointer see the slots.
-                    self.chunks[k].store(Box::into_raw(chunk).cast(), Ordering::Release);
+                    self.chunks[k].store(Box::into_raw(chunk).cast::<u8>(), Ordering::Release);
                 }
                 free.next += 1;
                 i
@@ -289,37 +365,25 @@ impl<T: Clone> Registry<T> {
     /// has no free entry).
     #[inline]
     fn enter(&self, h: u64, arg: &str) -> Result<Guard<'_, T>> {
-        let (index, generation) = self.decode(h, arg)?;
-        let slot = self.slot(index).ok_or_else(|| self.stale(arg))?;
-        let (word, hold) = match hazard::protect(slot as *const Slot<T> as usize) {
-            // SeqCst (see `hazard::barrier`), which includes Acquire:
-            // pairs with insert's Release, so a matching version means the
-            // object written before it is visible. A remove that made the
-            // version even after this load waits for the entry to clear.
-            Some(hz) => (slot.word.load(Ordering::SeqCst), Hold::Hazard(hz)),
-            // Acquire: as above. The increment and the version check are
-            // one atomic step: a remove that makes the version even after
-            // it will see this reader counted.
-            None => (
-                slot.word.fetch_add(1, Ordering::Acquire),
-                Hold::Counted(&slot.word),
-            ),
-        };
-        if generation & 1 == 0 || (word >> 32) as u32 != generation {
-            // Stale: this reader never touches the cell. It leaves before
-            // the error is made (a remove waiting for the slot need not
-            // wait for the message's formatting).
-            drop(hold);
-            return Err(self.stale(arg));
-        }
-        // SAFETY: the version is odd and matches: the object was inserted
-        // before (Acquire above), and no remove can take it out until this
-        // reader has left (`hold`'s drop, below which the reference does
-        // not outlive the guard). No one writes the cell while the version
-        // is odd.
-        match unsafe { &*slot.value.get() } {
-            Some(value) => Ok(Guard { value, _hold: hold }),
-            None => unreachable!("an odd version always has its object"),
+        match enter_slot(&self.chunks, self.kind, h) {
+            Ok((word, hold)) => {
+                // SAFETY: the word is the first field of a `Slot<T>` of this
+                // table (`repr(C)`, and `enter_slot` was given this table's
+                // chunks), alive as long as the table.
+                let slot = unsafe { &*(word as *const AtomicU64).cast::<Slot<T>>() };
+                // SAFETY: `enter_slot` found the version odd and matching:
+                // the object was inserted before (Acquire there), and no
+                // remove can take it out until this reader has left
+                // (`hold`'s drop, below which the reference does not
+                // outlive the guard). No one writes the cell while the
+                // version is odd.
+                match unsafe { &*slot.value.get() } {
+                    Some(value) => Ok(Guard { value, _hold: hold }),
+                    None => unreachable!("an odd version always has its object"),
+                }
+            }
+            Err(Miss::NotOurs) => Err(self.not_ours(h, arg)),
+            Err(Miss::Stale) => Err(self.stale(arg)),
         }
     }
 
@@ -395,7 +459,7 @@ impl<T: Clone> Registry<T> {
 impl<T> Drop for Registry<T> {
     fn drop(&mut self) {
         for (k, chunk) in self.chunks.iter_mut().enumerate() {
-            let p = *chunk.get_mut();
+            let p = chunk.get_mut().cast::<Slot<T>>();
             if !p.is_null() {
                 // SAFETY: `p` came from `Box::into_raw` of a boxed slice of
                 // `chunk_len(k)` slots in `insert`; `&mut self` means no

@@ -251,6 +251,9 @@ impl Default for DepList {
 }
 
 impl DepList {
+    /// Dependencies kept inline, without a heap allocation.
+    pub(crate) const INLINE: usize = INLINE_DEPS;
+
     /// The dependencies, in order.
     #[inline]
     pub(crate) fn as_slice(&self) -> &[usize] {

@@ -656,13 +656,47 @@ impl Graph {
     #[inline(always)]
     fn resolve_into(&self, st: &DescribedState<'_>, deps: &[Node], out: &mut Deps) -> Result<()> {
         self.check_changeable()?;
-        if let Some(i) = deps.iter().position(|d| d.graph != self.inner.id) {
-            return Err(other_graph_dep(i));
+        let nodes = st.nodes();
+        if deps.len() <= DepList::INLINE {
+            // A chain's one dependency, a join's few: checked, numbered and
+            // looked up in one pass (a refusal is explained by
+            // `explain_deps`, off this path).
+            let mut idx = [0; DepList::INLINE];
+            for (k, d) in deps.iter().enumerate() {
+                let i = d.index as usize;
+                if d.graph != self.inner.id || i >= nodes.len() || idx[..k].contains(&i) {
+                    return Err(self.explain_deps(st, deps));
+                }
+                idx[k] = i;
+                out.inline[k] = nodes[i];
+            }
+            out.idx = DepList::Inline(deps.len(), idx);
+            return Ok(());
+        }
+        if deps.iter().any(|d| d.graph != self.inner.id) {
+            return Err(self.explain_deps(st, deps));
         }
         out.idx = DepList::from_fn(deps.len(), |i| deps[i].index as usize);
         st.desc().check_deps(out.idx.as_slice())?;
-        out.gather(st.nodes());
+        out.gather(nodes);
         Ok(())
+    }
+
+    /// The error for dependencies [`resolve_into`](Self::resolve_into)
+    /// refused: the first of another graph, out of range or repeated.
+    #[cold]
+    #[inline(never)]
+    fn explain_deps(&self, st: &DescribedState<'_>, deps: &[Node]) -> Error {
+        if let Some(i) = deps.iter().position(|d| d.graph != self.inner.id) {
+            return other_graph_dep(i);
+        }
+        let idx: Vec<usize> = deps.iter().map(|d| d.index as usize).collect();
+        match st.desc().check_deps(&idx) {
+            Err(e) => e,
+            Ok(()) => {
+                unreachable!("explain_deps is called only for dependencies that fail a check")
+            }
+        }
     }
 
     /// True for a conditional node's body.
