@@ -1286,6 +1286,53 @@ def block_multi_gpu():
     return "\n".join(lines)
 
 
+def block_footprint():
+    """Cache lines per hot call (footprint.json) and the H200 A/B of the
+    change that cut them (h200/footprint_ab.json)."""
+    fp = load("footprint.json")["libraries"]
+    ab = load("h200/footprint_ab.json")
+
+    def lines(op):
+        return tuple(fp[lab][op]["per_call"]["graphcore"]["I1mr"] for lab in ("main", "final"))
+
+    def rows(call, lab):
+        return {(r["row"], r["nodes"]): r for r in ab[call]["rows"][lab]}
+
+    def med(call, lab, row, n, key="median_ratio"):
+        return rows(call, lab)[(row, n)][key]
+
+    unpinned = [(med(c, new, "build", 1000, "median_overhead_us"), med(c, "main", "build", 1000, "median_overhead_us"))
+                for c, new in (("call3", "new"), ("call4", "final"))]
+    pin = "call5_pinned"
+    within = lambda lab: [n for (row, n), r in sorted(rows(pin, lab).items()) if row == "launch" and r["median_ratio"] <= 1.02]
+    lengths = sorted(n for (row, n) in rows(pin, "final") if row == "launch")
+    pool = [x for c in ("call3", "call4") for v in ab[c]["pool_pair_ns"].values() for x in v]
+    b, c, l = lines("build"), lines("capture"), lines("launch")
+    return (
+        "The table is one run, pinned to two CPUs, of the library of 23384f5 (the pool figures an "
+        "unpinned run of it), whose hot calls touch fewer cache lines (one handle-lookup routine for "
+        "every table, a node's dependencies resolved in one pass, fat LTO): over the no-op driver with "
+        "its caches evicted at each driver call (`benches/footprint/footprint.py`, "
+        f"`benches/results/footprint.json`), a node added touches {b[1]:.1f} code lines instead of "
+        f"{b[0]:.1f}, a launch under capture {c[1]:.0f} instead of {c[0]:.0f}, an exec launch "
+        f"{l[1]:.0f} instead of {l[0]:.0f}. On the H200, alternated with the library before it "
+        "(`h200/footprint_ab.json`): unpinned, runs differ by more than the change except in building "
+        f"(1000 nodes: {min(u[0] for u in unpinned):.0f}-{max(u[0] for u in unpinned):.0f} µs over raw "
+        f"CUDA instead of {min(u[1] for u in unpinned):.0f}-{max(u[1] for u in unpinned):.0f}, medians "
+        "of two sessions of 4-5 runs); with each run pinned to two CPUs (`taskset -c 4,5`, 5 runs "
+        f"each), the medians are build {med(pin, 'final', 'build', 1000):.2f}× against "
+        f"{med(pin, 'main', 'build', 1000):.2f}× at 1000 nodes and {med(pin, 'final', 'build', 1):.2f}× "
+        f"against {med(pin, 'main', 'build', 1):.2f}× at 1, capture {med(pin, 'final', 'capture', 100):.3f}× "
+        f"against {med(pin, 'main', 'capture', 100):.3f}× at 100 nodes "
+        f"({med(pin, 'final', 'capture', 1000):.3f}× against {med(pin, 'main', 'capture', 1000):.3f}× "
+        f"at 1000), and launch within 1.02× at {len(within('final'))} of {len(lengths)} lengths "
+        f"(not at {', '.join(str(n) for n in lengths if n not in within('final'))} nodes) against "
+        f"{len(within('main'))} ({', '.join(str(n) for n in within('main'))}). The single-thread pool "
+        f"pair moves between {min(pool):.0f} and {max(pool):.0f} ns from run to run on this host "
+        "unpinned, and the 16-thread ratio to it moves with it."
+    )
+
+
 BLOCKS = {
     "multi-gpu": block_multi_gpu,
     "pdl": block_pdl,
@@ -1299,6 +1346,7 @@ BLOCKS = {
     "pool": block_pool,
     "graphs": block_graphs,
     "perf-scaling": block_perf_scaling,
+    "footprint": block_footprint,
     "simple-graphs": block_simple_graphs,
     "call-breakdown": block_call_breakdown,
     "host-profile": block_host_profile,
