@@ -424,8 +424,9 @@ static void *run_rank(void *arg) {
     gc_stream *s;
     gc_pool *pool;
     void *raw;
-    /* Every gc_* call makes device r's primary context current on this
-     * thread; NCCL (through the CUDA runtime) uses the current device. */
+    /* The set-up calls below make device r's primary context current on
+     * this thread (launches on a stream need none and leave it as it is);
+     * NCCL (through the CUDA runtime) uses the current device. */
     TRY(gc_context_create(r, &ctx));
     TRY(gc_stream_create(ctx, &s));
     TRY(gc_pool_create(ctx, NULL, &pool));

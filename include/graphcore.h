@@ -217,9 +217,14 @@ uint32_t gc_version(void);
  * The calling thread's current context: every graphcore call that reaches
  * the driver first makes its object's context current on the calling
  * thread (cuCtxSetCurrent) and leaves it current when it returns. The
- * exceptions are gc_exec_launch and gc_runner_replay on a non-NULL stream,
- * which need no current context and leave the thread's as it was. For the
- * runtime API this is as if the call ran cudaSetDevice on its device. An
+ * exceptions are launches on a non-NULL stream, which run in the stream's
+ * context whichever is current: gc_exec_launch, gc_runner_replay and
+ * gc_launch need no current context and leave the thread's as it was, and
+ * so do the kernel launches of the gc_op_* calls (a gc_op_* call still
+ * makes its context current for what else it asks of the driver: the
+ * first one on a context loads the built-in kernels). Do not rely on a
+ * launch to make a device current. For the runtime API a call that binds
+ * is as if it ran cudaSetDevice on its device. An
  * engine that drives several GPUs from one thread with cudaSetDevice must
  * call cudaSetDevice again after a graphcore call on another device's
  * objects, before runtime calls that use the current device (cudaMalloc,
@@ -1130,6 +1135,8 @@ typedef void (*gc_host_fn)(void *user_data);
  * returns). A zero or over-limit grid or block dimension is
  * GC_ERROR_INVALID_ARGUMENT and nothing is launched. Recorded, not run,
  * when the stream captures. function and stream must be of one context.
+ * On a non-NULL stream the launch needs no current context and leaves
+ * the thread's as it was ("Device and context").
  * Errors: GC_ERROR_INVALID_ARGUMENT (function or stream is NULL, a zero or
  * over-limit dimension, more than 1024 threads a block, or a function and
  * stream of two contexts), GC_ERROR_INVALID_HANDLE (a destroyed handle),

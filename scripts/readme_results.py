@@ -1286,6 +1286,46 @@ def block_multi_gpu():
     return "\n".join(lines)
 
 
+def block_launch_bind():
+    """What a context bind per launch cost (h200/driver_floor.json) and the
+    A/B of the change that dropped it (h200/launch_bind_ab.json)."""
+    fl = {(r["row"], r["nodes"]): r for r in load("h200/driver_floor.json")["rows"]}
+    ab = {(r["row"], r["nodes"]): r for r in load("h200/launch_bind_ab.json")["rows"]}
+    per_launch = [(fl[("capture", n)]["raw_plus_launch_binds_us"] - fl[("capture", n)]["raw_plus_extra_us"]) * 1e3 / n
+                  for n in (100, 1000)]
+    big = [n for (row, n) in sorted(ab) if row == "capture" and n >= 20]
+    span = lambda lab: (min(ab[("capture", n)][f"{lab}_median"] for n in big),  # noqa: E731
+                        max(ab[("capture", n)][f"{lab}_median"] for n in big))
+    met = [n for n in big if ab[("capture", n)]["new_median"] <= 1.10]
+    floor = [fl[("capture", n)]["ratio"] for n in big]
+    bfloor = [fl[("build", n)]["ratio"] for n in big]
+    others = [(k, r) for k, r in sorted(ab.items()) if k[0] != "capture"]
+    outside = [(k, r) for k, r in others
+               if not min(r["main_ratios"]) <= r["new_median"] <= max(r["main_ratios"])]
+    return prose(
+        "Launches bind no context: `gc_launch` and the kernel launches of `gc_op_*` on a non-NULL "
+        "stream no longer make their context current (a launch runs in its stream's context; the "
+        "GPU test `launches_need_no_current_context_and_leave_the_threads_as_it_was`). Priced alone "
+        "on raw CUDA chains (`stage/bin/driver_floor`, `h200/driver_floor.json`), the "
+        f"`cuCtxGetCurrent` that each launch made cost {per_launch[0]:.1f} ns a launch under capture at "
+        f"100 nodes and {per_launch[1]:.1f} at 1000, and the driver calls graphcore still adds (a bind "
+        f"at capture begin and end, the node count) put capture at {min(floor):.3f}-{max(floor):.3f}× "
+        f"raw at 20-1000 nodes, and the bind before each node added (the driver needs a current "
+        f"context there) put building at {min(bfloor):.3f}-{max(bfloor):.3f}×. Alternated with the "
+        "library before it on the two-GPU host (5 pinned runs each, `h200/launch_bind_ab.json`): "
+        f"capture at 20-1000 nodes {span('new')[0]:.3f}-{span('new')[1]:.3f}× against "
+        f"{span('main')[0]:.3f}-{span('main')[1]:.3f}× (medians), within 1.10× at "
+        f"{len(met)} of {len(big)} of those lengths"
+        + (f" ({', '.join(map(str, met))} nodes)" if met else "")
+        + f"; for building, instantiating, launching and updating, the new library's median lies within "
+        f"the range of the old library's 5 runs at {len(others) - len(outside)} of {len(others)} points"
+        + (" (outside: " + ", ".join(f"{row} at {n} nodes {r['new_median']:.3f}× against "
+                                     f"{min(r['main_ratios']):.3f}-{max(r['main_ratios']):.3f}×"
+                                     for (row, n), r in outside) + ")" if outside else "")
+        + "."
+    )
+
+
 def block_footprint():
     """Cache lines per hot call (footprint.json) and the H200 A/B of the
     change that cut them (h200/footprint_ab.json)."""
@@ -1347,6 +1387,7 @@ BLOCKS = {
     "graphs": block_graphs,
     "perf-scaling": block_perf_scaling,
     "footprint": block_footprint,
+    "launch-bind": block_launch_bind,
     "simple-graphs": block_simple_graphs,
     "call-breakdown": block_call_breakdown,
     "host-profile": block_host_profile,

@@ -124,13 +124,20 @@ impl Builtins {
         })
     }
 
+    /// The function of `kernel` if its module is loaded already (no driver
+    /// call, no lock; `None` for the kernels of the linked device-runtime
+    /// modules, and for a kernel this GPU cannot run).
+    pub(crate) fn loaded(&self, kernel: Kernel) -> Option<CUfunction> {
+        self.functions[kernel.index()].map(|f| f.raw())
+    }
+
     /// The loaded function of `kernel` (linking the device-runtime modules
     /// on first use; the context is current on this thread);
     /// [`ErrorKind::NotSupported`] for a kernel of a module that targets a
     /// newer GPU than this one.
     pub(crate) fn function(&self, kernel: Kernel) -> Result<CUfunction> {
-        if let Some(f) = self.functions[kernel.index()] {
-            return Ok(f.raw());
+        if let Some(f) = self.loaded(kernel) {
+            return Ok(f);
         }
         let module = &MODULES[kernel.info().module];
         if module.min_arch > self.arch {

@@ -376,8 +376,14 @@ impl Context {
     /// first use).
     pub(crate) fn builtin_raw(&self, kernel: Kernel) -> Result<CUfunction> {
         let b = self.builtins()?;
-        self.bind()?;
-        b.function(kernel)
+        match b.loaded(kernel) {
+            Some(f) => Ok(f),
+            None => {
+                // Linking the built-in modules needs the context current.
+                self.bind()?;
+                b.function(kernel)
+            }
+        }
     }
 
     /// Whether graphcore launches its built-in kernels on streams of this

@@ -267,7 +267,13 @@ impl Function {
         self.inner
             .ctx
             .ensure_same("the function", stream.context(), "the stream")?;
-        self.inner.ctx.bind()?;
+        // A launch on a stream of graphcore's or a borrowed one runs in the
+        // stream's (and function's) context whichever is current, as an
+        // exec's launch does: only the legacy default stream, NULL, needs
+        // the context current.
+        if stream.raw().is_null() {
+            self.inner.ctx.bind()?;
+        }
         // SAFETY: one valid pointer per kernel parameter (this function's
         // contract); the driver copies the values.
         let r = unsafe {
@@ -340,7 +346,11 @@ pub unsafe fn launch_op(stream: &Stream, call: std::result::Result<Call, SizeErr
     };
     let mut args = ArgBuffer::new(call.args());
     let mut ptrs = args.pointers();
-    ctx.bind()?;
+    // As in `Function::launch`: only the legacy default stream needs the
+    // context current.
+    if stream.raw().is_null() {
+        ctx.bind()?;
+    }
     // SAFETY: the slots hold one value per parameter, typed by the kernel
     // table; `args` outlives the call, which copies them; the buffers they
     // name are valid by this function's contract; a programmatic launch

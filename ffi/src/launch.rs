@@ -38,6 +38,8 @@ pub(crate) fn launch_config(grid: gc_dim3, block: gc_dim3, shared_bytes: u32) ->
 /// returns). A zero or over-limit grid or block dimension is
 /// GC_ERROR_INVALID_ARGUMENT and nothing is launched. Recorded, not run,
 /// when the stream captures. function and stream must be of one context.
+/// On a non-NULL stream the launch needs no current context and leaves
+/// the thread's as it was ("Device and context").
 /// Errors: GC_ERROR_INVALID_ARGUMENT (function or stream is NULL, a zero or
 /// over-limit dimension, more than 1024 threads a block, or a function and
 /// stream of two contexts), GC_ERROR_INVALID_HANDLE (a destroyed handle),

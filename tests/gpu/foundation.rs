@@ -3,6 +3,7 @@
 use super::*;
 use graphcore_core::kernels::ops;
 use graphcore_core::{launch_op, ErrorKind, Function, LaunchConfig, Module};
+use std::ffi::c_void;
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
@@ -157,6 +158,35 @@ pub(crate) fn add_one(c: &Context) -> Function {
         .unwrap()
         .function("add_one")
         .unwrap()
+}
+
+/// A launch of [`add_one`] over `n` floats at `y`: its argument values and
+/// 256-thread blocks covering them.
+pub(crate) struct AddOneLaunch {
+    y: u64,
+    n: u32,
+    /// The launch configuration.
+    pub(crate) cfg: LaunchConfig,
+}
+
+impl AddOneLaunch {
+    pub(crate) fn new(y: u64, n: usize) -> Self {
+        let n = n as u32;
+        let cfg = LaunchConfig {
+            grid: [n.div_ceil(256), 1, 1],
+            block: [256, 1, 1],
+            shared_bytes: 0,
+        };
+        AddOneLaunch { y, n, cfg }
+    }
+
+    /// One pointer per kernel parameter, as cuLaunchKernel takes them.
+    pub(crate) fn args(&mut self) -> [*mut c_void; 2] {
+        [
+            &mut self.y as *mut u64 as *mut c_void,
+            &mut self.n as *mut u32 as *mut c_void,
+        ]
+    }
 }
 
 #[test]
