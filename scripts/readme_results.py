@@ -202,13 +202,17 @@ def block_reliability():
 
 
 def block_gpu_run():
-    """The last complete stage/run.sh (benches/results/gpu_check.txt): its
-    device and date, its summary and the suite's test count."""
+    """The last complete stage/run.sh, whole or in its two parts
+    (benches/results/gpu_check.txt): its device and date, its summary and
+    the suite's test count."""
     text = (RESULTS / "gpu_check.txt").read_text()
     head = text.splitlines()[0]
     device = re.search(r"on an (NVIDIA [^(]+?) \(", head).group(1)
     date = re.search(r"\d{4}-\d{2}-\d{2}", head).group(0)
-    passed, failed = map(int, re.search(r"^gpu-check: (\d+) passed, (\d+) failed", text, re.M).groups())
+    # One summary line, or one per part (stage/run.sh 1 and 2).
+    sums = re.findall(r"^gpu-check: (\d+) passed, (\d+) failed.*?( \(part \d of \d\))?$", text, re.M)
+    passed, failed = (sum(int(x[i]) for x in sums) for i in (0, 1))
+    how = "in its two parts" if any(x[2] for x in sums) else "complete"
     suite = int(re.search(r"^test result: ok\. (\d+) passed", text, re.M).group(1))
     ranks = re.search(r"^multi-gpu: (\d+) GPU\(s\): every configuration runs on (\d+) rank", text, re.M)
     gpus, ranks = map(int, ranks.groups()) if ranks else (1, 1)
@@ -219,7 +223,7 @@ def block_gpu_run():
         else f"data-parallel training on {words.get(ranks, ranks)} ranks in its three configurations"
     )
     return prose(
-        f"The GPU rows were last confirmed by a complete `bash stage/run.sh` on {machine} on "
+        f"The GPU rows were last confirmed by `bash stage/run.sh`, {how}, on {machine} on "
         f"{date}: {passed} of {passed + failed} steps passed ({suite} suite tests with the GPU ones, the "
         f"examples, {multi}, Python, memcheck, racecheck, synccheck, the device fault; "
         f"`benches/results/gpu_check.txt`)."
