@@ -209,7 +209,9 @@ class Context(_Handle):
     """gc_context_create(device): a device's primary context. Usable from
     several threads at once; close() it last (it must not race with other
     calls). Calls on its objects make it the calling thread's current CUDA
-    context (cuCtxSetCurrent)."""
+    context (cuCtxSetCurrent), except launches on a stream (Exec.launch,
+    ops.launch, the kernels of the other ops), which need none and leave
+    the thread's as it was."""
 
     _destroy = "gc_context_destroy"
 
