@@ -1291,9 +1291,12 @@ def block_multi_gpu():
 
 
 def block_launch_bind():
-    """What a context bind per launch cost (h200/driver_floor.json) and the
-    A/B of the change that dropped it (h200/launch_bind_ab.json)."""
+    """What a context bind per launch cost (h200/driver_floor.json), the
+    driver calls the change dropped (footprint_launch_bind.json) and its
+    A/B (h200/launch_bind_ab.json)."""
     fl = {(r["row"], r["nodes"]): r for r in load("h200/driver_floor.json")["rows"]}
+    fp = load("footprint_launch_bind.json")["libraries"]
+    ncalls = lambda lab, op: sum(fp[lab][op]["driver_calls"].values())  # noqa: E731
     ab = {(r["row"], r["nodes"]): r for r in load("h200/launch_bind_ab.json")["rows"]}
     per_launch = [(fl[("capture", n)]["raw_plus_launch_binds_us"] - fl[("capture", n)]["raw_plus_extra_us"]) * 1e3 / n
                   for n in (100, 1000)]
@@ -1309,7 +1312,11 @@ def block_launch_bind():
     return prose(
         "Launches bind no context: `gc_launch` and the kernel launches of `gc_op_*` on a non-NULL "
         "stream no longer make their context current (a launch runs in its stream's context; the "
-        "GPU test `launches_need_no_current_context_and_leave_the_threads_as_it_was`). Priced alone "
+        "GPU test `launches_need_no_current_context_and_leave_the_threads_as_it_was`); over the "
+        f"no-op driver a launch under capture makes {ncalls('after', 'capture'):g} driver call instead of "
+        f"{ncalls('before', 'capture'):g}, and a capture of one launch {ncalls('after', 'capture1'):g} instead "
+        f"of {ncalls('before', 'capture1'):g} (`benches/footprint/footprint.py`, "
+        "`footprint_launch_bind.json`). Priced alone "
         "on raw CUDA chains (`stage/bin/driver_floor`, `h200/driver_floor.json`), the "
         f"`cuCtxGetCurrent` that each launch made cost {per_launch[0]:.1f} ns a launch under capture at "
         f"100 nodes and {per_launch[1]:.1f} at 1000, and the driver calls graphcore still adds (a bind "

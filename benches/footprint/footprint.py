@@ -15,8 +15,10 @@ run and subtracted, so set-up and tear-down cancel out.
     python3 benches/footprint/footprint.py LABEL=LIBGRAPHCORE.so ... [-o OUT.json]
 
 Prints, per library and operation, graphcore's instructions, L1i misses
-(code lines) and L1d read and write misses per call, and the C library's
-and loader's (__tls_get_addr, malloc); with -o writes them as JSON.
+(code lines) and L1d read and write misses per call, the C library's and
+loader's (__tls_get_addr, malloc), and the driver calls made per call
+(each costs far more in a real driver: benches/c/driver_floor.c prices
+them); with -o writes them as JSON.
 Needs valgrind and cc; run from anywhere.
 """
 import collections
@@ -41,10 +43,13 @@ EVENTS = ("Ir", "I1mr", "D1mr", "D1mw")
 
 
 def costs(path):
-    """Exclusive costs per (object, function) of a callgrind output."""
+    """Exclusive costs per (object, function) of a callgrind output, and the
+    calls made into the driver (libcuda), per driver function."""
     ev, ob, fn, skip = None, None, None, False
+    cob, cfn = None, None  # the object and function of the next call
     names = {"ob": {}, "fn": {}}
     out = collections.defaultdict(collections.Counter)
+    driver = collections.Counter()
     for line in open(path):
         line = line.rstrip("\n")
         if line.startswith("events:"):
@@ -61,9 +66,16 @@ def costs(path):
                         ob = names["ob"][ident]
                     else:
                         fn = names["fn"][ident]
+                elif kind == "ob":
+                    cob = names["ob"][ident]
+                else:
+                    cfn = names["fn"][ident]
             continue
         if line.startswith("calls="):
             skip = True  # the next cost line is the call's inclusive cost
+            if group(cob or ob, "") == "driver":
+                driver[cfn] += int(line.split("=")[1].split()[0])
+            cob = None
             continue
         if ev and re.match(r"^([+-]\d+|\d+|\*)\s", line):
             if skip:
@@ -71,7 +83,7 @@ def costs(path):
                 continue
             for e, x in zip(ev, line.split()[1:]):
                 out[(ob, fn)][e] += int(x)
-    return out
+    return out, driver
 
 
 def group(ob, lib):
@@ -85,8 +97,8 @@ def group(ob, lib):
 
 
 def measure(lib, op, work):
-    """Per-call costs of `op` with library `lib`: totals per group, and
-    graphcore's functions."""
+    """Per-call costs of `op` with library `lib`: totals per group,
+    graphcore's functions, and the driver calls it makes."""
     entries, per, _ = OPS[op]
     libdir = os.path.join(work, "lib-" + str(abs(hash(lib))))
     os.makedirs(libdir, exist_ok=True)
@@ -106,7 +118,7 @@ def measure(lib, op, work):
         subprocess.run(cmd, env=dict(os.environ, LD_LIBRARY_PATH=libdir), check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         runs[n] = costs(out)
-    (n1, a), (n2, b) = sorted(runs.items())
+    (n1, (a, da)), (n2, (b, db)) = sorted(runs.items())
     calls = (n2 - n1) * per
     diff = {k: {e: (b[k][e] - a[k][e]) / calls for e in EVENTS} for k in set(a) | set(b)}
     totals = {}
@@ -117,7 +129,8 @@ def measure(lib, op, work):
                  key=lambda kv: -kv[1]["I1mr"])
     functions = [{"function": f, **{e: round(v[e], 1) for e in EVENTS}}
                  for f, v in top if v["I1mr"] >= 0.5]
-    return {"per_call": totals, "graphcore_functions": functions}
+    driver = {f: round((db[f] - da[f]) / calls, 2) for f in sorted(set(da) | set(db)) if db[f] != da[f]}
+    return {"per_call": totals, "graphcore_functions": functions, "driver_calls": driver}
 
 
 def main():
@@ -150,6 +163,11 @@ def main():
             t = result["libraries"][label][op]["per_call"]["graphcore"]
             cells.append(f"{t['Ir']:8.0f} {t['I1mr']:7.1f} {t['D1mr']:7.1f}/{t['D1mw']:<5.1f}")
         print(f"{op:10s} " + " ".join(f"{c:>34s}" for c in cells))
+    print("driver calls per call (the no-op driver's)")
+    for op in OPS:
+        for label, _ in libs:
+            d = result["libraries"][label][op]["driver_calls"]
+            print(f"{op:10s} {label:>8s}: " + ", ".join(f"{f} {n:g}" for f, n in d.items()))
     if out:
         with open(out, "w") as f:
             json.dump(result, f, indent=1)
