@@ -342,6 +342,15 @@ impl GraphDesc {
         Self::default()
     }
 
+    /// An empty description with room for `nodes` nodes.
+    pub fn with_capacity(nodes: usize) -> Self {
+        GraphDesc {
+            nodes: Vec::with_capacity(nodes),
+            deps: Vec::with_capacity(nodes),
+            kinds: Vec::new(),
+        }
+    }
+
     /// Number of nodes.
     pub fn len(&self) -> usize {
         self.nodes.len()

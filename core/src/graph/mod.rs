@@ -21,15 +21,15 @@ use crate::driver::owned::{Nodes, Owned, Shared};
 use crate::driver::{CUgraph, CUgraphNode};
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
 use crate::event::Event;
-use crate::lock::lock;
+use crate::lock::{SpinGuard, SpinLock};
 use crate::module::{ArgBuffer, Function, LaunchConfig};
 use crate::pool::{check_device_range, check_pool_range, GraphMemory};
 use crate::timing::{self, Span};
 use graphcore_kernels::{Call, KernelInfo, SizeError, Value};
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 
 /// A node of a graph: which graph, and its index there (nodes are numbered
 /// in the order they were added, or, for captured graphs, as CUDA lists
@@ -57,7 +57,7 @@ pub struct Graph {
 struct GraphInner {
     ctx: Context,
     id: u64,
-    state: Mutex<GraphState>,
+    state: SpinLock<GraphState>,
     /// For a conditional node's body: the graph holding the node (weak: the
     /// holder keeps its bodies, and CUDA destroys a body with its holder).
     holder: Option<Weak<GraphInner>>,
@@ -129,14 +129,20 @@ struct Described {
 }
 
 impl Described {
-    /// The description of a graph with no nodes yet, built node by node.
+    /// The description of a graph with no nodes yet, built node by node,
+    /// with room for [`Described::FIRST_NODES`] nodes.
     fn empty() -> Described {
         Described {
-            desc: Arc::new(GraphDesc::new()),
-            nodes: Nodes::default(),
+            desc: Arc::new(GraphDesc::with_capacity(Self::FIRST_NODES)),
+            nodes: Vec::with_capacity(Self::FIRST_NODES).into(),
             as_captured: None,
         }
     }
+
+    /// Nodes a new graph has room for before its vectors first grow: a
+    /// graph's first nodes then cost no reallocations (three vectors grow
+    /// together, each from 4 slots, doubling, had the graph started empty).
+    const FIRST_NODES: usize = 16;
 }
 
 impl GraphState {
@@ -193,13 +199,13 @@ impl GraphState {
 /// A graph's locked state whose description is there: what calls that read
 /// or change the description hold ([`Graph::described`]).
 pub(crate) struct DescribedState<'a> {
-    st: MutexGuard<'a, GraphState>,
+    st: SpinGuard<'a, GraphState>,
 }
 
 impl<'a> DescribedState<'a> {
     /// The locked state `st` with its description there: a captured
     /// graph's is read back now if no call has needed it before.
-    fn new(mut st: MutexGuard<'a, GraphState>, ctx: &Context) -> Result<Self> {
+    fn new(mut st: SpinGuard<'a, GraphState>, ctx: &Context) -> Result<Self> {
         if st.described.is_none() {
             st.described = Some(Graph::read_back(ctx, st.raw())?);
         }
@@ -293,21 +299,43 @@ impl Deps {
     }
 }
 
+/// The description to change, copied first if an exec shares it: what
+/// `Arc::make_mut` does, without its compare-exchange when `desc` is the
+/// only reference (a graph being built, whose description no exec holds
+/// yet): two loads instead, which cost a fraction of a read-modify-write on
+/// the hot path of adding nodes.
+fn desc_mut(desc: &mut Arc<GraphDesc>) -> &mut GraphDesc {
+    if Arc::strong_count(desc) == 1 && Arc::weak_count(desc) == 0 {
+        // Pairs with the Release decrement of a clone dropped on another
+        // thread (an exec's): its reads of the description happen before
+        // the writes through the reference returned here.
+        fence(Ordering::Acquire);
+        // SAFETY: no other Arc or Weak of this description exists (the
+        // counts), and none can be made while `desc`, the only one, is
+        // borrowed mutably here; so the returned reference is the only one
+        // to the value for as long as it lives. `Arc::as_ptr` points into
+        // the allocation with the provenance of the Arc's own pointer.
+        unsafe { &mut *Arc::as_ptr(desc).cast_mut() }
+    } else {
+        Arc::make_mut(desc)
+    }
+}
+
 /// Locks two distinct graphs' states (`a.1`, `b.1` are their ids), the lower
 /// id first whichever is asked first: the one order for holding two graph
 /// locks, so two threads locking the same pair cannot deadlock. Returns the
 /// guards in the order asked.
 fn lock_in_order<'a, T>(
-    a: (&'a Mutex<T>, u64),
-    b: (&'a Mutex<T>, u64),
-) -> (MutexGuard<'a, T>, MutexGuard<'a, T>) {
+    a: (&'a SpinLock<T>, u64),
+    b: (&'a SpinLock<T>, u64),
+) -> (SpinGuard<'a, T>, SpinGuard<'a, T>) {
     debug_assert_ne!(a.1, b.1, "two locks of one graph");
     if a.1 < b.1 {
-        let ga = lock(a.0);
-        (ga, lock(b.0))
+        let ga = a.0.acquire();
+        (ga, b.0.acquire())
     } else {
-        let gb = lock(b.0);
-        (lock(a.0), gb)
+        let gb = b.0.acquire();
+        (a.0.acquire(), gb)
     }
 }
 
@@ -361,7 +389,7 @@ impl Graph {
                 ctx: ctx.clone(),
                 id: next_graph_id(),
                 conditionals: AtomicBool::new(!state.bodies.is_empty()),
-                state: Mutex::new(state),
+                state: SpinLock::new(state),
                 holder,
                 instantiated: AtomicBool::new(false),
             }),
@@ -603,8 +631,8 @@ impl Graph {
         self.state().raw()
     }
 
-    pub(crate) fn state(&self) -> MutexGuard<'_, GraphState> {
-        lock(&self.inner.state)
+    pub(crate) fn state(&self) -> SpinGuard<'_, GraphState> {
+        self.inner.state.acquire()
     }
 
     /// Number of nodes.
@@ -786,7 +814,7 @@ impl Graph {
         raw: CUgraphNode,
     ) -> Node {
         let d = st.described_mut();
-        let index = Arc::make_mut(&mut d.desc).push_deps(kind, deps);
+        let index = desc_mut(&mut d.desc).push_deps(kind, deps);
         d.nodes.push(raw);
         st.st.count = index + 1;
         Node {
@@ -1137,7 +1165,7 @@ impl Graph {
             }
             _ => dg::add_dependency(st.raw(), from_raw, to_raw)?,
         }
-        let desc = Arc::make_mut(&mut st.described_mut().desc);
+        let desc = desc_mut(&mut st.described_mut().desc);
         desc.add_edge(f, t);
         if kind != EdgeKind::Full {
             desc.set_edge_kind(f, t, kind);
@@ -1368,12 +1396,37 @@ fn topological(deps: &[Vec<usize>]) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::lock_in_order;
-    use std::sync::{mpsc, Arc, Mutex};
+    use crate::lock::SpinLock;
+    use std::sync::{mpsc, Arc};
     use std::time::Duration;
+
+    /// `desc_mut` changes a description no one shares in place, and copies
+    /// one that another holder shares, which keeps what it had.
+    #[test]
+    fn desc_mut_copies_only_a_shared_description() {
+        use super::{desc_mut, DepList, GraphDesc, NodeKind};
+        let mut d = Arc::new(GraphDesc::with_capacity(4));
+        let at = Arc::as_ptr(&d);
+        desc_mut(&mut d).push_deps(NodeKind::Host, DepList::default());
+        assert_eq!((Arc::as_ptr(&d), d.len()), (at, 1), "changed in place");
+        let held = Arc::clone(&d);
+        desc_mut(&mut d).push_deps(NodeKind::Host, DepList::default());
+        assert_ne!(Arc::as_ptr(&d), at, "copied");
+        assert_eq!((d.len(), held.len()), (2, 1));
+        let weak = Arc::downgrade(&held);
+        let mut held = held;
+        desc_mut(&mut held).push_deps(NodeKind::Host, DepList::default());
+        assert_eq!(held.len(), 2);
+        assert_eq!(
+            weak.upgrade().map(|w| w.len()),
+            None,
+            "a weak reference made it copy"
+        );
+    }
 
     #[test]
     fn lock_in_order_returns_the_guards_as_asked() {
-        let (a, b) = (Mutex::new('a'), Mutex::new('b'));
+        let (a, b) = (SpinLock::new('a'), SpinLock::new('b'));
         for (ia, ib) in [(1, 2), (2, 1)] {
             let (ga, gb) = lock_in_order((&a, ia), (&b, ib));
             assert_eq!((*ga, *gb), ('a', 'b'));
@@ -1384,7 +1437,7 @@ mod tests {
     /// many times over: no deadlock (a watchdog fails the test instead).
     #[test]
     fn lock_in_order_never_deadlocks_on_one_pair() {
-        let pair = Arc::new((Mutex::new(0u64), Mutex::new(0u64)));
+        let pair = Arc::new((SpinLock::new(0u64), SpinLock::new(0u64)));
         let (tx, rx) = mpsc::channel();
         for flip in [false, true] {
             let (pair, tx) = (pair.clone(), tx.clone());
@@ -1407,7 +1460,7 @@ mod tests {
             rx.recv_timeout(Duration::from_secs(20))
                 .expect("two threads locking one pair deadlocked");
         }
-        assert_eq!(*crate::lock::lock(&pair.0), 200_000);
+        assert_eq!(*pair.0.acquire(), 200_000);
     }
 
     #[test]
