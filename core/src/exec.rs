@@ -59,11 +59,12 @@ struct ExecInner {
     /// from a captured graph only when needed, to keep instantiation and
     /// update lean.)
     current: Mutex<Current>,
-    /// The fused copy that was instantiated, when fusion applied.
-    fused: Mutex<Option<Fused>>,
+    /// The fused copy that was instantiated, when fusion applied (boxed,
+    /// as `args`: an exec without them is small to make).
+    fused: Mutex<Option<Box<Fused>>>,
     /// The declared arguments' uses and bindings (`None`: the graph
     /// declared none, and launches never lock).
-    args: Option<Mutex<ArgTable>>,
+    args: Option<Box<Mutex<ArgTable>>>,
 }
 
 /// What each node of an exec does now.
@@ -155,7 +156,7 @@ impl Exec {
         // Fusion works on the top-level graph only: graphs with conditional
         // bodies are instantiated as they are.
         let fused = if flags & flags::FUSE_ELEMENTWISE != 0 && !graph.has_conditionals() {
-            Fused::of(graph)?
+            Fused::of(graph)?.map(Box::new)
         } else {
             None
         };
@@ -166,7 +167,7 @@ impl Exec {
         // that declares arguments is read back for them now.
         let table = |decls: &[ArgDecl], nodes: &[CUgraphNode]| {
             (!decls.is_empty())
-                .then(|| ArgTable::new(&ctx, decls, nodes, nodes).map(Mutex::new))
+                .then(|| ArgTable::new(&ctx, decls, nodes, nodes).map(|t| Box::new(Mutex::new(t))))
                 .transpose()
         };
         let (raw, current, args) = match &fused {
@@ -673,7 +674,7 @@ impl Exec {
         let params = KernelParams { args, ..read };
         // The argument table is locked before the source (the lock order
         // `launch_with` follows too).
-        let mut table = self.inner.args.as_ref().map(lock);
+        let mut table = self.inner.args.as_deref().map(lock);
         // The driver reads a node of the source under the source's lock (the
         // fused copy's nodes are under `fused`).
         let _source = fused.is_none().then(|| source.state());
