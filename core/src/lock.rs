@@ -27,12 +27,13 @@ pub(crate) fn get_mut<T: ?Sized>(m: &mut Mutex<T>) -> &mut T {
     m.get_mut().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A lock for short critical sections on a hot path (a pool's allocator):
-/// taking it free is one compare-exchange and releasing it one plain store,
-/// where a `Mutex` releases with a swap (to learn whether to wake a
-/// sleeper). The price is in waiting: a waiter spins, then yields, then
-/// sleeps in 50 us steps ([`backoff`]), so it may wake up to 50 us late
-/// after a long hold (a pool mapping pages). Not fair.
+/// A lock for short critical sections on a hot path (a pool's allocator, a
+/// graph's state, which each node added takes): taking it free is one
+/// compare-exchange and releasing it one plain store, where a `Mutex`
+/// releases with a swap (to learn whether to wake a sleeper). The price is
+/// in waiting: a waiter spins, then yields, then sleeps in 50 us steps
+/// ([`backoff`]), so it may wake up to 50 us late after a long hold (a pool
+/// mapping pages, a graph being instantiated). Not fair.
 pub(crate) struct SpinLock<T> {
     locked: AtomicBool,
     value: UnsafeCell<T>,

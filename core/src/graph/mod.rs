@@ -57,6 +57,8 @@ pub struct Graph {
 struct GraphInner {
     ctx: Context,
     id: u64,
+    /// A spin lock: adding a node takes it, and is the hot path; calls that
+    /// hold it long (instantiating, reading a capture back) are rare beside.
     state: SpinLock<GraphState>,
     /// For a conditional node's body: the graph holding the node (weak: the
     /// holder keeps its bodies, and CUDA destroys a body with its holder).
