@@ -3,11 +3,13 @@
  * caches, so under callgrind's cache simulation graphcore's L1 misses per
  * call count the cache lines its own code and data touch.
  *
- *   footprint build|capture|capture1|launch ITERATIONS
+ *   footprint build|build10|capture|capture1|launch|instantiate ITERATIONS
  *
  * build: a graph of 100 kernel nodes in a chain (create, add, destroy);
- * capture: begin, 100 launches, end, destroy; capture1: the same with one
- * launch; launch: 100 launches of a one-node exec. */
+ * build10: the same with 10 nodes; capture: begin, 100 launches, end,
+ * destroy; capture1: the same with one launch; launch: 100 launches of a
+ * one-node exec; instantiate: that one-node graph instantiated (and the
+ * exec destroyed). */
 #include "../c/bench.h"
 
 static const char PTX[] = ".version 8.0\n.target sm_75\n.address_size 64\n"
@@ -15,7 +17,7 @@ static const char PTX[] = ".version 8.0\n.target sm_75\n.address_size 64\n"
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: footprint build|capture|capture1|launch ITERATIONS\n");
+        fprintf(stderr, "usage: footprint build|build10|capture|capture1|launch|instantiate ITERATIONS\n");
         return 2;
     }
     const char *what = argv[1];
@@ -38,9 +40,10 @@ int main(int argc, char **argv) {
     for (int it = 0; it < n; it++) {
         gc_graph *g;
         gc_node prev, node;
-        if (!strcmp(what, "build")) {
+        if (!strcmp(what, "build") || !strcmp(what, "build10")) {
+            int nodes = strcmp(what, "build") ? 10 : len;
             TRY(gc_graph_create(ctx, &g));
-            for (int i = 0; i < len; i++) {
+            for (int i = 0; i < nodes; i++) {
                 TRY(gc_graph_add_kernel(g, fn, one, one, 0, args, i ? &prev : NULL, i ? 1 : 0, &node));
                 prev = node;
             }
@@ -53,6 +56,10 @@ int main(int argc, char **argv) {
             TRY(gc_graph_destroy(g));
         } else if (!strcmp(what, "launch")) {
             for (int i = 0; i < len; i++) TRY(gc_exec_launch(e0, s));
+        } else if (!strcmp(what, "instantiate")) {
+            gc_exec *e;
+            TRY(gc_graph_instantiate(g0, 0, &e));
+            TRY(gc_exec_destroy(e));
         } else {
             fprintf(stderr, "footprint: unknown operation '%s'\n", what);
             return 2;

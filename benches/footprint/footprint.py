@@ -38,6 +38,8 @@ OPS = {
     "capture1": (["gc_capture_begin", "gc_launch", "gc_capture_end"], 1,
                  "a capture of one launch: begin, launch, end"),
     "launch": (["gc_exec_launch"], 100, "gc_exec_launch of a one-node exec"),
+    "build10": (["gc_graph_create", "gc_graph_add_kernel"], 1, "a 10-node chain built: create and 10 adds"),
+    "instantiate": (["gc_graph_instantiate"], 1, "gc_graph_instantiate of a one-node graph"),
 }
 EVENTS = ("Ir", "I1mr", "D1mr", "D1mw")
 
@@ -109,7 +111,7 @@ def measure(lib, op, work):
             os.remove(link)
         os.symlink(target, link)
     runs = {}
-    for n in (20, 40) if per > 1 else (200, 400):
+    for n in (20, 40) if per >= 100 else (200, 400):
         out = os.path.join(work, f"cg.{op}.{n}")
         cmd = ["valgrind", "--tool=callgrind", "--cache-sim=yes", "--I1=32768,8,64",
                "--D1=49152,12,64", "--LL=2097152,16,64", f"--callgrind-out-file={out}"]
