@@ -12,7 +12,10 @@
 //! so do the kernel launches of the gc_op_* calls (a gc_op_* call still
 //! makes its context current for what else it asks of the driver: the
 //! first one on a context loads the built-in kernels). Do not rely on a
-//! launch to make a device current. For the runtime API a call that binds
+//! launch to make a device current. (Checked on CUDA 13 drivers: a driver
+//! that still wants a current context for a launch makes it fail with
+//! GC_ERROR_CUDA on a thread where none is; make one current first, e.g.
+//! with any call that binds.) For the runtime API a call that binds
 //! is as if it ran cudaSetDevice on its device. An
 //! engine that drives several GPUs from one thread with cudaSetDevice must
 //! call cudaSetDevice again after a graphcore call on another device's
