@@ -425,7 +425,8 @@ static void *run_rank(void *arg) {
     gc_pool *pool;
     void *raw;
     /* The set-up calls below make device r's primary context current on
-     * this thread (launches on a stream need none and leave it as it is);
+     * this thread (launches and captures on a stream need none and leave
+     * it as it is);
      * NCCL (through the CUDA runtime) uses the current device. */
     TRY(gc_context_create(r, &ctx));
     TRY(gc_stream_create(ctx, &s));

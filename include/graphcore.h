@@ -217,16 +217,19 @@ uint32_t gc_version(void);
  * The calling thread's current context: every graphcore call that reaches
  * the driver first makes its object's context current on the calling
  * thread (cuCtxSetCurrent) and leaves it current when it returns. The
- * exceptions are launches on a non-NULL stream, which run in the stream's
- * context whichever is current: gc_exec_launch, gc_runner_replay and
- * gc_launch need no current context and leave the thread's as it was, and
- * so do the kernel launches of the gc_op_* calls (a gc_op_* call still
- * makes its context current for what else it asks of the driver: the
- * first one on a context loads the built-in kernels). Do not rely on a
- * launch to make a device current. (Checked on CUDA 13 drivers: a driver
- * that still wants a current context for a launch makes it fail with
- * GC_ERROR_CUDA on a thread where none is; make one current first, e.g.
- * with any call that binds.) For the runtime API a call that binds
+ * exceptions are launches on a non-NULL stream and captures, which run in
+ * the stream's context whichever is current: gc_exec_launch,
+ * gc_runner_replay, gc_launch, gc_capture_begin and gc_capture_end need no
+ * current context and leave the thread's as it was, and so do the kernel
+ * launches of the gc_op_* calls (a gc_op_* call still makes its context
+ * current for what else it asks of the driver: the first one on a context
+ * loads the built-in kernels). Capturing into a conditional body
+ * (gc_capture_begin_into, and the gc_capture_end that ends it) and a
+ * failed gc_capture_end do bind. Do not rely on a launch or a capture to
+ * make a device current. (Checked on CUDA 13 drivers: a driver that still
+ * wants a current context for these makes them fail with GC_ERROR_CUDA
+ * on a thread where none is; make one current first, e.g. with any call
+ * that binds.) For the runtime API a call that binds
  * is as if it ran cudaSetDevice on its device. An
  * engine that drives several GPUs from one thread with cudaSetDevice must
  * call cudaSetDevice again after a graphcore call on another device's
@@ -2641,9 +2644,12 @@ enum gc_status gc_graph_wrap(struct gc_context *ctx,
                              struct gc_graph **graph);
 
 /**
- * Writes the number of nodes to *count.
+ * Writes the number of nodes to *count. A captured graph's count is read
+ * from CUDA by the first call that needs it (this one, or instantiating),
+ * not when the capture ends.
  * Errors: GC_ERROR_INVALID_ARGUMENT (graph or count is NULL),
- * GC_ERROR_INVALID_HANDLE (graph destroyed).
+ * GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_CUDA (reading a
+ * captured graph's count failed).
  */
 enum gc_status gc_graph_node_count(struct gc_graph *graph, size_t *count);
 
@@ -3140,7 +3146,9 @@ typedef struct gc_exec_statistics {
  * Fills *stats (set stats->struct_size = sizeof(gc_exec_statistics)):
  * node counts before and after fusion.
  * Errors: GC_ERROR_INVALID_ARGUMENT (exec or stats is NULL, or a wrong
- * struct_size), GC_ERROR_INVALID_HANDLE (exec destroyed).
+ * struct_size), GC_ERROR_INVALID_HANDLE (exec destroyed), GC_ERROR_CUDA
+ * (reading the node count of the captured graph the exec was last updated
+ * from, which no call had read yet).
  */
 enum gc_status gc_exec_stats(struct gc_exec *exec, struct gc_exec_statistics *stats);
 

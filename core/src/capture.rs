@@ -39,6 +39,9 @@ pub fn begin_capture_into(
         .ensure_same("the body", stream.context(), "the stream")?;
     open(stream, pool, || {
         body.begin_capture_into(|raw| {
+            // Beginning into a body is rare: the context is made current
+            // for it, as for the other calls that change a graph.
+            stream.context().bind()?;
             stream
                 .context()
                 .open_capture(|| dc::begin_capture_into(stream.raw(), raw, mode))
@@ -64,12 +67,15 @@ fn open(
         p.context()
             .ensure_same("the pool", stream.context(), "the stream")?;
     }
-    stream.context().bind()?;
+    // No context is made current: CUDA begins and ends a capture in the
+    // stream's context, whichever is current (as it launches; checked on
+    // CUDA 13 drivers, see the header's "Device and context").
     // Dropped on failure below, the pool's capture rolls back.
     let mut open = OpenCapture::new(pool.map(Pool::begin_capture).transpose()?);
     // CUDA refuses to begin on a stream that captures already; only then is
     // the stream asked why (one driver call fewer on the way in).
     open.into = begin().map_err(|e| {
+        let _ = stream.context().bind();
         if ds::capture_status(stream.raw()).is_ok_and(|st| st != CaptureStatus::None) {
             Error::invalid_state(
                 "the stream is already capturing outside graphcore (a capture begun with the CUDA API, or a stream that joined another capture)",
@@ -93,15 +99,17 @@ pub fn end_capture(stream: &Stream) -> Result<Graph> {
             "the stream is not capturing through graphcore: no capture was begun on it",
         )
     })?;
-    stream.context().bind()?;
     let ended = ds::end_capture(stream.raw());
     stream.context().close_capture();
     let body = open.into.take().map(|b| {
         *b.downcast::<Graph>()
             .expect("a capture's target is a graph")
     });
+    // Only reading a body back, and cleaning up after a failed capture,
+    // make the context current.
     match (ended, body) {
         (Ok(_), Some(body)) => {
+            stream.context().bind()?;
             let memory = open.pool.take().map(|p| p.end()).transpose()?;
             body.end_capture_into(memory, std::mem::take(&mut open.events))?;
             Ok(body)
@@ -110,9 +118,17 @@ pub fn end_capture(stream: &Stream) -> Result<Graph> {
             let memory = open.pool.take().map(|p| p.end()).transpose()?;
             let events = std::mem::take(&mut open.events);
             let args = std::mem::take(&mut open.args);
-            Graph::from_captured(stream.context(), raw, memory, events, args)
+            Ok(Graph::from_captured(
+                stream.context(),
+                raw,
+                memory,
+                events,
+                args,
+            ))
         }
         (Err(e), body) => {
+            // Best effort: the cleanup below runs either way.
+            let _ = stream.context().bind();
             match &body {
                 // The body is CUDA's and stays: only leave capture mode.
                 Some(b) => {

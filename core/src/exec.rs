@@ -76,8 +76,6 @@ enum Current {
     AsCaptured {
         /// The graph (kept alive by the exec anyway).
         graph: Graph,
-        /// Its number of nodes.
-        nodes: usize,
     },
 }
 
@@ -88,16 +86,17 @@ impl Current {
             Some((d, _)) => Current::Known(d.clone()),
             None => Current::AsCaptured {
                 graph: graph.clone(),
-                nodes: st.count(),
             },
         }
     }
 
-    /// Number of nodes.
-    fn len(&self) -> usize {
+    /// Number of nodes (a captured graph's count is read from CUDA if no
+    /// call has read it yet). Takes the graph's lock: call it holding no
+    /// graph lock.
+    fn len(&self) -> Result<usize> {
         match self {
-            Current::Known(d) => d.len(),
-            Current::AsCaptured { nodes, .. } => *nodes,
+            Current::Known(d) => Ok(d.len()),
+            Current::AsCaptured { graph } => graph.captured_count(),
         }
     }
 
@@ -142,7 +141,7 @@ impl Exec {
             "unknown instantiate flags 0x{:x}",
             flags & !flags::ALL
         );
-        ensure_arg!(graph.node_count() > 0, "the graph has no nodes");
+        ensure_arg!(graph.node_count()? > 0, "the graph has no nodes");
         graph.check_instantiable()?;
         let ctx = graph.context().clone();
         ctx.bind()?;
@@ -227,9 +226,9 @@ impl Exec {
     }
 
     /// Node counts before and after fusion.
-    pub fn stats(&self) -> ExecStats {
-        let graph_nodes = self.current().len();
-        match &*lock(&self.inner.fused) {
+    pub fn stats(&self) -> Result<ExecStats> {
+        let graph_nodes = self.current().len()?;
+        Ok(match &*lock(&self.inner.fused) {
             Some(f) => ExecStats {
                 graph_nodes,
                 fused_away: f.plan.fused_away(),
@@ -242,7 +241,7 @@ impl Exec {
                 instantiated_nodes: graph_nodes,
                 chains: 0,
             },
-        }
+        })
     }
 
     /// The graph that was instantiated (fused, if fusion applied), in DOT.

@@ -124,7 +124,7 @@ impl Runner {
             out.push(Bucket {
                 batch: b,
                 capture_us: t.elapsed().as_secs_f64() * 1e6,
-                node_count: graph.node_count(),
+                node_count: graph.node_count()?,
                 pool_bytes: graph.pool_bytes(),
                 exec,
             });

@@ -6,16 +6,19 @@
 //! The calling thread's current context: every graphcore call that reaches
 //! the driver first makes its object's context current on the calling
 //! thread (cuCtxSetCurrent) and leaves it current when it returns. The
-//! exceptions are launches on a non-NULL stream, which run in the stream's
-//! context whichever is current: gc_exec_launch, gc_runner_replay and
-//! gc_launch need no current context and leave the thread's as it was, and
-//! so do the kernel launches of the gc_op_* calls (a gc_op_* call still
-//! makes its context current for what else it asks of the driver: the
-//! first one on a context loads the built-in kernels). Do not rely on a
-//! launch to make a device current. (Checked on CUDA 13 drivers: a driver
-//! that still wants a current context for a launch makes it fail with
-//! GC_ERROR_CUDA on a thread where none is; make one current first, e.g.
-//! with any call that binds.) For the runtime API a call that binds
+//! exceptions are launches on a non-NULL stream and captures, which run in
+//! the stream's context whichever is current: gc_exec_launch,
+//! gc_runner_replay, gc_launch, gc_capture_begin and gc_capture_end need no
+//! current context and leave the thread's as it was, and so do the kernel
+//! launches of the gc_op_* calls (a gc_op_* call still makes its context
+//! current for what else it asks of the driver: the first one on a context
+//! loads the built-in kernels). Capturing into a conditional body
+//! (gc_capture_begin_into, and the gc_capture_end that ends it) and a
+//! failed gc_capture_end do bind. Do not rely on a launch or a capture to
+//! make a device current. (Checked on CUDA 13 drivers: a driver that still
+//! wants a current context for these makes them fail with GC_ERROR_CUDA
+//! on a thread where none is; make one current first, e.g. with any call
+//! that binds.) For the runtime API a call that binds
 //! is as if it ran cudaSetDevice on its device. An
 //! engine that drives several GPUs from one thread with cudaSetDevice must
 //! call cudaSetDevice again after a graphcore call on another device's

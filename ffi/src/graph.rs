@@ -489,14 +489,17 @@ pub extern "C" fn gc_graph_wrap(
     })
 }
 
-/// Writes the number of nodes to *count.
+/// Writes the number of nodes to *count. A captured graph's count is read
+/// from CUDA by the first call that needs it (this one, or instantiating),
+/// not when the capture ends.
 /// Errors: GC_ERROR_INVALID_ARGUMENT (graph or count is NULL),
-/// GC_ERROR_INVALID_HANDLE (graph destroyed).
+/// GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_CUDA (reading a
+/// captured graph's count failed).
 #[no_mangle]
 pub extern "C" fn gc_graph_node_count(graph: *mut gc_graph, count: *mut usize) -> gc_status {
     boundary("gc_graph_node_count", || {
         let out = Out::new(count, "count")?;
-        out.set(self::graph(graph, "graph")?.node_count());
+        out.set(self::graph(graph, "graph")?.node_count()?);
         Ok(())
     })
 }

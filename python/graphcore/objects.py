@@ -210,8 +210,9 @@ class Context(_Handle):
     several threads at once; close() it last (it must not race with other
     calls). Calls on its objects make it the calling thread's current CUDA
     context (cuCtxSetCurrent), except launches on a stream (Exec.launch,
-    ops.launch, the kernels of the other ops), which need none and leave
-    the thread's as it was."""
+    ops.launch, the kernels of the other ops) and captures (capture begin
+    and end, not into a conditional body), which need none and leave the
+    thread's as it was."""
 
     _destroy = "gc_context_destroy"
 

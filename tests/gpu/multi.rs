@@ -120,7 +120,7 @@ fn objects_of_two_devices_are_refused_naming_both() {
         unsafe { g0.add_memcpy(x1, x0, 1024, &[]) },
         &["device 1", "device 0"],
     );
-    assert_eq!(g0.node_count(), 0);
+    assert_eq!(g0.node_count().unwrap(), 0);
 }
 
 /// With peer access on, copies on a stream of the peer device and copy

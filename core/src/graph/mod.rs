@@ -96,9 +96,11 @@ pub(crate) struct GraphState {
     /// first call that needs them ([`Graph::described`]), so ending a
     /// capture costs what CUDA's own end does.
     described: Option<Described>,
-    /// Number of nodes (kept with the description, and known for a captured
-    /// graph before it is read back).
-    count: usize,
+    /// Number of nodes: kept with the description; for a captured or
+    /// wrapped graph, `None` until a call needs it ([`GraphState::count`]
+    /// reads it from CUDA), so that ending a capture makes no call past
+    /// CUDA's own end.
+    count: Option<usize>,
     /// Functions launched by kernel nodes (kept loaded).
     functions: Vec<Function>,
     /// Pool memory held by this graph's capture and its child graphs'.
@@ -153,12 +155,13 @@ impl Described {
 
 impl GraphState {
     /// The state of CUDA graph `raw` (`owned` when graphcore destroys it)
-    /// with `count` nodes, described or not yet, keeping nothing alive yet.
+    /// with `count` nodes (`None`: not read yet), described or not yet,
+    /// keeping nothing alive yet.
     fn new(
         owned: Option<Owned<CUgraph>>,
         raw: CUgraph,
         described: Option<Described>,
-        count: usize,
+        count: Option<usize>,
     ) -> GraphState {
         GraphState {
             owned,
@@ -196,9 +199,18 @@ impl GraphState {
         self.described.as_ref().map(|d| (&d.desc, &d.nodes))
     }
 
-    /// Number of nodes.
-    pub(crate) fn count(&self) -> usize {
-        self.count
+    /// Number of nodes, read from CUDA the first time for a captured or
+    /// wrapped graph (the lock held makes the read a call on the graph that
+    /// nothing else overlaps).
+    pub(crate) fn count(&mut self) -> Result<usize> {
+        match self.count {
+            Some(n) => Ok(n),
+            None => {
+                let n = dg::node_count(self.raw())?;
+                self.count = Some(n);
+                Ok(n)
+            }
+        }
     }
 }
 
@@ -213,7 +225,9 @@ impl<'a> DescribedState<'a> {
     /// graph's is read back now if no call has needed it before.
     fn new(mut st: SpinGuard<'a, GraphState>, ctx: &Context) -> Result<Self> {
         if st.described.is_none() {
-            st.described = Some(Graph::read_back(ctx, st.raw())?);
+            let d = Graph::read_back(ctx, st.raw())?;
+            st.count = Some(d.desc.len());
+            st.described = Some(d);
         }
         Ok(DescribedState { st })
     }
@@ -413,28 +427,26 @@ impl Graph {
         ctx.bind()?;
         let raw = Owned::new(dg::create()?, ctx.primary());
         let cuda = raw.raw();
-        let state = GraphState::new(Some(raw), cuda, Some(Described::empty()), 0);
+        let state = GraphState::new(Some(raw), cuda, Some(Described::empty()), Some(0));
         Ok(Self::wrap(ctx, state, None))
     }
 
     /// Wraps a graph CUDA captured; it keeps `events` (those of its event
-    /// nodes) alive. Only its node count is read now; its nodes, edges and
-    /// parameters are read back when first needed.
+    /// nodes) alive. Nothing is read from CUDA now: its node count, nodes,
+    /// edges and parameters are read back when first needed.
     pub(crate) fn from_captured(
         ctx: &Context,
         raw: CUgraph,
         memory: Option<GraphMemory>,
         events: Vec<Event>,
         args: Vec<ArgDecl>,
-    ) -> Result<Graph> {
-        // On failure, dropping `owned` destroys the graph.
+    ) -> Graph {
         let owned = Owned::new(raw, ctx.primary());
-        let count = dg::node_count(raw)?;
-        let mut state = GraphState::new(Some(owned), raw, None, count);
+        let mut state = GraphState::new(Some(owned), raw, None, None);
         state.memory = memory.map(Arc::new).into_iter().collect();
         state.events = events;
         state.args = args;
-        Ok(Self::wrap(ctx, state, None))
+        Self::wrap(ctx, state, None)
     }
 
     /// Marks an empty conditional body as the target of a capture
@@ -456,10 +468,10 @@ impl Graph {
             !st.capturing,
             "a capture into this body is already open (end it on the stream that began it)"
         );
+        let count = st.count()?;
         ensure_arg!(
-            st.count == 0,
-            "the body already has {} nodes: capture only into an empty body",
-            st.count
+            count == 0,
+            "the body already has {count} nodes: capture only into an empty body"
         );
         begin(st.raw())?;
         st.capturing = true;
@@ -481,7 +493,7 @@ impl Graph {
             let mut d = Graph::read_back(&self.inner.ctx, st.raw())?;
             // A body is built, not instantiated: no as-captured state.
             d.as_captured = None;
-            st.count = d.desc.len();
+            st.count = Some(d.desc.len());
             st.described = Some(d);
             st.events.extend(events);
             st.memory.extend(memory.clone());
@@ -522,9 +534,11 @@ impl Graph {
         ensure_arg!(!raw.is_null(), "`raw` is NULL");
         // Adopted first, so that a failure below destroys it too.
         let owned = adopt.then(|| Owned::new(raw, ctx.primary()));
+        // Its node count is read now: a graph CUDA does not know fails
+        // here, not at a later call.
         ctx.bind()?;
         let count = dg::node_count(raw)?;
-        let state = GraphState::new(owned, raw, None, count);
+        let state = GraphState::new(owned, raw, None, Some(count));
         Ok(Self::wrap(ctx, state, None))
     }
 
@@ -621,6 +635,16 @@ impl Graph {
         Ok(d.as_captured.as_ref().unwrap_or(&d.desc).clone())
     }
 
+    /// The number of nodes of [`captured_desc`](Self::captured_desc),
+    /// without reading the graph back.
+    pub(crate) fn captured_count(&self) -> Result<usize> {
+        let mut st = self.state();
+        match &st.described {
+            Some(d) => Ok(d.as_captured.as_ref().unwrap_or(&d.desc).len()),
+            None => st.count(),
+        }
+    }
+
     /// The graph's unique id (what [`Node::graph`] holds).
     pub fn id(&self) -> u64 {
         self.inner.id
@@ -641,9 +665,10 @@ impl Graph {
         self.inner.state.acquire()
     }
 
-    /// Number of nodes.
-    pub fn node_count(&self) -> usize {
-        self.state().count
+    /// Number of nodes (of a captured or wrapped graph, read from CUDA the
+    /// first time).
+    pub fn node_count(&self) -> Result<usize> {
+        self.state().count()
     }
 
     /// A copy of the graph's description (a captured graph is read back
@@ -822,7 +847,7 @@ impl Graph {
         let d = st.described_mut();
         let index = desc_mut(&mut d.desc).push_deps(kind, deps);
         d.nodes.push(raw);
-        st.st.count = index + 1;
+        st.st.count = Some(index + 1);
         Node {
             graph: self.inner.id,
             index: index as u32,
@@ -1054,11 +1079,11 @@ impl Graph {
             .ctx
             .ensure_same("the graph", child.context(), "the child graph")?;
         // CUDA reads the child while it copies it: both locks are held.
-        let (st, c) = lock_in_order(
+        let (st, mut c) = lock_in_order(
             (&self.inner.state, self.inner.id),
             (&child.inner.state, child.inner.id),
         );
-        let nodes = c.count;
+        let nodes = c.count()?;
         ensure_arg!(nodes > 0, "the child graph has no nodes");
         ensure_arg!(
             !child.is_body(),
@@ -1275,7 +1300,7 @@ impl Graph {
             .into_iter()
             .map(|g| {
                 // CUDA destroys the body with its holder: not owned here.
-                let state = GraphState::new(None, g, Some(Described::empty()), 0);
+                let state = GraphState::new(None, g, Some(Described::empty()), Some(0));
                 Self::wrap(&self.inner.ctx, state, holder.clone())
             })
             .collect();
