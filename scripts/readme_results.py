@@ -202,21 +202,21 @@ def block_reliability():
 
 
 def block_gpu_run():
-    """The last complete stage/run.sh, whole or in its two parts
+    """The last complete stage/run.sh, whole or in its parts
     (benches/results/gpu_check.txt): its device and date, its summary and
     the suite's test count."""
     text = (RESULTS / "gpu_check.txt").read_text()
     head = text.splitlines()[0]
     device = re.search(r"on an (NVIDIA [^(]+?) \(", head).group(1)
     date = re.search(r"\d{4}-\d{2}-\d{2}", head).group(0)
-    # One summary line, or one per part (stage/run.sh 1 and 2).
-    sums = re.findall(r"^gpu-check: (\d+) passed, (\d+) failed.*?( \(part \d of \d\))?$", text, re.M)
+    # One summary line, or one per part (stage/run.sh 1, 2, ...).
+    sums = re.findall(r"^gpu-check: (\d+) passed, (\d+) failed.*?( \(part \d of (\d)\))?$", text, re.M)
     passed, failed = (sum(int(x[i]) for x in sums) for i in (0, 1))
-    how = "in its two parts" if any(x[2] for x in sums) else "complete"
+    words = {1: "one", 2: "two", 3: "three", 4: "four"}
+    how = f"in its {words[len(sums)]} parts" if any(x[2] for x in sums) else "complete"
     suite = int(re.search(r"^test result: ok\. (\d+) passed", text, re.M).group(1))
     ranks = re.search(r"^multi-gpu: (\d+) GPU\(s\): every configuration runs on (\d+) rank", text, re.M)
     gpus, ranks = map(int, ranks.groups()) if ranks else (1, 1)
-    words = {1: "one", 2: "two", 3: "three", 4: "four"}
     machine = f"an {device}" if gpus == 1 else f"{words.get(gpus, gpus)} {device}s of one host"
     multi = (
         "multi-GPU at one rank" if ranks == 1
