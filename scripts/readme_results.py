@@ -309,7 +309,8 @@ def block_h200():
         ),
         "",
         "Raw CUDA vs graphcore, cudaGraphsPerfScaling's method (`stage/bin/graph_perf_scaling`, "
-        "chains of 1-1000 empty kernels; `graph_perf_scaling.json`):",
+        f"chains of 1-1000 empty kernels; medians of {scaling['runs']} runs pinned to two CPUs, the "
+        f"library of {scaling['library']}, {scaling['date'][:10]}; `graph_perf_scaling.json`):",
         "",
         "| operation | graphcore \u00f7 raw, 1-1000 nodes | target | met at |",
         "|---|---|---|---|",
@@ -1319,8 +1320,8 @@ def block_launch_bind():
         "`footprint_launch_bind.json`). Priced alone "
         "on raw CUDA chains (`stage/bin/driver_floor`, `h200/driver_floor.json`), the "
         f"`cuCtxGetCurrent` that each launch made cost {per_launch[0]:.1f} ns a launch under capture at "
-        f"100 nodes and {per_launch[1]:.1f} at 1000, and the driver calls graphcore still adds (a bind "
-        f"at capture begin and end, the node count) put capture at {min(floor):.3f}-{max(floor):.3f}× "
+        f"100 nodes and {per_launch[1]:.1f} at 1000, and the driver calls graphcore then added (a bind "
+        f"at capture begin and end, the node count; gone since, below) put capture at {min(floor):.3f}-{max(floor):.3f}× "
         f"raw at 20-1000 nodes, and the bind before each node added (the driver needs a current "
         f"context there) put building at {min(bfloor):.3f}-{max(bfloor):.3f}×. Alternated with the "
         "library before it on the two-GPU host (5 pinned runs each, `h200/launch_bind_ab.json`): "
@@ -1358,8 +1359,56 @@ def block_build_paths():
         f"{t('final', 'build10', 'Ir'):.0f} instructions instead of {t('main', 'build10', 'Ir'):.0f}; an "
         f"instantiate of a one-node graph {t('final', 'instantiate', 'Ir'):.0f} instead of "
         f"{t('main', 'instantiate', 'Ir'):.0f}. The atomic read-modify-writes saved (7.6 ns each on "
-        "the GPU host) are not in these counts. These changes have not been timed on the H200 yet: "
-        "this section's H200 figures are of the earlier libraries they name."
+        "the GPU host) are not in these counts. On the H200 they were timed together with the "
+        "change below (captures bind no context), in its A/B: " + ab_medians("build", (1, 10, 100, 1000))
+        + "; " + ab_medians("instantiate", (1, 10, 100, 1000)) + "."
+    )
+
+
+def ab_medians(row, lengths):
+    """`row`'s median ratios in h200/capture_count_ab.json at `lengths`:
+    the new library's, then the base library's."""
+    ab = {(r["row"], r["nodes"]): r for r in load("h200/capture_count_ab.json")["rows"]}
+    new = " / ".join(f"{ab[(row, n)]['new_median']:.3f}" for n in lengths)
+    base = " / ".join(f"{ab[(row, n)]['base_median']:.3f}" for n in lengths)
+    return f"{row} at {' / '.join(map(str, lengths))} nodes {new}× raw against {base}×"
+
+
+def block_capture_bind():
+    """Captures that bind no context and read no node count: the driver
+    calls dropped (footprint_capture_bind.json), their price on raw chains
+    (h200/driver_floor_capture.json, a run of the same session) and the
+    A/B (h200/capture_count_ab.json)."""
+    fp = load("footprint_capture_bind.json")["libraries"]
+    ncalls = lambda lab, op: sum(fp[lab][op]["driver_calls"].values())  # noqa: E731
+    fl = {(r["row"], r["nodes"]): r for r in load("h200/driver_floor_capture.json")["rows"]}
+    ab = {(r["row"], r["nodes"]): r for r in load("h200/capture_count_ab.json")["rows"]}
+    lengths = sorted(n for (row, n) in ab if row == "capture")
+    runs = len(ab[("capture", 1)]["new_ratios"])
+    met = [n for n in lengths if ab[("capture", n)]["new_median"] <= 1.10]
+    met_base = [n for n in lengths if ab[("capture", n)]["base_median"] <= 1.10]
+    dropped = {n: (fl[("capture", n)]["raw_plus_extra_us"] / fl[("capture", n)]["raw_us"] - 1) * 100
+               for n in (1, 100, 1000)}
+    return prose(
+        "Captures bind no context and read no node count: `gc_capture_begin` and `gc_capture_end` "
+        "make no `cuCtxGetCurrent` (CUDA begins and ends a capture in the stream's context, as it "
+        "launches; the GPU test above now captures from a thread with no current context too), and "
+        "a captured graph's node count is read by the first call that needs it (instantiating, "
+        "`gc_graph_node_count`), not at the capture's end. Over the no-op driver a capture of one "
+        f"launch makes {ncalls('after', 'capture1'):g} driver calls instead of "
+        f"{ncalls('before', 'capture1'):g}, CUDA's own (`footprint_capture_bind.json`). Priced on "
+        "raw CUDA chains in the same session (`stage/bin/driver_floor`, `h200/driver_floor_capture.json`), "
+        "the calls dropped "
+        f"cost {dropped[1]:.1f}% of a raw capture at 1 node, {dropped[100]:.1f}% at 100 and "
+        f"{dropped[1000]:.1f}% at 1000. Alternated with the library of 8eea574 on the two-GPU host "
+        f"({runs} pinned runs each, `h200/capture_count_ab.json`): "
+        + ab_medians("capture", (1, 10, 50, 100, 1000))
+        + f"; within 1.10× at {len(met)} of {len(lengths)} lengths ("
+        + (", ".join(map(str, met)) + " nodes" if met else "none")
+        + f") against {len(met_base)}"
+        + (f" ({', '.join(map(str, met_base))} nodes)" if met_base else "")
+        + "; " + ab_medians("launch", (1, 10, 100, 1000))
+        + "; " + ab_medians("update", (1, 10, 100, 1000)) + "."
     )
 
 
@@ -1386,8 +1435,8 @@ def block_footprint():
     pool = [x for c in ("call3", "call4") for v in ab[c]["pool_pair_ns"].values() for x in v]
     b, c, l = lines("build"), lines("capture"), lines("launch")
     return (
-        "The table is one run, pinned to two CPUs, of the library of 23384f5 (the pool figures an "
-        "unpinned run of it), whose hot calls touch fewer cache lines (one handle-lookup routine for "
+        "The pool figures are an unpinned run of the library of 23384f5, whose hot calls touch "
+        "fewer cache lines (one handle-lookup routine for "
         "every table, a node's dependencies resolved in one pass, fat LTO): over the no-op driver with "
         "its caches evicted at each driver call (`benches/footprint/footprint.py`, "
         f"`benches/results/footprint.json`), a node added touches {b[1]:.1f} code lines instead of "
@@ -1426,6 +1475,7 @@ BLOCKS = {
     "footprint": block_footprint,
     "launch-bind": block_launch_bind,
     "build-paths": block_build_paths,
+    "capture-bind": block_capture_bind,
     "simple-graphs": block_simple_graphs,
     "call-breakdown": block_call_breakdown,
     "host-profile": block_host_profile,
