@@ -2288,7 +2288,8 @@ enum gc_status gc_capture_begin(struct gc_stream *stream,
  * capture used. Ending costs what CUDA's own end does: the graph's nodes
  * are read back only by the first call that needs them (DOT, adding nodes
  * or edges, fusion, gc_exec_set_kernel_args, an update compared node by
- * node).
+ * node), and its node count by the first that needs it (instantiating,
+ * gc_graph_node_count).
  * Errors: GC_ERROR_INVALID_ARGUMENT (stream or graph is NULL; the capture
  * then stays open), GC_ERROR_INVALID_HANDLE (stream destroyed),
  * GC_ERROR_INVALID_STATE (no graphcore capture is open on the stream),
