@@ -2288,8 +2288,9 @@ enum gc_status gc_capture_begin(struct gc_stream *stream,
  * capture used. Ending costs what CUDA's own end does: the graph's nodes
  * are read back only by the first call that needs them (DOT, adding nodes
  * or edges, fusion, gc_exec_set_kernel_args, an update compared node by
- * node), and its node count by the first that needs it (instantiating,
- * gc_graph_node_count).
+ * node), and its node count by the first that needs it
+ * (gc_graph_node_count, gc_exec_stats; instantiating asks CUDA only
+ * whether the graph has a node).
  * Errors: GC_ERROR_INVALID_ARGUMENT (stream or graph is NULL; the capture
  * then stays open), GC_ERROR_INVALID_HANDLE (stream destroyed),
  * GC_ERROR_INVALID_STATE (no graphcore capture is open on the stream),
@@ -2646,7 +2647,7 @@ enum gc_status gc_graph_wrap(struct gc_context *ctx,
 
 /**
  * Writes the number of nodes to *count. A captured graph's count is read
- * from CUDA by the first call that needs it (this one, or instantiating),
+ * from CUDA by the first call that needs it (this one, or gc_exec_stats),
  * not when the capture ends.
  * Errors: GC_ERROR_INVALID_ARGUMENT (graph or count is NULL),
  * GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_CUDA (reading a
@@ -3148,8 +3149,8 @@ typedef struct gc_exec_statistics {
  * node counts before and after fusion.
  * Errors: GC_ERROR_INVALID_ARGUMENT (exec or stats is NULL, or a wrong
  * struct_size), GC_ERROR_INVALID_HANDLE (exec destroyed), GC_ERROR_CUDA
- * (reading the node count of the captured graph the exec was last updated
- * from, which no call had read yet).
+ * (reading the node count of the captured graph the exec was instantiated
+ * or last updated from, which no call had read yet).
  */
 enum gc_status gc_exec_stats(struct gc_exec *exec, struct gc_exec_statistics *stats);
 

@@ -141,7 +141,7 @@ impl Exec {
             "unknown instantiate flags 0x{:x}",
             flags & !flags::ALL
         );
-        ensure_arg!(graph.node_count()? > 0, "the graph has no nodes");
+        ensure_arg!(!graph.is_empty()?, "the graph has no nodes");
         graph.check_instantiable()?;
         let ctx = graph.context().clone();
         ctx.bind()?;

@@ -87,8 +87,9 @@ pub extern "C" fn gc_capture_begin(
 /// capture used. Ending costs what CUDA's own end does: the graph's nodes
 /// are read back only by the first call that needs them (DOT, adding nodes
 /// or edges, fusion, gc_exec_set_kernel_args, an update compared node by
-/// node), and its node count by the first that needs it (instantiating,
-/// gc_graph_node_count).
+/// node), and its node count by the first that needs it
+/// (gc_graph_node_count, gc_exec_stats; instantiating asks CUDA only
+/// whether the graph has a node).
 /// Errors: GC_ERROR_INVALID_ARGUMENT (stream or graph is NULL; the capture
 /// then stays open), GC_ERROR_INVALID_HANDLE (stream destroyed),
 /// GC_ERROR_INVALID_STATE (no graphcore capture is open on the stream),

@@ -286,8 +286,8 @@ impl Versioned for gc_exec_statistics {
 /// node counts before and after fusion.
 /// Errors: GC_ERROR_INVALID_ARGUMENT (exec or stats is NULL, or a wrong
 /// struct_size), GC_ERROR_INVALID_HANDLE (exec destroyed), GC_ERROR_CUDA
-/// (reading the node count of the captured graph the exec was last updated
-/// from, which no call had read yet).
+/// (reading the node count of the captured graph the exec was instantiated
+/// or last updated from, which no call had read yet).
 #[no_mangle]
 pub extern "C" fn gc_exec_stats(exec: *mut gc_exec, stats: *mut gc_exec_statistics) -> gc_status {
     boundary("gc_exec_stats", || {

@@ -490,7 +490,7 @@ pub extern "C" fn gc_graph_wrap(
 }
 
 /// Writes the number of nodes to *count. A captured graph's count is read
-/// from CUDA by the first call that needs it (this one, or instantiating),
+/// from CUDA by the first call that needs it (this one, or gc_exec_stats),
 /// not when the capture ends.
 /// Errors: GC_ERROR_INVALID_ARGUMENT (graph or count is NULL),
 /// GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_CUDA (reading a

@@ -258,6 +258,20 @@ pub(crate) fn node_count(g: CUgraph) -> Result<usize> {
     Ok(n)
 }
 
+/// True when `g` has a node: asks CUDA for one node, not for the count
+/// (which costs a walk over every node).
+pub(crate) fn has_nodes(g: CUgraph) -> Result<bool> {
+    let mut one = [std::ptr::null_mut(); 1];
+    let mut n = one.len();
+    check(
+        // SAFETY: `one` has room for `n` nodes; CUDA writes how many it
+        // found (at most `n`) back to `n`.
+        unsafe { sys::cuGraphGetNodes(g, one.as_mut_ptr(), &mut n) },
+        "cuGraphGetNodes",
+    )?;
+    Ok(n > 0)
+}
+
 /// Every node of `g`.
 pub(crate) fn nodes(g: CUgraph) -> Result<Vec<CUgraphNode>> {
     let mut n = node_count(g)?;

@@ -199,6 +199,15 @@ impl GraphState {
         self.described.as_ref().map(|d| (&d.desc, &d.nodes))
     }
 
+    /// True when the graph has no nodes; for a captured graph whose count
+    /// was not read, CUDA is asked for one node only.
+    fn is_empty(&self) -> Result<bool> {
+        match self.count {
+            Some(n) => Ok(n == 0),
+            None => Ok(!dg::has_nodes(self.raw())?),
+        }
+    }
+
     /// Number of nodes, read from CUDA the first time for a captured or
     /// wrapped graph (the lock held makes the read a call on the graph that
     /// nothing else overlaps).
@@ -663,6 +672,12 @@ impl Graph {
 
     pub(crate) fn state(&self) -> SpinGuard<'_, GraphState> {
         self.inner.state.acquire()
+    }
+
+    /// True when the graph has no nodes (a captured graph's count is not
+    /// read for this).
+    pub(crate) fn is_empty(&self) -> Result<bool> {
+        self.state().is_empty()
     }
 
     /// Number of nodes (of a captured or wrapped graph, read from CUDA the
