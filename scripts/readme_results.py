@@ -310,7 +310,8 @@ def block_h200():
         "",
         "Raw CUDA vs graphcore, cudaGraphsPerfScaling's method (`stage/bin/graph_perf_scaling`, "
         f"chains of 1-1000 empty kernels; medians of {scaling['runs']} runs pinned to two CPUs, the "
-        f"library of {scaling['library']}, {scaling['date'][:10]}; `graph_perf_scaling.json`):",
+        f"library of {scaling['library']}, {scaling['device_kind']}, {scaling['date'][:10]}; "
+        "`graph_perf_scaling.json`):",
         "",
         "| operation | graphcore \u00f7 raw, 1-1000 nodes | target | met at |",
         "|---|---|---|---|",
@@ -1365,10 +1366,10 @@ def block_build_paths():
     )
 
 
-def ab_medians(row, lengths):
-    """`row`'s median ratios in h200/capture_count_ab.json at `lengths`:
-    the new library's, then the base library's."""
-    ab = {(r["row"], r["nodes"]): r for r in load("h200/capture_count_ab.json")["rows"]}
+def ab_medians(row, lengths, name="h200/capture_count_ab.json"):
+    """`row`'s median ratios in the A/B file `name` at `lengths`: the new
+    library's, then the base library's."""
+    ab = {(r["row"], r["nodes"]): r for r in load(name)["rows"]}
     new = " / ".join(f"{ab[(row, n)]['new_median']:.3f}" for n in lengths)
     base = " / ".join(f"{ab[(row, n)]['base_median']:.3f}" for n in lengths)
     return f"{row} at {' / '.join(map(str, lengths))} nodes {new}× raw against {base}×"
@@ -1408,7 +1409,31 @@ def block_capture_bind():
         + f") against {len(met_base)}"
         + (f" ({', '.join(map(str, met_base))} nodes)" if met_base else "")
         + "; " + ab_medians("launch", (1, 10, 100, 1000))
-        + "; " + ab_medians("update", (1, 10, 100, 1000)) + "."
+        + "; " + ab_medians("update", (1, 10, 100, 1000)) + ". "
+        + has_node_text()
+    )
+
+
+def has_node_text():
+    """Instantiating without the node count (h200/has_node_ab.json,
+    h200/driver_floor_node_queries.json)."""
+    q = {r["nodes"]: r for r in load("h200/driver_floor_node_queries.json")["rows"] if r["row"] == "node_queries"}
+    name = "h200/has_node_ab.json"
+    ab = {(r["row"], r["nodes"]): r for r in load(name)["rows"]}
+    cap = [ab[("capture", n)] for n in (100, 200, 500, 1000)]
+    lo = lambda lab: min(r[f"{lab}_median"] for r in cap)  # noqa: E731
+    hi = lambda lab: max(r[f"{lab}_median"] for r in cap)  # noqa: E731
+    return prose(
+        "Since then instantiating a captured graph no longer reads its count either: it asks CUDA "
+        "whether the graph has a node (`cuGraphGetNodes` with room for one), which cost "
+        f"{q[1]['has_node_ns']:.0f}-{max(r['has_node_ns'] for r in q.values()):.0f} ns at 1-1000 nodes against "
+        f"{q[1]['count_ns']:.0f} ns for the count at 1 node and {q[1000]['count_ns']:.0f} ns at 1000 "
+        "(`stage/bin/driver_floor`, `h200/driver_floor_node_queries.json`). Alternated with 0d9097b's "
+        "library on a one-GPU host (10 pinned runs each, `h200/has_node_ab.json`): "
+        + ab_medians("instantiate", (1, 5, 10, 100, 1000), name)
+        + f"; the runs of each library spread wider than that. On that host capture at 100-1000 nodes "
+        f"was {lo('new'):.3f}-{hi('new'):.3f}\u00d7 (and {lo('base'):.3f}-{hi('base'):.3f}\u00d7 with 0d9097b's "
+        "library): the 1.10\u00d7 target met on one host instance is missed on another."
     )
 
 
