@@ -96,10 +96,10 @@ pub(crate) struct GraphState {
     /// first call that needs them ([`Graph::described`]), so ending a
     /// capture costs what CUDA's own end does.
     described: Option<Described>,
-    /// Number of nodes: kept with the description; for a captured or
-    /// wrapped graph, `None` until a call needs it ([`GraphState::count`]
-    /// reads it from CUDA), so that ending a capture makes no call past
-    /// CUDA's own end.
+    /// Number of nodes: kept with the description; for a captured graph,
+    /// `None` until a call needs it ([`GraphState::count`] reads it from
+    /// CUDA), so that ending a capture makes no call past CUDA's own end.
+    /// (A wrapped graph's is read when it is wrapped.)
     count: Option<usize>,
     /// Functions launched by kernel nodes (kept loaded).
     functions: Vec<Function>,
@@ -208,9 +208,9 @@ impl GraphState {
         }
     }
 
-    /// Number of nodes, read from CUDA the first time for a captured or
-    /// wrapped graph (the lock held makes the read a call on the graph that
-    /// nothing else overlaps).
+    /// Number of nodes, read from CUDA the first time for a captured graph
+    /// (the lock held makes the read a call on the graph that nothing else
+    /// overlaps).
     pub(crate) fn count(&mut self) -> Result<usize> {
         match self.count {
             Some(n) => Ok(n),
@@ -680,8 +680,8 @@ impl Graph {
         self.state().is_empty()
     }
 
-    /// Number of nodes (of a captured or wrapped graph, read from CUDA the
-    /// first time).
+    /// Number of nodes (of a captured graph, read from CUDA the first
+    /// time).
     pub fn node_count(&self) -> Result<usize> {
         self.state().count()
     }
