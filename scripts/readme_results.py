@@ -1292,6 +1292,20 @@ def block_multi_gpu():
     return "\n".join(lines)
 
 
+def needs_context():
+    """Which graph calls crashed on a thread with no current context
+    (h200/context_free_probe.json), as a clause."""
+    rows = load("h200/context_free_probe.json")["rows"]
+    crashed = [r["call"] for r in rows if r["outcome"].startswith("crashed")]
+    fine = [r["call"] for r in rows if r["outcome"] == "CUDA_SUCCESS"]
+    refused = [f"{r['call']} returned {r['outcome']}" for r in rows if r["call"] not in crashed + fine]
+    assert "add_kernel_ctx_set" in crashed, "the probe no longer crashes when the node names its context"
+    return (f"on a thread with none, {len(crashed)} of the {len(rows)} graph calls probed crashed the "
+            "driver, adding a kernel node among them even when its parameters name the context, "
+            f"{len(fine)} ran" + "".join(f", {r}" for r in refused)
+            + "; `benches/cuda/context_free_probe.sh`, `h200/context_free_probe.json`")
+
+
 def block_launch_bind():
     """What a context bind per launch cost (h200/driver_floor.json), the
     driver calls the change dropped (footprint_launch_bind.json) and its
@@ -1323,8 +1337,9 @@ def block_launch_bind():
         f"`cuCtxGetCurrent` that each launch made cost {per_launch[0]:.1f} ns a launch under capture at "
         f"100 nodes and {per_launch[1]:.1f} at 1000, and the driver calls graphcore then added (a bind "
         f"at capture begin and end, the node count; gone since, below) put capture at {min(floor):.3f}-{max(floor):.3f}× "
-        f"raw at 20-1000 nodes, and the bind before each node added (the driver needs a current "
-        f"context there) put building at {min(bfloor):.3f}-{max(bfloor):.3f}×. Alternated with the "
+        f"raw at 20-1000 nodes, and the bind before each node added put building at "
+        f"{min(bfloor):.3f}-{max(bfloor):.3f}× (the driver needs a current context there: {needs_context()}). "
+        "Alternated with the "
         "library before it on the two-GPU host (5 pinned runs each, `h200/launch_bind_ab.json`): "
         f"capture at 20-1000 nodes {span('new')[0]:.3f}-{span('new')[1]:.3f}× against "
         f"{span('main')[0]:.3f}-{span('main')[1]:.3f}× (medians), within 1.10× at "

@@ -891,8 +891,9 @@ impl Graph {
         let mut resolved = Deps::empty();
         self.resolve_into(&st, deps, &mut resolved)?;
         // The driver needs the context current even though the node names
-        // its function (without it, a thread that never made one current
-        // crashes in the driver).
+        // its function: without it, a thread that never made one current
+        // crashes in the driver, also when the parameters' `ctx` names the
+        // context (benches/cuda/context_free_probe.cu).
         self.inner.ctx.bind()?;
         let params = KernelParams {
             func: f.raw(),
