@@ -1499,6 +1499,31 @@ def block_footprint():
     )
 
 
+def block_small_traffic():
+    """What a small layer's memory traffic costs it (h200/small_traffic.json)."""
+    d = load("h200/small_traffic.json")
+    rows = {(r["k"], r["n"], r["m"]): r for r in d["rows"]}
+    share = [r["traffic_share_of_work"] for r in d["rows"]]
+    first = [rows[(1024, 512, m)] for m in (16, 32)]
+
+    def us(r, v):
+        return f"{r['mean_us'][v]:.2f}"
+
+    return prose(
+        "Where a small layer's time goes (`benches/gemm_harness/small_traffic.sh`, `h200/small_traffic.json`: "
+        "the small-batch kernel at 8-64 rows on the notes' layers, in a graph of many, built also with every "
+        "x row read from row 0 and every W column from column 0, so that those loads hit L1): the notes' first "
+        f"layer at 16 / 32 rows takes {us(first[0], 'shipped')} / {us(first[1], 'shipped')} µs, "
+        f"{us(first[0], 'x_row0')} / {us(first[1], 'x_row0')} with x free, {us(first[0], 'w_col0')} / "
+        f"{us(first[1], 'w_col0')} with W free, {us(first[0], 'both')} / {us(first[1], 'both')} with both, "
+        f"and the same grid of empty blocks {first[0]['empty_grid_us']:.2f} / {first[1]['empty_grid_us']:.2f}. "
+        f"Over the {len(share)} layer shapes and row counts the traffic past L1 is "
+        f"{min(share) * 100:.0f}-{max(share) * 100:.0f}% of the time above the empty grid; the rest is issuing "
+        "the loads and products and waiting on them inside the SM. So reading x once per cluster instead of "
+        "once per block (split-K, multicast) could save at most that share, before the cost of its barriers."
+    )
+
+
 BLOCKS = {
     "multi-gpu": block_multi_gpu,
     "pdl": block_pdl,
@@ -1516,6 +1541,7 @@ BLOCKS = {
     "launch-bind": block_launch_bind,
     "build-paths": block_build_paths,
     "capture-bind": block_capture_bind,
+    "small-traffic": block_small_traffic,
     "simple-graphs": block_simple_graphs,
     "call-breakdown": block_call_breakdown,
     "host-profile": block_host_profile,
