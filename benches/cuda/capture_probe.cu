@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include "cu_name.cuh"
 #include <vector>
 
 __global__ void noop(float *p) {
@@ -18,12 +19,6 @@ __global__ void noop(float *p) {
 
 static CUcontext ctx;
 static CUdevice dev;
-
-static std::string name(CUresult r) {
-    const char *s = nullptr;
-    cuGetErrorName(r, &s);
-    return s ? s : "?";
-}
 
 // Runs `other` on a second thread while this thread captures.
 static void probe(const char *what, std::function<CUresult()> other) {
@@ -44,8 +39,8 @@ static void probe(const char *what, std::function<CUresult()> other) {
     noop<<<1, 32, 0, (cudaStream_t)s>>>(buf);
     CUgraph g = nullptr;
     CUresult end = cuStreamEndCapture(s, &g);
-    std::printf("%-34s other: %-36s capture: %s\n", what, name(other_result).c_str(),
-                end == CUDA_SUCCESS ? "ok" : ("INVALIDATED (" + name(end) + ")").c_str());
+    std::printf("%-34s other: %-36s capture: %s\n", what, cu_name(other_result).c_str(),
+                end == CUDA_SUCCESS ? "ok" : ("INVALIDATED (" + cu_name(end) + ")").c_str());
     if (g) cuGraphDestroy(g);
     cuStreamDestroy(s);
     cudaFree(buf);

@@ -16,6 +16,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include "cu_name.cuh"
 
 __global__ void noop(int tag) {
     if (tag == -1) __trap();
@@ -23,12 +24,6 @@ __global__ void noop(int tag) {
 
 static CUcontext ctx;
 static CUfunction fn;
-
-static std::string name(CUresult r) {
-    const char *s = nullptr;
-    cuGetErrorName(r, &s);
-    return s ? s : "?";
-}
 
 static CUDA_KERNEL_NODE_PARAMS kernel(int *tag, void **args, CUcontext c) {
     args[0] = tag;
@@ -140,7 +135,7 @@ int main(int argc, char **argv) {
     });
     t.join();
     sync = cuStreamSynchronize(s);
-    std::printf("%-32s %-28s context before %s, after %s; stream after: %s\n", argv[1], name(r).c_str(),
-                before ? "SET" : "none", after ? "SET" : "none", name(sync).c_str());
+    std::printf("%-32s %-28s context before %s, after %s; stream after: %s\n", argv[1], cu_name(r).c_str(),
+                before ? "SET" : "none", after ? "SET" : "none", cu_name(sync).c_str());
     return r == CUDA_SUCCESS ? 0 : 1;
 }
