@@ -7,7 +7,7 @@
 # at 2 (as shipped), 3 and 4 blocks per SM, prints each build's register
 # count (ptxas -v), and runs them. From the repository root on the GPU
 # machine; output in ${OUT:-.}/small_occupancy_<blocks>.txt and
-# small_occupancy.json (small_occupancy_json.py).
+# small_occupancy.json (small_json.py).
 set -euo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 tmp=$(mktemp -d)
@@ -28,5 +28,5 @@ PY
 done
 for b in 2 4 3; do "$tmp/$b/small" > "${OUT:-.}/small_occupancy_$b.txt"; done
 o=${OUT:-.}
-python3 benches/gemm_harness/small_occupancy_json.py "$o/small_occupancy.json" \
+python3 benches/gemm_harness/small_json.py occupancy "$o/small_occupancy.json" \
   "$o/small_occupancy_2.txt" "$o/small_occupancy_3.txt" "$o/small_occupancy_4.txt"

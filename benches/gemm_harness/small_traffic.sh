@@ -19,4 +19,4 @@ done
 for round in 1 2; do
   for v in shipped x_row0 w_col0 both; do "$tmp/$v/run"; done
 done | tee "$tmp/traffic.txt"
-python3 benches/gemm_harness/small_traffic_json.py "$tmp/traffic.txt" "${OUT:-.}/small_traffic.json"
+python3 benches/gemm_harness/small_json.py traffic "${OUT:-.}/small_traffic.json" "$tmp/traffic.txt"

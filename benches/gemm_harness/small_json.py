@@ -1,0 +1,107 @@
+"""Turns the small-batch harnesses' output into benches/results JSON.
+
+    python3 small_json.py traffic OUT.json TRAFFIC.txt
+        (small_traffic.sh: each (layer, rows) row holds every run's time per
+        variant and their mean, and what the memory traffic accounts for:
+        shipped minus both-free, as a share of shipped minus the empty grid)
+    python3 small_json.py occupancy OUT.json RUN_2.txt RUN_3.txt RUN_4.txt
+        (small_occupancy.sh; RUN_b.txt: small.cu built with the kernel's
+        bounds at b blocks per SM. For each layer and row count: the time of
+        the config the harness's launcher picks, and of the fastest config
+        within 1e-5 of float64, per build)
+"""
+import collections
+import json
+import statistics
+import sys
+
+VARIANTS = ("shipped", "x_row0", "w_col0", "both")
+
+
+def write(out, benchmark, method, rows):
+    """Writes one results file (H200, microseconds)."""
+    doc = {"benchmark": benchmark, "gpu": "NVIDIA H200", "method": method, "units": "us", "rows": rows}
+    with open(out, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
+
+def traffic(out, src):
+    """small_traffic.sh's TRAFFIC lines in `src` into `out`."""
+    times = collections.defaultdict(list)
+    empty = collections.defaultdict(list)
+    launch = {}
+    for line in open(src):
+        t = line.split()
+        if not t or t[0] != "TRAFFIC":
+            continue
+        variant, m, k, n = t[1], int(t[2]), int(t[3]), int(t[4])
+        key = (k, n, m)
+        times[key + (variant,)].append(float(t[t.index("us") + 1]))
+        empty[key].append(float(t[t.index("empty") + 1]))
+        launch[key] = {"blocks": int(t[6]), "thread_tile": t[8], "groups": t[10]}
+    rows = []
+    for (k, n, m), shape in sorted(launch.items(), key=lambda kv: (-kv[0][0], -kv[0][1], kv[0][2])):
+        mean = {v: statistics.mean(times[(k, n, m, v)]) for v in VARIANTS}
+        floor = statistics.mean(empty[(k, n, m)])
+        rows.append({
+            "k": k, "n": n, "m": m, **shape,
+            "runs_us": {v: times[(k, n, m, v)] for v in VARIANTS},
+            "mean_us": {v: round(mean[v], 3) for v in VARIANTS},
+            "empty_grid_us": round(floor, 3),
+            "traffic_share_of_work": round((mean["shipped"] - mean["both"]) / (mean["shipped"] - floor), 3),
+        })
+    write(out, "small_traffic",
+          "benches/gemm_harness/small_traffic.sh: gc_linear_small_f32 (nvcc 13, sm_90, the harness's copy of "
+          "the launcher's tile rule) on the notes' layer shapes, GPU time per call in a graph of many (mean "
+          "of 3 medians, each variant run twice, alternated); variants read every x row from row 0 "
+          "(x_row0), every W column from column 0 (w_col0), or both, so those loads hit L1; the empty grid "
+          "is the same grid of blocks doing nothing",
+          rows)
+
+
+def configs(path):
+    """small.cu's CFG lines in `path`, by (m, k, n)."""
+    out = collections.defaultdict(list)
+    for line in open(path):
+        t = line.split()
+        if not t or t[0] != "CFG":
+            continue
+        out[(int(t[1]), int(t[2]), int(t[3]))].append({
+            "tile": t[5], "groups": t[7], "blocks": int(t[9]), "us": float(t[11]), "err": float(t[13]),
+            "launcher": line.rstrip().endswith("SHIPPED"),
+        })
+    return out
+
+
+def occupancy(out, *runs):
+    """small_occupancy.sh's runs (one file per bounds) into `out`."""
+    builds = {}
+    for path in runs:
+        blocks = int(path.rsplit("_", 1)[1].split(".")[0])
+        builds[blocks] = configs(path)
+    rows = []
+    for m, k, n in sorted(builds[2], key=lambda s: (-s[1], s[0])):
+        picked = next(c for c in builds[2][(m, k, n)] if c["launcher"])
+        row = {"m": m, "k": k, "n": n, "launcher_config": f"{picked['tile']} groups {picked['groups']}"}
+        for b, cfgs in sorted(builds.items()):
+            cs = cfgs[(m, k, n)]
+            same = next(c for c in cs if (c["tile"], c["groups"]) == (picked["tile"], picked["groups"]))
+            best = min((c for c in cs if c["err"] < 1e-5), key=lambda c: c["us"])
+            row[f"blocks_per_sm_{b}"] = {
+                "launcher_config_us": same["us"],
+                "best_us": best["us"],
+                "best_config": f"{best['tile']} groups {best['groups']}, {best['blocks']} blocks",
+            }
+        rows.append(row)
+    write(out, "small_occupancy",
+          "benches/gemm_harness/small_occupancy.sh: small.cu (every legal config of gc_linear_small_f32 "
+          "on the notes' layers at 1-32 rows, each checked against float64; graph of many, nvcc 13 "
+          "sm_90) built with the kernel's __launch_bounds__ at 2 blocks of 256 threads per SM (as "
+          "shipped: 128 registers, no spills), 3 (80 registers, 336 bytes of spill stores) and 4 (64, "
+          "880 bytes); the harness's launcher lacks the library's one-warp-per-output rule for 2-4 rows",
+          rows)
+
+
+if __name__ == "__main__":
+    {"traffic": traffic, "occupancy": occupancy}[sys.argv[1]](*sys.argv[2:])
