@@ -9,6 +9,10 @@
         bounds at b blocks per SM. For each layer and row count: the time of
         the config the harness's launcher picks, and of the fastest config
         within 1e-5 of float64, per build)
+    python3 small_json.py wgmma OUT.json RUN.txt...
+        (wgmma_small.sh, one file per run: each layer and the notes' chain,
+        shipped beside the wgmma 3xTF32 layer at clusters of 8 and 16, and
+        the wgmma layer's time with parts left out)
 """
 import collections
 import json
@@ -103,5 +107,69 @@ def occupancy(out, *runs):
           rows)
 
 
+SKIPPED = {1: "W loads", 2: "products", 4: "cluster reduction", 8: "x loads"}
+
+
+def wgmma(out, *runs):
+    """wgmma_small.sh's PARTS, LAYER and CHAIN lines, one file per run."""
+    parts = collections.defaultdict(list)
+    layers = collections.defaultdict(lambda: {"us": []})
+    chains = collections.defaultdict(lambda: {"in_graph_us": [], "replay_us": []})
+    for path in runs:
+        for line in open(path):
+            t = line.split()
+            if not t:
+                continue
+            if t[0] == "PARTS":
+                skip = int(t[t.index("skip") + 1])
+                parts[(int(t[2]), skip)].append(float(t[t.index("us") + 1]))
+            elif t[0] == "LAYER":
+                m, k, n = int(t[2]), int(t[3]), int(t[5])
+                variant = "shipped" if t[6] == "shipped" else f"wg cs {t[8]}"
+                row = layers[(m, k, n, variant)]
+                row["us"].append(float(t[t.index("us") + 1]))
+                row["err_vs_float64"] = float(t[t.index("err") + 1])
+                if "repeat" in t:
+                    row["repeat_bitwise"] = t[t.index("repeat") + 1] == "bitwise"
+                    row["unwritten"] = int(t[t.index("unwritten") + 1])
+            elif t[0] == "CHAIN":
+                m = int(t[2])
+                variant = "shipped" if t[3] == "shipped" else f"wg cs {t[5]}"
+                row = chains[(m, variant)]
+                row["in_graph_us"].append(float(t[t.index("in-graph") + 1]))
+                row["replay_us"].append(float(t[t.index("replay") + 1]))
+                if "vs" in t:
+                    row["rel_diff_vs_shipped"] = float(t[t.index("shipped", 4) + 1])
+
+    def left_out(skip):
+        if skip == 16:
+            return ["everything: the launch alone"]
+        if skip == 32:
+            return ["everything but two cluster barriers"]
+        return [name for bit, name in SKIPPED.items() if skip & bit]
+
+    doc_rows = {
+        "parts_1024_to_512_cs16": [
+            {"m": m, "skip": skip, "left_out": left_out(skip), "us": us}
+            for (m, skip), us in sorted(parts.items())
+        ],
+        "layers": [
+            {"m": m, "k": k, "n": n, "variant": v, **row}
+            for (m, k, n, v), row in sorted(layers.items(), key=lambda kv: (kv[0][0], -kv[0][1], kv[0][3]))
+        ],
+        "chains": [{"m": m, "variant": v, **row} for (m, v), row in sorted(chains.items())],
+    }
+    write(out, "wgmma_small",
+          "benches/gemm_harness/wgmma_small.sh: the notes' layers as shipped (gc_linear_small_f32, the "
+          "launcher's config) and as wg_layer (wgmma m64nNk8 in 3xTF32, y^T = W x^T: 64 output features "
+          "a block, K split over a cluster of 8 or 16 blocks, partial tiles added in rank order through "
+          "distributed shared memory), nvcc 13 sm_90a, GPU time per call in a graph of many; chains are "
+          "the notes' three layers with programmatic launches (layers 1-2 on wg_layer, layer 3 shipped), "
+          "also replayed as a one-forward graph; one entry per run in each list. Parts rows leave parts "
+          "of wg_layer out (m = 32 with the cluster reduction left out has 16 blocks storing each "
+          "output, which those conflicting stores dominate)",
+          doc_rows)
+
+
 if __name__ == "__main__":
-    {"traffic": traffic, "occupancy": occupancy}[sys.argv[1]](*sys.argv[2:])
+    {"traffic": traffic, "occupancy": occupancy, "wgmma": wgmma}[sys.argv[1]](*sys.argv[2:])
