@@ -215,18 +215,7 @@ struct Mlp {
 template <class... P, class... A>
 static void launch_clustered(void (*kern)(P...), dim3 grid, unsigned threads, unsigned cs, A... args) {
     if (cs > 8) CK(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-    cudaLaunchConfig_t lc = {};
-    lc.gridDim = grid;
-    lc.blockDim = dim3(threads, 1, 1);
-    lc.stream = st;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = cs;
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = 1;
-    lc.attrs = at;
-    lc.numAttrs = 1;
-    CK(cudaLaunchKernelEx(&lc, kern, args...));
+    launch_ex(kern, grid, threads, 0, cs, false, args...);
 }
 
 template <int CS, int WARPS, int RB, int KV>

@@ -215,21 +215,8 @@ static void launch_wg(float *y, const float *x, const float *w, const float *b, 
         CK(cudaFuncSetAttribute(wg_layer<N, KS>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
         set = true;
     }
-    cudaLaunchConfig_t lc = {};
-    lc.gridDim = dim3(cs, n / 64, 1);
-    lc.blockDim = dim3(128, 1, 1);
-    lc.dynamicSmemBytes = wg_smem<N, KS>();
-    lc.stream = st;
-    cudaLaunchAttribute at[2];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = cs;
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = 1;
-    at[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[1].val.programmaticStreamSerializationAllowed = 1;
-    lc.attrs = at;
-    lc.numAttrs = pdl ? 2 : 1;
-    CK(cudaLaunchKernelEx(&lc, wg_layer<N, KS>, y, x, w, b, (u32)m, (u32)n, (u32)k, (u32)(relu ? 1u : 0u)));
+    launch_ex(wg_layer<N, KS>, dim3(cs, n / 64, 1), 128, wg_smem<N, KS>(), cs, pdl, y, x, w, b, (u32)m, (u32)n,
+              (u32)k, (u32)(relu ? 1u : 0u));
 }
 
 // The wg launch for m rows with cluster size cs (8 or 16) at K = k.
