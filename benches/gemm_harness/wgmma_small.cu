@@ -21,9 +21,13 @@
 //   bias, applies ReLU and stores; a second barrier keeps every block's
 //   shared memory alive until its peers have read it.
 //
-// Prints, per row count: each layer alone (shipped config vs wg CS = 8, 16;
-// us in a graph of many) with its error against float64, and the notes'
-// 3-layer chain (programmatic launches) shipped vs layers 1-2 on wg.
+// Prints first PARTS lines: the first layer on wg (CS = 16) at 1 and 32 rows
+// with parts of the kernel left out (see c_skip). Then, per row count: each
+// layer alone (shipped config vs wg CS = 8, 16; us in a graph of many) with
+// its error against float64, whether a repeat is bitwise equal and how many
+// outputs were left unwritten (NaN poison), and the notes' 3-layer chain
+// (programmatic launches) shipped vs layers 1-2 on wg, replayed too.
+// small_json.py wgmma turns the output into JSON.
 #include <cuda_runtime.h>
 #include <cooperative_groups.h>
 #include <algorithm>
