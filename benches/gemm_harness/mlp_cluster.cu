@@ -273,6 +273,8 @@ static void parts(unsigned sms) {
     };
     for (unsigned m : {1u, 4u, 16u, 32u}) {
         for (size_t l = 0; l < L; l++) {
+            dim3 g = grid_of(launcher(m, net.d[l + 1], net.d[l], sms), m, net.d[l + 1]);
+            printf("PART m %3u  layer %zu grid      %u blocks\n", m, l + 1, g.x * g.y);
             auto go = [&] { layer(m, l, false); };
             printf("PART m %3u  layer %zu alone      in-graph %7.3f us  replay %7.3f us\n", m, l + 1, time_fn(go),
                    time_replay(go));

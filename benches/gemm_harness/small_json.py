@@ -13,6 +13,11 @@
         (wgmma_small.sh, one file per run: each layer and the notes' chain,
         shipped beside the wgmma 3xTF32 layer at clusters of 8 and 16, and
         the wgmma layer's time with parts left out)
+    python3 small_json.py trigger OUT.json RUN.txt...
+        (pdl_trigger.sh: `mlp_cluster parts` with gc_linear_small_f32 as
+        shipped and triggering its dependents at its start, one file per
+        variant and call (lines prefixed with the variant); per variant,
+        row count and part, every run's times)
 """
 import collections
 import json
@@ -171,5 +176,33 @@ def wgmma(out, *runs):
           doc_rows)
 
 
+def trigger(out, *runs):
+    """pdl_trigger.sh's prefixed PART lines (one file per variant)."""
+    rows = collections.defaultdict(lambda: {"in_graph_us": [], "replay_us": []})
+    for path in runs:
+        for line in open(path):
+            t = line.split()
+            if len(t) < 4 or t[1] != "PART" or "in-graph" not in t:
+                continue
+            variant = t[0]
+            if t[2] == "m":
+                m, part = int(t[3]), " ".join(t[4:t.index("in-graph")])
+            else:  # a chain of empty kernels of the first layer's grid
+                m, part = None, " ".join(t[2:t.index("in-graph")])
+            row = rows[(m, part, variant)]
+            row["in_graph_us"].append(float(t[t.index("in-graph") + 1]))
+            row["replay_us"].append(float(t[t.index("replay") + 1]))
+    write(out, "pdl_trigger",
+          "benches/gemm_harness/pdl_trigger.sh: `mlp_cluster parts` (the notes' MLP layer by layer, nvcc 13 "
+          "sm_90, the launcher's configs; chains programmatic after the first launch) built from "
+          "kernels/linear.cu as shipped (gc_linear_small_f32 lets its dependents launch after its main "
+          "loop), patched to let them launch at its start (early), and patched to do so only when its grid "
+          "has fewer blocks than the H200's 132 SMs (sparse); in-graph: GPU time per call in a graph of "
+          "many, replay: a one-call graph replayed back to back; variants alternated, two rounds per "
+          "device call, two calls (the second added sparse)",
+          [{"m": m, "part": part, "variant": v, **r}
+           for (m, part, v), r in sorted(rows.items(), key=lambda kv: (kv[0][0] or 0, kv[0][1], kv[0][2]))])
+
+
 if __name__ == "__main__":
-    {"traffic": traffic, "occupancy": occupancy, "wgmma": wgmma}[sys.argv[1]](*sys.argv[2:])
+    {"traffic": traffic, "occupancy": occupancy, "wgmma": wgmma, "trigger": trigger}[sys.argv[1]](*sys.argv[2:])
