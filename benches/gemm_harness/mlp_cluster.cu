@@ -215,7 +215,7 @@ struct Mlp {
 template <class... P, class... A>
 static void launch_clustered(void (*kern)(P...), dim3 grid, unsigned threads, unsigned cs, A... args) {
     if (cs > 8) CK(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-    launch_ex(kern, grid, threads, 0, cs, false, args...);
+    CK(launch_ex(kern, grid, threads, 0, st, cs, false, args...));
 }
 
 template <int CS, int WARPS, int RB, int KV>

@@ -4,6 +4,7 @@
 // output, and the notes' MLP on the device. Include after linear.cu and
 // common.cuh.
 #pragma once
+#include "../launch_ex.cuh"
 
 struct Cfg { unsigned lr, lc, lgr, lgc; };
 static unsigned packed(Cfg c) { return c.lr | c.lc << 2 | c.lgr << 4 | c.lgc << 6; }
@@ -12,41 +13,11 @@ static dim3 grid_of(Cfg c, unsigned m, unsigned n) {
     return dim3((n + bn - 1) / bn, (m + bm - 1) / bm, 1);
 }
 
-// Launches `kern` on st: `threads` a block, `smem` bytes of dynamic shared
-// memory, as clusters of `cs` blocks along x when cs > 1, and as a
-// programmatic dependent launch when `pdl`.
-template <class... P, class... A>
-static void launch_ex(void (*kern)(P...), dim3 grid, unsigned threads, size_t smem, unsigned cs, bool pdl,
-                      A... args) {
-    cudaLaunchConfig_t lc = {};
-    lc.gridDim = grid;
-    lc.blockDim = dim3(threads, 1, 1);
-    lc.dynamicSmemBytes = smem;
-    lc.stream = st;
-    cudaLaunchAttribute at[2];
-    unsigned n = 0;
-    if (cs > 1) {
-        at[n].id = cudaLaunchAttributeClusterDimension;
-        at[n].val.clusterDim.x = cs;
-        at[n].val.clusterDim.y = 1;
-        at[n].val.clusterDim.z = 1;
-        n++;
-    }
-    if (pdl) {
-        at[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        at[n].val.programmaticStreamSerializationAllowed = 1;
-        n++;
-    }
-    lc.attrs = at;
-    lc.numAttrs = n;
-    CK(cudaLaunchKernelEx(&lc, kern, args...));
-}
-
 // Launches `kern` on st with 256 threads a block, as a programmatic
 // dependent launch when `pdl`.
 template <class... P, class... A>
 static void launch_pdl(void (*kern)(P...), dim3 grid, bool pdl, A... args) {
-    launch_ex(kern, grid, 256, 0, 1, pdl, args...);
+    CK(launch_ex(kern, grid, 256, 0, st, 1, pdl, args...));
 }
 
 static void launch_small(Cfg c, float *y, const float *x, const float *w, const float *b, unsigned m, unsigned n, unsigned k,

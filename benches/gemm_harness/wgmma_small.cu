@@ -219,8 +219,8 @@ static void launch_wg(float *y, const float *x, const float *w, const float *b, 
         CK(cudaFuncSetAttribute(wg_layer<N, KS>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
         set = true;
     }
-    launch_ex(wg_layer<N, KS>, dim3(cs, n / 64, 1), 128, wg_smem<N, KS>(), cs, pdl, y, x, w, b, (u32)m, (u32)n,
-              (u32)k, (u32)(relu ? 1u : 0u));
+    CK(launch_ex(wg_layer<N, KS>, dim3(cs, n / 64, 1), 128, wg_smem<N, KS>(), st, cs, pdl, y, x, w, b, (u32)m,
+                 (u32)n, (u32)k, (u32)(relu ? 1u : 0u)));
 }
 
 // The wg launch for m rows with cluster size cs (8 or 16) at K = k.

@@ -203,6 +203,7 @@ __device__ __forceinline__ void gc_st_dsmem(float *p, u32 rank, float v) {
     asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(ra), "f"(v) : "memory");
 }
 #include "../cp_async.cuh"
+#include "../launch_ex.cuh"
 
 // v[0] = the sum of v[0 .. N) as a butterfly from the highest index bit
 // down: pairs (c, c + N / 2) first, then (c, c + N / 4), ... (N a power of 2).
@@ -604,34 +605,6 @@ using FwdCl = void (*)(float *, float *, float *, const float *, const float *, 
 // full: a complete forward (checked).
 struct ClVar { const char *name; FwdCl k; u32 cs; u32 (*floats)(u32); bool ok; u32 lc; bool full; };
 
-// cudaLaunchKernelEx with a cluster shape (cluster > 1) and programmatic
-// stream serialization (pdl); returns the launch's error.
-template <class... P, class... A>
-static cudaError_t launch_ex(void (*kern)(P...), u32 grid, u32 block, size_t smem, cudaStream_t s, u32 cluster,
-                             bool pdl, A... args) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(grid);
-    cfg.blockDim = dim3(block);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = s;
-    cudaLaunchAttribute at[2];
-    int na = 0;
-    if (cluster > 1) {
-        at[na].id = cudaLaunchAttributeClusterDimension;
-        at[na].val.clusterDim.x = cluster;
-        at[na].val.clusterDim.y = 1;
-        at[na].val.clusterDim.z = 1;
-        ++na;
-    }
-    if (pdl) {
-        at[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        at[na].val.programmaticStreamSerializationAllowed = 1;
-        ++na;
-    }
-    cfg.attrs = at;
-    cfg.numAttrs = na;
-    return cudaLaunchKernelEx(&cfg, kern, args...);
-}
 
 static u32 bias_ty_of(u32 m) { u32 t = 1; while (t < (m + 3) / 4) t *= 2; return t < 32 ? t : 32; }
 
