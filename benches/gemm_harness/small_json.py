@@ -10,7 +10,7 @@
         the config the harness's launcher picks, and of the fastest config
         within 1e-5 of float64, per build)
     python3 small_json.py wgmma OUT.json RUN.txt...
-        (wgmma_small.sh, one file per run: each layer and the notes' chain,
+        (`wgmma.sh small`, one file per run: each layer and the notes' chain,
         shipped beside the wgmma 3xTF32 layer at clusters of 8 and 16, and
         the wgmma layer's time with parts left out)
     python3 small_json.py trigger OUT.json RUN.txt...
@@ -18,6 +18,10 @@
         shipped and triggering its dependents at its start, one file per
         variant and call (lines prefixed with the variant); per variant,
         row count and part, every run's times)
+    python3 small_json.py update OUT.json RUN.txt...
+        (`wgmma.sh update`, one file per run: the training step's weight
+        update as shipped and on wgmma in 3xTF32, alone and after the
+        forward, and the wgmma update with parts left out)
 """
 import collections
 import json
@@ -116,7 +120,7 @@ SKIPPED = {1: "W loads", 2: "products", 4: "cluster reduction", 8: "x loads"}
 
 
 def wgmma(out, *runs):
-    """wgmma_small.sh's PARTS, LAYER and CHAIN lines, one file per run."""
+    """`wgmma.sh small`'s PARTS, LAYER and CHAIN lines, one file per run."""
     parts = collections.defaultdict(list)
     layers = collections.defaultdict(lambda: {"us": []})
     chains = collections.defaultdict(lambda: {"in_graph_us": [], "replay_us": []})
@@ -165,7 +169,7 @@ def wgmma(out, *runs):
         "chains": [{"m": m, "variant": v, **row} for (m, v), row in sorted(chains.items())],
     }
     write(out, "wgmma_small",
-          "benches/gemm_harness/wgmma_small.sh: the notes' layers as shipped (gc_linear_small_f32, the "
+          "benches/gemm_harness/wgmma.sh small: the notes' layers as shipped (gc_linear_small_f32, the "
           "launcher's config) and as wg_layer (wgmma m64nNk8 in 3xTF32, y^T = W x^T: 64 output features "
           "a block, K split over a cluster of 8 or 16 blocks, partial tiles added in rank order through "
           "distributed shared memory), nvcc 13 sm_90a, GPU time per call in a graph of many; chains are "
@@ -204,5 +208,52 @@ def trigger(out, *runs):
            for (m, part, v), r in sorted(rows.items(), key=lambda kv: (kv[0][0] or 0, kv[0][1], kv[0][2]))])
 
 
+UPDATE_SKIPPED = {1: "products", 2: "W loads and stores", 4: "x and dY loads", 8: "everything: the launch alone"}
+
+
+def update(out, *runs):
+    """`wgmma.sh update`'s UPDATE, PARTS, FORWARD and STEP lines, one file per run."""
+    alone = collections.defaultdict(lambda: {"us": []})
+    parts = collections.defaultdict(list)
+    steps = collections.defaultdict(lambda: {"in_graph_us": [], "replay_us": []})
+    forward = []
+    for path in runs:
+        for line in open(path):
+            t = line.split()
+            if not t:
+                continue
+            if t[0] == "UPDATE":
+                row = alone[t[1]]
+                row["us"].append(float(t[t.index("us") + 1]))
+                row["err_vs_float64"] = float(t[t.index("err") + 1])
+                if "repeat" in t:
+                    row["repeat_bitwise"] = t[t.index("repeat") + 1] == "bitwise"
+            elif t[0] == "PARTS":
+                parts[int(t[t.index("skip") + 1])].append(float(t[t.index("us") + 1]))
+            elif t[0] == "FORWARD":
+                forward.append(float(t[t.index("us") + 1]))
+            elif t[0] == "STEP":
+                steps[t[1]]["in_graph_us"].append(float(t[t.index("in-graph") + 1]))
+                steps[t[1]]["replay_us"].append(float(t[t.index("replay") + 1]))
+    rows = {
+        "update_alone": [{"variant": v, **r} for v, r in sorted(alone.items())],
+        "wg_parts": [
+            {"skip": skip, "left_out": [name for bit, name in UPDATE_SKIPPED.items() if skip & bit], "us": us}
+            for skip, us in sorted(parts.items())
+        ],
+        "forward_us": forward,
+        "step": [{"variant": v, **r} for v, r in sorted(steps.items())],
+    }
+    write(out, "wgmma_update",
+          "benches/gemm_harness/wgmma.sh update: the notes' training step (Linear 1024 x 1024, 64 rows) "
+          "weight update W -= lr dY^T x as shipped (gc_linear_sgd_f32, 64 x 64 tiles on FFMA, no bias or "
+          "loss blocks) and as wg_update (wgmma m64n64k8 in 3xTF32, one 64 x 64 tile a block, K = the 64 "
+          "rows), nvcc 13 sm_90a; us in a graph of many; err: worst |update - float64| over sum |dy x|; "
+          "step: gc_linear_mse_f32 (the launcher's config) then each update, programmatic, in a graph of "
+          "many and replayed as a one-step graph; parts: wg_update instantiated with parts left out",
+          rows)
+
+
 if __name__ == "__main__":
-    {"traffic": traffic, "occupancy": occupancy, "wgmma": wgmma, "trigger": trigger}[sys.argv[1]](*sys.argv[2:])
+    {"traffic": traffic, "occupancy": occupancy, "wgmma": wgmma, "trigger": trigger,
+     "update": update}[sys.argv[1]](*sys.argv[2:])
