@@ -228,6 +228,8 @@ def update(out, *runs):
                 row["err_vs_float64"] = float(t[t.index("err") + 1])
                 if "repeat" in t:
                     row["repeat_bitwise"] = t[t.index("repeat") + 1] == "bitwise"
+                if "vs-wg" in t:
+                    row["bitwise_equal_to_wg"] = t[t.index("vs-wg") + 1] == "bitwise"
             elif t[0] == "PARTS":
                 parts[int(t[t.index("skip") + 1])].append(float(t[t.index("us") + 1]))
             elif t[0] == "FORWARD":

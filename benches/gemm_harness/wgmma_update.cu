@@ -14,7 +14,8 @@
 // way. Then per 8-wide K step lo.hi + hi.lo + hi.hi (wgmma m64n64k8), and
 // W = fmaf(-lr, D, W).
 //
-// Prints: the update alone (shipped, wg; us in a graph of many), each one's
+// Prints: the update alone (shipped, wg, and wg-vec: wg staging its tiles
+// from 16-byte loads; us in a graph of many), each one's
 // error against float64, and the forward (gc_linear_mse_f32, the launcher's
 // config) followed by each update as a programmatic chain, in a graph of
 // many and replayed as a one-step graph; PARTS lines: wg_update with parts
@@ -43,11 +44,33 @@ __host__ __device__ inline void emu_yield() {}
 static constexpr size_t WG_UPDATE_SMEM = 4 * 64 * 64 * 4 + 1024;
 
 // Stages the 64 x 64 tile T[c][i] = src[i * ld + c0 + c] (i < m, else 0)
-// K-major (row c, K = i) as hi and lo: thread chunk = 4 consecutive i of one
-// c, so a warp's lanes load 32 consecutive c of a row (coalesced) and store
-// 16-byte chunks of 32 different rows (no bank conflict under the swizzle).
-template <u32 SKIP>
+// K-major (row c, K = i) as hi and lo. VEC: each thread loads 4 x 4 blocks
+// (rows i .. i + 3, 16 bytes of columns c .. c + 3 each; a warp's lanes
+// cover 256 contiguous bytes of a row) and transposes them in registers into
+// four 16-byte chunks; else each thread loads 4 floats of one column c
+// (lanes on 32 consecutive c) for each 16-byte chunk.
+template <u32 SKIP, bool VEC>
 __device__ __forceinline__ void stage_t(char *hi, char *lo, const float *src, u32 ld, u32 c0, u32 m) {
+    if (VEC) {
+        float4 v[2][4];
+#pragma unroll
+        for (u32 u = 0; u < 2; u++) {
+            const u32 blk = threadIdx.x + 128 * u, c = 4 * (blk % 16), i = 4 * (blk / 16);
+#pragma unroll
+            for (u32 t = 0; t < 4; t++)
+                v[u][t] = i + t < m && !(SKIP & 4u) ? __ldg(reinterpret_cast<const float4 *>(src + (u64)(i + t) * ld + c0 + c))
+                                                    : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (u32 u = 0; u < 2; u++) {
+            const u32 blk = threadIdx.x + 128 * u, c = 4 * (blk % 16), q = blk / 16;
+            put(hi, lo, swz(c, q, 64), make_float4(v[u][0].x, v[u][1].x, v[u][2].x, v[u][3].x));
+            put(hi, lo, swz(c + 1, q, 64), make_float4(v[u][0].y, v[u][1].y, v[u][2].y, v[u][3].y));
+            put(hi, lo, swz(c + 2, q, 64), make_float4(v[u][0].z, v[u][1].z, v[u][2].z, v[u][3].z));
+            put(hi, lo, swz(c + 3, q, 64), make_float4(v[u][0].w, v[u][1].w, v[u][2].w, v[u][3].w));
+        }
+        return;
+    }
     float4 v[8];
 #pragma unroll
     for (u32 u = 0; u < 8; u++) {
@@ -65,7 +88,7 @@ __device__ __forceinline__ void stage_t(char *hi, char *lo, const float *src, u3
     }
 }
 
-template <u32 SKIP>
+template <u32 SKIP, bool VEC = false>
 __global__ void __launch_bounds__(128) wg_update(float *w, const float *dy, const float *x, u32 m, u32 n, u32 k,
                                                  float lr) {
     extern __shared__ unsigned char dsm[];
@@ -83,9 +106,9 @@ __global__ void __launch_bounds__(128) wg_update(float *w, const float *dy, cons
         const float2 b = *reinterpret_cast<const float2 *>(w + (u64)(f + 8) * k + col);
         wv[4 * jj] = a.x, wv[4 * jj + 1] = a.y, wv[4 * jj + 2] = b.x, wv[4 * jj + 3] = b.y;
     }
-    stage_t<SKIP>(bh, bl, x, k, r0, m);  // B[r][i] = x[i][r0 + r]
+    stage_t<SKIP, VEC>(bh, bl, x, k, r0, m);  // B[r][i] = x[i][r0 + r]
     GC_PDL_WAIT();
-    stage_t<SKIP>(ah, al, dy, n, j0, m);  // A[j][i] = dy[i][j0 + j]
+    stage_t<SKIP, VEC>(ah, al, dy, n, j0, m);  // A[j][i] = dy[i][j0 + j]
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     __syncthreads();
     float d[32];
@@ -122,15 +145,15 @@ __global__ void __launch_bounds__(128) wg_update(float *w, const float *dy, cons
     }
 }
 
-template <u32 SKIP = 0>
+template <u32 SKIP = 0, bool VEC = false>
 static void launch_wg_update(float *w, const float *dy, const float *x, unsigned m, unsigned n, unsigned k, float lr,
                              bool pdl) {
     static bool set = false;
     if (!set) {
-        CK(cudaFuncSetAttribute(wg_update<SKIP>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)WG_UPDATE_SMEM));
+        CK(cudaFuncSetAttribute(wg_update<SKIP, VEC>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)WG_UPDATE_SMEM));
         set = true;
     }
-    CK(launch_ex(wg_update<SKIP>, dim3(k / 64, n / 64, 1), 128, WG_UPDATE_SMEM, st, 1, pdl, w, dy, x, (u32)m,
+    CK(launch_ex(wg_update<SKIP, VEC>, dim3(k / 64, n / 64, 1), 128, WG_UPDATE_SMEM, st, 1, pdl, w, dy, x, (u32)m,
                  (u32)n, (u32)k, lr));
 }
 
@@ -209,10 +232,18 @@ int main() {
     CK(cudaMemcpy(bb.data(), w, bb.size() * 4, cudaMemcpyDeviceToHost));
     const bool same = !memcmp(a.data(), bb.data(), a.size() * 4);
 
+    reset();
+    launch_wg_update<0, true>(w, dy, x, m, n, k, lr, false);
+    CK(cudaStreamSynchronize(st));
+    const double ev = update_err(w, hw, hdy, hx, m, n, k, lr);
+    CK(cudaMemcpy(bb.data(), w, bb.size() * 4, cudaMemcpyDeviceToHost));
+    const bool same_vec = !memcmp(a.data(), bb.data(), a.size() * 4);
     const double ts = time_fn([&] { launch_shipped_update(w, dy, x, m, n, k, lr, false); });
     const double tw = time_fn([&] { launch_wg_update(w, dy, x, m, n, k, lr, false); });
     printf("UPDATE shipped  us %6.3f  err %.1e\n", ts, es);
     printf("UPDATE wg       us %6.3f  err %.1e  repeat %s\n", tw, ew, same ? "bitwise" : "DIFFERS");
+    const double tv = time_fn([&] { launch_wg_update<0, true>(w, dy, x, m, n, k, lr, false); });
+    printf("UPDATE wg-vec   us %6.3f  err %.1e  vs-wg %s\n", tv, ev, same_vec ? "bitwise" : "DIFFERS");
 #define PART(S) \
     printf("PARTS wg skip %u  us %6.3f\n", S, time_fn([&] { launch_wg_update<S>(w, dy, x, m, n, k, lr, false); }))
     PART(1u);
@@ -242,10 +273,15 @@ int main() {
         forward();
         launch_wg_update(w, grad, x, m, n, k, lr, true);
     };
+    auto step_vec = [&] {
+        forward();
+        launch_wg_update<0, true>(w, grad, x, m, n, k, lr, true);
+    };
     printf("FORWARD         us %6.3f  (%u blocks)\n", time_fn(forward), fg.x * fg.y);
     for (int round = 0; round < 2; round++) {
         printf("STEP shipped    in-graph %6.3f  replay %6.3f\n", time_fn(step_shipped), time_replay(step_shipped));
         printf("STEP wg         in-graph %6.3f  replay %6.3f\n", time_fn(step_wg), time_replay(step_wg));
+        printf("STEP wg-vec     in-graph %6.3f  replay %6.3f\n", time_fn(step_vec), time_replay(step_vec));
     }
     CK(cudaGetLastError());
     return 0;
