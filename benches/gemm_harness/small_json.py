@@ -39,19 +39,32 @@ def write(out, benchmark, method, rows):
         f.write("\n")
 
 
+def tokens(*paths):
+    """The non-empty lines of `paths`, in order, split into words."""
+    for path in paths:
+        for line in open(path):
+            t = line.split()
+            if t:
+                yield t
+
+
+def after(t, word, cast=float):
+    """The word after `word` in the split line `t`, as `cast`."""
+    return cast(t[t.index(word) + 1])
+
+
 def traffic(out, src):
     """small_traffic.sh's TRAFFIC lines in `src` into `out`."""
     times = collections.defaultdict(list)
     empty = collections.defaultdict(list)
     launch = {}
-    for line in open(src):
-        t = line.split()
-        if not t or t[0] != "TRAFFIC":
+    for t in tokens(src):
+        if t[0] != "TRAFFIC":
             continue
         variant, m, k, n = t[1], int(t[2]), int(t[3]), int(t[4])
         key = (k, n, m)
-        times[key + (variant,)].append(float(t[t.index("us") + 1]))
-        empty[key].append(float(t[t.index("empty") + 1]))
+        times[key + (variant,)].append(after(t, "us"))
+        empty[key].append(after(t, "empty"))
         launch[key] = {"blocks": int(t[6]), "thread_tile": t[8], "groups": t[10]}
     rows = []
     for (k, n, m), shape in sorted(launch.items(), key=lambda kv: (-kv[0][0], -kv[0][1], kv[0][2])):
@@ -76,13 +89,12 @@ def traffic(out, src):
 def configs(path):
     """small.cu's CFG lines in `path`, by (m, k, n)."""
     out = collections.defaultdict(list)
-    for line in open(path):
-        t = line.split()
-        if not t or t[0] != "CFG":
+    for t in tokens(path):
+        if t[0] != "CFG":
             continue
         out[(int(t[1]), int(t[2]), int(t[3]))].append({
             "tile": t[5], "groups": t[7], "blocks": int(t[9]), "us": float(t[11]), "err": float(t[13]),
-            "launcher": line.rstrip().endswith("SHIPPED"),
+            "launcher": t[-1] == "SHIPPED",
         })
     return out
 
@@ -124,31 +136,26 @@ def wgmma(out, *runs):
     parts = collections.defaultdict(list)
     layers = collections.defaultdict(lambda: {"us": []})
     chains = collections.defaultdict(lambda: {"in_graph_us": [], "replay_us": []})
-    for path in runs:
-        for line in open(path):
-            t = line.split()
-            if not t:
-                continue
-            if t[0] == "PARTS":
-                skip = int(t[t.index("skip") + 1])
-                parts[(int(t[2]), skip)].append(float(t[t.index("us") + 1]))
-            elif t[0] == "LAYER":
-                m, k, n = int(t[2]), int(t[3]), int(t[5])
-                variant = "shipped" if t[6] == "shipped" else f"wg cs {t[8]}"
-                row = layers[(m, k, n, variant)]
-                row["us"].append(float(t[t.index("us") + 1]))
-                row["err_vs_float64"] = float(t[t.index("err") + 1])
-                if "repeat" in t:
-                    row["repeat_bitwise"] = t[t.index("repeat") + 1] == "bitwise"
-                    row["unwritten"] = int(t[t.index("unwritten") + 1])
-            elif t[0] == "CHAIN":
-                m = int(t[2])
-                variant = "shipped" if t[3] == "shipped" else f"wg cs {t[5]}"
-                row = chains[(m, variant)]
-                row["in_graph_us"].append(float(t[t.index("in-graph") + 1]))
-                row["replay_us"].append(float(t[t.index("replay") + 1]))
-                if "vs" in t:
-                    row["rel_diff_vs_shipped"] = float(t[t.index("shipped", 4) + 1])
+    for t in tokens(*runs):
+        if t[0] == "PARTS":
+            parts[(int(t[2]), after(t, "skip", int))].append(after(t, "us"))
+        elif t[0] == "LAYER":
+            m, k, n = int(t[2]), int(t[3]), int(t[5])
+            variant = "shipped" if t[6] == "shipped" else f"wg cs {t[8]}"
+            row = layers[(m, k, n, variant)]
+            row["us"].append(after(t, "us"))
+            row["err_vs_float64"] = after(t, "err")
+            if "repeat" in t:
+                row["repeat_bitwise"] = after(t, "repeat", str) == "bitwise"
+                row["unwritten"] = after(t, "unwritten", int)
+        elif t[0] == "CHAIN":
+            m = int(t[2])
+            variant = "shipped" if t[3] == "shipped" else f"wg cs {t[5]}"
+            row = chains[(m, variant)]
+            row["in_graph_us"].append(after(t, "in-graph"))
+            row["replay_us"].append(after(t, "replay"))
+            if "vs" in t:
+                row["rel_diff_vs_shipped"] = float(t[t.index("shipped", 4) + 1])
 
     def left_out(skip):
         if skip == 16:
@@ -183,19 +190,17 @@ def wgmma(out, *runs):
 def trigger(out, *runs):
     """pdl_trigger.sh's prefixed PART lines (one file per variant)."""
     rows = collections.defaultdict(lambda: {"in_graph_us": [], "replay_us": []})
-    for path in runs:
-        for line in open(path):
-            t = line.split()
-            if len(t) < 4 or t[1] != "PART" or "in-graph" not in t:
-                continue
-            variant = t[0]
-            if t[2] == "m":
-                m, part = int(t[3]), " ".join(t[4:t.index("in-graph")])
-            else:  # a chain of empty kernels of the first layer's grid
-                m, part = None, " ".join(t[2:t.index("in-graph")])
-            row = rows[(m, part, variant)]
-            row["in_graph_us"].append(float(t[t.index("in-graph") + 1]))
-            row["replay_us"].append(float(t[t.index("replay") + 1]))
+    for t in tokens(*runs):
+        if len(t) < 4 or t[1] != "PART" or "in-graph" not in t:
+            continue
+        variant = t[0]
+        if t[2] == "m":
+            m, part = int(t[3]), " ".join(t[4:t.index("in-graph")])
+        else:  # a chain of empty kernels of the first layer's grid
+            m, part = None, " ".join(t[2:t.index("in-graph")])
+        row = rows[(m, part, variant)]
+        row["in_graph_us"].append(after(t, "in-graph"))
+        row["replay_us"].append(after(t, "replay"))
     write(out, "pdl_trigger",
           "benches/gemm_harness/pdl_trigger.sh: `mlp_cluster parts` (the notes' MLP layer by layer, nvcc 13 "
           "sm_90, the launcher's configs; chains programmatic after the first launch) built from "
@@ -217,26 +222,22 @@ def update(out, *runs):
     parts = collections.defaultdict(list)
     steps = collections.defaultdict(lambda: {"in_graph_us": [], "replay_us": []})
     forward = []
-    for path in runs:
-        for line in open(path):
-            t = line.split()
-            if not t:
-                continue
-            if t[0] == "UPDATE":
-                row = alone[t[1]]
-                row["us"].append(float(t[t.index("us") + 1]))
-                row["err_vs_float64"] = float(t[t.index("err") + 1])
-                if "repeat" in t:
-                    row["repeat_bitwise"] = t[t.index("repeat") + 1] == "bitwise"
-                if "vs-wg" in t:
-                    row["bitwise_equal_to_wg"] = t[t.index("vs-wg") + 1] == "bitwise"
-            elif t[0] == "PARTS":
-                parts[int(t[t.index("skip") + 1])].append(float(t[t.index("us") + 1]))
-            elif t[0] == "FORWARD":
-                forward.append(float(t[t.index("us") + 1]))
-            elif t[0] == "STEP":
-                steps[t[1]]["in_graph_us"].append(float(t[t.index("in-graph") + 1]))
-                steps[t[1]]["replay_us"].append(float(t[t.index("replay") + 1]))
+    for t in tokens(*runs):
+        if t[0] == "UPDATE":
+            row = alone[t[1]]
+            row["us"].append(after(t, "us"))
+            row["err_vs_float64"] = after(t, "err")
+            if "repeat" in t:
+                row["repeat_bitwise"] = after(t, "repeat", str) == "bitwise"
+            if "vs-wg" in t:
+                row["bitwise_equal_to_wg"] = after(t, "vs-wg", str) == "bitwise"
+        elif t[0] == "PARTS":
+            parts[after(t, "skip", int)].append(after(t, "us"))
+        elif t[0] == "FORWARD":
+            forward.append(after(t, "us"))
+        elif t[0] == "STEP":
+            steps[t[1]]["in_graph_us"].append(after(t, "in-graph"))
+            steps[t[1]]["replay_us"].append(after(t, "replay"))
     rows = {
         "update_alone": [{"variant": v, **r} for v, r in sorted(alone.items())],
         "wg_parts": [
