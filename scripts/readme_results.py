@@ -25,6 +25,7 @@ import argparse
 import difflib
 import json
 import re
+import statistics
 import sys
 import textwrap
 from pathlib import Path
@@ -299,13 +300,19 @@ def block_h200():
             f"{d['layers 1-3 chained']:.2f} | {alone} |"
         )
     empty = {f["kernels"]: f["replay_us"] for f in parts["empty_kernel_chains"]}
+    launch_cpu_us = next(r["raw_us"] for r in scaling["rows"] if r["row"] == "launch" and r["nodes"] == 1)
     lines.append(f"| empty kernels | {empty[1]:.2f} | {empty[2]:.2f} | {empty[3]:.2f} | |")
     lines += [
         "",
         prose(
-            f"A one-kernel graph replay costs the GPU {empty[1]:.2f} \u00b5s with an empty kernel and a chain "
-            f"of three {empty[3]:.2f}; the rest is the layers' loads, products and the wait of each layer on "
-            "the one before (kernels/TUNING.md, \"On an H200\")."
+            f"A one-kernel graph replayed back to back took {empty[1]:.2f} \u00b5s a replay with an empty kernel "
+            f"and a chain of three {empty[3]:.2f}; the rest is the layers' loads, products and the wait of each "
+            "layer on the one before (kernels/TUNING.md, \"On an H200\"). A raw launch of a one-node graph "
+            f"took the CPU {launch_cpu_us:.2f} \u00b5s in that day's `graph_perf_scaling.json`, about as long as "
+            "that replay, which may then have been bound by the CPU; on the host of the checked side below, "
+            "graphs of one empty kernel ran "
+            + one_kernel_graph_text()
+            + "."
         ),
         "",
         "Raw CUDA vs graphcore, cudaGraphsPerfScaling's method (`stage/bin/graph_perf_scaling`, "
@@ -1452,6 +1459,98 @@ def has_node_text():
     )
 
 
+def one_kernel_graph_text():
+    """Device time per graph of one empty kernel launched back to back, and
+    the CPU time of its launch, on the host of
+    h200/graph_perf_scaling_checked.json."""
+    by = {(r["row"], r["nodes"]): r for r in load("h200/graph_perf_scaling_checked.json")["rows"]}
+    return (
+        f"{by[('device', 1)]['median_raw_us']:.2f} \u00b5s apart on the GPU while a launch took the CPU "
+        f"{by[('launch', 1)]['median_raw_us']:.2f} \u00b5s (raw CUDA, `h200/graph_perf_scaling_checked.json`)"
+    )
+
+
+def block_checked_floor():
+    """graph_perf_scaling with its third side, the checked floor: what
+    keeping graphcore's contract adds to raw CUDA when each check is a call
+    of its own (h200/graph_perf_scaling_checked.json, medians of its runs)."""
+    name = "h200/graph_perf_scaling_checked.json"
+    g = load(name)
+    rows = {}
+    for r in g["rows"]:
+        if r["target"] is not None:
+            rows.setdefault(r["row"], []).append(r)
+
+    def span(rs, key):
+        return f"{min(r[key] for r in rs):.3f}-{max(r[key] for r in rs):.3f}\u00d7"
+
+    def at(ns):
+        return ", ".join(map(str, ns)) + " nodes" if ns else "none"
+
+    lines = [
+        prose(
+            "What the contract costs (`stage/bin/graph_perf_scaling`'s third side, \"checked\": the raw "
+            "calls plus, each as a C call of its own, a checked lookup for every handle the graphcore "
+            "call takes, the `cuCtxGetCurrent` the driver needs where graphcore binds, and a "
+            "process-wide mutex around the graph calls graphcore serializes; not in it: making the new "
+            f"graph's or exec's handle). Medians of {g['runs']} pinned runs, the library of "
+            f"{g['library']}, a third one-GPU H200 host instance, {g['date'][:10]} (`{name}`):"
+        ),
+        "",
+        "| operation | graphcore \u00f7 raw, 1-1000 nodes | checked \u00f7 raw | target | graphcore within target at | "
+        "checked within target at | graphcore at or under checked at |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for op, rs in rows.items():
+        t = rs[0]["target"]
+        lines.append(
+            f"| {op} | {span(rs, 'median_ratio')} | {span(rs, 'median_checked_ratio')} | \u2264 {t:.2f}\u00d7 | "
+            f"{at([r['nodes'] for r in rs if r['median_ratio'] <= t])} | "
+            f"{at([r['nodes'] for r in rs if r['median_checked_ratio'] <= t])} | "
+            f"{at([r['nodes'] for r in rs if r['median_ratio'] <= r['median_checked_ratio']])} |"
+        )
+    by = {(r["row"], r["nodes"]): r for r in g["rows"]}
+
+    def over(op, n):
+        """graphcore's time over the checked side's, ns: the median over the
+        runs of each run's difference."""
+        r = by[(op, n)]
+        return statistics.median(a - b for a, b in zip(r["graphcore_us_runs"], r["checked_us_runs"])) * 1e3
+
+    def under(op):
+        """The lengths from which on graphcore is at or under the checked side."""
+        rs = rows[op]
+        ns = [r["nodes"] for r in rs]
+        ok = [r["median_ratio"] <= r["median_checked_ratio"] for r in rs]
+        first = next((i for i in range(len(rs)) if all(ok[i:])), None)
+        return "at no length" if first is None else "at every length" if first == 0 else f"from {ns[first]} nodes on"
+
+    missed = [op for op, rs in rows.items() if any(r["median_checked_ratio"] > r["target"] for r in rs)]
+
+    def where(op):
+        rs = [r["nodes"] for r in rows[op] if r["median_checked_ratio"] > r["target"]]
+        return "at every length" if len(rs) == len(rows[op]) else "at " + at(rs)
+    lines += [
+        "",
+        prose(
+            "Where the checked side itself misses a target ("
+            + "; ".join(f"{op} {where(op)}" for op in missed)
+            + "), a library that checks its handles, makes the context current before the calls that "
+            "need it and serializes the graph calls, as graphcore must (without the bind the driver "
+            "crashes: `h200/context_free_probe.json`; without the serialization too: docs/architecture.md, "
+            "Locks), misses it as well when it makes each check on its own. graphcore checks a call's "
+            f"handles inside that one call: its launch is at or under the checked side {under('launch')}, "
+            f"its capture {under('capture')}. What graphcore adds beyond the checked side is the "
+            "making of objects (medians of each run's difference): the graph and its handle (build at 1 node "
+            f"{over('build', 1):.0f} ns over the checked side, at 1000 nodes {over('build', 1000) / 1000:.0f} ns "
+            f"a node; capture at 1 node {over('capture', 1):.0f} ns), the exec and its handle (instantiate at 1 "
+            f"node {over('instantiate', 1):.0f} ns), and an update's bookkeeping (at 1 node "
+            f"{over('update', 1):.0f} ns)."
+        ),
+    ]
+    return "\n".join(lines)
+
+
 def block_footprint():
     """Cache lines per hot call (footprint.json) and the H200 A/B of the
     change that cut them (h200/footprint_ab.json)."""
@@ -1555,6 +1654,7 @@ BLOCKS = {
     "launch-bind": block_launch_bind,
     "build-paths": block_build_paths,
     "capture-bind": block_capture_bind,
+    "checked-floor": block_checked_floor,
     "small-traffic": block_small_traffic,
     "simple-graphs": block_simple_graphs,
     "call-breakdown": block_call_breakdown,
