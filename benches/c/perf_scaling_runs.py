@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Merges several runs of stage/bin/graph_perf_scaling into one file.
 
-    python3 benches/c/perf_scaling_runs.py OUT.json RUN.json [RUN.json ...] [--set KEY=VALUE ...]
+    python3 benches/c/perf_scaling_runs.py OUT.json RUN.json [RUN.json ...] [KEY=VALUE ...]
 
 Each RUN.json is one run's graph_perf_scaling.json, or a JSON list of them.
 OUT.json keeps the first run's header fields (benchmark, gpu, driver, date,
 method), the number of runs, and per row and length every run's raw,
 graphcore and checked times and ratios with their medians; a row's "met"
 says whether the median graphcore / raw ratio meets the issue's target.
-`--set KEY=VALUE` adds or replaces a header field (library, device_kind).
+A KEY=VALUE argument adds or replaces a header field (library, device_kind).
 On the GPU machine:
 
     for r in $(seq 10); do mkdir -p /tmp/gps/$r
@@ -26,8 +26,8 @@ def runs_of(path):
 
 
 def main(argv):
-    sets = [a for a in argv if "=" in a and not a.endswith(".json")]
-    paths = [a for a in argv if a not in sets and a != "--set"]
+    sets = [a for a in argv if "=" in a]
+    paths = [a for a in argv if "=" not in a]
     if len(paths) < 2:
         sys.exit(__doc__)
     out, runs = paths[0], [r for p in paths[1:] for r in runs_of(p)]
