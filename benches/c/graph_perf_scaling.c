@@ -94,17 +94,19 @@ static pthread_mutex_t serial = PTHREAD_MUTEX_INITIALIZER;
         }                                 \
     } while (0)
 
-/* The context bind and the serialization of a graph-changing driver call,
- * on the checked side only; the call itself on every side. */
-static CUresult serialized(CUresult (*call)(void *), void *arg) {
-    if (!checking) return call(arg);
-    CUcontext c;
-    CU(cu.CtxGetCurrent(&c));
-    pthread_mutex_lock(&serial);
-    CUresult r = call(arg);
-    pthread_mutex_unlock(&serial);
-    return r;
-}
+/* The driver call `call` (a CUresult expression), preceded on the checked
+ * side only by the context bind and made there under the mutex: the raw
+ * side makes the call itself, directly. */
+#define SERIALIZED(call)                  \
+    do {                                  \
+        if (checking) {                   \
+            CUcontext ctx_;               \
+            CU(cu.CtxGetCurrent(&ctx_));  \
+            pthread_mutex_lock(&serial);  \
+        }                                 \
+        CU(call);                         \
+        if (checking) pthread_mutex_unlock(&serial); \
+    } while (0)
 
 /* One side of the comparison: the graph calls of raw CUDA or of graphcore,
  * behind one interface so that both are timed by the same code. Graphs and
@@ -135,19 +137,6 @@ static void *raw_capture(int len, uint32_t tag) {
     return g;
 }
 
-/* A kernel node's addition, as serialized() calls it. */
-struct add_call {
-    CUgraphNode *node;
-    CUgraph g;
-    CUgraphNode *deps;
-    size_t ndeps;
-    const bench_kernel_node_params *p;
-};
-static CUresult add_node(void *a) {
-    struct add_call *c = a;
-    return cu.GraphAddKernelNode(c->node, c->g, c->deps, c->ndeps, c->p);
-}
-
 static void *raw_build(int len, uint32_t tag) {
     void *args[] = {&tag};
     bench_kernel_node_params p = {raw_fn, 1, 1, 1, 1, 1, 1, 0, args, NULL, NULL, NULL};
@@ -157,27 +146,16 @@ static void *raw_build(int len, uint32_t tag) {
     for (int i = 0; i < len; i++) {
         LOOK(gc_graph_raw, probe_graph);
         LOOK(gc_function_raw, fn);
-        struct add_call c = {&node, g, i ? &prev : NULL, i ? 1 : 0, &p};
-        CU(serialized(add_node, &c));
+        SERIALIZED(cu.GraphAddKernelNode(&node, g, i ? &prev : NULL, i ? 1 : 0, &p));
         prev = node;
     }
     return g;
 }
 
-struct instantiate_call {
-    CUgraphExec *e;
-    CUgraph g;
-};
-static CUresult instantiate(void *a) {
-    struct instantiate_call *c = a;
-    return cu.GraphInstantiateWithFlags(c->e, c->g, 0);
-}
-
 static void *raw_instantiate(void *graph) {
     CUgraphExec e;
     LOOK(gc_graph_raw, probe_graph);
-    struct instantiate_call c = {&e, graph};
-    CU(serialized(instantiate, &c));
+    SERIALIZED(cu.GraphInstantiateWithFlags(&e, graph, 0));
     return e;
 }
 
@@ -189,21 +167,11 @@ static void raw_launch(void *exec) {
 
 static void raw_sync(void) { CU(cu.StreamSynchronize(raw_stream)); }
 
-struct update_call {
-    CUgraphExec e;
-    CUgraph g;
-};
-static CUresult update(void *a) {
-    struct update_call *c = a;
-    bench_update_info info;
-    return cu.GraphExecUpdate(c->e, c->g, &info);
-}
-
 static void raw_update(void *exec, void *graph) {
+    bench_update_info info;
     LOOK(gc_exec_raw, probe_exec);
     LOOK(gc_graph_raw, probe_graph);
-    struct update_call c = {exec, graph};
-    CU(serialized(update, &c));
+    SERIALIZED(cu.GraphExecUpdate(exec, graph, &info));
 }
 
 static void raw_destroy(void *graph, void *exec) {
