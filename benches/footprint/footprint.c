@@ -54,6 +54,14 @@ int main(int argc, char **argv) {
             for (int i = 0; i < launches; i++) TRY(gc_launch(fn, s, one, one, 0, args));
             TRY(gc_capture_end(s, &g));
             TRY(gc_graph_destroy(g));
+        } else if (!strcmp(what, "checked_build")) {
+            for (int i = 0; i < len; i++) {
+                void *raw;
+                TRY(gc_graph_raw(g0, &raw));
+                TRY(gc_function_raw(fn, &raw));
+                CU(cu.CtxGetCurrent((CUcontext *)&raw));
+                CU(cu.GraphLaunch(NULL, NULL)); /* evicts, as the driver's add would */
+            }
         } else if (!strcmp(what, "launch")) {
             for (int i = 0; i < len; i++) TRY(gc_exec_launch(e0, s));
         } else if (!strcmp(what, "instantiate")) {

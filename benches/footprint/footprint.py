@@ -37,6 +37,8 @@ OPS = {
     "capture": (["gc_launch"], 100, "gc_launch under capture"),
     "capture1": (["gc_capture_begin", "gc_launch", "gc_capture_end"], 1,
                  "a capture of one launch: begin, launch, end"),
+    "checked_build": (["gc_graph_raw", "gc_function_raw"], 100,
+                      "the checked lookups of a node added: gc_graph_raw and gc_function_raw"),
     "launch": (["gc_exec_launch"], 100, "gc_exec_launch of a one-node exec"),
     "build10": (["gc_graph_create", "gc_graph_add_kernel"], 1, "a 10-node chain built: create and 10 adds"),
     "instantiate": (["gc_graph_instantiate"], 1, "gc_graph_instantiate of a one-node graph"),

@@ -81,9 +81,9 @@ enum Current {
 
 impl Current {
     /// What `graph` does now, from its locked state `st`.
-    fn of(graph: &Graph, st: &GraphState) -> Current {
-        match st.if_read() {
-            Some((d, _)) => Current::Known(d.clone()),
+    fn of(graph: &Graph, st: &mut GraphState) -> Current {
+        match st.stood_on() {
+            Some(d) => Current::Known(d),
             None => Current::AsCaptured {
                 graph: graph.clone(),
             },
@@ -180,10 +180,10 @@ impl Exec {
                 )
             }
             None => {
-                let st = graph.state();
+                let mut st = graph.state();
                 if st.args.is_empty() {
                     let raw = dg::instantiate(st.raw(), cuda)?;
-                    (raw, Current::of(graph, &st), Ok(None))
+                    (raw, Current::of(graph, &mut st), Ok(None))
                 } else {
                     drop(st);
                     let st = graph.described()?;
@@ -377,7 +377,7 @@ impl Exec {
         }
         // The exec's record and the new graph are separate locks (the new
         // graph may be the source itself: its lock is taken only here).
-        let st = graph.state();
+        let mut st = graph.state();
         let by_node = match (&*current, st.if_read()) {
             (Current::Known(ours), Some((theirs, nodes))) => {
                 Self::plan_update(ours, theirs, nodes)?
@@ -401,7 +401,7 @@ impl Exec {
             None => {
                 let updated = dg::exec_update(self.raw(), st.raw());
                 if updated.is_ok() {
-                    *current = Current::of(graph, &st);
+                    *current = Current::of(graph, &mut st);
                 }
                 drop(st);
                 if let Err(failed) = updated {
@@ -461,8 +461,8 @@ impl Exec {
     }
 
     /// Sets the parameters of the `changed` nodes (read from `graph`'s
-    /// `new_nodes`). Kernel functions must stay the same (checked before
-    /// anything is set, so a refusal leaves the exec unchanged).
+    /// `new_nodes`). A kernel node may launch another function of the
+    /// context, as CUDA's whole-graph update lets it (and its node setter).
     fn update_nodes(
         &self,
         graph: &Graph,
@@ -480,23 +480,6 @@ impl Exec {
         };
         let source = self.inner.source.described()?;
         let source_nodes: Vec<_> = changed.iter().map(|(i, _)| source.nodes()[*i]).collect();
-        for (k, (i, kind)) in changed.iter().enumerate() {
-            if let RawNode::Kernel(new) = &reads[k] {
-                let RawNode::Kernel(old) = dg::read_node(source_nodes[k])? else {
-                    unreachable!("same topology: node {i} is a kernel in both");
-                };
-                if new.func != old.func {
-                    let name = match kind {
-                        NodeKind::Kernel { name, .. } => &**name,
-                        _ => "?",
-                    };
-                    return Err(Error::new(
-                        ErrorKind::UpdateMismatch,
-                        format!("node {i} launches another kernel ({name}); the exec is unchanged"),
-                    ));
-                }
-            }
-        }
         let ctx = self.inner.ctx.raw();
         let e = self.raw();
         let mut failed = None;

@@ -218,7 +218,11 @@ pub extern "C" fn gc_exec_arg_info(
 /// Updates the exec in place with the parameters of `graph`, a graph of
 /// the same topology (same node kinds in the same order, same edges). A
 /// different topology is GC_ERROR_UPDATE_MISMATCH naming the first
-/// differing node; the exec is unchanged and stays usable.
+/// differing node; the exec is unchanged and stays usable. A kernel node's
+/// function is one of its parameters: it may change to another function of
+/// the context, within CUDA's limits for cuGraphExecUpdate (not to one using
+/// dynamic parallelism or device-side graph launches where the old one did
+/// not: the driver's refusal is GC_ERROR_UPDATE_MISMATCH or GC_ERROR_CUDA).
 /// Errors: GC_ERROR_INVALID_ARGUMENT (a NULL handle, or a graph of another
 /// context), GC_ERROR_INVALID_HANDLE (a destroyed handle),
 /// GC_ERROR_UPDATE_MISMATCH (another topology, or for a fused exec other

@@ -734,6 +734,146 @@ fn an_exec_ignores_nodes_added_to_its_graph_afterwards() {
     }
 }
 
+/// Kernel nodes added to a graph built node by node are described when a
+/// call first needs them, from CUDA's copies of their parameters, as they
+/// would have been when added: the chain of `scales_around_a_user_kernel`
+/// describes the same as one whose nodes after the first were described as
+/// they were added (an exec made from it after its first node makes it so,
+/// and stands on that one node). A node of another kind describes the
+/// pending ones before it, kernel nodes after it are pending again, the
+/// numbering stays, an exec made while nodes were pending shows them, and
+/// the graph runs as built. Updates may change a kernel node's function,
+/// node by node (described graphs) and whole (pending ones).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn built_graphs_describe_kernel_nodes_when_first_needed() {
+    let c = ctx();
+    let s = Stream::new(&c).unwrap();
+    let p = pool(&c);
+    let n = 4099usize;
+    let y = p.alloc(n as u64 * 4).unwrap();
+    let user = add_one(&c);
+    let scale = graphcore_core::Function::from_builtin(&c, "gc_scale_f32").unwrap();
+    // The chain of `scales_around_a_user_kernel`, node 5 a scale by 2
+    // instead of `add_one` where `scaled`; an exec made after its first
+    // node where `stand`.
+    let chain = |scaled: bool, stand: bool| {
+        let g = Graph::new(&c).unwrap();
+        let mut prev: Vec<graphcore_core::Node> = Vec::new();
+        let mut stands = None;
+        for i in 0..11 {
+            let node = if i == 5 && !scaled {
+                let mut launch = AddOneLaunch::new(y, n);
+                let mut args = launch.args();
+                // SAFETY: add_one(u64, u32).
+                unsafe { g.add_kernel(&user, &launch.cfg, args.as_mut_ptr(), &prev) }.unwrap()
+            } else {
+                let alpha = if i == 5 { 2.0 } else { 1.0 + i as f32 / 8.0 };
+                let (mut yy, mut xx, mut nn, mut a) = (y, y, n as u64, alpha);
+                let mut args = [
+                    &mut yy as *mut u64 as *mut c_void,
+                    &mut xx as *mut u64 as *mut c_void,
+                    &mut nn as *mut u64 as *mut c_void,
+                    &mut a as *mut f32 as *mut c_void,
+                ];
+                let cfg = LaunchConfig {
+                    grid: [8, 1, 1],
+                    block: [256, 1, 1],
+                    shared_bytes: 0,
+                };
+                // SAFETY: gc_scale_f32(y, x, n, alpha).
+                unsafe { g.add_kernel(&scale, &cfg, args.as_mut_ptr(), &prev) }.unwrap()
+            };
+            if i == 0 && stand {
+                stands = Some(Exec::new(&g, 0).unwrap());
+            }
+            prev = vec![node];
+        }
+        (g, stands)
+    };
+    let run = |e: &Exec| {
+        upload(&s, y, &vec![1.0; n]);
+        e.launch(&s).unwrap();
+        download(&s, y, n)[0]
+    };
+    let want = |scaled: bool| {
+        (0..11).fold(1.0f32, |v, i| match i {
+            5 if scaled => v * 2.0,
+            5 => v + 1.0,
+            _ => v * (1.0 + i as f32 / 8.0),
+        })
+    };
+
+    let lazy = super::fusion::scales_around_a_user_kernel(&c, &user, y, n);
+    assert_eq!(lazy.node_count().unwrap(), 11);
+    let d = lazy.desc().unwrap();
+    for (i, name) in [(0, "gc_scale_f32"), (5, "add_one"), (10, "gc_scale_f32")] {
+        match d.node(i) {
+            NodeKind::Kernel {
+                name: got,
+                grid,
+                args,
+                ..
+            } => {
+                assert_eq!(&**got, name, "node {i}");
+                let blocks = if i == 5 { (n as u32).div_ceil(256) } else { 8 };
+                assert_eq!(grid[0], blocks, "node {i}");
+                // A built-in's argument values, read back: (y, x, n, alpha).
+                assert_eq!(args.len(), if i == 5 { 0 } else { 4 }, "node {i}");
+            }
+            other => panic!("node {i} is {other:?}"),
+        }
+        assert_eq!(d.deps(i), (0..i).last().as_slice(), "node {i}");
+    }
+    let (reference, stands) = chain(false, true);
+    assert_eq!(reference.desc().unwrap(), d);
+    assert_eq!(stands.unwrap().stats().unwrap().graph_nodes, 1);
+
+    // Node by node (both described, one node changes): another function.
+    let (a, _) = chain(false, false);
+    let e = Exec::new(&a, 0).unwrap();
+    assert_eq!(run(&e), want(false));
+    let (b, _) = chain(true, false);
+    assert_eq!(b.desc().unwrap().len(), 11);
+    assert_eq!(a.desc().unwrap().len(), 11);
+    let e = Exec::new(&a, 0).unwrap();
+    e.update(&b).unwrap();
+    assert_eq!(run(&e), want(true));
+    assert_eq!(e.to_dot("e").unwrap().matches("gc_scale_f32").count(), 11);
+    // Whole (pending nodes): back to `add_one`.
+    e.update(&chain(false, false).0).unwrap();
+    assert_eq!(run(&e), want(false));
+
+    // Kernel, kernel, memset, kernel: the memset describes the two before it.
+    let z = p.alloc(n as u64 * 4).unwrap();
+    let g = Graph::new(&c).unwrap();
+    let mut launch = AddOneLaunch::new(y, n);
+    let mut args = launch.args();
+    // SAFETY: add_one(u64, u32) over `n` floats at `y`.
+    let k0 = unsafe { g.add_kernel(&user, &launch.cfg, args.as_mut_ptr(), &[]) }.unwrap();
+    // SAFETY: as above.
+    let k1 = unsafe { g.add_kernel(&user, &launch.cfg, args.as_mut_ptr(), &[k0]) }.unwrap();
+    // SAFETY: `z` is pool memory of `n` floats.
+    let m = unsafe { g.add_memset(z, 0, n * 4, &[k1]) }.unwrap();
+    // SAFETY: as above.
+    let k3 = unsafe { g.add_kernel(&user, &launch.cfg, args.as_mut_ptr(), &[m]) }.unwrap();
+    assert_eq!([k0.index, k1.index, m.index, k3.index], [0, 1, 2, 3]);
+    assert_eq!(g.node_count().unwrap(), 4);
+    let e = Exec::new(&g, 0).unwrap();
+    let d = g.desc().unwrap();
+    let kinds: Vec<&str> = (0..4).map(|i| d.node(i).kind_name()).collect();
+    assert_eq!(kinds, ["kernel", "kernel", "memset", "kernel"]);
+    for i in 1..4 {
+        assert_eq!(d.deps(i), &[i - 1]);
+    }
+    let dot = e.to_dot("g").unwrap();
+    assert_eq!(dot.matches("add_one").count(), 3, "{dot}");
+    assert_eq!(run(&e), 4.0);
+    upload(&s, z, &vec![7.0; n]);
+    e.launch(&s).unwrap();
+    assert_eq!(download(&s, z, n), vec![0.0; n]);
+}
+
 /// Sets gc_scale_f32 node `node` of `e` to scale `buf`'s `n` floats in
 /// place by `alpha`.
 fn set_scale_args(e: &Exec, node: graphcore_core::Node, buf: u64, n: usize, alpha: f32) {

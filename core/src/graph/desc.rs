@@ -336,6 +336,19 @@ pub struct GraphDesc {
     kinds: Vec<(usize, usize, EdgeKind)>,
 }
 
+/// Checks dependencies `deps` of a new node of a graph of `nodes` nodes:
+/// each is one of them, none repeats.
+pub(crate) fn check_dep_indices(nodes: usize, deps: &[usize]) -> Result<()> {
+    for (i, &d) in deps.iter().enumerate() {
+        ensure_arg!(
+            d < nodes,
+            "dependency {i} is node {d}, but the graph has {nodes} nodes"
+        );
+        ensure_arg!(!deps[..i].contains(&d), "dependency {i} repeats node {d}");
+    }
+    Ok(())
+}
+
 impl GraphDesc {
     /// An empty description.
     pub fn new() -> Self {
@@ -388,15 +401,7 @@ impl GraphDesc {
     /// a node of this graph, no repeats). Changes nothing.
     #[inline]
     pub fn check_deps(&self, deps: &[usize]) -> Result<()> {
-        for (i, &d) in deps.iter().enumerate() {
-            ensure_arg!(
-                d < self.nodes.len(),
-                "dependency {i} is node {d}, but the graph has {} nodes",
-                self.nodes.len()
-            );
-            ensure_arg!(!deps[..i].contains(&d), "dependency {i} repeats node {d}");
-        }
-        Ok(())
+        check_dep_indices(self.nodes.len(), deps)
     }
 
     /// Adds a node after [`check_deps`](Self::check_deps) passed; returns

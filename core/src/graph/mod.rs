@@ -18,7 +18,7 @@ use crate::driver::edges;
 use crate::driver::graph::{self as dg, KernelParams, RawNode};
 use crate::driver::memory::{memory_kind, MemoryKind, Memset};
 use crate::driver::owned::{Nodes, Owned, Shared};
-use crate::driver::{CUgraph, CUgraphNode};
+use crate::driver::{CUfunction, CUgraph, CUgraphNode};
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::lock::{SpinGuard, SpinLock};
@@ -121,14 +121,31 @@ pub(crate) struct GraphState {
 }
 
 /// A graph's description, and its CUDA nodes in the description's order.
+///
+/// Kernel nodes added to a graph built node by node are described lazily,
+/// as a captured graph is: `pending` keeps their dependencies, CUDA keeps
+/// the rest, and [`DescribedState::new`] reads their kinds back when a call
+/// first needs the description. A kernel node added costs then about what
+/// the driver's own call does (benches/results/h200/lazy_build_ab.json).
 struct Described {
     /// Shared with the execs instantiated from the graph (copied when the
-    /// graph changes while they hold it).
+    /// graph changes while they hold it). It describes the first
+    /// `desc.len()` nodes; the `pending.len()` after them are not described
+    /// yet.
     desc: Arc<GraphDesc>,
+    /// Every node, described or pending, in order.
     nodes: Nodes,
-    /// For a captured graph read back lazily: its description as captured,
-    /// which execs instantiated before the read back stand on (see
-    /// [`Graph::captured_desc`]); `None` for a graph built node by node.
+    /// The dependencies of the kernel nodes added after `desc`'s.
+    pending: Vec<DepList>,
+    /// Set when an exec was made from (or updated with) the graph while
+    /// nodes were pending: it stands on them as they are, so the next
+    /// description of them is kept in `as_captured`, and no node is added
+    /// undescribed again.
+    stood_on: bool,
+    /// For a captured graph read back lazily (and a built one that an exec
+    /// stood on while nodes were pending): its description as it was then,
+    /// which those execs stand on (see [`Graph::captured_desc`]); `None`
+    /// for a graph built node by node.
     as_captured: Option<Arc<GraphDesc>>,
 }
 
@@ -136,21 +153,35 @@ impl Described {
     /// The description of a graph with no nodes yet, built node by node,
     /// with room for [`Described::FIRST_NODES`] nodes.
     fn empty() -> Described {
+        Described::of(Arc::default(), Vec::with_capacity(Self::FIRST_NODES))
+    }
+
+    /// `desc` with `nodes` (one per node of `desc`), nothing pending.
+    fn of(desc: Arc<GraphDesc>, nodes: Vec<CUgraphNode>) -> Described {
         Described {
-            desc: Arc::new(GraphDesc::with_capacity(Self::FIRST_NODES)),
-            nodes: Vec::with_capacity(Self::FIRST_NODES).into(),
+            desc,
+            nodes: nodes.into(),
+            pending: Vec::with_capacity(Self::FIRST_NODES),
+            stood_on: false,
             as_captured: None,
         }
     }
 
     /// Nodes a new graph has room for before its vectors first grow: a
-    /// graph's first nodes then cost no reallocations (three vectors grow
-    /// together, each from 4 slots, doubling, had the graph started empty).
-    /// Not more: over the no-op driver, room for 16 made a one-node graph
-    /// 25% slower to create (16 node descriptions, 1280 bytes, are past the
-    /// size glibc serves from its per-thread cache), where 8 made every
-    /// length from 1 to 1000 nodes faster.
+    /// graph's first kernel nodes then cost no reallocations (two vectors
+    /// grow together, each from 4 slots, doubling, had the graph started
+    /// empty). Not more: over the no-op driver, room for 16 node
+    /// descriptions made a one-node graph 25% slower to create (1280 bytes
+    /// are past the size glibc serves from its per-thread cache), where 8
+    /// made every length from 1 to 1000 nodes faster.
     const FIRST_NODES: usize = 8;
+
+    /// True when a kernel node may be added undescribed: nothing has stood
+    /// on pending nodes, and no description as captured is kept (a graph
+    /// that keeps one is described node by node, as before).
+    fn takes_pending(&self) -> bool {
+        !self.stood_on && self.as_captured.is_none()
+    }
 }
 
 impl GraphState {
@@ -193,10 +224,60 @@ impl GraphState {
             .collect()
     }
 
-    /// The description and the nodes indexed as it, if they are there (a
-    /// captured graph not read back has none yet).
+    /// The description and the nodes indexed as it, if every node is
+    /// described (a captured graph not read back has none yet, a built one
+    /// may have nodes pending).
     pub(crate) fn if_read(&self) -> Option<(&Arc<GraphDesc>, &Nodes)> {
-        self.described.as_ref().map(|d| (&d.desc, &d.nodes))
+        self.described
+            .as_ref()
+            .filter(|d| d.pending.is_empty())
+            .map(|d| (&d.desc, &d.nodes))
+    }
+
+    /// The description an exec made from (or updated with) the graph now
+    /// stands on, if every node is described. `None` for a captured graph
+    /// not read back, or a built one with nodes pending: the exec reads it
+    /// when it first needs it ([`Graph::captured_desc`]), and the pending
+    /// nodes are kept as they are for it.
+    pub(crate) fn stood_on(&mut self) -> Option<Arc<GraphDesc>> {
+        let d = self.described.as_mut()?;
+        if d.pending.is_empty() {
+            return Some(Arc::clone(&d.desc));
+        }
+        d.stood_on = true;
+        None
+    }
+
+    /// Describes the pending kernel nodes from CUDA's copies of their
+    /// parameters, each named after the function of `functions` it
+    /// launches (the graph keeps every one), as when it was added. On
+    /// failure nothing changes.
+    #[cold]
+    #[inline(never)]
+    fn describe_pending(&mut self, ctx: &Context) -> Result<()> {
+        let GraphState {
+            described: Some(d),
+            functions,
+            ..
+        } = self
+        else {
+            return Ok(());
+        };
+        ctx.bind()?;
+        let launched: HashMap<CUfunction, &Function> =
+            functions.iter().map(|f| (f.raw(), f)).collect();
+        let kinds = d.nodes[d.desc.len()..]
+            .iter()
+            .map(|&n| describe(ctx, dg::read_node(n)?, &launched))
+            .collect::<Result<Vec<_>>>()?;
+        let desc = desc_mut(&mut d.desc);
+        for (kind, deps) in kinds.into_iter().zip(d.pending.drain(..)) {
+            desc.push_deps(kind, deps);
+        }
+        if d.stood_on {
+            d.as_captured = Some(Arc::clone(&d.desc));
+        }
+        Ok(())
     }
 
     /// True when the graph has no nodes; for a captured graph whose count
@@ -231,14 +312,35 @@ pub(crate) struct DescribedState<'a> {
 
 impl<'a> DescribedState<'a> {
     /// The locked state `st` with its description there: a captured
-    /// graph's is read back now if no call has needed it before.
+    /// graph's is read back now if no call has needed it before, and a
+    /// built graph's pending kernel nodes are described.
     fn new(mut st: SpinGuard<'a, GraphState>, ctx: &Context) -> Result<Self> {
-        if st.described.is_none() {
-            let d = Graph::read_back(ctx, st.raw())?;
-            st.count = Some(d.desc.len());
-            st.described = Some(d);
+        match &st.described {
+            None => {
+                let d = Graph::read_back(ctx, st.raw())?;
+                st.count = Some(d.desc.len());
+                st.described = Some(d);
+            }
+            Some(d) if !d.pending.is_empty() => st.describe_pending(ctx)?,
+            Some(_) => {}
         }
         Ok(DescribedState { st })
+    }
+
+    /// The locked state `st` to add a kernel node to: as
+    /// [`new`](Self::new), except that where the graph takes pending nodes
+    /// (built node by node, not a conditional body: `body` false) they stay
+    /// pending; with it, true when the new node may be added pending too.
+    #[inline]
+    fn for_kernel(
+        st: SpinGuard<'a, GraphState>,
+        ctx: &Context,
+        body: bool,
+    ) -> Result<(Self, bool)> {
+        if !body && st.described.as_ref().is_some_and(Described::takes_pending) {
+            return Ok((DescribedState { st }, true));
+        }
+        Ok((Self::new(st, ctx)?, false))
     }
 
     fn described(&self) -> &Described {
@@ -566,11 +668,7 @@ impl Graph {
             .map(|&n| dg::find_in_clone(n, raw.raw()))
             .collect::<Result<Vec<_>>>()?;
         let cuda = raw.raw();
-        let described = Described {
-            desc: Arc::clone(st.desc()),
-            nodes: nodes.into(),
-            as_captured: None,
-        };
+        let described = Described::of(Arc::clone(st.desc()), nodes);
         let mut state = GraphState::new(Some(raw), cuda, Some(described), st.st.count);
         state.functions = st.st.functions.clone();
         state.memory = st.st.memory.clone();
@@ -612,7 +710,7 @@ impl Graph {
         let mut new_index = vec![0usize; nodes.len()];
         let mut ordered = Vec::with_capacity(nodes.len());
         for &i in &order {
-            let kind = describe(ctx, dg::read_node(nodes[i])?)?;
+            let kind = describe(ctx, dg::read_node(nodes[i])?, &HashMap::new())?;
             let d: Vec<usize> = deps[i].iter().map(|&j| new_index[j]).collect();
             new_index[i] = desc.push(kind, d);
             ordered.push(nodes[i]);
@@ -623,8 +721,7 @@ impl Graph {
         let desc = Arc::new(desc);
         Ok(Described {
             as_captured: Some(desc.clone()),
-            desc,
-            nodes: ordered.into(),
+            ..Described::of(desc, ordered)
         })
     }
 
@@ -649,7 +746,7 @@ impl Graph {
     pub(crate) fn captured_count(&self) -> Result<usize> {
         let mut st = self.state();
         match &st.described {
-            Some(d) => Ok(d.as_captured.as_ref().unwrap_or(&d.desc).len()),
+            Some(d) => Ok(d.as_captured.as_ref().map_or(d.nodes.len(), |a| a.len())),
             None => st.count(),
         }
     }
@@ -751,7 +848,7 @@ impl Graph {
             return Err(self.explain_deps(st, deps));
         }
         out.idx = DepList::from_fn(deps.len(), |i| deps[i].index as usize);
-        st.desc().check_deps(out.idx.as_slice())?;
+        desc::check_dep_indices(nodes.len(), out.idx.as_slice())?;
         out.gather(nodes);
         Ok(())
     }
@@ -765,7 +862,7 @@ impl Graph {
             return other_graph_dep(i);
         }
         let idx: Vec<usize> = deps.iter().map(|d| d.index as usize).collect();
-        match st.desc().check_deps(&idx) {
+        match desc::check_dep_indices(st.nodes().len(), &idx) {
             Err(e) => e,
             Ok(()) => {
                 unreachable!("explain_deps is called only for dependencies that fail a check")
@@ -860,8 +957,24 @@ impl Graph {
         raw: CUgraphNode,
     ) -> Node {
         let d = st.described_mut();
+        debug_assert!(d.pending.is_empty(), "described nodes follow pending ones");
         let index = desc_mut(&mut d.desc).push_deps(kind, deps);
         d.nodes.push(raw);
+        st.st.count = Some(index + 1);
+        Node {
+            graph: self.inner.id,
+            index: index as u32,
+        }
+    }
+
+    /// Records a kernel node the driver added (after `deps`) as pending:
+    /// described when a call first needs it.
+    #[inline]
+    fn push_pending(&self, st: &mut DescribedState<'_>, deps: DepList, raw: CUgraphNode) -> Node {
+        let d = st.described_mut();
+        d.pending.push(deps);
+        d.nodes.push(raw);
+        let index = d.nodes.len() - 1;
         st.st.count = Some(index + 1);
         Node {
             graph: self.inner.id,
@@ -887,7 +1000,8 @@ impl Graph {
         self.inner
             .ctx
             .ensure_same("the graph", f.context(), "the function")?;
-        let mut st = self.described()?;
+        let (mut st, pending) =
+            DescribedState::for_kernel(self.state(), &self.inner.ctx, self.is_body())?;
         let mut resolved = Deps::empty();
         self.resolve_into(&st, deps, &mut resolved)?;
         // The driver needs the context current even though the node names
@@ -905,6 +1019,13 @@ impl Graph {
         // SAFETY: `args` holds one valid pointer per parameter of `f` (this
         // function's contract); the driver copies the values.
         let raw = unsafe { dg::add_kernel(st.raw(), resolved.raw(), &params) }?;
+        // Consecutive nodes of one function keep it once.
+        if !st.st.functions.last().is_some_and(|g| g.same(f)) {
+            st.st.functions.push(f.clone());
+        }
+        if pending {
+            return Ok(self.push_pending(&mut st, resolved.idx, raw));
+        }
         let builtin = f.builtin();
         let kind = NodeKind::Kernel {
             name: f.shared_name(),
@@ -915,10 +1036,6 @@ impl Graph {
             // SAFETY: as above, one valid pointer per parameter of `k`.
             args: builtin.map_or(Vec::new(), |k| unsafe { builtin_args(k, args) }),
         };
-        // Consecutive nodes of one function keep it once.
-        if !st.st.functions.last().is_some_and(|g| g.same(f)) {
-            st.st.functions.push(f.clone());
-        }
         Ok(self.push(&mut st, kind, resolved.idx, raw))
     }
 
@@ -1370,14 +1487,23 @@ fn allowed_in_body(k: &NodeKind) -> bool {
     !matches!(k, NodeKind::Host | NodeKind::Other(_))
 }
 
-/// Describes a node CUDA reports.
-fn describe(ctx: &Context, raw: RawNode) -> Result<NodeKind> {
+/// Describes a node CUDA reports; a kernel of `launched` is named after its
+/// function, another after its built-in kernel or its address.
+fn describe(
+    ctx: &Context,
+    raw: RawNode,
+    launched: &HashMap<CUfunction, &Function>,
+) -> Result<NodeKind> {
     Ok(match raw {
         RawNode::Kernel(p) => {
-            let builtin = ctx.builtin_of(p.func);
+            let f = launched.get(&p.func);
+            let builtin = f.map_or_else(|| ctx.builtin_of(p.func), |f| f.builtin());
             NodeKind::Kernel {
-                name: builtin
-                    .map_or_else(|| format!("kernel@{:p}", p.func).into(), |k| k.name.into()),
+                name: match f {
+                    Some(f) => f.shared_name(),
+                    None => builtin
+                        .map_or_else(|| format!("kernel@{:p}", p.func).into(), |k| k.name.into()),
+                },
                 grid: p.grid,
                 block: p.block,
                 shared_bytes: p.shared_bytes,
