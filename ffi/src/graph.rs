@@ -181,7 +181,11 @@ pub extern "C" fn gc_graph_create(ctx: *mut gc_context, graph: *mut *mut gc_grap
 /// `shared_bytes` after the `ndeps` nodes in `deps`. `args` is as for
 /// gc_launch; the values are copied now. The new node goes to *node (which
 /// may be NULL). A node of another graph in `deps` is
-/// GC_ERROR_INVALID_ARGUMENT. See the Launch section for `args`.
+/// GC_ERROR_INVALID_ARGUMENT. See the Launch section for `args`. Adding
+/// costs about what CUDA's own add does: graphcore keeps the node's
+/// dependencies, and its kind and parameters are read back from CUDA by the
+/// first call that needs them, as a captured graph's are (see
+/// gc_capture_end).
 /// Errors: GC_ERROR_INVALID_ARGUMENT (graph or function is NULL, a zero or
 /// over-limit dimension, a function of another context, deps is NULL with
 /// ndeps > 0, or a dependency of another graph or out of range),
