@@ -107,6 +107,19 @@ fn fused_chains_are_bitwise_equal_to_unfused() {
 /// (gc_scale_f32, alpha 1 + i/8 for node i), the user kernel `add_one` (node
 /// 5), five more scales. Fusion makes two chains of it around node 5.
 pub(crate) fn scales_around_a_user_kernel(c: &Context, user: &Function, y: u64, n: usize) -> Graph {
+    scales_around(c, Some(user), y, n, |_| {})
+}
+
+/// The chain of [`scales_around_a_user_kernel`] with node 5 `user`, or a
+/// scale by 2 where `user` is `None`; `after_first` runs on the graph once
+/// its first node is added.
+pub(crate) fn scales_around(
+    c: &Context,
+    user: Option<&Function>,
+    y: u64,
+    n: usize,
+    mut after_first: impl FnMut(&Graph),
+) -> Graph {
     let scale = graphcore_core::Function::from_builtin(c, "gc_scale_f32").unwrap();
     let cfg = LaunchConfig {
         grid: [8, 1, 1],
@@ -115,32 +128,38 @@ pub(crate) fn scales_around_a_user_kernel(c: &Context, user: &Function, y: u64, 
     };
     let g = Graph::new(c).unwrap();
     let mut prev: Option<Node> = None;
-    // Five scales, the user kernel, five scales: two chains.
     for i in 0..11 {
         let deps: Vec<Node> = prev.into_iter().collect();
-        let node = if i == 5 {
-            let (mut a0, mut a1) = (y, n as u32);
-            let mut args = [
-                &mut a0 as *mut u64 as *mut c_void,
-                &mut a1 as *mut u32 as *mut c_void,
-            ];
-            let ucfg = LaunchConfig {
-                grid: [(n as u32).div_ceil(256), 1, 1],
-                ..cfg
-            };
-            // SAFETY: add_one(u64, u32).
-            unsafe { g.add_kernel(user, &ucfg, args.as_mut_ptr(), &deps) }.unwrap()
-        } else {
-            let (mut yy, mut xx, mut nn, mut a) = (y, y, n as u64, 1.0 + i as f32 / 8.0);
-            let mut args = [
-                &mut yy as *mut u64 as *mut c_void,
-                &mut xx as *mut u64 as *mut c_void,
-                &mut nn as *mut u64 as *mut c_void,
-                &mut a as *mut f32 as *mut c_void,
-            ];
-            // SAFETY: gc_scale_f32(y, x, n, alpha).
-            unsafe { g.add_kernel(&scale, &cfg, args.as_mut_ptr(), &deps) }.unwrap()
+        let node = match user.filter(|_| i == 5) {
+            Some(user) => {
+                let (mut a0, mut a1) = (y, n as u32);
+                let mut args = [
+                    &mut a0 as *mut u64 as *mut c_void,
+                    &mut a1 as *mut u32 as *mut c_void,
+                ];
+                let ucfg = LaunchConfig {
+                    grid: [(n as u32).div_ceil(256), 1, 1],
+                    ..cfg
+                };
+                // SAFETY: add_one(u64, u32).
+                unsafe { g.add_kernel(user, &ucfg, args.as_mut_ptr(), &deps) }.unwrap()
+            }
+            None => {
+                let alpha = if i == 5 { 2.0 } else { 1.0 + i as f32 / 8.0 };
+                let (mut yy, mut xx, mut nn, mut a) = (y, y, n as u64, alpha);
+                let mut args = [
+                    &mut yy as *mut u64 as *mut c_void,
+                    &mut xx as *mut u64 as *mut c_void,
+                    &mut nn as *mut u64 as *mut c_void,
+                    &mut a as *mut f32 as *mut c_void,
+                ];
+                // SAFETY: gc_scale_f32(y, x, n, alpha).
+                unsafe { g.add_kernel(&scale, &cfg, args.as_mut_ptr(), &deps) }.unwrap()
+            }
         };
+        if i == 0 {
+            after_first(&g);
+        }
         prev = Some(node);
     }
     g

@@ -753,42 +753,16 @@ fn built_graphs_describe_kernel_nodes_when_first_needed() {
     let n = 4099usize;
     let y = p.alloc(n as u64 * 4).unwrap();
     let user = add_one(&c);
-    let scale = graphcore_core::Function::from_builtin(&c, "gc_scale_f32").unwrap();
     // The chain of `scales_around_a_user_kernel`, node 5 a scale by 2
     // instead of `add_one` where `scaled`; an exec made after its first
     // node where `stand`.
     let chain = |scaled: bool, stand: bool| {
-        let g = Graph::new(&c).unwrap();
-        let mut prev: Vec<graphcore_core::Node> = Vec::new();
         let mut stands = None;
-        for i in 0..11 {
-            let node = if i == 5 && !scaled {
-                let mut launch = AddOneLaunch::new(y, n);
-                let mut args = launch.args();
-                // SAFETY: add_one(u64, u32).
-                unsafe { g.add_kernel(&user, &launch.cfg, args.as_mut_ptr(), &prev) }.unwrap()
-            } else {
-                let alpha = if i == 5 { 2.0 } else { 1.0 + i as f32 / 8.0 };
-                let (mut yy, mut xx, mut nn, mut a) = (y, y, n as u64, alpha);
-                let mut args = [
-                    &mut yy as *mut u64 as *mut c_void,
-                    &mut xx as *mut u64 as *mut c_void,
-                    &mut nn as *mut u64 as *mut c_void,
-                    &mut a as *mut f32 as *mut c_void,
-                ];
-                let cfg = LaunchConfig {
-                    grid: [8, 1, 1],
-                    block: [256, 1, 1],
-                    shared_bytes: 0,
-                };
-                // SAFETY: gc_scale_f32(y, x, n, alpha).
-                unsafe { g.add_kernel(&scale, &cfg, args.as_mut_ptr(), &prev) }.unwrap()
-            };
-            if i == 0 && stand {
-                stands = Some(Exec::new(&g, 0).unwrap());
+        let g = super::fusion::scales_around(&c, (!scaled).then_some(&user), y, n, |g| {
+            if stand {
+                stands = Some(Exec::new(g, 0).unwrap());
             }
-            prev = vec![node];
-        }
+        });
         (g, stands)
     };
     let run = |e: &Exec| {

@@ -153,7 +153,10 @@ impl Described {
     /// The description of a graph with no nodes yet, built node by node,
     /// with room for [`Described::FIRST_NODES`] nodes.
     fn empty() -> Described {
-        Described::of(Arc::default(), Vec::with_capacity(Self::FIRST_NODES))
+        Described {
+            pending: Vec::with_capacity(Self::FIRST_NODES),
+            ..Described::of(Arc::default(), Vec::with_capacity(Self::FIRST_NODES))
+        }
     }
 
     /// `desc` with `nodes` (one per node of `desc`), nothing pending.
@@ -161,7 +164,7 @@ impl Described {
         Described {
             desc,
             nodes: nodes.into(),
-            pending: Vec::with_capacity(Self::FIRST_NODES),
+            pending: Vec::new(),
             stood_on: false,
             as_captured: None,
         }
