@@ -9,7 +9,12 @@
  * raises SIGPROF; the handler records the interrupted program counter
  * and a short backtrace. Phases of one operation each (raw CUDA and
  * graphcore alternating, 3 rounds of PROF_SECS / 3 seconds) run in turn;
- * identical stacks are counted once. Writes $OUT/host_profile.txt:
+ * identical stacks are counted once. The one-node phases (build1,
+ * capture1, instantiate1, each with its destroy) price making graph and
+ * exec objects. `host_profile cold` sweeps 4 MiB of memory before each
+ * operation, neither timed nor sampled, so that each call finds its code
+ * and data out of the L2 as between heavy driver calls, and times each
+ * operation alone. Writes $OUT/host_profile.txt (cold: host_profile_cold.txt):
  *   M <date> <CUDA driver version> <GPU name>           the machine
  *   O <index> <object> <load base> <lowest> <highest>   loaded objects
  *   R <phase> <round> <operations> <ns per operation>  loop timings
@@ -77,52 +82,88 @@ static gc_pool *pool;
 static uint32_t tag = 1;
 static void *args[] = {&tag};
 
-static void raw_build(void) {
+static void raw_build_len(int len) {
     bench_kernel_node_params p = {raw_fn, 1, 1, 1, 1, 1, 1, 0, args, NULL, NULL, NULL};
     CUgraph g;
     CUgraphNode prev = NULL, node;
     CU(cu.GraphCreate(&g, 0));
-    for (int i = 0; i < LEN; i++) {
+    for (int i = 0; i < len; i++) {
         CU(cu.GraphAddKernelNode(&node, g, i ? &prev : NULL, i ? 1 : 0, &p));
         prev = node;
     }
     CU(cu.GraphDestroy(g));
 }
 
-static void gc_build(void) {
+static void gc_build_len(int len) {
     gc_dim3 one = {1, 1, 1};
     gc_graph *g;
     gc_node prev, node;
     TRY(gc_graph_create(ctx, &g));
-    for (int i = 0; i < LEN; i++) {
+    for (int i = 0; i < len; i++) {
         TRY(gc_graph_add_kernel(g, fn, one, one, 0, args, i ? &prev : NULL, i ? 1 : 0, &node));
         prev = node;
     }
     TRY(gc_graph_destroy(g));
 }
 
-static CUgraph raw_captured(uint32_t t) {
+static CUgraph raw_captured_len(uint32_t t, int len) {
     void *a[] = {&t};
     CUgraph g;
     CU(cu.StreamBeginCapture(raw_stream, BENCH_CU_CAPTURE_THREAD_LOCAL));
-    for (int i = 0; i < LEN; i++) CU(cu.LaunchKernel(raw_fn, 1, 1, 1, 1, 1, 1, 0, raw_stream, a, NULL));
+    for (int i = 0; i < len; i++) CU(cu.LaunchKernel(raw_fn, 1, 1, 1, 1, 1, 1, 0, raw_stream, a, NULL));
     CU(cu.StreamEndCapture(raw_stream, &g));
     return g;
 }
 
-static gc_graph *gc_captured(uint32_t t) {
+static gc_graph *gc_captured_len(uint32_t t, int len) {
     void *a[] = {&t};
     gc_dim3 one = {1, 1, 1};
     gc_graph *g;
     TRY(gc_capture_begin(stream, NULL, GC_CAPTURE_THREAD_LOCAL));
-    for (int i = 0; i < LEN; i++) TRY(gc_launch(fn, stream, one, one, 0, a));
+    for (int i = 0; i < len; i++) TRY(gc_launch(fn, stream, one, one, 0, a));
     TRY(gc_capture_end(stream, &g));
     return g;
 }
 
+static CUgraph raw_captured(uint32_t t) { return raw_captured_len(t, LEN); }
+
+static gc_graph *gc_captured(uint32_t t) { return gc_captured_len(t, LEN); }
+
 static void raw_capture(void) { CU(cu.GraphDestroy(raw_captured(1))); }
 
 static void gc_capture(void) { TRY(gc_graph_destroy(gc_captured(1))); }
+
+static void raw_build(void) { raw_build_len(LEN); }
+
+static void gc_build(void) { gc_build_len(LEN); }
+
+/* The one-node forms, where graph_perf_scaling finds graphcore's making of
+ * its graph and exec objects above the checked side (issue 15): a graph
+ * created with one node and destroyed; one captured and destroyed; a
+ * captured one-node graph (gc_g1, raw_g1) instantiated and its exec
+ * destroyed. */
+static CUgraph raw_g1;
+static gc_graph *gc_g1;
+
+static void raw_build1(void) { raw_build_len(1); }
+
+static void gc_build1(void) { gc_build_len(1); }
+
+static void raw_capture1(void) { CU(cu.GraphDestroy(raw_captured_len(1, 1))); }
+
+static void gc_capture1(void) { TRY(gc_graph_destroy(gc_captured_len(1, 1))); }
+
+static void raw_instantiate1(void) {
+    CUgraphExec e;
+    CU(cu.GraphInstantiateWithFlags(&e, raw_g1, 0));
+    CU(cu.GraphExecDestroy(e));
+}
+
+static void gc_instantiate1(void) {
+    gc_exec *e;
+    TRY(gc_graph_instantiate(gc_g1, 0, &e));
+    TRY(gc_exec_destroy(e));
+}
 
 /* Two graphs whose every node differs, and an exec of the first. */
 static CUgraph raw_g[2];
@@ -157,7 +198,9 @@ static const struct {
 } phases[] = {
     {"raw_build", raw_build, LEN},     {"gc_build", gc_build, LEN},     {"raw_capture", raw_capture, LEN},
     {"gc_capture", gc_capture, LEN},   {"raw_update", raw_update, 2},   {"gc_update", gc_update, 2},
-    {"gc_pool", gc_pool_pairs, POOL_PAIRS},
+    {"gc_pool", gc_pool_pairs, POOL_PAIRS}, {"raw_build1", raw_build1, 1},     {"gc_build1", gc_build1, 1},
+    {"raw_capture1", raw_capture1, 1},      {"gc_capture1", gc_capture1, 1}, {"raw_instantiate1", raw_instantiate1, 1},
+    {"gc_instantiate1", gc_instantiate1, 1},
 };
 #define PHASES ((int)(sizeof phases / sizeof phases[0]))
 
@@ -203,7 +246,25 @@ static int by_stack(const void *pa, const void *pb) {
     return 0;
 }
 
-int main(void) {
+/* Cold mode: what the caches hold when a call comes between heavy driver
+ * calls, as in graph_perf_scaling's rounds. Before each operation (not
+ * timed, not sampled) a sweep writes every line of 4 MiB, past the L2. */
+static int cold;
+static unsigned char *sweep_buf;
+#define SWEEP_BYTES (4u << 20)
+
+static void sweep(void) {
+    for (size_t i = 0; i < SWEEP_BYTES; i += 64) sweep_buf[i]++;
+}
+
+int main(int argc, char **argv) {
+    cold = argc > 1 && !strcmp(argv[1], "cold");
+    if (argc > 1 && !cold) {
+        fprintf(stderr, "usage: host_profile [cold]\n");
+        return 2;
+    }
+    sweep_buf = calloc(SWEEP_BYTES, 1);
+    if (!sweep_buf) return 1;
     ctx = bench_start("host_profile");
     gc_module *module = bench_empty_kernel(ctx, &stream, &fn, &raw_stream, &raw_fn);
     TRY(gc_pool_create(ctx, NULL, &pool));
@@ -211,6 +272,8 @@ int main(void) {
         raw_g[i] = raw_captured(1 + (uint32_t)i);
         gc_g[i] = gc_captured(1 + (uint32_t)i);
     }
+    raw_g1 = raw_captured_len(1, 1);
+    gc_g1 = gc_captured_len(1, 1);
     CU(cu.GraphInstantiateWithFlags(&raw_e, raw_g[0], 0));
     TRY(gc_graph_instantiate(gc_g[0], 0, &gc_e));
     void *warm[4];
@@ -247,7 +310,7 @@ int main(void) {
     double secs = secs_env ? atof(secs_env) : 3.0;
     const char *out = getenv("OUT");
     char path[4096];
-    snprintf(path, sizeof path, "%s/host_profile.txt", out ? out : ".");
+    snprintf(path, sizeof path, "%s/host_profile%s.txt", out ? out : ".", cold ? "_cold" : "");
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "host_profile: cannot write %s\n", path);
@@ -257,21 +320,32 @@ int main(void) {
     char date[32];
     bench_machine(ctx, &info, date);
     fprintf(f, "M %s %d %s\n", date, info.driver_version, info.name);
-    printf("host_profile: %d phases, 3 rounds of %.1f s each, a sample every 100 us\n", PHASES, secs / 3);
+    printf("host_profile%s: %d phases, 3 rounds of %.1f s each, a sample every 100 us\n", cold ? " (cold)" : "",
+           PHASES, secs / 3);
     for (int round = 0; round < 3; round++)
         for (int p = 0; p < PHASES; p++) {
             long ops = 0;
-            double t0 = bench_now_ns();
-            current_phase = p;
+            double t0 = bench_now_ns(), busy = 0;
+            if (!cold) current_phase = p;
             while (bench_now_ns() - t0 < secs / 3 * 1e9) {
-                phases[p].op();
+                if (cold) {
+                    sweep(); /* not sampled, not timed */
+                    double a = bench_now_ns();
+                    current_phase = p;
+                    phases[p].op();
+                    current_phase = -1;
+                    busy += bench_now_ns() - a;
+                } else {
+                    phases[p].op();
+                }
                 ops++;
             }
             current_phase = -1;
-            double ns = (bench_now_ns() - t0) / ((double)ops * phases[p].per);
+            if (!cold) busy = bench_now_ns() - t0;
+            double ns = busy / ((double)ops * phases[p].per);
             fprintf(f, "R %s %d %ld %.1f\n", phases[p].name, round, ops, ns);
             printf("  %-12s round %d: %8.1f ns per %s\n", phases[p].name, round, ns,
-                   phases[p].per == LEN ? "node" : phases[p].per == 2 ? "update" : "pair");
+                   phases[p].per == LEN ? "node" : phases[p].per == 2 ? "update" : phases[p].per == 1 ? "op" : "pair");
         }
     timer_delete(timer);
     dl_iterate_phdr(add_object, NULL);
@@ -293,6 +367,7 @@ int main(void) {
         i = j;
     }
     fclose(f);
+    free(sweep_buf);
     printf("host_profile: %d samples in %s\n", n, path);
     TRY(gc_exec_destroy(gc_e));
     CU(cu.GraphExecDestroy(raw_e));
@@ -300,6 +375,8 @@ int main(void) {
         TRY(gc_graph_destroy(gc_g[i]));
         CU(cu.GraphDestroy(raw_g[i]));
     }
+    TRY(gc_graph_destroy(gc_g1));
+    CU(cu.GraphDestroy(raw_g1));
     TRY(gc_pool_destroy(pool));
     TRY(gc_module_destroy(module));
     TRY(gc_stream_destroy(stream));

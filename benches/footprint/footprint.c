@@ -3,13 +3,14 @@
  * caches, so under callgrind's cache simulation graphcore's L1 misses per
  * call count the cache lines its own code and data touch.
  *
- *   footprint build|build10|capture|capture1|launch|instantiate ITERATIONS
+ *   footprint build|build10|capture|capture1|launch|instantiate|update ITERATIONS
  *
  * build: a graph of 100 kernel nodes in a chain (create, add, destroy);
  * build10: the same with 10 nodes; capture: begin, 100 launches, end,
  * destroy; capture1: the same with one launch; launch: 100 launches of a
  * one-node exec; instantiate: that one-node graph instantiated (and the
- * exec destroyed). */
+ * exec destroyed); update: an exec of a captured one-node graph updated
+ * to another captured one and back, as graph_perf_scaling's update row. */
 #include "../c/bench.h"
 
 static const char PTX[] = ".version 8.0\n.target sm_75\n.address_size 64\n"
@@ -17,7 +18,7 @@ static const char PTX[] = ".version 8.0\n.target sm_75\n.address_size 64\n"
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: footprint build|build10|capture|capture1|launch|instantiate ITERATIONS\n");
+        fprintf(stderr, "usage: footprint build|build10|capture|capture1|launch|instantiate|update ITERATIONS\n");
         return 2;
     }
     const char *what = argv[1];
@@ -37,6 +38,17 @@ int main(int argc, char **argv) {
     TRY(gc_graph_create(ctx, &g0));
     TRY(gc_graph_add_kernel(g0, fn, one, one, 0, args, NULL, 0, NULL));
     TRY(gc_graph_instantiate(g0, 0, &e0));
+    /* Two captured one-node graphs whose node differs, and an exec of the first. */
+    gc_graph *c[2];
+    gc_exec *ec;
+    for (int k = 0; k < 2; k++) {
+        uint32_t t = 1 + (uint32_t)k;
+        void *a[] = {&t};
+        TRY(gc_capture_begin(s, NULL, GC_CAPTURE_THREAD_LOCAL));
+        TRY(gc_launch(fn, s, one, one, 0, a));
+        TRY(gc_capture_end(s, &c[k]));
+    }
+    TRY(gc_graph_instantiate(c[0], 0, &ec));
     for (int it = 0; it < n; it++) {
         gc_graph *g;
         gc_node prev, node;
@@ -68,11 +80,17 @@ int main(int argc, char **argv) {
             gc_exec *e;
             TRY(gc_graph_instantiate(g0, 0, &e));
             TRY(gc_exec_destroy(e));
+        } else if (!strcmp(what, "update")) {
+            TRY(gc_exec_update(ec, c[1]));
+            TRY(gc_exec_update(ec, c[0]));
         } else {
             fprintf(stderr, "footprint: unknown operation '%s'\n", what);
             return 2;
         }
     }
+    TRY(gc_exec_destroy(ec));
+    TRY(gc_graph_destroy(c[0]));
+    TRY(gc_graph_destroy(c[1]));
     TRY(gc_exec_destroy(e0));
     TRY(gc_graph_destroy(g0));
     TRY(gc_stream_destroy(s));

@@ -42,29 +42,40 @@ pub struct Exec {
     inner: Arc<ExecInner>,
 }
 
-/// Lock order: `current`, then `fused`, then `args`, then `updated_from` (a
-/// thread holding one of them takes only those after it); graph locks (the
-/// source's or an update's) come after all of them.
+/// Lock order: `current`, then `fused`, then `args` (a thread holding one
+/// of them takes only those after it); graph locks (the source's or an
+/// update's) come after all of them.
 struct ExecInner {
     /// Destroyed first (fields drop in order), before the graphs it runs.
     raw: Owned<CUgraphExec>,
     ctx: Context,
     /// The graph it was instantiated from (its nodes name the exec's nodes).
     source: Graph,
-    /// The graph of the last update, kept alive for the memory it uses.
-    updated_from: Mutex<Option<Graph>>,
-    /// What each node does now (the source's description as instantiated,
-    /// then each update's): lets an update skip nodes whose parameters stay
-    /// the same. (Shared with the source until either changes, or read back
-    /// from a captured graph only when needed, to keep instantiation and
-    /// update lean.)
-    current: Mutex<Current>,
+    /// What the exec runs now, and the graph it was last updated from: one
+    /// lock, which an update holds throughout.
+    current: Mutex<Now>,
     /// The fused copy that was instantiated, when fusion applied (boxed,
     /// as `args`: an exec without them is small to make).
     fused: Mutex<Option<Box<Fused>>>,
+    /// Whether `fused` holds a copy: fixed at instantiation (an update
+    /// changes the copy, never whether there is one), so asking takes no
+    /// lock.
+    is_fused: bool,
     /// The declared arguments' uses and bindings (`None`: the graph
     /// declared none, and launches never lock).
     args: Option<Box<Mutex<ArgTable>>>,
+}
+
+/// What an exec runs now (behind its `current` lock).
+struct Now {
+    /// What each node does (the source's description as instantiated, then
+    /// each update's): lets an update skip nodes whose parameters stay the
+    /// same. (Shared with the source until either changes, or read back
+    /// from a captured graph only when needed, to keep instantiation and
+    /// update lean.)
+    does: Current,
+    /// The graph of the last update, kept alive for the memory it uses.
+    updated_from: Option<Graph>,
 }
 
 /// What each node of an exec does now.
@@ -202,8 +213,11 @@ impl Exec {
                 raw: owned,
                 ctx,
                 source: graph.clone(),
-                updated_from: Mutex::new(None),
-                current: Mutex::new(current),
+                current: Mutex::new(Now {
+                    does: current,
+                    updated_from: None,
+                }),
+                is_fused: fused.is_some(),
                 fused: Mutex::new(fused),
                 args,
             }),
@@ -219,15 +233,15 @@ impl Exec {
         self.inner.raw.raw()
     }
 
-    /// What each node does now: the source's description as instantiated,
+    /// What the exec runs now: the source's description as instantiated,
     /// until the first update or argument change.
-    fn current(&self) -> MutexGuard<'_, Current> {
+    fn current(&self) -> MutexGuard<'_, Now> {
         lock(&self.inner.current)
     }
 
     /// Node counts before and after fusion.
     pub fn stats(&self) -> Result<ExecStats> {
-        let graph_nodes = self.current().len()?;
+        let graph_nodes = self.current().does.len()?;
         Ok(match &*lock(&self.inner.fused) {
             Some(f) => ExecStats {
                 graph_nodes,
@@ -251,7 +265,7 @@ impl Exec {
         if let Some(f) = &*lock(&self.inner.fused) {
             return Ok(crate::graph::to_dot(&f.desc, name));
         }
-        Ok(crate::graph::to_dot(self.current().known()?, name))
+        Ok(crate::graph::to_dot(self.current().does.known()?, name))
     }
 
     /// The graph the exec was instantiated from.
@@ -371,10 +385,13 @@ impl Exec {
                  bodies in place (instantiate the graph again); the exec is unchanged"
             );
         }
-        let mut current = self.current();
-        if lock(&self.inner.fused).is_some() {
-            return self.update_fused(graph, Arc::make_mut(current.known()?));
+        let mut now = self.current();
+        if self.inner.is_fused {
+            self.update_fused(graph, Arc::make_mut(now.does.known()?))?;
+            now.updated_from = Some(graph.clone());
+            return Ok(());
         }
+        let current = &mut now.does;
         // The exec's record and the new graph are separate locks (the new
         // graph may be the source itself: its lock is taken only here).
         let mut st = graph.state();
@@ -405,11 +422,11 @@ impl Exec {
                 }
                 drop(st);
                 if let Err(failed) = updated {
-                    return Err(self.update_refused(graph, &mut current, failed));
+                    return Err(self.update_refused(graph, current, failed));
                 }
             }
         }
-        *lock(&self.inner.updated_from) = Some(graph.clone());
+        now.updated_from = Some(graph.clone());
         if let Some(table) = &self.inner.args {
             // The exec has the graph's values now: find the uses in them.
             let exec_nodes: Vec<CUgraphNode> = self.inner.source.described()?.nodes().to_vec();
@@ -583,7 +600,6 @@ impl Exec {
                 })?;
         }
         *current = theirs.clone();
-        *lock(&self.inner.updated_from) = Some(graph.clone());
         Ok(())
     }
 
@@ -605,8 +621,8 @@ impl Exec {
              before instantiating, or pass device pointers whose contents change)"
         );
         let i = node.index as usize;
-        let mut current = self.current();
-        let current = current.known()?;
+        let mut now = self.current();
+        let current = now.does.known()?;
         ensure_arg!(
             i < current.len(),
             "`node` {i} is not in this exec: the graph had {} nodes when it was instantiated",
