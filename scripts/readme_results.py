@@ -231,20 +231,11 @@ def block_gpu_run():
     )
 
 
-def block_h200():
-    """The headline figures of issues 14 and 15 rerun on the H200 that is the
-    GPU machine now (benches/results/h200/)."""
-    h = lambda name: load(f"h200/{name}")  # noqa: E731
-    progs, runs = h("programs_vs_torch.json"), h("programs_vs_torch_runs.json")
-    parts, scaling = h("mlp_parts.json"), h("graph_perf_scaling.json")
+def programs_table(progs):
+    """The notes' programs against PyTorch's graph path with issue 14's
+    targets (a programs_vs_torch.json): requests with bindings, the step."""
     goal = {"MLP batch 32": 8, "training step": 5}
     lines = [
-        prose(
-            f"Since 2026-11-28 the GPU machine is an {progs['device']} (driver {parts['driver']}); the H100 "
-            "of the other tables is no longer lent, and H200 timings are compared only with H200 timings. "
-            "Rerun there, PyTorch beside graphcore in each run (`benches/results/h200/`):"
-        ),
-        "",
         "| program | PyTorch CUDA graph | graphcore | vs PyTorch's graph | target | graphcore with copies | "
         "CPU per request | same buffers |",
         "|---|---|---|---|---|---|---|---|",
@@ -260,6 +251,80 @@ def block_h200():
             + (f"{r['graphcore_us']:.2f} \u00b5s | {r['graphcore_bound_enqueue_us']:.2f} \u00b5s | "
                f"{r['graphcore_same_buffers_us']:.2f} \u00b5s |" if bound else "\u2014 | \u2014 | \u2014 |")
         )
+    return lines
+
+
+def pool_text(pool, threads):
+    """Issue 15's pool figures: one pair through the C ABI against the
+    driver's stream-ordered pair, and the most threads on their own pools."""
+    most = threads[-1]
+    return (
+        f"Pool alloc+free of {pool['bytes']} bytes through the C ABI: {pool['gc_pool_ns']:.1f} ns against "
+        f"{n0(pool['cuMemAllocAsync_ns'])} ns for a `cuMemAllocAsync` pair, "
+        f"{pool['cuMemAllocAsync_ns'] / pool['gc_pool_ns']:.1f}\u00d7 (targets \u2264 100 ns"
+        f"{verdict(pool['gc_pool_ns'] <= 100, '', ': **missed**')}, \u2265 13\u00d7"
+        f"{verdict(pool['cuMemAllocAsync_ns'] / pool['gc_pool_ns'] >= 13, '', ': **missed**')}); "
+        f"{most['threads']} threads on {most['threads']} pools: {most['mean_ns']:.1f} ns a pair on average, "
+        f"{most['slowest_ns']:.1f} for the slowest thread ({most['mean_vs_one']:.2f}\u00d7 one thread's)."
+    )
+
+
+def block_h100():
+    """Issues 14 and 15 rerun on the H100 that is the default GPU machine again
+    (benches/results/h100/): the notes' programs, graph_perf_scaling with its
+    checked side, the pool, and the GPU check of the same library."""
+    h = lambda name: load(f"h100/{name}")  # noqa: E731
+    progs = h("programs_vs_torch.json")
+    check = (RESULTS / "h100" / "gpu_check.txt").read_text()
+    head = check.splitlines()[0]
+    driver = re.search(r"\(driver ([\d.]+)\)", head).group(1)
+    library = re.search(r"the library of (\w+)", head).group(1)
+    date = re.search(r"\d{4}-\d{2}-\d{2}", head).group(0)
+    sums = re.findall(r"^gpu-check: (\d+) passed, (\d+) failed in \d+ s(?: \(part (\d) of \d\))?$", check, re.M)
+    suite = re.search(r"^test result: ok\. (\d+) passed", check, re.M).group(1)
+    parts = ", ".join(f"part {x[2]}: {x[0]} of {int(x[0]) + int(x[1])} steps passed" if x[2]
+                      else f"{x[0]} of {int(x[0]) + int(x[1])} steps passed" for x in sums)
+    lines = [
+        prose(
+            f"Since {date} the default GPU machine is an {progs['device']} again (driver {driver}), the "
+            "kind of machine issues 14 and 15 were first measured on; H100 timings are compared only with "
+            f"H100 timings. The library of {library} there, PyTorch {progs['torch']} beside graphcore in the "
+            "same run (`benches/results/h100/`). `bash stage/run.sh` on it ("
+            f"`h100/gpu_check.txt`): {parts} (the suite's {suite} tests with the GPU ones, the examples, "
+            "multi-GPU at one rank, Python)."
+        ),
+        "",
+    ]
+    lines += programs_table(progs)
+    lines += [
+        "",
+        prose(
+            "`programs_vs_torch.py` as on the H200 below: 1000 back-to-back requests or steps, then a "
+            "synchronize, median of 7; the bound requests are bound by GPU time, PyTorch's graph path by "
+            "CPU time."
+        ),
+        "",
+    ]
+    lines += checked_floor("h100/graph_perf_scaling_checked.json", "the same H100")
+    lines += ["", prose(pool_text(h("pool_bench.json")[0], h("pool_threads.json")["rows"]))]
+    return "\n".join(lines)
+
+
+def block_h200():
+    """The headline figures of issues 14 and 15 rerun on the H200 that is the
+    GPU machine now (benches/results/h200/)."""
+    h = lambda name: load(f"h200/{name}")  # noqa: E731
+    progs, runs = h("programs_vs_torch.json"), h("programs_vs_torch_runs.json")
+    parts, scaling = h("mlp_parts.json"), h("graph_perf_scaling.json")
+    lines = [
+        prose(
+            f"From 2026-11-28 to 2026-12-05 the GPU machine was an {progs['device']} (driver "
+            f"{parts['driver']}), and H200 timings are compared only with H200 timings. Rerun there, "
+            "PyTorch beside graphcore in each run (`benches/results/h200/`):"
+        ),
+        "",
+    ]
+    lines += programs_table(progs)
 
     def run_text(run):
         mlp = [r for r in run["rows"] if r["case"].startswith("MLP")]
@@ -367,21 +432,7 @@ def block_h200():
         cells, "h200/train_vs_torch_cells.json", replaced,
         lambda r: f"{'Linear' if r['kind'] == 'linear' else '2-layer'} step {r['width']} x {r['batch']} rows",
     )
-    pool = h("pool_bench.json")[0]
-    threads = h("pool_threads.json")["rows"]
-    most = threads[-1]
-    lines += [
-        "",
-        prose(
-            f"Pool alloc+free of {pool['bytes']} bytes through the C ABI: {pool['gc_pool_ns']:.1f} ns against "
-            f"{n0(pool['cuMemAllocAsync_ns'])} ns for a `cuMemAllocAsync` pair, "
-            f"{pool['cuMemAllocAsync_ns'] / pool['gc_pool_ns']:.1f}\u00d7 (targets \u2264 100 ns"
-            f"{verdict(pool['gc_pool_ns'] <= 100, '', ': **missed**')}, \u2265 13\u00d7"
-            f"{verdict(pool['cuMemAllocAsync_ns'] / pool['gc_pool_ns'] >= 13, '', ': **missed**')}); "
-            f"{most['threads']} threads on {most['threads']} pools: {most['mean_ns']:.1f} ns a pair on average, "
-            f"{most['slowest_ns']:.1f} for the slowest thread ({most['mean_vs_one']:.2f}\u00d7 one thread's)."
-        ),
-    ]
+    lines += ["", prose(pool_text(h("pool_bench.json")[0], h("pool_threads.json")["rows"]))]
     return "\n".join(lines)
 
 
@@ -1472,10 +1523,16 @@ def one_kernel_graph_text():
 
 
 def block_checked_floor():
+    """graph_perf_scaling with its third side, the checked floor, on the H200
+    (h200/graph_perf_scaling_checked_lazy.json, medians of its runs)."""
+    return "\n".join(checked_floor("h200/graph_perf_scaling_checked_lazy.json",
+                                    "another one-GPU H200 host instance"))
+
+
+def checked_floor(name, host):
     """graph_perf_scaling with its third side, the checked floor: what
     keeping graphcore's contract adds to raw CUDA when each check is a call
-    of its own (h200/graph_perf_scaling_checked_lazy.json, medians of its runs)."""
-    name = "h200/graph_perf_scaling_checked_lazy.json"
+    of its own (`name`: merged runs, perf_scaling_runs.py), as lines."""
     g = load(name)
     rows = {}
     for r in g["rows"]:
@@ -1495,7 +1552,7 @@ def block_checked_floor():
             "call takes, the `cuCtxGetCurrent` the driver needs where graphcore binds, and a "
             "process-wide mutex around the graph calls graphcore serializes; not in it: making the new "
             f"graph's or exec's handle). Medians of {g['runs']} pinned runs, the library of "
-            f"{g['library']}, another one-GPU H200 host instance, {g['date'][:10]} (`{name}`):"
+            f"{g['library']}, {host}, {g['date'][:10]} (`{name}`):"
         ),
         "",
         "| operation | graphcore \u00f7 raw, 1-1000 nodes | checked \u00f7 raw | target | graphcore within target at | "
@@ -1548,7 +1605,7 @@ def block_checked_floor():
             f"{over('update', 1):.0f} ns)."
         ),
     ]
-    return "\n".join(lines)
+    return lines
 
 
 def block_lazy_build():
@@ -1685,6 +1742,7 @@ BLOCKS = {
     "fresh-make-test": block_fresh_make_test,
     "reliability": block_reliability,
     "device": block_device,
+    "h100": block_h100,
     "h200": block_h200,
     "gpu-run": block_gpu_run,
     "pool": block_pool,
