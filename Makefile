@@ -10,7 +10,7 @@
 #   make uninstall remove exactly what make install installed (same PREFIX,
 #                  DESTDIR)
 #   make header    regenerate include/graphcore.h from ffi/
-#   make readme-results  rewrite README.md's figures from benches/results/,
+#   make readme-results  rewrite the figures of README.md and docs/results.md from benches/results/,
 #                  the sources and tests/counts.json (scripts/readme_results.py)
 #   make ptx       regenerate kernels/ptx/*.ptx from kernels/*.cu (NVRTC 12.0)
 #   make gpu-check stage everything for the GPU machine (scripts/gpu-check)

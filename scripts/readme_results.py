@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes the README's figures from the files that hold them.
 
-Every block of README.md between ``<!-- results:begin NAME -->`` and
-``<!-- results:end -->`` is generated here, from
+Every block of README.md and docs/results.md between
+``<!-- results:begin NAME -->`` and ``<!-- results:end -->`` is generated
+here (each block in one of the two files), from
 
   - benches/results/*.json (the benchmark run on the GPU machine, written by
     ``bash stage/bench.sh``) and the first line of benches/results/bench_log.txt
@@ -14,8 +15,8 @@ Every block of README.md between ``<!-- results:begin NAME -->`` and
   - docs/fresh-make-test.log, the transcript of `make test` run from fresh
     clones (its "# run N: ..." and "wall time" lines).
 
-    python3 scripts/readme_results.py          # rewrite README.md (make readme-results)
-    python3 scripts/readme_results.py --check  # exit 1 with a diff if README.md differs
+    python3 scripts/readme_results.py          # rewrite both (make readme-results)
+    python3 scripts/readme_results.py --check  # exit 1 with a diff if either differs
 
 Python 3 only, no packages. Targets (the issues' goals) are constants here;
 whether each is met is computed from the figures.
@@ -32,6 +33,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
+# The files whose blocks are generated: each block is in exactly one.
+DOCS = (README, REPO / "docs" / "results.md")
 RESULTS = REPO / "benches" / "results"
 # An H100's f32 multiplications per second, in T (its data sheet's FP32
 # rate, one multiplication per FMA).
@@ -1767,46 +1770,50 @@ BLOCKS = {
 }
 
 
-def render(text):
-    seen = []
+def render(text, seen):
+    """`text` with each of its blocks generated anew; the names met go to
+    `seen`."""
 
     def one(m):
         name = m.group("name")
         if name not in BLOCKS:
-            sys.exit(f"readme_results: README.md has an unknown block {name!r}")
+            sys.exit(f"readme_results: unknown block {name!r}")
         seen.append(name)
         return m.group(1) + BLOCKS[name]() + "\n" + m.group(4)
 
-    out = BLOCK.sub(one, text)
-    missing = sorted(set(BLOCKS) - set(seen))
-    if missing:
-        sys.exit(f"readme_results: README.md lacks the blocks {missing}")
-    return out
+    return BLOCK.sub(one, text)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="compare only; exit 1 on a difference")
-    ap.add_argument("--readme", type=Path, default=README)
     args = ap.parse_args()
-    text = args.readme.read_text()
-    new = render(text)
-    if args.check:
-        if new != text:
-            sys.stdout.writelines(
-                difflib.unified_diff(
-                    text.splitlines(True), new.splitlines(True), "README.md", "generated"
+    seen, stale = [], False
+    for path in DOCS:
+        text = path.read_text()
+        new = render(text, seen)
+        name = path.relative_to(REPO)
+        if args.check:
+            if new != text:
+                sys.stdout.writelines(
+                    difflib.unified_diff(text.splitlines(True), new.splitlines(True), str(name), "generated")
                 )
-            )
-            print("README.md's figures are stale: run `make readme-results`", file=sys.stderr)
+                stale = True
+        elif new != text:
+            path.write_text(new)
+            print(f"{name}: figures rewritten")
+        else:
+            print(f"{name}: figures unchanged")
+    missing = sorted(set(BLOCKS) - set(seen))
+    twice = sorted({n for n in seen if seen.count(n) > 1})
+    if missing or twice:
+        sys.exit(f"readme_results: blocks missing {missing}, blocks written twice {twice}")
+    if args.check:
+        if stale:
+            print("the README's or docs/results.md's figures are stale: run `make readme-results`",
+                  file=sys.stderr)
             return 1
-        print("README.md's figures match benches/results and the suite's counts")
-        return 0
-    if new != text:
-        args.readme.write_text(new)
-        print("README.md: figures rewritten")
-    else:
-        print("README.md: figures unchanged")
+        print("README.md's and docs/results.md's figures match benches/results and the suite's counts")
     return 0
 
 

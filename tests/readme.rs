@@ -1,7 +1,8 @@
-//! The README's figures are the ones scripts/readme_results.py writes from
-//! benches/results/*.json, the sources and tests/counts.json: this test runs
-//! it in check mode (python3, no packages) and fails, showing the diff, when
-//! README.md disagrees (`make readme-results` rewrites it).
+//! The figures of README.md and docs/results.md are the ones
+//! scripts/readme_results.py writes from benches/results/*.json, the sources
+//! and tests/counts.json: this test runs it in check mode (python3, no
+//! packages) and fails, showing the diff, when either file disagrees (`make
+//! readme-results` rewrites them).
 
 use crate::support::repo;
 use std::process::Command;

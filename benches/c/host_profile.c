@@ -21,7 +21,7 @@
  *   S <count> <phase> <object>:<offset> ...             stacks, leaf first
  * The offsets are symbolized where the unstripped library is:
  *   python3 benches/host_profile.py <host_profile.txt> target/release/libgraphcore.so
- * which writes benches/results/host_profile.json (the README's table). */
+ * which writes benches/results/host_profile.json (the table in docs/results.md). */
 #define _GNU_SOURCE
 #include "bench.h"
 #include <execinfo.h>

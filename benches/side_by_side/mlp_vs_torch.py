@@ -26,7 +26,7 @@ Python package on PYTHONPATH and the library (GRAPHCORE_LIB).
 
 GC_CELLS (width:batch pairs, comma-separated) reruns only those cells of the
 sweep (every depth; no notes' MLP) into $OUT/mlp_vs_torch_cells.json, which
-the README's table shows in place of the full sweep's cells.
+the table in docs/results.md shows in place of the full sweep's cells.
 """
 import copy
 import json

@@ -1,6 +1,6 @@
 """A sweep rerun of some cells only (mlp_vs_torch.py, train_vs_torch.py):
 GC_CELLS="width:batch,..." names the cells, GC_WHY says why (a sentence for
-the README's footnote under the sweep's table)."""
+the footnote under the sweep's table in docs/results.md)."""
 import os
 import time
 

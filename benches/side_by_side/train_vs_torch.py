@@ -28,7 +28,7 @@ graphcore Python package on PYTHONPATH and the library (GRAPHCORE_LIB).
     GC_CELLS=4096:64 python3 benches/side_by_side/train_vs_torch.py
 
 GC_CELLS (width:batch pairs, comma-separated) reruns only those cells into
-$OUT/train_vs_torch_cells.json, which the README's table shows in place of
+$OUT/train_vs_torch_cells.json, which the table in docs/results.md shows in place of
 the full sweep's cells.
 """
 import json

@@ -1,6 +1,6 @@
 //! Device-side control flow: IF, IF/ELSE, WHILE and SWITCH nodes, nesting,
 //! capture into a body, the setter kernels, update rules, bad inputs; and
-//! the measurements of the README's "Control flow on the device" (written
+//! the measurements of docs/results.md's "Control flow on the device" (written
 //! as JSON to $GC_CONTROL_JSON when it is set).
 
 use super::*;
