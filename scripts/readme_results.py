@@ -447,7 +447,8 @@ def block_device():
         "for the side-by-side scripts) with `scripts/gpu-check`, then `bash stage/run.sh` (tests and\n"
         "sanitizers) and `bash stage/bench.sh` (benchmarks) there. The benchmark\n"
         "JSON, the chart and the log of that run are in `benches/results/`; the\n"
-        "figures below are generated from them (`make readme-results`). Every\n"
+        "figures below and in docs/results.md are generated from them\n"
+        "(`make readme-results`). Every\n"
         "figure is a ratio of two things measured side by side in the same run."
     )
 
