@@ -302,7 +302,7 @@ def block_h100():
     lines += [
         "",
         prose(
-            "`programs_vs_torch.py` as on the H200 below: 1000 back-to-back requests or steps, then a "
+            "`programs_vs_torch.py` as on the H200 (docs/results.md): 1000 back-to-back requests or steps, then a "
             "synchronize, median of 7; the bound requests are bound by GPU time, PyTorch's graph path by "
             "CPU time."
         ),
@@ -314,8 +314,8 @@ def block_h100():
 
 
 def block_h200():
-    """The headline figures of issues 14 and 15 rerun on the H200 that is the
-    GPU machine now (benches/results/h200/)."""
+    """The headline figures of issues 14 and 15 rerun on the H200 that was
+    the GPU machine from 2026-11-28 to 2026-12-05 (benches/results/h200/)."""
     h = lambda name: load(f"h200/{name}")  # noqa: E731
     progs, runs = h("programs_vs_torch.json"), h("programs_vs_torch_runs.json")
     parts, scaling = h("mlp_parts.json"), h("graph_perf_scaling.json")
@@ -447,9 +447,9 @@ def block_device():
         "for the side-by-side scripts) with `scripts/gpu-check`, then `bash stage/run.sh` (tests and\n"
         "sanitizers) and `bash stage/bench.sh` (benchmarks) there. The benchmark\n"
         "JSON, the chart and the log of that run are in `benches/results/`; the\n"
-        "figures below and in docs/results.md are generated from them\n"
-        "(`make readme-results`). Every\n"
-        "figure is a ratio of two things measured side by side in the same run."
+        "figures below and in docs/results.md are generated from them (`make\n"
+        "readme-results`). Every figure is a ratio of two things measured side by\n"
+        "side in the same run."
     )
 
 
