@@ -3,13 +3,14 @@
  * caches, so under callgrind's cache simulation graphcore's L1 misses per
  * call count the cache lines its own code and data touch.
  *
- *   footprint build|build10|capture|capture1|launch|instantiate|update ITERATIONS
+ *   footprint build|build10|capture|capture1|launch|instantiate|instantiate_captured|update ITERATIONS
  *
  * build: a graph of 100 kernel nodes in a chain (create, add, destroy);
  * build10: the same with 10 nodes; capture: begin, 100 launches, end,
  * destroy; capture1: the same with one launch; launch: 100 launches of a
  * one-node exec; instantiate: that one-node graph instantiated (and the
- * exec destroyed); update: an exec of a captured one-node graph updated
+ * exec destroyed); instantiate_captured: the same for a captured one-node
+ * graph, as graph_perf_scaling's instantiate row; update: an exec of a captured one-node graph updated
  * to another captured one and back, as graph_perf_scaling's update row. */
 #include "../c/bench.h"
 
@@ -18,7 +19,7 @@ static const char PTX[] = ".version 8.0\n.target sm_75\n.address_size 64\n"
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: footprint build|build10|capture|capture1|launch|instantiate|update ITERATIONS\n");
+        fprintf(stderr, "usage: footprint build|build10|capture|capture1|launch|instantiate|instantiate_captured|update ITERATIONS\n");
         return 2;
     }
     const char *what = argv[1];
@@ -76,9 +77,9 @@ int main(int argc, char **argv) {
             }
         } else if (!strcmp(what, "launch")) {
             for (int i = 0; i < len; i++) TRY(gc_exec_launch(e0, s));
-        } else if (!strcmp(what, "instantiate")) {
+        } else if (!strcmp(what, "instantiate") || !strcmp(what, "instantiate_captured")) {
             gc_exec *e;
-            TRY(gc_graph_instantiate(g0, 0, &e));
+            TRY(gc_graph_instantiate(strcmp(what, "instantiate") ? c[0] : g0, 0, &e));
             TRY(gc_exec_destroy(e));
         } else if (!strcmp(what, "update")) {
             TRY(gc_exec_update(ec, c[1]));

@@ -42,6 +42,8 @@ OPS = {
     "launch": (["gc_exec_launch"], 100, "gc_exec_launch of a one-node exec"),
     "build10": (["gc_graph_create", "gc_graph_add_kernel"], 1, "a 10-node chain built: create and 10 adds"),
     "instantiate": (["gc_graph_instantiate"], 1, "gc_graph_instantiate of a one-node graph"),
+    "instantiate_captured": (["gc_graph_instantiate"], 1,
+                             "gc_graph_instantiate of a captured one-node graph"),
     "update": (["gc_exec_update"], 2, "gc_exec_update of a captured one-node graph's exec to another such graph"),
 }
 EVENTS = ("Ir", "I1mr", "D1mr", "D1mw")

@@ -84,6 +84,7 @@ fn open(
             e
         }
     })?;
+    stream.open_mark(&mut open);
     *slot = Some(open);
     Ok(())
 }
@@ -99,6 +100,7 @@ pub fn end_capture(stream: &Stream) -> Result<Graph> {
             "the stream is not capturing through graphcore: no capture was begun on it",
         )
     })?;
+    let launched_into = stream.close_mark(&open);
     let ended = ds::end_capture(stream.raw());
     stream.context().close_capture();
     let body = open.into.take().map(|b| {
@@ -124,6 +126,7 @@ pub fn end_capture(stream: &Stream) -> Result<Graph> {
                 memory,
                 events,
                 args,
+                launched_into,
             ))
         }
         (Err(e), body) => {

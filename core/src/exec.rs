@@ -82,44 +82,50 @@ struct Now {
 enum Current {
     /// This description.
     Known(Arc<GraphDesc>),
-    /// What `graph` did as captured: a captured graph not read back yet,
-    /// read back when first needed (see [`Graph::captured_desc`]).
-    AsCaptured {
-        /// The graph (kept alive by the exec anyway).
-        graph: Graph,
-    },
+    /// What the graph the exec last took its work from did as captured:
+    /// the last update's graph, or the source (see [`Now::graph`]), a
+    /// captured graph not read back yet, read back when first needed (see
+    /// [`Graph::captured_desc`]).
+    AsCaptured,
 }
 
 impl Current {
-    /// What `graph` does now, from its locked state `st`.
-    fn of(graph: &Graph, st: &mut GraphState) -> Current {
+    /// What `graph` does now, from its locked state `st` (`graph` becomes
+    /// the one [`Now::graph`] names).
+    fn of(st: &mut GraphState) -> Current {
         match st.stood_on() {
             Some(d) => Current::Known(d),
-            None => Current::AsCaptured {
-                graph: graph.clone(),
-            },
+            None => Current::AsCaptured,
         }
+    }
+}
+
+impl Now {
+    /// The graph the exec last took its work from: the last update's, or
+    /// `source`, the one it was instantiated from.
+    fn graph<'a>(&'a self, source: &'a Graph) -> &'a Graph {
+        self.updated_from.as_ref().unwrap_or(source)
     }
 
     /// Number of nodes (a captured graph's count is read from CUDA if no
     /// call has read it yet). Takes the graph's lock: call it holding no
     /// graph lock.
-    fn len(&self) -> Result<usize> {
-        match self {
+    fn len(&self, source: &Graph) -> Result<usize> {
+        match &self.does {
             Current::Known(d) => Ok(d.len()),
-            Current::AsCaptured { graph } => graph.captured_count(),
+            Current::AsCaptured => self.graph(source).captured_count(),
         }
     }
 
     /// The description, read back now if it was not. Takes the graph's
     /// lock: call it holding no graph lock.
-    fn known(&mut self) -> Result<&mut Arc<GraphDesc>> {
-        if let Current::AsCaptured { graph, .. } = self {
-            *self = Current::Known(graph.captured_desc()?);
+    fn known(&mut self, source: &Graph) -> Result<&mut Arc<GraphDesc>> {
+        if let Current::AsCaptured = self.does {
+            self.does = Current::Known(self.graph(source).captured_desc()?);
         }
-        match self {
+        match &mut self.does {
             Current::Known(d) => Ok(d),
-            Current::AsCaptured { .. } => unreachable!("read back above"),
+            Current::AsCaptured => unreachable!("read back above"),
         }
     }
 }
@@ -147,12 +153,17 @@ pub struct ExecStats {
 impl Exec {
     /// Instantiates `graph` with [`flags`]. An empty graph is refused.
     pub fn new(graph: &Graph, flags: u32) -> Result<Exec> {
+        Self::instantiate(graph.clone(), flags)
+    }
+
+    /// [`new`](Self::new), keeping `graph` (a clone the caller made for
+    /// this) as the graph the exec was instantiated from.
+    pub fn instantiate(graph: Graph, flags: u32) -> Result<Exec> {
         ensure_arg!(
             flags & !flags::ALL == 0,
             "unknown instantiate flags 0x{:x}",
             flags & !flags::ALL
         );
-        ensure_arg!(!graph.is_empty()?, "the graph has no nodes");
         graph.check_instantiable()?;
         let ctx = graph.context().clone();
         ctx.bind()?;
@@ -164,9 +175,9 @@ impl Exec {
             cuda |= dg::flags::USE_NODE_PRIORITY;
         }
         // Fusion works on the top-level graph only: graphs with conditional
-        // bodies are instantiated as they are.
+        // bodies are instantiated as they are. An empty graph fuses nothing.
         let fused = if flags & flags::FUSE_ELEMENTWISE != 0 && !graph.has_conditionals() {
-            Fused::of(graph)?.map(Box::new)
+            Fused::of(&graph)?.map(Box::new)
         } else {
             None
         };
@@ -191,10 +202,12 @@ impl Exec {
                 )
             }
             None => {
+                // Checked under the lock the instantiation takes (one lock).
                 let mut st = graph.state();
+                ensure_arg!(!st.is_empty()?, "the graph has no nodes");
                 if st.args.is_empty() {
                     let raw = dg::instantiate(st.raw(), cuda)?;
-                    (raw, Current::of(graph, &mut st), Ok(None))
+                    (raw, Current::of(&mut st), Ok(None))
                 } else {
                     drop(st);
                     let st = graph.described()?;
@@ -212,7 +225,7 @@ impl Exec {
             inner: Arc::new(ExecInner {
                 raw: owned,
                 ctx,
-                source: graph.clone(),
+                source: graph,
                 current: Mutex::new(Now {
                     does: current,
                     updated_from: None,
@@ -241,7 +254,7 @@ impl Exec {
 
     /// Node counts before and after fusion.
     pub fn stats(&self) -> Result<ExecStats> {
-        let graph_nodes = self.current().does.len()?;
+        let graph_nodes = self.current().len(&self.inner.source)?;
         Ok(match &*lock(&self.inner.fused) {
             Some(f) => ExecStats {
                 graph_nodes,
@@ -265,7 +278,10 @@ impl Exec {
         if let Some(f) = &*lock(&self.inner.fused) {
             return Ok(crate::graph::to_dot(&f.desc, name));
         }
-        Ok(crate::graph::to_dot(self.current().does.known()?, name))
+        Ok(crate::graph::to_dot(
+            self.current().known(&self.inner.source)?,
+            name,
+        ))
     }
 
     /// The graph the exec was instantiated from.
@@ -387,15 +403,14 @@ impl Exec {
         }
         let mut now = self.current();
         if self.inner.is_fused {
-            self.update_fused(graph, Arc::make_mut(now.does.known()?))?;
+            self.update_fused(graph, Arc::make_mut(now.known(&self.inner.source)?))?;
             now.updated_from = Some(graph.clone());
             return Ok(());
         }
-        let current = &mut now.does;
         // The exec's record and the new graph are separate locks (the new
         // graph may be the source itself: its lock is taken only here).
         let mut st = graph.state();
-        let by_node = match (&*current, st.if_read()) {
+        let by_node = match (&now.does, st.if_read()) {
             (Current::Known(ours), Some((theirs, nodes))) => {
                 Self::plan_update(ours, theirs, nodes)?
             }
@@ -406,7 +421,7 @@ impl Exec {
             Some(NodeUpdates { changed, new_nodes }) => {
                 drop(st);
                 self.update_nodes(graph, &changed, &new_nodes)?;
-                let current = Arc::make_mut(current.known()?);
+                let current = Arc::make_mut(now.known(&self.inner.source)?);
                 for (i, kind) in changed {
                     current.set_node(i, kind);
                 }
@@ -417,12 +432,13 @@ impl Exec {
             // first, then the graph again.
             None => {
                 let updated = dg::exec_update(self.raw(), st.raw());
+                // What `graph` does: `updated_from` names it just below.
                 if updated.is_ok() {
-                    *current = Current::of(graph, &mut st);
+                    now.does = Current::of(&mut st);
                 }
                 drop(st);
                 if let Err(failed) = updated {
-                    return Err(self.update_refused(graph, current, failed));
+                    return Err(self.update_refused(graph, &mut now, failed));
                 }
             }
         }
@@ -535,19 +551,19 @@ impl Exec {
 
     /// The error of a failed `cuGraphExecUpdate` with the whole of `graph`
     /// (called holding no graph lock): a refusal names the first topology
-    /// difference from `current`, else the node CUDA blames (reading
+    /// difference from what the exec runs now (`now`), else the node CUDA blames (reading
     /// descriptions back only then).
     #[cold]
     fn update_refused(
         &self,
         graph: &Graph,
-        current: &mut Current,
+        now: &mut Now,
         (e, refused): (Error, Option<dg::UpdateRefused>),
     ) -> Error {
         let Some(r) = refused else { return e };
         // Ours first: it may be `graph`'s own description, read under the
         // graph's lock, which must not be held then.
-        let ours = match current.known() {
+        let ours = match now.known(&self.inner.source) {
             Ok(d) => d.clone(),
             Err(e) => return e,
         };
@@ -622,7 +638,7 @@ impl Exec {
         );
         let i = node.index as usize;
         let mut now = self.current();
-        let current = now.does.known()?;
+        let current = now.known(source)?;
         ensure_arg!(
             i < current.len(),
             "`node` {i} is not in this exec: the graph had {} nodes when it was instantiated",

@@ -274,19 +274,20 @@ impl Function {
         if stream.raw().is_null() {
             self.inner.ctx.bind()?;
         }
-        // SAFETY: one valid pointer per kernel parameter (this function's
-        // contract); the driver copies the values.
-        let r = unsafe {
-            dm::launch(
-                self.raw(),
-                cfg.grid,
-                cfg.block,
-                cfg.shared_bytes,
-                stream.raw(),
-                args,
-            )
-        };
-        stream.note(StreamOp::Launch, r)
+        stream.launch_noted(StreamOp::Launch, || {
+            // SAFETY: one valid pointer per kernel parameter (this
+            // function's contract); the driver copies the values.
+            unsafe {
+                dm::launch(
+                    self.raw(),
+                    cfg.grid,
+                    cfg.block,
+                    cfg.shared_bytes,
+                    stream.raw(),
+                    args,
+                )
+            }
+        })
     }
 }
 
@@ -356,7 +357,7 @@ pub unsafe fn launch_op(stream: &Stream, call: std::result::Result<Call, SizeErr
     // name are valid by this function's contract; a programmatic launch
     // is one of a kernel that waits on its programmatic dependencies first
     // (the compute_90 modules, `launches_builtins_programmatically`).
-    let r = unsafe {
+    stream.launch_noted(StreamOp::BuiltinLaunch, || unsafe {
         if attrs == dm::LaunchAttrs::default() {
             dm::launch(
                 raw,
@@ -377,8 +378,7 @@ pub unsafe fn launch_op(stream: &Stream, call: std::result::Result<Call, SizeErr
                 attrs,
             )
         }
-    };
-    stream.note(StreamOp::BuiltinLaunch, r)
+    })
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use crate::pool::PoolCapture;
 use crate::HostFn;
 use std::ffi::c_void;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A CUDA stream. Cheap to clone (clones share the stream). `Send + Sync`:
@@ -24,9 +25,15 @@ pub struct Stream {
     inner: Arc<StreamInner>,
 }
 
+/// What the clones of a [`Stream`] share. `repr(C)`, so that what a
+/// launch reads (the context, the stream and the capture mark) comes
+/// first, together.
+#[repr(C)]
 struct StreamInner {
     ctx: Context,
     raw: Shared<CUstream>,
+    /// Whether a kernel launch went into the open capture, for its end.
+    capture_mark: CaptureMark,
     /// The stream when graphcore created it (destroyed with this value);
     /// `None` when borrowed.
     owned: Option<Owned<CUstream>>,
@@ -111,6 +118,8 @@ pub(crate) struct OpenCapture {
     /// opaque here: `capture` (above) knows its type.
     pub(crate) into: Option<Box<dyn std::any::Any + Send>>,
     breaker: Option<(StreamOp, Error)>,
+    /// The stream's [`CaptureMark`] word as this capture opened it.
+    mark: u64,
 }
 
 impl OpenCapture {
@@ -122,12 +131,80 @@ impl OpenCapture {
             args: Vec::new(),
             into: None,
             breaker: None,
+            mark: 0,
         }
     }
 
     /// The first operation that broke the capture, with its error.
     pub(crate) fn breaker(&self) -> Option<&(StreamOp, Error)> {
         self.breaker.as_ref()
+    }
+}
+
+/// Whether a kernel launch went into the capture graphcore has open on a
+/// stream, known without the capture's lock: its graph is then not empty,
+/// and instantiating it asks CUDA nothing for the emptiness check. One
+/// word, `epoch << 2 | NONEMPTY | OPEN`; each capture begun takes the next
+/// epoch.
+///
+/// * Begin stores `epoch | OPEN` (Release) after CUDA began the capture,
+///   holding the stream's capture slot (so epochs are taken one at a time).
+/// * A kernel launch loads the word (Acquire) before it enqueues; if that
+///   was `epoch | OPEN`, the capture had begun before the launch, and once
+///   the launch succeeded it stores `epoch | OPEN | NONEMPTY` (Release).
+/// * End loads the word (Acquire) before CUDA ends the capture: only
+///   `epoch | OPEN | NONEMPTY` of its own epoch says a launch went in (its
+///   store happened before the load, so its enqueue came before the end,
+///   into the capture). Anything else says nothing, and the emptiness
+///   check asks CUDA.
+///
+/// A store that comes late (a launch that loaded the word, then lost the
+/// CPU) can only overwrite the word with an older epoch's, which no later
+/// end matches: it costs the shortcut, never a wrong answer. Launches made
+/// outside graphcore, on other streams joined to the capture, or through
+/// another graphcore handle of the same `CUstream`, mark nothing.
+#[derive(Default)]
+#[repr(C)]
+struct CaptureMark {
+    /// What launches read: first (`repr(C)`).
+    word: AtomicU64,
+    /// Epochs taken so far (changed by begins only, under the slot lock).
+    epochs: AtomicU64,
+}
+
+impl CaptureMark {
+    const OPEN: u64 = 1;
+    const NONEMPTY: u64 = 2;
+
+    /// Opens the next epoch (called holding the capture slot, once CUDA
+    /// began the capture); returns the word for [`close`](Self::close).
+    fn open(&self) -> u64 {
+        let epoch = self.epochs.load(Ordering::Relaxed) + 1;
+        self.epochs.store(epoch, Ordering::Relaxed);
+        let word = epoch << 2 | Self::OPEN;
+        self.word.store(word, Ordering::Release);
+        word
+    }
+
+    /// The word a launch sees before it enqueues.
+    #[inline]
+    fn seen(&self) -> u64 {
+        self.word.load(Ordering::Acquire)
+    }
+
+    /// After a launch that succeeded having seen `seen`: marks its capture
+    /// not empty (once).
+    #[inline]
+    fn launched(&self, seen: u64) {
+        if seen & (Self::OPEN | Self::NONEMPTY) == Self::OPEN {
+            self.word.store(seen | Self::NONEMPTY, Ordering::Release);
+        }
+    }
+
+    /// Whether a launch went into the capture that opened `opened` (called
+    /// before CUDA ends it).
+    fn close(&self, opened: u64) -> bool {
+        self.word.load(Ordering::Acquire) == opened | Self::NONEMPTY
     }
 }
 
@@ -181,6 +258,7 @@ impl Stream {
                 owned,
                 join_event: Mutex::new(ev),
                 capture: Mutex::new(None),
+                capture_mark: CaptureMark::default(),
             }),
         })
     }
@@ -310,6 +388,34 @@ impl Stream {
         lock(&self.inner.capture)
     }
 
+    /// Opens the capture mark for `open`, a capture CUDA just began (called
+    /// holding the capture slot).
+    pub(crate) fn open_mark(&self, open: &mut OpenCapture) {
+        open.mark = self.inner.capture_mark.open();
+    }
+
+    /// Whether a kernel launch is known to have gone into `open`, the
+    /// capture being ended (called before CUDA ends it).
+    pub(crate) fn close_mark(&self, open: &OpenCapture) -> bool {
+        self.inner.capture_mark.close(open.mark)
+    }
+
+    /// Makes the kernel launch `launch` on this stream, noting its result
+    /// as [`note`](Self::note) does and marking a capture it went into.
+    #[inline]
+    pub(crate) fn launch_noted(
+        &self,
+        op: StreamOp,
+        launch: impl FnOnce() -> Result<()>,
+    ) -> Result<()> {
+        let seen = self.inner.capture_mark.seen();
+        let r = launch();
+        if r.is_ok() {
+            self.inner.capture_mark.launched(seen);
+        }
+        self.note(op, r)
+    }
+
     /// Passes `r` through; when it is a capture error and this stream has a
     /// graphcore capture open, remembers `op` as what broke the capture.
     #[inline]
@@ -339,5 +445,37 @@ impl Stream {
     /// True when `self` and `other` are the same stream object.
     pub fn same(&self, other: &Stream) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CaptureMark;
+
+    #[test]
+    fn the_capture_mark_says_not_empty_only_for_a_launch_inside_its_own_capture() {
+        let m = CaptureMark::default();
+        // An eager launch before any capture, then a capture with nothing.
+        let eager = m.seen();
+        m.launched(eager);
+        let first = m.open();
+        assert!(!m.close(first));
+        // A launch that saw the capture open, twice.
+        let second = m.open();
+        let seen = m.seen();
+        m.launched(seen);
+        m.launched(m.seen());
+        assert!(m.close(second));
+        // A launch that saw `second` open stores late, in the next capture:
+        // it says nothing of that one, and a launch in it that sees the
+        // stale word marks nothing either (a lost shortcut, not a wrong yes).
+        let third = m.open();
+        m.launched(seen);
+        m.launched(m.seen());
+        assert!(!m.close(third));
+        // The capture after it is marked again.
+        let fourth = m.open();
+        m.launched(m.seen());
+        assert!(m.close(fourth));
     }
 }

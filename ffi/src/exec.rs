@@ -78,8 +78,9 @@ pub extern "C" fn gc_graph_instantiate(
     boundary("gc_graph_instantiate", || {
         let out = Out::new(exec, "exec")?;
         // A clone, not `with`: instantiating takes long enough that a
-        // concurrent gc_graph_destroy should not wait for it.
-        let e = Exec::new(&GRAPHS.get(graph as u64, "graph")?, flags)?;
+        // concurrent gc_graph_destroy should not wait for it. The exec
+        // keeps the clone.
+        let e = Exec::instantiate(GRAPHS.get(graph as u64, "graph")?, flags)?;
         out.set(EXECS.insert(e)? as *mut gc_exec);
         Ok(())
     })

@@ -53,6 +53,55 @@ fn capture_in_each_mode_replays_the_work() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn captured_graphs_are_refused_when_empty_whatever_enqueued_their_work() {
+    let c = ctx();
+    let s = Stream::new(&c).unwrap();
+    let p = pool(&c);
+    let n = 1000;
+    let buf = p.alloc(n as u64 * 4).unwrap();
+    let capture = |work: &dyn Fn()| {
+        graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
+        work();
+        graphcore_core::end_capture(&s).unwrap()
+    };
+    let refused = |g: &Graph| {
+        let err = Exec::new(g, 0).err().expect("an empty graph instantiated");
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+        assert!(err.message().contains("no nodes"), "{}", err.message());
+    };
+    let runs = |g: &Graph, nodes: usize| {
+        upload(&s, buf, &vec![1.0; n]);
+        Exec::new(g, 0).unwrap().launch(&s).unwrap();
+        s.synchronize().unwrap();
+        assert_eq!(g.node_count().unwrap(), nodes);
+    };
+    // A launch went in (graphcore knows the graph has nodes without asking
+    // CUDA); the empty capture after it, and one after eager launches, are
+    // still refused.
+    let launched = capture(&|| scale(&s, buf, buf, n, 2.0));
+    refused(&capture(&|| {}));
+    scale(&s, buf, buf, n, 2.0);
+    refused(&capture(&|| {}));
+    runs(&launched, 1);
+    assert_eq!(download(&s, buf, n), vec![2.0; n]);
+    // Work that is not a kernel launch graphcore made (a set): CUDA is
+    // asked, and the graph instantiates.
+    // SAFETY: `buf` holds n floats.
+    let set = capture(&|| unsafe { graphcore_core::set_async(&s, buf, 0, n * 4) }.unwrap());
+    runs(&set, 1);
+    assert_eq!(download(&s, buf, n), vec![0.0; n]);
+    // A capture with a launch that a synchronize then broke, and an empty
+    // one after it.
+    graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
+    scale(&s, buf, buf, n, 2.0);
+    s.synchronize().unwrap_err();
+    assert!(graphcore_core::end_capture(&s).is_err());
+    refused(&capture(&|| {}));
+    p.free(buf).unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn capture_allocates_from_the_pool_and_shares_it_between_graphs() {
     let c = ctx();
     let s = Stream::new(&c).unwrap();

@@ -101,6 +101,9 @@ pub(crate) struct GraphState {
     /// CUDA), so that ending a capture makes no call past CUDA's own end.
     /// (A wrapped graph's is read when it is wrapped.)
     count: Option<usize>,
+    /// A kernel launch is known to have gone into the capture that made
+    /// the graph: not empty, though `count` may be unknown.
+    launched_into: bool,
     /// Functions launched by kernel nodes (kept loaded).
     functions: Vec<Function>,
     /// Pool memory held by this graph's capture and its child graphs'.
@@ -202,6 +205,7 @@ impl GraphState {
             raw: Shared::new(raw),
             described,
             count,
+            launched_into: false,
             functions: Vec::new(),
             memory: Vec::new(),
             events: Vec::new(),
@@ -284,10 +288,12 @@ impl GraphState {
     }
 
     /// True when the graph has no nodes; for a captured graph whose count
-    /// was not read, CUDA is asked for one node only.
-    fn is_empty(&self) -> Result<bool> {
+    /// was not read, CUDA is asked for one node only, unless a kernel
+    /// launch is known to have gone into its capture.
+    pub(crate) fn is_empty(&self) -> Result<bool> {
         match self.count {
             Some(n) => Ok(n == 0),
+            None if self.launched_into => Ok(false),
             None => Ok(!dg::has_nodes(self.raw())?),
         }
     }
@@ -546,20 +552,24 @@ impl Graph {
     }
 
     /// Wraps a graph CUDA captured; it keeps `events` (those of its event
-    /// nodes) alive. Nothing is read from CUDA now: its node count, nodes,
-    /// edges and parameters are read back when first needed.
+    /// nodes) alive; `launched_into` says a kernel launch is known to have
+    /// gone into the capture (the graph is not empty). Nothing is read from
+    /// CUDA now: its node count, nodes, edges and parameters are read back
+    /// when first needed.
     pub(crate) fn from_captured(
         ctx: &Context,
         raw: CUgraph,
         memory: Option<GraphMemory>,
         events: Vec<Event>,
         args: Vec<ArgDecl>,
+        launched_into: bool,
     ) -> Graph {
         let owned = Owned::new(raw, ctx.primary());
         let mut state = GraphState::new(Some(owned), raw, None, None);
         state.memory = memory.map(Arc::new).into_iter().collect();
         state.events = events;
         state.args = args;
+        state.launched_into = launched_into;
         Self::wrap(ctx, state, None)
     }
 
@@ -772,12 +782,6 @@ impl Graph {
 
     pub(crate) fn state(&self) -> SpinGuard<'_, GraphState> {
         self.inner.state.acquire()
-    }
-
-    /// True when the graph has no nodes (a captured graph's count is not
-    /// read for this).
-    pub(crate) fn is_empty(&self) -> Result<bool> {
-        self.state().is_empty()
     }
 
     /// Number of nodes (of a captured graph, read from CUDA the first
