@@ -275,7 +275,7 @@ def pool_text(pool, threads):
 def block_h100():
     """Issues 14 and 15 rerun on the H100 that is the default GPU machine again
     (benches/results/h100/): the notes' programs, graph_perf_scaling with its
-    checked side, the pool, and the GPU check of the same library."""
+    checked side, the pool, and the GPU check (each names its library)."""
     h = lambda name: load(f"h100/{name}")  # noqa: E731
     progs = h("programs_vs_torch.json")
     check = (RESULTS / "h100" / "gpu_check.txt").read_text()
@@ -287,14 +287,17 @@ def block_h100():
     suite = re.search(r"^test result: ok\. (\d+) passed", check, re.M).group(1)
     parts = ", ".join(f"part {x[2]}: {x[0]} of {int(x[0]) + int(x[1])} steps passed" if x[2]
                       else f"{x[0]} of {int(x[0]) + int(x[1])} steps passed" for x in sums)
+    # What the run's record adds about a step (a rerun and why), as it says it.
+    note = re.search(r"^# note: (.*?)(?: The first run's step lines:)?$", check, re.M)
+    note = " " + note.group(1)[0].upper() + note.group(1)[1:] if note else ""
     lines = [
         prose(
             f"Since {date} the default GPU machine is an {progs['device']} again (driver {driver}), the "
             "kind of machine issues 14 and 15 were first measured on; H100 timings are compared only with "
-            f"H100 timings. The library of {library} there, PyTorch {progs['torch']} beside graphcore in the "
-            "same run (`benches/results/h100/`). `bash stage/run.sh` on it ("
-            f"`h100/gpu_check.txt`): {parts} (the suite's {suite} tests with the GPU ones, the examples, "
-            "multi-GPU at one rank, Python)."
+            f"H100 timings. The programs below ran with the library of {progs['library']}, PyTorch "
+            f"{progs['torch']} beside graphcore in the same run (`benches/results/h100/`). `bash stage/run.sh` "
+            f"on it with the library of {library} (`h100/gpu_check.txt`): {parts} (the suite's {suite} tests "
+            "with the GPU ones, the examples, multi-GPU at one rank, Python)." + note
         ),
         "",
     ]
@@ -309,8 +312,50 @@ def block_h100():
         "",
     ]
     lines += checked_floor("h100/graph_perf_scaling_checked.json", "the same H100")
+    lines += ["", instantiate_mark_text()]
     lines += ["", prose(pool_text(h("pool_bench.json")[0], h("pool_threads.json")["rows"]))]
     return "\n".join(lines)
+
+
+def instantiate_mark_text():
+    """Instantiating a captured graph without asking CUDA whether it has a
+    node: the footprint over the no-op driver (footprint_instantiate_mark.json)
+    and the H100 A/B of the two libraries (h100/instantiate_mark_base.json,
+    h100/instantiate_mark_new.json: graph_perf_scaling's merged runs)."""
+    fp = load("footprint_instantiate_mark.json")["libraries"]
+    base_fp, new_fp = (fp[k] for k in fp)  # in the order measured: base, then new
+    cost = lambda lib, op, e: lib[op]["per_call"]["graphcore"][e]  # noqa: E731
+    calls = lambda lib, op: sum(lib[op]["driver_calls"].values())  # noqa: E731
+    runs = {k: load(f"h100/instantiate_mark_{k}.json") for k in ("base", "new")}
+    by = {k: {(r["row"], r["nodes"]): r for r in v["rows"]} for k, v in runs.items()}
+
+    def medians(row, lengths):
+        new = " / ".join(f"{by['new'][(row, n)]['median_ratio']:.3f}" for n in lengths)
+        base = " / ".join(f"{by['base'][(row, n)]['median_ratio']:.3f}" for n in lengths)
+        return f"{row} at {' / '.join(map(str, lengths))} nodes {new}\u00d7 raw against {base}\u00d7"
+
+    spread = lambda k: by[k][("instantiate", 1)]["ratio_runs"]  # noqa: E731
+    raw1 = by["new"][("instantiate", 1)]["raw_us_runs"] + by["base"][("instantiate", 1)]["raw_us_runs"]
+    missed = [n for (row, n), r in by["new"].items() if row == "instantiate" and not r["met"]]
+    return prose(
+        "Instantiating a captured graph that a graphcore kernel launch went into now asks CUDA nothing "
+        "for the emptiness check (a stream's capture mark, docs/architecture.md), takes the graph's lock "
+        "once, and keeps the handle lookup's clone: over the no-op driver "
+        f"{cost(base_fp, 'instantiate_captured', 'Ir'):.0f} \u2192 {cost(new_fp, 'instantiate_captured', 'Ir'):.0f} "
+        f"instructions, {cost(base_fp, 'instantiate_captured', 'I1mr'):.0f} \u2192 "
+        f"{cost(new_fp, 'instantiate_captured', 'I1mr'):.0f} code lines and "
+        f"{calls(base_fp, 'instantiate_captured'):g} \u2192 {calls(new_fp, 'instantiate_captured'):g} driver calls, "
+        f"while a kernel launch under capture gains {cost(new_fp, 'capture', 'Ir') - cost(base_fp, 'capture', 'Ir'):.0f} "
+        "instructions (`footprint_instantiate_mark.json`). Alternated with the library of "
+        f"{runs['base']['library']} on this H100 ({runs['new']['runs']} pinned runs each, "
+        f"{runs['new']['date'][:10]}, `h100/instantiate_mark_new.json` and `_base.json`): "
+        + medians("instantiate", (1, 2, 5, 10, 100)) + "; " + medians("capture", (1, 10, 100, 1000)) + "; "
+        + medians("launch", (1, 10, 100, 1000)) + ". The host was noisy (raw CUDA's instantiate of one node "
+        f"took {min(raw1):.1f}-{max(raw1):.1f} \u00b5s across the runs) and each library's runs spread wider "
+        f"than the change (instantiate at 1 node {min(spread('new')):.2f}-{max(spread('new')):.2f}\u00d7 against "
+        f"{min(spread('base')):.2f}-{max(spread('base')):.2f}\u00d7): in this run instantiate missed 1.05\u00d7 at "
+        + ", ".join(map(str, sorted(missed))) + " nodes."
+    )
 
 
 def block_h200():
