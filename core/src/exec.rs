@@ -90,8 +90,8 @@ enum Current {
 }
 
 impl Current {
-    /// What `graph` does now, from its locked state `st` (`graph` becomes
-    /// the one [`Now::graph`] names).
+    /// What the graph whose locked state is `st` does now (the caller
+    /// makes that graph the one [`Now::graph`] names).
     fn of(st: &mut GraphState) -> Current {
         match st.stood_on() {
             Some(d) => Current::Known(d),
