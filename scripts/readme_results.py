@@ -354,7 +354,10 @@ def instantiate_mark_text():
         f"took {min(raw1):.1f}-{max(raw1):.1f} \u00b5s across the runs) and each library's runs spread wider "
         f"than the change (instantiate at 1 node {min(spread('new')):.2f}-{max(spread('new')):.2f}\u00d7 against "
         f"{min(spread('base')):.2f}-{max(spread('base')):.2f}\u00d7): in this run instantiate missed 1.05\u00d7 at "
-        + ", ".join(map(str, sorted(missed))) + " nodes."
+        + ", ".join(map(str, sorted(missed))) + " nodes. For the next such comparison `stage/bin/host_ab` "
+        "(benches/c/host_ab.c) times raw CUDA and two libraries in one process, round by round, and takes "
+        "the median of the per-round ratios between them (checked over the no-op driver; not run on a GPU "
+        "yet)."
     )
 
 
