@@ -290,6 +290,20 @@ static inline gc_module *bench_empty_kernel(gc_context *ctx, gc_stream **stream,
     return module;
 }
 
+/* A graph of `len` launches of `fn` (with `args`) in a chain, built with
+ * the raw driver calls (the caller destroys it). */
+static inline CUgraph bench_raw_chain(CUfunction fn, void **args, int len) {
+    bench_kernel_node_params p = {fn, 1, 1, 1, 1, 1, 1, 0, args, NULL, NULL, NULL};
+    CUgraph g;
+    CUgraphNode prev = NULL, node;
+    CU(cu.GraphCreate(&g, 0));
+    for (int i = 0; i < len; i++) {
+        CU(cu.GraphAddKernelNode(&node, g, i ? &prev : NULL, i ? 1 : 0, &p));
+        prev = node;
+    }
+    return g;
+}
+
 /* ---- results ---- */
 
 /* The device (`info`, filled) and the date now (UTC, `date`) that a

@@ -142,15 +142,7 @@ static void build(int s, int len) {
     uint32_t tag = 1;
     void *args[] = {&tag};
     if (s == RAW) {
-        bench_kernel_node_params p = {raw_fn, 1, 1, 1, 1, 1, 1, 0, args, NULL, NULL, NULL};
-        CUgraph g;
-        CUgraphNode prev = NULL, node;
-        CU(cu.GraphCreate(&g, 0));
-        for (int i = 0; i < len; i++) {
-            CU(cu.GraphAddKernelNode(&node, g, i ? &prev : NULL, i ? 1 : 0, &p));
-            prev = node;
-        }
-        CU(cu.GraphDestroy(g));
+        CU(cu.GraphDestroy(bench_raw_chain(raw_fn, args, len)));
         return;
     }
     struct lib *l = &libs[s - A];

@@ -82,17 +82,7 @@ static gc_pool *pool;
 static uint32_t tag = 1;
 static void *args[] = {&tag};
 
-static void raw_build_len(int len) {
-    bench_kernel_node_params p = {raw_fn, 1, 1, 1, 1, 1, 1, 0, args, NULL, NULL, NULL};
-    CUgraph g;
-    CUgraphNode prev = NULL, node;
-    CU(cu.GraphCreate(&g, 0));
-    for (int i = 0; i < len; i++) {
-        CU(cu.GraphAddKernelNode(&node, g, i ? &prev : NULL, i ? 1 : 0, &p));
-        prev = node;
-    }
-    CU(cu.GraphDestroy(g));
-}
+static void raw_build_len(int len) { CU(cu.GraphDestroy(bench_raw_chain(raw_fn, args, len))); }
 
 static void gc_build_len(int len) {
     gc_dim3 one = {1, 1, 1};
