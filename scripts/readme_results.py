@@ -354,10 +354,49 @@ def instantiate_mark_text():
         f"took {min(raw1):.1f}-{max(raw1):.1f} \u00b5s across the runs) and each library's runs spread wider "
         f"than the change (instantiate at 1 node {min(spread('new')):.2f}-{max(spread('new')):.2f}\u00d7 against "
         f"{min(spread('base')):.2f}-{max(spread('base')):.2f}\u00d7): in this run instantiate missed 1.05\u00d7 at "
-        + ", ".join(map(str, sorted(missed))) + " nodes. For the next such comparison `stage/bin/host_ab` "
-        "(benches/c/host_ab.c) times raw CUDA and two libraries in one process, round by round, and takes "
-        "the median of the per-round ratios between them (checked over the no-op driver; not run on a GPU "
-        "yet)."
+        + ", ".join(map(str, sorted(missed))) + " nodes."
+    ) + "\n\n" + host_ab_text()
+
+
+def host_ab_text():
+    """The same two libraries in one process (h100/host_ab_instantiate_mark.json:
+    stage/bin/host_ab's runs merged by benches/c/host_ab_runs.py)."""
+    ab = load("h100/host_ab_instantiate_mark.json")
+    base, new = ab["libraries"]["main.so"], ab["libraries"]["new.so"]
+    rows = {(r["row"], r["nodes"]): r for r in ab["rows"]}
+    pair = lambda row, n, b, a: rows[(row, n)]["b_over_a"][f"{b} / {a}"]  # noqa: E731
+    ratio = lambda row, n, lib: rows[(row, n)]["ratio"][lib]  # noqa: E731
+
+    def line(row, lengths, lib):
+        return " / ".join(f"{ratio(row, n, lib)['median']:.3f}" for n in lengths)
+
+    lengths = (1, 2, 5, 10)
+    one = rows[("instantiate", 1)]
+    missed = [n for (row, n), r in sorted(rows.items()) if row == "instantiate" and not r["ratio"][new]["met"]]
+    spread = pair("instantiate", 1, new, base)["runs"]
+    # new over base at one node, both orders' medians together (their geometric mean)
+    both = lambda row: (pair(row, 1, new, base)["median"] / pair(row, 1, base, new)["median"]) ** 0.5  # noqa: E731
+    return prose(
+        "The same two libraries in one process (`stage/bin/host_ab`, benches/c/host_ab.c: raw CUDA and both "
+        "libraries interleaved round by round, 101 rounds a run, and the median of the per-round ratios "
+        f"between neighbours in time; {ab['runs']} runs in one device call, {ab['date'][:10]}: {base} against "
+        f"{new}, the reverse, and {new} against a second copy of itself; "
+        "`h100/host_ab_instantiate_mark.json`). Instantiate of one node, "
+        f"{new} over {base}: {pair('instantiate', 1, new, base)['median']:.3f} with {new} second, "
+        f"1 / {pair('instantiate', 1, base, new)['median']:.3f} with it first ({both('instantiate'):.3f} "
+        f"for both orders), against {pair('instantiate', 1, new, new)['median']:.3f} for the library over "
+        f"its own copy; the runs spread {min(spread):.3f}-{max(spread):.3f}. A capture of one launch: "
+        f"{pair('capture', 1, new, base)['median']:.3f} and 1 / {pair('capture', 1, base, new)['median']:.3f} "
+        f"({both('capture'):.3f}). Against raw CUDA (each library's ratios as A and as B, medians of "
+        f"{len(one['ratio'][new]['runs'])} and {len(one['ratio'][base]['runs'])}; raw CUDA's instantiate of "
+        f"one node took {one['raw_us_range'][0]:.1f}-{one['raw_us_range'][1]:.1f} \u00b5s across the runs): "
+        f"instantiate at {' / '.join(map(str, lengths))} nodes {line('instantiate', lengths, new)}\u00d7 "
+        f"against {line('instantiate', lengths, base)}\u00d7, launch {line('launch', lengths, new)}\u00d7 "
+        f"against {line('launch', lengths, base)}\u00d7. Instantiate misses 1.05\u00d7 at "
+        + (", ".join(map(str, missed)) or "no") + f" node{'s' * (len(missed) != 1)}: "
+        + " and ".join(f"{ratio('instantiate', n, new)['median']:.3f}\u00d7 at {n}" for n in missed)
+        + f"; at 1 node {sum(x > 1.05 for x in one['ratio'][new]['runs'])} of {len(one['ratio'][new]['runs'])} "
+        "runs missed it."
     )
 
 

@@ -9,7 +9,9 @@
  * it: one library against itself, which shows how far B / A strays from 1
  * by noise alone. To compare revisions, stage their libraries with
  * `scripts/gpu-ab main=HEAD new=. -- true` and run, on the GPU machine,
- * `stage/bin/host_ab stage/ab/main.so stage/ab/new.so`.
+ * `stage/bin/host_ab stage/ab/main.so stage/ab/new.so`; benches/c/host_ab_runs.py
+ * merges several runs (both orders, and a library against a copy of
+ * itself) by library.
  *
  * graph_perf_scaling compares libraries only across runs, one process
  * each, and a host whose speed drifts between runs (a shared VM: raw
