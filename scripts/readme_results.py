@@ -312,7 +312,7 @@ def block_h100():
         "",
     ]
     lines += checked_floor("h100/graph_perf_scaling_checked.json", "the same H100")
-    lines += ["", instantiate_mark_text()]
+    lines += ["", instantiate_mark_text(), "", checked_rerun_text()]
     lines += ["", prose(pool_text(h("pool_bench.json")[0], h("pool_threads.json")["rows"]))]
     return "\n".join(lines)
 
@@ -397,6 +397,34 @@ def host_ab_text():
         + " and ".join(f"{ratio('instantiate', n, new)['median']:.3f}\u00d7 at {n}" for n in missed)
         + f"; at 1 node {sum(x > 1.05 for x in one['ratio'][new]['runs'])} of {len(one['ratio'][new]['runs'])} "
         "runs missed it."
+    )
+
+
+def checked_rerun_text():
+    """graph_perf_scaling's three sides again with the current library, a
+    shorter set of runs later the same day (h100/graph_perf_scaling_checked_039a1ab.json)."""
+    name = "h100/graph_perf_scaling_checked_039a1ab.json"
+    g, ref = load(name), load("h100/graph_perf_scaling_checked.json")
+    by = {(r["row"], r["nodes"]): r for r in g["rows"]}
+    ref_by = {(r["row"], r["nodes"]): r for r in ref["rows"]}
+
+    def pair(op, n):
+        r = by[(op, n)]
+        return f"{r['median_ratio']:.3f} / {r['median_checked_ratio']:.3f}\u00d7"
+
+    ops = ("capture", "build", "instantiate", "launch", "update")
+    within = {op: [r["nodes"] for r in g["rows"] if r["row"] == op and r["met"]] for op in ops}
+    return prose(
+        f"graph_perf_scaling again with the library of {g['library']} ({g['runs']} pinned runs in the last "
+        f"device call of {g['date'][:10]}, `{name}`), graphcore / checked \u00f7 raw at 1 / 1000 nodes: "
+        + "; ".join(f"{op} {pair(op, 1)} and {pair(op, 1000)}" for op in ops)
+        + ". graphcore within target at: "
+        + "; ".join(f"{op} " + (", ".join(map(str, within[op])) or "no") + " nodes" for op in ops)
+        + ". The checked side's own instantiate of one node read "
+        f"{by[('instantiate', 1)]['median_checked_ratio']:.3f}\u00d7 here against "
+        f"{ref_by[('instantiate', 1)]['median_checked_ratio']:.3f}\u00d7 in the {ref['runs']}-run table above: "
+        "the host's drift between the sides of one run is of the size of the target's margin, which is why "
+        "the in-process A/B above takes the median of per-round ratios."
     )
 
 
