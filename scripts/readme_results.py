@@ -312,7 +312,7 @@ def block_h100():
         "",
     ]
     lines += checked_floor("h100/graph_perf_scaling_checked.json", "the same H100")
-    lines += ["", instantiate_mark_text(), "", checked_rerun_text()]
+    lines += ["", instantiate_mark_text(), "", bolt_layout_text()]
     lines += ["", prose(pool_text(h("pool_bench.json")[0], h("pool_threads.json")["rows"]))]
     return "\n".join(lines)
 
@@ -400,31 +400,36 @@ def host_ab_text():
     )
 
 
-def checked_rerun_text():
-    """graph_perf_scaling's three sides again with the current library, a
-    shorter set of runs later the same day (h100/graph_perf_scaling_checked_039a1ab.json)."""
-    name = "h100/graph_perf_scaling_checked_039a1ab.json"
-    g, ref = load(name), load("h100/graph_perf_scaling_checked.json")
-    by = {(r["row"], r["nodes"]): r for r in g["rows"]}
-    ref_by = {(r["row"], r["nodes"]): r for r in ref["rows"]}
+def bolt_layout_text():
+    """The library laid out by llvm-bolt, an experiment not shipped
+    (footprint_bolt.json, h100/host_ab_bolt.json)."""
+    fp = load("footprint_bolt.json")["libraries"]
+    ab = load("h100/host_ab_bolt.json")
+    rows = {(r["row"], r["nodes"]): r for r in ab["rows"]}
 
-    def pair(op, n):
-        r = by[(op, n)]
-        return f"{r['median_ratio']:.3f} / {r['median_checked_ratio']:.3f}\u00d7"
+    def lines(op):
+        return " \u2192 ".join(f"{fp[lib][op]['per_call']['graphcore']['I1mr']:.0f}" for lib in ("main", "bolt"))
 
-    ops = ("capture", "build", "instantiate", "launch", "update")
-    within = {op: [r["nodes"] for r in g["rows"] if r["row"] == op and r["met"]] for op in ops}
+    def both(row):  # bolt over main at one node, both orders (their geometric mean)
+        pairs = rows[(row, 1)]["b_over_a"]
+        return (pairs["bolt / main"]["median"] / pairs["main / bolt"]["median"]) ** 0.5
+
+    noise = [rows[(row, 1)]["b_over_a"]["main / main"]["median"] for row in ("capture", "build", "instantiate", "launch")]
+    gains = {row: both(row) for row in ("capture", "build", "instantiate", "launch")}
     return prose(
-        f"graph_perf_scaling again with the library of {g['library']} ({g['runs']} pinned runs in the last "
-        f"device call of {g['date'][:10]}, `{name}`), graphcore / checked \u00f7 raw at 1 / 1000 nodes: "
-        + "; ".join(f"{op} {pair(op, 1)} and {pair(op, 1000)}" for op in ops)
-        + ". graphcore within target at: "
-        + "; ".join(f"{op} " + (", ".join(map(str, within[op])) or "no") + " nodes" for op in ops)
-        + ". The checked side's own instantiate of one node read "
-        f"{by[('instantiate', 1)]['median_checked_ratio']:.3f}\u00d7 here against "
-        f"{ref_by[('instantiate', 1)]['median_checked_ratio']:.3f}\u00d7 in the {ref['runs']}-run table above: "
-        "the host's drift between the sides of one run is of the size of the target's margin, which is why "
-        "the in-process A/B above takes the median of per-round ratios."
+        "Code layout, an experiment not shipped (`benches/footprint/bolt_layout.sh`: the release library "
+        "relinked with `--emit-relocs` and laid out by llvm-bolt 19 from an instrumented run of the footprint "
+        "operations over the no-op driver). It touches fewer code lines a call over the no-op driver "
+        f"(`footprint_bolt.json`): instantiate {lines('instantiate')}, a capture of one launch "
+        f"{lines('capture1')}, a node added {lines('build')}, a launch {lines('launch')}. On this H100 in one "
+        f"process (`h100/host_ab_bolt.json`, {ab['runs']} runs of `host_ab`, {ab['date'][:10]}: each order "
+        "and the library against its own copy), the BOLT-ed library over the library of "
+        f"{ab['library']} at 1 node, both orders together: "
+        + ", ".join(f"{row} {g:.3f}" for row, g in gains.items())
+        + f" (the library over its own copy: {min(noise):.3f}-{max(noise):.3f}). So what instantiate adds "
+        "to raw CUDA at one node is not its code's cache lines, and capture and build gain "
+        f"{(1 - gains['capture']) * 100:.1f}% and {(1 - gains['build']) * 100:.1f}%, far from their targets: "
+        "not worth a post-link tool and a profiling run in every build."
     )
 
 
