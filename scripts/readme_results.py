@@ -1726,7 +1726,7 @@ def checked_floor(name, host):
             f"{abs(over('build', 1000)) / 1000:.0f} ns a node {'over' if over('build', 1000) > 0 else 'under'} it; "
             f"capture at 1 node {over('capture', 1):.0f} ns), the exec and its handle (instantiate at 1 "
             f"node {over('instantiate', 1):.0f} ns), and an update's bookkeeping (at 1 node "
-            f"{over('update', 1):.0f} ns)."
+            f"{abs(over('update', 1)):.0f} ns {'over' if over('update', 1) > 0 else 'under'} the checked side)."
         ),
     ]
     return lines
