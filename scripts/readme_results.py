@@ -312,7 +312,7 @@ def block_h100():
         "",
     ]
     lines += checked_floor("h100/graph_perf_scaling_checked.json", "the same H100")
-    lines += ["", instantiate_mark_text(), "", bolt_layout_text()]
+    lines += ["", instantiate_mark_text(), "", layout_experiments_text()]
     lines += ["", prose(pool_text(h("pool_bench.json")[0], h("pool_threads.json")["rows"]))]
     return "\n".join(lines)
 
@@ -400,22 +400,27 @@ def host_ab_text():
     )
 
 
-def bolt_layout_text():
-    """The library laid out by llvm-bolt, an experiment not shipped
-    (footprint_bolt.json, h100/host_ab_bolt.json)."""
+def both_orders(ab, row, b, a):
+    """`b`'s time over `a`'s at one node in host_ab runs of both orders:
+    the geometric mean of the two orders' medians of per-round ratios."""
+    pairs = {(r["row"], r["nodes"]): r for r in ab["rows"]}[(row, 1)]["b_over_a"]
+    return (pairs[f"{b} / {a}"]["median"] / pairs[f"{a} / {b}"]["median"]) ** 0.5
+
+
+def layout_experiments_text():
+    """Two experiments on where instantiate's time over raw CUDA goes, not
+    shipped: the library laid out by llvm-bolt (footprint_bolt.json,
+    h100/host_ab_bolt.json), and the exec made before CUDA's call
+    (h100/host_ab_reserve.json)."""
     fp = load("footprint_bolt.json")["libraries"]
-    ab = load("h100/host_ab_bolt.json")
+    ab, reserve = load("h100/host_ab_bolt.json"), load("h100/host_ab_reserve.json")
     rows = {(r["row"], r["nodes"]): r for r in ab["rows"]}
 
     def lines(op):
         return " \u2192 ".join(f"{fp[lib][op]['per_call']['graphcore']['I1mr']:.0f}" for lib in ("main", "bolt"))
 
-    def both(row):  # bolt over main at one node, both orders (their geometric mean)
-        pairs = rows[(row, 1)]["b_over_a"]
-        return (pairs["bolt / main"]["median"] / pairs["main / bolt"]["median"]) ** 0.5
-
     noise = [rows[(row, 1)]["b_over_a"]["main / main"]["median"] for row in ("capture", "build", "instantiate", "launch")]
-    gains = {row: both(row) for row in ("capture", "build", "instantiate", "launch")}
+    gains = {row: both_orders(ab, row, "bolt", "main") for row in ("capture", "build", "instantiate", "launch")}
     return prose(
         "Code layout, an experiment not shipped (`benches/footprint/bolt_layout.sh`: the release library "
         "relinked with `--emit-relocs` and laid out by llvm-bolt 19 from an instrumented run of the footprint "
@@ -429,7 +434,11 @@ def bolt_layout_text():
         + f" (the library over its own copy: {min(noise):.3f}-{max(noise):.3f}). So what instantiate adds "
         "to raw CUDA at one node is not its code's cache lines, and capture and build gain "
         f"{(1 - gains['capture']) * 100:.1f}% and {(1 - gains['build']) * 100:.1f}%, far from their targets: "
-        "not worth a post-link tool and a profiling run in every build."
+        "not worth a post-link tool and a profiling run in every build. Nor is it the allocator's and the "
+        "handle table's lines read after CUDA's call: a build that takes the exec's handle slot and "
+        "allocates the exec before `cuGraphInstantiate` (only stores follow the call) instantiated one "
+        f"node {both_orders(reserve, 'instantiate', 'reserve', 'main'):.3f}\u00d7 as long as the library "
+        f"of {reserve['library']} ({reserve['runs']} runs, `h100/host_ab_reserve.json`; not committed)."
     )
 
 
