@@ -312,9 +312,24 @@ def block_h100():
         "",
     ]
     lines += checked_floor("h100/graph_perf_scaling_checked.json", "the same H100")
-    lines += ["", instantiate_mark_text(), "", layout_experiments_text()]
+    lines += [
+        "",
+        prose(
+            "What instantiating one node adds on this H100, and three changes measured against it (a "
+            "captured graph's emptiness known without asking CUDA, shipped; the library laid out by "
+            "llvm-bolt, and the exec made before CUDA's call, neither shipped): docs/results.md, "
+            "[Instantiate at one node on the H100](docs/results.md#instantiate-at-one-node-on-the-h100-issue-15-stagebingraph_perf_scaling-stagebinhost_ab)."
+        ),
+    ]
     lines += ["", prose(pool_text(h("pool_bench.json")[0], h("pool_threads.json")["rows"]))]
     return "\n".join(lines)
+
+
+def block_h100_instantiate():
+    """docs/results.md: the H100's instantiate experiments of issue 15 (the
+    capture mark, in graph_perf_scaling and in host_ab; the BOLT layout; the
+    exec reserved before CUDA's call)."""
+    return "\n".join([instantiate_mark_text(), "", layout_experiments_text()])
 
 
 def instantiate_mark_text():
@@ -1714,6 +1729,14 @@ def checked_floor(name, host):
         n = sum(r["median_ratio"] <= r["median_checked_ratio"] for r in rs)
         return "at every length" if n == len(rs) else f"at {n} of {len(rs)} lengths"
 
+    def build_per_node():
+        """What each node past the first adds to build over the checked side,
+        at each length, as words."""
+        each = [(r["nodes"], (over("build", r["nodes"]) - over("build", 1)) / (r["nodes"] - 1))
+                for r in rows["build"] if r["nodes"] > 1]
+        return (", ".join(f"{d:+.0f}" for _, d in each) + " ns a node at " + ", ".join(str(n) for n, _ in each)
+                + " nodes")
+
     missed = [op for op, rs in rows.items() if any(r["median_checked_ratio"] > r["target"] for r in rs)]
 
     def where(op):
@@ -1730,12 +1753,13 @@ def checked_floor(name, host):
             "Locks), misses it as well when it makes each check on its own. graphcore checks a call's "
             f"handles inside that one call: its launch is at or under the checked side {under('launch')}, "
             f"its capture {under('capture')}, its build {under('build')}. What graphcore adds beyond the "
-            "checked side is the making of objects (medians of each run's difference): the graph and its "
-            f"handle (build at 1 node {over('build', 1):.0f} ns over the checked side, at 1000 nodes "
-            f"{abs(over('build', 1000)) / 1000:.0f} ns a node {'over' if over('build', 1000) > 0 else 'under'} it; "
+            "checked side at one node is the making of objects (medians of each run's difference): the "
+            f"graph and its handle (build at 1 node {over('build', 1):.0f} ns over the checked side; "
             f"capture at 1 node {over('capture', 1):.0f} ns), the exec and its handle (instantiate at 1 "
             f"node {over('instantiate', 1):.0f} ns), and an update's bookkeeping (at 1 node "
-            f"{abs(over('update', 1)):.0f} ns {'over' if over('update', 1) > 0 else 'under'} the checked side)."
+            f"{abs(over('update', 1)):.0f} ns {'over' if over('update', 1) > 0 else 'under'} the checked side). "
+            "Each node past the first adds to build, over what it adds to the checked side, "
+            f"{build_per_node()}."
         ),
     ]
     return lines
@@ -1876,6 +1900,7 @@ BLOCKS = {
     "reliability": block_reliability,
     "device": block_device,
     "h100": block_h100,
+    "h100-instantiate": block_h100_instantiate,
     "h200": block_h200,
     "gpu-run": block_gpu_run,
     "pool": block_pool,
