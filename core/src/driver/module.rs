@@ -7,15 +7,48 @@ use std::ffi::{c_void, CStr, CString};
 
 const LOG_BYTES: usize = 8192;
 
+/// The JIT's error log: a buffer, and the two JIT options (with their
+/// values) that point the driver at it. The values point into the buffer's
+/// heap storage, so they stay valid while the log lives, wherever it moves.
+struct JitLog {
+    buffer: Vec<u8>,
+    options: [sys::CUjit_option; 2],
+    values: [*mut c_void; 2],
+}
+
+impl JitLog {
+    /// An empty log of [`LOG_BYTES`] bytes.
+    fn new() -> Self {
+        let mut buffer = vec![0u8; LOG_BYTES];
+        let values = [buffer.as_mut_ptr() as *mut c_void, LOG_BYTES as *mut c_void];
+        JitLog {
+            buffer,
+            options: [
+                sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+                sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+            ],
+            values,
+        }
+    }
+
+    /// `e` with the log (NUL-terminated by the driver) appended, when it
+    /// says anything.
+    fn attach(&self, e: Error) -> Error {
+        let text = CStr::from_bytes_until_nul(&self.buffer)
+            .map(|c| c.to_string_lossy().trim().to_string())
+            .unwrap_or_default();
+        if text.is_empty() {
+            return e;
+        }
+        let msg = format!("{}; JIT log: {text}", e.message());
+        Error::from_cuda(e.kind(), e.cuda_result().unwrap_or(0), msg)
+    }
+}
+
 /// Loads a module image (NUL-terminated PTX text, cubin or fatbin) into the
 /// current context. On failure the JIT's error log is part of the message.
 pub(crate) fn load(image: &[u8]) -> Result<CUmodule> {
-    let mut log = vec![0u8; LOG_BYTES];
-    let mut options = [
-        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
-        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-    ];
-    let mut values = [log.as_mut_ptr() as *mut c_void, LOG_BYTES as *mut c_void];
+    let mut log = JitLog::new();
     let mut m = std::ptr::null_mut();
     // SAFETY: image is a complete module image (the caller checked the PTX
     // terminator); the log buffer outlives the call.
@@ -23,12 +56,12 @@ pub(crate) fn load(image: &[u8]) -> Result<CUmodule> {
         sys::cuModuleLoadDataEx(
             &mut m,
             image.as_ptr() as *const c_void,
-            options.len() as u32,
-            options.as_mut_ptr(),
-            values.as_mut_ptr(),
+            log.options.len() as u32,
+            log.options.as_mut_ptr(),
+            log.values.as_mut_ptr(),
         )
     };
-    check(r, "cuModuleLoadDataEx").map_err(|e| with_jit_log(e, &log))?;
+    check(r, "cuModuleLoadDataEx").map_err(|e| log.attach(e))?;
     Ok(m)
 }
 
@@ -40,20 +73,15 @@ pub(crate) fn link_with_devrt(ptx: &[u8], devrt: &std::path::Path) -> Result<CUm
     use sys::CUjitInputType as In;
     let path = CString::new(devrt.as_os_str().as_encoded_bytes())
         .map_err(|_| Error::invalid_argument("the libcudadevrt path contains a NUL byte"))?;
-    let mut log = vec![0u8; LOG_BYTES];
-    let mut options = [
-        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
-        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-    ];
-    let mut values = [log.as_mut_ptr() as *mut c_void, LOG_BYTES as *mut c_void];
+    let mut log = JitLog::new();
     let mut state = std::ptr::null_mut();
     check(
         // SAFETY: the log buffer outlives the link state (destroyed below).
         unsafe {
             sys::cuLinkCreate_v2(
-                options.len() as u32,
-                options.as_mut_ptr(),
-                values.as_mut_ptr(),
+                log.options.len() as u32,
+                log.options.as_mut_ptr(),
+                log.values.as_mut_ptr(),
                 &mut state,
             )
         },
@@ -109,20 +137,7 @@ pub(crate) fn link_with_devrt(ptx: &[u8], devrt: &std::path::Path) -> Result<CUm
     let r = steps();
     // SAFETY: `state` came from cuLinkCreate and is destroyed once.
     unsafe { sys::cuLinkDestroy(state) };
-    r.map_err(|e| with_jit_log(e, &log))
-}
-
-/// `e` with the JIT's error log (a NUL-terminated buffer) appended, when
-/// the log says anything.
-fn with_jit_log(e: Error, log: &[u8]) -> Error {
-    let text = CStr::from_bytes_until_nul(log)
-        .map(|c| c.to_string_lossy().trim().to_string())
-        .unwrap_or_default();
-    if text.is_empty() {
-        return e;
-    }
-    let msg = format!("{}; JIT log: {text}", e.message());
-    Error::from_cuda(e.kind(), e.cuda_result().unwrap_or(0), msg)
+    r.map_err(|e| log.attach(e))
 }
 
 /// Unloads a module.
