@@ -39,7 +39,7 @@ def graph_us(record):
 
 
 def gemm_tile(m, n):
-    """gc_gemm_f32's tile as the library picks it (kernels/src/ops.rs gemm_tile)."""
+    """gc_gemm_f32's tile as the library picks it (kernels/src/ops/linear.rs gemm_tile)."""
     blocks = lambda t: -(-m // t) * -(-n // t)
     return 0 if blocks(128) >= SMS else 1 if blocks(64) * 2 >= SMS else 2
 

@@ -1,0 +1,35 @@
+//! Launch grids: block size, grid limits and the grid-stride shape.
+
+use crate::{Call, KernelArgs};
+
+/// Threads per block of the elementwise and reduction kernels.
+pub const BLOCK: u32 = 256;
+
+/// Blocks per multiprocessor at most for grid-stride kernels.
+pub(super) const STRIDE_WAVES: u64 = 8;
+/// The largest grid x dimension CUDA launches.
+pub(super) const MAX_GRID_X: u64 = (1 << 31) - 1;
+
+/// `a / b`, rounded up.
+pub(super) fn ceil_div(a: u64, b: u64) -> u64 {
+    a.div_ceil(b)
+}
+
+/// Grid for a grid-stride kernel over `n` floats (float4 units), at most
+/// `waves` blocks per SM.
+pub(super) fn stride_grid(n: u64, sms: u32, waves: u64) -> u32 {
+    let units = ceil_div(n, 4);
+    let want = ceil_div(units, BLOCK as u64);
+    want.min(sms as u64 * waves).clamp(1, MAX_GRID_X) as u32
+}
+
+/// The launch of a grid-stride kernel over `n` floats: [`BLOCK`] threads a
+/// block, at most [`STRIDE_WAVES`] blocks per SM.
+pub(super) fn grid_stride_call(args: impl KernelArgs, n: u64, sms: u32) -> Call {
+    Call::new(
+        args,
+        [stride_grid(n, sms, STRIDE_WAVES), 1, 1],
+        [BLOCK, 1, 1],
+        0,
+    )
+}
