@@ -2,7 +2,8 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::blocks::{class, BlockMap, State, NIL};
+use super::blocks::{BlockMap, State, NIL};
+use super::classes::class;
 use super::pages::{PageTable, Zone};
 use super::plan::{pages_to_ranges, AllocPlan, Footprint, PagePlan, PageRange};
 use super::{CaptureId, Owner, PoolConfig, PoolError, PoolStats};

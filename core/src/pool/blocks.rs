@@ -4,14 +4,17 @@
 //! Blocks are nodes of a slab, linked to their address neighbours in a
 //! circular list (closed by a sentinel), so splitting a block and merging it
 //! with its neighbours need no ordered search. Live blocks are found by
-//! offset through an open-addressing hash table. A page directory names, per
-//! page of the page table, the block holding the page's first byte: lookups
-//! by address (`containing`) start there, off the hot path. Only the free
-//! indexes are ordered, by (size class, offset), for placement: per zone a
-//! bitmap of nonempty classes and per class a list by offset.
+//! offset through an open-addressing hash table (`live_table`). A page
+//! directory names, per page of the page table, the block holding the
+//! page's first byte: lookups by address (`containing`) start there, off the
+//! hot path. Only the free indexes are ordered, by (size class, offset), for
+//! placement: per zone a bitmap of nonempty classes and per class a list by
+//! offset (`classes`).
 
 use std::collections::BTreeMap;
 
+use super::classes::{class, reclass, ClassIndex};
+use super::live_table::LiveTable;
 use super::pages::Zone;
 use super::{CaptureId, Owner};
 
@@ -79,355 +82,6 @@ fn fresh_class(zone: Zone, size: u64) -> u16 {
         0
     } else {
         class(size)
-    }
-}
-
-/// The live blocks by offset: an open-addressing hash table (linear
-/// probing, Fibonacci hashing of `offset >> align_shift`, deletion by
-/// backward shift, at most half full), cheaper than a general hash map for
-/// the one insert and one remove of each alloc + free.
-#[derive(Debug)]
-struct LiveTable {
-    /// `(offset, node)`; `EMPTY` offsets mark free slots.
-    slots: Vec<(u64, u32)>,
-    len: usize,
-    /// 64 - log2(slots.len()).
-    hash_shift: u32,
-    /// log2(alignment): low offset bits that are always zero.
-    align_shift: u32,
-}
-
-/// A free slot of the live table (no block starts at `u64::MAX`: offsets
-/// are aligned and below `va_bytes`).
-const EMPTY: u64 = u64::MAX;
-
-impl LiveTable {
-    fn new(align_shift: u32) -> Self {
-        LiveTable {
-            slots: vec![(EMPTY, 0); 16],
-            len: 0,
-            hash_shift: 64 - 4,
-            align_shift,
-        }
-    }
-
-    #[inline]
-    fn home(&self, off: u64) -> usize {
-        ((off >> self.align_shift).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.hash_shift) as usize
-    }
-
-    #[inline]
-    fn mask(&self) -> usize {
-        self.slots.len() - 1
-    }
-
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    #[inline]
-    fn get(&self, off: u64) -> Option<u32> {
-        if off == EMPTY {
-            return None;
-        }
-        let mut i = self.home(off);
-        loop {
-            let (k, v) = self.slots[i];
-            if k == off {
-                return Some(v);
-            }
-            if k == EMPTY {
-                return None;
-            }
-            i = (i + 1) & self.mask();
-        }
-    }
-
-    /// Adds `off` (not present).
-    #[inline]
-    fn insert(&mut self, off: u64, node: u32) {
-        if 2 * (self.len + 1) > self.slots.len() {
-            self.grow();
-        }
-        let mut i = self.home(off);
-        while self.slots[i].0 != EMPTY {
-            debug_assert_ne!(self.slots[i].0, off, "live block inserted twice");
-            i = (i + 1) & self.mask();
-        }
-        self.slots[i] = (off, node);
-        self.len += 1;
-    }
-
-    /// Removes `off`, returning its node.
-    #[inline]
-    fn remove(&mut self, off: u64) -> Option<u32> {
-        if off == EMPTY {
-            return None;
-        }
-        let mask = self.mask();
-        let mut i = self.home(off);
-        let node = loop {
-            let (k, v) = self.slots[i];
-            if k == off {
-                break v;
-            }
-            if k == EMPTY {
-                return None;
-            }
-            i = (i + 1) & mask;
-        };
-        // Backward shift: pull later entries of the probe run into the hole
-        // when their home lies at or before it.
-        let (mut hole, mut j) = (i, (i + 1) & mask);
-        loop {
-            let (k, v) = self.slots[j];
-            if k == EMPTY {
-                break;
-            }
-            let h = self.home(k);
-            if (j.wrapping_sub(h) & mask) >= (j.wrapping_sub(hole) & mask) {
-                self.slots[hole] = (k, v);
-                hole = j;
-            }
-            j = (j + 1) & mask;
-        }
-        self.slots[hole] = (EMPTY, 0);
-        self.len -= 1;
-        Some(node)
-    }
-
-    #[cold]
-    fn grow(&mut self) {
-        let cap = 2 * self.slots.len();
-        let old = std::mem::replace(&mut self.slots, vec![(EMPTY, 0); cap]);
-        self.hash_shift -= 1;
-        let mask = self.mask();
-        for (k, v) in old.into_iter().filter(|&(k, _)| k != EMPTY) {
-            let mut i = self.home(k);
-            while self.slots[i].0 != EMPTY {
-                i = (i + 1) & mask;
-            }
-            self.slots[i] = (k, v);
-        }
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
-        self.slots.iter().copied().filter(|&(k, _)| k != EMPTY)
-    }
-}
-
-/// Number of size classes (`class(u64::MAX)` is 511).
-const CLASSES: usize = 512;
-
-/// A short class list grows into a B-tree past this many blocks...
-const SHORT_MAX: usize = 128;
-/// ...and a long one shrinks back below this many.
-const LONG_MIN: usize = 32;
-
-/// The free blocks of one size class and zone, by offset: while short, a
-/// vector sorted by descending offset, so the lowest-offset block (the one
-/// the small-block path takes and gives back) is at its end and moves in
-/// O(1); when long, a B-tree, so no operation costs more than O(log n).
-#[derive(Debug)]
-enum ClassList {
-    Short(Vec<(u64, u32)>),
-    Long(BTreeMap<u64, u32>),
-}
-
-impl ClassList {
-    fn len(&self) -> usize {
-        match self {
-            ClassList::Short(v) => v.len(),
-            ClassList::Long(t) => t.len(),
-        }
-    }
-
-    #[inline]
-    fn insert(&mut self, off: u64, node: u32) {
-        match self {
-            ClassList::Short(v) => {
-                if v.last().is_none_or(|&(o, _)| o > off) {
-                    v.push((off, node));
-                    return;
-                }
-                let i = v.partition_point(|&(o, _)| o > off);
-                v.insert(i, (off, node));
-                if v.len() > SHORT_MAX {
-                    *self = ClassList::Long(v.iter().copied().collect());
-                }
-            }
-            ClassList::Long(t) => {
-                t.insert(off, node);
-            }
-        }
-    }
-
-    /// Removes `off`; true when it was there.
-    #[inline]
-    fn remove(&mut self, off: u64) -> bool {
-        match self {
-            ClassList::Short(v) => {
-                if v.last().is_some_and(|&(o, _)| o == off) {
-                    v.pop();
-                    return true;
-                }
-                match v.binary_search_by(|&(o, _)| off.cmp(&o)) {
-                    Ok(i) => {
-                        v.remove(i);
-                        true
-                    }
-                    Err(_) => false,
-                }
-            }
-            ClassList::Long(t) => {
-                let found = t.remove(&off).is_some();
-                if t.len() < LONG_MIN {
-                    *self = ClassList::Short(t.iter().rev().map(|(&o, &i)| (o, i)).collect());
-                }
-                found
-            }
-        }
-    }
-
-    /// The lowest-offset block: `(offset, node)`.
-    #[inline]
-    fn first(&self) -> Option<(u64, u32)> {
-        match self {
-            ClassList::Short(v) => v.last().copied(),
-            ClassList::Long(t) => t.first_key_value().map(|(&o, &i)| (o, i)),
-        }
-    }
-
-    /// The blocks in offset order: `(offset, node)`.
-    fn iter(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
-        let (short, long) = match self {
-            ClassList::Short(v) => (Some(v.iter().rev()), None),
-            ClassList::Long(t) => (None, Some(t.iter())),
-        };
-        short
-            .into_iter()
-            .flatten()
-            .copied()
-            .chain(long.into_iter().flatten().map(|(&o, &i)| (o, i)))
-    }
-}
-
-/// The free blocks of one mapped zone, segregated by size class: per class
-/// an ordered map offset -> node, and a bitmap of the nonempty classes, so
-/// the first hole of a class or above is a bit scan and a leftmost descent.
-#[derive(Debug)]
-struct ClassIndex {
-    bits: [u64; CLASSES / 64],
-    lists: Box<[ClassList]>,
-    len: usize,
-}
-
-impl ClassIndex {
-    fn new() -> Self {
-        ClassIndex {
-            bits: [0; CLASSES / 64],
-            lists: (0..CLASSES).map(|_| ClassList::Short(Vec::new())).collect(),
-            len: 0,
-        }
-    }
-
-    #[inline]
-    fn insert(&mut self, c: u16, off: u64, node: u32) {
-        let c = usize::from(c);
-        self.bits[c >> 6] |= 1 << (c & 63);
-        self.lists[c].insert(off, node);
-        self.len += 1;
-    }
-
-    #[inline]
-    fn remove(&mut self, c: u16, off: u64) -> bool {
-        let c = usize::from(c);
-        let list = &mut self.lists[c];
-        let found = list.remove(off);
-        if list.len() == 0 {
-            self.bits[c >> 6] &= !(1 << (c & 63));
-        }
-        self.len -= usize::from(found);
-        found
-    }
-
-    /// The first nonempty class from `from` up.
-    #[inline]
-    fn next_class(&self, from: usize) -> Option<usize> {
-        let mut w = from >> 6;
-        let mut m = *self.bits.get(w)? & (!0u64 << (from & 63));
-        loop {
-            if m != 0 {
-                return Some((w << 6) | m.trailing_zeros() as usize);
-            }
-            w += 1;
-            m = *self.bits.get(w)?;
-        }
-    }
-
-    /// The lowest-offset block of the first nonempty class from `from` up:
-    /// `(class, offset, node)`.
-    #[inline]
-    fn first(&self, from: u16) -> Option<(u16, u64, u32)> {
-        let c = self.next_class(usize::from(from))?;
-        let (off, node) = self.lists[c].first()?;
-        Some((c as u16, off, node))
-    }
-
-    /// Blocks in classes from `from` up, in (class, offset) order.
-    fn iter_from(&self, from: u16) -> impl Iterator<Item = (u16, u64, u32)> + '_ {
-        let mut next = usize::from(from);
-        std::iter::from_fn(move || {
-            let c = self.next_class(next)?;
-            next = c + 1;
-            Some(c)
-        })
-        .flat_map(move |c| self.lists[c].iter().map(move |(o, i)| (c as u16, o, i)))
-    }
-}
-
-/// The class a free block of `zone` indexed under `stored` moves to when its
-/// size becomes `size`, or `None` when it stays. With hysteresis: a block is
-/// indexed under a class at most one below its own and never above it, so a
-/// block that shrinks and grows back across a class boundary (a small block
-/// split from a hole's end and freed again) does not touch the index.
-#[inline]
-pub(crate) fn reclass(zone: Zone, stored: u16, size: u64) -> Option<u16> {
-    if zone == Zone::Unmapped {
-        return None;
-    }
-    let c = class(size);
-    (size < class_lower(stored) || c > stored + 1).then_some(c)
-}
-
-/// Size class of a free block: 8 classes per power of two, so a class spans
-/// at most 12.5% of its lower bound.
-#[inline]
-pub(crate) fn class(size: u64) -> u16 {
-    let k = 63 - size.leading_zeros();
-    let frac = if k >= 3 { (size >> (k - 3)) & 7 } else { 0 };
-    ((k << 3) as u16) | frac as u16
-}
-
-/// The smallest size in class `c`.
-#[inline]
-pub(crate) fn class_lower(c: u16) -> u64 {
-    let (k, frac) = (u32::from(c >> 3), u64::from(c & 7));
-    if k >= 3 {
-        (1 << k) | (frac << (k - 3))
-    } else {
-        1 << k
-    }
-}
-
-/// The smallest class all of whose blocks hold `size` bytes.
-#[inline]
-pub(crate) fn class_up(size: u64) -> u16 {
-    let c = class(size);
-    if class_lower(c) == size {
-        c
-    } else {
-        c + 1
     }
 }
 
@@ -658,7 +312,7 @@ impl BlockMap {
             Zone::Open(id) => match self.open.get_mut(&id) {
                 Some(ix) => {
                     let found = ix.remove(c, off);
-                    if ix.len == 0 {
+                    if ix.len() == 0 {
                         self.open.remove(&id);
                     }
                     found
@@ -1164,33 +818,13 @@ impl BlockMap {
             let n = self.node(j);
             linked[j as usize] && n.off == off && n.state == State::Free(zone) && n.cls == c
         };
-        let class_ok = |zone: Zone, ix: &ClassIndex| {
-            let mut total = 0;
-            for (c, l) in ix.lists.iter().enumerate() {
-                let n = l.len();
-                if (ix.bits[c >> 6] >> (c & 63) & 1) != u64::from(n > 0) {
-                    return false;
-                }
-                if n == 0 {
-                    continue;
-                }
-                total += n;
-                let mut last = None;
-                for (o, j) in l.iter() {
-                    if last.is_some_and(|p| p >= o) || !entry(zone, o, c as u16, j) {
-                        return false;
-                    }
-                    last = Some(o);
-                }
-            }
-            total == ix.len
-        };
+        let class_ok = |zone: Zone, ix: &ClassIndex| ix.check(|c, o, j| entry(zone, o, c, j));
         let ok = class_ok(Zone::Clean, &self.clean)
             && class_ok(Zone::Graph, &self.graph)
             && self
                 .open
                 .iter()
-                .all(|(&id, ix)| ix.len > 0 && class_ok(Zone::Open(id), ix))
+                .all(|(&id, ix)| ix.len() > 0 && class_ok(Zone::Open(id), ix))
             && self
                 .unmapped
                 .iter()

@@ -2,7 +2,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::blocks::{class, class_lower, State};
+use super::blocks::State;
+use super::classes::{class, class_lower};
 use super::pages::Zone;
 use super::{Allocator, Owner};
 

@@ -40,9 +40,11 @@
 
 mod allocator;
 mod blocks;
+mod classes;
 mod device;
 mod error;
 mod invariants;
+mod live_table;
 mod pages;
 mod placement;
 mod plan;

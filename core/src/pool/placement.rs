@@ -43,7 +43,7 @@
 //! cost 106-117 ns per 4 KiB alloc + free (a re-keyed index entry on every
 //! split and merge), against about 66 ns for the class index.
 
-use super::blocks::{class, class_lower, class_up};
+use super::classes::{class, class_lower, class_up};
 use super::pages::Zone;
 use super::plan::PageRange;
 use super::{Allocator, Owner, PoolError};
