@@ -18,11 +18,12 @@
 //! * Blocks are sub-allocated with splitting and coalescing (the placement
 //!   policy and its measurements are in `placement.rs`), every offset and
 //!   size a multiple of [`PoolConfig::alignment`]. Blocks are linked to
-//!   their address neighbours, live ones found by offset through a hash
-//!   table, free ones indexed per zone by size class (`blocks.rs`), so an
-//!   alloc + free needs no ordered search by offset. Free space is coalesced
-//!   per zone: two adjacent free blocks always lie on pages of different
-//!   zones (so across a zone boundary they stay two blocks).
+//!   their address neighbours (`blocks.rs`), live ones found by offset
+//!   through a hash table (`live_table.rs`), free ones indexed per zone by
+//!   size class (`classes.rs`), so an alloc + free needs no ordered search
+//!   by offset. Free space is coalesced per zone: two adjacent free blocks
+//!   always lie on pages of different zones (so across a zone boundary they
+//!   stay two blocks).
 //! * A freed eager block on clean pages may be *parked* instead (up to 8):
 //!   kept whole, out of the live map, and handed to the next eager
 //!   allocation of exactly its size with no placement or split

@@ -10,7 +10,7 @@
 //!    the lowest offset. The arena grows at its end when nothing else fits.
 //!
 //! Within step 1, free blocks are indexed by (size class, offset), 8 classes
-//! per power of two (see `blocks.rs`). Blocks under `granularity / 32`
+//! per power of two (see `classes.rs`). Blocks under `granularity / 32`
 //! (64 KiB with 2 MiB pages) take the lowest hole of the first class that
 //! surely holds them (a good fit), placed at the hole's *end*: the hole keeps
 //! its offset and, by the index's hysteresis, its index entry, so the hot
