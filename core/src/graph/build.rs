@@ -227,7 +227,8 @@ impl Graph {
     /// Adds a kernel node running a built-in operation planned by
     /// `graphcore_kernels::ops` (a call that failed its checks, a
     /// cooperative one or one launched as thread-block clusters is
-    /// [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument): capture those on a stream).
+    /// [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument):
+    /// capture those on a stream).
     ///
     /// # Safety
     /// The buffers the call names must be device memory of this graph's

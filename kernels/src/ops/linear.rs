@@ -752,7 +752,8 @@ pub fn linear_backward_weight(
 
 /// Fused weight gradient and SGD step: `W -= lr * dy^T . x`, in place on W
 /// (`n x k`), without materialising the gradient. Bitwise equal to
-/// [`linear_backward_weight`] followed by [`sgd`](super::sgd) with the same sizes and `sms`.
+/// [`linear_backward_weight`] followed by [`sgd`](super::sgd) with the same
+/// sizes and `sms`.
 #[allow(clippy::too_many_arguments)]
 pub fn linear_weight_sgd(
     w: u64,

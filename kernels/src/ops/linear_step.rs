@@ -120,8 +120,9 @@ pub(super) fn sgd_reversed(blocks: u64, sms: u32) -> u32 {
 
 /// The SGD update of a linear layer (`gc_linear_sgd_f32`): `W -= lr * dy^T . x`
 /// (W `n x k`, dy `m x n`, x `m x k`) and `b -= lr * colsum(dy)` (b may be
-/// 0): bitwise [`linear_weight_sgd`](super::linear_weight_sgd) and [`bias_sgd`](super::bias_sgd) with the same sizes
-/// and `sms`, in one launch; with `loss = (address, partials, parts)`, also
+/// 0): bitwise [`linear_weight_sgd`](super::linear_weight_sgd) and
+/// [`bias_sgd`](super::bias_sgd) with the same sizes and `sms`, in one
+/// launch; with `loss = (address, partials, parts)`, also
 /// the loss from the forward's per-block sums. Sizes and pointers are the
 /// caller's to check.
 #[allow(clippy::too_many_arguments)]
@@ -186,9 +187,10 @@ pub(super) fn linear_sgd(
 /// least [`linear_mse_step_workspace_bytes`] bytes (the loss's partial sums,
 /// then `dY`), its first 4 bytes zero before its first use; it must not be
 /// shared with a concurrent step. The updated W and b are bitwise those of
-/// [`linear`], [`mse`], [`linear_weight_sgd`](super::linear_weight_sgd) and [`bias_sgd`](super::bias_sgd) run one after
-/// the other; the loss is summed in another fixed order (deterministic,
-/// equal to [`mse`]'s up to rounding).
+/// [`linear`], [`mse`], [`linear_weight_sgd`](super::linear_weight_sgd)
+/// and [`bias_sgd`](super::bias_sgd) run one after the other; the loss is
+/// summed in another fixed order (deterministic, equal to [`mse`]'s up to
+/// rounding).
 pub fn linear_mse_step(
     step: &LinearMseStep,
     workspace: u64,
