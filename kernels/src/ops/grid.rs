@@ -10,16 +10,11 @@ pub(super) const STRIDE_WAVES: u64 = 8;
 /// The largest grid x dimension CUDA launches.
 pub(super) const MAX_GRID_X: u64 = (1 << 31) - 1;
 
-/// `a / b`, rounded up.
-pub(super) fn ceil_div(a: u64, b: u64) -> u64 {
-    a.div_ceil(b)
-}
-
 /// Grid for a grid-stride kernel over `n` floats (float4 units), at most
 /// `waves` blocks per SM.
 pub(super) fn stride_grid(n: u64, sms: u32, waves: u64) -> u32 {
-    let units = ceil_div(n, 4);
-    let want = ceil_div(units, BLOCK as u64);
+    let units = n.div_ceil(4);
+    let want = units.div_ceil(BLOCK as u64);
     want.min(sms as u64 * waves).clamp(1, MAX_GRID_X) as u32
 }
 

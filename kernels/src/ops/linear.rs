@@ -2,7 +2,7 @@
 //! TF32 path and the backward passes.
 
 use super::check::{apart, buf, elems, nonzero, opt_buf, positive_sms, Region, F32};
-use super::grid::{ceil_div, MAX_GRID_X};
+use super::grid::MAX_GRID_X;
 use crate::{args, Call, Kernel, SizeError};
 
 /// Largest m for which the linear forward takes the small-batch kernel
@@ -59,7 +59,7 @@ pub(super) const GEMM_TILES: [u32; 3] = [128, 64, 32];
 /// of blocks or the reduction is short, else the 32 x 32 tile that splits K
 /// over 4 slices of the block (small outputs, long reductions).
 pub(super) fn gemm_tile(m: u32, n: u32, k: u32, sms: u32) -> u32 {
-    let blocks = |t: u64| ceil_div(m as u64, t) * ceil_div(n as u64, t);
+    let blocks = |t: u64| (m as u64).div_ceil(t) * (n as u64).div_ceil(t);
     if blocks(128) >= sms as u64 {
         0
     } else if blocks(64) * 2 >= sms as u64 || k < 256 {
@@ -108,7 +108,7 @@ fn gemm_block(kernel: Kernel, tile: u32) -> (u64, u64) {
 /// block per SM (about one full wave of one block per SM).
 fn fills(kernel: Kernel, tile: u32, m: u32, n: u32, sms: u32) -> bool {
     let (tm, tn) = gemm_block(kernel, tile);
-    ceil_div(m as u64, tm) * ceil_div(n as u64, tn) * 8 >= 7 * sms as u64
+    (m as u64).div_ceil(tm) * (n as u64).div_ceil(tn) * 8 >= 7 * sms as u64
 }
 
 /// The tiles of the linear layout (A `m x k`, B `n x k`), largest first:
@@ -205,7 +205,7 @@ macro_rules! gemm_args {
 /// ([`Call::in_order`]) where its grid fills the SMs.
 fn gemm_call(g: &Gemm, kernel: Kernel, tile: u32, sms: u32) -> Result<Call, SizeError> {
     let (tm, tn) = gemm_block(kernel, tile);
-    let blocks = ceil_div(g.m as u64, tm) * ceil_div(g.n as u64, tn);
+    let blocks = (g.m as u64).div_ceil(tm) * (g.n as u64).div_ceil(tn);
     if blocks > MAX_GRID_X {
         return Err(SizeError::GridTooLarge { blocks });
     }
@@ -272,7 +272,7 @@ const CLUSTER_MIN_SLICE: u32 = 128;
 ///   block summing at least [`CLUSTER_MIN_SLICE`] of K (512 x 1024 -> 512:
 ///   23.9 us against 37.2, cuBLAS 29.3).
 fn cluster_plan(m: u32, n: u32, k: u32, sms: u32) -> Option<(u32, u32)> {
-    let tiles = |tm: u64, tn: u64| ceil_div(m as u64, tm) * ceil_div(n as u64, tn);
+    let tiles = |tm: u64, tn: u64| (m as u64).div_ceil(tm) * (n as u64).div_ceil(tn);
     let fills = |blocks: u64| blocks * 8 >= 7 * sms as u64;
     let large = n as u64 * k as u64 >= CLUSTER_MIN_WEIGHTS && k >= 2 * CLUSTER_MIN_SLICE;
     if m > SMALL_BATCH_MAX_M / 8 && m <= SMALL_BATCH_MAX_M / 4 {
@@ -333,7 +333,10 @@ impl SmallConfig {
     }
     pub(super) fn grid(self, m: u32, n: u32) -> [u32; 2] {
         let (bm, bn) = self.block_tile();
-        [ceil_div(n as u64, bn) as u32, ceil_div(m as u64, bm) as u32]
+        [
+            (n as u64).div_ceil(bn) as u32,
+            (m as u64).div_ceil(bm) as u32,
+        ]
     }
 }
 
@@ -400,7 +403,7 @@ pub(super) fn small_config(m: u32, n: u32, k: u32, sms: u32, kn: bool) -> SmallC
     };
     let rows = (m as u64).next_power_of_two().max(1 << lr);
     let cols = (n as u64).next_power_of_two().max(1 << lc);
-    let steps = ceil_div(k as u64, 4).max(32);
+    let steps = (k as u64).div_ceil(4).max(32);
     let sms = sms as u64;
     let mut shapes = Vec::new();
     for lgr in 0..=3 {
@@ -411,7 +414,7 @@ pub(super) fn small_config(m: u32, n: u32, k: u32, sms: u32, kn: bool) -> SmallC
                 continue;
             }
             let lanes = 32u64 << (3 - lgr - lgc);
-            let blocks = ceil_div(m as u64, bm) * ceil_div(n as u64, bn);
+            let blocks = (m as u64).div_ceil(bm) * (n as u64).div_ceil(bn);
             shapes.push((c, lanes <= steps, blocks));
         }
     }

@@ -1,7 +1,7 @@
 //! Training step of a linear layer (summed squared error, SGD).
 
 use super::check::{apart, buf, opt_buf, positive_sms, F32};
-use super::grid::{ceil_div, MAX_GRID_X};
+use super::grid::MAX_GRID_X;
 use super::linear::{
     gemm_tile, linear, linear_sizes, small_batch, small_config, SmallConfig, GEMM_TILES,
 };
@@ -146,14 +146,14 @@ pub(super) fn linear_sgd(
     if tile == 1 && m <= STAGED_SGD_ROWS {
         tile = STAGED_SGD_TILE;
     }
-    let bias_blocks = if b != 0 { ceil_div(n as u64, 32) } else { 0 };
+    let bias_blocks = if b != 0 { (n as u64).div_ceil(32) } else { 0 };
     let blocks =
-        loss.is_some() as u64 + bias_blocks + ceil_div(n as u64, t) * ceil_div(k as u64, t);
+        loss.is_some() as u64 + bias_blocks + (n as u64).div_ceil(t) * (k as u64).div_ceil(t);
     let (loss, partials, parts) = loss.unwrap_or((0, 0, 0));
     if blocks > MAX_GRID_X {
         return Err(SizeError::GridTooLarge { blocks });
     }
-    let bias_ty = ceil_div(m as u64, 4).next_power_of_two().min(32) as u32;
+    let bias_ty = (m as u64).div_ceil(4).next_power_of_two().min(32) as u32;
     Ok(Call::new(
         args::LinearSgd {
             w,

@@ -1,7 +1,7 @@
 //! The whole MLP forward: one cooperative launch, or a launch per layer.
 
 use super::check::{apart, buf, nonzero, opt_buf, positive_sms, F32};
-use super::grid::{ceil_div, BLOCK};
+use super::grid::BLOCK;
 use super::linear::{linear, linear_sizes, SmallConfig};
 use crate::{args, Call, SizeError};
 
@@ -148,8 +148,8 @@ fn mlp_tile(rows: u32, outputs: u32, warps: u64) -> usize {
 pub(super) fn spread_tile(rows: u32, outputs: u32, warps: u64, tiles: &[(u32, u32)]) -> usize {
     let cost = |t: usize| {
         let (r, c) = tiles[t];
-        let count = ceil_div(rows as u64, r as u64) * ceil_div(outputs as u64, c as u64);
-        ceil_div(count, warps) * (r + c) as u64
+        let count = (rows as u64).div_ceil(r as u64) * (outputs as u64).div_ceil(c as u64);
+        count.div_ceil(warps) * (r + c) as u64
     };
     (0..tiles.len())
         .filter(|&t| t == 0 || rows >= tiles[t].0 - 1)
@@ -165,7 +165,7 @@ fn warp_tile(rows: u32, outputs: u32, warps: u64, tiles: &[(u32, u32)]) -> usize
         .rev()
         .find(|&t| {
             let (r, c) = tiles[t];
-            let count = ceil_div(rows as u64, r as u64) * ceil_div(outputs as u64, c as u64);
+            let count = (rows as u64).div_ceil(r as u64) * (outputs as u64).div_ceil(c as u64);
             rows >= r - 1 && count * 2 >= warps
         })
         .unwrap_or(0)
@@ -303,10 +303,10 @@ pub fn mlp(
             let t = mlp_tile(rows, l.outputs, warps);
             let (r, c) = MLP_TILES[t];
             most_tiles = most_tiles
-                .max(ceil_div(rows as u64, r as u64) * ceil_div(l.outputs as u64, c as u64));
+                .max((rows as u64).div_ceil(r as u64) * (l.outputs as u64).div_ceil(c as u64));
             flags |= (l.relu as u32) << i | (t as u32) << (8 + 2 * i);
         }
-        let grid = ceil_div(most_tiles, 8).min(max_blocks) as u32;
+        let grid = most_tiles.div_ceil(8).min(max_blocks) as u32;
         calls.push(
             Call::new(
                 args::Mlp {

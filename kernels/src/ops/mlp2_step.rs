@@ -2,7 +2,7 @@
 
 use super::check::{apart, buf, opt_buf, positive_sms, F32};
 use super::elementwise::relu_backward;
-use super::grid::{ceil_div, BLOCK, MAX_GRID_X};
+use super::grid::{BLOCK, MAX_GRID_X};
 use super::linear::{gemm_tile, linear, linear_backward_input, linear_sizes, GEMM_TILES};
 use super::linear_step::{linear_sgd, sgd_reversed};
 use super::mlp::{spread_tile, MLP2_BLOCKS_PER_SM, MLP_ALIGN, MLP_BARRIER_BYTES, MLP_TILES};
@@ -183,7 +183,7 @@ pub fn mlp2_mse_step(
     );
     let tc = spread_tile(m, k1, warps, &KN_TILES);
     let count =
-        |(r, c): (u32, u32), n: u32| ceil_div(m as u64, r as u64) * ceil_div(n as u64, c as u64);
+        |(r, c): (u32, u32), n: u32| (m as u64).div_ceil(r as u64) * (n as u64).div_ceil(c as u64);
     let most = count(MLP_TILES[ta], k1)
         .max(count(MLP_TILES[tb], k2))
         .max(count(KN_TILES[tc], k1));
@@ -196,7 +196,7 @@ pub fn mlp2_mse_step(
     let grid = if most <= warps {
         most.min(sms as u64)
     } else {
-        ceil_div(most, 8).min(sms as u64 * MLP2_BLOCKS_PER_SM as u64)
+        most.div_ceil(8).min(sms as u64 * MLP2_BLOCKS_PER_SM as u64)
     } as u32;
     let (d01, d2m) = (k0 | k1 << 16, k2 | m << 16);
     let forward = Call::new(
@@ -225,14 +225,14 @@ pub fn mlp2_mse_step(
     let (tile1, tile2) = (gemm_tile(k1, k0, m, sms), gemm_tile(k2, k1, m, sms));
     let layer_blocks = |b: u64, n: u32, k: u32, tile: u32| {
         let t = GEMM_TILES[tile as usize] as u64;
-        (if b != 0 { ceil_div(n as u64, 32) } else { 0 })
-            + ceil_div(n as u64, t) * ceil_div(k as u64, t)
+        (if b != 0 { (n as u64).div_ceil(32) } else { 0 })
+            + (n as u64).div_ceil(t) * (k as u64).div_ceil(t)
     };
     let blocks = 1 + layer_blocks(b1, k1, k0, tile1) + layer_blocks(b2, k2, k1, tile2);
     if blocks > MAX_GRID_X {
         return Err(SizeError::GridTooLarge { blocks });
     }
-    let ty = ceil_div(m as u64, 4).next_power_of_two().min(32) as u32;
+    let ty = (m as u64).div_ceil(4).next_power_of_two().min(32) as u32;
     let update = Call::new(
         args::Mlp2Sgd {
             w1,

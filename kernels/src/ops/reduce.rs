@@ -1,7 +1,7 @@
 //! Reductions: column sums (bias gradient and update) and the summed squared error.
 
 use super::check::{apart, buf, elems, floats, nonzero, opt_buf, positive_sms, F32};
-use super::grid::{ceil_div, stride_grid, BLOCK};
+use super::grid::{stride_grid, BLOCK};
 use crate::{args, Call, SizeError};
 
 /// Blocks per multiprocessor at most for the MSE kernel (fewer partial sums).
@@ -25,8 +25,8 @@ fn column_sum_shape(
     let o = buf(out_name, out, cols as u64 * F32)?;
     let d = buf("dy", dy, n * F32)?;
     apart(o, d, false)?;
-    let ty = ceil_div(rows as u64, 4).next_power_of_two().min(32) as u32;
-    Ok(([ceil_div(cols as u64, 32) as u32, 1, 1], [32, ty, 1]))
+    let ty = (rows as u64).div_ceil(4).next_power_of_two().min(32) as u32;
+    Ok(([(cols as u64).div_ceil(32) as u32, 1, 1], [32, ty, 1]))
 }
 
 /// `db[c] = sum over r of dy[r, c]` (row-major `rows x cols`), deterministic.
