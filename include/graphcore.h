@@ -1222,7 +1222,7 @@ typedef struct gc_chain_op {
 
 /**
  * Applies up to GC_CHAIN_MAX_OPS operations to each of n elements in one
- * pass, in registers: y[i] = op_last(... op_first(x[i])). ops holds count
+ * pass, in registers: `y[i] = op_last(... op_first(x[i]))`. ops holds count
  * operations (it may be NULL when count is 0: y = x); the caller keeps it,
  * and graphcore reads it only during the call.
  * Pointers: y and x are device memory of the stream's context (gc_pool_alloc
@@ -1460,8 +1460,8 @@ enum gc_status gc_op_relu_backward(struct gc_stream *stream,
 enum gc_status gc_op_sgd(struct gc_stream *stream, float *w, const float *g, uint64_t n, float lr);
 
 /**
- * y[r][c] = x[r][c] + b[c] for a row-major rows x cols matrix (rows * cols
- * < 2^32).
+ * `y[r][c] = x[r][c] + b[c]` for a row-major rows x cols matrix (rows *
+ * cols < 2^32).
  * Pointers: y, x and b are device memory of the stream's context
  * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
  * 4-byte aligned (float alignment); the float4 path runs when all are
@@ -1623,7 +1623,7 @@ enum gc_status gc_op_linear_weight_sgd(struct gc_stream *stream,
                                        float lr);
 
 /**
- * Bias gradient: db[c] = sum over rows of dy[r][c] (dy row-major rows x
+ * Bias gradient: `db[c]` = sum over rows of `dy[r][c]` (dy row-major rows x
  * cols, rows * cols < 2^32), summed in a fixed order (deterministic).
  * Pointers: db and dy are device memory of the stream's context
  * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
@@ -1645,7 +1645,7 @@ enum gc_status gc_op_bias_grad(struct gc_stream *stream,
                                uint32_t cols);
 
 /**
- * Bias gradient and SGD fused: b[c] -= lr * sum over rows of dy[r][c]
+ * Bias gradient and SGD fused: `b[c] -= lr *` sum over rows of `dy[r][c]`
  * (bitwise equal to gc_op_bias_grad then gc_op_sgd).
  * Pointers: b and dy are device memory of the stream's context
  * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
@@ -1668,9 +1668,9 @@ enum gc_status gc_op_bias_sgd(struct gc_stream *stream,
                               float lr);
 
 /**
- * Sum-of-squares loss, as (pred - target).pow(2).sum(): loss[0] = sum
- * (pred[i] - target[i])^2, and, when grad is not NULL, grad[i] = 2 *
- * grad_scale * (pred[i] - target[i]). workspace holds workspace_bytes >=
+ * Sum-of-squares loss, as (pred - target).pow(2).sum(): `loss[0]` = sum of
+ * `(pred[i] - target[i])^2`, and, when grad is not NULL, `grad[i] = 2 *
+ * grad_scale * (pred[i] - target[i])`. workspace holds workspace_bytes >=
  * gc_op_mse_workspace_bytes(n) bytes, zeroed once before first use (the
  * kernel leaves it zeroed); do not share it between concurrent launches.
  * Deterministic: fixed-order reduction.
@@ -1766,7 +1766,7 @@ enum gc_status gc_op_mlp_workspace_bytes(uint32_t rows,
                                          uint64_t *bytes);
 
 /**
- * The forward pass of an MLP: rows rows of x (rows x layers[0].inputs)
+ * The forward pass of an MLP: rows rows of x (rows x `layers[0].inputs`)
  * through n_layers layers (each y = x * W^T + b, then ReLU when asked) into
  * y (rows x layers[n_layers - 1].outputs), all f32 row-major. flags 0: one
  * launch per layer (the small-batch or GEMM kernel of gc_op_linear), the
@@ -1836,7 +1836,7 @@ enum gc_status gc_op_linear_mse_step_workspace_bytes(struct gc_context *ctx,
  * One training step of a linear layer with the summed squared error and
  * SGD, in two launches (up to 256 rows): pred = x * W^T + b (x rows x
  * inputs, W outputs x inputs as torch.nn.Linear stores it, b outputs
- * floats or NULL for no bias), loss[0] = sum (pred - target)^2 (PyTorch's
+ * floats or NULL for no bias), `loss[0]` = sum (pred - target)^2 (PyTorch's
  * (pred - target).pow(2).sum()), dY = 2 * grad_scale * (pred - target)
  * (grad_scale 1 for the summed loss, 1 / (rows * outputs) for the mean),
  * then W -= lr * dY^T * x and b -= lr * (column sums of dY), in place. The
@@ -1902,7 +1902,7 @@ enum gc_status gc_op_mlp2_mse_step_workspace_bytes(struct gc_context *ctx,
  * squared error and SGD, in two launches while rows * hidden * (inputs +
  * 2 * outputs) < 2^31 multiply-adds (e.g. 4096-wide layers up to 42 rows):
  * h = relu(x * W1^T + b1), pred =
- * h * W2^T + b2, loss[0] = sum (pred - target)^2, dP = 2 * grad_scale *
+ * h * W2^T + b2, `loss[0]` = sum (pred - target)^2, dP = 2 * grad_scale *
  * (pred - target), dH = (dP * W2) where h > 0 (else 0), then W2 -= lr *
  * dP^T * h, b2 -= lr * (column sums of dP), W1 -= lr * dH^T * x and
  * b1 -= lr * (column sums of dH), in place (x rows x inputs, W1 hidden x

@@ -10,8 +10,8 @@
 //! contains `driver.add_kernel`. The difference between a span and the spans
 //! inside it is graphcore's own time there.
 
-/// A timed stretch of a call. The names in [`Span::name`] are the keys of
-/// the JSON the table is written as.
+/// A timed stretch of a call. Its name (`Span::name`, built with the
+/// feature) is its key in the JSON the table is written as.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Span {
     /// `cuGraphAddKernelNode` itself.

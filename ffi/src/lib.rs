@@ -1,7 +1,7 @@
 //! libgraphcore: the C ABI of graphcore.
 //!
 //! Every export is a thin wrapper over `graphcore-core`: it checks handles
-//! and pointers, runs inside [`status::boundary`] (errors become statuses
+//! and pointers, runs inside `status::boundary` (errors become statuses
 //! and this thread's last error; panics never cross), and writes
 //! out-parameters only on success.
 

@@ -641,11 +641,10 @@ const SMALL_BACKWARD_GEMM_MIN_M: u32 = 32;
 
 /// Input gradient of a linear layer: `dx = dy . W` with dy `m x n`, W `n x k`,
 /// dx `m x k`. `m <=` [`SMALL_BACKWARD_MAX_M`] takes the small-batch kernel
-/// (except from [`SMALL_BACKWARD_GEMM_MIN_M`] rows with at least
-/// [`SMALL_BACKWARD_GEMM_MIN_WEIGHTS`] weights), larger `m` the tiled GEMM;
-/// with `clusters` (the GPU has thread-block clusters), the shapes whose
-/// forward [`cluster_plan`] gives tile 3 (33-64 rows, large weights) or
-/// tile 0 (65-256 rows) take `gc_linear_cluster_f32` in its plain layout
+/// (except from 32 rows with at least 2^24 weights), larger `m` the tiled
+/// GEMM; with `clusters` (the GPU has thread-block clusters), the shapes
+/// whose forward takes the cluster kernel's tile 3 (33-64 rows, large
+/// weights) or tile 0 (65-256 rows) take `gc_linear_cluster_f32` in its plain layout
 /// (C = A . B; tile 2, or tile 0) in the same clusters instead of the tiled
 /// GEMM (64 x 4096 -> 4096 on an H200 in 81.4 us against 164.2: see
 /// kernels/TUNING.md, "The input gradient on clusters").

@@ -88,7 +88,7 @@ const MLP2_FUSED_MAX_MACS: u64 = 1 << 31;
 /// pass, the loss's per-block sums, dP and dH, a grid barrier between the
 /// phases) and `gc_mlp2_sgd_f32` (the loss, then both layers' updates, as
 /// [`linear_mse_step`](super::linear_mse_step)'s update does one layer's). From
-/// [`MLP2_FUSED_MAX_MACS`] on, seven: [`linear`] twice (`clusters`: the GPU
+/// 2^31 multiply-adds a step on, seven: [`linear`] twice (`clusters`: the GPU
 /// has thread-block clusters, as there), [`mse`], [`linear_backward_input`],
 /// [`relu_backward`] and each layer's update (the second launch's
 /// arithmetic, one layer each). Widths and rows must be below 2^16.
