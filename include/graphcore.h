@@ -1249,15 +1249,6 @@ enum gc_status gc_op_chain(struct gc_stream *stream,
                            uint32_t count);
 
 /**
- * Writes to *bytes the workspace gc_op_mse needs for n elements on ctx's
- * device (a pure computation: nothing is allocated or launched).
- * Errors: GC_ERROR_INVALID_ARGUMENT (ctx or bytes NULL),
- * GC_ERROR_INVALID_HANDLE (ctx destroyed or not a context),
- * GC_ERROR_PANIC (internal error caught).
- */
-enum gc_status gc_op_mse_workspace_bytes(struct gc_context *ctx, uint64_t n, uint64_t *bytes);
-
-/**
  * Fills y[0..n) with value.
  * Pointers: y is device memory of the stream's context (gc_pool_alloc
  * blocks, cudaMalloc, managed memory; not host memory), 4-byte aligned
@@ -1666,6 +1657,15 @@ enum gc_status gc_op_bias_sgd(struct gc_stream *stream,
                               uint32_t rows,
                               uint32_t cols,
                               float lr);
+
+/**
+ * Writes to *bytes the workspace gc_op_mse needs for n elements on ctx's
+ * device (a pure computation: nothing is allocated or launched).
+ * Errors: GC_ERROR_INVALID_ARGUMENT (ctx or bytes NULL),
+ * GC_ERROR_INVALID_HANDLE (ctx destroyed or not a context),
+ * GC_ERROR_PANIC (internal error caught).
+ */
+enum gc_status gc_op_mse_workspace_bytes(struct gc_context *ctx, uint64_t n, uint64_t *bytes);
 
 /**
  * Sum-of-squares loss, as (pred - target).pow(2).sum(): `loss[0]` = sum of

@@ -14,7 +14,10 @@ use graphcore_kernels::{Arg, KERNELS};
 use std::collections::HashMap;
 
 /// One section of the header: its title and the ffi/src files whose items
-/// (and `//!` docs, as the banner) it holds.
+/// (and `//!` docs, as the banner) it holds. A module split over a folder
+/// lists its `mod.rs` and then each file of the folder: the banner takes
+/// the `//!` docs of `mod.rs` only (a submodule's docs are for readers of
+/// the Rust code).
 struct Section {
     title: &'static str,
     files: &'static [&'static str],
@@ -52,7 +55,15 @@ const SECTIONS: &[Section] = &[
     },
     Section {
         title: "Launch and built-in ops",
-        files: &["launch.rs", "ops.rs"],
+        files: &[
+            "launch.rs",
+            "ops/mod.rs",
+            "ops/elementwise.rs",
+            "ops/linear.rs",
+            "ops/loss.rs",
+            "ops/mlp.rs",
+            "ops/step.rs",
+        ],
     },
     Section {
         title: "Capture",
@@ -131,12 +142,14 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
 
 /// The exported items an ffi/src file declares, in source order (top-level
 /// `pub` functions, structs, enums, type aliases and constants), and its
-/// `//!` module docs.
+/// `//!` module docs for the banner (none for a file of a folder other than
+/// its `mod.rs`, see [`Section`]).
 fn scan(file: &str) -> (Vec<String>, Vec<String>) {
     let text = std::fs::read_to_string(repo().join("ffi/src").join(file)).unwrap();
+    let banner_docs = !file.contains('/') || file.ends_with("/mod.rs");
     let docs = text
         .lines()
-        .take_while(|l| l.starts_with("//!"))
+        .take_while(|l| banner_docs && l.starts_with("//!"))
         .map(|l| l.trim_start_matches("//!").trim_start().to_string())
         .collect();
     let mut names = Vec::new();
@@ -224,6 +237,22 @@ fn banner(title: &str, docs: &[String]) -> String {
     s
 }
 
+/// The `.rs` files under `dir`, as paths relative to it prefixed with
+/// `prefix` (`/`-separated), folders included.
+fn rust_files(dir: &std::path::Path, prefix: &str) -> Vec<String> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
+        if entry.file_type().unwrap().is_dir() {
+            files.extend(rust_files(&entry.path(), &format!("{name}/")));
+        } else if name.ends_with(".rs") {
+            files.push(name);
+        }
+    }
+    files
+}
+
 /// The header as the current sources generate it.
 pub(crate) fn generate() -> String {
     let root = repo();
@@ -267,10 +296,9 @@ pub(crate) fn generate() -> String {
         );
     }
 
-    let mut files_with_items: Vec<String> = std::fs::read_dir(root.join("ffi/src"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|f| f.ends_with(".rs") && !scan(f).0.is_empty())
+    let mut files_with_items: Vec<String> = rust_files(&root.join("ffi/src"), "")
+        .into_iter()
+        .filter(|f| !scan(f).0.is_empty())
         .collect();
     files_with_items.sort();
     for f in &files_with_items {

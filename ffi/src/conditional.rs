@@ -31,7 +31,7 @@
 use crate::args::Out;
 use crate::capture::{capture_mode, gc_capture_mode};
 use crate::graph::{deps, emit, gc_graph, gc_node, graph, GRAPHS};
-use crate::ops::{op, p, this_export};
+use crate::ops::{op, p};
 use crate::pool::{gc_pool, pool};
 use crate::status::{boundary, gc_status};
 use crate::stream::{gc_stream, stream};

@@ -28,7 +28,7 @@
 //!    arguments are output, input, count and constant;
 //! 3. one typed operation in [`ops`] that checks sizes and builds the
 //!    [`Call`] from the generated argument struct, and one C wrapper in
-//!    `ffi/src/ops.rs` (the header's kernel list follows from the table; the
+//!    `ffi/src/ops/` (the header's kernel list follows from the table; the
 //!    Python binding's prototype list gains the export, as its drift test
 //!    demands). `docs/kernels.md` says more.
 //!

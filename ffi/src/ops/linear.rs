@@ -1,0 +1,266 @@
+//! Linear layers: the forward (gc_op_linear, with its flags), the input
+//! and weight gradients, the weight and bias updates.
+
+use super::{launch_in, op, p, this_export};
+use crate::status::gc_status;
+use crate::stream::gc_stream;
+use graphcore_core::kernels::ops;
+use graphcore_core::Error;
+use std::ffi::c_int;
+
+/// gc_op_linear flag: ReLU after the bias.
+pub const GC_LINEAR_RELU: u32 = 1;
+
+/// gc_op_linear flag: multiply on the TF32 tensor cores (compute capability
+/// 8.0 or later) where the GEMM runs, and from 129 rows on where n is wide
+/// enough to pay: x and W are rounded to TF32 (10 mantissa bits, to
+/// nearest) and the products summed in f32, so results differ from the f32
+/// path by that rounding (each product off by up to about 2^-10 of its
+/// size; measured: at most 6e-5 of the sum of |products| per output).
+/// Deterministic all the same. Small batches, and GPUs older than compute
+/// capability 8.0 (detected at run time), compute in f32 as without the
+/// flag.
+pub const GC_LINEAR_TF32: u32 = 2;
+
+/// y = x * W^T + b, then ReLU with GC_LINEAR_RELU in flags: x is m x k, W
+/// is n x k (PyTorch's layout), b has n floats (NULL: no bias), y is m x n,
+/// all row-major. m <= 256 takes the small-batch path (K split across the
+/// threads of each block; from 129 rows on only while n is too narrow for
+/// the GEMM's tiles to fill the GPU); larger m the tiled GEMM, on the TF32
+/// tensor cores with GC_LINEAR_TF32 (see there). On GPUs of compute
+/// capability 9.0 and later, 33 to 256 rows with n * k >= 2^24, and more
+/// rows where the GEMM's tiles would leave SMs idle, take a kernel that
+/// splits k over the blocks of thread-block clusters (deterministic; the
+/// result's bits depend on the shape and the GPU). flags: GC_LINEAR_RELU |
+/// GC_LINEAR_TF32 (1 is ReLU as before the flags existed; any other bit is
+/// refused). Every m * k, n * k and m * n must be below 2^32.
+/// Pointers: y, x, w and b are device memory of the stream's context
+/// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+/// 4-byte aligned (float alignment); float4 loads where k (and for the
+/// GEMM path n) is a multiple of 4 and the pointers are 16-byte aligned.
+/// In place: not allowed; y must not overlap x, w or b.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, y, x or w NULL, m, n or k 0,
+/// a matrix of 2^32 elements or more, a pointer not 4-byte aligned, y
+/// overlapping an input, an unknown flag), GC_ERROR_INVALID_HANDLE (stream
+/// destroyed or not a stream), GC_ERROR_CAPTURE (the stream's capture
+/// refused the launch; the capture is now invalid), GC_ERROR_OUT_OF_MEMORY
+/// or GC_ERROR_CUDA (loading the built-in kernels on first use, or the
+/// launch, failed), GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the
+/// context is unusable), GC_ERROR_PANIC (internal error caught).
+#[no_mangle]
+pub extern "C" fn gc_op_linear(
+    stream: *mut gc_stream,
+    y: *mut f32,
+    x: *const f32,
+    w: *const f32,
+    b: *const f32,
+    m: u32,
+    n: u32,
+    k: u32,
+    flags: c_int,
+) -> gc_status {
+    launch_in(this_export!(), stream, |ctx| {
+        let f = flags as u32;
+        if f & !(GC_LINEAR_RELU | GC_LINEAR_TF32) != 0 {
+            return Err(Error::invalid_argument(format!(
+                "unknown flags {f:#x} (GC_LINEAR_RELU and GC_LINEAR_TF32 are the flags)"
+            )));
+        }
+        let relu = f & GC_LINEAR_RELU != 0;
+        let plan = if f & GC_LINEAR_TF32 != 0 && ctx.compute_capability().0 >= 8 {
+            ops::linear_tf32
+        } else {
+            ops::linear
+        };
+        Ok(plan(
+            p(y),
+            p(x),
+            p(w),
+            p(b),
+            m,
+            n,
+            k,
+            relu,
+            ctx.sm_count(),
+            ctx.has_clusters(),
+        )?)
+    })
+}
+
+/// Input gradient of linear: dx = dy * W (dy m x n, W n x k, dx m x k,
+/// row-major; every product of two of m, n, k below 2^32). m <= 64 takes
+/// the small-batch path (except from 32 rows with n * k >= 2^24), larger m
+/// (and those) the tiled GEMM; on GPUs with thread-block clusters (compute
+/// capability 9.0), 33-256 rows with n * k >= 2^24 whose tiles of dx (64 x
+/// 64 up to 64 rows, 128 x 64 above) fill the SMs in clusters of 2 take the
+/// cluster split-K kernel instead, so its bits differ between Hopper and
+/// older GPUs (each deterministic).
+/// Pointers: dx, dy and w are device memory of the stream's context
+/// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+/// 4-byte aligned (float alignment); float4 loads where the sizes are
+/// multiples of 4 and the pointers 16-byte aligned.
+/// In place: not allowed; dx must not overlap dy or w.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, dx, dy or w NULL, m, n or k 0,
+/// a matrix of 2^32 elements or more, a pointer not 4-byte aligned, dx
+/// overlapping an input), GC_ERROR_INVALID_HANDLE (stream destroyed or not
+/// a stream), GC_ERROR_CAPTURE (the stream's capture refused the launch;
+/// the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA
+/// (loading the built-in kernels on first use, or the launch, failed),
+/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
+#[no_mangle]
+pub extern "C" fn gc_op_linear_backward_input(
+    stream: *mut gc_stream,
+    dx: *mut f32,
+    dy: *const f32,
+    w: *const f32,
+    m: u32,
+    n: u32,
+    k: u32,
+) -> gc_status {
+    launch_in(this_export!(), stream, |ctx| {
+        ops::linear_backward_input(
+            p(dx),
+            p(dy),
+            p(w),
+            m,
+            n,
+            k,
+            ctx.sm_count(),
+            ctx.has_clusters(),
+        )
+    })
+}
+
+/// Weight gradient of linear: dw = dy^T * x (dy m x n, x m x k, dw n x k,
+/// row-major, dw overwritten; every product of two of m, n, k below 2^32).
+/// Pointers: dw, dy and x are device memory of the stream's context
+/// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+/// 4-byte aligned (float alignment); float4 loads where the sizes are
+/// multiples of 4 and the pointers 16-byte aligned.
+/// In place: not allowed; dw must not overlap dy or x.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, dw, dy or x NULL, m, n or k 0,
+/// a matrix of 2^32 elements or more, a pointer not 4-byte aligned, dw
+/// overlapping an input), GC_ERROR_INVALID_HANDLE (stream destroyed or not
+/// a stream), GC_ERROR_CAPTURE (the stream's capture refused the launch;
+/// the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA
+/// (loading the built-in kernels on first use, or the launch, failed),
+/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
+#[no_mangle]
+pub extern "C" fn gc_op_linear_backward_weight(
+    stream: *mut gc_stream,
+    dw: *mut f32,
+    dy: *const f32,
+    x: *const f32,
+    m: u32,
+    n: u32,
+    k: u32,
+) -> gc_status {
+    op!(stream, |sms| ops::linear_backward_weight(
+        p(dw),
+        p(dy),
+        p(x),
+        m,
+        n,
+        k,
+        sms
+    ))
+}
+
+/// Weight gradient and SGD fused: w -= lr * dy^T * x (dy m x n, x m x k, w
+/// n x k, row-major), without materialising the gradient (bitwise equal to
+/// gc_op_linear_backward_weight then gc_op_sgd).
+/// Pointers: w, dy and x are device memory of the stream's context
+/// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+/// 4-byte aligned (float alignment); float4 loads where the sizes are
+/// multiples of 4 and the pointers 16-byte aligned.
+/// In place: w is updated in place; it must not overlap dy or x.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, w, dy or x NULL, m, n or k 0,
+/// a matrix of 2^32 elements or more, a pointer not 4-byte aligned, w
+/// overlapping an input), GC_ERROR_INVALID_HANDLE (stream destroyed or not
+/// a stream), GC_ERROR_CAPTURE (the stream's capture refused the launch;
+/// the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA
+/// (loading the built-in kernels on first use, or the launch, failed),
+/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
+#[no_mangle]
+pub extern "C" fn gc_op_linear_weight_sgd(
+    stream: *mut gc_stream,
+    w: *mut f32,
+    dy: *const f32,
+    x: *const f32,
+    m: u32,
+    n: u32,
+    k: u32,
+    lr: f32,
+) -> gc_status {
+    op!(stream, |sms| ops::linear_weight_sgd(
+        p(w),
+        p(dy),
+        p(x),
+        m,
+        n,
+        k,
+        lr,
+        sms
+    ))
+}
+
+/// Bias gradient: `db[c]` = sum over rows of `dy[r][c]` (dy row-major rows x
+/// cols, rows * cols < 2^32), summed in a fixed order (deterministic).
+/// Pointers: db and dy are device memory of the stream's context
+/// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+/// 4-byte aligned (float alignment).
+/// In place: not allowed; db must not overlap dy.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, db or dy NULL, rows or cols 0,
+/// rows * cols >= 2^32, a pointer not 4-byte aligned, db overlapping dy),
+/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+/// built-in kernels on first use, or the launch, failed),
+/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
+#[no_mangle]
+pub extern "C" fn gc_op_bias_grad(
+    stream: *mut gc_stream,
+    db: *mut f32,
+    dy: *const f32,
+    rows: u32,
+    cols: u32,
+) -> gc_status {
+    op!(stream, |sms| ops::bias_grad(p(db), p(dy), rows, cols, sms))
+}
+
+/// Bias gradient and SGD fused: `b[c] -= lr *` sum over rows of `dy[r][c]`
+/// (bitwise equal to gc_op_bias_grad then gc_op_sgd).
+/// Pointers: b and dy are device memory of the stream's context
+/// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+/// 4-byte aligned (float alignment).
+/// In place: b is updated in place; it must not overlap dy.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, b or dy NULL, rows or cols 0,
+/// rows * cols >= 2^32, a pointer not 4-byte aligned, b overlapping dy),
+/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+/// built-in kernels on first use, or the launch, failed),
+/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
+#[no_mangle]
+pub extern "C" fn gc_op_bias_sgd(
+    stream: *mut gc_stream,
+    b: *mut f32,
+    dy: *const f32,
+    rows: u32,
+    cols: u32,
+    lr: f32,
+) -> gc_status {
+    op!(stream, |sms| ops::bias_sgd(
+        p(b),
+        p(dy),
+        rows,
+        cols,
+        lr,
+        sms
+    ))
+}

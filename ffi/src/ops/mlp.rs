@@ -1,0 +1,180 @@
+//! A whole MLP's forward pass (gc_op_mlp: one cooperative launch where it
+//! pays, one launch per layer otherwise) and its workspace size.
+
+use super::{launch_all, p, this_export};
+use crate::args::Out;
+use crate::status::{boundary, gc_status};
+use crate::stream::gc_stream;
+use graphcore_core::kernels::ops;
+use graphcore_core::Error;
+use std::ffi::{c_int, c_void};
+
+/// One layer of gc_op_mlp: y = x * W^T + b, then ReLU when relu != 0.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct gc_mlp_layer {
+    /// W, outputs x inputs floats, row-major (as torch.nn.Linear stores it):
+    /// device memory of the stream's context.
+    pub w: *const f32,
+    /// b, outputs floats (device memory), or NULL for no bias.
+    pub b: *const f32,
+    /// Input width: the previous layer's outputs (the first: x's columns).
+    pub inputs: u32,
+    /// Output width.
+    pub outputs: u32,
+    /// Non-zero: ReLU after this layer.
+    pub relu: c_int,
+}
+
+/// gc_op_mlp flag: one fused launch where that measured at least as fast as
+/// one launch per layer on an H100 (one row, 3 or 4 layers, every layer
+/// after the first at most 2^17 weights: the notes' 1024-512-256-10 MLP at
+/// batch 1), and only where graphcore does not launch its kernels with
+/// programmatic dependent launch (below compute capability 9.0, a driver
+/// older than CUDA 12.3, or GC_PDL=0): with it, one launch per layer
+/// measured faster at every shape; one launch per layer elsewhere.
+pub const GC_MLP_FUSED: u32 = 1;
+
+/// gc_op_mlp flag: fused wherever the fused kernel takes the layers (up to 8
+/// rows, at most 2^25 multiply-adds a layer; one launch per 4 layers),
+/// faster or not: for measurements. Takes precedence over GC_MLP_FUSED.
+pub const GC_MLP_FUSED_ALWAYS: u32 = 2;
+
+/// Most layers one gc_op_mlp call takes.
+pub const GC_MLP_MAX_LAYERS: u32 = 64;
+
+/// The `n_layers` layers at `list` as typed layers; `list` is read only
+/// when `n_layers` is within GC_MLP_MAX_LAYERS.
+fn mlp_layers(list: *const gc_mlp_layer, n_layers: u32) -> Result<Vec<ops::MlpLayer>, Error> {
+    if n_layers > GC_MLP_MAX_LAYERS {
+        return Err(Error::invalid_argument(format!(
+            "{n_layers} layers; at most {GC_MLP_MAX_LAYERS} per call"
+        )));
+    }
+    if n_layers == 0 {
+        return Err(Error::invalid_argument("`n_layers` is 0"));
+    }
+    if list.is_null() {
+        return Err(Error::invalid_argument("`layers` is NULL"));
+    }
+    // SAFETY: the caller passes `n_layers` readable layers (at most
+    // GC_MLP_MAX_LAYERS, checked above).
+    let list = unsafe { std::slice::from_raw_parts(list, n_layers as usize) };
+    Ok(list
+        .iter()
+        .map(|l| ops::MlpLayer {
+            w: p(l.w),
+            b: p(l.b),
+            inputs: l.inputs,
+            outputs: l.outputs,
+            relu: l.relu != 0,
+        })
+        .collect())
+}
+
+/// Writes to *bytes the workspace gc_op_mlp needs for rows rows through the
+/// n_layers layers at layers (a pure computation: nothing is allocated or
+/// launched; only the widths are read): 256 bytes (the fused kernel's
+/// counter and epoch), then every layer's output but the last twice: as the
+/// fused kernel's tagged activations (8 bytes an element) and as floats,
+/// each rounded up to 256 bytes.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (layers or bytes NULL, n_layers 0 or
+/// more than GC_MLP_MAX_LAYERS), GC_ERROR_PANIC (internal error caught).
+#[no_mangle]
+pub extern "C" fn gc_op_mlp_workspace_bytes(
+    rows: u32,
+    layers: *const gc_mlp_layer,
+    n_layers: u32,
+    bytes: *mut u64,
+) -> gc_status {
+    boundary(this_export!(), || {
+        let out = Out::new(bytes, "bytes")?;
+        let list = mlp_layers(layers, n_layers)?;
+        out.set(ops::mlp_workspace_bytes(rows, &list));
+        Ok(())
+    })
+}
+
+/// The forward pass of an MLP: rows rows of x (rows x `layers[0].inputs`)
+/// through n_layers layers (each y = x * W^T + b, then ReLU when asked) into
+/// y (rows x layers[n_layers - 1].outputs), all f32 row-major. flags 0: one
+/// launch per layer (the small-batch or GEMM kernel of gc_op_linear), the
+/// faster form on an H100 for most shapes measured (kernels/TUNING.md).
+/// GC_MLP_FUSED: fused where that pays (see the flag), one launch per
+/// layer elsewhere; GC_MLP_FUSED_ALWAYS: fused wherever the fused kernel
+/// takes the layers (up to 8 rows, at most 2^25 multiply-adds a layer).
+/// Fused: one launch per 4 layers, a cooperative kernel with no barrier
+/// between layers (each tile waits only for the
+/// activations it reads, which carry a per-launch tag); a 2- to 4-layer MLP
+/// is one kernel node when captured; elsewhere one launch per layer. Fused
+/// outputs are bitwise those of per-layer launches with the fused kernel's
+/// tiles. Results
+/// are deterministic (the same bits on every run and replay) and within
+/// float rounding of float64.
+/// workspace holds workspace_bytes >= gc_op_mlp_workspace_bytes(rows,
+/// layers, n_layers) bytes (a gc_pool_alloc block is the usual choice); its
+/// first 4 bytes must be zero before its first use (gc_memset_async once;
+/// every launch leaves them zero); do not share it between launches that
+/// may run concurrently. The caller keeps layers; graphcore reads it only
+/// during the call (a captured launch keeps the pointers in it).
+/// Pointers: y, x, workspace and every layer's w and b are device memory of
+/// the stream's context (gc_pool_alloc blocks, cudaMalloc, managed memory;
+/// not host memory), 4-byte aligned (float alignment); float4 loads where a
+/// layer's inputs is a multiple of 4 and its x and W are 16-byte aligned
+/// (workspace 16-byte aligned for the intermediates).
+/// In place: not allowed; y and workspace must not overlap each other, x
+/// or any weight or bias.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, y, x, layers, workspace or a
+/// layer's w NULL, an unknown flag, rows, n_layers or a width 0, n_layers more than
+/// GC_MLP_MAX_LAYERS (layers is then not read), a layer's inputs not the
+/// previous layer's outputs, a matrix of 2^32 elements or more,
+/// workspace_bytes too small, a pointer not 4-byte aligned, a refused
+/// overlap), GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
+/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+/// built-in kernels on first use, or the launch, failed; a device without
+/// cooperative launch), GC_ERROR_DEVICE_FAULT (an earlier kernel faulted;
+/// the context is unusable), GC_ERROR_PANIC (internal error caught).
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn gc_op_mlp(
+    stream: *mut gc_stream,
+    y: *mut f32,
+    x: *const f32,
+    rows: u32,
+    layers: *const gc_mlp_layer,
+    n_layers: u32,
+    workspace: *mut c_void,
+    workspace_bytes: u64,
+    flags: u32,
+) -> gc_status {
+    launch_all(this_export!(), stream, |ctx| {
+        let sms = ctx.sm_count();
+        if flags & !(GC_MLP_FUSED | GC_MLP_FUSED_ALWAYS) != 0 {
+            return Err(Error::invalid_argument(format!(
+                "unknown flags {flags:#x} (GC_MLP_FUSED and GC_MLP_FUSED_ALWAYS are the flags)"
+            )));
+        }
+        let form = if flags & GC_MLP_FUSED_ALWAYS != 0 {
+            ops::MlpForm::FusedAlways
+        } else if flags & GC_MLP_FUSED != 0 {
+            ops::MlpForm::Fused
+        } else {
+            ops::MlpForm::PerLayer
+        };
+        let list = mlp_layers(layers, n_layers)?;
+        let overlap = form == ops::MlpForm::Fused && ctx.launches_builtins_programmatically()?;
+        Ok(ops::mlp(
+            p(y),
+            p(x),
+            p(workspace),
+            workspace_bytes,
+            rows,
+            &list,
+            form,
+            overlap,
+            sms,
+            ctx.has_clusters(),
+        )?)
+    })
+}

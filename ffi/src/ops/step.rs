@@ -1,0 +1,224 @@
+//! Training steps in two launches: Linear + MSE + SGD
+//! (gc_op_linear_mse_step) and a 2-layer MLP's (gc_op_mlp2_mse_step), with
+//! their workspace sizes.
+
+use super::{launch_all, p, this_export};
+use crate::args::Out;
+use crate::context::{context, gc_context};
+use crate::status::{boundary, gc_status};
+use crate::stream::gc_stream;
+use graphcore_core::kernels::ops;
+use std::ffi::c_void;
+
+/// Writes to *bytes the workspace gc_op_linear_mse_step needs for rows rows,
+/// inputs inputs and outputs outputs on ctx's device (a pure computation:
+/// nothing is allocated or launched): the loss's counter and per-block sums,
+/// rounded up to 256 bytes, then the output gradient (rows x outputs floats).
+/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or bytes NULL),
+/// GC_ERROR_INVALID_HANDLE (ctx destroyed or not a context),
+/// GC_ERROR_PANIC (internal error caught).
+#[no_mangle]
+pub extern "C" fn gc_op_linear_mse_step_workspace_bytes(
+    ctx: *mut gc_context,
+    rows: u32,
+    inputs: u32,
+    outputs: u32,
+    bytes: *mut u64,
+) -> gc_status {
+    boundary(this_export!(), || {
+        let out = Out::new(bytes, "bytes")?;
+        let ctx = context(ctx)?;
+        out.set(ops::linear_mse_step_workspace_bytes(
+            rows,
+            inputs,
+            outputs,
+            ctx.sm_count(),
+            ctx.has_clusters(),
+        ));
+        Ok(())
+    })
+}
+
+/// One training step of a linear layer with the summed squared error and
+/// SGD, in two launches (up to 256 rows): pred = x * W^T + b (x rows x
+/// inputs, W outputs x inputs as torch.nn.Linear stores it, b outputs
+/// floats or NULL for no bias), `loss[0]` = sum (pred - target)^2 (PyTorch's
+/// (pred - target).pow(2).sum()), dY = 2 * grad_scale * (pred - target)
+/// (grad_scale 1 for the summed loss, 1 / (rows * outputs) for the mean),
+/// then W -= lr * dY^T * x and b -= lr * (column sums of dY), in place. The
+/// first launch is the forward pass with dY and the loss's per-block sums
+/// in its epilogue, the second the weight and bias update and the loss's
+/// final sum; more than 256 rows take three (GEMM, loss, update). W and b come out bitwise equal to gc_op_linear,
+/// gc_op_mse, gc_op_linear_weight_sgd and gc_op_bias_sgd run one after the
+/// other (on the same device); the loss is summed in another fixed order
+/// (equal up to rounding). Deterministic: no float atomics, the same bits
+/// on every run and replay.
+/// workspace holds workspace_bytes >= gc_op_linear_mse_step_workspace_bytes
+/// bytes (a gc_pool_alloc block is the usual choice); its first 4 bytes must
+/// be zero before its first use (gc_memset_async once; every step leaves
+/// them zero); do not share it between steps that may run concurrently. dY
+/// is left in the workspace (256-byte aligned, after the loss's sums).
+/// Pointers: w, b, x, target, loss and workspace are device memory of the
+/// stream's context (gc_pool_alloc blocks, cudaMalloc, managed memory; not
+/// host memory), 4-byte aligned (float alignment); float4 loads when inputs
+/// is a multiple of 4 and x and w are 16-byte aligned.
+/// In place: w and b are updated in place; w, b, loss and workspace must
+/// not overlap each other, x or target.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, w, x, target, loss or
+/// workspace NULL, rows, inputs or outputs 0, a matrix of 2^32 elements or
+/// more, workspace_bytes too small, a pointer not 4-byte aligned, a refused
+/// overlap), GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+/// GC_ERROR_CAPTURE (the stream's capture refused a launch; the capture is
+/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+/// built-in kernels on first use, or a launch, failed),
+/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
+/// unusable), GC_ERROR_PANIC (internal error caught).
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn gc_op_linear_mse_step(
+    stream: *mut gc_stream,
+    w: *mut f32,
+    b: *mut f32,
+    x: *const f32,
+    target: *const f32,
+    loss: *mut f32,
+    rows: u32,
+    inputs: u32,
+    outputs: u32,
+    grad_scale: f32,
+    lr: f32,
+    workspace: *mut c_void,
+    workspace_bytes: u64,
+) -> gc_status {
+    launch_all(this_export!(), stream, |ctx| {
+        let sms = ctx.sm_count();
+        let step = ops::LinearMseStep {
+            w: p(w),
+            b: p(b),
+            x: p(x),
+            target: p(target),
+            loss: p(loss),
+            rows,
+            inputs,
+            outputs,
+            grad_scale,
+            lr,
+        };
+        ops::linear_mse_step(
+            &step,
+            p(workspace),
+            workspace_bytes,
+            sms,
+            ctx.has_clusters(),
+        )
+    })
+}
+
+/// Writes to *bytes the workspace gc_op_mlp2_mse_step needs for rows rows,
+/// hidden hidden units and outputs outputs on ctx's device (a pure
+/// computation: nothing is allocated or launched): a 256-byte grid barrier,
+/// the loss's per-block sums, then h, dP and dH (each 256-byte aligned).
+/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or bytes NULL),
+/// GC_ERROR_INVALID_HANDLE (ctx destroyed or not a context),
+/// GC_ERROR_PANIC (internal error caught).
+#[no_mangle]
+pub extern "C" fn gc_op_mlp2_mse_step_workspace_bytes(
+    ctx: *mut gc_context,
+    rows: u32,
+    hidden: u32,
+    outputs: u32,
+    bytes: *mut u64,
+) -> gc_status {
+    boundary(this_export!(), || {
+        let out = Out::new(bytes, "bytes")?;
+        let sms = context(ctx)?.sm_count();
+        out.set(ops::mlp2_mse_step_workspace_bytes(
+            rows, hidden, outputs, sms,
+        ));
+        Ok(())
+    })
+}
+
+/// One training step of a 2-layer MLP with a ReLU hidden layer, the summed
+/// squared error and SGD, in two launches while rows * hidden * (inputs +
+/// 2 * outputs) < 2^31 multiply-adds (e.g. 4096-wide layers up to 42 rows):
+/// h = relu(x * W1^T + b1), pred =
+/// h * W2^T + b2, `loss[0]` = sum (pred - target)^2, dP = 2 * grad_scale *
+/// (pred - target), dH = (dP * W2) where h > 0 (else 0), then W2 -= lr *
+/// dP^T * h, b2 -= lr * (column sums of dP), W1 -= lr * dH^T * x and
+/// b1 -= lr * (column sums of dH), in place (x rows x inputs, W1 hidden x
+/// inputs, W2 outputs x hidden as torch.nn.Linear stores them; b1, b2 may be
+/// NULL).
+/// The first launch is cooperative (the forward pass, the loss's per-block
+/// sums, dP and dH, with a grid barrier between the phases), the second
+/// the loss's final sum and both layers' updates. Larger steps, where the
+/// layers' own kernels are faster, take seven launches: gc_op_linear twice,
+/// gc_op_mse, gc_op_linear_backward_input, gc_op_relu_backward and each
+/// layer's update. Deterministic: no float atomics, the same bits on every
+/// run and replay; results within float rounding of float64.
+/// workspace holds workspace_bytes >= gc_op_mlp2_mse_step_workspace_bytes
+/// bytes (a gc_pool_alloc block is the usual choice); its first 4 bytes must
+/// be zero before its first use (gc_memset_async once; every step leaves
+/// them zero); do not share it between steps that may run concurrently.
+/// Pointers: w1, b1, w2, b2, x, target, loss and workspace are device
+/// memory of the stream's context (gc_pool_alloc blocks, cudaMalloc,
+/// managed memory; not host memory), 4-byte aligned (float alignment);
+/// float4 loads where widths are multiples of 4 and pointers 16-byte
+/// aligned.
+/// In place: the weights and biases are updated in place; w1, b1, w2, b2,
+/// loss and workspace must not overlap each other, x or target.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, w1, w2, x, target, loss or
+/// workspace NULL, rows or a width 0 or 65536 or more, workspace_bytes too
+/// small, a pointer not 4-byte aligned, a refused overlap),
+/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
+/// GC_ERROR_CAPTURE (the stream's capture refused a launch; the capture is
+/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
+/// built-in kernels on first use, or a launch, failed; a device without
+/// cooperative launch), GC_ERROR_DEVICE_FAULT (an earlier kernel faulted;
+/// the context is unusable), GC_ERROR_PANIC (internal error caught).
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn gc_op_mlp2_mse_step(
+    stream: *mut gc_stream,
+    w1: *mut f32,
+    b1: *mut f32,
+    w2: *mut f32,
+    b2: *mut f32,
+    x: *const f32,
+    target: *const f32,
+    loss: *mut f32,
+    rows: u32,
+    inputs: u32,
+    hidden: u32,
+    outputs: u32,
+    grad_scale: f32,
+    lr: f32,
+    workspace: *mut c_void,
+    workspace_bytes: u64,
+) -> gc_status {
+    launch_all(this_export!(), stream, |ctx| {
+        let sms = ctx.sm_count();
+        let step = ops::Mlp2MseStep {
+            w1: p(w1),
+            b1: p(b1),
+            w2: p(w2),
+            b2: p(b2),
+            x: p(x),
+            target: p(target),
+            loss: p(loss),
+            rows,
+            inputs,
+            hidden,
+            outputs,
+            grad_scale,
+            lr,
+        };
+        ops::mlp2_mse_step(
+            &step,
+            p(workspace),
+            workspace_bytes,
+            sms,
+            ctx.has_clusters(),
+        )
+    })
+}
