@@ -201,9 +201,7 @@ unsafe extern "C" fn record_seen(user: *mut c_void) {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn host_functions_run_in_stream_order_eagerly_and_in_captured_graphs() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let buf = filled(&s, &p, LONG, 3.0);
     let mut h = Host::new(&c, 1);
     h.as_mut_slice()[0] = -1.0;
@@ -247,9 +245,7 @@ fn host_functions_run_in_stream_order_eagerly_and_in_captured_graphs() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_clone_replays_what_its_source_does() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (_c, s, p) = setup();
     let n = 4099;
     let buf = p.alloc(n as u64 * 4).unwrap();
     let x = random(seed(), n);
@@ -289,9 +285,7 @@ fn a_clone_replays_what_its_source_does() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_wrapped_raw_graph_reads_back_and_replays() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let n = 1000;
     let buf = p.alloc(n as u64 * 4).unwrap();
     // The raw CUgraph of a built graph: a 4-byte memset then a scale.
@@ -338,9 +332,7 @@ fn a_wrapped_raw_graph_reads_back_and_replays() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn element_memsets_set_whole_elements_and_refuse_misalignment() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let n = 1024; // floats
     let buf = p.alloc(n as u64 * 4).unwrap();
     let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<u32>>();

@@ -43,9 +43,7 @@ fn rebinds_like_direct(
     flags: u32,
     make: impl Fn(&Stream, &[u64]) -> Graph,
 ) {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (_c, s, p) = setup();
     let alloc = |k| {
         (0..k)
             .map(|_| p.alloc(N as u64 * 4).unwrap())
@@ -213,9 +211,7 @@ fn fused_chains_keep_their_arguments() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn random_rebinding_over_a_thousand_launches() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let n = 1031usize;
     let buffers = 7;
     let bufs: Vec<u64> = (0..buffers)
@@ -290,9 +286,7 @@ fn random_rebinding_over_a_thousand_launches() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn updates_keep_the_bindings() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let sms = c.sm_count();
     let buf: Vec<u64> = (0..4).map(|_| p.alloc(N as u64 * 4).unwrap()).collect();
     let make = |alpha: f32| {
@@ -334,9 +328,7 @@ fn updates_keep_the_bindings() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn bad_bindings_leave_the_exec_unchanged() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let sms = c.sm_count();
     let buf: Vec<u64> = (0..3).map(|_| p.alloc(N as u64 * 4).unwrap()).collect();
     let small = p.alloc(64).unwrap();

@@ -67,9 +67,7 @@ fn launch_once(g: &Graph, s: &Stream) {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn if_and_if_else_follow_a_flag_in_device_memory() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let (flag, out) = (p.alloc(4).unwrap(), p.alloc(4).unwrap());
     for (kind, bodies) in [(CondType::If, 1), (CondType::IfElse, 2)] {
         let g = Graph::new(&c).unwrap();
@@ -101,9 +99,7 @@ fn if_and_if_else_follow_a_flag_in_device_memory() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn while_runs_until_the_counter_reaches_its_limit_and_switch_picks_a_case() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let (counter, acc) = (p.alloc(4).unwrap(), p.alloc(4).unwrap());
     // WHILE: the default value 1 enters the loop; the body's last node caps it.
     let g = Graph::new(&c).unwrap();
@@ -144,9 +140,7 @@ fn while_runs_until_the_counter_reaches_its_limit_and_switch_picks_a_case() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn nested_if_inside_while_and_the_float_setter() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let (counter, acc, other) = (
         p.alloc(4).unwrap(),
         p.alloc(4).unwrap(),
@@ -189,9 +183,7 @@ fn nested_if_inside_while_and_the_float_setter() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn capture_into_a_body_with_pool_memory_of_the_outer_graph() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let (flag, out) = (p.alloc(4).unwrap(), p.alloc(64 * 4).unwrap());
     let g = Graph::new(&c).unwrap();
     let h = g.conditional_handle(0, true).unwrap();
@@ -398,9 +390,7 @@ fn training_loop(s: &Stream, md: &Model, counter: u64, eps: f32, limit: u32, lr:
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn control_flow_measurements() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let md = Model::new(&s, &p, 7);
     let counter = p.alloc(4).unwrap();
     let (steps, lr) = (100u32, 0.05f32);

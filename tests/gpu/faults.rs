@@ -122,9 +122,7 @@ fn device_memory_exhausted_while_growing_is_out_of_memory_and_the_pool_is_intact
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn copies_and_sets_refuse_ranges_overrunning_their_pool_block() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let a = p.alloc(4096).unwrap();
     let b = p.alloc(4096).unwrap();
     let mut h = Host::new(&c, 2048);
@@ -170,17 +168,18 @@ fn copies_and_sets_refuse_ranges_overrunning_their_pool_block() {
     assert!(download(&s, a, 1024).iter().all(|&v| v == 1.0));
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn context_synchronize_is_refused_while_another_thread_captures() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
-    let buf = p.alloc(4096).unwrap();
+/// Runs `during` on this thread while another thread has a capture open
+/// on `s` (begun, one scale of `buf` captured; a second is captured after
+/// `during` returns, then the capture ends): what `during` returned, and
+/// the other thread's graph (or why its capture failed).
+fn while_another_thread_captures<R>(
+    s: &Stream,
+    buf: u64,
+    during: impl FnOnce() -> R,
+) -> (R, graphcore_core::Result<graphcore_core::Graph>) {
     let (began_tx, began_rx) = mpsc::channel();
     let (go_tx, go_rx) = mpsc::channel::<()>();
     std::thread::scope(|sc| {
-        let (s, began_tx) = (&s, began_tx);
         let t = sc.spawn(move || {
             graphcore_core::begin_capture(s, None, CaptureMode::ThreadLocal).unwrap();
             scale(s, buf, buf, 1024, 2.0).unwrap();
@@ -190,16 +189,23 @@ fn context_synchronize_is_refused_while_another_thread_captures() {
             graphcore_core::end_capture(s)
         });
         began_rx.recv().unwrap();
-        let e = c.synchronize().unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::InvalidState, "{}", e.message());
-        assert!(e.message().contains("capture"), "{}", e.message());
+        let r = during();
         go_tx.send(()).unwrap();
-        let g = t
-            .join()
-            .unwrap()
-            .expect("the other thread's capture survived");
-        assert_eq!(g.node_count().unwrap(), 2);
-    });
+        (r, t.join().unwrap())
+    })
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn context_synchronize_is_refused_while_another_thread_captures() {
+    let (c, s, p) = setup();
+    let buf = p.alloc(4096).unwrap();
+    let (synced, g) = while_another_thread_captures(&s, buf, || c.synchronize());
+    let e = synced.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidState, "{}", e.message());
+    assert!(e.message().contains("capture"), "{}", e.message());
+    let g = g.expect("the other thread's capture survived");
+    assert_eq!(g.node_count().unwrap(), 2);
     c.synchronize().unwrap();
 }
 
@@ -216,33 +222,17 @@ fn trim_does_not_invalidate_another_threads_capture() {
     let idle = pool(&c);
     let b = idle.alloc(8 << 20).unwrap();
     idle.free(b).unwrap(); // pages to trim
-    let (began_tx, began_rx) = mpsc::channel();
-    let (go_tx, go_rx) = mpsc::channel::<()>();
-    std::thread::scope(|sc| {
-        let (s, began_tx) = (&s, began_tx);
-        let t = sc.spawn(move || {
-            graphcore_core::begin_capture(s, None, CaptureMode::ThreadLocal).unwrap();
-            scale(s, buf, buf, 1024, 2.0).unwrap();
-            began_tx.send(()).unwrap();
-            go_rx.recv().unwrap();
-            scale(s, buf, buf, 1024, 2.0).unwrap();
-            graphcore_core::end_capture(s)
-        });
-        began_rx.recv().unwrap();
-        let trimmed = idle.trim();
-        go_tx.send(()).unwrap();
-        let g = t.join().unwrap();
-        assert!(
-            g.is_ok(),
-            "a trim of another pool broke the capture: {}",
-            g.err().unwrap().message()
-        );
-        assert_eq!(
-            trimmed.unwrap_err().kind(),
-            ErrorKind::InvalidState,
-            "trim must refuse while a capture is open"
-        );
-    });
+    let (trimmed, g) = while_another_thread_captures(&s, buf, || idle.trim());
+    assert!(
+        g.is_ok(),
+        "a trim of another pool broke the capture: {}",
+        g.err().unwrap().message()
+    );
+    assert_eq!(
+        trimmed.unwrap_err().kind(),
+        ErrorKind::InvalidState,
+        "trim must refuse while a capture is open"
+    );
     idle.trim().unwrap();
     assert_eq!(idle.stats().reserved_bytes, 0);
 }
@@ -332,9 +322,7 @@ fn device_fault_child() {
     if std::env::var_os(CHILD_ENV).is_none() {
         return;
     }
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let buf = p.alloc(4096).unwrap();
     let f = Module::load(&c, TRAP_PTX.as_bytes())
         .unwrap()

@@ -27,9 +27,7 @@ fn context_reports_the_device() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn copies_both_ways_through_pool_memory() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (_c, s, p) = setup();
     let n = 100_003;
     let a = p.alloc(n as u64 * 4).unwrap();
     let b = p.alloc(n as u64 * 4).unwrap();
@@ -102,9 +100,7 @@ fn pool_statistics_and_trim_on_real_memory() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn builtin_kernels_run_eagerly() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let n = 1 << 20 | 3;
     let x = p.alloc(n as u64 * 4).unwrap();
     let y = p.alloc(n as u64 * 4).unwrap();

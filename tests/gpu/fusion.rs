@@ -52,9 +52,7 @@ fn run(e: &Exec, s: &Stream, y: u64, input: &[f32]) -> Vec<f32> {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn fused_chains_are_bitwise_equal_to_unfused() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let mut r = seed();
     for trial in 0..24 {
         let len = 1 + (lcg(&mut r) % 300) as usize;
@@ -168,9 +166,7 @@ pub(crate) fn scales_around(
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn built_graphs_fuse_around_user_kernels() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let n = 4099usize;
     let y = p.alloc(n as u64 * 4).unwrap();
     let g = scales_around_a_user_kernel(&c, &add_one(&c), y, n);
@@ -221,9 +217,7 @@ fn built_graphs_fuse_around_user_kernels() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn fused_execs_update_from_graphs_that_fuse_alike() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let n = 1000usize;
     let y = p.alloc(n as u64 * 4).unwrap();
     let build = |alpha: f32| {

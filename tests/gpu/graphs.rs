@@ -20,9 +20,7 @@ pub(super) fn scale(s: &Stream, y: u64, x: u64, n: usize, alpha: f32) {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn capture_in_each_mode_replays_the_work() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (_c, s, p) = setup();
     let n = 4099;
     for mode in [
         CaptureMode::ThreadLocal,
@@ -54,9 +52,7 @@ fn capture_in_each_mode_replays_the_work() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn captured_graphs_are_refused_when_empty_whatever_enqueued_their_work() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (_c, s, p) = setup();
     let n = 1000;
     let buf = p.alloc(n as u64 * 4).unwrap();
     let capture = |work: &dyn Fn()| {
@@ -103,9 +99,7 @@ fn captured_graphs_are_refused_when_empty_whatever_enqueued_their_work() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn capture_allocates_from_the_pool_and_shares_it_between_graphs() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (_c, s, p) = setup();
     let n = 1 << 16;
     let input = p.alloc(n as u64 * 4).unwrap();
     let x = random(seed(), n);
@@ -221,9 +215,7 @@ fn fork_join_and_unjoined_streams() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn broken_capture_names_the_call_and_rolls_the_pool_back() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (_c, s, p) = setup();
     let keep = p.alloc(4096).unwrap();
     let before = p.stats();
     graphcore_core::begin_capture(&s, Some(&p), CaptureMode::ThreadLocal).unwrap();
@@ -287,9 +279,7 @@ unsafe extern "C" fn count_call(data: *mut c_void) {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn kernel_nodes_are_added_from_a_thread_without_a_current_context() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let n = 1000usize;
     let y = p.alloc(n as u64 * 4).unwrap();
     let g = Graph::new(&c).unwrap();
@@ -326,9 +316,7 @@ fn kernel_nodes_are_added_from_a_thread_without_a_current_context() {
 #[ignore = "needs a CUDA GPU"]
 fn launches_need_no_current_context_and_leave_the_threads_as_it_was() {
     use cudarc::driver::sys;
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let n = 1000usize;
     let y = p.alloc(n as u64 * 4).unwrap();
     upload(&s, y, &vec![1.0; n]);
@@ -382,9 +370,7 @@ fn launches_need_no_current_context_and_leave_the_threads_as_it_was() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_node_kind_in_an_explicit_graph() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let n = 2048usize;
     let dev = p.alloc(n as u64 * 4).unwrap();
     let zeroed = p.alloc(n as u64 * 4).unwrap();
@@ -475,9 +461,7 @@ fn every_node_kind_in_an_explicit_graph() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn update_and_set_args_change_results() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (_c, s, p) = setup();
     let n = 5000;
     let buf = p.alloc(n as u64 * 4).unwrap();
     let x = random(seed(), n);
@@ -538,9 +522,7 @@ fn update_and_set_args_change_results() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn captured_graphs_are_read_back_on_demand() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (_c, s, p) = setup();
     let n = 1000;
     let buf = p.alloc(n as u64 * 4).unwrap();
     let x = random(seed(), n);
@@ -642,9 +624,7 @@ fn destroying_graphs_and_pools_does_not_break_another_threads_capture() {
     // graphcore must not issue one while a capture of its own is open.
     // Run under the watchdog: a failure or a hang in either thread fails
     // the test with its message instead of hanging the suite.
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let n = 4096;
     let buf = p.alloc(n as u64 * 4).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
@@ -796,9 +776,7 @@ fn an_exec_ignores_nodes_added_to_its_graph_afterwards() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn built_graphs_describe_kernel_nodes_when_first_needed() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let n = 4099usize;
     let y = p.alloc(n as u64 * 4).unwrap();
     let user = add_one(&c);

@@ -87,6 +87,15 @@ pub(crate) fn pool(ctx: &Context) -> Pool {
     Pool::new(ctx, PoolOptions::default()).unwrap()
 }
 
+/// What most GPU tests start from: a context on device 0, a stream and a
+/// pool with default options on it.
+pub(crate) fn setup() -> (Context, Stream, Pool) {
+    let c = ctx();
+    let s = Stream::new(&c).unwrap();
+    let p = pool(&c);
+    (c, s, p)
+}
+
 /// A deterministic pseudo-random sequence in [-1, 1) (splitmix64).
 pub(crate) fn random(seed: u64, n: usize) -> Vec<f32> {
     let mut x = seed;

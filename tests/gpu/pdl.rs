@@ -43,9 +43,7 @@ const WIDTHS: [usize; 5] = [1024, 512, 256, 128, 10];
 
 impl Chain {
     fn new(seed: u64, rows: usize) -> Chain {
-        let c = ctx();
-        let s = Stream::new(&c).unwrap();
-        let p = pool(&c);
+        let (c, s, p) = setup();
         let put = |v: &[f32]| {
             let d = p.alloc(v.len() as u64 * 4).unwrap();
             upload(&s, d, v);
@@ -285,9 +283,7 @@ fn builtin_chains_are_bitwise_equal_with_and_without_programmatic_launches() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn long_programmatic_chains_of_small_kernels_replay_exactly() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let n = 1u64 << 16;
     let (a, b) = (p.alloc(n * 4).unwrap(), p.alloc(n * 4).unwrap());
     let sms = c.sm_count();

@@ -29,9 +29,7 @@ fn scaled_copy(
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn buckets_padding_and_fallback() {
-    let c = ctx();
-    let s = Stream::new(&c).unwrap();
-    let p = pool(&c);
+    let (c, s, p) = setup();
     let x = p.alloc(32 * 64 * 4).unwrap();
     let y = p.alloc(32 * 64 * 4).unwrap();
     let xs = random(seed(), 32 * 64);

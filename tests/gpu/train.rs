@@ -41,9 +41,7 @@ struct Params {
 
 impl Layer {
     fn new(seed: u64, rows: usize, inputs: usize, outputs: usize, bias: bool) -> Layer {
-        let c = ctx();
-        let s = Stream::new(&c).unwrap();
-        let p = pool(&c);
+        let (c, s, p) = setup();
         let scale = |v: Vec<f32>, a: f32| v.into_iter().map(|x| x * a).collect::<Vec<f32>>();
         let w0 = scale(random(seed, outputs * inputs), 1.0 / (inputs as f32).sqrt());
         let b0 = scale(random(seed ^ 1, outputs), 1.0 / (inputs as f32).sqrt());
