@@ -27,11 +27,11 @@ def block_h100():
     note = " " + note.group(1)[0].upper() + note.group(1)[1:] if note else ""
     lines = [
         prose(
-            f"Since {date} the default GPU machine is an {progs['device']} again (driver {driver}), the "
+            f"Since 2026-12-06 the default GPU machine is an {progs['device']} again (driver {driver}), the "
             "kind of machine issues 14 and 15 were first measured on; H100 timings are compared only with "
             f"H100 timings. The programs below ran with the library of {progs['library']}, PyTorch "
             f"{progs['torch']} beside graphcore in the same run (`benches/results/h100/`). `bash stage/run.sh` "
-            f"on it with the library of {library} (`h100/gpu_check.txt`): {parts} (the suite's {suite} tests "
+            f"on it on {date} with the library of {library} (`h100/gpu_check.txt`): {parts} (the suite's {suite} tests "
             "with the GPU ones, the examples, multi-GPU at one rank, Python)." + note
         ),
         "",
