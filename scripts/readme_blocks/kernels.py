@@ -257,23 +257,27 @@ def block_mlp():
     lines += rerun_note(cells_run, "mlp_vs_torch_cells.json", replaced,
                         lambda r: f"width {r['width']}, {r['layers']} layers, batch {r['batch']}:")
     # Cells whose two columns run the same per-layer launches yet differ by
-    # more than 1.5x are one run's outliers; a recheck file says so.
-    recheck_name = "mlp_vs_torch_recheck_h200.json"
-    recheck = load(recheck_name) if (RESULTS / recheck_name).exists() else {"sweep": []}
-    again = {(r["width"], r["layers"], r["batch"]): r for r in recheck["sweep"]}
+    # more than 1.5x are one run's outliers; recheck files (the sweep's own
+    # kind of GPU first) say so.
+    rechecks = [(name, load(name)) for name in ("h100/mlp_vs_torch_recheck.json", "mlp_vs_torch_recheck_h200.json")
+                if (RESULTS / name).exists()]
     for r in sweep:
         odd = not r["fused"] and max(r["graphcore_us"], r["graphcore_per_layer_us"]) > 1.5 * min(
             r["graphcore_us"], r["graphcore_per_layer_us"])
-        a = again.get((r["width"], r["layers"], r["batch"]))
-        if odd and a:
+        key = (r["width"], r["layers"], r["batch"])
+        seen = [(name, recheck["device"], a) for name, recheck in rechecks
+                for a in recheck["sweep"] if (a["width"], a["layers"], a["batch"]) == key]
+        if odd and seen:
+            again = "Rechecked on " + "; on ".join(
+                f"an {device} ({name}): {a['graphcore_us']:.1f} against "
+                f"{a['graphcore_per_layer_us']:.1f} \u00b5s, {a['speedup']:.2f}\u00d7 PyTorch's graph there"
+                for name, device, a in seen) + "."
             lines += [
                 "",
                 prose(
                     f"- Width {r['width']}, {r['layers']} layers, batch {r['batch']}: the `GC_MLP_FUSED` column "
                     f"took {r['graphcore_us']:.1f} \u00b5s against {r['graphcore_per_layer_us']:.1f} \u00b5s per "
-                    f"layer, though both ran the same per-layer launches: one run's outlier. Rechecked on an "
-                    f"{recheck['device']} ({recheck_name}): {a['graphcore_us']:.1f} against "
-                    f"{a['graphcore_per_layer_us']:.1f} \u00b5s, {a['speedup']:.2f}\u00d7 PyTorch's graph there."
+                    f"layer, though both ran the same per-layer launches: one run's outlier. {again}"
                 ).replace("\n", "\n  "),
             ]
     f = p.get("floor_4_layers_width_8_batch_1")
