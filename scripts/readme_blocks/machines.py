@@ -7,6 +7,27 @@ from .host import pool_text, one_kernel_graph_text, checked_floor
 from .kernels import programs_table
 
 
+def runs_text(runs):
+    """PyTorch's graph path against graphcore's bound requests at batch 1 /
+    4 / 16 / 32 in each run of a programs_vs_torch_runs.json, as a sentence."""
+
+    def run_text(run):
+        mlp = [r for r in run["rows"] if r["case"].startswith("MLP")]
+        return (
+            " / ".join(f"{r['torch_graph_us']:.1f}" for r in mlp) + " \u00b5s against "
+            + " / ".join(f"{r['graphcore_bound_us']:.2f}" for r in mlp) + " ("
+            + " / ".join(f"{r['torch_graph_us'] / r['graphcore_bound_us']:.2f}\u00d7" for r in mlp) + ")"
+        )
+
+    return (
+        f"PyTorch against graphcore at batch 1 / 4 / 16 / 32 in the {len(runs['runs'])} runs that day "
+        "(`programs_vs_torch_runs.json`): "
+        + "; ".join(f"{run['run']}: {run_text(run)}" for run in runs["runs"])
+        + ". So a 4\u00d7 at batch 1 or 4 in the table above holds in the runs where PyTorch's path was "
+        "slow, not in all of them."
+    )
+
+
 def block_h100():
     """Issues 14 and 15 rerun on the H100 that is the default GPU machine again
     (benches/results/h100/): the notes' programs, graph_perf_scaling with its
@@ -42,7 +63,7 @@ def block_h100():
         prose(
             "`programs_vs_torch.py` as on the H200 (docs/results.md): 1000 back-to-back requests or steps, then a "
             "synchronize, median of 7; the bound requests are bound by GPU time, PyTorch's graph path by "
-            "CPU time."
+            "CPU time, which moves between runs. " + runs_text(h("programs_vs_torch_runs.json"))
         ),
         "",
     ]
@@ -76,14 +97,6 @@ def block_h200():
     ]
     lines += programs_table(progs)
 
-    def run_text(run):
-        mlp = [r for r in run["rows"] if r["case"].startswith("MLP")]
-        return (
-            " / ".join(f"{r['torch_graph_us']:.1f}" for r in mlp) + " \u00b5s against "
-            + " / ".join(f"{r['graphcore_bound_us']:.2f}" for r in mlp) + " ("
-            + " / ".join(f"{r['torch_graph_us'] / r['graphcore_bound_us']:.2f}\u00d7" for r in mlp) + ")"
-        )
-
     lines += [
         "",
         prose(
@@ -91,11 +104,7 @@ def block_h200():
             "\"CPU per request\" is the enqueue loop of the bound requests alone, \"same buffers\" a request "
             "bound to the previous request's buffers (no node patched): the requests are bound by GPU time. "
             "PyTorch's graph path is bound by CPU time and moves between runs, graphcore's requests do not. "
-            f"PyTorch against graphcore at batch 1 / 4 / 16 / 32 in the {len(runs['runs'])} runs that day "
-            "(`programs_vs_torch_runs.json`): "
-            + "; ".join(f"{run['run']}: {run_text(run)}" for run in runs["runs"])
-            + ". So a 4\u00d7 at batch 1 or 4 in the table above holds in the runs where PyTorch's path was "
-            "slow, not in all of them."
+            + runs_text(runs)
         ),
         "",
         "A request's GPU time taken apart (`./mlp_cluster parts`, benches/gemm_harness/mlp_cluster.cu: a "
