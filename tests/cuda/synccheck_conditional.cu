@@ -10,7 +10,7 @@
 //   ./a.out plain | while      runs the kernels (3 WHILE iterations)
 //
 // stage/run.sh runs both modes under synccheck: "plain" must be clean, and
-// "while" must still be reported (or, as once on driver 580, fault under the
+// "while" must still be reported (or, as seen on driver 580, fault under the
 // tool though it runs clean without it); if it runs clean under the tool, the
 // tool was fixed and the exclusion in stage/run.sh should go.
 #include <cuda_runtime.h>
