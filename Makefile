@@ -10,8 +10,8 @@
 #   make uninstall remove exactly what make install installed (same PREFIX,
 #                  DESTDIR)
 #   make header    regenerate include/graphcore.h from ffi/
-#   make readme-results  rewrite the figures of README.md and docs/results.md from benches/results/,
-#                  the sources and tests/counts.json (scripts/readme_results.py)
+#   make readme-results  rewrite the figures of README.md and docs/results.md from perf/results/,
+#                  the sources and tests/counts.json (perf/report/readme_results.py)
 #   make ptx       regenerate kernels/ptx/*.ptx from kernels/*.cu (NVRTC 12.0)
 #   make gpu-check stage everything for the GPU machine (scripts/gpu-check)
 #   make fuzz      fuzz every target for FUZZ_SECS (default 60) each (fuzz/run)
@@ -107,7 +107,7 @@ header:
 	GC_BLESS=1 $(CARGO) test --test suite header_is_current
 
 readme-results:
-	$(PYTHON) scripts/readme_results.py
+	$(PYTHON) perf/report/readme_results.py
 
 ptx: test-deps
 	$(PYTHON) kernels/gen_ptx.py

@@ -9,7 +9,7 @@
  * Weights are initialised as torch.nn.Linear does (uniform +-1/sqrt(in))
  * from a fixed seed, or read from a file (--data FILE: W1, b1, W2, b2, W3,
  * b3, then 64x1024 inputs, float32, row-major, as
- * benches/side_by_side/mlp_vs_torch.py writes them). Outputs are checked
+ * perf/side_by_side/mlp_vs_torch.py writes them). Outputs are checked
  * against an eager run and a float64 CPU reference; memory is reported as
  * the notes report it; timings are printed (--json FILE writes them;
  * --dump FILE writes the graph's outputs for the first 32 inputs).

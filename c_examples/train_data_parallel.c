@@ -53,7 +53,7 @@
  * trains N steps instead of 1000 (shorter runs under compute-sanitizer);
  * --bench STEPS --dim D --rows R times the step (D x D, R rows per rank)
  * and an all-reduce in a graph against an eager one, printing a BENCH line
- * of JSON instead (benches/multi_gpu/run.sh uses it). With one GPU
+ * of JSON instead (perf/multi_gpu/run.sh uses it). With one GPU
  * it runs N = 1 and says that two-GPU runs need two devices: the
  * communicator of one rank still takes the ncclAllReduce call under capture,
  * but NCCL enqueues no work for an in-place all-reduce of one rank, so that

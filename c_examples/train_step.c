@@ -15,7 +15,7 @@
  *
  * Inputs: x uniform in [-0.1, 0.1) and y uniform in [-1, 1) from a fixed
  * seed, or read from a file (--data FILE: W, b, x, y, float32 row-major, as
- * benches/side_by_side/programs_vs_torch.py writes them). Why not the
+ * perf/side_by_side/programs_vs_torch.py writes them). Why not the
  * notes' x = randn: with lr 1e-3 and the summed loss, training then
  * diverges, in PyTorch too (lr times the largest Hessian eigenvalue, about
  * 2 * (sqrt(64) + sqrt(1024))^2 = 3200, is 3.2 > 2); with x in [-1, 1) it

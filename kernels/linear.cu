@@ -1232,7 +1232,7 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
 // transpose bits they do nothing), compiled for that layout alone (fewer
 // registers and instructions), with more block tiles: a launch takes the
 // largest tile that still gives about one block per SM (the best tile of
-// each shape measured on an H100, kernels/TUNING.md).
+// each shape measured on an H100, perf/TUNING.md).
 //
 //   gc_gemm_wide_f32 (one block per SM, up to 255 registers):
 //     tile 0: 128 x 256 (8 x 16 per thread, K chunks of 8),
@@ -1275,7 +1275,7 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 1)
 // arguments and bits; `tile` must be 0, other values do nothing): a
 // kernel's registers are allocated for its largest path, and on an H100
 // tile 0 alone (202 registers) ran 2-12% faster than inside
-// gc_gemm_wide_f32 (228; kernels/TUNING.md). Tile 1 alone (135 registers)
+// gc_gemm_wide_f32 (228; perf/TUNING.md). Tile 1 alone (135 registers)
 // ran 1-3% slower than inside it, so it stays there.
 extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 1)
     gc_gemm_128x256_f32(float *c, const float *a, const float *b, const float *bias, u32 m, u32 n, u32 k, u32 lda,
@@ -1336,7 +1336,7 @@ extern "C" __global__ void __launch_bounds__(GC_GEMM_THREADS, 2)
 
 // GC_CLUSTER_HELPERS: where the sm_90 helpers below exist: the compute_90
 // device pass and nvcc's host pass (so host-side code that includes this
-// file, like benches/train_harness, sees them); not the compute_75 pass or
+// file, like perf/train_harness, sees them); not the compute_75 pass or
 // the CPU emulation.
 #if defined(__CUDACC__) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900)
 #define GC_CLUSTER_HELPERS 1

@@ -1,4 +1,4 @@
-//! The C benchmarks (benches/c/*.c, which scripts/gpu-check stages and
+//! The C benchmarks (perf/c/*.c, which scripts/gpu-check stages and
 //! stage/bench.sh runs on the GPU machine) build with every warning an
 //! error, and without a driver each exits with status 1 and says so instead
 //! of crashing. With GC_GPU set (the GPU machine) they are only compiled:
@@ -10,13 +10,13 @@ use std::process::Command;
 
 #[test]
 fn c_benches_build_and_say_when_there_is_no_gpu() {
-    let mut sources: Vec<_> = std::fs::read_dir(repo().join("benches/c"))
+    let mut sources: Vec<_> = std::fs::read_dir(repo().join("perf/c"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "c"))
         .collect();
     sources.sort();
-    assert!(!sources.is_empty(), "no benches/c/*.c");
+    assert!(!sources.is_empty(), "no perf/c/*.c");
     let gpu = std::env::var_os("GC_GPU").is_some();
     for src in sources {
         let name = src.file_stem().unwrap().to_string_lossy().into_owned();
@@ -43,7 +43,7 @@ fn c_benches_build_and_say_when_there_is_no_gpu() {
 /// Issue 17's rule for NVLink multicast: every script or program in the
 /// repository that starts NCCL (names `libnccl` or `nccl.all_reduce`, or
 /// imports `torch.distributed`) turns it off (`NCCL_NVLS_ENABLE`, set to 0 directly
-/// or by sourcing benches/multi_gpu/common.sh), and nothing calls
+/// or by sourcing perf/multi_gpu/common.sh), and nothing calls
 /// `cuMulticastCreate`.
 #[test]
 fn every_nccl_script_turns_nvlink_multicast_off() {

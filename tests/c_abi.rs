@@ -307,7 +307,7 @@ fn run_sections(exe: &Path, wrap: &[&str]) -> SectionsRun {
 }
 
 /// tests/counts.json records what the no-driver bad-input run checks; the
-/// README's figures come from it (scripts/readme_results.py). Fails when it
+/// README's figures come from it (perf/report/readme_results.py). Fails when it
 /// differs from `run`; GC_BLESS=1 rewrites it.
 fn check_counts(run: &SectionsRun) {
     let path = repo().join("tests/counts.json");

@@ -1,5 +1,5 @@
 //! The figures of README.md and docs/results.md are the ones
-//! scripts/readme_results.py writes from benches/results/*.json, the sources
+//! perf/report/readme_results.py writes from perf/results/*.json, the sources
 //! and tests/counts.json: this test runs it in check mode (python3, no
 //! packages) and fails, showing the diff, when either file disagrees (`make
 //! readme-results` rewrites them).
@@ -11,7 +11,7 @@ use std::process::Command;
 fn readme_figures_are_current() {
     let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
     let out = Command::new(&python)
-        .arg(repo().join("scripts/readme_results.py"))
+        .arg(repo().join("perf/report/readme_results.py"))
         .arg("--check")
         .output()
         .unwrap_or_else(|e| panic!("cannot run {python} ({e}): install python3"));

@@ -244,7 +244,7 @@ impl Call {
     /// kernel before still holds most SMs double up on the few free ones,
     /// and the kernel then takes up to twice as long (an H100 ran
     /// `gc_gemm_mid_f32` at 1024 x 4096 -> 1024 in 412 us started early,
-    /// 275 us in order; kernels/TUNING.md).
+    /// 275 us in order; perf/TUNING.md).
     pub fn in_order(self) -> Call {
         Call {
             in_order: true,

@@ -124,7 +124,7 @@ const LINEAR_TILES: [(Kernel, u32); 4] = [
 
 /// The largest tile of [`LINEAR_TILES`] that fills the SMs for an `m x n`
 /// output, if any: on an H100 that was the fastest f32 tile of every
-/// linear shape measured (M 256-4096, K and N 512-4096; kernels/TUNING.md).
+/// linear shape measured (M 256-4096, K and N 512-4096; perf/TUNING.md).
 fn linear_tile(m: u32, n: u32, sms: u32) -> Option<(Kernel, u32)> {
     LINEAR_TILES
         .into_iter()
@@ -253,7 +253,7 @@ const CLUSTER_MIN_SLICE: u32 = 128;
 
 /// The `gc_linear_cluster_f32` launch, `(tile, cluster size)`, of a linear
 /// layer `m x k -> n` on a GPU with thread-block clusters (compute
-/// capability 9.0), where it measured faster on an H100 (kernels/TUNING.md,
+/// capability 9.0), where it measured faster on an H100 (perf/TUNING.md,
 /// "Split-K over a thread-block cluster"), else `None`:
 ///
 /// - 33 to 64 rows with at least [`CLUSTER_MIN_WEIGHTS`] weights: 64 x 64
@@ -349,7 +349,7 @@ const WARP_OUTPUT_MAX_K: u32 = 1024;
 const WARP_OUTPUT_MAX_W: u64 = 1 << 22;
 
 /// Picks the launch shape of `gc_linear_small_f32` for `y (m x n) = x (m x k) . W`
-/// (`kn`: W stored `k x n`), as measured on an H100 (kernels/TUNING.md):
+/// (`kn`: W stored `k x n`), as measured on an H100 (perf/TUNING.md):
 ///
 /// - one row (`n x k` layout): 1 x 1 tiles, one warp per output column (8 per
 ///   block, fewer for narrower outputs): a warp reads a whole row of W with
@@ -448,7 +448,7 @@ pub(super) fn small_config(m: u32, n: u32, k: u32, sms: u32, kn: bool) -> SmallC
 /// of two), the one whose block reads the fewest rows of x and W (rows +
 /// columns), ties to more column groups; `None` when no split fits. On an
 /// H100 this beat the 4 x 4 and 4 x 1 tiles by 0.1-0.9 us a layer at 2-4
-/// rows and for narrow outputs (kernels/TUNING.md, "Small batches of 2-16 rows").
+/// rows and for narrow outputs (perf/TUNING.md, "Small batches of 2-16 rows").
 fn warp_per_output(m: u32, n: u32) -> Option<SmallConfig> {
     let (rows, cols) = (
         (m as u64).next_power_of_two(),
@@ -633,7 +633,7 @@ pub fn linear_tf32(
 /// Weights (`n * k`) from which an input gradient of [`SMALL_BACKWARD_GEMM_MIN_M`]
 /// to [`SMALL_BACKWARD_MAX_M`] rows takes the tiled GEMM: 4096 x 4096 with 32
 /// and 64 rows measured 134 and 163 us there against the small-batch
-/// kernel's 161 and 180 (H100, kernels/TUNING.md, "The 2-layer training
+/// kernel's 161 and 180 (H100, perf/TUNING.md, "The 2-layer training
 /// step past its fused form").
 const SMALL_BACKWARD_GEMM_MIN_WEIGHTS: u64 = 1 << 24;
 /// The fewest rows that [`SMALL_BACKWARD_GEMM_MIN_WEIGHTS`] sends to the GEMM.
@@ -647,7 +647,7 @@ const SMALL_BACKWARD_GEMM_MIN_M: u32 = 32;
 /// weights) or tile 0 (65-256 rows) take `gc_linear_cluster_f32` in its plain layout
 /// (C = A . B; tile 2, or tile 0) in the same clusters instead of the tiled
 /// GEMM (64 x 4096 -> 4096 on an H200 in 81.4 us against 164.2: see
-/// kernels/TUNING.md, "The input gradient on clusters").
+/// perf/TUNING.md, "The input gradient on clusters").
 #[allow(clippy::too_many_arguments)]
 pub fn linear_backward_input(
     dx: u64,
@@ -982,7 +982,7 @@ mod tests {
     #[test]
     fn linear_layout_takes_the_largest_tile_that_fills_the_sms() {
         let lin = |m, n, k| linear_gemm(A, B, C, 0, m, n, k, false);
-        // The measured best tile of each sweep shape (kernels/TUNING.md).
+        // The measured best tile of each sweep shape (perf/TUNING.md).
         for ((m, n), want) in [
             ((4096, 4096), (Kernel::Gemm128x256, 0)),
             ((1024, 4096), (Kernel::Gemm128x256, 0)),

@@ -109,7 +109,7 @@ const SGD_BLOCKS_PER_SM: u64 = 2;
 /// so that it ends with the short blocks (H200: the Linear step at 4096 x 1
 /// 75.4 -> 67.5 us, the notes' 1024 x 64 16.7 -> 16.3); else the loss and
 /// bias blocks first, measured 0.1-0.3 us faster on small grids
-/// (kernels/TUNING.md, "The update's long blocks first").
+/// (perf/TUNING.md, "The update's long blocks first").
 pub(super) fn sgd_reversed(blocks: u64, sms: u32) -> u32 {
     if blocks > SGD_BLOCKS_PER_SM * sms as u64 {
         SGD_REVERSED
@@ -140,7 +140,7 @@ pub(super) fn linear_sgd(
 ) -> Result<Call, SizeError> {
     // Where gc_gemm_f32 would take its 64 x 64 tile, up to 64 rows take the
     // same tile with the reduction staged at once (measured faster on an
-    // H100: kernels/TUNING.md).
+    // H100: perf/TUNING.md).
     let mut tile = gemm_tile(n, k, m, sms);
     let t = GEMM_TILES[tile as usize] as u64;
     if tile == 1 && m <= STAGED_SGD_ROWS {

@@ -27,7 +27,7 @@ pub struct MlpLayer {
 pub const MLP_FUSED_LAYERS: usize = 4;
 /// Most rows the fused launch takes; more rows run one launch per layer
 /// (past that the per-layer kernels' block tiles, which split K over several
-/// warps, win over the launches fusion saves: kernels/TUNING.md).
+/// warps, win over the launches fusion saves: perf/TUNING.md).
 pub const MLP_FUSED_MAX_ROWS: u32 = 8;
 /// Bytes at the start of an MLP workspace for the fused kernel's counter and
 /// epoch (the first 4 must be zero before the first launch; every launch
@@ -38,12 +38,12 @@ pub(super) const MLP_ALIGN: u64 = 256;
 /// Most multiply-adds (rows x inputs x outputs) a layer may take for the
 /// network to run fused: past that the per-layer kernels' larger tiles and
 /// more warps win over the launches fusion saves (measured on an H100,
-/// kernels/TUNING.md).
+/// perf/TUNING.md).
 pub const MLP_FUSED_MAX_MACS: u64 = 1 << 25;
 /// Most weights a layer after the first may have for [`MlpForm::Fused`] to
 /// fuse the network (with one row and 3 to [`MLP_FUSED_LAYERS`] layers):
 /// where it measured faster than, or as fast as, one launch per layer on an
-/// H100 (benches/results/mlp_vs_torch.json; kernels/TUNING.md). Past it,
+/// H100 (perf/results/mlp_vs_torch.json; perf/TUNING.md). Past it,
 /// every warp that waits re-reads its whole input slice, which slows the
 /// warps producing it.
 pub const MLP_FUSED_PAYS_MAX_WEIGHTS: u64 = 1 << 17;
@@ -245,7 +245,7 @@ fn mlp_io(y: u64, x: u64, workspace: u64, rows: u32, layers: &[MlpLayer], l: usi
 /// cooperative `gc_mlp_f32` launch per [`MLP_FUSED_LAYERS`] layers (outputs bitwise equal to [`mlp_unfused`]; no
 /// barrier between the layers: each tile waits only for the tagged
 /// activations it reads); otherwise one [`linear`] launch per layer
-/// (kernels/TUNING.md has the measurements). `overlap`: the launches are
+/// (perf/TUNING.md has the measurements). `overlap`: the launches are
 /// made with programmatic dependent launch (see [`mlp_fusion_pays`]);
 /// `clusters`: the GPU has thread-block clusters (as [`linear`]).
 #[allow(clippy::too_many_arguments)]

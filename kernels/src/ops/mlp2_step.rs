@@ -80,7 +80,7 @@ pub fn mlp2_mse_step_workspace_bytes(rows: u32, hidden: u32, outputs: u32, sms: 
 /// takes one launch per layer operation instead of its cooperative kernel,
 /// whose warp tiles lose to the layers' own kernels there (H200: 4096 x 32
 /// rows, 1.6 G, fused 332 us against 418; 4096 x 64 rows, 3.2 G, 551
-/// against 432; kernels/TUNING.md, "The 2-layer step's warp tiles").
+/// against 432; perf/TUNING.md, "The 2-layer step's warp tiles").
 const MLP2_FUSED_MAX_MACS: u64 = 1 << 31;
 
 /// One training step of a 2-layer MLP ([`Mlp2MseStep`] says what it
@@ -191,7 +191,7 @@ pub fn mlp2_mse_step(
     // (the kernel spreads a phase's tiles over every block); past one tile
     // a warp, 8 tiles a block, up to two per SM. More blocks make each grid
     // barrier dearer, so only tiles that fill every warp of one block per
-    // SM take the second (kernels/TUNING.md, "The 2-layer step's warp
+    // SM take the second (perf/TUNING.md, "The 2-layer step's warp
     // tiles").
     let grid = if most <= warps {
         most.min(sms as u64)

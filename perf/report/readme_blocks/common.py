@@ -1,0 +1,83 @@
+"""What every block shares: where the results are, loading them, and the
+formatting of figures and prose."""
+
+import json
+import re
+import textwrap
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+RESULTS = REPO / "perf" / "results"
+# An H100's f32 multiplications per second, in T (its data sheet's FP32
+# rate, one multiplication per FMA).
+H100_FP32_T = 33
+
+
+def load(name):
+    return json.loads((RESULTS / name).read_text())
+
+
+def n0(x):
+    """An integer with thousands separators: 126,036."""
+    return f"{round(x):,}"
+
+
+def times(x, digits=1):
+    return f"{x:.{digits}f}\u00d7"
+
+
+def verdict(ok, met="", missed="**missed**"):
+    return met if ok else missed
+
+
+def prose(text):
+    """A README paragraph: `text` wrapped at 76 columns, words and hyphenated
+    names kept whole."""
+    return textwrap.fill(text, 76, break_long_words=False, break_on_hyphens=False)
+
+
+# The mark of a table cell that comes from a GC_CELLS rerun.
+DAGGER = " \u2020"
+
+
+def rerun_cells(sweep, cells_name, key):
+    """The sweep rows with the rows of `cells_name` (a GC_CELLS rerun, when
+    the file exists) in place of the ones with the same `key`; those carry
+    "rerun": True. Returns (rows, the rerun file or None, the rows replaced)."""
+    if not (RESULTS / cells_name).exists():
+        return sweep, None, []
+    cells = load(cells_name)
+    new = {key(r): dict(r, rerun=True) for r in cells["sweep"] if "error" not in r}
+    return [new.get(key(r), r) for r in sweep], cells, [r for r in sweep if key(r) in new]
+
+
+def rerun_note(cells, cells_name, replaced, label):
+    """The footnote of a table whose cells marked \u2020 come from a rerun."""
+    if not cells:
+        return []
+    was = ", ".join(f"{label(r)} {r['speedup']:.2f}\u00d7" for r in replaced)
+    return ["", prose(
+        f"\u2020 Rerun on {cells['date']} ({cells_name}, {cells['device']}, PyTorch beside graphcore in that "
+        f"run): {cells['why']} Those cells of the full sweep read {was}. `GC_CELLS={cells['cells']} python3 "
+        f"perf/side_by_side/{Path(cells_name).name.replace('_cells.json', '.py')}` reruns them."
+    )]
+
+
+def exports():
+    """The exported functions: `#[no_mangle]` functions in ffi/src."""
+    names = set()
+    for f in sorted((REPO / "ffi" / "src").rglob("*.rs")):
+        names.update(
+            re.findall(r'#\[no_mangle\]\s*pub\s+(?:unsafe\s+)?extern\s+"C"\s+fn\s+(gc_\w+)', f.read_text())
+        )
+    return names
+
+
+def covered():
+    """Functions with a COVER(...) section in the bad-input suite."""
+    text = (REPO / "tests" / "c" / "bad_input.c").read_text()
+    return set(re.findall(r"\bCOVER\((gc_\w+)\)", text))
+
+
+def suite_counts():
+    return json.loads((REPO / "tests" / "counts.json").read_text())

@@ -1,0 +1,224 @@
+"""Training steps over widths and batches: graphcore's fused steps against
+PyTorch's graph path, on the same GPU, in one run, from the same weights
+and data (fp32, TF32 off). Issue 14's sweep "for training steps".
+
+  * linear: torch.nn.Linear(width, width), summed squared error, SGD:
+    gc_op_linear_mse_step (2 launches up to 256 rows) against PyTorch's
+    whole-step capture (forward, loss, backward, optimizer.step() in one
+    torch.cuda.CUDAGraph, warmed up on a side stream, as the notes do it).
+  * mlp2: Linear(width, width), ReLU, Linear(width, width), the same loss
+    and optimizer: gc_op_mlp2_mse_step (2 launches, the first cooperative)
+    against the same PyTorch capture of that model.
+  * and each step again from graphcore's per-layer ops (one kernel each,
+    no fused step op), timed beside them.
+
+Widths 256, 1024, 4096; batches 1, 8, 32, 64, 128 (GC_QUICK=1: widths 256
+and 1024). x in [-0.1, 0.1], targets in [-1, 1]; the learning rate is
+0.1 / (batch * width) on the summed loss (0.1 on the mean), the same on
+both sides.
+
+Timing: median over 5 repetitions of the wall time per step of 200
+back-to-back graph launches, synchronized at the end (as mlp_vs_torch.py
+times the MLP sweep). Numerics: both sides run 100 steps from the same
+start; the largest relative difference of their losses is reported.
+Writes $OUT/train_vs_torch.json and prints a table last. Needs the
+graphcore Python package on PYTHONPATH and the library (GRAPHCORE_LIB).
+
+    python3 perf/side_by_side/train_vs_torch.py
+    GC_CELLS=4096:64 python3 perf/side_by_side/train_vs_torch.py
+
+GC_CELLS (width:batch pairs, comma-separated) reruns only those cells into
+$OUT/train_vs_torch_cells.json, which the table in docs/results.md shows in place of
+the full sweep's cells.
+"""
+import json
+import os
+
+import torch
+
+import graphcore as gc
+from per_layer_step import enqueue_per_layer_step
+from sweep_cells import cells_from_env
+from walltime import median_us
+
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+OUT = os.environ.get("OUT", "perf/results")
+QUICK = os.environ.get("GC_QUICK") == "1"
+# The cells of a GC_CELLS rerun (None: the whole sweep) and its record.
+CELLS, CELLS_RECORD = cells_from_env()
+STEPS = 100
+MEAN_LR = 0.1
+
+
+ctx = gc.Context(0)
+tstream = torch.cuda.Stream()
+stream = gc.Stream.wrap(ctx, tstream.cuda_stream)
+
+
+def model_of(kind, width):
+    if kind == "linear":
+        return torch.nn.Sequential(torch.nn.Linear(width, width)).cuda()
+    return torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.ReLU(),
+                               torch.nn.Linear(width, width)).cuda()
+
+
+class TorchStep:
+    """The model's step captured whole by PyTorch: replay() runs one step;
+    ``loss`` holds its summed squared error."""
+
+    def __init__(self, model, x, y, lr):
+        self.model, self.x, self.y = model, x, y
+        self.opt = torch.optim.SGD(model.parameters(), lr=lr)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                self.opt.zero_grad(set_to_none=True)
+                self.step()
+        torch.cuda.current_stream().wait_stream(s)
+        self.graph = torch.cuda.CUDAGraph()
+        self.opt.zero_grad(set_to_none=True)
+        with torch.cuda.graph(self.graph):
+            self.loss = self.step()
+
+    def step(self):
+        loss = (self.model(self.x) - self.y).pow(2).sum()
+        loss.backward()
+        self.opt.step()
+        return loss
+
+    def replay(self):
+        self.graph.replay()
+
+
+class GcStep:
+    """The same step as graphcore's fused op, captured into a graph from a
+    copy of the model's starting parameters: launch() runs one step;
+    ``loss`` holds its summed squared error."""
+
+    def __init__(self, kind, params, x, y, lr):
+        self.params = [p.clone() for p in params]
+        self.x, self.y = x, y
+        rows, width = x.shape
+        self.loss = torch.zeros(1, device="cuda")
+        if kind == "linear":
+            nbytes = ctx.linear_mse_step_workspace_bytes(rows, width, width)
+        else:
+            nbytes = ctx.mlp2_mse_step_workspace_bytes(rows, width, width)
+        # Zeros: the step's barrier words start at zero, as the header asks.
+        self.ws = torch.zeros(nbytes // 4 + 1, device="cuda")
+        torch.cuda.synchronize()
+        with gc.capture(stream) as cap:
+            if kind == "linear":
+                w, b = self.params
+                gc.op_linear_mse_step(stream, w, b, x, y, self.loss, rows, width, width, 1.0, lr,
+                                      self.ws, nbytes)
+            else:
+                w1, b1, w2, b2 = self.params
+                gc.op_mlp2_mse_step(stream, w1, b1, w2, b2, x, y, self.loss, rows, width, width, width,
+                                    1.0, lr, self.ws, nbytes)
+        self.graph = cap.graph
+        self.nodes = self.graph.node_count
+        self.exec = self.graph.instantiate()
+
+    def launch(self):
+        self.exec.launch(stream)
+
+
+class UnfusedGcStep:
+    """The same step from graphcore's per-layer ops, one kernel each (no
+    fused step op): linear, MSE, the input gradient and ReLU mask (mlp2),
+    then each layer's fused weight-gradient SGD and bias SGD. What the fused
+    ops are measured against, and what they could fall back to."""
+
+    def __init__(self, kind, params, x, y, lr):
+        self.params = [p.clone() for p in params]
+        rows, width = x.shape
+        n = rows * width
+        self.loss = torch.zeros(1, device="cuda")
+        mse_bytes = ctx.mse_workspace_bytes(n)
+        self.ws = torch.zeros(mse_bytes // 4 + 1, device="cuda")
+        self.bufs = [torch.empty(rows, width, device="cuda") for _ in range(3)]
+        torch.cuda.synchronize()
+        with gc.capture(stream) as cap:
+            enqueue_per_layer_step(stream, kind, self.params, x, y, self.loss, self.bufs, self.ws, mse_bytes, lr)
+        self.graph = cap.graph
+        self.nodes = self.graph.node_count
+        self.exec = self.graph.instantiate()
+
+    def launch(self):
+        self.exec.launch(stream)
+
+
+def losses(step, run):
+    """The losses of STEPS steps of `step` (run() makes one)."""
+    out = []
+    for _ in range(STEPS):
+        run()
+        torch.cuda.synchronize()
+        out.append(step.loss.item())
+    return out
+
+
+results = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "steps_compared": STEPS,
+           "mean_lr": MEAN_LR, "sweep": []}
+results.update(CELLS_RECORD)
+widths = (256, 1024) if QUICK else (256, 1024, 4096)
+if CELLS:
+    widths = sorted({w for w, _ in CELLS})
+for kind in ("linear", "mlp2"):
+    for width in widths:
+        for batch in (1, 8, 32, 64, 128):
+            if CELLS and (width, batch) not in CELLS:
+                continue
+            torch.manual_seed(width * 1000 + batch)
+            model = model_of(kind, width)
+            x = (torch.rand(batch, width, device="cuda") * 2 - 1) * 0.1
+            y = torch.rand(batch, width, device="cuda") * 2 - 1
+            lr = MEAN_LR / (batch * width)
+            row = {"kind": kind, "width": width, "batch": batch}
+            try:
+                start = [p.detach().clone() for p in model.parameters()]
+                ours = GcStep(kind, start, x, y, lr)
+                theirs = TorchStep(model, x, y, lr)
+                # The warm-up trained the model: both sides start from `start`.
+                with torch.no_grad():
+                    for p, p0 in zip(model.parameters(), start):
+                        p.copy_(p0)
+                ours_losses = losses(ours, ours.launch)
+                theirs_losses = losses(theirs, theirs.replay)
+                diff = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(ours_losses, theirs_losses))
+                unfused = UnfusedGcStep(kind, start, x, y, lr)
+                unfused_losses = losses(unfused, unfused.launch)
+                diff_unfused = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(unfused_losses, theirs_losses))
+                t_torch = median_us(theirs.replay, iters=200, reps=5)
+                t_gc = median_us(ours.launch, iters=200, reps=5)
+                t_unfused = median_us(unfused.launch, iters=200, reps=5)
+                row.update({"graphcore_nodes": ours.nodes, "torch_graph_us": t_torch, "graphcore_us": t_gc,
+                            "speedup": t_torch / t_gc, "loss_first": theirs_losses[0],
+                            "loss_last": theirs_losses[-1], "loss_max_rel_diff": diff,
+                            "unfused_nodes": unfused.nodes, "graphcore_unfused_us": t_unfused,
+                            "unfused_loss_max_rel_diff": diff_unfused})
+                del ours, theirs, unfused
+            except Exception as e:  # one shape's failure is recorded, the sweep goes on
+                row["error"] = f"{type(e).__name__}: {e}"
+            results["sweep"].append(row)
+            print(row, flush=True)
+            del model, x, y
+            torch.cuda.empty_cache()
+
+os.makedirs(OUT, exist_ok=True)
+with open(os.path.join(OUT, "train_vs_torch_cells.json" if CELLS else "train_vs_torch.json"), "w") as f:
+    json.dump(results, f, indent=1)
+
+print(f"device: {results['device']}, torch {results['torch']}")
+print("training step, graph replay: kind width batch nodes torch_us gc_us speedup loss_first loss_last rel_diff"
+      " | unfused: nodes us")
+for r in results["sweep"]:
+    if "error" in r:
+        print(f"{r['kind']:6s} {r['width']:5d} {r['batch']:4d} failed: {r['error']}")
+        continue
+    print(f"{r['kind']:6s} {r['width']:5d} {r['batch']:4d} {r['graphcore_nodes']:2d} {r['torch_graph_us']:9.2f} "
+          f"{r['graphcore_us']:9.2f} {r['speedup']:6.2f}x {r['loss_first']:10.4g} {r['loss_last']:10.4g} "
+          f"{r['loss_max_rel_diff']:.1e} | {r['unfused_nodes']:2d} {r['graphcore_unfused_us']:9.2f}")
