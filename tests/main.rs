@@ -3,11 +3,11 @@
 //! GPU machine (`--include-ignored`, see scripts/gpu-check).
 
 mod architecture;
-mod benches;
 mod c_abi;
 mod gpu;
 mod header;
 mod install;
+mod nccl;
 mod python;
 mod readme;
 mod support;

@@ -8,15 +8,17 @@ here (each block in one of the two files), from
   - perf/results/*.json (the benchmark run on the GPU machine, written by
     ``bash stage/bench.sh``) and the first line of perf/results/bench_log.txt
     (the device and driver of that run);
-  - the sources: the exports of ffi/src (``#[no_mangle]`` functions) and the
-    ``COVER(...)`` sections of tests/c/bad_input.c;
+  - the built library: the gc_* functions libgraphcore.so exports (``nm -D``
+    on $GC_LIB_DIR/libgraphcore.so, else target/debug's: build it first);
+  - the ``COVER(...)`` sections of tests/c/bad_input.c;
   - tests/counts.json, which the suite checks against its own run
     (tests/c_abi.rs, ``bad_input``: GC_BLESS=1 rewrites it);
   - perf/logs/fresh-make-test.log, the transcript of `make test` run from fresh
     clones (its "# run N: ..." and "wall time" lines).
 
-    python3 perf/report/readme_results.py          # rewrite both (make readme-results)
-    python3 perf/report/readme_results.py --check  # exit 1 with a diff if either differs
+    python3 perf/report/readme_results.py          # rewrite them (make readme-results)
+    python3 perf/report/readme_results.py --check  # exit 1 with a diff if any differs
+                                                   # (make results-check, run by CI)
 
 Python 3 only, no packages. The blocks are written by the modules of
 perf/report/readme_blocks/, one per subject (BLOCKS below maps each block's name

@@ -63,13 +63,29 @@ def rerun_note(cells, cells_name, replaced, label):
     )]
 
 
+def library():
+    """The built C library whose exports the figures count:
+    $GC_LIB_DIR/libgraphcore.so, else target/debug/libgraphcore.so."""
+    import os
+    lib = Path(os.environ.get("GC_LIB_DIR", REPO / "target" / "debug")) / "libgraphcore.so"
+    if not lib.exists():
+        raise SystemExit(f"readme_results: no {lib}: build it first (cargo build -p graphcore-ffi)")
+    return lib
+
+
 def exports():
-    """The exported functions: `#[no_mangle]` functions in ffi/src."""
+    """The functions libgraphcore.so exports: its defined dynamic symbols
+    named gc_* (`nm -D --defined-only`), taken from the library itself."""
+    import subprocess
+    out = subprocess.run(["nm", "-D", "--defined-only", str(library())],
+                         check=True, capture_output=True, text=True).stdout
     names = set()
-    for f in sorted((REPO / "ffi" / "src").rglob("*.rs")):
-        names.update(
-            re.findall(r'#\[no_mangle\]\s*pub\s+(?:unsafe\s+)?extern\s+"C"\s+fn\s+(gc_\w+)', f.read_text())
-        )
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] == "T" and parts[2].startswith("gc_"):
+            names.add(parts[2])
+    if not names:
+        raise SystemExit(f"readme_results: nm found no gc_* function in {library()}")
     return names
 
 
