@@ -1,15 +1,20 @@
-//! include/graphcore.h is generated from ffi/ and committed; this test
-//! regenerates it and fails on any difference. `make header` (GC_BLESS=1)
-//! rewrites it.
+//! include/graphcore.h (the runtime) and include/graphcore_ops.h (the
+//! built-in ops) are generated from ffi/ and committed; this test
+//! regenerates both and fails on any difference. `make header` (GC_BLESS=1)
+//! rewrites them.
 //!
 //! cbindgen emits the items grouped by kind (constants, types, functions);
-//! [`generate`] regroups them into sections by object, in [`SECTIONS`]
+//! [`generate`] regroups them into sections by object, in [`HEADERS`]
 //! order: each section opens with a banner (its title and the `//!` docs of
-//! its ffi/src files) and holds the files' items in source order. The other
-//! tests here hold the header to its contract: every function lists its
-//! statuses, every status named is real, the text is plain ASCII.
+//! its ffi/src files) and holds the files' items in source order. The
+//! runtime header includes the ops header at its end (and the ops header
+//! includes the runtime header), so a program that includes either gets
+//! both. The other tests here hold the headers to their contract: every
+//! function lists its statuses, every status named is real, the text is
+//! plain ASCII.
 
 use crate::support::repo;
+use graphcore_core::ErrorKind;
 use graphcore_kernels::{Arg, KERNELS};
 use std::collections::HashMap;
 
@@ -23,8 +28,8 @@ struct Section {
     files: &'static [&'static str],
 }
 
-/// The header's sections, in order.
-const SECTIONS: &[Section] = &[
+/// The runtime header's sections, in order.
+const RUNTIME_SECTIONS: &[Section] = &[
     Section {
         title: "Status and version",
         files: &["status.rs", "version.rs"],
@@ -54,16 +59,8 @@ const SECTIONS: &[Section] = &[
         files: &["module.rs"],
     },
     Section {
-        title: "Launch and built-in ops",
-        files: &[
-            "launch.rs",
-            "ops/mod.rs",
-            "ops/elementwise.rs",
-            "ops/linear.rs",
-            "ops/loss.rs",
-            "ops/mlp.rs",
-            "ops/step.rs",
-        ],
+        title: "Launch",
+        files: &["launch.rs"],
     },
     Section {
         title: "Capture",
@@ -87,8 +84,65 @@ const SECTIONS: &[Section] = &[
     },
 ];
 
+/// The ops header's sections, in order.
+const OPS_SECTIONS: &[Section] = &[Section {
+    title: "Built-in ops",
+    files: &[
+        "ops/mod.rs",
+        "ops/elementwise.rs",
+        "ops/linear.rs",
+        "ops/loss.rs",
+        "ops/mlp.rs",
+        "ops/step.rs",
+    ],
+}];
+
+/// One generated header: its path in the repository, its include guard,
+/// its sections, and what comes before its first section (after the
+/// include guard) and after its last (before the guard's end).
+pub(crate) struct Header {
+    pub(crate) path: &'static str,
+    guard: &'static str,
+    sections: &'static [Section],
+}
+
+/// The generated headers. The first takes cbindgen's prelude (file comment,
+/// include guard, includes) and declares the handle types.
+pub(crate) const HEADERS: &[Header] = &[
+    Header {
+        path: "include/graphcore.h",
+        guard: "GRAPHCORE_H",
+        sections: RUNTIME_SECTIONS,
+    },
+    Header {
+        path: "include/graphcore_ops.h",
+        guard: "GRAPHCORE_OPS_H",
+        sections: OPS_SECTIONS,
+    },
+];
+
+/// The file comment and includes of include/graphcore_ops.h.
+const OPS_PRELUDE: &str = "/*
+ * graphcore: a CUDA Graph runtime - the built-in ops of libgraphcore.so
+ * (the typed gc_op_* launches of graphcore's own kernels, and the list of
+ * those kernels for gc_kernel_builtin).
+ *
+ * Generated from ffi/src/ops/ by cbindgen (ffi/cbindgen.toml) and
+ * tests/header.rs; do not edit. Regenerate with `make header`.
+ *
+ * graphcore.h includes this header at its end, and this header includes
+ * graphcore.h first, so a program may include either (or both, in any
+ * order). The conventions, the statuses and the handle types are
+ * graphcore.h's.
+ */
+
+#ifndef GRAPHCORE_OPS_H
+#define GRAPHCORE_OPS_H
+
+#include \"graphcore.h\"";
+
 /// The section that also lists the built-in kernels.
-const BUILTINS_SECTION: &str = "Launch and built-in ops";
+const BUILTINS_SECTION: &str = "Built-in ops";
 
 /// The "Built-in kernels" list: every kernel of the table with its
 /// parameters, so the header documents what gc_kernel_builtin returns.
@@ -253,8 +307,9 @@ fn rust_files(dir: &std::path::Path, prefix: &str) -> Vec<String> {
     files
 }
 
-/// The header as the current sources generate it.
-pub(crate) fn generate() -> String {
+/// The headers as the current sources generate them: each of [`HEADERS`]'s
+/// paths with its text.
+pub(crate) fn generate() -> Vec<(&'static str, String)> {
     let root = repo();
     let config = cbindgen::Config::from_file(root.join("ffi/cbindgen.toml")).unwrap();
     let bindings = cbindgen::Builder::new()
@@ -303,68 +358,232 @@ pub(crate) fn generate() -> String {
     files_with_items.sort();
     for f in &files_with_items {
         assert!(
-            SECTIONS.iter().any(|s| s.files.contains(&f.as_str())),
-            "ffi/src/{f} exports items but no section of tests/header.rs's SECTIONS lists it"
+            HEADERS
+                .iter()
+                .flat_map(|h| h.sections)
+                .any(|s| s.files.contains(&f.as_str())),
+            "ffi/src/{f} exports items but no section of tests/header.rs's HEADERS lists it"
         );
     }
 
-    let mut h = prelude.join("\n\n");
-    h.push_str(
-        "\n\n/* The handle types, declared first so every section may name them (each is\n \
-         * documented in its own section). */\n",
-    );
-    for name in &opaque {
-        h.push_str(&format!("struct {name};\n"));
-    }
-    h.push_str("\n#ifdef __cplusplus\nextern \"C\" {\n#endif // __cplusplus\n");
-    for section in SECTIONS {
-        let mut docs: Vec<String> = Vec::new();
-        let mut names = Vec::new();
-        for f in section.files {
-            let (n, d) = scan(f);
-            if !docs.is_empty() && !d.is_empty() {
-                docs.push(String::new());
+    let mut headers = Vec::new();
+    for (i, header) in HEADERS.iter().enumerate() {
+        let mut h = if i == 0 {
+            let mut h = prelude.join("\n\n");
+            h.push_str(
+                "\n\n/* The handle types, declared first so every section may name them (each is\n \
+                 * documented in its own section). */\n",
+            );
+            for name in &opaque {
+                h.push_str(&format!("struct {name};\n"));
             }
-            docs.extend(d);
-            names.extend(n);
+            h
+        } else {
+            format!("{OPS_PRELUDE}\n")
+        };
+        h.push_str("\n#ifdef __cplusplus\nextern \"C\" {\n#endif // __cplusplus\n");
+        for section in header.sections {
+            let mut docs: Vec<String> = Vec::new();
+            let mut names = Vec::new();
+            for f in section.files {
+                let (n, d) = scan(f);
+                if !docs.is_empty() && !d.is_empty() {
+                    docs.push(String::new());
+                }
+                docs.extend(d);
+                names.extend(n);
+            }
+            h.push_str(&format!("\n{}\n", banner(section.title, &docs)));
+            for name in names {
+                let item = items
+                    .remove(&name)
+                    .unwrap_or_else(|| panic!("cbindgen did not declare `{name}`"));
+                h.push_str(&format!("\n{item}\n"));
+            }
+            if section.title == BUILTINS_SECTION {
+                h.push_str(&format!("\n{}\n", builtin_list()));
+            }
         }
-        h.push_str(&format!("\n{}\n", banner(section.title, &docs)));
-        for name in names {
-            let item = items
-                .remove(&name)
-                .unwrap_or_else(|| panic!("cbindgen did not declare `{name}`"));
-            h.push_str(&format!("\n{item}\n"));
+        h.push_str("\n#ifdef __cplusplus\n}  // extern \"C\"\n#endif  // __cplusplus\n");
+        if i == 0 {
+            for other in &HEADERS[1..] {
+                let file = other.path.rsplit('/').next().unwrap();
+                h.push_str(&format!(
+                    "\n/* The built-in ops: their own header, which needs the declarations above. */\n\
+                     #include \"{file}\"\n"
+                ));
+            }
         }
-        if section.title == BUILTINS_SECTION {
-            h.push_str(&format!("\n{}\n", builtin_list()));
-        }
+        h.push_str(&format!("\n#endif  /* {} */\n", header.guard));
+        headers.push((header.path, h));
     }
     let mut left: Vec<_> = items.keys().collect();
     left.sort();
     assert!(left.is_empty(), "items in no section: {left:?}");
-    h.push_str("\n#ifdef __cplusplus\n}  // extern \"C\"\n#endif  // __cplusplus\n");
-    h.push_str("\n#endif  /* GRAPHCORE_H */\n");
-    h
+    headers
+}
+
+/// Every generated header's text, one after another (for the checks that
+/// hold for all of them).
+fn generate_all() -> String {
+    generate()
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The first and last line of a block that [`status_blocks`] generates.
+const STATUS_BEGIN: &str = "BEGIN generated statuses: from core/src/error.rs's one status list, by";
+const STATUS_END: &str = "END generated statuses";
+
+/// The blocks generated from core's one status list (`error_kinds!` in
+/// core/src/error.rs): each file with its block's text, markers included.
+/// ffi/src/status.rs: the C enum gc_status (which cbindgen must see written
+/// out) and its mapping from ErrorKind; python/graphcore/errors.py: the
+/// table of status names.
+fn status_blocks() -> Vec<(&'static str, String)> {
+    let doc_lines =
+        |k: &ErrorKind| -> Vec<String> { k.doc().lines().map(|l| l.trim().to_string()).collect() };
+    let name = |k: &ErrorKind| k.status_name().to_str().unwrap().to_string();
+
+    let mut rs = format!(
+        "// {STATUS_BEGIN}\n// tests/header.rs (`make header`); do not edit.\n\n\
+         /// The result of every fallible call. The values are stable: new codes are\n\
+         /// only ever added, never renumbered.\n\
+         #[repr(C)]\n#[derive(Clone, Copy, Debug, PartialEq, Eq)]\npub enum gc_status {{\n    \
+         /// The call succeeded.\n    GC_SUCCESS = 0,\n"
+    );
+    for k in ErrorKind::ALL {
+        for line in doc_lines(k) {
+            rs.push_str(&format!("    /// {line}\n"));
+        }
+        rs.push_str(&format!("    {} = {},\n", name(k), *k as i32));
+    }
+    rs.push_str(
+        "}\n\nimpl From<ErrorKind> for gc_status {\n    /// The status of the same value.\n    \
+         fn from(k: ErrorKind) -> Self {\n        match k {\n",
+    );
+    for k in ErrorKind::ALL {
+        rs.push_str(&format!(
+            "            ErrorKind::{k:?} => gc_status::{},\n",
+            name(k)
+        ));
+    }
+    rs.push_str(&format!("        }}\n    }}\n}}\n// {STATUS_END}"));
+
+    let mut py = format!(
+        "# {STATUS_BEGIN}\n# tests/header.rs (`make header`); do not edit.\n\
+         SUCCESS = 0\nSTATUS_NAMES = {{\n    0: \"GC_SUCCESS\",\n"
+    );
+    for k in ErrorKind::ALL {
+        py.push_str(&format!("    {}: \"{}\",\n", *k as i32, name(k)));
+    }
+    py.push_str(&format!("}}\n# {STATUS_END}"));
+    vec![
+        ("ffi/src/status.rs", rs),
+        ("python/graphcore/errors.py", py),
+    ]
+}
+
+/// `text` with its generated status block (from the line holding
+/// STATUS_BEGIN to the end of the line holding STATUS_END) replaced by
+/// `block`.
+fn with_status_block(rel: &str, text: &str, block: &str) -> String {
+    let begin = text
+        .find(STATUS_BEGIN)
+        .and_then(|i| text[..i].rfind('\n').map(|j| j + 1))
+        .unwrap_or_else(|| panic!("{rel} has no line with `{STATUS_BEGIN}`"));
+    let end = text[begin..]
+        .find(STATUS_END)
+        .map(|i| begin + i + STATUS_END.len())
+        .unwrap_or_else(|| panic!("{rel} has no line with `{STATUS_END}`"));
+    format!("{}{block}{}", &text[..begin], &text[end..])
+}
+
+/// The status blocks are current: the generated parts of ffi/src/status.rs
+/// and python/graphcore/errors.py are what core's status list generates.
+/// Run before the headers (which cbindgen makes from ffi/src/status.rs).
+fn check_status_blocks(bless: bool, stale: &mut Vec<String>) {
+    for (rel, block) in status_blocks() {
+        let path = repo().join(rel);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let fresh = with_status_block(rel, &text, &block);
+        if fresh != text {
+            if bless {
+                std::fs::write(&path, &fresh).unwrap();
+            } else {
+                stale.push(format!("{rel} (its generated status block)"));
+            }
+        }
+    }
 }
 
 #[test]
 fn header_is_current() {
-    let path = repo().join("include/graphcore.h");
-    let fresh = generate();
-    if std::env::var_os("GC_BLESS").is_some() {
-        std::fs::write(&path, &fresh).unwrap();
-        return;
+    let bless = std::env::var_os("GC_BLESS").is_some();
+    let mut stale = Vec::new();
+    check_status_blocks(bless, &mut stale);
+    for (rel, fresh) in generate() {
+        let path = repo().join(rel);
+        if bless {
+            std::fs::write(&path, &fresh).unwrap();
+            continue;
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        if committed != fresh {
+            let first = committed
+                .lines()
+                .zip(fresh.lines())
+                .position(|(a, b)| a != b)
+                .unwrap_or(committed.lines().count().min(fresh.lines().count()));
+            stale.push(format!("{rel} (first at line {})", first + 1));
+        }
     }
-    let committed = std::fs::read_to_string(&path).unwrap_or_default();
-    if committed != fresh {
-        let first = committed
-            .lines()
-            .zip(fresh.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(committed.lines().count().min(fresh.lines().count()));
-        panic!(
-            "include/graphcore.h differs from what ffi/ generates (first at line {}); run `make header`",
-            first + 1
+    assert!(
+        stale.is_empty(),
+        "generated files differ from what core/src/error.rs and ffi/ generate: {}; \
+         run `make header`",
+        stale.join(", ")
+    );
+}
+
+/// python/graphcore/errors.py has one exception class per status of core's
+/// list: `class <Kind>Error(Error...)` with `code = <value>`, each in
+/// ERRORS, and no class with a code that is no status.
+#[test]
+fn python_exceptions_match_the_status_list() {
+    let text = std::fs::read_to_string(repo().join("python/graphcore/errors.py")).unwrap();
+    let mut classes: Vec<(String, i32)> = Vec::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("class ") {
+            let end = rest.find(['(', ':']).unwrap_or(rest.len());
+            let bases = &rest[end..];
+            current = (bases.starts_with("(Error")).then(|| rest[..end].to_string());
+        } else if let (Some(class), Some(v)) = (&current, line.trim().strip_prefix("code = ")) {
+            classes.push((class.clone(), v.parse().expect("code = <integer>")));
+            current = None;
+        }
+    }
+    let want: Vec<(String, i32)> = ErrorKind::ALL
+        .iter()
+        .map(|k| (format!("{k:?}Error"), *k as i32))
+        .collect();
+    assert_eq!(
+        classes, want,
+        "python/graphcore/errors.py's exception classes (name, code) vs core's status list"
+    );
+    let errors = &text[text.find("ERRORS = {").expect("ERRORS = {")..];
+    let errors = &errors[..errors.find("\n}").unwrap()];
+    for (class, _) in &want {
+        assert!(
+            errors.contains(&format!("{class},")),
+            "{class} is missing from errors.py's ERRORS"
+        );
+        assert!(
+            text.contains(&format!("\"{class}\"")),
+            "{class} is missing from errors.py's __all__"
         );
     }
 }
@@ -428,7 +647,7 @@ fn error_words(text: &str) -> Vec<&str> {
 /// header is a real gc_status.
 #[test]
 fn every_function_lists_its_statuses() {
-    let header = generate();
+    let header = generate_all();
     let statuses = status_names(&header);
     assert!(statuses.len() >= 15, "parsed {statuses:?}");
     let unknown: Vec<&str> = error_words(&header)
@@ -478,7 +697,7 @@ fn every_function_lists_its_statuses() {
 /// The header is plain ASCII (no arrows, dashes or dots from doc comments).
 #[test]
 fn header_is_ascii() {
-    let header = generate();
+    let header = generate_all();
     let bad: Vec<String> = header
         .lines()
         .enumerate()
@@ -495,7 +714,7 @@ fn header_is_ascii() {
 /// Each handle type's doc states who owns it and its thread safety.
 #[test]
 fn every_handle_type_states_ownership_and_thread_safety() {
-    let header = generate();
+    let header = generate_all();
     let mut missing = Vec::new();
     for chunk in header.split("\n\n") {
         let (doc, decl) = split_doc(chunk.trim_matches('\n'));

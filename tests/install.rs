@@ -124,6 +124,7 @@ fn expected_files(prefix_rel: &str) -> BTreeSet<String> {
         "lib/libgraphcore.so".into(),
         "lib/libgraphcore.a".into(),
         "include/graphcore.h".into(),
+        "include/graphcore_ops.h".into(),
         "include/graphcore.hpp".into(),
         "lib/pkgconfig/graphcore.pc".into(),
         "lib/pkgconfig/graphcore-static.pc".into(),
@@ -160,7 +161,7 @@ fn check_tree(root: &Path, prefix: &Path, destdir: Option<&Path>) {
         lib_dir().join("libgraphcore.so"),
     );
     same(lib.join("libgraphcore.a"), lib_dir().join("libgraphcore.a"));
-    for h in ["graphcore.h", "graphcore.hpp"] {
+    for h in ["graphcore.h", "graphcore_ops.h", "graphcore.hpp"] {
         same(root.join("include").join(h), repo().join("include").join(h));
     }
     let pc = std::fs::read_to_string(lib.join("pkgconfig/graphcore.pc")).unwrap();

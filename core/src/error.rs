@@ -5,8 +5,9 @@ use std::ffi::CStr;
 use std::fmt;
 
 /// Declares [`ErrorKind`] from one list: each kind with its stable
-/// `gc_status` value and the C constant's name; [`ErrorKind::ALL`] and
-/// [`ErrorKind::status_name`] come from the same list.
+/// `gc_status` value, the C constant's name and its documentation;
+/// [`ErrorKind::ALL`], [`ErrorKind::status_name`] and [`ErrorKind::doc`]
+/// come from the same list.
 macro_rules! error_kinds {
     ($($(#[doc = $doc:literal])* $kind:ident = $value:literal, $name:literal;)*) => {
         /// What kind of failure an [`Error`] is. Each kind is one `gc_status`
@@ -29,39 +30,60 @@ macro_rules! error_kinds {
                     $(ErrorKind::$kind => $name,)*
                 }
             }
+
+            /// The kind's documentation, as the list declares it (one line
+            /// of text per doc line): what the C header says of its status.
+            pub const fn doc(self) -> &'static str {
+                match self {
+                    $(ErrorKind::$kind => concat!($($doc, "\n"),*),)*
+                }
+            }
         }
     };
 }
 
+// The one list of graphcore's statuses (besides GC_SUCCESS, 0): each
+// failure kind with its gc_status value (stable: never renumbered, new ones
+// only added at the end), its C name and its documentation. Everything
+// else comes from it: ErrorKind here; the C enum gc_status and its mapping
+// from ErrorKind (ffi/src/status.rs's generated block, and so the header's
+// enum, its docs and gc_status_name); the Python table STATUS_NAMES
+// (python/graphcore/errors.py's generated block). tests/header.rs
+// regenerates those blocks (`make header` rewrites them) and checks that
+// python/graphcore/errors.py has one exception class per kind (the kind's
+// name + "Error", with its value as `code`).
 error_kinds! {
     /// An argument was NULL, zero, too large, misaligned or inconsistent.
     InvalidArgument = 1, c"GC_ERROR_INVALID_ARGUMENT";
-    /// A handle was destroyed, of another kind, or never valid.
+    /// A handle was destroyed, is of another kind, or was never valid.
     InvalidHandle = 2, c"GC_ERROR_INVALID_HANDLE";
-    /// Device (or pinned host) memory ran out, or a pool reached `max_bytes`.
+    /// Device or pinned host memory ran out, or a pool reached its max_bytes.
     OutOfMemory = 3, c"GC_ERROR_OUT_OF_MEMORY";
-    /// No CUDA driver (libcuda) could be loaded.
+    /// No CUDA driver (libcuda.so) could be loaded on this machine.
     NoDriver = 4, c"GC_ERROR_NO_DRIVER";
-    /// The driver loaded but the machine has no CUDA device (an ordinal out
-    /// of range is `InvalidArgument`).
+    /// The driver loaded but the machine has no CUDA device. (A device
+    /// ordinal out of range is GC_ERROR_INVALID_ARGUMENT.)
     NoDevice = 5, c"GC_ERROR_NO_DEVICE";
-    /// The driver or device lacks a feature this call needs.
+    /// The driver or the device lacks a feature this call needs.
     NotSupported = 6, c"GC_ERROR_NOT_SUPPORTED";
-    /// A CUDA call failed; the raw `CUresult` is attached.
+    /// A CUDA call failed; gc_last_cuda_result() gives its CUresult.
     Cuda = 7, c"GC_ERROR_CUDA";
-    /// A stream capture was invalidated, unjoined, or misused.
+    /// A stream capture was invalidated, left unjoined, or misused.
     Capture = 8, c"GC_ERROR_CAPTURE";
     /// The call is not valid in the object's current state.
     InvalidState = 9, c"GC_ERROR_INVALID_STATE";
-    /// A name (built-in kernel, function in a module) was not found.
+    /// A name (built-in kernel, function of a module) was not found.
     NotFound = 10, c"GC_ERROR_NOT_FOUND";
-    /// An exec update was given a graph of another topology.
+    /// gc_exec_update was given a graph of another topology, or an update
+    /// or gc_exec_set_kernel_args would change a fused chain.
     UpdateMismatch = 11, c"GC_ERROR_UPDATE_MISMATCH";
-    /// A runner was asked for more rows than its largest bucket holds.
+    /// A runner was asked for more rows than its largest bucket holds, or
+    /// has no bucket yet.
     NoBucket = 12, c"GC_ERROR_NO_BUCKET";
-    /// A kernel faulted: the context is unusable (sticky CUDA error).
+    /// A kernel faulted; the device context is unusable (sticky CUDA error):
+    /// see "After GC_ERROR_DEVICE_FAULT" in the status section.
     DeviceFault = 13, c"GC_ERROR_DEVICE_FAULT";
-    /// A panic inside the library was caught at the boundary.
+    /// A panic inside graphcore was caught; the library is in a safe state.
     Panic = 14, c"GC_ERROR_PANIC";
 }
 
@@ -177,5 +199,13 @@ mod tests {
             ErrorKind::from_status(ErrorKind::ALL.len() as i32 + 1),
             None
         );
+    }
+
+    #[test]
+    fn every_kind_is_documented() {
+        for k in ErrorKind::ALL {
+            assert!(k.doc().trim().len() > 10, "{k:?}: {:?}", k.doc());
+            assert!(k.doc().ends_with('\n'), "{k:?}");
+        }
     }
 }

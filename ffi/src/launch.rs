@@ -1,5 +1,6 @@
-//! Launches: any gc_function on a stream (gc_launch), and the typed
-//! gc_op_* calls of the built-in kernels.
+//! Launches: any gc_function on a stream (gc_launch), and a host function
+//! in stream order (gc_launch_host_func). The typed gc_op_* calls of the
+//! built-in kernels are in graphcore_ops.h.
 //!
 //! Kernel arguments (gc_launch, gc_graph_add_kernel,
 //! gc_exec_set_kernel_args) follow cuLaunchKernel: `void **args` holds one
@@ -9,8 +10,8 @@
 //! be NULL only for a kernel without parameters. graphcore cannot check
 //! the count or the types of a kernel from a module or gc_function_wrap:
 //! too few pointers is undefined behaviour, as with cuLaunchKernel. For a
-//! built-in kernel the layout is known (listed at the end of this section)
-//! and graphcore reads exactly those parameters.
+//! built-in kernel the layout is known (listed at the end of
+//! graphcore_ops.h) and graphcore reads exactly those parameters.
 
 use crate::module::{gc_dim3, gc_function, FUNCTIONS};
 use crate::status::{boundary, gc_status};

@@ -129,9 +129,9 @@ pub extern "C" fn gc_function_wrap(
     })
 }
 
-/// A built-in kernel by name (the list, with each kernel's arguments, is in
-/// the "Built-in kernels" list that ends the Launch section). Unknown names are
-/// GC_ERROR_NOT_FOUND. The built-in modules load on first use (in relaxed
+/// A built-in kernel by name (the list, with each kernel's arguments, is
+/// the "Built-in kernels" list that ends graphcore_ops.h). Unknown names
+/// are GC_ERROR_NOT_FOUND. The built-in modules load on first use (in relaxed
 /// capture mode, so a first use during a capture does not break it).
 /// Errors: GC_ERROR_INVALID_ARGUMENT (ctx, name or function is NULL, or name
 /// is not UTF-8), GC_ERROR_INVALID_HANDLE (ctx destroyed),

@@ -13,6 +13,8 @@ __all__ = [
     "error_for", "LibraryNotFoundError",
 ]
 
+# BEGIN generated statuses: from core/src/error.rs's one status list, by
+# tests/header.rs (`make header`); do not edit.
 SUCCESS = 0
 STATUS_NAMES = {
     0: "GC_SUCCESS",
@@ -31,6 +33,7 @@ STATUS_NAMES = {
     13: "GC_ERROR_DEVICE_FAULT",
     14: "GC_ERROR_PANIC",
 }
+# END generated statuses
 STATUS_CODES = {name: code for code, name in STATUS_NAMES.items()}
 
 
