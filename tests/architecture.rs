@@ -99,9 +99,126 @@ fn paths_after(text: &str, prefix: &str) -> Vec<String> {
     out
 }
 
-/// The import graph of a crate's sources, given as (module, text).
+/// What lib.rs re-exports: each name at the crate root (`X` of `pub use
+/// a::b::X;`, `Z` of `pub use a::{Y as Z};`) with the path it names
+/// (`a::b::X`, `a::Y`).
+fn root_exports(lib: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for stmt in lib.split(';') {
+        let Some(at) = stmt.find("pub use ") else {
+            continue;
+        };
+        let stmt = stmt[at + "pub use ".len()..].trim();
+        let (base, items): (&str, Vec<&str>) = match stmt.split_once('{') {
+            Some((base, group)) => (base, group.trim_end_matches('}').split(',').collect()),
+            None => ("", vec![stmt]),
+        };
+        for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
+            let (path, name) = match item.split_once(" as ") {
+                Some((p, n)) => (p.trim(), n.trim()),
+                None => (item, item.rsplit("::").next().unwrap()),
+            };
+            out.insert(name.to_string(), format!("{base}{path}"));
+        }
+    }
+    out
+}
+
+/// The items lib.rs defines itself (`pub type X`, `pub fn f`, ...): lib.rs
+/// declares modules and re-exports, so a module naming one of these would
+/// import the crate root, above every module.
+fn root_items(lib: &str) -> Vec<String> {
+    let kinds = [
+        "type", "struct", "enum", "fn", "const", "static", "trait", "union",
+    ];
+    lib.lines()
+        .map(str::trim_start)
+        .filter_map(|l| {
+            let l = l
+                .strip_prefix("pub(crate) ")
+                .or(l.strip_prefix("pub "))
+                .unwrap_or(l);
+            let (kind, rest) = l.split_once(' ')?;
+            kinds.contains(&kind).then(|| {
+                rest.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+            })
+        })
+        .filter(|n| !n.is_empty())
+        .collect()
+}
+
+/// The first name after each `crate::` in `text`'s code (comment lines
+/// left out), each item of a `crate::{A, b::C}` group separately, whatever
+/// its case: `HostFn` of `use crate::HostFn;`.
+fn crate_root_names(text: &str) -> Vec<String> {
+    let code: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let word = |s: &str| {
+        let s = s.trim_start();
+        let n = s
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(s.len());
+        s[..n].to_string()
+    };
+    let mut out = Vec::new();
+    for (at, _) in code.match_indices("crate::") {
+        let before = code[..at].chars().next_back();
+        if before.is_some_and(|c| is_ident(c) || c.is_ascii_uppercase() || c == ':') {
+            continue;
+        }
+        let rest = &code[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let end = group.find('}').unwrap_or(group.len());
+            out.extend(group[..end].split(',').map(word));
+        } else {
+            out.push(word(rest));
+        }
+    }
+    out.retain(|w| !w.is_empty());
+    out
+}
+
+/// The module paths that module `m`'s `text` names, from the crate root:
+/// each `crate::a::b` as `a::b`, each `super::x` (in module `p::m`) as
+/// `p::x`.
+fn module_paths(m: &str, text: &str) -> Vec<String> {
+    let parent = m.rsplit_once("::").map_or("", |(p, _)| p);
+    let mut refs = paths_after(text, "crate::");
+    refs.extend(paths_after(text, "super::").into_iter().map(|p| {
+        // `super::super::x` climbs one more level per `super`.
+        let (mut base, mut p) = (parent, p.as_str());
+        while let Some(rest) = p.strip_prefix("super::") {
+            base = base.rsplit_once("::").map_or("", |(b, _)| b);
+            p = rest;
+        }
+        if base.is_empty() {
+            p.to_string()
+        } else {
+            format!("{base}::{p}")
+        }
+    }));
+    refs
+}
+
+/// The import graph of a crate's sources, given as (module, text). A name
+/// the crate root re-exports (`crate::HostFn` for lib.rs's `pub use
+/// driver::HostFn;`) counts as an import of the module it comes from; one
+/// the root defines itself counts as an import of `crate` (no module: the
+/// stack check then names it).
 fn imports(files: &[(String, String)]) -> Imports {
     let names: BTreeSet<&str> = files.iter().map(|(m, _)| m.as_str()).collect();
+    let lib = files
+        .iter()
+        .find(|(m, _)| m.is_empty())
+        .map_or("", |(_, t)| t.as_str());
+    let exports = root_exports(lib);
+    let defined = root_items(lib);
     let mut graph = Imports::new();
     for (m, text) in files {
         if m.is_empty() {
@@ -111,21 +228,20 @@ fn imports(files: &[(String, String)]) -> Imports {
         let text = text
             .find("#[cfg(test)]\nmod tests")
             .map_or(&text[..], |i| &text[..i]);
-        let parent = m.rsplit_once("::").map_or("", |(p, _)| p);
-        let mut refs = paths_after(text, "crate::");
-        refs.extend(paths_after(text, "super::").into_iter().map(|p| {
-            // `super::super::x` climbs one more level per `super`.
-            let (mut base, mut p) = (parent, p.as_str());
-            while let Some(rest) = p.strip_prefix("super::") {
-                base = base.rsplit_once("::").map_or("", |(b, _)| b);
-                p = rest;
+        let mut refs = module_paths(m, text);
+        for name in crate_root_names(text) {
+            if names.contains(name.as_str()) {
+                continue; // a module path: `paths_after` has it
             }
-            if base.is_empty() {
-                p.to_string()
-            } else {
-                format!("{base}::{p}")
+            if let Some(path) = exports.get(&name) {
+                refs.push(path.clone());
+            } else if defined.contains(&name) {
+                graph
+                    .entry(m.clone())
+                    .or_default()
+                    .insert("crate".to_string());
             }
-        }));
+        }
         let edges = graph.entry(m.clone()).or_default();
         for r in refs {
             let segs: Vec<&str> = r.split("::").collect();
@@ -363,6 +479,132 @@ fn the_check_finds_a_cycle_and_an_upward_import() {
     );
     let up = stack_violations(&cyclic, &stack);
     assert!(up.iter().any(|p| p.contains("`b` imports `a`")), "{up:?}");
+}
+
+#[test]
+fn names_from_the_crate_root_count_as_imports_of_their_modules() {
+    let files = vec![
+        (
+            String::new(),
+            "//! Root.\nmod a;\nmod b;\npub use a::Top;\npub use b::inner::{Item, Thing as Other};\n\
+             /// Defined here.\npub type Root = u8;"
+                .to_string(),
+        ),
+        ("a".to_string(), "pub struct Top;".to_string()),
+        (
+            "b".to_string(),
+            "use crate::Top;\n/// [`Root`](crate::Root): a doc link, not code.\nfn f() {}".to_string(),
+        ),
+        (
+            "b::inner".to_string(),
+            "fn f(_: crate::Root) {}\nuse crate::{Item, Other};".to_string(),
+        ),
+    ];
+    assert_eq!(root_items(&files[0].1), vec!["Root".to_string()]);
+    let graph = imports(&files);
+    assert_eq!(graph["b"], BTreeSet::from(["a".to_string()]));
+    assert_eq!(graph["b::inner"], BTreeSet::from(["crate".to_string()]));
+    let stack =
+        declared_stack("<!-- stack -->\n```\na  top  -> b\nb  bottom\n```\n<!-- /stack -->");
+    let problems = stack_violations(&graph, &stack);
+    assert!(
+        problems.iter().any(|p| p.contains("`b` imports `a`")),
+        "{problems:?}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("`b::inner` imports `crate`")),
+        "{problems:?}"
+    );
+}
+
+/// lib.rs declares modules and re-exports; every item lives in a module of
+/// the stack, so no module imports the crate root (as `driver` once did for
+/// `HostFn`, which lib.rs defined), and `driver` imports only what is below
+/// it.
+#[test]
+fn core_root_defines_nothing_and_driver_imports_only_below_it() {
+    let lib = std::fs::read_to_string(repo().join("core/src/lib.rs")).unwrap();
+    assert_eq!(
+        root_items(&lib),
+        Vec::<String>::new(),
+        "core/src/lib.rs defines items: move them into the module of the stack they belong to"
+    );
+    let graph = core_imports();
+    let below = ["lock", "timing", "error"];
+    let up: Vec<String> = graph
+        .iter()
+        .filter(|(m, _)| top(m) == "driver")
+        .flat_map(|(m, edges)| {
+            edges
+                .iter()
+                .filter(|t| top(t) != "driver" && !below.contains(&top(t)))
+                .map(move |t| format!("{m} -> {t}"))
+        })
+        .collect();
+    assert!(up.is_empty(), "driver/ imports modules above it: {up:?}");
+}
+
+/// What the files of `module` (a folder of core/src) name outside it, or
+/// of CUDA: `crate::` and `super::` paths that leave the folder (its tests
+/// included), names from the crate root, and the words `driver` and
+/// `cudarc` in code (comments may speak of the driver).
+fn names_outside(files: &[(String, String)], module: &str) -> Vec<String> {
+    let inside = |p: &str| p == module || p.starts_with(&format!("{module}::"));
+    let mut found = Vec::new();
+    for (m, text) in files {
+        for p in module_paths(m, text) {
+            if !inside(&p) {
+                found.push(format!("{m}: {p}"));
+            }
+        }
+        let first = module.split("::").next().unwrap();
+        for name in crate_root_names(text) {
+            if name != first {
+                found.push(format!("{m}: crate::{name}"));
+            }
+        }
+        for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+            let words = line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'));
+            found.extend(
+                words
+                    .filter(|w| matches!(*w, "driver" | "cudarc"))
+                    .map(|w| format!("{m}: {w}")),
+            );
+        }
+    }
+    found
+}
+
+/// The pool's allocator logic (core/src/pool/logic/) is pure: it calls no
+/// driver and names nothing outside its folder, so its tests (unit,
+/// property, trace) need no GPU and run under Miri. The device side is
+/// beside it (pool/device.rs, pool/range.rs).
+#[test]
+fn pool_logic_names_nothing_outside_its_folder() {
+    let src = repo().join("core/src");
+    let mut files = Vec::new();
+    sources(&src, &src.join("pool/logic"), &mut files);
+    assert!(
+        files.iter().any(|(m, _)| m == "pool::logic::allocator"),
+        "core/src/pool/logic was not read: {:?}",
+        files.iter().map(|(m, _)| m).collect::<Vec<_>>()
+    );
+    let found = names_outside(&files, "pool::logic");
+    assert!(
+        found.is_empty(),
+        "the pool's logic is pure (no driver, nothing outside pool/logic/): {found:?}"
+    );
+    // The check sees what it must.
+    let bad = [
+        ("pool::logic::a".to_string(), "use crate::driver::memory;\nuse super::super::device::Pool;\nfn f(_: crate::Error) {}\nuse crate::pool::logic::b::X;".to_string()),
+    ];
+    let found = names_outside(&bad, "pool::logic");
+    for want in ["driver::memory", "pool::device", "crate::Error", ": driver"] {
+        assert!(found.iter().any(|f| f.contains(want)), "{want}: {found:?}");
+    }
+    assert!(!found.iter().any(|f| f.contains("logic::b")), "{found:?}");
 }
 
 #[test]

@@ -34,6 +34,7 @@ pub use context::{device_count, driver_version, Context};
 pub use copy::{copy_async, set_async, set_elements_async};
 pub use driver::conditional::CondType;
 pub use driver::stream::CaptureMode;
+pub use driver::HostFn;
 pub use error::{Error, ErrorKind, Result};
 pub use event::Event;
 pub use exec::{flags as instantiate_flags, Exec};
@@ -44,6 +45,3 @@ pub use module::{launch_op, Function, LaunchConfig, Module};
 pub use pool::{Pool, PoolOptions};
 pub use runner::{Bucket, Record, Runner};
 pub use stream::Stream;
-
-/// The host callback type of graph host nodes: `fn(user_data)`.
-pub type HostFn = unsafe extern "C" fn(*mut std::ffi::c_void);

@@ -192,7 +192,7 @@ pub(crate) fn add_memset(
 }
 
 /// A host callback: `fn(user_data)`.
-pub(crate) use crate::HostFn;
+pub(crate) use super::HostFn;
 
 /// Adds a node that calls `f(user_data)` on a CPU thread of the driver.
 pub(crate) fn add_host(

@@ -23,6 +23,10 @@ pub(crate) use sys::{
     CUmodule, CUstream,
 };
 
+/// The host callback type of graph host nodes and stream host functions:
+/// `fn(user_data)`, called on a CPU thread of the driver.
+pub type HostFn = unsafe extern "C" fn(*mut c_void);
+
 /// The oldest driver API graphcore runs on (CUDA 12.0).
 pub const MIN_DRIVER_VERSION: i32 = 12000;
 

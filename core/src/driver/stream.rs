@@ -138,7 +138,7 @@ pub(crate) fn event_elapsed_ms(start: CUevent, end: CUevent) -> Result<f32> {
 /// the work enqueued on `s` so far (captured as a host node).
 pub(crate) fn launch_host_func(
     s: CUstream,
-    f: crate::HostFn,
+    f: super::HostFn,
     user_data: *mut c_void,
 ) -> Result<()> {
     check(

@@ -337,7 +337,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::Spots;
-    use crate::pool::pages::Zone;
+    use crate::pool::logic::pages::Zone;
 
     const G: u64 = 4096;
     const A: u64 = 256;

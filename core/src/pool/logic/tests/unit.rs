@@ -1,7 +1,7 @@
 //! One test per rule and per error.
 
 use super::{alloc, layout, pool, small, G};
-use crate::pool::{Allocator, Owner, PageRange, PoolConfig, PoolError};
+use crate::pool::logic::{Allocator, Owner, PageRange, PoolConfig, PoolError};
 
 const E: Owner = Owner::Eager;
 const NO_CAP: u64 = u64::MAX;

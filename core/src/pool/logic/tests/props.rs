@@ -6,8 +6,8 @@
 use proptest::prelude::*;
 
 use super::{small, G};
-use crate::pool::model::{Addr, Begin, Model, Op, Who};
-use crate::pool::PoolConfig;
+use crate::pool::logic::model::{Addr, Begin, Model, Op, Who};
+use crate::pool::logic::PoolConfig;
 
 fn size() -> impl Strategy<Value = u64> {
     prop_oneof![

@@ -1,7 +1,7 @@
 //! The fragmentation trace of `benches/pool_fragmentation.rs`, smaller, so
 //! CI keeps the bound: peak reserved / peak allocated <= 1.15.
 
-use crate::pool::{Allocator, Owner, PoolConfig};
+use crate::pool::logic::{Allocator, Owner, PoolConfig};
 
 /// splitmix64: a tiny seeded PRNG (the same as the bench's).
 struct SplitMix64(u64);
