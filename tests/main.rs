@@ -6,6 +6,7 @@ mod architecture;
 mod c_abi;
 mod gpu;
 mod header;
+mod hello;
 mod install;
 mod nccl;
 mod python;
