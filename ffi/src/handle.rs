@@ -40,6 +40,14 @@
 //! Insert and remove serialize on a mutex only for the free list; a remove
 //! waits for nothing but lookups of its own slot. The memory ordering of
 //! each step is argued where it happens.
+//!
+//! The plain design, for measuring against: a table whose lookups always
+//! count themselves in `readers` (an atomic increment on entering and a
+//! decrement on leaving, on the slot's own cache line), with no hazard
+//! entries and no membarrier. It is the same table with its second const
+//! parameter `true` (`Registry<T, true>`); the cargo feature
+//! `plain-handles` makes it every table's default, so the C benches can
+//! time both designs through the C ABI (perf/c/handle_bench.c).
 
 use graphcore_core::{Error, ErrorKind, Result};
 use std::cell::UnsafeCell;
@@ -67,6 +75,10 @@ const _: () = assert!(CAPACITY as u64 <= INDEX_MASK + 1);
 const VERSION_ONE: u64 = 1 << 32;
 /// The readers count (the low half of a slot word).
 const READERS_MASK: u64 = (1 << 32) - 1;
+
+/// Whether a table's lookups are plain (counted in the slot word) unless
+/// its type says otherwise: the cargo feature `plain-handles`.
+const PLAIN: bool = cfg!(feature = "plain-handles");
 
 /// Bytes per slot, whatever the object's type: the lookup code is shared
 /// by every table ([`enter_slot`]) and finds a slot from its index alone.
@@ -108,8 +120,10 @@ struct Free {
 /// counted clones). Lookups are lock-free (a store to the thread's own
 /// hazard entry and a load of the object's slot), so calls never wait on
 /// each other, and an object lives until the last call using it returns, even
-/// if its handle is destroyed meanwhile.
-pub(crate) struct Registry<T> {
+/// if its handle is destroyed meanwhile. `COUNTED`: lookups count
+/// themselves in the slot word instead (the plain design, see the module
+/// doc).
+pub(crate) struct Registry<T, const COUNTED: bool = PLAIN> {
     kind: u8,
     name: &'static str,
     /// Chunk `k`: `64 << k` slots of `Slot<T>`, or null until first
@@ -124,9 +138,9 @@ pub(crate) struct Registry<T> {
 // every access to a slot's value cell follows the protocol of the module
 // doc, which gives each write exclusive access and orders it before or
 // after every read (argued at each access).
-unsafe impl<T: Send + Sync> Sync for Registry<T> {}
+unsafe impl<T: Send + Sync, const COUNTED: bool> Sync for Registry<T, COUNTED> {}
 // SAFETY: as above; the chunks are owned by the table.
-unsafe impl<T: Send + Sync> Send for Registry<T> {}
+unsafe impl<T: Send + Sync, const COUNTED: bool> Send for Registry<T, COUNTED> {}
 
 /// The C name of the handle kind encoded in `h`, for messages.
 fn kind_name(h: u64) -> &'static str {
@@ -165,17 +179,23 @@ enum Miss {
 }
 
 /// The slot of handle `h` in the table of handle kind `kind` whose chunks
-/// are `chunks`, entered (see the module doc): the word's address and how
+/// are `chunks`, entered (see the module doc): the slot's address and how
 /// the lookup holds it. The same code for every table, so the two lookups
 /// of one call (a function and a stream, a graph and a function) run the
 /// same instructions: a call's first lookup brings them into the cache
-/// for the second.
+/// for the second. `COUNTED`: always count the lookup in the slot word
+/// (the plain design), never publish a hazard entry.
+///
+/// The address is a raw pointer derived from the chunk's, so it may be
+/// used for the whole slot (a reference to the word would cover only the
+/// word's 8 bytes: widening it to the slot is undefined behaviour under
+/// Stacked Borrows).
 #[inline(never)]
-fn enter_slot(
+fn enter_slot<const COUNTED: bool>(
     chunks: &[AtomicPtr<u8>; CHUNKS],
     kind: u8,
     h: u64,
-) -> std::result::Result<(&AtomicU64, Hold<'_>), Miss> {
+) -> std::result::Result<(*const u8, Hold<'_>), Miss> {
     if h == 0 || (h >> KIND_SHIFT) as u8 != kind {
         return Err(Miss::NotOurs);
     }
@@ -192,11 +212,18 @@ fn enter_slot(
         return Err(Miss::Stale);
     }
     // SAFETY: a non-null chunk `k` holds `chunk_len(k)` initialized slots
-    // of SLOT_BYTES bytes each, which stay put while the table lives (the
-    // caller's borrow of it), and `at < chunk_len(k)` by `locate`; each
-    // slot starts with its word (`repr(C)`).
-    let word: &AtomicU64 = unsafe { &*chunk.add(at * SLOT_BYTES).cast::<AtomicU64>() };
-    let (seen, hold) = match hazard::protect(word as *const AtomicU64 as usize) {
+    // of SLOT_BYTES bytes each, and `at < chunk_len(k)` by `locate`: the
+    // offset stays inside the chunk's allocation.
+    let slot: *const u8 = unsafe { chunk.add(at * SLOT_BYTES) };
+    // SAFETY: the slot stays put while the table lives (the caller's
+    // borrow of it), and starts with its word (`repr(C)`).
+    let word: &AtomicU64 = unsafe { &*slot.cast::<AtomicU64>() };
+    let hazard = if COUNTED {
+        None
+    } else {
+        hazard::protect(slot as usize)
+    };
+    let (seen, hold) = match hazard {
         // SeqCst (see `hazard::barrier`), which includes Acquire: pairs
         // with insert's Release, so a matching version means the object
         // written before it is visible. A remove that made the version
@@ -214,7 +241,7 @@ fn enter_slot(
         drop(hold);
         return Err(Miss::Stale);
     }
-    Ok((word, hold))
+    Ok((slot, hold))
 }
 
 /// A lookup inside its slot: derefs to the object, which cannot be taken
@@ -254,7 +281,7 @@ impl<T> Deref for Guard<'_, T> {
     }
 }
 
-impl<T: Clone> Registry<T> {
+impl<T: Clone, const COUNTED: bool> Registry<T, COUNTED> {
     /// An empty table for handles of `kind` (its C type name is `name`).
     pub(crate) const fn new(kind: u8, name: &'static str) -> Self {
         let () = Slot::<T>::FITS;
@@ -365,12 +392,13 @@ impl<T: Clone> Registry<T> {
     /// has no free entry).
     #[inline]
     fn enter(&self, h: u64, arg: &str) -> Result<Guard<'_, T>> {
-        match enter_slot(&self.chunks, self.kind, h) {
-            Ok((word, hold)) => {
-                // SAFETY: the word is the first field of a `Slot<T>` of this
-                // table (`repr(C)`, and `enter_slot` was given this table's
-                // chunks), alive as long as the table.
-                let slot = unsafe { &*(word as *const AtomicU64).cast::<Slot<T>>() };
+        match enter_slot::<COUNTED>(&self.chunks, self.kind, h) {
+            Ok((slot, hold)) => {
+                // SAFETY: `slot` points to a `Slot<T>` of this table
+                // (`enter_slot` was given this table's chunks), alive as
+                // long as the table, with the chunk's provenance (the whole
+                // slot, not only its word).
+                let slot = unsafe { &*slot.cast::<Slot<T>>() };
                 // SAFETY: `enter_slot` found the version odd and matching:
                 // the object was inserted before (Acquire there), and no
                 // remove can take it out until this reader has left
@@ -437,8 +465,10 @@ impl<T: Clone> Registry<T> {
         // ones. Acquire (both waits): pairs with their Release leaving, so
         // their reads of the object happen before the take. (Stale lookups
         // come and go meanwhile; they never touch the cell.)
-        hazard::barrier();
-        hazard::wait_for(slot as *const Slot<T> as usize);
+        if !COUNTED {
+            hazard::barrier();
+            hazard::wait_for(slot as *const Slot<T> as usize);
+        }
         let mut spins = 0u32;
         while slot.word.load(Ordering::Acquire) & READERS_MASK != 0 {
             graphcore_core::backoff(&mut spins);
@@ -456,7 +486,7 @@ impl<T: Clone> Registry<T> {
     }
 }
 
-impl<T> Drop for Registry<T> {
+impl<T, const COUNTED: bool> Drop for Registry<T, COUNTED> {
     fn drop(&mut self) {
         for (k, chunk) in self.chunks.iter_mut().enumerate() {
             let p = chunk.get_mut().cast::<Slot<T>>();

@@ -99,6 +99,31 @@ fn many_handles_span_chunks_and_reuse_slots() {
     }
 }
 
+/// A lookup reaches the object through a pointer that covers the whole
+/// slot, not only its word: under Miri's Stacked Borrows (`cargo +nightly
+/// miri test -p graphcore-ffi --lib handle`), a reference to the 8-byte
+/// word widened to the slot is undefined behaviour. Both holds: a hazard
+/// entry (the first lookups of a thread) and a counted reader (lookups
+/// nested past the thread's entries).
+#[test]
+fn lookups_read_the_object_through_the_whole_slot() {
+    let reg: Registry<Arc<u64>> = Registry::new(3, "gc_pool");
+    let h = reg.insert(Arc::new(41)).unwrap();
+    assert_eq!(*reg.get(h, "pool").unwrap(), 41);
+    fn nest(reg: &Registry<Arc<u64>>, h: u64, depth: usize) -> u64 {
+        reg.with(h, "pool", |v| {
+            Ok(if depth == 0 {
+                **v
+            } else {
+                **v + nest(reg, h, depth - 1) - **v
+            })
+        })
+        .unwrap()
+    }
+    assert_eq!(nest(&reg, h, 6), 41);
+    assert_eq!(*reg.remove(h, "pool").unwrap().unwrap(), 41);
+}
+
 /// An object that records its drop in a shared table, so a lookup can
 /// check that the object it holds was not dropped under it.
 struct Probe {
@@ -123,10 +148,20 @@ impl Drop for Probe {
 /// is dropped exactly once, and only after its last lookup.
 #[test]
 fn lookups_race_remove_and_reinsert_of_one_slot() {
+    race_remove_and_reinsert_of_one_slot::<false>();
+}
+
+/// The same race on the plain table (lookups counted in the slot word).
+#[test]
+fn plain_lookups_race_remove_and_reinsert_of_one_slot() {
+    race_remove_and_reinsert_of_one_slot::<true>();
+}
+
+fn race_remove_and_reinsert_of_one_slot<const COUNTED: bool>() {
     let (rounds, readers) = if cfg!(miri) { (30, 2) } else { (20_000, 4) };
     let dropped: Arc<Vec<AtomicBool>> =
         Arc::new((0..rounds).map(|_| AtomicBool::new(false)).collect());
-    let reg: Arc<Registry<Arc<Probe>>> = Arc::new(Registry::new(3, "gc_pool"));
+    let reg: Arc<Registry<Arc<Probe>, COUNTED>> = Arc::new(Registry::new(3, "gc_pool"));
     // The slot is the same every round, so a handle's generation names its
     // object: generation 2 * id + 1 is object `id`.
     let current = Arc::new(AtomicU64::new(0));
@@ -448,78 +483,257 @@ fn concurrent_inserts_and_lookups_across_threads() {
     }
 }
 
-/// Times lookups against a RwLock table (the previous design), one thread
-/// and then one thread per slot. Not a correctness test; run with
-/// `cargo test --release -p graphcore-ffi -- --ignored --nocapture lookup_timing`.
-/// On a 2-core Xeon VM: `with` 12 ns at 1 to 16 threads; the RwLock 14 ns
-/// alone, 170 to 190 ns from 2 threads on (its reader count bounces).
+/// The plain alternatives timed by `handle_designs_timing`: a slab behind
+/// one lock with the same kind + generation checks (the design before the
+/// lock-free tables), the lock an RwLock or a Mutex.
+struct Slab<L> {
+    kind: u8,
+    slots: L,
+}
+
+type Entries<T> = Vec<(u32, Option<T>)>;
+
+impl<T> Slab<std::sync::RwLock<Entries<T>>> {
+    fn with<R>(&self, h: u64, f: impl FnOnce(&T) -> R) -> Option<R> {
+        if h == 0 || (h >> KIND_SHIFT) as u8 != self.kind {
+            return None;
+        }
+        let g = self.slots.read().unwrap_or_else(|e| e.into_inner());
+        match g.get(((h >> INDEX_SHIFT) & INDEX_MASK) as usize) {
+            Some((gen, Some(v))) if *gen == h as u32 => Some(f(v)),
+            _ => None,
+        }
+    }
+}
+
+impl<T> Slab<std::sync::Mutex<Entries<T>>> {
+    fn with<R>(&self, h: u64, f: impl FnOnce(&T) -> R) -> Option<R> {
+        if h == 0 || (h >> KIND_SHIFT) as u8 != self.kind {
+            return None;
+        }
+        let g = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        match g.get(((h >> INDEX_SHIFT) & INDEX_MASK) as usize) {
+            Some((gen, Some(v))) if *gen == h as u32 => Some(f(v)),
+            _ => None,
+        }
+    }
+}
+
+/// Times the handle tables' lookup path: the hazard-pointer table (the
+/// default), the plain table (`Registry<T, true>`: lookups counted in the
+/// slot word; cargo feature `plain-handles` makes it the C library's), and
+/// two slabs behind one lock (RwLock, Mutex) with the same checks. Not a
+/// correctness test; run with
+/// `cargo test --release -p graphcore-ffi --lib -- --ignored --nocapture handle_designs_timing`.
+///
+/// Rows: one `with` lookup alone; the C ABI's pool pair without the GPU
+/// (`gc_pool_alloc` + `gc_pool_free` each look the pool up with `with` and
+/// run the allocator under a lock: here the pure allocator behind a Mutex,
+/// a cached 4 KiB block); then threads each on their own object, and
+/// threads all on one object. Nanoseconds: the median of 7 rounds, per
+/// operation per thread that can run (wall time x min(threads, cores) /
+/// operations), so flat means no contention. Last, a remove + insert while
+/// another thread holds a hazard record (the hazard table's membarrier).
 #[test]
 #[ignore = "timing; run by hand"]
-fn lookup_timing() {
-    use std::sync::RwLock;
+fn handle_designs_timing() {
+    use graphcore_core::pool::{Allocator, Owner, PoolConfig};
+    use std::sync::{Mutex, RwLock};
     use std::time::Instant;
-    const N: u32 = 2_000_000;
-    let reg: Registry<Arc<u64>> = Registry::new(3, "gc_pool");
-    let hs: Vec<u64> = (0..16).map(|i| reg.insert(Arc::new(i)).unwrap()).collect();
-    let rw: RwLock<Vec<Option<Arc<u64>>>> =
-        RwLock::new((0..16).map(|i| Some(Arc::new(i))).collect());
-    let time = |f: &dyn Fn()| {
-        let mut best = f64::MAX;
-        for _ in 0..5 {
-            let t = Instant::now();
-            for _ in 0..N {
-                f();
-            }
-            best = best.min(t.elapsed().as_nanos() as f64 / N as f64);
-        }
-        best
-    };
-    let h = hs[3];
-    let with = time(&|| {
-        reg.with(std::hint::black_box(h), "pool", |v| {
-            Ok(std::hint::black_box(**v))
+    const N: u32 = 500_000;
+    const ROUNDS: usize = 7;
+    const OBJECTS: usize = 16;
+    type Pool = Arc<Mutex<Allocator>>;
+    let pools: Vec<Pool> = (0..OBJECTS)
+        .map(|_| {
+            let cfg = PoolConfig {
+                initial_bytes: 2 << 20,
+                ..PoolConfig::default()
+            };
+            Arc::new(Mutex::new(Allocator::new(cfg).unwrap().0))
         })
-        .unwrap();
-    });
-    let get = time(&|| {
-        std::hint::black_box(reg.get(std::hint::black_box(h), "pool").unwrap());
-    });
-    let rw_read = time(&|| {
-        let t = rw.read().unwrap();
-        std::hint::black_box(**t[std::hint::black_box(3)].as_ref().unwrap());
-    });
-    println!(
-        "lookup, 1 thread: with {with:.1} ns, get (clone) {get:.1} ns, RwLock read {rw_read:.1} ns"
-    );
-    // Threads each on their own slot: wall time per lookup, times the
-    // threads that can run at once (flat means no contention).
+        .collect();
+    let hazard: Registry<Pool, false> = Registry::new(3, "gc_pool");
+    let plain: Registry<Pool, true> = Registry::new(3, "gc_pool");
+    let hs: Vec<u64> = pools
+        .iter()
+        .map(|p| hazard.insert(p.clone()).unwrap())
+        .collect();
+    let ps: Vec<u64> = pools
+        .iter()
+        .map(|p| plain.insert(p.clone()).unwrap())
+        .collect();
+    // The slabs hand out the same handles (kind, index, generation).
+    let entries = || -> Entries<Pool> { pools.iter().map(|p| (1, Some(p.clone()))).collect() };
+    let rw = Slab {
+        kind: 3,
+        slots: RwLock::new(entries()),
+    };
+    let mx = Slab {
+        kind: 3,
+        slots: Mutex::new(entries()),
+    };
+    let sh: Vec<u64> = (0..OBJECTS as u64)
+        .map(|i| 3 << KIND_SHIFT | i << INDEX_SHIFT | 1)
+        .collect();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    for threads in [1, 2, 4, 8, 16] {
-        let scale = |f: &(dyn Fn(usize) + Sync)| {
-            let t0 = Instant::now();
-            std::thread::scope(|s| {
-                for t in 0..threads {
-                    s.spawn(move || {
-                        for _ in 0..N {
-                            f(t);
+
+    // The pool pair's body: alloc then free under the pool's lock.
+    let alloc = |p: &Pool| {
+        p.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .alloc(4096, Owner::Eager)
+            .unwrap()
+    };
+    let free = |p: &Pool, off: u64| {
+        p.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .free(off)
+            .unwrap()
+    };
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    // Median ns per op per running thread, `threads` threads each calling
+    // `f(thread)` N times.
+    let time = |threads: usize, f: &(dyn Fn(usize) + Sync)| {
+        median(
+            (0..ROUNDS)
+                .map(|_| {
+                    let start = Barrier::new(threads);
+                    let t0 = Instant::now();
+                    std::thread::scope(|s| {
+                        for t in 0..threads {
+                            let start = &start;
+                            s.spawn(move || {
+                                start.wait();
+                                for _ in 0..N {
+                                    f(t);
+                                }
+                            });
                         }
                     });
-                }
-            });
-            t0.elapsed().as_nanos() as f64 * threads.min(cores) as f64 / (N as f64 * threads as f64)
-        };
-        let ours = scale(&|t| {
-            reg.with(std::hint::black_box(hs[t]), "pool", |v| {
-                Ok(std::hint::black_box(**v))
-            })
-            .unwrap();
-        });
-        let locked = scale(&|t| {
-            let g = rw.read().unwrap();
-            std::hint::black_box(**g[std::hint::black_box(t)].as_ref().unwrap());
-        });
+                    t0.elapsed().as_nanos() as f64 * threads.min(cores) as f64
+                        / (N as f64 * threads as f64)
+                })
+                .collect(),
+        )
+    };
+    let bb = std::hint::black_box::<u64>;
+    // One design's lookup and pair, by how it looks `h` up.
+    type Run<'a> = Box<dyn Fn(u64) + Sync + 'a>;
+    let designs: Vec<(&str, &[u64], Run, Run)> = vec![
+        (
+            "hazard (default)",
+            &hs,
+            Box::new(|h| {
+                hazard
+                    .with(bb(h), "pool", |p| Ok(bb(Arc::as_ptr(p) as u64)))
+                    .unwrap();
+            }),
+            Box::new(|h| {
+                let off = hazard.with(bb(h), "pool", |p| Ok(alloc(p))).unwrap();
+                hazard.with(bb(h), "pool", |p| Ok(free(p, off))).unwrap();
+            }),
+        ),
+        (
+            "plain (counted)",
+            &ps,
+            Box::new(|h| {
+                plain
+                    .with(bb(h), "pool", |p| Ok(bb(Arc::as_ptr(p) as u64)))
+                    .unwrap();
+            }),
+            Box::new(|h| {
+                let off = plain.with(bb(h), "pool", |p| Ok(alloc(p))).unwrap();
+                plain.with(bb(h), "pool", |p| Ok(free(p, off))).unwrap();
+            }),
+        ),
+        (
+            "RwLock slab",
+            &sh,
+            Box::new(|h| {
+                rw.with(bb(h), |p| bb(Arc::as_ptr(p) as u64)).unwrap();
+            }),
+            Box::new(|h| {
+                let off = rw.with(bb(h), alloc).unwrap();
+                rw.with(bb(h), |p| free(p, off)).unwrap();
+            }),
+        ),
+        (
+            "Mutex slab",
+            &sh,
+            Box::new(|h| {
+                mx.with(bb(h), |p| bb(Arc::as_ptr(p) as u64)).unwrap();
+            }),
+            Box::new(|h| {
+                let off = mx.with(bb(h), alloc).unwrap();
+                mx.with(bb(h), |p| free(p, off)).unwrap();
+            }),
+        ),
+    ];
+    println!("{cores} cores; ns per op per running thread (median of {ROUNDS} rounds of {N})");
+    println!(
+        "{:18} {:>8} {:>8} | {:>22} | {:>22}",
+        "design", "lookup", "pair", "own object: 2/4/16 thr", "one object: 2/4/16 thr"
+    );
+    for (name, handles, lookup, pair) in &designs {
+        let one = time(1, &|_| lookup(handles[0]));
+        let pair1 = time(1, &|_| pair(handles[0]));
+        let own: Vec<f64> = [2, 4, 16]
+            .iter()
+            .map(|&n| time(n, &|t| pair(handles[t])))
+            .collect();
+        let shared: Vec<f64> = [2, 4, 16]
+            .iter()
+            .map(|&n| time(n, &|_| pair(handles[0])))
+            .collect();
         println!(
-            "{threads:2} threads on {threads:2} slots ({cores} cores): with {ours:.1} ns, RwLock {locked:.1} ns per lookup per running thread"
+            "{name:18} {one:8.1} {pair1:8.1} | {:6.1} {:7.1} {:7.1} | {:6.1} {:7.1} {:7.1}",
+            own[0], own[1], own[2], shared[0], shared[1], shared[2]
         );
     }
+
+    // Remove + insert with another thread holding a hazard record (it looked
+    // a handle up once and stays alive, idle): the hazard table's remove
+    // then runs a membarrier; the plain table's does not.
+    let idle = Arc::new(Barrier::new(2));
+    let holder = {
+        let idle = idle.clone();
+        std::thread::spawn(move || {
+            // Any lookup claims the thread's record (records serve every table).
+            static OTHER: Registry<u32, false> = Registry::new(2, "gc_stream");
+            let h = OTHER.insert(1).unwrap();
+            OTHER.get(h, "stream").unwrap();
+            idle.wait();
+            idle.wait();
+        })
+    };
+    idle.wait();
+    const M: u32 = 20_000;
+    let churn = |name: &str, f: &dyn Fn()| {
+        let ns = median(
+            (0..ROUNDS)
+                .map(|_| {
+                    let t0 = Instant::now();
+                    for _ in 0..M {
+                        f();
+                    }
+                    t0.elapsed().as_nanos() as f64 / M as f64
+                })
+                .collect(),
+        );
+        println!("remove + insert, another thread holding a record: {name} {ns:.1} ns");
+    };
+    churn("hazard", &|| {
+        let h = hazard.insert(pools[0].clone()).unwrap();
+        hazard.remove(h, "pool").unwrap();
+    });
+    churn("plain", &|| {
+        let h = plain.insert(pools[0].clone()).unwrap();
+        plain.remove(h, "pool").unwrap();
+    });
+    idle.wait();
+    holder.join().unwrap();
 }
