@@ -7,8 +7,10 @@
  *
  * Conventions: every fallible call returns gc_status; results go through
  * out-parameters, written only on success; gc_last_error() says what went
- * wrong. Each function's doc has an `Errors:` line listing the statuses it
- * returns and when. Handles are opaque and checked: NULL is
+ * wrong. Each function's doc has an `Errors:` paragraph listing the
+ * statuses it returns and when; `Errors: common, ...` includes the common
+ * errors stated once in the status section below (or in the section's own
+ * banner). Handles are opaque and checked: NULL is
  * GC_ERROR_INVALID_ARGUMENT, a destroyed handle or one of another kind is
  * GC_ERROR_INVALID_HANDLE. gc_<thing>_destroy(NULL) is a no-op. Option and
  * result structs start with size_t struct_size: set it to sizeof the
@@ -54,12 +56,23 @@ extern "C" {
  * argument, the CUDA error's name and text), gc_last_cuda_result() the
  * CUresult behind it.
  *
- * Errors lists: each function's doc has a line starting with `Errors:`
- * naming the statuses it returns besides GC_SUCCESS, each with when. One
- * status is left out of those lists because any call may return it:
- * GC_ERROR_PANIC, a bug inside graphcore caught at the boundary (please
- * report it; the library stays usable). GC_ERROR_CUDA and
- * GC_ERROR_DEVICE_FAULT are listed for every call that reaches the driver.
+ * Errors lists: each function's doc has a paragraph starting with
+ * `Errors:` naming the statuses it returns besides GC_SUCCESS, each with
+ * when. One status is left out of those lists because any call may return
+ * it: GC_ERROR_PANIC, a bug inside graphcore caught at the boundary (please
+ * report it; the library stays usable).
+ *
+ * Common errors: a list that starts with `common` ("Errors: common, and
+ * ...") also holds these, written once here instead of in every function:
+ * GC_ERROR_INVALID_ARGUMENT (a handle is NULL, or a pointer argument that
+ * the function's doc does not allow to be NULL; or two handles are of
+ * different contexts), GC_ERROR_INVALID_HANDLE (a handle was destroyed, is
+ * of another kind, or was never valid), GC_ERROR_CUDA (a driver call
+ * failed; gc_last_cuda_result() gives its CUresult), GC_ERROR_DEVICE_FAULT
+ * (work on the device faulted, now or before: see below). A section whose
+ * banner has a `Common errors:` paragraph of its own (the built-in ops, in
+ * graphcore_ops.h) means that one instead. A list that does not start
+ * with `common` is complete as written.
  *
  * Wrong `struct_size`: an option or result struct whose struct_size is
  * smaller than the struct's first version, or more than 4096 bytes larger
@@ -322,9 +335,8 @@ enum gc_status gc_context_create(int device, struct gc_context **ctx);
 
 /**
  * Fills *info (set info->struct_size = sizeof(gc_device_info) first).
- * Errors: GC_ERROR_INVALID_ARGUMENT (ctx or info is NULL, or a wrong
- * struct_size), GC_ERROR_INVALID_HANDLE (ctx destroyed or not a context),
- * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (reading free memory failed).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a wrong struct_size),
+ * GC_ERROR_DEVICE_FAULT (reading free memory failed).
  */
 enum gc_status gc_context_info(struct gc_context *ctx, struct gc_device_info *info);
 
@@ -333,8 +345,7 @@ enum gc_status gc_context_info(struct gc_context *ctx, struct gc_device_info *in
  * open in the context this is GC_ERROR_INVALID_STATE and nothing happens:
  * a device-wide synchronize from any thread invalidates every capture on
  * the device (synchronize the streams you need instead).
- * Errors: GC_ERROR_INVALID_ARGUMENT (ctx is NULL), GC_ERROR_INVALID_HANDLE
- * (ctx destroyed), GC_ERROR_INVALID_STATE (a graphcore capture is open in
+ * Errors: common, and GC_ERROR_INVALID_STATE (a graphcore capture is open in
  * the context), GC_ERROR_DEVICE_FAULT (work on the device faulted),
  * GC_ERROR_CUDA (another failure of the wait).
  */
@@ -380,10 +391,8 @@ typedef struct gc_stream gc_stream;
 /**
  * Creates a non-blocking stream owned by graphcore; destroy it with
  * gc_stream_destroy.
- * Errors: GC_ERROR_INVALID_ARGUMENT (ctx or stream is NULL),
- * GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY (the
- * driver or the handle table is out of memory), GC_ERROR_CUDA,
- * GC_ERROR_DEVICE_FAULT (from the driver).
+ * Errors: common, and GC_ERROR_OUT_OF_MEMORY (the driver or the handle table
+ * is out of memory).
  */
 enum gc_status gc_stream_create(struct gc_context *ctx, struct gc_stream **stream);
 
@@ -398,11 +407,9 @@ enum gc_status gc_stream_create(struct gc_context *ctx, struct gc_stream **strea
  * GC_INSTANTIATE_USE_NODE_PRIORITY uses (otherwise every node runs at the
  * priority of the stream the exec is launched on). Typical use: a
  * high-priority stream for collectives (NCCL) that overlap a GEMM.
- * Errors: GC_ERROR_INVALID_ARGUMENT (ctx or stream is NULL, or priority
- * outside the device's range; the message gives the range),
- * GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY (the
- * driver or the handle table is out of memory), GC_ERROR_CUDA,
- * GC_ERROR_DEVICE_FAULT (from the driver).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (priority outside the device's
+ * range; the message gives the range), GC_ERROR_OUT_OF_MEMORY (the driver or
+ * the handle table is out of memory).
  */
 enum gc_status gc_stream_create_with_priority(struct gc_context *ctx,
                                               int priority,
@@ -412,9 +419,7 @@ enum gc_status gc_stream_create_with_priority(struct gc_context *ctx,
  * Writes the stream priorities of ctx's device: *least (the default
  * priority, 0 on current GPUs) and *greatest (the highest priority, the
  * lowest number, e.g. -5), for gc_stream_create_with_priority.
- * Errors: GC_ERROR_INVALID_ARGUMENT (ctx, least or greatest is NULL),
- * GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_CUDA,
- * GC_ERROR_DEVICE_FAULT (from the driver).
+ * Errors: common.
  */
 enum gc_status gc_stream_priority_range(struct gc_context *ctx, int *least, int *greatest);
 
@@ -424,9 +429,8 @@ enum gc_status gc_stream_priority_range(struct gc_context *ctx, int *least, int 
  * destroys it; gc_stream_destroy drops only the handle). NULL is the
  * legacy default stream. graphcore cannot check that raw is a stream of
  * ctx's device: a stream of another device is undefined behaviour in CUDA.
- * Errors: GC_ERROR_INVALID_ARGUMENT (ctx or stream is NULL),
- * GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY,
- * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (creating the stream's event failed).
+ * Errors: common, and GC_ERROR_OUT_OF_MEMORY (the handle table),
+ * GC_ERROR_DEVICE_FAULT (creating the stream's event failed).
  */
 enum gc_status gc_stream_wrap(struct gc_context *ctx, void *raw, struct gc_stream **stream);
 
@@ -445,10 +449,8 @@ enum gc_status gc_stream_raw(struct gc_stream *stream, void **raw);
  * waits on a capturing stream joins its capture (fork); the capturing
  * stream must wait on it again before gc_capture_end (join). Both streams
  * must be of one context. Waiting on itself is a no-op.
- * Errors: GC_ERROR_INVALID_ARGUMENT (a NULL handle, or streams of two
- * contexts), GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_CAPTURE
- * (CUDA refused the wait under capture, e.g. joining two captures; the
- * capture is invalid now), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT.
+ * Errors: common, and GC_ERROR_CAPTURE (CUDA refused the wait under capture,
+ * e.g. joining two captures; the capture is invalid now).
  */
 enum gc_status gc_stream_wait_stream(struct gc_stream *stream, struct gc_stream *other);
 
@@ -456,10 +458,9 @@ enum gc_status gc_stream_wait_stream(struct gc_stream *stream, struct gc_stream 
  * Blocks until the stream's work is done. On a capturing stream this fails
  * with GC_ERROR_CAPTURE and invalidates the capture (as CUDA does); the
  * error of gc_capture_end then names this call.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream is NULL),
- * GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_CAPTURE (the stream
- * is capturing), GC_ERROR_DEVICE_FAULT (work on the stream faulted),
- * GC_ERROR_CUDA (another failure of the work or the wait).
+ * Errors: common, and GC_ERROR_CAPTURE (the stream is capturing),
+ * GC_ERROR_DEVICE_FAULT (work on the stream faulted), GC_ERROR_CUDA (another
+ * failure of the work or the wait).
  */
 enum gc_status gc_stream_synchronize(struct gc_stream *stream);
 
@@ -540,10 +541,8 @@ typedef uint32_t gc_event_capture_flags;
 /**
  * Creates an event owned by graphcore (flags: GC_EVENT_DISABLE_TIMING, or
  * 0 for an event that records times); destroy it with gc_event_destroy.
- * Errors: GC_ERROR_INVALID_ARGUMENT (ctx or event is NULL, or unknown
- * flags), GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY
- * (the driver or the handle table is out of memory), GC_ERROR_CUDA,
- * GC_ERROR_DEVICE_FAULT (from the driver).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (unknown flags),
+ * GC_ERROR_OUT_OF_MEMORY (the driver or the handle table is out of memory).
  */
 enum gc_status gc_event_create(struct gc_context *ctx,
                                gc_event_flags flags,
@@ -556,9 +555,8 @@ enum gc_status gc_event_create(struct gc_context *ctx,
  * that raw is a live event of ctx's device: anything else is undefined
  * behaviour in CUDA. Whether it records times is the caller's choice at
  * creation; gc_event_elapsed_ms reports GC_ERROR_CUDA if it does not.
- * Errors: GC_ERROR_INVALID_ARGUMENT (ctx, raw or event is NULL),
- * GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY (the
- * handle table), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (making ctx current).
+ * Errors: common, and GC_ERROR_OUT_OF_MEMORY (the handle table),
+ * GC_ERROR_DEVICE_FAULT (making ctx current).
  */
 enum gc_status gc_event_wrap(struct gc_context *ctx, void *raw, struct gc_event **event);
 
@@ -577,10 +575,9 @@ enum gc_status gc_event_raw(struct gc_event *event, void **raw);
  * GC_EVENT_EXTERNAL to make an event record node while the stream
  * captures (see this section's text for records under capture). Event and
  * stream must be of one context.
- * Errors: GC_ERROR_INVALID_ARGUMENT (event or stream is NULL, unknown
- * flags, or two contexts), GC_ERROR_INVALID_HANDLE (a destroyed handle),
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (unknown flags),
  * GC_ERROR_CAPTURE (CUDA refused the record under capture; the capture is
- * invalid now), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT.
+ * invalid now).
  */
 enum gc_status gc_event_record(struct gc_event *event,
                                struct gc_stream *stream,
@@ -593,11 +590,9 @@ enum gc_status gc_event_record(struct gc_event *event,
  * an event wait node while the stream captures (a plain wait under
  * capture must be on an event recorded in the same capture: a fork or a
  * join). Event and stream must be of one context.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream or event is NULL, unknown
- * flags, or two contexts), GC_ERROR_INVALID_HANDLE (a destroyed handle),
- * GC_ERROR_CAPTURE (CUDA refused the wait under capture, e.g. a plain wait
- * on an event recorded outside it; the capture is invalid now),
- * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (unknown flags),
+ * GC_ERROR_CAPTURE (CUDA refused the wait under capture, e.g. a plain wait on
+ * an event recorded outside it; the capture is invalid now).
  */
 enum gc_status gc_stream_wait_event(struct gc_stream *stream,
                                     struct gc_event *event,
@@ -606,10 +601,9 @@ enum gc_status gc_stream_wait_event(struct gc_stream *stream,
 /**
  * Blocks until the work the event's latest record stands for is done (at
  * once for an event never recorded).
- * Errors: GC_ERROR_INVALID_ARGUMENT (event is NULL),
- * GC_ERROR_INVALID_HANDLE (event destroyed), GC_ERROR_CAPTURE (its latest
- * record was made in a capture still open), GC_ERROR_DEVICE_FAULT (the
- * work faulted), GC_ERROR_CUDA (another failure).
+ * Errors: common, and GC_ERROR_CAPTURE (its latest record was made in a
+ * capture still open), GC_ERROR_DEVICE_FAULT (the work faulted), GC_ERROR_CUDA
+ * (another failure).
  */
 enum gc_status gc_event_synchronize(struct gc_event *event);
 
@@ -617,10 +611,9 @@ enum gc_status gc_event_synchronize(struct gc_event *event);
  * Writes 1 to *done when the work the event's latest record stands for is
  * done (or it was never recorded), 0 when it is still running; never
  * blocks.
- * Errors: GC_ERROR_INVALID_ARGUMENT (event or done is NULL),
- * GC_ERROR_INVALID_HANDLE (event destroyed), GC_ERROR_CAPTURE (its latest
- * record was made in a capture still open), GC_ERROR_DEVICE_FAULT (the
- * work faulted), GC_ERROR_CUDA (another failure).
+ * Errors: common, and GC_ERROR_CAPTURE (its latest record was made in a
+ * capture still open), GC_ERROR_DEVICE_FAULT (the work faulted), GC_ERROR_CUDA
+ * (another failure).
  */
 enum gc_status gc_event_query(struct gc_event *event, int *done);
 
@@ -628,13 +621,11 @@ enum gc_status gc_event_query(struct gc_event *event, int *done);
  * Writes the milliseconds from `start`'s latest record to `end`'s to *ms
  * (about half a microsecond resolution; negative when end was recorded
  * first). Both must record times, be of one context, and be done.
- * Errors: GC_ERROR_INVALID_ARGUMENT (a NULL argument, events of two
- * contexts, or an event made with GC_EVENT_DISABLE_TIMING),
- * GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_INVALID_STATE
- * (the work of either is not done yet: synchronize on end first),
- * GC_ERROR_CAPTURE (a record made in a capture still open), GC_ERROR_CUDA
- * (e.g. an event never recorded, or a borrowed event without timing),
- * GC_ERROR_DEVICE_FAULT.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (an event made with
+ * GC_EVENT_DISABLE_TIMING), GC_ERROR_INVALID_STATE (the work of either is not
+ * done yet: synchronize on end first), GC_ERROR_CAPTURE (a record made in a
+ * capture still open), GC_ERROR_CUDA (e.g. an event never recorded, or a
+ * borrowed event without timing).
  */
 enum gc_status gc_event_elapsed_ms(struct gc_event *start, struct gc_event *end, float *ms);
 
@@ -777,12 +768,11 @@ typedef struct gc_pool_statistics {
  * no cap). Graphs captured into one pool share its memory and must not run
  * concurrently: order their launches (one stream, or a wait between
  * them); graphcore does not detect overlapping launches.
- * Errors: GC_ERROR_INVALID_ARGUMENT (ctx or pool is NULL, a wrong
- * options->struct_size, initial_bytes over max_bytes or over the device's
- * memory), GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_NOT_SUPPORTED
- * (the device lacks virtual memory management), GC_ERROR_OUT_OF_MEMORY
- * (mapping initial_bytes, or reserving the address range, failed),
- * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a wrong options->struct_size,
+ * initial_bytes over max_bytes or over the device's memory),
+ * GC_ERROR_NOT_SUPPORTED (the device lacks virtual memory management),
+ * GC_ERROR_OUT_OF_MEMORY (mapping initial_bytes, or reserving the address
+ * range, failed).
  */
 enum gc_status gc_pool_create(struct gc_context *ctx,
                               const struct gc_pool_options *options,
@@ -793,11 +783,10 @@ enum gc_status gc_pool_create(struct gc_context *ctx,
  * On a thread capturing into this pool (gc_capture_begin with this pool),
  * the block belongs to the capture (see the section above for what that
  * means and who frees it). The caller frees the block with gc_pool_free.
- * Errors: GC_ERROR_INVALID_ARGUMENT (pool or ptr is NULL, bytes is 0 or
- * overflows), GC_ERROR_INVALID_HANDLE (pool destroyed),
- * GC_ERROR_OUT_OF_MEMORY (past max_bytes or the device's memory; the pool
- * is unchanged), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (mapping new pages
- * failed; the pool is unchanged).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (bytes is 0 or overflows),
+ * GC_ERROR_OUT_OF_MEMORY (past max_bytes or the device's memory; the pool is
+ * unchanged), GC_ERROR_DEVICE_FAULT (mapping new pages failed; the pool is
+ * unchanged).
  */
 enum gc_status gc_pool_alloc(struct gc_pool *pool, size_t bytes, void **ptr);
 
@@ -827,10 +816,8 @@ enum gc_status gc_pool_stats(struct gc_pool *pool, struct gc_pool_statistics *st
  * gc_runner_capture is open in the context (into any pool or none) this is
  * GC_ERROR_INVALID_STATE and nothing changes, even with nothing to trim (a
  * device-wide wait would invalidate the capture).
- * Errors: GC_ERROR_INVALID_ARGUMENT (pool is NULL), GC_ERROR_INVALID_HANDLE
- * (pool destroyed), GC_ERROR_INVALID_STATE (a capture is open in the
- * context), GC_ERROR_DEVICE_FAULT (the wait found faulted work),
- * GC_ERROR_CUDA.
+ * Errors: common, and GC_ERROR_INVALID_STATE (a capture is open in the
+ * context), GC_ERROR_DEVICE_FAULT (the wait found faulted work).
  */
 enum gc_status gc_pool_trim(struct gc_pool *pool);
 
@@ -846,11 +833,9 @@ enum gc_status gc_pool_trim(struct gc_pool *pool);
  * unchanged. Kernels of peer's device do not get pool pointers through
  * graphcore's checks (kernel pointer arguments must be memory of the
  * kernel's own device).
- * Errors: GC_ERROR_INVALID_ARGUMENT (pool or peer is NULL, or peer is a
- * context of the pool's own device), GC_ERROR_INVALID_HANDLE (pool or
- * peer destroyed), GC_ERROR_NOT_SUPPORTED (peer's device has no peer path
- * to the pool's: cuDeviceCanAccessPeer says no), GC_ERROR_CUDA,
- * GC_ERROR_DEVICE_FAULT (from the driver).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (peer is a context of the
+ * pool's own device), GC_ERROR_NOT_SUPPORTED (peer's device has no peer path
+ * to the pool's: cuDeviceCanAccessPeer says no).
  */
 enum gc_status gc_pool_enable_peer_access(struct gc_pool *pool, struct gc_context *peer);
 
@@ -881,9 +866,8 @@ enum gc_status gc_pool_destroy(struct gc_pool *pool);
  * Allocates `bytes` of pinned (page-locked) host memory, the kind copies
  * and graph memcpy nodes need. Free it with gc_host_free on the same
  * context; memory not freed is freed when the context's last user goes.
- * Errors: GC_ERROR_INVALID_ARGUMENT (ctx or ptr is NULL, or bytes is 0),
- * GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY (the
- * driver could not pin that much), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (bytes is 0),
+ * GC_ERROR_OUT_OF_MEMORY (the driver could not pin that much).
  */
 enum gc_status gc_host_alloc(struct gc_context *ctx, size_t bytes, void **ptr);
 
@@ -892,9 +876,8 @@ enum gc_status gc_host_alloc(struct gc_context *ctx, size_t bytes, void **ptr);
  * allocation of this context (never allocated, or freed twice) is
  * GC_ERROR_INVALID_ARGUMENT and nothing happens. The memory must not be
  * in use by work still running (synchronize first).
- * Errors: GC_ERROR_INVALID_ARGUMENT (ctx is NULL, or ptr is not a live
- * allocation of this context), GC_ERROR_INVALID_HANDLE (ctx destroyed),
- * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (ptr is not a live allocation
+ * of this context).
  */
 enum gc_status gc_host_free(struct gc_context *ctx, void *ptr);
 
@@ -906,14 +889,11 @@ enum gc_status gc_host_free(struct gc_context *ctx, void *ptr);
  * the address space. Pool memory of another device needs that pool's peer
  * access for the stream's device (gc_pool_enable_peer_access). Recorded,
  * not run, when the stream captures.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream, dst or src is NULL, a range
- * overruns its pool block or the address space, or is pool memory of
- * another device without peer access for the stream's device, naming
- * both devices),
- * GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_CAPTURE (CUDA
- * refused the copy under capture, e.g. from pageable host memory; the
- * capture is invalid now), GC_ERROR_CUDA (e.g. an address CUDA does not
- * know), GC_ERROR_DEVICE_FAULT.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a range overruns its pool
+ * block or the address space, or is pool memory of another device without peer
+ * access for the stream's device, naming both devices), GC_ERROR_CAPTURE (CUDA
+ * refused the copy under capture, e.g. from pageable host memory; the capture
+ * is invalid now), GC_ERROR_CUDA (e.g. an address CUDA does not know).
  */
 enum gc_status gc_memcpy_async(struct gc_stream *stream, void *dst, const void *src, size_t bytes);
 
@@ -922,11 +902,10 @@ enum gc_status gc_memcpy_async(struct gc_stream *stream, void *dst, const void *
  * `stream`. Zero bytes is a no-op. A range that starts in a live pool block
  * and runs past its end is refused. Recorded, not run, when the stream
  * captures.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream or dst is NULL, the range
- * overruns its pool block or the address space, or is pool memory of
- * another device without peer access), GC_ERROR_INVALID_HANDLE
- * (stream destroyed), GC_ERROR_CAPTURE (CUDA refused it under capture),
- * GC_ERROR_CUDA (e.g. dst is not device memory), GC_ERROR_DEVICE_FAULT.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (the range overruns its pool
+ * block or the address space, or is pool memory of another device without peer
+ * access), GC_ERROR_CAPTURE (CUDA refused it under capture), GC_ERROR_CUDA
+ * (e.g. dst is not device memory).
  */
 enum gc_status gc_memset_async(struct gc_stream *stream, void *dst, int value, size_t bytes);
 
@@ -937,13 +916,11 @@ enum gc_status gc_memset_async(struct gc_stream *stream, void *dst, int value, s
  * must fit in an element. Zero elements is a no-op. A range that starts in
  * a live pool block and runs past its end is refused. Recorded, not run,
  * when the stream captures. gc_memset_async is this with elem_size 1.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream or dst is NULL, elem_size is
- * not 1, 2 or 4, dst is not aligned to it, value does not fit in an
- * element, the range overruns its pool block or the address space, or is
- * pool memory of another device without peer access),
- * GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_CAPTURE (CUDA
- * refused it under capture), GC_ERROR_CUDA (e.g. dst is not device
- * memory), GC_ERROR_DEVICE_FAULT.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (elem_size is not 1, 2 or 4,
+ * dst is not aligned to it, value does not fit in an element, the range
+ * overruns its pool block or the address space, or is pool memory of another
+ * device without peer access), GC_ERROR_CAPTURE (CUDA refused it under
+ * capture), GC_ERROR_CUDA (e.g. dst is not device memory).
  */
 enum gc_status gc_memset_async_elem(struct gc_stream *stream,
                                     void *dst,
@@ -1011,10 +988,9 @@ typedef struct gc_dim3 {
  * or not), a cubin (ELF) or a fatbin. Malformed PTX is GC_ERROR_CUDA with
  * the JIT compiler's log in gc_last_error(). graphcore copies what it
  * needs: the image may be freed when this returns.
- * Errors: GC_ERROR_INVALID_ARGUMENT (ctx, image or module is NULL, or size
- * is 0), GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_CUDA (the driver
- * refused the image: malformed, for another architecture, or PTX newer
- * than the driver), GC_ERROR_OUT_OF_MEMORY, GC_ERROR_DEVICE_FAULT.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (size is 0), GC_ERROR_CUDA
+ * (the driver refused the image: malformed, for another architecture, or PTX
+ * newer than the driver), GC_ERROR_OUT_OF_MEMORY.
  */
 enum gc_status gc_module_load(struct gc_context *ctx,
                               const void *image,
@@ -1024,10 +1000,8 @@ enum gc_status gc_module_load(struct gc_context *ctx,
 /**
  * Looks up the extern "C" kernel `name` in a module. The function keeps
  * the module loaded; destroy it with gc_function_destroy.
- * Errors: GC_ERROR_INVALID_ARGUMENT (module, name or function is NULL, or
- * name is not UTF-8), GC_ERROR_INVALID_HANDLE (module destroyed),
- * GC_ERROR_NOT_FOUND (no kernel of that name), GC_ERROR_CUDA,
- * GC_ERROR_DEVICE_FAULT.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (name is not UTF-8),
+ * GC_ERROR_NOT_FOUND (no kernel of that name).
  */
 enum gc_status gc_module_function(struct gc_module *module,
                                   const char *name,
@@ -1039,9 +1013,8 @@ enum gc_status gc_module_function(struct gc_module *module,
  * `name` (may be NULL) labels it in messages and DOT output. raw must be
  * a function of ctx's device; graphcore checks that the driver knows it
  * as a function.
- * Errors: GC_ERROR_INVALID_ARGUMENT (ctx, raw or function is NULL, or name
- * is not UTF-8), GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_CUDA
- * (raw is not a usable CUfunction), GC_ERROR_DEVICE_FAULT.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (name is not UTF-8),
+ * GC_ERROR_CUDA (raw is not a usable CUfunction).
  */
 enum gc_status gc_function_wrap(struct gc_context *ctx,
                                 void *raw,
@@ -1053,10 +1026,9 @@ enum gc_status gc_function_wrap(struct gc_context *ctx,
  * the "Built-in kernels" list that ends graphcore_ops.h). Unknown names
  * are GC_ERROR_NOT_FOUND. The built-in modules load on first use (in relaxed
  * capture mode, so a first use during a capture does not break it).
- * Errors: GC_ERROR_INVALID_ARGUMENT (ctx, name or function is NULL, or name
- * is not UTF-8), GC_ERROR_INVALID_HANDLE (ctx destroyed),
- * GC_ERROR_NOT_FOUND (no built-in of that name), GC_ERROR_CUDA (loading
- * the built-in modules failed), GC_ERROR_DEVICE_FAULT.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (name is not UTF-8),
+ * GC_ERROR_NOT_FOUND (no built-in of that name), GC_ERROR_CUDA (loading the
+ * built-in modules failed).
  */
 enum gc_status gc_kernel_builtin(struct gc_context *ctx,
                                  const char *name,
@@ -1121,12 +1093,10 @@ typedef void (*gc_host_fn)(void *user_data);
  * when the stream captures. function and stream must be of one context.
  * On a non-NULL stream the launch needs no current context and leaves
  * the thread's as it was ("Device and context").
- * Errors: GC_ERROR_INVALID_ARGUMENT (function or stream is NULL, a zero or
- * over-limit dimension, more than 1024 threads a block, or a function and
- * stream of two contexts), GC_ERROR_INVALID_HANDLE (a destroyed handle),
- * GC_ERROR_CAPTURE (CUDA refused the launch under capture; the capture is
- * invalid now), GC_ERROR_CUDA (the driver refused the launch, e.g. too
- * much shared memory), GC_ERROR_DEVICE_FAULT (earlier work faulted).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a zero or over-limit
+ * dimension, or more than 1024 threads a block), GC_ERROR_CAPTURE (CUDA
+ * refused the launch under capture; the capture is invalid now), GC_ERROR_CUDA
+ * (the driver refused the launch, e.g. too much shared memory).
  */
 enum gc_status gc_launch(struct gc_function *function,
                          struct gc_stream *stream,
@@ -1142,10 +1112,8 @@ enum gc_status gc_launch(struct gc_function *function,
  * call CUDA or graphcore. Recorded as a host node when the stream
  * captures (then it runs at each replay: user_data must stay valid while
  * any exec of the graph may run).
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream or func is NULL),
- * GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_CAPTURE (CUDA
- * refused it under capture; the capture is invalid now), GC_ERROR_CUDA,
- * GC_ERROR_DEVICE_FAULT (earlier work faulted).
+ * Errors: common, and GC_ERROR_CAPTURE (CUDA refused it under capture; the
+ * capture is invalid now).
  */
 enum gc_status gc_launch_host_func(struct gc_stream *stream, gc_host_fn func, void *user_data);
 
@@ -1198,12 +1166,10 @@ typedef uint32_t gc_capture_mode;
  * reused within the capture and by later captures into the same pool.
  * A stream that is already capturing (through graphcore or the CUDA API)
  * is GC_ERROR_INVALID_STATE. The pool must be of the stream's context.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream is NULL, mode is not a
- * gc_capture_mode, or the pool is of another context),
- * GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_INVALID_STATE (the
- * stream is capturing already, or this thread has a capture open into the
- * pool), GC_ERROR_CAPTURE (CUDA cannot capture the stream, e.g. the legacy
- * default stream), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT. Nothing is begun
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (mode is not a
+ * gc_capture_mode), GC_ERROR_INVALID_STATE (the stream is capturing already,
+ * or this thread has a capture open into the pool), GC_ERROR_CAPTURE (CUDA
+ * cannot capture the stream, e.g. the legacy default stream). Nothing is begun
  * on failure.
  */
 enum gc_status gc_capture_begin(struct gc_stream *stream,
@@ -1224,12 +1190,10 @@ enum gc_status gc_capture_begin(struct gc_stream *stream,
  * node), and its node count by the first that needs it
  * (gc_graph_node_count, gc_exec_stats; instantiating asks CUDA only
  * whether the graph has a node).
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream or graph is NULL; the capture
- * then stays open), GC_ERROR_INVALID_HANDLE (stream destroyed),
+ * Errors: common (a NULL graph leaves the capture open), and
  * GC_ERROR_INVALID_STATE (no graphcore capture is open on the stream),
  * GC_ERROR_CAPTURE (the capture was invalidated, a joined stream did not
- * rejoin, or the end came from another thread), GC_ERROR_OUT_OF_MEMORY,
- * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+ * rejoin, or the end came from another thread), GC_ERROR_OUT_OF_MEMORY.
  */
 enum gc_status gc_capture_end(struct gc_stream *stream, struct gc_graph **graph);
 
@@ -1260,9 +1224,7 @@ enum gc_status gc_capture_arg(struct gc_stream *stream,
 /**
  * Writes 1 to *capturing while the stream captures (through graphcore or
  * not, including a stream that joined a capture), else 0.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream or capturing is NULL),
- * GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_CUDA,
- * GC_ERROR_DEVICE_FAULT.
+ * Errors: common.
  */
 enum gc_status gc_stream_is_capturing(struct gc_stream *stream, int *capturing);
 
@@ -1358,9 +1320,7 @@ enum gc_status gc_graph_declare_arg(struct gc_graph *graph,
 /**
  * Creates an empty graph on ctx's device; destroy it with
  * gc_graph_destroy.
- * Errors: GC_ERROR_INVALID_ARGUMENT (ctx or graph is NULL),
- * GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY,
- * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+ * Errors: common, and GC_ERROR_OUT_OF_MEMORY.
  */
 enum gc_status gc_graph_create(struct gc_context *ctx, struct gc_graph **graph);
 
@@ -1374,12 +1334,10 @@ enum gc_status gc_graph_create(struct gc_context *ctx, struct gc_graph **graph);
  * dependencies, and its kind and parameters are read back from CUDA by the
  * first call that needs them, as a captured graph's are (see
  * gc_capture_end).
- * Errors: GC_ERROR_INVALID_ARGUMENT (graph or function is NULL, a zero or
- * over-limit dimension, a function of another context, deps is NULL with
- * ndeps > 0, or a dependency of another graph or out of range),
- * GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_CUDA (the driver
- * refused the node), GC_ERROR_DEVICE_FAULT. The graph is unchanged on
- * failure.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a zero or over-limit
+ * dimension, deps is NULL with ndeps > 0, or a dependency of another graph or
+ * out of range), GC_ERROR_CUDA (the driver refused the node). The graph is
+ * unchanged on failure.
  */
 enum gc_status gc_graph_add_kernel(struct gc_graph *graph,
                                    struct gc_function *function,
@@ -1397,11 +1355,10 @@ enum gc_status gc_graph_add_kernel(struct gc_graph *graph,
  * GC_ERROR_INVALID_ARGUMENT here, not a failure at launch. Pool memory of
  * another device needs that pool's peer access for the graph's device
  * (gc_pool_enable_peer_access).
- * Errors: GC_ERROR_INVALID_ARGUMENT (graph, dst or src is NULL, bytes is 0,
- * pageable or unknown host memory, a range overrunning its pool block,
- * pool memory of another device without peer access, naming both, or
- * a bad dependency as for gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph destroyed),
- * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (bytes is 0, pageable or
+ * unknown host memory, a range overrunning its pool block, pool memory of
+ * another device without peer access, naming both, or a bad dependency as for
+ * gc_graph_add_kernel).
  */
 enum gc_status gc_graph_add_memcpy(struct gc_graph *graph,
                                    void *dst,
@@ -1414,12 +1371,9 @@ enum gc_status gc_graph_add_memcpy(struct gc_graph *graph,
 /**
  * Adds a node setting `bytes` bytes of device memory at `dst` to the byte
  * `value`.
- * Errors: GC_ERROR_INVALID_ARGUMENT (graph or dst is NULL, bytes is 0, dst
- * is not device memory, the range overruns its pool block or is pool
- * memory of another device without peer access, or a bad dependency as
- * for gc_graph_add_kernel),
- * GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_CUDA,
- * GC_ERROR_DEVICE_FAULT (from the driver).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (bytes is 0, dst is not device
+ * memory, the range overruns its pool block or is pool memory of another
+ * device without peer access, or a bad dependency as for gc_graph_add_kernel).
  */
 enum gc_status gc_graph_add_memset(struct gc_graph *graph,
                                    void *dst,
@@ -1434,12 +1388,10 @@ enum gc_status gc_graph_add_memset(struct gc_graph *graph,
  * of device memory at `dst` to `value` (its low elem_size bytes): a
  * cuMemsetD16/D32-style node. dst must be aligned to elem_size and value
  * must fit in an element. gc_graph_add_memset is this with elem_size 1.
- * Errors: GC_ERROR_INVALID_ARGUMENT (graph or dst is NULL, count is 0,
- * elem_size is not 1, 2 or 4, dst is not aligned to it, value does not fit
- * in an element, dst is not device memory, the range overruns its pool
- * block or the address space, or a bad dependency as for
- * gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph destroyed),
- * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (count is 0, elem_size is not
+ * 1, 2 or 4, dst is not aligned to it, value does not fit in an element, dst
+ * is not device memory, the range overruns its pool block or the address
+ * space, or a bad dependency as for gc_graph_add_kernel).
  */
 enum gc_status gc_graph_add_memset_elem(struct gc_graph *graph,
                                         void *dst,
@@ -1454,9 +1406,8 @@ enum gc_status gc_graph_add_memset_elem(struct gc_graph *graph,
  * Adds a node calling `func(user_data)` when it runs (on a CPU thread of
  * the driver; it must not call CUDA or graphcore). user_data must stay
  * valid while any exec of the graph may run.
- * Errors: GC_ERROR_INVALID_ARGUMENT (graph or func is NULL, or a bad
- * dependency as for gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph
- * destroyed), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a bad dependency as for
+ * gc_graph_add_kernel).
  */
 enum gc_status gc_graph_add_host(struct gc_graph *graph,
                                  gc_host_fn func,
@@ -1468,10 +1419,8 @@ enum gc_status gc_graph_add_host(struct gc_graph *graph,
 /**
  * Adds a node running a copy of `child` (later changes to child do not
  * affect it; child's pool memory stays alive with this graph).
- * Errors: GC_ERROR_INVALID_ARGUMENT (graph or child is NULL, child is the
- * graph itself, empty, or of another context, or a bad dependency as for
- * gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (a destroyed handle),
- * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (child is the graph itself or
+ * empty, or a bad dependency as for gc_graph_add_kernel).
  */
 enum gc_status gc_graph_add_child(struct gc_graph *graph,
                                   struct gc_graph *child,
@@ -1481,9 +1430,8 @@ enum gc_status gc_graph_add_child(struct gc_graph *graph,
 
 /**
  * Adds a node that does nothing: a join point for dependencies.
- * Errors: GC_ERROR_INVALID_ARGUMENT (graph is NULL, or a bad dependency as
- * for gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph destroyed),
- * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a bad dependency as for
+ * gc_graph_add_kernel).
  */
 enum gc_status gc_graph_add_empty(struct gc_graph *graph,
                                   const struct gc_node *deps,
@@ -1494,9 +1442,8 @@ enum gc_status gc_graph_add_empty(struct gc_graph *graph,
  * Makes `to` run after `from`. A node of another graph, a self-loop, an
  * edge already there, or an edge that would close a cycle is
  * GC_ERROR_INVALID_ARGUMENT with a message, and the graph is unchanged.
- * Errors: GC_ERROR_INVALID_ARGUMENT (graph is NULL, or the edge is refused
- * as above, or a node is out of range), GC_ERROR_INVALID_HANDLE (graph
- * destroyed), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (the edge is refused as above,
+ * or a node is out of range).
  */
 enum gc_status gc_graph_add_dependency(struct gc_graph *graph,
                                        struct gc_node from,
@@ -1521,13 +1468,10 @@ enum gc_status gc_graph_add_dependency(struct gc_graph *graph,
  * than CUDA 12.3 (checked at run time), the edge is added as a full one
  * (as gc_graph_add_dependency): `to` runs after `from` ends, with the
  * same results and no overlap, so one program serves every GPU.
- * Errors: GC_ERROR_INVALID_ARGUMENT (graph is NULL; a node of another
- * graph or out of range; a self-loop, an edge already there or one
- * closing a cycle; `from` or `to` not a kernel node),
- * GC_ERROR_INVALID_STATE (the graph is a
- * conditional body of an instantiated graph), GC_ERROR_INVALID_HANDLE
- * (graph destroyed), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the
- * driver).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a node of another graph or
+ * out of range; a self-loop, an edge already there or one closing a cycle;
+ * `from` or `to` not a kernel node), GC_ERROR_INVALID_STATE (the graph is a
+ * conditional body of an instantiated graph).
  */
 enum gc_status gc_graph_add_programmatic_dependency(struct gc_graph *graph,
                                                     struct gc_node from,
@@ -1539,9 +1483,7 @@ enum gc_status gc_graph_add_programmatic_dependency(struct gc_graph *graph,
  * values carry over with the clone's id). The clone keeps graph's
  * functions and pool memory alive as graph does; later changes to either
  * leave the other as it is. Destroy it with gc_graph_destroy.
- * Errors: GC_ERROR_INVALID_ARGUMENT (graph or clone is NULL),
- * GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_OUT_OF_MEMORY,
- * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+ * Errors: common, and GC_ERROR_OUT_OF_MEMORY.
  */
 enum gc_status gc_graph_clone(struct gc_graph *graph, struct gc_graph **clone);
 
@@ -1573,9 +1515,8 @@ typedef uint32_t gc_graph_wrap_flags;
  * description graphcore keeps would go stale); the functions and memory
  * its nodes use stay the caller's to keep alive. graphcore cannot check
  * that raw is a live graph: anything else is undefined behaviour in CUDA.
- * Errors: GC_ERROR_INVALID_ARGUMENT (ctx, raw or graph is NULL, or unknown
- * flags), GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY,
- * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (counting the nodes failed).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (unknown flags),
+ * GC_ERROR_OUT_OF_MEMORY, GC_ERROR_DEVICE_FAULT (counting the nodes failed).
  */
 enum gc_status gc_graph_wrap(struct gc_context *ctx,
                              void *raw,
@@ -1586,9 +1527,7 @@ enum gc_status gc_graph_wrap(struct gc_context *ctx,
  * Writes the number of nodes to *count. A captured graph's count is read
  * from CUDA by the first call that needs it (this one, or gc_exec_stats),
  * not when the capture ends.
- * Errors: GC_ERROR_INVALID_ARGUMENT (graph or count is NULL),
- * GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_CUDA (reading a
- * captured graph's count failed).
+ * Errors: common (GC_ERROR_CUDA: reading a captured graph's count failed).
  */
 enum gc_status gc_graph_node_count(struct gc_graph *graph, size_t *count);
 
@@ -1615,10 +1554,9 @@ enum gc_status gc_graph_pool_bytes(struct gc_graph *graph, uint64_t *bytes);
  * Writes the graph to `path` in Graphviz DOT: one box per node (kernel
  * name and launch geometry, copy direction and size, ...) and its edges.
  * The file is created or replaced.
- * Errors: GC_ERROR_INVALID_ARGUMENT (graph or path is NULL, path is not
- * UTF-8, or the file cannot be written: the message gives the OS error),
- * GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_CUDA (reading a
- * captured graph's nodes back failed).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (path is not UTF-8, or the
+ * file cannot be written: the message gives the OS error), GC_ERROR_CUDA
+ * (reading a captured graph's nodes back failed).
  */
 enum gc_status gc_graph_write_dot(struct gc_graph *graph, const char *path);
 
@@ -1713,17 +1651,13 @@ typedef uint32_t gc_cond_type;
 #define GC_COND_SWITCH 3
 
 /**
- * Makes a conditional handle for `graph`'s conditional nodes. With flags =
- * GC_COND_RESET_ON_LAUNCH its value is default_value at the start of
- * every launch. With flags 0 CUDA applies no default: default_value must
- * be 0, the value before a kernel first sets it is not specified by CUDA
- * (0 on the drivers tested), and a value set by one launch is seen by the
- * next. The graph owns the handle.
- * Errors: GC_ERROR_INVALID_ARGUMENT (graph or handle is NULL, unknown
- * flags, a nonzero default_value with flags 0), GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_INVALID_STATE
- * (graph is a body whose holder was instantiated or destroyed),
- * GC_ERROR_NOT_SUPPORTED (the driver is older than CUDA 12.3),
- * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+ * Makes a conditional handle for `graph`'s conditional nodes: its value
+ * is default_value when the graph first runs and, with flags =
+ * GC_COND_RESET_ON_LAUNCH, at every launch (flags 0: a value set by one
+ * launch is seen by the next). The graph owns the handle.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (unknown flags),
+ * GC_ERROR_INVALID_STATE (graph is a body whose holder was instantiated or
+ * destroyed), GC_ERROR_NOT_SUPPORTED (the driver is older than CUDA 12.3).
  */
 enum gc_status gc_graph_conditional_handle_create(struct gc_graph *graph,
                                                   uint32_t default_value,
@@ -1749,16 +1683,13 @@ enum gc_status gc_cond_handle_raw(struct gc_cond_handle handle, uint64_t *raw);
  * itself belongs to the node: it goes when the graph does; a body handle
  * kept after that is GC_ERROR_INVALID_STATE). Fill the bodies before
  * instantiating the graph. The new node goes to *node (may be NULL).
- * Errors: GC_ERROR_INVALID_ARGUMENT (graph or bodies is NULL, an unknown
- * type, SWITCH with 0 cases, cases not matching the type, nbodies too
- * small, a handle of another graph or one that already steers a node, or
- * a bad dependency as for
- * gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph destroyed),
- * GC_ERROR_INVALID_STATE (graph is a body whose holder was instantiated or
- * destroyed), GC_ERROR_NOT_SUPPORTED (the driver is older than CUDA 12.3
- * for IF and WHILE, 12.8 for IF/ELSE and SWITCH), GC_ERROR_OUT_OF_MEMORY,
- * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver). The graph is
- * unchanged on failure.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (an unknown type, SWITCH with
+ * 0 cases, cases not matching the type, nbodies too small, a handle of another
+ * graph or one that already steers a node, or a bad dependency as for
+ * gc_graph_add_kernel), GC_ERROR_INVALID_STATE (graph is a body whose holder
+ * was instantiated or destroyed), GC_ERROR_NOT_SUPPORTED (the driver is older
+ * than CUDA 12.3 for IF and WHILE, 12.8 for IF/ELSE and SWITCH),
+ * GC_ERROR_OUT_OF_MEMORY. The graph is unchanged on failure.
  */
 enum gc_status gc_graph_add_conditional(struct gc_graph *graph,
                                         gc_cond_type type,
@@ -1777,14 +1708,12 @@ enum gc_status gc_graph_add_conditional(struct gc_graph *graph,
  * destroys). With a pool, the capture's allocations belong to the
  * outermost graph holding the body (gc_graph_pool_bytes counts them), as
  * for gc_capture_begin. End the capture on the same stream.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream or body NULL, body is not a
- * conditional body or not empty, mode is not a gc_capture_mode, the pool
- * or body of another context), GC_ERROR_INVALID_HANDLE (a destroyed
- * handle), GC_ERROR_INVALID_STATE (the stream is capturing already, a
- * capture into the body is open, or its holder was instantiated or
- * destroyed), GC_ERROR_NOT_SUPPORTED (the driver is older than CUDA 12.3),
- * GC_ERROR_CAPTURE (CUDA cannot capture the stream), GC_ERROR_CUDA,
- * GC_ERROR_DEVICE_FAULT. Nothing is begun on failure.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (body is not a conditional
+ * body or not empty, mode is not a gc_capture_mode), GC_ERROR_INVALID_STATE
+ * (the stream is capturing already, a capture into the body is open, or its
+ * holder was instantiated or destroyed), GC_ERROR_NOT_SUPPORTED (the driver is
+ * older than CUDA 12.3), GC_ERROR_CAPTURE (CUDA cannot capture the stream).
+ * Nothing is begun on failure.
  */
 enum gc_status gc_capture_begin_into(struct gc_stream *stream,
                                      struct gc_graph *body,
@@ -1817,13 +1746,11 @@ enum gc_status gc_capture_begin_into(struct gc_stream *stream,
  * it before the conditional node it steers (capture it, or add it with
  * gc_graph_add_kernel via gc_kernel_builtin). Needs CUDA 12.3 and
  * libcudadevrt.a (Conditional section).
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream or value NULL, value not
- * 4-byte aligned), GC_ERROR_INVALID_HANDLE (stream destroyed or not a
- * stream), GC_ERROR_NOT_SUPPORTED (a driver older than CUDA 12.3, or no
- * libcudadevrt.a to link the setters with), GC_ERROR_CAPTURE (the stream's
- * capture refused the launch), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA
- * (linking or loading the setters, or the launch, failed),
- * GC_ERROR_DEVICE_FAULT, GC_ERROR_PANIC (internal error caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (value not 4-byte aligned),
+ * GC_ERROR_NOT_SUPPORTED (a driver older than CUDA 12.3, or no libcudadevrt.a
+ * to link the setters with), GC_ERROR_CAPTURE (the stream's capture refused
+ * the launch), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (linking or loading the
+ * setters, or the launch, failed).
  */
 enum gc_status gc_op_cond_set_u32(struct gc_stream *stream,
                                   struct gc_cond_handle handle,
@@ -1835,13 +1762,10 @@ enum gc_status gc_op_cond_set_u32(struct gc_stream *stream,
  * (gc_graph_add_memset or a captured memset), launch this at the end of
  * the body, and the body runs at most `limit` times. (A WHILE whose value
  * never becomes 0 hangs the GPU.) Needs CUDA 12.3 and libcudadevrt.a.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream or counter NULL, counter not
- * 4-byte aligned, limit 0), GC_ERROR_INVALID_HANDLE (stream destroyed or
- * not a stream), GC_ERROR_NOT_SUPPORTED (a driver older than CUDA 12.3, or
- * no libcudadevrt.a), GC_ERROR_CAPTURE (the stream's capture refused the
- * launch), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (linking or loading the
- * setters, or the launch, failed), GC_ERROR_DEVICE_FAULT, GC_ERROR_PANIC
- * (internal error caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (counter not 4-byte aligned,
+ * limit 0), GC_ERROR_NOT_SUPPORTED and GC_ERROR_CAPTURE as gc_op_cond_set_u32,
+ * GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (linking or loading the setters, or
+ * the launch, failed).
  */
 enum gc_status gc_op_cond_count(struct gc_stream *stream,
                                 struct gc_cond_handle handle,
@@ -1854,14 +1778,11 @@ enum gc_status gc_op_cond_count(struct gc_stream *stream,
  * (GC_CMP_GE). With a counter (may be NULL), also adds 1 to *counter and
  * sets 0 once *counter >= limit: the WHILE's iteration cap. x and counter
  * are device memory, 4-byte aligned. Needs CUDA 12.3 and libcudadevrt.a.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream or x NULL, a pointer not
- * 4-byte aligned, an unknown cmp, counter given with limit 0, x and counter
- * overlapping), GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
- * GC_ERROR_NOT_SUPPORTED (a driver older than CUDA 12.3, or no
- * libcudadevrt.a), GC_ERROR_CAPTURE (the stream's capture refused the
- * launch), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (linking or loading the
- * setters, or the launch, failed), GC_ERROR_DEVICE_FAULT, GC_ERROR_PANIC
- * (internal error caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a pointer not 4-byte aligned,
+ * an unknown cmp, counter given with limit 0, x and counter overlapping),
+ * GC_ERROR_NOT_SUPPORTED and GC_ERROR_CAPTURE as gc_op_cond_set_u32,
+ * GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (linking or loading the setters, or
+ * the launch, failed).
  */
 enum gc_status gc_op_cond_set_f32(struct gc_stream *stream,
                                   struct gc_cond_handle handle,
@@ -1935,20 +1856,16 @@ typedef struct gc_exec gc_exec;
  * functions and pool memory alive; the graph handle may be destroyed.
  * Execs of graphs captured into one pool must not run concurrently (they
  * share memory; graphcore does not detect it).
- * Errors: GC_ERROR_INVALID_ARGUMENT (graph or exec is NULL, an empty graph,
- * or an unknown flag), GC_ERROR_INVALID_HANDLE (graph destroyed),
- * GC_ERROR_OUT_OF_MEMORY, GC_ERROR_CUDA (the driver refused to instantiate
- * or upload), GC_ERROR_DEVICE_FAULT.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (an empty graph, or an unknown
+ * flag), GC_ERROR_OUT_OF_MEMORY, GC_ERROR_CUDA (the driver refused to
+ * instantiate or upload).
  */
 enum gc_status gc_graph_instantiate(struct gc_graph *graph, uint32_t flags, struct gc_exec **exec);
 
 /**
  * Uploads the exec's work to the device on `stream` ahead of its first
  * launch (stream of the exec's context).
- * Errors: GC_ERROR_INVALID_ARGUMENT (a NULL handle, or a stream of another
- * context), GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_CAPTURE
- * (the stream captures and CUDA refused), GC_ERROR_CUDA,
- * GC_ERROR_DEVICE_FAULT.
+ * Errors: common, and GC_ERROR_CAPTURE (the stream captures and CUDA refused).
  */
 enum gc_status gc_exec_upload(struct gc_exec *exec, struct gc_stream *stream);
 
@@ -1958,10 +1875,8 @@ enum gc_status gc_exec_upload(struct gc_exec *exec, struct gc_stream *stream);
  * change of the thread's current context unless stream is the legacy
  * default stream. Graphs sharing a pool must not run concurrently: order
  * their launches (graphcore does not detect overlap).
- * Errors: GC_ERROR_INVALID_ARGUMENT (a NULL handle, or a stream of another
- * context), GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_CAPTURE
- * (CUDA refused the launch under capture), GC_ERROR_CUDA,
- * GC_ERROR_DEVICE_FAULT (earlier work on the device faulted).
+ * Errors: common, and GC_ERROR_CAPTURE (CUDA refused the launch under
+ * capture).
  */
 enum gc_status gc_exec_launch(struct gc_exec *exec, struct gc_stream *stream);
 
@@ -2001,13 +1916,11 @@ typedef struct gc_binding {
  * Memory a binding names must stay valid while launches using it may
  * run. Any bad binding is GC_ERROR_INVALID_ARGUMENT naming it, and the
  * exec is unchanged and not launched. No heap allocation.
- * Errors: GC_ERROR_INVALID_ARGUMENT (a NULL handle, bindings NULL while n
- * is not 0, a stream of another context, an exec whose graph declared no
- * arguments, an unknown argument index, an argument bound twice, a NULL,
- * host or other device's address, or a range smaller than declared),
- * GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_CAPTURE,
- * GC_ERROR_CUDA (the driver refused a new value: the old bindings are
- * back), GC_ERROR_DEVICE_FAULT.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (bindings NULL while n is not
+ * 0, an exec whose graph declared no arguments, an unknown argument index, an
+ * argument bound twice, a NULL, host or other device's address, or a range
+ * smaller than declared), GC_ERROR_CAPTURE (as gc_exec_launch), GC_ERROR_CUDA
+ * (the driver refused a new value: the old bindings are back).
  */
 enum gc_status gc_exec_launch_with(struct gc_exec *exec,
                                    struct gc_stream *stream,
@@ -2033,10 +1946,8 @@ enum gc_status gc_exec_arg_info(struct gc_exec *exec, size_t index, size_t *uses
  * the context, within CUDA's limits for cuGraphExecUpdate (not to one using
  * dynamic parallelism or device-side graph launches where the old one did
  * not: the driver's refusal is GC_ERROR_UPDATE_MISMATCH or GC_ERROR_CUDA).
- * Errors: GC_ERROR_INVALID_ARGUMENT (a NULL handle, or a graph of another
- * context), GC_ERROR_INVALID_HANDLE (a destroyed handle),
- * GC_ERROR_UPDATE_MISMATCH (another topology, or for a fused exec other
- * chains), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+ * Errors: common, and GC_ERROR_UPDATE_MISMATCH (another topology, or for a
+ * fused exec other chains).
  */
 enum gc_status gc_exec_update(struct gc_exec *exec, struct gc_graph *graph);
 
@@ -2053,11 +1964,10 @@ enum gc_status gc_exec_update(struct gc_exec *exec, struct gc_graph *graph);
  * changes are GC_ERROR_UPDATE_MISMATCH.
  * Use the nodes of the instantiated graph even after gc_exec_update (the
  * updating graph's nodes are of another graph; they correspond by index).
- * Errors: GC_ERROR_INVALID_ARGUMENT (exec is NULL, or node is of another
- * graph, out of range, or not a kernel node), GC_ERROR_INVALID_HANDLE (exec destroyed),
- * GC_ERROR_UPDATE_MISMATCH (the change would alter a fused chain),
- * GC_ERROR_CUDA (the driver refused the parameters), GC_ERROR_DEVICE_FAULT.
- * The exec is unchanged on failure.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (node is of another graph, out
+ * of range, or not a kernel node), GC_ERROR_UPDATE_MISMATCH (the change would
+ * alter a fused chain), GC_ERROR_CUDA (the driver refused the parameters). The
+ * exec is unchanged on failure.
  */
 enum gc_status gc_exec_set_kernel_args(struct gc_exec *exec, struct gc_node node, void **args);
 
@@ -2090,20 +2000,18 @@ typedef struct gc_exec_statistics {
 /**
  * Fills *stats (set stats->struct_size = sizeof(gc_exec_statistics)):
  * node counts before and after fusion.
- * Errors: GC_ERROR_INVALID_ARGUMENT (exec or stats is NULL, or a wrong
- * struct_size), GC_ERROR_INVALID_HANDLE (exec destroyed), GC_ERROR_CUDA
- * (reading the node count of the captured graph the exec was instantiated
- * or last updated from, which no call had read yet).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a wrong struct_size),
+ * GC_ERROR_CUDA (reading the node count of the captured graph the exec was
+ * instantiated or last updated from, which no call had read yet).
  */
 enum gc_status gc_exec_stats(struct gc_exec *exec, struct gc_exec_statistics *stats);
 
 /**
  * Writes the graph that was instantiated (after fusion, if any) to `path`
  * in Graphviz DOT. The file is created or replaced.
- * Errors: GC_ERROR_INVALID_ARGUMENT (exec or path is NULL, path is not
- * UTF-8, or the file cannot be written: the message gives the OS error),
- * GC_ERROR_INVALID_HANDLE (exec destroyed), GC_ERROR_CUDA (reading a
- * captured graph's nodes back failed).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (path is not UTF-8, or the
+ * file cannot be written: the message gives the OS error), GC_ERROR_CUDA
+ * (reading a captured graph's nodes back failed).
  */
 enum gc_status gc_exec_write_dot(struct gc_exec *exec, const char *path);
 
@@ -2217,10 +2125,8 @@ typedef struct gc_runner_statistics {
  * Creates a runner whose graphs share `pool` (NULL: a new pool of its own,
  * no initial bytes, no cap), with a stream of its own for warm-ups and
  * captures.
- * Errors: GC_ERROR_INVALID_ARGUMENT (ctx or runner is NULL, or a pool of
- * another context), GC_ERROR_INVALID_HANDLE (a destroyed handle),
- * GC_ERROR_NOT_SUPPORTED (a new pool needs virtual memory management),
- * GC_ERROR_OUT_OF_MEMORY, GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT.
+ * Errors: common, and GC_ERROR_NOT_SUPPORTED (a new pool needs virtual memory
+ * management), GC_ERROR_OUT_OF_MEMORY.
  */
 enum gc_status gc_runner_create(struct gc_context *ctx,
                                 struct gc_pool *pool,
@@ -2239,12 +2145,10 @@ enum gc_status gc_runner_create(struct gc_context *ctx,
  * (and if the pool grew, it is trimmed as by gc_pool_trim). Blocks `record`
  * allocates in warm-up runs (eagerly) or keeps in a successful capture are
  * the caller's to free.
- * Errors: GC_ERROR_INVALID_ARGUMENT (runner, buckets or record is NULL, n
- * is 0, a size is 0 or given twice or already a bucket, or more than
- * GC_RUNNER_MAX_BUCKETS buckets in all), GC_ERROR_INVALID_HANDLE (runner
- * destroyed), GC_ERROR_CAPTURE (a capture broke), GC_ERROR_OUT_OF_MEMORY,
- * GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT, or any status `record` returned
- * (its message kept in gc_last_error()).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (n is 0, a size is 0 or given
+ * twice or already a bucket, or more than GC_RUNNER_MAX_BUCKETS buckets in
+ * all), GC_ERROR_CAPTURE (a capture broke), GC_ERROR_OUT_OF_MEMORY, or any
+ * status `record` returned (its message kept in gc_last_error()).
  */
 enum gc_status gc_runner_capture(struct gc_runner *runner,
                                  const uint32_t *buckets,
@@ -2257,11 +2161,9 @@ enum gc_status gc_runner_capture(struct gc_runner *runner,
  * Replays the smallest bucket of at least `rows` rows on `stream` and
  * writes its size to *bucket (the caller pads its input to it). More rows
  * than the largest bucket is GC_ERROR_NO_BUCKET: run that batch eagerly.
- * Errors: GC_ERROR_INVALID_ARGUMENT (a NULL pointer or handle, rows is 0,
- * or a stream of another context), GC_ERROR_INVALID_HANDLE (a destroyed
- * handle), GC_ERROR_NO_BUCKET (rows over the largest bucket, or no bucket
- * captured yet), GC_ERROR_CAPTURE, GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT
- * (from the launch, as gc_exec_launch).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (rows is 0),
+ * GC_ERROR_NO_BUCKET (rows over the largest bucket, or no bucket captured
+ * yet), GC_ERROR_CAPTURE (as gc_exec_launch).
  */
 enum gc_status gc_runner_replay(struct gc_runner *runner,
                                 uint32_t rows,
@@ -2275,12 +2177,10 @@ enum gc_status gc_runner_replay(struct gc_runner *runner,
  * gc_capture_arg on the stream the record function gets, in the same
  * order, so an index names the same argument (the input, the output...)
  * in every bucket. Bindings persist per bucket.
- * Errors: GC_ERROR_INVALID_ARGUMENT (a NULL pointer or handle, bindings
- * NULL while n is not 0, rows is 0, a stream of another context, or a bad
- * binding as for gc_exec_launch_with, naming the bucket; nothing is
- * launched), GC_ERROR_INVALID_HANDLE (a destroyed handle),
- * GC_ERROR_NO_BUCKET (rows over the largest bucket, or no bucket captured
- * yet), GC_ERROR_CAPTURE, GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (bindings NULL while n is not
+ * 0, rows is 0, or a bad binding as for gc_exec_launch_with, naming the
+ * bucket; nothing is launched), GC_ERROR_NO_BUCKET (rows over the largest
+ * bucket, or no bucket captured yet), GC_ERROR_CAPTURE (as gc_exec_launch).
  */
 enum gc_status gc_runner_replay_with(struct gc_runner *runner,
                                      uint32_t rows,

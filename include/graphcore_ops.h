@@ -29,6 +29,16 @@ extern "C" {
  * overlapping outputs: GC_ERROR_INVALID_ARGUMENT with a message, and
  * nothing is launched), and works eagerly or under capture.
  *
+ * Common errors: in this header, `Errors: common` means these (instead of
+ * the status section's): GC_ERROR_INVALID_ARGUMENT (stream or a pointer
+ * argument NULL, n or a size 0 or too large, a pointer not 4-byte
+ * aligned; nothing is launched), GC_ERROR_INVALID_HANDLE (stream destroyed
+ * or not a stream), GC_ERROR_CAPTURE (the stream's capture refused a
+ * launch; the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or
+ * GC_ERROR_CUDA (loading the built-in kernels on first use, or a launch,
+ * failed), GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context
+ * is unusable).
+ *
  * Every export here is one wrapper: its signature (spelled out for
  * cbindgen) and an `op!` body naming the typed operation of
  * `graphcore_kernels::ops` it runs; the body takes the export's name from
@@ -109,16 +119,9 @@ typedef struct gc_chain_op {
  * (float alignment); when both are 16-byte aligned the float4 path runs.
  * When the first operation is GC_CHAIN_FILL, x is not read and may be NULL.
  * In place: y == x is allowed; partly overlapping y and x are refused.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream or y NULL, x NULL unless the
- * first operation is a fill, ops NULL with count > 0, count >
- * GC_CHAIN_MAX_OPS (ops is then not read), an unknown opcode, n == 0 or
- * too large, a pointer not 4-byte aligned, y and x partly overlapping),
- * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
- * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
- * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
- * built-in kernels on first use, or the launch, failed),
- * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
- * unusable), GC_ERROR_PANIC (internal error caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (x NULL unless the first
+ * operation is a fill, ops NULL with count > 0, count > GC_CHAIN_MAX_OPS (ops
+ * is then not read), an unknown opcode, y and x partly overlapping).
  */
 enum gc_status gc_op_chain(struct gc_stream *stream,
                            float *y,
@@ -132,13 +135,7 @@ enum gc_status gc_op_chain(struct gc_stream *stream,
  * Pointers: y is device memory of the stream's context (gc_pool_alloc
  * blocks, cudaMalloc, managed memory; not host memory), 4-byte aligned
  * (float alignment); 16-byte aligned takes the float4 path.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream or y NULL, n == 0 or too
- * large, y not 4-byte aligned), GC_ERROR_INVALID_HANDLE (stream destroyed
- * or not a stream), GC_ERROR_CAPTURE (the stream's capture refused the
- * launch; the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or
- * GC_ERROR_CUDA (loading the built-in kernels on first use, or the launch,
- * failed), GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
- * unusable), GC_ERROR_PANIC (internal error caught).
+ * Errors: common.
  */
 enum gc_status gc_op_fill(struct gc_stream *stream, float *y, uint64_t n, float value);
 
@@ -149,14 +146,7 @@ enum gc_status gc_op_fill(struct gc_stream *stream, float *y, uint64_t n, float 
  * 4-byte aligned (float alignment); when both are 16-byte aligned the
  * float4 path runs.
  * In place: y == x is allowed; partly overlapping y and x are refused.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream, y or x NULL, n == 0 or too
- * large, a pointer not 4-byte aligned, y and x partly overlapping),
- * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
- * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
- * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
- * built-in kernels on first use, or the launch, failed),
- * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
- * unusable), GC_ERROR_PANIC (internal error caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (y and x partly overlapping).
  */
 enum gc_status gc_op_copy(struct gc_stream *stream, float *y, const float *x, uint64_t n);
 
@@ -167,14 +157,7 @@ enum gc_status gc_op_copy(struct gc_stream *stream, float *y, const float *x, ui
  * 4-byte aligned (float alignment); when both are 16-byte aligned the
  * float4 path runs.
  * In place: y == x is allowed; partly overlapping y and x are refused.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream, y or x NULL, n == 0 or too
- * large, a pointer not 4-byte aligned, y and x partly overlapping),
- * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
- * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
- * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
- * built-in kernels on first use, or the launch, failed),
- * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
- * unusable), GC_ERROR_PANIC (internal error caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (y and x partly overlapping).
  */
 enum gc_status gc_op_scale(struct gc_stream *stream,
                            float *y,
@@ -189,14 +172,7 @@ enum gc_status gc_op_scale(struct gc_stream *stream,
  * 4-byte aligned (float alignment); when both are 16-byte aligned the
  * float4 path runs.
  * In place: y == x is allowed; partly overlapping y and x are refused.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream, y or x NULL, n == 0 or too
- * large, a pointer not 4-byte aligned, y and x partly overlapping),
- * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
- * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
- * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
- * built-in kernels on first use, or the launch, failed),
- * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
- * unusable), GC_ERROR_PANIC (internal error caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (y and x partly overlapping).
  */
 enum gc_status gc_op_add_scalar(struct gc_stream *stream,
                                 float *y,
@@ -211,14 +187,7 @@ enum gc_status gc_op_add_scalar(struct gc_stream *stream,
  * 4-byte aligned (float alignment); when both are 16-byte aligned the
  * float4 path runs.
  * In place: y == x is allowed; partly overlapping y and x are refused.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream, y or x NULL, n == 0 or too
- * large, a pointer not 4-byte aligned, y and x partly overlapping),
- * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
- * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
- * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
- * built-in kernels on first use, or the launch, failed),
- * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
- * unusable), GC_ERROR_PANIC (internal error caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (y and x partly overlapping).
  */
 enum gc_status gc_op_axpy(struct gc_stream *stream,
                           float *y,
@@ -233,14 +202,8 @@ enum gc_status gc_op_axpy(struct gc_stream *stream,
  * 4-byte aligned (float alignment); when all are 16-byte aligned the
  * float4 path runs.
  * In place: z may equal x and/or y; z partly overlapping either is refused.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream, z, x or y NULL, n == 0 or too
- * large, a pointer not 4-byte aligned, z partly overlapping an input),
- * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
- * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
- * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
- * built-in kernels on first use, or the launch, failed),
- * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
- * unusable), GC_ERROR_PANIC (internal error caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (z partly overlapping an
+ * input).
  */
 enum gc_status gc_op_add(struct gc_stream *stream,
                          float *z,
@@ -255,14 +218,8 @@ enum gc_status gc_op_add(struct gc_stream *stream,
  * 4-byte aligned (float alignment); when all are 16-byte aligned the
  * float4 path runs.
  * In place: z may equal x and/or y; z partly overlapping either is refused.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream, z, x or y NULL, n == 0 or too
- * large, a pointer not 4-byte aligned, z partly overlapping an input),
- * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
- * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
- * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
- * built-in kernels on first use, or the launch, failed),
- * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
- * unusable), GC_ERROR_PANIC (internal error caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (z partly overlapping an
+ * input).
  */
 enum gc_status gc_op_mul(struct gc_stream *stream,
                          float *z,
@@ -277,14 +234,7 @@ enum gc_status gc_op_mul(struct gc_stream *stream,
  * 4-byte aligned (float alignment); when both are 16-byte aligned the
  * float4 path runs.
  * In place: y == x is allowed; partly overlapping y and x are refused.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream, y or x NULL, n == 0 or too
- * large, a pointer not 4-byte aligned, y and x partly overlapping),
- * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
- * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
- * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
- * built-in kernels on first use, or the launch, failed),
- * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
- * unusable), GC_ERROR_PANIC (internal error caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (y and x partly overlapping).
  */
 enum gc_status gc_op_relu(struct gc_stream *stream, float *y, const float *x, uint64_t n);
 
@@ -296,14 +246,8 @@ enum gc_status gc_op_relu(struct gc_stream *stream, float *y, const float *x, ui
  * float4 path runs.
  * In place: dx may equal dy and/or x; dx partly overlapping either is
  * refused.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream, dx, dy or x NULL, n == 0 or
- * too large, a pointer not 4-byte aligned, dx partly overlapping an input),
- * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
- * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
- * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
- * built-in kernels on first use, or the launch, failed),
- * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
- * unusable), GC_ERROR_PANIC (internal error caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (dx partly overlapping an
+ * input).
  */
 enum gc_status gc_op_relu_backward(struct gc_stream *stream,
                                    float *dx,
@@ -318,14 +262,7 @@ enum gc_status gc_op_relu_backward(struct gc_stream *stream,
  * 4-byte aligned (float alignment); when both are 16-byte aligned the
  * float4 path runs.
  * In place: w is updated in place; w and g must not overlap at all.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream, w or g NULL, n == 0 or too
- * large, a pointer not 4-byte aligned, w and g overlapping),
- * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
- * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
- * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
- * built-in kernels on first use, or the launch, failed),
- * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
- * unusable), GC_ERROR_PANIC (internal error caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (w and g overlapping).
  */
 enum gc_status gc_op_sgd(struct gc_stream *stream, float *w, const float *g, uint64_t n, float lr);
 
@@ -338,14 +275,8 @@ enum gc_status gc_op_sgd(struct gc_stream *stream, float *w, const float *g, uin
  * 16-byte aligned and cols % 4 == 0.
  * In place: y == x is allowed; y partly overlapping x, or overlapping b,
  * is refused.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream, y, x or b NULL, rows or cols
- * 0, rows * cols >= 2^32, a pointer not 4-byte aligned, a refused
- * overlap), GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
- * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
- * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
- * built-in kernels on first use, or the launch, failed),
- * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
- * unusable), GC_ERROR_PANIC (internal error caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (rows * cols >= 2^32, a
+ * refused overlap).
  */
 enum gc_status gc_op_bias_add(struct gc_stream *stream,
                               float *y,
@@ -390,14 +321,8 @@ enum gc_status gc_op_bias_add(struct gc_stream *stream,
  * 4-byte aligned (float alignment); float4 loads where k (and for the
  * GEMM path n) is a multiple of 4 and the pointers are 16-byte aligned.
  * In place: not allowed; y must not overlap x, w or b.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream, y, x or w NULL, m, n or k 0,
- * a matrix of 2^32 elements or more, a pointer not 4-byte aligned, y
- * overlapping an input, an unknown flag), GC_ERROR_INVALID_HANDLE (stream
- * destroyed or not a stream), GC_ERROR_CAPTURE (the stream's capture
- * refused the launch; the capture is now invalid), GC_ERROR_OUT_OF_MEMORY
- * or GC_ERROR_CUDA (loading the built-in kernels on first use, or the
- * launch, failed), GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the
- * context is unusable), GC_ERROR_PANIC (internal error caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a matrix of 2^32 elements or
+ * more, y overlapping an input, an unknown flag).
  */
 enum gc_status gc_op_linear(struct gc_stream *stream,
                             float *y,
@@ -423,14 +348,8 @@ enum gc_status gc_op_linear(struct gc_stream *stream,
  * 4-byte aligned (float alignment); float4 loads where the sizes are
  * multiples of 4 and the pointers 16-byte aligned.
  * In place: not allowed; dx must not overlap dy or w.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream, dx, dy or w NULL, m, n or k 0,
- * a matrix of 2^32 elements or more, a pointer not 4-byte aligned, dx
- * overlapping an input), GC_ERROR_INVALID_HANDLE (stream destroyed or not
- * a stream), GC_ERROR_CAPTURE (the stream's capture refused the launch;
- * the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA
- * (loading the built-in kernels on first use, or the launch, failed),
- * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
- * unusable), GC_ERROR_PANIC (internal error caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a matrix of 2^32 elements or
+ * more, dx overlapping an input).
  */
 enum gc_status gc_op_linear_backward_input(struct gc_stream *stream,
                                            float *dx,
@@ -448,14 +367,8 @@ enum gc_status gc_op_linear_backward_input(struct gc_stream *stream,
  * 4-byte aligned (float alignment); float4 loads where the sizes are
  * multiples of 4 and the pointers 16-byte aligned.
  * In place: not allowed; dw must not overlap dy or x.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream, dw, dy or x NULL, m, n or k 0,
- * a matrix of 2^32 elements or more, a pointer not 4-byte aligned, dw
- * overlapping an input), GC_ERROR_INVALID_HANDLE (stream destroyed or not
- * a stream), GC_ERROR_CAPTURE (the stream's capture refused the launch;
- * the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA
- * (loading the built-in kernels on first use, or the launch, failed),
- * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
- * unusable), GC_ERROR_PANIC (internal error caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a matrix of 2^32 elements or
+ * more, dw overlapping an input).
  */
 enum gc_status gc_op_linear_backward_weight(struct gc_stream *stream,
                                             float *dw,
@@ -474,14 +387,8 @@ enum gc_status gc_op_linear_backward_weight(struct gc_stream *stream,
  * 4-byte aligned (float alignment); float4 loads where the sizes are
  * multiples of 4 and the pointers 16-byte aligned.
  * In place: w is updated in place; it must not overlap dy or x.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream, w, dy or x NULL, m, n or k 0,
- * a matrix of 2^32 elements or more, a pointer not 4-byte aligned, w
- * overlapping an input), GC_ERROR_INVALID_HANDLE (stream destroyed or not
- * a stream), GC_ERROR_CAPTURE (the stream's capture refused the launch;
- * the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA
- * (loading the built-in kernels on first use, or the launch, failed),
- * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
- * unusable), GC_ERROR_PANIC (internal error caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a matrix of 2^32 elements or
+ * more, w overlapping an input).
  */
 enum gc_status gc_op_linear_weight_sgd(struct gc_stream *stream,
                                        float *w,
@@ -499,14 +406,8 @@ enum gc_status gc_op_linear_weight_sgd(struct gc_stream *stream,
  * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
  * 4-byte aligned (float alignment).
  * In place: not allowed; db must not overlap dy.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream, db or dy NULL, rows or cols 0,
- * rows * cols >= 2^32, a pointer not 4-byte aligned, db overlapping dy),
- * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
- * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
- * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
- * built-in kernels on first use, or the launch, failed),
- * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
- * unusable), GC_ERROR_PANIC (internal error caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (rows * cols >= 2^32, db
+ * overlapping dy).
  */
 enum gc_status gc_op_bias_grad(struct gc_stream *stream,
                                float *db,
@@ -521,14 +422,8 @@ enum gc_status gc_op_bias_grad(struct gc_stream *stream,
  * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
  * 4-byte aligned (float alignment).
  * In place: b is updated in place; it must not overlap dy.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream, b or dy NULL, rows or cols 0,
- * rows * cols >= 2^32, a pointer not 4-byte aligned, b overlapping dy),
- * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
- * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
- * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
- * built-in kernels on first use, or the launch, failed),
- * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
- * unusable), GC_ERROR_PANIC (internal error caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (rows * cols >= 2^32, b
+ * overlapping dy).
  */
 enum gc_status gc_op_bias_sgd(struct gc_stream *stream,
                               float *b,
@@ -541,8 +436,7 @@ enum gc_status gc_op_bias_sgd(struct gc_stream *stream,
  * Writes to *bytes the workspace gc_op_mse needs for n elements on ctx's
  * device (a pure computation: nothing is allocated or launched).
  * Errors: GC_ERROR_INVALID_ARGUMENT (ctx or bytes NULL),
- * GC_ERROR_INVALID_HANDLE (ctx destroyed or not a context),
- * GC_ERROR_PANIC (internal error caught).
+ * GC_ERROR_INVALID_HANDLE (ctx destroyed or not a context).
  */
 enum gc_status gc_op_mse_workspace_bytes(struct gc_context *ctx, uint64_t n, uint64_t *bytes);
 
@@ -559,15 +453,8 @@ enum gc_status gc_op_mse_workspace_bytes(struct gc_context *ctx, uint64_t n, uin
  * and grad are 16-byte aligned the float4 path runs.
  * In place: grad may equal pred or target; loss and workspace must not
  * overlap anything else.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream, loss, pred, target or
- * workspace NULL, n == 0 or too large, workspace_bytes too small, a
- * pointer not 4-byte aligned, a refused overlap), GC_ERROR_INVALID_HANDLE
- * (stream destroyed or not a stream), GC_ERROR_CAPTURE (the stream's
- * capture refused the launch; the capture is now invalid),
- * GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the built-in kernels on
- * first use, or the launch, failed), GC_ERROR_DEVICE_FAULT (an earlier
- * kernel faulted; the context is unusable), GC_ERROR_PANIC (internal error
- * caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (workspace_bytes too small, a
+ * refused overlap).
  */
 enum gc_status gc_op_mse(struct gc_stream *stream,
                          float *loss,
@@ -636,8 +523,8 @@ typedef struct gc_mlp_layer {
  * counter and epoch), then every layer's output but the last twice: as the
  * fused kernel's tagged activations (8 bytes an element) and as floats,
  * each rounded up to 256 bytes.
- * Errors: GC_ERROR_INVALID_ARGUMENT (layers or bytes NULL, n_layers 0 or
- * more than GC_MLP_MAX_LAYERS), GC_ERROR_PANIC (internal error caught).
+ * Errors: GC_ERROR_INVALID_ARGUMENT (layers or bytes NULL, n_layers 0 or more
+ * than GC_MLP_MAX_LAYERS).
  */
 enum gc_status gc_op_mlp_workspace_bytes(uint32_t rows,
                                          const struct gc_mlp_layer *layers,
@@ -674,17 +561,11 @@ enum gc_status gc_op_mlp_workspace_bytes(uint32_t rows,
  * (workspace 16-byte aligned for the intermediates).
  * In place: not allowed; y and workspace must not overlap each other, x
  * or any weight or bias.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream, y, x, layers, workspace or a
- * layer's w NULL, an unknown flag, rows, n_layers or a width 0, n_layers more than
- * GC_MLP_MAX_LAYERS (layers is then not read), a layer's inputs not the
- * previous layer's outputs, a matrix of 2^32 elements or more,
- * workspace_bytes too small, a pointer not 4-byte aligned, a refused
- * overlap), GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
- * GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
- * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
- * built-in kernels on first use, or the launch, failed; a device without
- * cooperative launch), GC_ERROR_DEVICE_FAULT (an earlier kernel faulted;
- * the context is unusable), GC_ERROR_PANIC (internal error caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a layer's w NULL, an unknown
+ * flag, n_layers more than GC_MLP_MAX_LAYERS (layers is then not read), a
+ * layer's inputs not the previous layer's outputs, a matrix of 2^32 elements
+ * or more, workspace_bytes too small, a refused overlap), GC_ERROR_CUDA (also:
+ * a device without cooperative launch).
  */
 enum gc_status gc_op_mlp(struct gc_stream *stream,
                          float *y,
@@ -702,8 +583,7 @@ enum gc_status gc_op_mlp(struct gc_stream *stream,
  * nothing is allocated or launched): the loss's counter and per-block sums,
  * rounded up to 256 bytes, then the output gradient (rows x outputs floats).
  * Errors: GC_ERROR_INVALID_ARGUMENT (ctx or bytes NULL),
- * GC_ERROR_INVALID_HANDLE (ctx destroyed or not a context),
- * GC_ERROR_PANIC (internal error caught).
+ * GC_ERROR_INVALID_HANDLE (ctx destroyed or not a context).
  */
 enum gc_status gc_op_linear_mse_step_workspace_bytes(struct gc_context *ctx,
                                                      uint32_t rows,
@@ -737,15 +617,8 @@ enum gc_status gc_op_linear_mse_step_workspace_bytes(struct gc_context *ctx,
  * is a multiple of 4 and x and w are 16-byte aligned.
  * In place: w and b are updated in place; w, b, loss and workspace must
  * not overlap each other, x or target.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream, w, x, target, loss or
- * workspace NULL, rows, inputs or outputs 0, a matrix of 2^32 elements or
- * more, workspace_bytes too small, a pointer not 4-byte aligned, a refused
- * overlap), GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
- * GC_ERROR_CAPTURE (the stream's capture refused a launch; the capture is
- * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
- * built-in kernels on first use, or a launch, failed),
- * GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
- * unusable), GC_ERROR_PANIC (internal error caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a matrix of 2^32 elements or
+ * more, workspace_bytes too small, a refused overlap).
  */
 enum gc_status gc_op_linear_mse_step(struct gc_stream *stream,
                                      float *w,
@@ -767,8 +640,7 @@ enum gc_status gc_op_linear_mse_step(struct gc_stream *stream,
  * computation: nothing is allocated or launched): a 256-byte grid barrier,
  * the loss's per-block sums, then h, dP and dH (each 256-byte aligned).
  * Errors: GC_ERROR_INVALID_ARGUMENT (ctx or bytes NULL),
- * GC_ERROR_INVALID_HANDLE (ctx destroyed or not a context),
- * GC_ERROR_PANIC (internal error caught).
+ * GC_ERROR_INVALID_HANDLE (ctx destroyed or not a context).
  */
 enum gc_status gc_op_mlp2_mse_step_workspace_bytes(struct gc_context *ctx,
                                                    uint32_t rows,
@@ -805,15 +677,9 @@ enum gc_status gc_op_mlp2_mse_step_workspace_bytes(struct gc_context *ctx,
  * aligned.
  * In place: the weights and biases are updated in place; w1, b1, w2, b2,
  * loss and workspace must not overlap each other, x or target.
- * Errors: GC_ERROR_INVALID_ARGUMENT (stream, w1, w2, x, target, loss or
- * workspace NULL, rows or a width 0 or 65536 or more, workspace_bytes too
- * small, a pointer not 4-byte aligned, a refused overlap),
- * GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
- * GC_ERROR_CAPTURE (the stream's capture refused a launch; the capture is
- * now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
- * built-in kernels on first use, or a launch, failed; a device without
- * cooperative launch), GC_ERROR_DEVICE_FAULT (an earlier kernel faulted;
- * the context is unusable), GC_ERROR_PANIC (internal error caught).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a width of 65536 or more,
+ * workspace_bytes too small, a refused overlap), GC_ERROR_CUDA (also: a device
+ * without cooperative launch).
  */
 enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
                                    float *w1,
@@ -888,15 +754,6 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
  *     loads/stores when every pointer is 16-byte aligned (decided inside the
  *     kernel), a scalar path otherwise. In-place use (output == an input) is
  *     allowed; partly overlapping ranges are not.
- * gc_gelu_f32(float *y, float *x, uint64_t n)
- *     y[i] = gelu(x[i]), the tanh approximation (PyTorch's
- *     gelu(approximate="tanh")) computed as x / (1 + 2^(K * (x + 0.044715
- *     x^3))) with K = -2 sqrt(2/pi) log2(e): explicit roundings and
- *     ex2.approx.f32, bitwise equal to chain opcode GELU. Launch: block 256
- *     (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop
- *     covers all n. float4 loads/stores when every pointer is 16-byte aligned
- *     (decided inside the kernel), a scalar path otherwise. In-place use
- *     (output == an input) is allowed; partly overlapping ranges are not.
  * gc_relu_backward_f32(float *dx, float *dy, float *x, uint64_t n)
  *     dx[i] = x[i] > 0 ? dy[i] : 0 (x is the ReLU's input or output). Launch:
  *     block 256 (any multiple of 32 up to 1024 is correct), any grid: a
@@ -919,10 +776,10 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
  *     y[i] = op_{count-1}(...op_0(x[i])...), all in registers, one pass. Op k
  *     is the 4-bit opcode (ops >> 4k) & 15 with constant ck, count <= 8: 1
  *     FILL v=c, 2 MUL v=v*c, 3 ADD v=v+c, 4 RELU, 5 MAX v=max(v,c), 6 MIN
- *     v=min(v,c) (MAX/MIN propagate a NaN in v), 7 GELU; other opcodes leave v
+ *     v=min(v,c) (MAX/MIN propagate a NaN in v); other opcodes leave v
  *     unchanged. Each opcode is bitwise equal to its standalone kernel (fill,
- *     scale, add_scalar, relu, gelu). When op 0 is FILL, x is not read and may
- *     be null; count == 0 copies. Launch: block 256 (any multiple of 32 up to
+ *     scale, add_scalar, relu). When op 0 is FILL, x is not read and may be
+ *     null; count == 0 copies. Launch: block 256 (any multiple of 32 up to
  *     1024 is correct), any grid: a grid-stride loop covers all n. float4
  *     loads/stores when every pointer is 16-byte aligned (decided inside the
  *     kernel), a scalar path otherwise. In-place use (output == an input) is

@@ -588,31 +588,90 @@ fn python_exceptions_match_the_status_list() {
     }
 }
 
-/// The header's functions with their doc comments' text (comment markers
-/// removed, one string per line).
-fn function_docs(header: &str) -> Vec<(String, Vec<String>)> {
+/// A function of a header: its name, its doc comment's text (comment
+/// markers removed, one string per line) and the `Common errors:`
+/// paragraph that an `Errors: common` list of its section means.
+struct FunctionDoc {
+    name: String,
+    lines: Vec<String>,
+    common: Option<String>,
+}
+
+/// The paragraph of a comment (`/*` or `/**`, markers removed, one string
+/// per line) that starts with `start`, joined into one line.
+fn paragraph(lines: &[String], start: &str) -> Option<String> {
+    let i = lines.iter().position(|l| l.starts_with(start))?;
+    Some(
+        lines[i..]
+            .iter()
+            .take_while(|l| !l.is_empty())
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
+}
+
+/// A comment's lines without their comment markers.
+fn comment_lines(comment: &str) -> Vec<String> {
+    comment
+        .lines()
+        .map(|l| {
+            let t = l.trim_start();
+            t.trim_start_matches("/*")
+                .trim_start_matches('*')
+                .trim_end_matches("*/")
+                .trim_matches(|c| c == '=' || c == ' ')
+                .to_string()
+        })
+        .collect()
+}
+
+/// Every function of the generated headers with its doc and its section's
+/// common errors: the banner's own `Common errors:` paragraph, else the one
+/// of the status section (the first banner of graphcore.h), which holds
+/// for the whole API.
+fn function_docs(headers: &[(&str, String)]) -> Vec<FunctionDoc> {
+    let is_banner = |c: &str| c.starts_with("/* ====");
+    let global = headers[0]
+        .1
+        .split("\n\n")
+        .map(|c| c.trim_matches('\n'))
+        .find(|c| is_banner(c))
+        .and_then(|c| paragraph(&comment_lines(c), "Common errors:"));
     let mut out = Vec::new();
-    for chunk in header.split("\n\n") {
-        let (doc, decl) = split_doc(chunk.trim_matches('\n'));
-        let decl = decl.trim();
-        if decl.starts_with('#') || decl.starts_with("typedef") || !decl.contains('(') {
-            continue;
+    for (_, header) in headers {
+        let mut common = global.clone();
+        for chunk in header.split("\n\n") {
+            let chunk = chunk.trim_matches('\n');
+            if is_banner(chunk) {
+                common = paragraph(&comment_lines(chunk), "Common errors:").or(global.clone());
+                continue;
+            }
+            let (doc, decl) = split_doc(chunk);
+            let decl = decl.trim();
+            if decl.starts_with('#') || decl.starts_with("typedef") || !decl.contains('(') {
+                continue;
+            }
+            if decl.starts_with("/*") || decl.starts_with("struct ") {
+                continue;
+            }
+            let lines = doc
+                .lines()
+                .map(|l| {
+                    let t = l.trim_start();
+                    t.trim_start_matches("/**")
+                        .trim_start_matches("*/")
+                        .trim_start_matches('*')
+                        .trim()
+                        .to_string()
+                })
+                .collect();
+            out.push(FunctionDoc {
+                name: declared_name(decl),
+                lines,
+                common: common.clone(),
+            });
         }
-        if decl.starts_with("/*") || decl.starts_with("struct ") {
-            continue;
-        }
-        let lines = doc
-            .lines()
-            .map(|l| {
-                let t = l.trim_start();
-                t.trim_start_matches("/**")
-                    .trim_start_matches("*/")
-                    .trim_start_matches('*')
-                    .trim()
-                    .to_string()
-            })
-            .collect();
-        out.push((declared_name(decl), lines));
     }
     out
 }
@@ -642,11 +701,17 @@ fn error_words(text: &str) -> Vec<&str> {
 }
 
 /// Every exported function's doc has an `Errors:` paragraph (from a line
-/// starting with `Errors:` to the next empty line) that is `Errors: none.`
-/// or names at least one status; and every GC_ERROR_* named anywhere in the
-/// header is a real gc_status.
+/// starting with `Errors:` to the next empty line) that is `Errors: none.`,
+/// names at least one status, or starts with `Errors: common`: then its
+/// statuses are its section's common errors (a banner's `Common errors:`
+/// paragraph, its own or the status section's, which must name statuses)
+/// and those it names. Every GC_ERROR_* named anywhere in the headers is a
+/// real gc_status. And the common errors stay stated once: no status with
+/// the same reason, spelled out at length, recurs in the lists of more
+/// than three functions.
 #[test]
 fn every_function_lists_its_statuses() {
+    let headers = generate();
     let header = generate_all();
     let statuses = status_names(&header);
     assert!(statuses.len() >= 15, "parsed {statuses:?}");
@@ -658,8 +723,14 @@ fn every_function_lists_its_statuses() {
         unknown.is_empty(),
         "the header names statuses that gc_status lacks: {unknown:?}"
     );
-    let functions = function_docs(&header);
-    let mut names: Vec<String> = functions.iter().map(|(n, _)| n.clone()).collect();
+    for (path, text) in &headers[1..] {
+        assert!(
+            text.contains("\n * Common errors: "),
+            "{path}'s banner states no `Common errors:` of its own"
+        );
+    }
+    let functions = function_docs(&headers);
+    let mut names: Vec<String> = functions.iter().map(|f| f.name.clone()).collect();
     names.sort();
     assert_eq!(
         names,
@@ -672,19 +743,32 @@ fn every_function_lists_its_statuses() {
         functions.len()
     );
     let mut missing = Vec::new();
-    for (name, lines) in &functions {
-        let Some(i) = lines.iter().position(|l| l.starts_with("Errors:")) else {
+    let mut clauses: HashMap<String, Vec<String>> = HashMap::new();
+    for f in &functions {
+        let name = &f.name;
+        let Some(para) = paragraph(&f.lines, "Errors:") else {
             missing.push(format!("{name}: no line starting with `Errors:`"));
             continue;
         };
-        let para = lines[i..]
-            .iter()
-            .take_while(|l| !l.is_empty())
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(" ");
-        if para != "Errors: none." && error_words(&para).is_empty() {
+        let mut effective = error_words(&para).len();
+        if para.starts_with("Errors: common") {
+            match &f.common {
+                Some(common) if !error_words(common).is_empty() => {
+                    effective += error_words(common).len()
+                }
+                _ => missing.push(format!(
+                    "{name}: `Errors: common` but no `Common errors:` paragraph naming \
+                     statuses in its section's banner or the status section's"
+                )),
+            }
+        }
+        if para != "Errors: none." && effective == 0 {
             missing.push(format!("{name}: `{para}` names no status"));
+        }
+        for clause in status_clauses(&para) {
+            if clause.len() >= 60 {
+                clauses.entry(clause).or_default().push(name.clone());
+            }
         }
     }
     assert!(
@@ -692,6 +776,51 @@ fn every_function_lists_its_statuses() {
         "exported functions without a valid errors list:\n{}",
         missing.join("\n")
     );
+    let mut repeated: Vec<String> = clauses
+        .into_iter()
+        .filter(|(_, fns)| fns.len() > 3)
+        .map(|(clause, fns)| format!("`{clause}` in {}", fns.join(", ")))
+        .collect();
+    repeated.sort();
+    assert!(
+        repeated.is_empty(),
+        "errors written out in more than three functions: state them once, in the section's \
+         `Common errors:` paragraph:\n{}",
+        repeated.join("\n")
+    );
+}
+
+/// The `GC_ERROR_X (reason)` clauses of an errors paragraph (a status and
+/// the parenthesis after it, if any).
+fn status_clauses(para: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = para;
+    while let Some(i) = rest.find("GC_ERROR_") {
+        let tail = &rest[i..];
+        let word_end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(tail.len());
+        let mut end = word_end;
+        if tail[word_end..].starts_with(" (") {
+            let mut depth = 0;
+            for (j, c) in tail[word_end + 1..].char_indices() {
+                match c {
+                    '(' => depth += 1,
+                    ')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = word_end + 1 + j + 1;
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        out.push(tail[..end].to_string());
+        rest = &tail[word_end..];
+    }
+    out
 }
 
 /// The header is plain ASCII (no arrows, dashes or dots from doc comments).

@@ -51,12 +51,10 @@ pub(crate) fn capture_mode(mode: gc_capture_mode) -> graphcore_core::Result<Capt
 /// reused within the capture and by later captures into the same pool.
 /// A stream that is already capturing (through graphcore or the CUDA API)
 /// is GC_ERROR_INVALID_STATE. The pool must be of the stream's context.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream is NULL, mode is not a
-/// gc_capture_mode, or the pool is of another context),
-/// GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_INVALID_STATE (the
-/// stream is capturing already, or this thread has a capture open into the
-/// pool), GC_ERROR_CAPTURE (CUDA cannot capture the stream, e.g. the legacy
-/// default stream), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT. Nothing is begun
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (mode is not a
+/// gc_capture_mode), GC_ERROR_INVALID_STATE (the stream is capturing already,
+/// or this thread has a capture open into the pool), GC_ERROR_CAPTURE (CUDA
+/// cannot capture the stream, e.g. the legacy default stream). Nothing is begun
 /// on failure.
 #[no_mangle]
 pub extern "C" fn gc_capture_begin(
@@ -90,12 +88,10 @@ pub extern "C" fn gc_capture_begin(
 /// node), and its node count by the first that needs it
 /// (gc_graph_node_count, gc_exec_stats; instantiating asks CUDA only
 /// whether the graph has a node).
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or graph is NULL; the capture
-/// then stays open), GC_ERROR_INVALID_HANDLE (stream destroyed),
+/// Errors: common (a NULL graph leaves the capture open), and
 /// GC_ERROR_INVALID_STATE (no graphcore capture is open on the stream),
 /// GC_ERROR_CAPTURE (the capture was invalidated, a joined stream did not
-/// rejoin, or the end came from another thread), GC_ERROR_OUT_OF_MEMORY,
-/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+/// rejoin, or the end came from another thread), GC_ERROR_OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn gc_capture_end(stream: *mut gc_stream, graph: *mut *mut gc_graph) -> gc_status {
     boundary("gc_capture_end", || {
@@ -143,9 +139,7 @@ pub extern "C" fn gc_capture_arg(
 
 /// Writes 1 to *capturing while the stream captures (through graphcore or
 /// not, including a stream that joined a capture), else 0.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or capturing is NULL),
-/// GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_CUDA,
-/// GC_ERROR_DEVICE_FAULT.
+/// Errors: common.
 #[no_mangle]
 pub extern "C" fn gc_stream_is_capturing(
     stream: *mut gc_stream,

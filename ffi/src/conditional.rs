@@ -88,11 +88,9 @@ pub const GC_COND_SWITCH: gc_cond_type = 3;
 /// is default_value when the graph first runs and, with flags =
 /// GC_COND_RESET_ON_LAUNCH, at every launch (flags 0: a value set by one
 /// launch is seen by the next). The graph owns the handle.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (graph or handle is NULL, unknown
-/// flags), GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_INVALID_STATE
-/// (graph is a body whose holder was instantiated or destroyed),
-/// GC_ERROR_NOT_SUPPORTED (the driver is older than CUDA 12.3),
-/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (unknown flags),
+/// GC_ERROR_INVALID_STATE (graph is a body whose holder was instantiated or
+/// destroyed), GC_ERROR_NOT_SUPPORTED (the driver is older than CUDA 12.3).
 #[no_mangle]
 pub extern "C" fn gc_graph_conditional_handle_create(
     graph: *mut gc_graph,
@@ -143,16 +141,13 @@ pub extern "C" fn gc_cond_handle_raw(handle: gc_cond_handle, raw: *mut u64) -> g
 /// itself belongs to the node: it goes when the graph does; a body handle
 /// kept after that is GC_ERROR_INVALID_STATE). Fill the bodies before
 /// instantiating the graph. The new node goes to *node (may be NULL).
-/// Errors: GC_ERROR_INVALID_ARGUMENT (graph or bodies is NULL, an unknown
-/// type, SWITCH with 0 cases, cases not matching the type, nbodies too
-/// small, a handle of another graph or one that already steers a node, or
-/// a bad dependency as for
-/// gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph destroyed),
-/// GC_ERROR_INVALID_STATE (graph is a body whose holder was instantiated or
-/// destroyed), GC_ERROR_NOT_SUPPORTED (the driver is older than CUDA 12.3
-/// for IF and WHILE, 12.8 for IF/ELSE and SWITCH), GC_ERROR_OUT_OF_MEMORY,
-/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver). The graph is
-/// unchanged on failure.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (an unknown type, SWITCH with
+/// 0 cases, cases not matching the type, nbodies too small, a handle of another
+/// graph or one that already steers a node, or a bad dependency as for
+/// gc_graph_add_kernel), GC_ERROR_INVALID_STATE (graph is a body whose holder
+/// was instantiated or destroyed), GC_ERROR_NOT_SUPPORTED (the driver is older
+/// than CUDA 12.3 for IF and WHILE, 12.8 for IF/ELSE and SWITCH),
+/// GC_ERROR_OUT_OF_MEMORY. The graph is unchanged on failure.
 #[no_mangle]
 pub extern "C" fn gc_graph_add_conditional(
     graph: *mut gc_graph,
@@ -210,14 +205,12 @@ pub extern "C" fn gc_graph_add_conditional(
 /// destroys). With a pool, the capture's allocations belong to the
 /// outermost graph holding the body (gc_graph_pool_bytes counts them), as
 /// for gc_capture_begin. End the capture on the same stream.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or body NULL, body is not a
-/// conditional body or not empty, mode is not a gc_capture_mode, the pool
-/// or body of another context), GC_ERROR_INVALID_HANDLE (a destroyed
-/// handle), GC_ERROR_INVALID_STATE (the stream is capturing already, a
-/// capture into the body is open, or its holder was instantiated or
-/// destroyed), GC_ERROR_NOT_SUPPORTED (the driver is older than CUDA 12.3),
-/// GC_ERROR_CAPTURE (CUDA cannot capture the stream), GC_ERROR_CUDA,
-/// GC_ERROR_DEVICE_FAULT. Nothing is begun on failure.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (body is not a conditional
+/// body or not empty, mode is not a gc_capture_mode), GC_ERROR_INVALID_STATE
+/// (the stream is capturing already, a capture into the body is open, or its
+/// holder was instantiated or destroyed), GC_ERROR_NOT_SUPPORTED (the driver is
+/// older than CUDA 12.3), GC_ERROR_CAPTURE (CUDA cannot capture the stream).
+/// Nothing is begun on failure.
 #[no_mangle]
 pub extern "C" fn gc_capture_begin_into(
     stream: *mut gc_stream,
@@ -261,13 +254,11 @@ const _: () = assert!(
 /// it before the conditional node it steers (capture it, or add it with
 /// gc_graph_add_kernel via gc_kernel_builtin). Needs CUDA 12.3 and
 /// libcudadevrt.a (Conditional section).
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or value NULL, value not
-/// 4-byte aligned), GC_ERROR_INVALID_HANDLE (stream destroyed or not a
-/// stream), GC_ERROR_NOT_SUPPORTED (a driver older than CUDA 12.3, or no
-/// libcudadevrt.a to link the setters with), GC_ERROR_CAPTURE (the stream's
-/// capture refused the launch), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA
-/// (linking or loading the setters, or the launch, failed),
-/// GC_ERROR_DEVICE_FAULT, GC_ERROR_PANIC (internal error caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (value not 4-byte aligned),
+/// GC_ERROR_NOT_SUPPORTED (a driver older than CUDA 12.3, or no libcudadevrt.a
+/// to link the setters with), GC_ERROR_CAPTURE (the stream's capture refused
+/// the launch), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (linking or loading the
+/// setters, or the launch, failed).
 #[no_mangle]
 pub extern "C" fn gc_op_cond_set_u32(
     stream: *mut gc_stream,
@@ -282,13 +273,10 @@ pub extern "C" fn gc_op_cond_set_u32(
 /// (gc_graph_add_memset or a captured memset), launch this at the end of
 /// the body, and the body runs at most `limit` times. (A WHILE whose value
 /// never becomes 0 hangs the GPU.) Needs CUDA 12.3 and libcudadevrt.a.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or counter NULL, counter not
-/// 4-byte aligned, limit 0), GC_ERROR_INVALID_HANDLE (stream destroyed or
-/// not a stream), GC_ERROR_NOT_SUPPORTED (a driver older than CUDA 12.3, or
-/// no libcudadevrt.a), GC_ERROR_CAPTURE (the stream's capture refused the
-/// launch), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (linking or loading the
-/// setters, or the launch, failed), GC_ERROR_DEVICE_FAULT, GC_ERROR_PANIC
-/// (internal error caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (counter not 4-byte aligned,
+/// limit 0), GC_ERROR_NOT_SUPPORTED and GC_ERROR_CAPTURE as gc_op_cond_set_u32,
+/// GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (linking or loading the setters, or
+/// the launch, failed).
 #[no_mangle]
 pub extern "C" fn gc_op_cond_count(
     stream: *mut gc_stream,
@@ -304,14 +292,11 @@ pub extern "C" fn gc_op_cond_count(
 /// (GC_CMP_GE). With a counter (may be NULL), also adds 1 to *counter and
 /// sets 0 once *counter >= limit: the WHILE's iteration cap. x and counter
 /// are device memory, 4-byte aligned. Needs CUDA 12.3 and libcudadevrt.a.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or x NULL, a pointer not
-/// 4-byte aligned, an unknown cmp, counter given with limit 0, x and counter
-/// overlapping), GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
-/// GC_ERROR_NOT_SUPPORTED (a driver older than CUDA 12.3, or no
-/// libcudadevrt.a), GC_ERROR_CAPTURE (the stream's capture refused the
-/// launch), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (linking or loading the
-/// setters, or the launch, failed), GC_ERROR_DEVICE_FAULT, GC_ERROR_PANIC
-/// (internal error caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (a pointer not 4-byte aligned,
+/// an unknown cmp, counter given with limit 0, x and counter overlapping),
+/// GC_ERROR_NOT_SUPPORTED and GC_ERROR_CAPTURE as gc_op_cond_set_u32,
+/// GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (linking or loading the setters, or
+/// the launch, failed).
 #[no_mangle]
 pub extern "C" fn gc_op_cond_set_f32(
     stream: *mut gc_stream,

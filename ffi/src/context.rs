@@ -131,9 +131,8 @@ pub extern "C" fn gc_context_create(device: c_int, ctx: *mut *mut gc_context) ->
 }
 
 /// Fills *info (set info->struct_size = sizeof(gc_device_info) first).
-/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or info is NULL, or a wrong
-/// struct_size), GC_ERROR_INVALID_HANDLE (ctx destroyed or not a context),
-/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (reading free memory failed).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (a wrong struct_size),
+/// GC_ERROR_DEVICE_FAULT (reading free memory failed).
 #[no_mangle]
 pub extern "C" fn gc_context_info(ctx: *mut gc_context, info: *mut gc_device_info) -> gc_status {
     boundary("gc_context_info", || {
@@ -158,8 +157,7 @@ pub extern "C" fn gc_context_info(ctx: *mut gc_context, info: *mut gc_device_inf
 /// open in the context this is GC_ERROR_INVALID_STATE and nothing happens:
 /// a device-wide synchronize from any thread invalidates every capture on
 /// the device (synchronize the streams you need instead).
-/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx is NULL), GC_ERROR_INVALID_HANDLE
-/// (ctx destroyed), GC_ERROR_INVALID_STATE (a graphcore capture is open in
+/// Errors: common, and GC_ERROR_INVALID_STATE (a graphcore capture is open in
 /// the context), GC_ERROR_DEVICE_FAULT (work on the device faulted),
 /// GC_ERROR_CUDA (another failure of the wait).
 #[no_mangle]

@@ -72,10 +72,8 @@ fn external(flags: gc_event_capture_flags) -> graphcore_core::Result<bool> {
 
 /// Creates an event owned by graphcore (flags: GC_EVENT_DISABLE_TIMING, or
 /// 0 for an event that records times); destroy it with gc_event_destroy.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or event is NULL, or unknown
-/// flags), GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY
-/// (the driver or the handle table is out of memory), GC_ERROR_CUDA,
-/// GC_ERROR_DEVICE_FAULT (from the driver).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (unknown flags),
+/// GC_ERROR_OUT_OF_MEMORY (the driver or the handle table is out of memory).
 #[no_mangle]
 pub extern "C" fn gc_event_create(
     ctx: *mut gc_context,
@@ -101,9 +99,8 @@ pub extern "C" fn gc_event_create(
 /// that raw is a live event of ctx's device: anything else is undefined
 /// behaviour in CUDA. Whether it records times is the caller's choice at
 /// creation; gc_event_elapsed_ms reports GC_ERROR_CUDA if it does not.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx, raw or event is NULL),
-/// GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY (the
-/// handle table), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (making ctx current).
+/// Errors: common, and GC_ERROR_OUT_OF_MEMORY (the handle table),
+/// GC_ERROR_DEVICE_FAULT (making ctx current).
 #[no_mangle]
 pub extern "C" fn gc_event_wrap(
     ctx: *mut gc_context,
@@ -139,10 +136,9 @@ pub extern "C" fn gc_event_raw(event: *mut gc_event, raw: *mut *mut c_void) -> g
 /// GC_EVENT_EXTERNAL to make an event record node while the stream
 /// captures (see this section's text for records under capture). Event and
 /// stream must be of one context.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (event or stream is NULL, unknown
-/// flags, or two contexts), GC_ERROR_INVALID_HANDLE (a destroyed handle),
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (unknown flags),
 /// GC_ERROR_CAPTURE (CUDA refused the record under capture; the capture is
-/// invalid now), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT.
+/// invalid now).
 #[no_mangle]
 pub extern "C" fn gc_event_record(
     event: *mut gc_event,
@@ -162,11 +158,9 @@ pub extern "C" fn gc_event_record(
 /// an event wait node while the stream captures (a plain wait under
 /// capture must be on an event recorded in the same capture: a fork or a
 /// join). Event and stream must be of one context.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or event is NULL, unknown
-/// flags, or two contexts), GC_ERROR_INVALID_HANDLE (a destroyed handle),
-/// GC_ERROR_CAPTURE (CUDA refused the wait under capture, e.g. a plain wait
-/// on an event recorded outside it; the capture is invalid now),
-/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (unknown flags),
+/// GC_ERROR_CAPTURE (CUDA refused the wait under capture, e.g. a plain wait on
+/// an event recorded outside it; the capture is invalid now).
 #[no_mangle]
 pub extern "C" fn gc_stream_wait_event(
     stream: *mut gc_stream,
@@ -182,10 +176,9 @@ pub extern "C" fn gc_stream_wait_event(
 
 /// Blocks until the work the event's latest record stands for is done (at
 /// once for an event never recorded).
-/// Errors: GC_ERROR_INVALID_ARGUMENT (event is NULL),
-/// GC_ERROR_INVALID_HANDLE (event destroyed), GC_ERROR_CAPTURE (its latest
-/// record was made in a capture still open), GC_ERROR_DEVICE_FAULT (the
-/// work faulted), GC_ERROR_CUDA (another failure).
+/// Errors: common, and GC_ERROR_CAPTURE (its latest record was made in a
+/// capture still open), GC_ERROR_DEVICE_FAULT (the work faulted), GC_ERROR_CUDA
+/// (another failure).
 #[no_mangle]
 pub extern "C" fn gc_event_synchronize(event: *mut gc_event) -> gc_status {
     boundary("gc_event_synchronize", || {
@@ -196,10 +189,9 @@ pub extern "C" fn gc_event_synchronize(event: *mut gc_event) -> gc_status {
 /// Writes 1 to *done when the work the event's latest record stands for is
 /// done (or it was never recorded), 0 when it is still running; never
 /// blocks.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (event or done is NULL),
-/// GC_ERROR_INVALID_HANDLE (event destroyed), GC_ERROR_CAPTURE (its latest
-/// record was made in a capture still open), GC_ERROR_DEVICE_FAULT (the
-/// work faulted), GC_ERROR_CUDA (another failure).
+/// Errors: common, and GC_ERROR_CAPTURE (its latest record was made in a
+/// capture still open), GC_ERROR_DEVICE_FAULT (the work faulted), GC_ERROR_CUDA
+/// (another failure).
 #[no_mangle]
 pub extern "C" fn gc_event_query(event: *mut gc_event, done: *mut c_int) -> gc_status {
     boundary("gc_event_query", || {
@@ -212,13 +204,11 @@ pub extern "C" fn gc_event_query(event: *mut gc_event, done: *mut c_int) -> gc_s
 /// Writes the milliseconds from `start`'s latest record to `end`'s to *ms
 /// (about half a microsecond resolution; negative when end was recorded
 /// first). Both must record times, be of one context, and be done.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (a NULL argument, events of two
-/// contexts, or an event made with GC_EVENT_DISABLE_TIMING),
-/// GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_INVALID_STATE
-/// (the work of either is not done yet: synchronize on end first),
-/// GC_ERROR_CAPTURE (a record made in a capture still open), GC_ERROR_CUDA
-/// (e.g. an event never recorded, or a borrowed event without timing),
-/// GC_ERROR_DEVICE_FAULT.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (an event made with
+/// GC_EVENT_DISABLE_TIMING), GC_ERROR_INVALID_STATE (the work of either is not
+/// done yet: synchronize on end first), GC_ERROR_CAPTURE (a record made in a
+/// capture still open), GC_ERROR_CUDA (e.g. an event never recorded, or a
+/// borrowed event without timing).
 #[no_mangle]
 pub extern "C" fn gc_event_elapsed_ms(
     start: *mut gc_event,

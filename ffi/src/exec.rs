@@ -65,10 +65,9 @@ const _: () = assert!(
 /// functions and pool memory alive; the graph handle may be destroyed.
 /// Execs of graphs captured into one pool must not run concurrently (they
 /// share memory; graphcore does not detect it).
-/// Errors: GC_ERROR_INVALID_ARGUMENT (graph or exec is NULL, an empty graph,
-/// or an unknown flag), GC_ERROR_INVALID_HANDLE (graph destroyed),
-/// GC_ERROR_OUT_OF_MEMORY, GC_ERROR_CUDA (the driver refused to instantiate
-/// or upload), GC_ERROR_DEVICE_FAULT.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (an empty graph, or an unknown
+/// flag), GC_ERROR_OUT_OF_MEMORY, GC_ERROR_CUDA (the driver refused to
+/// instantiate or upload).
 #[no_mangle]
 pub extern "C" fn gc_graph_instantiate(
     graph: *mut gc_graph,
@@ -88,10 +87,7 @@ pub extern "C" fn gc_graph_instantiate(
 
 /// Uploads the exec's work to the device on `stream` ahead of its first
 /// launch (stream of the exec's context).
-/// Errors: GC_ERROR_INVALID_ARGUMENT (a NULL handle, or a stream of another
-/// context), GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_CAPTURE
-/// (the stream captures and CUDA refused), GC_ERROR_CUDA,
-/// GC_ERROR_DEVICE_FAULT.
+/// Errors: common, and GC_ERROR_CAPTURE (the stream captures and CUDA refused).
 #[no_mangle]
 pub extern "C" fn gc_exec_upload(exec: *mut gc_exec, stream: *mut gc_stream) -> gc_status {
     boundary("gc_exec_upload", || {
@@ -104,10 +100,8 @@ pub extern "C" fn gc_exec_upload(exec: *mut gc_exec, stream: *mut gc_stream) -> 
 /// change of the thread's current context unless stream is the legacy
 /// default stream. Graphs sharing a pool must not run concurrently: order
 /// their launches (graphcore does not detect overlap).
-/// Errors: GC_ERROR_INVALID_ARGUMENT (a NULL handle, or a stream of another
-/// context), GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_CAPTURE
-/// (CUDA refused the launch under capture), GC_ERROR_CUDA,
-/// GC_ERROR_DEVICE_FAULT (earlier work on the device faulted).
+/// Errors: common, and GC_ERROR_CAPTURE (CUDA refused the launch under
+/// capture).
 #[no_mangle]
 pub extern "C" fn gc_exec_launch(exec: *mut gc_exec, stream: *mut gc_stream) -> gc_status {
     boundary("gc_exec_launch", || {
@@ -175,13 +169,11 @@ pub(crate) fn bindings<'a>(
 /// Memory a binding names must stay valid while launches using it may
 /// run. Any bad binding is GC_ERROR_INVALID_ARGUMENT naming it, and the
 /// exec is unchanged and not launched. No heap allocation.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (a NULL handle, bindings NULL while n
-/// is not 0, a stream of another context, an exec whose graph declared no
-/// arguments, an unknown argument index, an argument bound twice, a NULL,
-/// host or other device's address, or a range smaller than declared),
-/// GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_CAPTURE,
-/// GC_ERROR_CUDA (the driver refused a new value: the old bindings are
-/// back), GC_ERROR_DEVICE_FAULT.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (bindings NULL while n is not
+/// 0, an exec whose graph declared no arguments, an unknown argument index, an
+/// argument bound twice, a NULL, host or other device's address, or a range
+/// smaller than declared), GC_ERROR_CAPTURE (as gc_exec_launch), GC_ERROR_CUDA
+/// (the driver refused a new value: the old bindings are back).
 #[no_mangle]
 pub extern "C" fn gc_exec_launch_with(
     exec: *mut gc_exec,
@@ -224,10 +216,8 @@ pub extern "C" fn gc_exec_arg_info(
 /// the context, within CUDA's limits for cuGraphExecUpdate (not to one using
 /// dynamic parallelism or device-side graph launches where the old one did
 /// not: the driver's refusal is GC_ERROR_UPDATE_MISMATCH or GC_ERROR_CUDA).
-/// Errors: GC_ERROR_INVALID_ARGUMENT (a NULL handle, or a graph of another
-/// context), GC_ERROR_INVALID_HANDLE (a destroyed handle),
-/// GC_ERROR_UPDATE_MISMATCH (another topology, or for a fused exec other
-/// chains), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+/// Errors: common, and GC_ERROR_UPDATE_MISMATCH (another topology, or for a
+/// fused exec other chains).
 #[no_mangle]
 pub extern "C" fn gc_exec_update(exec: *mut gc_exec, graph: *mut gc_graph) -> gc_status {
     boundary("gc_exec_update", || {
@@ -249,11 +239,10 @@ pub extern "C" fn gc_exec_update(exec: *mut gc_exec, graph: *mut gc_graph) -> gc
 /// changes are GC_ERROR_UPDATE_MISMATCH.
 /// Use the nodes of the instantiated graph even after gc_exec_update (the
 /// updating graph's nodes are of another graph; they correspond by index).
-/// Errors: GC_ERROR_INVALID_ARGUMENT (exec is NULL, or node is of another
-/// graph, out of range, or not a kernel node), GC_ERROR_INVALID_HANDLE (exec destroyed),
-/// GC_ERROR_UPDATE_MISMATCH (the change would alter a fused chain),
-/// GC_ERROR_CUDA (the driver refused the parameters), GC_ERROR_DEVICE_FAULT.
-/// The exec is unchanged on failure.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (node is of another graph, out
+/// of range, or not a kernel node), GC_ERROR_UPDATE_MISMATCH (the change would
+/// alter a fused chain), GC_ERROR_CUDA (the driver refused the parameters). The
+/// exec is unchanged on failure.
 #[no_mangle]
 pub extern "C" fn gc_exec_set_kernel_args(
     exec: *mut gc_exec,
@@ -289,10 +278,9 @@ impl Versioned for gc_exec_statistics {
 
 /// Fills *stats (set stats->struct_size = sizeof(gc_exec_statistics)):
 /// node counts before and after fusion.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (exec or stats is NULL, or a wrong
-/// struct_size), GC_ERROR_INVALID_HANDLE (exec destroyed), GC_ERROR_CUDA
-/// (reading the node count of the captured graph the exec was instantiated
-/// or last updated from, which no call had read yet).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (a wrong struct_size),
+/// GC_ERROR_CUDA (reading the node count of the captured graph the exec was
+/// instantiated or last updated from, which no call had read yet).
 #[no_mangle]
 pub extern "C" fn gc_exec_stats(exec: *mut gc_exec, stats: *mut gc_exec_statistics) -> gc_status {
     boundary("gc_exec_stats", || {
@@ -312,10 +300,9 @@ pub extern "C" fn gc_exec_stats(exec: *mut gc_exec, stats: *mut gc_exec_statisti
 
 /// Writes the graph that was instantiated (after fusion, if any) to `path`
 /// in Graphviz DOT. The file is created or replaced.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (exec or path is NULL, path is not
-/// UTF-8, or the file cannot be written: the message gives the OS error),
-/// GC_ERROR_INVALID_HANDLE (exec destroyed), GC_ERROR_CUDA (reading a
-/// captured graph's nodes back failed).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (path is not UTF-8, or the
+/// file cannot be written: the message gives the OS error), GC_ERROR_CUDA
+/// (reading a captured graph's nodes back failed).
 #[no_mangle]
 pub extern "C" fn gc_exec_write_dot(exec: *mut gc_exec, path: *const c_char) -> gc_status {
     boundary("gc_exec_write_dot", || {

@@ -164,9 +164,7 @@ pub extern "C" fn gc_graph_declare_arg(
 
 /// Creates an empty graph on ctx's device; destroy it with
 /// gc_graph_destroy.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or graph is NULL),
-/// GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY,
-/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+/// Errors: common, and GC_ERROR_OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn gc_graph_create(ctx: *mut gc_context, graph: *mut *mut gc_graph) -> gc_status {
     boundary("gc_graph_create", || {
@@ -186,12 +184,10 @@ pub extern "C" fn gc_graph_create(ctx: *mut gc_context, graph: *mut *mut gc_grap
 /// dependencies, and its kind and parameters are read back from CUDA by the
 /// first call that needs them, as a captured graph's are (see
 /// gc_capture_end).
-/// Errors: GC_ERROR_INVALID_ARGUMENT (graph or function is NULL, a zero or
-/// over-limit dimension, a function of another context, deps is NULL with
-/// ndeps > 0, or a dependency of another graph or out of range),
-/// GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_CUDA (the driver
-/// refused the node), GC_ERROR_DEVICE_FAULT. The graph is unchanged on
-/// failure.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (a zero or over-limit
+/// dimension, deps is NULL with ndeps > 0, or a dependency of another graph or
+/// out of range), GC_ERROR_CUDA (the driver refused the node). The graph is
+/// unchanged on failure.
 #[no_mangle]
 pub extern "C" fn gc_graph_add_kernel(
     graph: *mut gc_graph,
@@ -224,11 +220,10 @@ pub extern "C" fn gc_graph_add_kernel(
 /// GC_ERROR_INVALID_ARGUMENT here, not a failure at launch. Pool memory of
 /// another device needs that pool's peer access for the graph's device
 /// (gc_pool_enable_peer_access).
-/// Errors: GC_ERROR_INVALID_ARGUMENT (graph, dst or src is NULL, bytes is 0,
-/// pageable or unknown host memory, a range overrunning its pool block,
-/// pool memory of another device without peer access, naming both, or
-/// a bad dependency as for gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph destroyed),
-/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (bytes is 0, pageable or
+/// unknown host memory, a range overrunning its pool block, pool memory of
+/// another device without peer access, naming both, or a bad dependency as for
+/// gc_graph_add_kernel).
 #[no_mangle]
 pub extern "C" fn gc_graph_add_memcpy(
     graph: *mut gc_graph,
@@ -252,12 +247,9 @@ pub extern "C" fn gc_graph_add_memcpy(
 
 /// Adds a node setting `bytes` bytes of device memory at `dst` to the byte
 /// `value`.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (graph or dst is NULL, bytes is 0, dst
-/// is not device memory, the range overruns its pool block or is pool
-/// memory of another device without peer access, or a bad dependency as
-/// for gc_graph_add_kernel),
-/// GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_CUDA,
-/// GC_ERROR_DEVICE_FAULT (from the driver).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (bytes is 0, dst is not device
+/// memory, the range overruns its pool block or is pool memory of another
+/// device without peer access, or a bad dependency as for gc_graph_add_kernel).
 #[no_mangle]
 pub extern "C" fn gc_graph_add_memset(
     graph: *mut gc_graph,
@@ -283,12 +275,10 @@ pub extern "C" fn gc_graph_add_memset(
 /// of device memory at `dst` to `value` (its low elem_size bytes): a
 /// cuMemsetD16/D32-style node. dst must be aligned to elem_size and value
 /// must fit in an element. gc_graph_add_memset is this with elem_size 1.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (graph or dst is NULL, count is 0,
-/// elem_size is not 1, 2 or 4, dst is not aligned to it, value does not fit
-/// in an element, dst is not device memory, the range overruns its pool
-/// block or the address space, or a bad dependency as for
-/// gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph destroyed),
-/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (count is 0, elem_size is not
+/// 1, 2 or 4, dst is not aligned to it, value does not fit in an element, dst
+/// is not device memory, the range overruns its pool block or the address
+/// space, or a bad dependency as for gc_graph_add_kernel).
 #[no_mangle]
 pub extern "C" fn gc_graph_add_memset_elem(
     graph: *mut gc_graph,
@@ -314,9 +304,8 @@ pub extern "C" fn gc_graph_add_memset_elem(
 /// Adds a node calling `func(user_data)` when it runs (on a CPU thread of
 /// the driver; it must not call CUDA or graphcore). user_data must stay
 /// valid while any exec of the graph may run.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (graph or func is NULL, or a bad
-/// dependency as for gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph
-/// destroyed), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (a bad dependency as for
+/// gc_graph_add_kernel).
 #[no_mangle]
 pub extern "C" fn gc_graph_add_host(
     graph: *mut gc_graph,
@@ -338,10 +327,8 @@ pub extern "C" fn gc_graph_add_host(
 
 /// Adds a node running a copy of `child` (later changes to child do not
 /// affect it; child's pool memory stays alive with this graph).
-/// Errors: GC_ERROR_INVALID_ARGUMENT (graph or child is NULL, child is the
-/// graph itself, empty, or of another context, or a bad dependency as for
-/// gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (a destroyed handle),
-/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (child is the graph itself or
+/// empty, or a bad dependency as for gc_graph_add_kernel).
 #[no_mangle]
 pub extern "C" fn gc_graph_add_child(
     graph: *mut gc_graph,
@@ -360,9 +347,8 @@ pub extern "C" fn gc_graph_add_child(
 }
 
 /// Adds a node that does nothing: a join point for dependencies.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (graph is NULL, or a bad dependency as
-/// for gc_graph_add_kernel), GC_ERROR_INVALID_HANDLE (graph destroyed),
-/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (a bad dependency as for
+/// gc_graph_add_kernel).
 #[no_mangle]
 pub extern "C" fn gc_graph_add_empty(
     graph: *mut gc_graph,
@@ -381,9 +367,8 @@ pub extern "C" fn gc_graph_add_empty(
 /// Makes `to` run after `from`. A node of another graph, a self-loop, an
 /// edge already there, or an edge that would close a cycle is
 /// GC_ERROR_INVALID_ARGUMENT with a message, and the graph is unchanged.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (graph is NULL, or the edge is refused
-/// as above, or a node is out of range), GC_ERROR_INVALID_HANDLE (graph
-/// destroyed), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (the edge is refused as above,
+/// or a node is out of range).
 #[no_mangle]
 pub extern "C" fn gc_graph_add_dependency(
     graph: *mut gc_graph,
@@ -413,13 +398,10 @@ pub extern "C" fn gc_graph_add_dependency(
 /// than CUDA 12.3 (checked at run time), the edge is added as a full one
 /// (as gc_graph_add_dependency): `to` runs after `from` ends, with the
 /// same results and no overlap, so one program serves every GPU.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (graph is NULL; a node of another
-/// graph or out of range; a self-loop, an edge already there or one
-/// closing a cycle; `from` or `to` not a kernel node),
-/// GC_ERROR_INVALID_STATE (the graph is a
-/// conditional body of an instantiated graph), GC_ERROR_INVALID_HANDLE
-/// (graph destroyed), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the
-/// driver).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (a node of another graph or
+/// out of range; a self-loop, an edge already there or one closing a cycle;
+/// `from` or `to` not a kernel node), GC_ERROR_INVALID_STATE (the graph is a
+/// conditional body of an instantiated graph).
 #[no_mangle]
 pub extern "C" fn gc_graph_add_programmatic_dependency(
     graph: *mut gc_graph,
@@ -436,9 +418,7 @@ pub extern "C" fn gc_graph_add_programmatic_dependency(
 /// values carry over with the clone's id). The clone keeps graph's
 /// functions and pool memory alive as graph does; later changes to either
 /// leave the other as it is. Destroy it with gc_graph_destroy.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (graph or clone is NULL),
-/// GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_OUT_OF_MEMORY,
-/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+/// Errors: common, and GC_ERROR_OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn gc_graph_clone(graph: *mut gc_graph, clone: *mut *mut gc_graph) -> gc_status {
     boundary("gc_graph_clone", || {
@@ -468,9 +448,8 @@ pub const GC_GRAPH_WRAP_ADOPT: gc_graph_wrap_flags = 1;
 /// description graphcore keeps would go stale); the functions and memory
 /// its nodes use stay the caller's to keep alive. graphcore cannot check
 /// that raw is a live graph: anything else is undefined behaviour in CUDA.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx, raw or graph is NULL, or unknown
-/// flags), GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY,
-/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (counting the nodes failed).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (unknown flags),
+/// GC_ERROR_OUT_OF_MEMORY, GC_ERROR_DEVICE_FAULT (counting the nodes failed).
 #[no_mangle]
 pub extern "C" fn gc_graph_wrap(
     ctx: *mut gc_context,
@@ -496,9 +475,7 @@ pub extern "C" fn gc_graph_wrap(
 /// Writes the number of nodes to *count. A captured graph's count is read
 /// from CUDA by the first call that needs it (this one, or gc_exec_stats),
 /// not when the capture ends.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (graph or count is NULL),
-/// GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_CUDA (reading a
-/// captured graph's count failed).
+/// Errors: common (GC_ERROR_CUDA: reading a captured graph's count failed).
 #[no_mangle]
 pub extern "C" fn gc_graph_node_count(graph: *mut gc_graph, count: *mut usize) -> gc_status {
     boundary("gc_graph_node_count", || {
@@ -540,10 +517,9 @@ pub extern "C" fn gc_graph_pool_bytes(graph: *mut gc_graph, bytes: *mut u64) -> 
 /// Writes the graph to `path` in Graphviz DOT: one box per node (kernel
 /// name and launch geometry, copy direction and size, ...) and its edges.
 /// The file is created or replaced.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (graph or path is NULL, path is not
-/// UTF-8, or the file cannot be written: the message gives the OS error),
-/// GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_CUDA (reading a
-/// captured graph's nodes back failed).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (path is not UTF-8, or the
+/// file cannot be written: the message gives the OS error), GC_ERROR_CUDA
+/// (reading a captured graph's nodes back failed).
 #[no_mangle]
 pub extern "C" fn gc_graph_write_dot(graph: *mut gc_graph, path: *const c_char) -> gc_status {
     boundary("gc_graph_write_dot", || {

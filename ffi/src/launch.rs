@@ -41,12 +41,10 @@ pub(crate) fn launch_config(grid: gc_dim3, block: gc_dim3, shared_bytes: u32) ->
 /// when the stream captures. function and stream must be of one context.
 /// On a non-NULL stream the launch needs no current context and leaves
 /// the thread's as it was ("Device and context").
-/// Errors: GC_ERROR_INVALID_ARGUMENT (function or stream is NULL, a zero or
-/// over-limit dimension, more than 1024 threads a block, or a function and
-/// stream of two contexts), GC_ERROR_INVALID_HANDLE (a destroyed handle),
-/// GC_ERROR_CAPTURE (CUDA refused the launch under capture; the capture is
-/// invalid now), GC_ERROR_CUDA (the driver refused the launch, e.g. too
-/// much shared memory), GC_ERROR_DEVICE_FAULT (earlier work faulted).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (a zero or over-limit
+/// dimension, or more than 1024 threads a block), GC_ERROR_CAPTURE (CUDA
+/// refused the launch under capture; the capture is invalid now), GC_ERROR_CUDA
+/// (the driver refused the launch, e.g. too much shared memory).
 #[no_mangle]
 pub extern "C" fn gc_launch(
     function: *mut gc_function,
@@ -73,10 +71,8 @@ pub extern "C" fn gc_launch(
 /// call CUDA or graphcore. Recorded as a host node when the stream
 /// captures (then it runs at each replay: user_data must stay valid while
 /// any exec of the graph may run).
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or func is NULL),
-/// GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_CAPTURE (CUDA
-/// refused it under capture; the capture is invalid now), GC_ERROR_CUDA,
-/// GC_ERROR_DEVICE_FAULT (earlier work faulted).
+/// Errors: common, and GC_ERROR_CAPTURE (CUDA refused it under capture; the
+/// capture is invalid now).
 #[no_mangle]
 pub extern "C" fn gc_launch_host_func(
     stream: *mut gc_stream,

@@ -18,9 +18,8 @@ use std::ffi::{c_int, c_void};
 /// Allocates `bytes` of pinned (page-locked) host memory, the kind copies
 /// and graph memcpy nodes need. Free it with gc_host_free on the same
 /// context; memory not freed is freed when the context's last user goes.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or ptr is NULL, or bytes is 0),
-/// GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY (the
-/// driver could not pin that much), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (bytes is 0),
+/// GC_ERROR_OUT_OF_MEMORY (the driver could not pin that much).
 #[no_mangle]
 pub extern "C" fn gc_host_alloc(
     ctx: *mut gc_context,
@@ -38,9 +37,8 @@ pub extern "C" fn gc_host_alloc(
 /// allocation of this context (never allocated, or freed twice) is
 /// GC_ERROR_INVALID_ARGUMENT and nothing happens. The memory must not be
 /// in use by work still running (synchronize first).
-/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx is NULL, or ptr is not a live
-/// allocation of this context), GC_ERROR_INVALID_HANDLE (ctx destroyed),
-/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (ptr is not a live allocation
+/// of this context).
 #[no_mangle]
 pub extern "C" fn gc_host_free(ctx: *mut gc_context, ptr: *mut c_void) -> gc_status {
     boundary("gc_host_free", || context(ctx)?.host_free(ptr))
@@ -53,14 +51,11 @@ pub extern "C" fn gc_host_free(ctx: *mut gc_context, ptr: *mut c_void) -> gc_sta
 /// the address space. Pool memory of another device needs that pool's peer
 /// access for the stream's device (gc_pool_enable_peer_access). Recorded,
 /// not run, when the stream captures.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, dst or src is NULL, a range
-/// overruns its pool block or the address space, or is pool memory of
-/// another device without peer access for the stream's device, naming
-/// both devices),
-/// GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_CAPTURE (CUDA
-/// refused the copy under capture, e.g. from pageable host memory; the
-/// capture is invalid now), GC_ERROR_CUDA (e.g. an address CUDA does not
-/// know), GC_ERROR_DEVICE_FAULT.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (a range overruns its pool
+/// block or the address space, or is pool memory of another device without peer
+/// access for the stream's device, naming both devices), GC_ERROR_CAPTURE (CUDA
+/// refused the copy under capture, e.g. from pageable host memory; the capture
+/// is invalid now), GC_ERROR_CUDA (e.g. an address CUDA does not know).
 #[no_mangle]
 pub extern "C" fn gc_memcpy_async(
     stream: *mut gc_stream,
@@ -80,11 +75,10 @@ pub extern "C" fn gc_memcpy_async(
 /// `stream`. Zero bytes is a no-op. A range that starts in a live pool block
 /// and runs past its end is refused. Recorded, not run, when the stream
 /// captures.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or dst is NULL, the range
-/// overruns its pool block or the address space, or is pool memory of
-/// another device without peer access), GC_ERROR_INVALID_HANDLE
-/// (stream destroyed), GC_ERROR_CAPTURE (CUDA refused it under capture),
-/// GC_ERROR_CUDA (e.g. dst is not device memory), GC_ERROR_DEVICE_FAULT.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (the range overruns its pool
+/// block or the address space, or is pool memory of another device without peer
+/// access), GC_ERROR_CAPTURE (CUDA refused it under capture), GC_ERROR_CUDA
+/// (e.g. dst is not device memory).
 #[no_mangle]
 pub extern "C" fn gc_memset_async(
     stream: *mut gc_stream,
@@ -106,13 +100,11 @@ pub extern "C" fn gc_memset_async(
 /// must fit in an element. Zero elements is a no-op. A range that starts in
 /// a live pool block and runs past its end is refused. Recorded, not run,
 /// when the stream captures. gc_memset_async is this with elem_size 1.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or dst is NULL, elem_size is
-/// not 1, 2 or 4, dst is not aligned to it, value does not fit in an
-/// element, the range overruns its pool block or the address space, or is
-/// pool memory of another device without peer access),
-/// GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_CAPTURE (CUDA
-/// refused it under capture), GC_ERROR_CUDA (e.g. dst is not device
-/// memory), GC_ERROR_DEVICE_FAULT.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (elem_size is not 1, 2 or 4,
+/// dst is not aligned to it, value does not fit in an element, the range
+/// overruns its pool block or the address space, or is pool memory of another
+/// device without peer access), GC_ERROR_CAPTURE (CUDA refused it under
+/// capture), GC_ERROR_CUDA (e.g. dst is not device memory).
 #[no_mangle]
 pub extern "C" fn gc_memset_async_elem(
     stream: *mut gc_stream,

@@ -63,10 +63,9 @@ fn insert_function(f: Function, out: Out<*mut gc_function>) -> graphcore_core::R
 /// or not), a cubin (ELF) or a fatbin. Malformed PTX is GC_ERROR_CUDA with
 /// the JIT compiler's log in gc_last_error(). graphcore copies what it
 /// needs: the image may be freed when this returns.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx, image or module is NULL, or size
-/// is 0), GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_CUDA (the driver
-/// refused the image: malformed, for another architecture, or PTX newer
-/// than the driver), GC_ERROR_OUT_OF_MEMORY, GC_ERROR_DEVICE_FAULT.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (size is 0), GC_ERROR_CUDA
+/// (the driver refused the image: malformed, for another architecture, or PTX
+/// newer than the driver), GC_ERROR_OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn gc_module_load(
     ctx: *mut gc_context,
@@ -84,10 +83,8 @@ pub extern "C" fn gc_module_load(
 
 /// Looks up the extern "C" kernel `name` in a module. The function keeps
 /// the module loaded; destroy it with gc_function_destroy.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (module, name or function is NULL, or
-/// name is not UTF-8), GC_ERROR_INVALID_HANDLE (module destroyed),
-/// GC_ERROR_NOT_FOUND (no kernel of that name), GC_ERROR_CUDA,
-/// GC_ERROR_DEVICE_FAULT.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (name is not UTF-8),
+/// GC_ERROR_NOT_FOUND (no kernel of that name).
 #[no_mangle]
 pub extern "C" fn gc_module_function(
     module: *mut gc_module,
@@ -106,9 +103,8 @@ pub extern "C" fn gc_module_function(
 /// `name` (may be NULL) labels it in messages and DOT output. raw must be
 /// a function of ctx's device; graphcore checks that the driver knows it
 /// as a function.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx, raw or function is NULL, or name
-/// is not UTF-8), GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_CUDA
-/// (raw is not a usable CUfunction), GC_ERROR_DEVICE_FAULT.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (name is not UTF-8),
+/// GC_ERROR_CUDA (raw is not a usable CUfunction).
 #[no_mangle]
 pub extern "C" fn gc_function_wrap(
     ctx: *mut gc_context,
@@ -133,10 +129,9 @@ pub extern "C" fn gc_function_wrap(
 /// the "Built-in kernels" list that ends graphcore_ops.h). Unknown names
 /// are GC_ERROR_NOT_FOUND. The built-in modules load on first use (in relaxed
 /// capture mode, so a first use during a capture does not break it).
-/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx, name or function is NULL, or name
-/// is not UTF-8), GC_ERROR_INVALID_HANDLE (ctx destroyed),
-/// GC_ERROR_NOT_FOUND (no built-in of that name), GC_ERROR_CUDA (loading
-/// the built-in modules failed), GC_ERROR_DEVICE_FAULT.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (name is not UTF-8),
+/// GC_ERROR_NOT_FOUND (no built-in of that name), GC_ERROR_CUDA (loading the
+/// built-in modules failed).
 #[no_mangle]
 pub extern "C" fn gc_kernel_builtin(
     ctx: *mut gc_context,

@@ -127,12 +127,11 @@ impl Versioned for gc_pool_statistics {
 /// no cap). Graphs captured into one pool share its memory and must not run
 /// concurrently: order their launches (one stream, or a wait between
 /// them); graphcore does not detect overlapping launches.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or pool is NULL, a wrong
-/// options->struct_size, initial_bytes over max_bytes or over the device's
-/// memory), GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_NOT_SUPPORTED
-/// (the device lacks virtual memory management), GC_ERROR_OUT_OF_MEMORY
-/// (mapping initial_bytes, or reserving the address range, failed),
-/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (from the driver).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (a wrong options->struct_size,
+/// initial_bytes over max_bytes or over the device's memory),
+/// GC_ERROR_NOT_SUPPORTED (the device lacks virtual memory management),
+/// GC_ERROR_OUT_OF_MEMORY (mapping initial_bytes, or reserving the address
+/// range, failed).
 #[no_mangle]
 pub extern "C" fn gc_pool_create(
     ctx: *mut gc_context,
@@ -158,11 +157,10 @@ pub extern "C" fn gc_pool_create(
 /// On a thread capturing into this pool (gc_capture_begin with this pool),
 /// the block belongs to the capture (see the section above for what that
 /// means and who frees it). The caller frees the block with gc_pool_free.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (pool or ptr is NULL, bytes is 0 or
-/// overflows), GC_ERROR_INVALID_HANDLE (pool destroyed),
-/// GC_ERROR_OUT_OF_MEMORY (past max_bytes or the device's memory; the pool
-/// is unchanged), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (mapping new pages
-/// failed; the pool is unchanged).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (bytes is 0 or overflows),
+/// GC_ERROR_OUT_OF_MEMORY (past max_bytes or the device's memory; the pool is
+/// unchanged), GC_ERROR_DEVICE_FAULT (mapping new pages failed; the pool is
+/// unchanged).
 #[no_mangle]
 pub extern "C" fn gc_pool_alloc(
     pool: *mut gc_pool,
@@ -227,10 +225,8 @@ pub(crate) fn pool_statistics(p: &Pool) -> gc_pool_statistics {
 /// gc_runner_capture is open in the context (into any pool or none) this is
 /// GC_ERROR_INVALID_STATE and nothing changes, even with nothing to trim (a
 /// device-wide wait would invalidate the capture).
-/// Errors: GC_ERROR_INVALID_ARGUMENT (pool is NULL), GC_ERROR_INVALID_HANDLE
-/// (pool destroyed), GC_ERROR_INVALID_STATE (a capture is open in the
-/// context), GC_ERROR_DEVICE_FAULT (the wait found faulted work),
-/// GC_ERROR_CUDA.
+/// Errors: common, and GC_ERROR_INVALID_STATE (a capture is open in the
+/// context), GC_ERROR_DEVICE_FAULT (the wait found faulted work).
 #[no_mangle]
 pub extern "C" fn gc_pool_trim(pool: *mut gc_pool) -> gc_status {
     boundary("gc_pool_trim", || self::pool(pool)?.trim())
@@ -247,11 +243,9 @@ pub extern "C" fn gc_pool_trim(pool: *mut gc_pool) -> gc_status {
 /// unchanged. Kernels of peer's device do not get pool pointers through
 /// graphcore's checks (kernel pointer arguments must be memory of the
 /// kernel's own device).
-/// Errors: GC_ERROR_INVALID_ARGUMENT (pool or peer is NULL, or peer is a
-/// context of the pool's own device), GC_ERROR_INVALID_HANDLE (pool or
-/// peer destroyed), GC_ERROR_NOT_SUPPORTED (peer's device has no peer path
-/// to the pool's: cuDeviceCanAccessPeer says no), GC_ERROR_CUDA,
-/// GC_ERROR_DEVICE_FAULT (from the driver).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (peer is a context of the
+/// pool's own device), GC_ERROR_NOT_SUPPORTED (peer's device has no peer path
+/// to the pool's: cuDeviceCanAccessPeer says no).
 #[no_mangle]
 pub extern "C" fn gc_pool_enable_peer_access(
     pool: *mut gc_pool,

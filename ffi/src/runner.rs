@@ -98,10 +98,8 @@ impl Versioned for gc_runner_statistics {
 /// Creates a runner whose graphs share `pool` (NULL: a new pool of its own,
 /// no initial bytes, no cap), with a stream of its own for warm-ups and
 /// captures.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or runner is NULL, or a pool of
-/// another context), GC_ERROR_INVALID_HANDLE (a destroyed handle),
-/// GC_ERROR_NOT_SUPPORTED (a new pool needs virtual memory management),
-/// GC_ERROR_OUT_OF_MEMORY, GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT.
+/// Errors: common, and GC_ERROR_NOT_SUPPORTED (a new pool needs virtual memory
+/// management), GC_ERROR_OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn gc_runner_create(
     ctx: *mut gc_context,
@@ -139,12 +137,10 @@ pub extern "C" fn gc_runner_create(
 /// (and if the pool grew, it is trimmed as by gc_pool_trim). Blocks `record`
 /// allocates in warm-up runs (eagerly) or keeps in a successful capture are
 /// the caller's to free.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (runner, buckets or record is NULL, n
-/// is 0, a size is 0 or given twice or already a bucket, or more than
-/// GC_RUNNER_MAX_BUCKETS buckets in all), GC_ERROR_INVALID_HANDLE (runner
-/// destroyed), GC_ERROR_CAPTURE (a capture broke), GC_ERROR_OUT_OF_MEMORY,
-/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT, or any status `record` returned
-/// (its message kept in gc_last_error()).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (n is 0, a size is 0 or given
+/// twice or already a bucket, or more than GC_RUNNER_MAX_BUCKETS buckets in
+/// all), GC_ERROR_CAPTURE (a capture broke), GC_ERROR_OUT_OF_MEMORY, or any
+/// status `record` returned (its message kept in gc_last_error()).
 #[no_mangle]
 pub extern "C" fn gc_runner_capture(
     runner: *mut gc_runner,
@@ -180,11 +176,9 @@ pub extern "C" fn gc_runner_capture(
 /// Replays the smallest bucket of at least `rows` rows on `stream` and
 /// writes its size to *bucket (the caller pads its input to it). More rows
 /// than the largest bucket is GC_ERROR_NO_BUCKET: run that batch eagerly.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (a NULL pointer or handle, rows is 0,
-/// or a stream of another context), GC_ERROR_INVALID_HANDLE (a destroyed
-/// handle), GC_ERROR_NO_BUCKET (rows over the largest bucket, or no bucket
-/// captured yet), GC_ERROR_CAPTURE, GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT
-/// (from the launch, as gc_exec_launch).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (rows is 0),
+/// GC_ERROR_NO_BUCKET (rows over the largest bucket, or no bucket captured
+/// yet), GC_ERROR_CAPTURE (as gc_exec_launch).
 #[no_mangle]
 pub extern "C" fn gc_runner_replay(
     runner: *mut gc_runner,
@@ -214,12 +208,10 @@ pub extern "C" fn gc_runner_replay(
 /// gc_capture_arg on the stream the record function gets, in the same
 /// order, so an index names the same argument (the input, the output...)
 /// in every bucket. Bindings persist per bucket.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (a NULL pointer or handle, bindings
-/// NULL while n is not 0, rows is 0, a stream of another context, or a bad
-/// binding as for gc_exec_launch_with, naming the bucket; nothing is
-/// launched), GC_ERROR_INVALID_HANDLE (a destroyed handle),
-/// GC_ERROR_NO_BUCKET (rows over the largest bucket, or no bucket captured
-/// yet), GC_ERROR_CAPTURE, GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (bindings NULL while n is not
+/// 0, rows is 0, or a bad binding as for gc_exec_launch_with, naming the
+/// bucket; nothing is launched), GC_ERROR_NO_BUCKET (rows over the largest
+/// bucket, or no bucket captured yet), GC_ERROR_CAPTURE (as gc_exec_launch).
 #[no_mangle]
 pub extern "C" fn gc_runner_replay_with(
     runner: *mut gc_runner,

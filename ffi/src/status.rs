@@ -4,12 +4,23 @@
 //! argument, the CUDA error's name and text), gc_last_cuda_result() the
 //! CUresult behind it.
 //!
-//! Errors lists: each function's doc has a line starting with `Errors:`
-//! naming the statuses it returns besides GC_SUCCESS, each with when. One
-//! status is left out of those lists because any call may return it:
-//! GC_ERROR_PANIC, a bug inside graphcore caught at the boundary (please
-//! report it; the library stays usable). GC_ERROR_CUDA and
-//! GC_ERROR_DEVICE_FAULT are listed for every call that reaches the driver.
+//! Errors lists: each function's doc has a paragraph starting with
+//! `Errors:` naming the statuses it returns besides GC_SUCCESS, each with
+//! when. One status is left out of those lists because any call may return
+//! it: GC_ERROR_PANIC, a bug inside graphcore caught at the boundary (please
+//! report it; the library stays usable).
+//!
+//! Common errors: a list that starts with `common` ("Errors: common, and
+//! ...") also holds these, written once here instead of in every function:
+//! GC_ERROR_INVALID_ARGUMENT (a handle is NULL, or a pointer argument that
+//! the function's doc does not allow to be NULL; or two handles are of
+//! different contexts), GC_ERROR_INVALID_HANDLE (a handle was destroyed, is
+//! of another kind, or was never valid), GC_ERROR_CUDA (a driver call
+//! failed; gc_last_cuda_result() gives its CUresult), GC_ERROR_DEVICE_FAULT
+//! (work on the device faulted, now or before: see below). A section whose
+//! banner has a `Common errors:` paragraph of its own (the built-in ops, in
+//! graphcore_ops.h) means that one instead. A list that does not start
+//! with `common` is complete as written.
 //!
 //! Wrong `struct_size`: an option or result struct whose struct_size is
 //! smaller than the struct's first version, or more than 4096 bytes larger

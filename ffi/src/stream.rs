@@ -38,10 +38,8 @@ pub(crate) fn stream(h: *mut gc_stream, arg: &str) -> graphcore_core::Result<Str
 
 /// Creates a non-blocking stream owned by graphcore; destroy it with
 /// gc_stream_destroy.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or stream is NULL),
-/// GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY (the
-/// driver or the handle table is out of memory), GC_ERROR_CUDA,
-/// GC_ERROR_DEVICE_FAULT (from the driver).
+/// Errors: common, and GC_ERROR_OUT_OF_MEMORY (the driver or the handle table
+/// is out of memory).
 #[no_mangle]
 pub extern "C" fn gc_stream_create(ctx: *mut gc_context, stream: *mut *mut gc_stream) -> gc_status {
     boundary("gc_stream_create", || {
@@ -62,11 +60,9 @@ pub extern "C" fn gc_stream_create(ctx: *mut gc_context, stream: *mut *mut gc_st
 /// GC_INSTANTIATE_USE_NODE_PRIORITY uses (otherwise every node runs at the
 /// priority of the stream the exec is launched on). Typical use: a
 /// high-priority stream for collectives (NCCL) that overlap a GEMM.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or stream is NULL, or priority
-/// outside the device's range; the message gives the range),
-/// GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY (the
-/// driver or the handle table is out of memory), GC_ERROR_CUDA,
-/// GC_ERROR_DEVICE_FAULT (from the driver).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (priority outside the device's
+/// range; the message gives the range), GC_ERROR_OUT_OF_MEMORY (the driver or
+/// the handle table is out of memory).
 #[no_mangle]
 pub extern "C" fn gc_stream_create_with_priority(
     ctx: *mut gc_context,
@@ -84,9 +80,7 @@ pub extern "C" fn gc_stream_create_with_priority(
 /// Writes the stream priorities of ctx's device: *least (the default
 /// priority, 0 on current GPUs) and *greatest (the highest priority, the
 /// lowest number, e.g. -5), for gc_stream_create_with_priority.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx, least or greatest is NULL),
-/// GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_CUDA,
-/// GC_ERROR_DEVICE_FAULT (from the driver).
+/// Errors: common.
 #[no_mangle]
 pub extern "C" fn gc_stream_priority_range(
     ctx: *mut gc_context,
@@ -107,9 +101,8 @@ pub extern "C" fn gc_stream_priority_range(
 /// destroys it; gc_stream_destroy drops only the handle). NULL is the
 /// legacy default stream. graphcore cannot check that raw is a stream of
 /// ctx's device: a stream of another device is undefined behaviour in CUDA.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or stream is NULL),
-/// GC_ERROR_INVALID_HANDLE (ctx destroyed), GC_ERROR_OUT_OF_MEMORY,
-/// GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT (creating the stream's event failed).
+/// Errors: common, and GC_ERROR_OUT_OF_MEMORY (the handle table),
+/// GC_ERROR_DEVICE_FAULT (creating the stream's event failed).
 #[no_mangle]
 pub extern "C" fn gc_stream_wrap(
     ctx: *mut gc_context,
@@ -144,10 +137,8 @@ pub extern "C" fn gc_stream_raw(stream: *mut gc_stream, raw: *mut *mut c_void) -
 /// waits on a capturing stream joins its capture (fork); the capturing
 /// stream must wait on it again before gc_capture_end (join). Both streams
 /// must be of one context. Waiting on itself is a no-op.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (a NULL handle, or streams of two
-/// contexts), GC_ERROR_INVALID_HANDLE (a destroyed handle), GC_ERROR_CAPTURE
-/// (CUDA refused the wait under capture, e.g. joining two captures; the
-/// capture is invalid now), GC_ERROR_CUDA, GC_ERROR_DEVICE_FAULT.
+/// Errors: common, and GC_ERROR_CAPTURE (CUDA refused the wait under capture,
+/// e.g. joining two captures; the capture is invalid now).
 #[no_mangle]
 pub extern "C" fn gc_stream_wait_stream(
     stream: *mut gc_stream,
@@ -161,10 +152,9 @@ pub extern "C" fn gc_stream_wait_stream(
 /// Blocks until the stream's work is done. On a capturing stream this fails
 /// with GC_ERROR_CAPTURE and invalidates the capture (as CUDA does); the
 /// error of gc_capture_end then names this call.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream is NULL),
-/// GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_CAPTURE (the stream
-/// is capturing), GC_ERROR_DEVICE_FAULT (work on the stream faulted),
-/// GC_ERROR_CUDA (another failure of the work or the wait).
+/// Errors: common, and GC_ERROR_CAPTURE (the stream is capturing),
+/// GC_ERROR_DEVICE_FAULT (work on the stream faulted), GC_ERROR_CUDA (another
+/// failure of the work or the wait).
 #[no_mangle]
 pub extern "C" fn gc_stream_synchronize(stream: *mut gc_stream) -> gc_status {
     boundary("gc_stream_synchronize", || {

@@ -76,16 +76,9 @@ fn chain_ops(list: *const gc_chain_op, count: u32) -> Result<Vec<(u32, f32)>, Er
 /// (float alignment); when both are 16-byte aligned the float4 path runs.
 /// When the first operation is GC_CHAIN_FILL, x is not read and may be NULL.
 /// In place: y == x is allowed; partly overlapping y and x are refused.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or y NULL, x NULL unless the
-/// first operation is a fill, ops NULL with count > 0, count >
-/// GC_CHAIN_MAX_OPS (ops is then not read), an unknown opcode, n == 0 or
-/// too large, a pointer not 4-byte aligned, y and x partly overlapping),
-/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
-/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
-/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
-/// built-in kernels on first use, or the launch, failed),
-/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
-/// unusable), GC_ERROR_PANIC (internal error caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (x NULL unless the first
+/// operation is a fill, ops NULL with count > 0, count > GC_CHAIN_MAX_OPS (ops
+/// is then not read), an unknown opcode, y and x partly overlapping).
 #[no_mangle]
 pub extern "C" fn gc_op_chain(
     stream: *mut gc_stream,
@@ -105,13 +98,7 @@ pub extern "C" fn gc_op_chain(
 /// Pointers: y is device memory of the stream's context (gc_pool_alloc
 /// blocks, cudaMalloc, managed memory; not host memory), 4-byte aligned
 /// (float alignment); 16-byte aligned takes the float4 path.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream or y NULL, n == 0 or too
-/// large, y not 4-byte aligned), GC_ERROR_INVALID_HANDLE (stream destroyed
-/// or not a stream), GC_ERROR_CAPTURE (the stream's capture refused the
-/// launch; the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or
-/// GC_ERROR_CUDA (loading the built-in kernels on first use, or the launch,
-/// failed), GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
-/// unusable), GC_ERROR_PANIC (internal error caught).
+/// Errors: common.
 #[no_mangle]
 pub extern "C" fn gc_op_fill(stream: *mut gc_stream, y: *mut f32, n: u64, value: f32) -> gc_status {
     op!(stream, |sms| ops::fill(p(y), n, value, sms))
@@ -123,14 +110,7 @@ pub extern "C" fn gc_op_fill(stream: *mut gc_stream, y: *mut f32, n: u64, value:
 /// 4-byte aligned (float alignment); when both are 16-byte aligned the
 /// float4 path runs.
 /// In place: y == x is allowed; partly overlapping y and x are refused.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, y or x NULL, n == 0 or too
-/// large, a pointer not 4-byte aligned, y and x partly overlapping),
-/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
-/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
-/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
-/// built-in kernels on first use, or the launch, failed),
-/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
-/// unusable), GC_ERROR_PANIC (internal error caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (y and x partly overlapping).
 #[no_mangle]
 pub extern "C" fn gc_op_copy(
     stream: *mut gc_stream,
@@ -147,14 +127,7 @@ pub extern "C" fn gc_op_copy(
 /// 4-byte aligned (float alignment); when both are 16-byte aligned the
 /// float4 path runs.
 /// In place: y == x is allowed; partly overlapping y and x are refused.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, y or x NULL, n == 0 or too
-/// large, a pointer not 4-byte aligned, y and x partly overlapping),
-/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
-/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
-/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
-/// built-in kernels on first use, or the launch, failed),
-/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
-/// unusable), GC_ERROR_PANIC (internal error caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (y and x partly overlapping).
 #[no_mangle]
 pub extern "C" fn gc_op_scale(
     stream: *mut gc_stream,
@@ -172,14 +145,7 @@ pub extern "C" fn gc_op_scale(
 /// 4-byte aligned (float alignment); when both are 16-byte aligned the
 /// float4 path runs.
 /// In place: y == x is allowed; partly overlapping y and x are refused.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, y or x NULL, n == 0 or too
-/// large, a pointer not 4-byte aligned, y and x partly overlapping),
-/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
-/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
-/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
-/// built-in kernels on first use, or the launch, failed),
-/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
-/// unusable), GC_ERROR_PANIC (internal error caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (y and x partly overlapping).
 #[no_mangle]
 pub extern "C" fn gc_op_add_scalar(
     stream: *mut gc_stream,
@@ -197,14 +163,7 @@ pub extern "C" fn gc_op_add_scalar(
 /// 4-byte aligned (float alignment); when both are 16-byte aligned the
 /// float4 path runs.
 /// In place: y == x is allowed; partly overlapping y and x are refused.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, y or x NULL, n == 0 or too
-/// large, a pointer not 4-byte aligned, y and x partly overlapping),
-/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
-/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
-/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
-/// built-in kernels on first use, or the launch, failed),
-/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
-/// unusable), GC_ERROR_PANIC (internal error caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (y and x partly overlapping).
 #[no_mangle]
 pub extern "C" fn gc_op_axpy(
     stream: *mut gc_stream,
@@ -222,14 +181,8 @@ pub extern "C" fn gc_op_axpy(
 /// 4-byte aligned (float alignment); when all are 16-byte aligned the
 /// float4 path runs.
 /// In place: z may equal x and/or y; z partly overlapping either is refused.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, z, x or y NULL, n == 0 or too
-/// large, a pointer not 4-byte aligned, z partly overlapping an input),
-/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
-/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
-/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
-/// built-in kernels on first use, or the launch, failed),
-/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
-/// unusable), GC_ERROR_PANIC (internal error caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (z partly overlapping an
+/// input).
 #[no_mangle]
 pub extern "C" fn gc_op_add(
     stream: *mut gc_stream,
@@ -247,14 +200,8 @@ pub extern "C" fn gc_op_add(
 /// 4-byte aligned (float alignment); when all are 16-byte aligned the
 /// float4 path runs.
 /// In place: z may equal x and/or y; z partly overlapping either is refused.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, z, x or y NULL, n == 0 or too
-/// large, a pointer not 4-byte aligned, z partly overlapping an input),
-/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
-/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
-/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
-/// built-in kernels on first use, or the launch, failed),
-/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
-/// unusable), GC_ERROR_PANIC (internal error caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (z partly overlapping an
+/// input).
 #[no_mangle]
 pub extern "C" fn gc_op_mul(
     stream: *mut gc_stream,
@@ -272,14 +219,7 @@ pub extern "C" fn gc_op_mul(
 /// 4-byte aligned (float alignment); when both are 16-byte aligned the
 /// float4 path runs.
 /// In place: y == x is allowed; partly overlapping y and x are refused.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, y or x NULL, n == 0 or too
-/// large, a pointer not 4-byte aligned, y and x partly overlapping),
-/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
-/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
-/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
-/// built-in kernels on first use, or the launch, failed),
-/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
-/// unusable), GC_ERROR_PANIC (internal error caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (y and x partly overlapping).
 #[no_mangle]
 pub extern "C" fn gc_op_relu(
     stream: *mut gc_stream,
@@ -297,14 +237,8 @@ pub extern "C" fn gc_op_relu(
 /// float4 path runs.
 /// In place: dx may equal dy and/or x; dx partly overlapping either is
 /// refused.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, dx, dy or x NULL, n == 0 or
-/// too large, a pointer not 4-byte aligned, dx partly overlapping an input),
-/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
-/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
-/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
-/// built-in kernels on first use, or the launch, failed),
-/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
-/// unusable), GC_ERROR_PANIC (internal error caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (dx partly overlapping an
+/// input).
 #[no_mangle]
 pub extern "C" fn gc_op_relu_backward(
     stream: *mut gc_stream,
@@ -322,14 +256,7 @@ pub extern "C" fn gc_op_relu_backward(
 /// 4-byte aligned (float alignment); when both are 16-byte aligned the
 /// float4 path runs.
 /// In place: w is updated in place; w and g must not overlap at all.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, w or g NULL, n == 0 or too
-/// large, a pointer not 4-byte aligned, w and g overlapping),
-/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
-/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
-/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
-/// built-in kernels on first use, or the launch, failed),
-/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
-/// unusable), GC_ERROR_PANIC (internal error caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (w and g overlapping).
 #[no_mangle]
 pub extern "C" fn gc_op_sgd(
     stream: *mut gc_stream,
@@ -349,14 +276,8 @@ pub extern "C" fn gc_op_sgd(
 /// 16-byte aligned and cols % 4 == 0.
 /// In place: y == x is allowed; y partly overlapping x, or overlapping b,
 /// is refused.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, y, x or b NULL, rows or cols
-/// 0, rows * cols >= 2^32, a pointer not 4-byte aligned, a refused
-/// overlap), GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
-/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
-/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
-/// built-in kernels on first use, or the launch, failed),
-/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
-/// unusable), GC_ERROR_PANIC (internal error caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (rows * cols >= 2^32, a
+/// refused overlap).
 #[no_mangle]
 pub extern "C" fn gc_op_bias_add(
     stream: *mut gc_stream,

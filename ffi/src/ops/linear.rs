@@ -39,14 +39,8 @@ pub const GC_LINEAR_TF32: u32 = 2;
 /// 4-byte aligned (float alignment); float4 loads where k (and for the
 /// GEMM path n) is a multiple of 4 and the pointers are 16-byte aligned.
 /// In place: not allowed; y must not overlap x, w or b.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, y, x or w NULL, m, n or k 0,
-/// a matrix of 2^32 elements or more, a pointer not 4-byte aligned, y
-/// overlapping an input, an unknown flag), GC_ERROR_INVALID_HANDLE (stream
-/// destroyed or not a stream), GC_ERROR_CAPTURE (the stream's capture
-/// refused the launch; the capture is now invalid), GC_ERROR_OUT_OF_MEMORY
-/// or GC_ERROR_CUDA (loading the built-in kernels on first use, or the
-/// launch, failed), GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the
-/// context is unusable), GC_ERROR_PANIC (internal error caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (a matrix of 2^32 elements or
+/// more, y overlapping an input, an unknown flag).
 #[no_mangle]
 pub extern "C" fn gc_op_linear(
     stream: *mut gc_stream,
@@ -100,14 +94,8 @@ pub extern "C" fn gc_op_linear(
 /// 4-byte aligned (float alignment); float4 loads where the sizes are
 /// multiples of 4 and the pointers 16-byte aligned.
 /// In place: not allowed; dx must not overlap dy or w.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, dx, dy or w NULL, m, n or k 0,
-/// a matrix of 2^32 elements or more, a pointer not 4-byte aligned, dx
-/// overlapping an input), GC_ERROR_INVALID_HANDLE (stream destroyed or not
-/// a stream), GC_ERROR_CAPTURE (the stream's capture refused the launch;
-/// the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA
-/// (loading the built-in kernels on first use, or the launch, failed),
-/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
-/// unusable), GC_ERROR_PANIC (internal error caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (a matrix of 2^32 elements or
+/// more, dx overlapping an input).
 #[no_mangle]
 pub extern "C" fn gc_op_linear_backward_input(
     stream: *mut gc_stream,
@@ -139,14 +127,8 @@ pub extern "C" fn gc_op_linear_backward_input(
 /// 4-byte aligned (float alignment); float4 loads where the sizes are
 /// multiples of 4 and the pointers 16-byte aligned.
 /// In place: not allowed; dw must not overlap dy or x.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, dw, dy or x NULL, m, n or k 0,
-/// a matrix of 2^32 elements or more, a pointer not 4-byte aligned, dw
-/// overlapping an input), GC_ERROR_INVALID_HANDLE (stream destroyed or not
-/// a stream), GC_ERROR_CAPTURE (the stream's capture refused the launch;
-/// the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA
-/// (loading the built-in kernels on first use, or the launch, failed),
-/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
-/// unusable), GC_ERROR_PANIC (internal error caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (a matrix of 2^32 elements or
+/// more, dw overlapping an input).
 #[no_mangle]
 pub extern "C" fn gc_op_linear_backward_weight(
     stream: *mut gc_stream,
@@ -176,14 +158,8 @@ pub extern "C" fn gc_op_linear_backward_weight(
 /// 4-byte aligned (float alignment); float4 loads where the sizes are
 /// multiples of 4 and the pointers 16-byte aligned.
 /// In place: w is updated in place; it must not overlap dy or x.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, w, dy or x NULL, m, n or k 0,
-/// a matrix of 2^32 elements or more, a pointer not 4-byte aligned, w
-/// overlapping an input), GC_ERROR_INVALID_HANDLE (stream destroyed or not
-/// a stream), GC_ERROR_CAPTURE (the stream's capture refused the launch;
-/// the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA
-/// (loading the built-in kernels on first use, or the launch, failed),
-/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
-/// unusable), GC_ERROR_PANIC (internal error caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (a matrix of 2^32 elements or
+/// more, w overlapping an input).
 #[no_mangle]
 pub extern "C" fn gc_op_linear_weight_sgd(
     stream: *mut gc_stream,
@@ -213,14 +189,8 @@ pub extern "C" fn gc_op_linear_weight_sgd(
 /// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
 /// 4-byte aligned (float alignment).
 /// In place: not allowed; db must not overlap dy.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, db or dy NULL, rows or cols 0,
-/// rows * cols >= 2^32, a pointer not 4-byte aligned, db overlapping dy),
-/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
-/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
-/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
-/// built-in kernels on first use, or the launch, failed),
-/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
-/// unusable), GC_ERROR_PANIC (internal error caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (rows * cols >= 2^32, db
+/// overlapping dy).
 #[no_mangle]
 pub extern "C" fn gc_op_bias_grad(
     stream: *mut gc_stream,
@@ -238,14 +208,8 @@ pub extern "C" fn gc_op_bias_grad(
 /// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
 /// 4-byte aligned (float alignment).
 /// In place: b is updated in place; it must not overlap dy.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, b or dy NULL, rows or cols 0,
-/// rows * cols >= 2^32, a pointer not 4-byte aligned, b overlapping dy),
-/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
-/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
-/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
-/// built-in kernels on first use, or the launch, failed),
-/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
-/// unusable), GC_ERROR_PANIC (internal error caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (rows * cols >= 2^32, b
+/// overlapping dy).
 #[no_mangle]
 pub extern "C" fn gc_op_bias_sgd(
     stream: *mut gc_stream,

@@ -11,8 +11,7 @@ use std::ffi::c_void;
 /// Writes to *bytes the workspace gc_op_mse needs for n elements on ctx's
 /// device (a pure computation: nothing is allocated or launched).
 /// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or bytes NULL),
-/// GC_ERROR_INVALID_HANDLE (ctx destroyed or not a context),
-/// GC_ERROR_PANIC (internal error caught).
+/// GC_ERROR_INVALID_HANDLE (ctx destroyed or not a context).
 #[no_mangle]
 pub extern "C" fn gc_op_mse_workspace_bytes(
     ctx: *mut gc_context,
@@ -38,15 +37,8 @@ pub extern "C" fn gc_op_mse_workspace_bytes(
 /// and grad are 16-byte aligned the float4 path runs.
 /// In place: grad may equal pred or target; loss and workspace must not
 /// overlap anything else.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, loss, pred, target or
-/// workspace NULL, n == 0 or too large, workspace_bytes too small, a
-/// pointer not 4-byte aligned, a refused overlap), GC_ERROR_INVALID_HANDLE
-/// (stream destroyed or not a stream), GC_ERROR_CAPTURE (the stream's
-/// capture refused the launch; the capture is now invalid),
-/// GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the built-in kernels on
-/// first use, or the launch, failed), GC_ERROR_DEVICE_FAULT (an earlier
-/// kernel faulted; the context is unusable), GC_ERROR_PANIC (internal error
-/// caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (workspace_bytes too small, a
+/// refused overlap).
 #[no_mangle]
 pub extern "C" fn gc_op_mse(
     stream: *mut gc_stream,

@@ -78,8 +78,8 @@ fn mlp_layers(list: *const gc_mlp_layer, n_layers: u32) -> Result<Vec<ops::MlpLa
 /// counter and epoch), then every layer's output but the last twice: as the
 /// fused kernel's tagged activations (8 bytes an element) and as floats,
 /// each rounded up to 256 bytes.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (layers or bytes NULL, n_layers 0 or
-/// more than GC_MLP_MAX_LAYERS), GC_ERROR_PANIC (internal error caught).
+/// Errors: GC_ERROR_INVALID_ARGUMENT (layers or bytes NULL, n_layers 0 or more
+/// than GC_MLP_MAX_LAYERS).
 #[no_mangle]
 pub extern "C" fn gc_op_mlp_workspace_bytes(
     rows: u32,
@@ -124,17 +124,11 @@ pub extern "C" fn gc_op_mlp_workspace_bytes(
 /// (workspace 16-byte aligned for the intermediates).
 /// In place: not allowed; y and workspace must not overlap each other, x
 /// or any weight or bias.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, y, x, layers, workspace or a
-/// layer's w NULL, an unknown flag, rows, n_layers or a width 0, n_layers more than
-/// GC_MLP_MAX_LAYERS (layers is then not read), a layer's inputs not the
-/// previous layer's outputs, a matrix of 2^32 elements or more,
-/// workspace_bytes too small, a pointer not 4-byte aligned, a refused
-/// overlap), GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
-/// GC_ERROR_CAPTURE (the stream's capture refused the launch; the capture is
-/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
-/// built-in kernels on first use, or the launch, failed; a device without
-/// cooperative launch), GC_ERROR_DEVICE_FAULT (an earlier kernel faulted;
-/// the context is unusable), GC_ERROR_PANIC (internal error caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (a layer's w NULL, an unknown
+/// flag, n_layers more than GC_MLP_MAX_LAYERS (layers is then not read), a
+/// layer's inputs not the previous layer's outputs, a matrix of 2^32 elements
+/// or more, workspace_bytes too small, a refused overlap), GC_ERROR_CUDA (also:
+/// a device without cooperative launch).
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub extern "C" fn gc_op_mlp(

@@ -3,6 +3,16 @@
 //! overlapping outputs: GC_ERROR_INVALID_ARGUMENT with a message, and
 //! nothing is launched), and works eagerly or under capture.
 //!
+//! Common errors: in this header, `Errors: common` means these (instead of
+//! the status section's): GC_ERROR_INVALID_ARGUMENT (stream or a pointer
+//! argument NULL, n or a size 0 or too large, a pointer not 4-byte
+//! aligned; nothing is launched), GC_ERROR_INVALID_HANDLE (stream destroyed
+//! or not a stream), GC_ERROR_CAPTURE (the stream's capture refused a
+//! launch; the capture is now invalid), GC_ERROR_OUT_OF_MEMORY or
+//! GC_ERROR_CUDA (loading the built-in kernels on first use, or a launch,
+//! failed), GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context
+//! is unusable).
+//!
 //! Every export here is one wrapper: its signature (spelled out for
 //! cbindgen) and an `op!` body naming the typed operation of
 //! `graphcore_kernels::ops` it runs; the body takes the export's name from

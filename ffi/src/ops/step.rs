@@ -15,8 +15,7 @@ use std::ffi::c_void;
 /// nothing is allocated or launched): the loss's counter and per-block sums,
 /// rounded up to 256 bytes, then the output gradient (rows x outputs floats).
 /// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or bytes NULL),
-/// GC_ERROR_INVALID_HANDLE (ctx destroyed or not a context),
-/// GC_ERROR_PANIC (internal error caught).
+/// GC_ERROR_INVALID_HANDLE (ctx destroyed or not a context).
 #[no_mangle]
 pub extern "C" fn gc_op_linear_mse_step_workspace_bytes(
     ctx: *mut gc_context,
@@ -64,15 +63,8 @@ pub extern "C" fn gc_op_linear_mse_step_workspace_bytes(
 /// is a multiple of 4 and x and w are 16-byte aligned.
 /// In place: w and b are updated in place; w, b, loss and workspace must
 /// not overlap each other, x or target.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, w, x, target, loss or
-/// workspace NULL, rows, inputs or outputs 0, a matrix of 2^32 elements or
-/// more, workspace_bytes too small, a pointer not 4-byte aligned, a refused
-/// overlap), GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
-/// GC_ERROR_CAPTURE (the stream's capture refused a launch; the capture is
-/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
-/// built-in kernels on first use, or a launch, failed),
-/// GC_ERROR_DEVICE_FAULT (an earlier kernel faulted; the context is
-/// unusable), GC_ERROR_PANIC (internal error caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (a matrix of 2^32 elements or
+/// more, workspace_bytes too small, a refused overlap).
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub extern "C" fn gc_op_linear_mse_step(
@@ -119,8 +111,7 @@ pub extern "C" fn gc_op_linear_mse_step(
 /// computation: nothing is allocated or launched): a 256-byte grid barrier,
 /// the loss's per-block sums, then h, dP and dH (each 256-byte aligned).
 /// Errors: GC_ERROR_INVALID_ARGUMENT (ctx or bytes NULL),
-/// GC_ERROR_INVALID_HANDLE (ctx destroyed or not a context),
-/// GC_ERROR_PANIC (internal error caught).
+/// GC_ERROR_INVALID_HANDLE (ctx destroyed or not a context).
 #[no_mangle]
 pub extern "C" fn gc_op_mlp2_mse_step_workspace_bytes(
     ctx: *mut gc_context,
@@ -167,15 +158,9 @@ pub extern "C" fn gc_op_mlp2_mse_step_workspace_bytes(
 /// aligned.
 /// In place: the weights and biases are updated in place; w1, b1, w2, b2,
 /// loss and workspace must not overlap each other, x or target.
-/// Errors: GC_ERROR_INVALID_ARGUMENT (stream, w1, w2, x, target, loss or
-/// workspace NULL, rows or a width 0 or 65536 or more, workspace_bytes too
-/// small, a pointer not 4-byte aligned, a refused overlap),
-/// GC_ERROR_INVALID_HANDLE (stream destroyed or not a stream),
-/// GC_ERROR_CAPTURE (the stream's capture refused a launch; the capture is
-/// now invalid), GC_ERROR_OUT_OF_MEMORY or GC_ERROR_CUDA (loading the
-/// built-in kernels on first use, or a launch, failed; a device without
-/// cooperative launch), GC_ERROR_DEVICE_FAULT (an earlier kernel faulted;
-/// the context is unusable), GC_ERROR_PANIC (internal error caught).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (a width of 65536 or more,
+/// workspace_bytes too small, a refused overlap), GC_ERROR_CUDA (also: a device
+/// without cooperative launch).
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub extern "C" fn gc_op_mlp2_mse_step(
