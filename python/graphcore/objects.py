@@ -654,7 +654,7 @@ class Function(_Handle):
     @classmethod
     def builtin(cls, context, name):
         """gc_kernel_builtin: a built-in kernel ("gc_scale_f32", ...; the list
-        and each kernel's parameters are at the end of graphcore.h)."""
+        and each kernel's parameters are at the end of graphcore_ops.h)."""
         h = _out()
         lib.gc_kernel_builtin(_handle_of(context, Context, "Function.builtin", "context"),
                               _name(name, "Function.builtin"), C.byref(h))
