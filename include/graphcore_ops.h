@@ -65,11 +65,12 @@ extern "C" {
  */
 typedef struct gc_chain_op {
     /**
-     * GC_CHAIN_FILL, GC_CHAIN_MUL, GC_CHAIN_ADD, GC_CHAIN_RELU, GC_CHAIN_MAX or GC_CHAIN_MIN.
+     * GC_CHAIN_FILL, GC_CHAIN_MUL, GC_CHAIN_ADD, GC_CHAIN_RELU, GC_CHAIN_MAX, GC_CHAIN_MIN or
+     * another GC_CHAIN_* opcode.
      */
     uint32_t op;
     /**
-     * The constant (ignored by GC_CHAIN_RELU).
+     * The constant (ignored by GC_CHAIN_RELU and GC_CHAIN_GELU).
      */
     float value;
 } gc_chain_op;
@@ -78,21 +79,6 @@ typedef struct gc_chain_op {
  * Chain opcode: v = value (a fill; the input is not read when first).
  */
 #define GC_CHAIN_FILL 1
-
-/**
- * Chain opcode: v = v * value (bitwise as gc_op_scale).
- */
-#define GC_CHAIN_MUL 2
-
-/**
- * Chain opcode: v = v + value (bitwise as gc_op_add_scalar).
- */
-#define GC_CHAIN_ADD 3
-
-/**
- * Chain opcode: v = max(v, 0) (bitwise as gc_op_relu).
- */
-#define GC_CHAIN_RELU 4
 
 /**
  * Chain opcode: v = max(v, value).
@@ -140,11 +126,30 @@ enum gc_status gc_op_chain(struct gc_stream *stream,
 enum gc_status gc_op_fill(struct gc_stream *stream, float *y, uint64_t n, float value);
 
 /**
+ * Chain opcode: v = v * value (bitwise as gc_op_scale).
+ */
+#define GC_CHAIN_MUL 2
+
+/**
+ * Chain opcode: v = v + value (bitwise as gc_op_add_scalar).
+ */
+#define GC_CHAIN_ADD 3
+
+/**
+ * Chain opcode: v = max(v, 0) (bitwise as gc_op_relu).
+ */
+#define GC_CHAIN_RELU 4
+
+/**
+ * Chain opcode: v = gelu(v), the tanh approximation (bitwise as gc_op_gelu).
+ */
+#define GC_CHAIN_GELU 7
+
+/**
  * y = x (n floats).
- * Pointers: y and x are device memory of the stream's context
- * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
- * 4-byte aligned (float alignment); when both are 16-byte aligned the
- * float4 path runs.
+ * Pointers: y and x are device memory of the stream's context (gc_pool_alloc
+ * blocks, cudaMalloc, managed memory; not host memory), 4-byte aligned (float
+ * alignment); when both are 16-byte aligned the float4 path runs.
  * In place: y == x is allowed; partly overlapping y and x are refused.
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (y and x partly overlapping).
  */
@@ -152,10 +157,9 @@ enum gc_status gc_op_copy(struct gc_stream *stream, float *y, const float *x, ui
 
 /**
  * y = alpha * x (n floats).
- * Pointers: y and x are device memory of the stream's context
- * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
- * 4-byte aligned (float alignment); when both are 16-byte aligned the
- * float4 path runs.
+ * Pointers: y and x are device memory of the stream's context (gc_pool_alloc
+ * blocks, cudaMalloc, managed memory; not host memory), 4-byte aligned (float
+ * alignment); when both are 16-byte aligned the float4 path runs.
  * In place: y == x is allowed; partly overlapping y and x are refused.
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (y and x partly overlapping).
  */
@@ -167,10 +171,9 @@ enum gc_status gc_op_scale(struct gc_stream *stream,
 
 /**
  * y = x + c (n floats).
- * Pointers: y and x are device memory of the stream's context
- * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
- * 4-byte aligned (float alignment); when both are 16-byte aligned the
- * float4 path runs.
+ * Pointers: y and x are device memory of the stream's context (gc_pool_alloc
+ * blocks, cudaMalloc, managed memory; not host memory), 4-byte aligned (float
+ * alignment); when both are 16-byte aligned the float4 path runs.
  * In place: y == x is allowed; partly overlapping y and x are refused.
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (y and x partly overlapping).
  */
@@ -179,6 +182,28 @@ enum gc_status gc_op_add_scalar(struct gc_stream *stream,
                                 const float *x,
                                 uint64_t n,
                                 float c);
+
+/**
+ * y = max(x, 0) (n floats; NaN propagates, -0 becomes +0).
+ * Pointers: y and x are device memory of the stream's context (gc_pool_alloc
+ * blocks, cudaMalloc, managed memory; not host memory), 4-byte aligned (float
+ * alignment); when both are 16-byte aligned the float4 path runs.
+ * In place: y == x is allowed; partly overlapping y and x are refused.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (y and x partly overlapping).
+ */
+enum gc_status gc_op_relu(struct gc_stream *stream, float *y, const float *x, uint64_t n);
+
+/**
+ * y = gelu(x) (n floats), the tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi)
+ * (x + 0.044715 x^3))), as PyTorch's gelu(approximate="tanh"), within 1e-5
+ * relative.
+ * Pointers: y and x are device memory of the stream's context (gc_pool_alloc
+ * blocks, cudaMalloc, managed memory; not host memory), 4-byte aligned (float
+ * alignment); when both are 16-byte aligned the float4 path runs.
+ * In place: y == x is allowed; partly overlapping y and x are refused.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (y and x partly overlapping).
+ */
+enum gc_status gc_op_gelu(struct gc_stream *stream, float *y, const float *x, uint64_t n);
 
 /**
  * y = alpha * x + y (one fused multiply-add per element, n floats).
@@ -226,17 +251,6 @@ enum gc_status gc_op_mul(struct gc_stream *stream,
                          const float *x,
                          const float *y,
                          uint64_t n);
-
-/**
- * y = max(x, 0) (n floats; NaN propagates, -0 becomes +0).
- * Pointers: y and x are device memory of the stream's context
- * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
- * 4-byte aligned (float alignment); when both are 16-byte aligned the
- * float4 path runs.
- * In place: y == x is allowed; partly overlapping y and x are refused.
- * Errors: common, and GC_ERROR_INVALID_ARGUMENT (y and x partly overlapping).
- */
-enum gc_status gc_op_relu(struct gc_stream *stream, float *y, const float *x, uint64_t n);
 
 /**
  * dx = x > 0 ? dy : 0 (n floats).
@@ -754,6 +768,15 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
  *     loads/stores when every pointer is 16-byte aligned (decided inside the
  *     kernel), a scalar path otherwise. In-place use (output == an input) is
  *     allowed; partly overlapping ranges are not.
+ * gc_gelu_f32(float *y, float *x, uint64_t n)
+ *     y[i] = gelu(x[i]), the tanh approximation (PyTorch's
+ *     gelu(approximate="tanh")) computed as x / (1 + 2^(K * (x + 0.044715
+ *     x^3))) with K = -2 sqrt(2/pi) log2(e): explicit roundings and
+ *     ex2.approx.f32, bitwise equal to chain opcode GELU. Launch: block 256
+ *     (any multiple of 32 up to 1024 is correct), any grid: a grid-stride loop
+ *     covers all n. float4 loads/stores when every pointer is 16-byte aligned
+ *     (decided inside the kernel), a scalar path otherwise. In-place use
+ *     (output == an input) is allowed; partly overlapping ranges are not.
  * gc_relu_backward_f32(float *dx, float *dy, float *x, uint64_t n)
  *     dx[i] = x[i] > 0 ? dy[i] : 0 (x is the ReLU's input or output). Launch:
  *     block 256 (any multiple of 32 up to 1024 is correct), any grid: a
@@ -776,10 +799,10 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
  *     y[i] = op_{count-1}(...op_0(x[i])...), all in registers, one pass. Op k
  *     is the 4-bit opcode (ops >> 4k) & 15 with constant ck, count <= 8: 1
  *     FILL v=c, 2 MUL v=v*c, 3 ADD v=v+c, 4 RELU, 5 MAX v=max(v,c), 6 MIN
- *     v=min(v,c) (MAX/MIN propagate a NaN in v); other opcodes leave v
+ *     v=min(v,c) (MAX/MIN propagate a NaN in v), 7 GELU; other opcodes leave v
  *     unchanged. Each opcode is bitwise equal to its standalone kernel (fill,
- *     scale, add_scalar, relu). When op 0 is FILL, x is not read and may be
- *     null; count == 0 copies. Launch: block 256 (any multiple of 32 up to
+ *     scale, add_scalar, relu, gelu). When op 0 is FILL, x is not read and may
+ *     be null; count == 0 copies. Launch: block 256 (any multiple of 32 up to
  *     1024 is correct), any grid: a grid-stride loop covers all n. float4
  *     loads/stores when every pointer is 16-byte aligned (decided inside the
  *     kernel), a scalar path otherwise. In-place use (output == an input) is

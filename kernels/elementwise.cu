@@ -119,6 +119,29 @@ extern "C" __global__ void __launch_bounds__(GC_BLOCK) gc_relu_f32(float *y, con
     gc_map1(y, x, n, [](float v) { return gc_relu(v); });
 }
 
+// GELU, the tanh approximation (PyTorch's gelu(approximate="tanh")):
+// 0.5 x (1 + tanh(u)) with u = sqrt(2/pi) (x + 0.044715 x^3), computed as
+// x * sigmoid(2u) = x / (1 + 2^(K (x + 0.044715 x^3))), K = -2 sqrt(2/pi) log2(e),
+// with explicit roundings and ex2.approx.f32 (inline PTX, so the instruction is
+// fixed: core's fusion JIT emits exactly this sequence, and kernels/src/table.rs
+// declares it). Large |x| give x or -0; NaN propagates.
+__device__ __forceinline__ float gc_gelu(float v) {
+    float t = fmaf(__fmul_rn(__fmul_rn(v, v), 0.044715f), v, v);
+    t = __fmul_rn(t, -2.3022082f);
+#ifdef __CUDA_ARCH__
+    asm("ex2.approx.f32 %0, %0;" : "+f"(t));
+#else
+    t = std::exp2(t);  // CPU emulation (kernels/emu)
+#endif
+    return __fdiv_rn(v, __fadd_rn(t, 1.0f));
+}
+
+// y[i] = gelu(x[i]).
+extern "C" __global__ void __launch_bounds__(GC_BLOCK) gc_gelu_f32(float *y, const float *x, u64 n) {
+    GC_PDL_WAIT();
+    gc_map1(y, x, n, [](float v) { return gc_gelu(v); });
+}
+
 // dx[i] = x[i] > 0 ? dy[i] : 0.
 extern "C" __global__ void __launch_bounds__(GC_BLOCK)
     gc_relu_backward_f32(float *dx, const float *dy, const float *x, u64 n) {
@@ -185,6 +208,7 @@ extern "C" __global__ void __launch_bounds__(GC_BLOCK)
 //   4 RELU  v = relu(v)      (gc_relu_f32; c unused)
 //   5 MAX   v = max(v, c)    (clamp_min, NaN in v propagates)
 //   6 MIN   v = min(v, c)    (clamp_max, NaN in v propagates)
+//   7 GELU  v = gelu(v)      (gc_gelu_f32; c unused)
 // Any other opcode leaves v unchanged. When op 0 is FILL, x is not read (it
 // may be null). count == 0 copies x to y.
 #define GC_OP_FILL 1u
@@ -193,6 +217,7 @@ extern "C" __global__ void __launch_bounds__(GC_BLOCK)
 #define GC_OP_RELU 4u
 #define GC_OP_MAX 5u
 #define GC_OP_MIN 6u
+#define GC_OP_GELU 7u
 
 __device__ __forceinline__ float gc_op(u32 op, float v, float c) {
     switch (op) {
@@ -202,6 +227,7 @@ __device__ __forceinline__ float gc_op(u32 op, float v, float c) {
     case GC_OP_RELU: return gc_relu(v);
     case GC_OP_MAX: return gc_max(v, c);
     case GC_OP_MIN: return gc_min(v, c);
+    case GC_OP_GELU: return gc_gelu(v);
     default: return v;
     }
 }
@@ -216,6 +242,7 @@ __device__ __forceinline__ float4 gc_op4(u32 op, float4 v, float c) {
     case GC_OP_RELU: return make_float4(gc_relu(v.x), gc_relu(v.y), gc_relu(v.z), gc_relu(v.w));
     case GC_OP_MAX: return make_float4(gc_max(v.x, c), gc_max(v.y, c), gc_max(v.z, c), gc_max(v.w, c));
     case GC_OP_MIN: return make_float4(gc_min(v.x, c), gc_min(v.y, c), gc_min(v.z, c), gc_min(v.w, c));
+    case GC_OP_GELU: return make_float4(gc_gelu(v.x), gc_gelu(v.y), gc_gelu(v.z), gc_gelu(v.w));
     default: return v;
     }
 }

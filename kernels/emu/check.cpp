@@ -140,6 +140,50 @@ static void check_bias_add() {
 }
 
 // ---------------------------------------------------------------------------
+// Every map op declared in kernels/src/table.rs (map_ops.inc, generated from the
+// declarations), bitwise: the float4 path equals the scalar path (aligned and
+// misaligned buffers), in place equals out of place, the chain kernel's opcode
+// equals the standalone kernel, and nothing is written past the end. Values
+// against float64 are the GPU test's part (kernels::map_ops_match_float64).
+struct MapCase {
+    const char *name;
+    u32 opcode;  // 0: a copy
+    void (*launch)(uint3, uint3, float *, const float *, u64, float);
+};
+#define GC_MAP_OP(name, opcode, ...) MapCase{name, opcode, __VA_ARGS__},
+static const MapCase MAP_CASES[] = {
+#include "map_ops.inc"
+};
+#undef GC_MAP_OP
+
+static void check_maps() {
+    for (const MapCase &m : MAP_CASES) {
+        for (size_t n : {1ul, 3ul, 4ul, 5ul, 257ul, 4099ul}) {
+            const float c = rnd(-3, 3);
+            Buf x(n), xs(n, 1), a(n), b(n, 1), ip(n), ch(n);
+            x.random(-6, 6);
+            x[0] = -0.0f;
+            if (n > 2) x[2] = NAN;
+            if (n > 3) x[3] = 0.0f;
+            for (size_t i = 0; i < n; ++i) xs[i] = x[i];
+            m.launch(g1(2), g1(256), a.p, x.p, (u64)n, c);   // float4 path (n >= 4)
+            m.launch(g1(2), g1(256), b.p, xs.p, (u64)n, c);  // scalar path
+            for (size_t i = 0; i < n; ++i) ip[i] = x[i];
+            m.launch(g1(3), g1(256), ip.p, ip.p, (u64)n, c);
+            const u32 count = m.opcode ? 1u : 0u;
+            emu::launch(gc_chain_f32, g1(1), g1(256), ch.p, (const float *)x.p, (u64)n, m.opcode, count, c, 0.f, 0.f,
+                        0.f, 0.f, 0.f, 0.f, 0.f);
+            bool ok = std::isnan(a.p[n]) && std::isnan(b.p[n]);
+            size_t bad = 0;
+            for (size_t i = 0; i < n && ok; ++i)
+                if (!same_bits(a[i], b[i]) || !same_bits(a[i], ip[i]) || !same_bits(a[i], ch[i])) ok = false, bad = i;
+            CHECK(ok, "map %s n=%zu at %zu (x %g): float4 %g, scalar %g, in place %g, chain %g", m.name, n, bad, x[bad],
+                  a[bad], b[bad], ip[bad], ch[bad]);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Chains: bitwise equal to the standalone kernels run one after another.
 static void check_chain() {
     const u32 FILL = 1, MUL = 2, ADD = 3, RELU = 4, MAX = 5, MIN = 6;
@@ -693,6 +737,7 @@ int main(int argc, char **argv) {
     run("elementwise", check_elementwise);
     run("bias_add", check_bias_add);
     run("chain", check_chain);
+    run("maps", check_maps);
     run("bias_grad", check_bias_grad);
     run("mse", check_mse);
     run("linear_small", check_linear_small);

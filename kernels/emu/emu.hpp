@@ -87,6 +87,7 @@ inline float __uint_as_float(unsigned u) {
     return v;
 }
 inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fsub_rn(float a, float b) { return a - b; }
 using std::fmaf;

@@ -19,6 +19,42 @@ pub const OP_RELU: u32 = 4;
 pub const OP_MAX: u32 = 5;
 /// Chain opcode: `v = min(v, c)` (clamp from above; a NaN in `v` propagates).
 pub const OP_MIN: u32 = 6;
+/// The PTX of [`OP_FILL`], [`OP_MAX`] and [`OP_MIN`] in a generated chain
+/// kernel (the map ops declare theirs: [`crate::map::Fuse::Op`]).
+const OWN_PTX: [(u32, &str); 3] = [
+    (OP_FILL, "    mov.f32 %v, {c};\n"),
+    // max: v <= c ? c : v; min: v >= c ? c : v (a NaN in v stays).
+    (
+        OP_MAX,
+        "    setp.le.f32 %p2, %v, {c};\n    selp.f32 %v, {c}, %v, %p2;\n",
+    ),
+    (
+        OP_MIN,
+        "    setp.ge.f32 %p2, %v, {c};\n    selp.f32 %v, {c}, %v, %p2;\n",
+    ),
+];
+
+/// Whether `op` is an opcode of the chain kernel: [`OP_FILL`], [`OP_MAX`],
+/// [`OP_MIN`] or a map op's ([`crate::map::Fuse::Op`]).
+pub fn is_opcode(op: u32) -> bool {
+    op_ptx(op).is_some()
+}
+
+/// The PTX that a generated chain kernel emits for opcode `op` (`None`: not
+/// an opcode). In the text, `%v` is the value register (read and written),
+/// `{c}` stands for the operation's constant register and `%p2` is a free
+/// predicate; further registers are declared inside a `{ }` scope. Each
+/// computes bitwise what the chain kernel's opcode computes.
+pub fn op_ptx(op: u32) -> Option<&'static str> {
+    if let Some(&(_, ptx)) = OWN_PTX.iter().find(|&&(o, _)| o == op) {
+        return Some(ptx);
+    }
+    crate::map::MapOp::all().find_map(|m| match m.map.fuse {
+        crate::map::Fuse::Op { opcode, ptx, .. } if opcode == op => Some(ptx),
+        _ => None,
+    })
+}
+
 /// Most operations one chain-kernel launch applies.
 pub const MAX_CHAIN_OPS: usize = 8;
 

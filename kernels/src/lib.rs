@@ -45,6 +45,7 @@
 
 mod error;
 pub mod fusion;
+pub mod map;
 pub mod ops;
 mod table;
 

@@ -2,10 +2,14 @@
 //! per kernel (the `kernels!` macro) giving its entry name, module, parameter list
 //! (exactly the C signature in `kernels/*.cu`), documentation and, for
 //! elementwise kernels, its meaning to fusion. The [`Kernel`] enum, the
-//! [`KERNELS`] slice, the typed argument structs in [`args`] and
-//! [`Kernel::elementwise`] are all generated from these declarations.
+//! [`KERNELS`] slice, the typed argument structs in [`args`],
+//! [`Kernel::elementwise`] and [`Kernel::map`] are all generated from these
+//! declarations. A kernel with a `map:` clause is a map op (`y = f(x, c)`,
+//! [`crate::map`]): its C export, Python binding, bad-input cases, fusion
+//! meaning and float64 reference all come from its entry here.
 
 use crate::fusion::{Elementwise, OP_ADD, OP_MUL, OP_RELU};
+use crate::map::{map_params, Fuse, Map, MapOp};
 use crate::{Arg, KernelInfo, ModuleInfo, Value, MAX_ARGS};
 
 /// Index of `elementwise.ptx` in [`MODULES`].
@@ -97,6 +101,27 @@ macro_rules! rust_type {
     };
 }
 
+/// A kernel's `map:` clause, if it has one.
+macro_rules! map_of {
+    () => {
+        None
+    };
+    ($map:expr) => {{
+        static MAP: Map = $map;
+        Some(&MAP)
+    }};
+}
+
+/// Whether a kernel has a `map:` clause.
+macro_rules! is_map {
+    () => {
+        false
+    };
+    ($map:expr) => {
+        true
+    };
+}
+
 /// What a kernel means to fusion: `None` without a `fuse:` clause.
 macro_rules! fusion_of {
     ($values:ident) => {{
@@ -117,13 +142,16 @@ macro_rules! fusion_of {
 ///     fuse: |a| Some(Elementwise::...);   // elementwise kernels only
 /// ```
 ///
-/// and generates [`Kernel`], [`KERNELS`] (in the enum's order), the
-/// argument structs in [`args`] and [`Kernel::elementwise`].
+/// or, for a map op (`(y: Ptr, x: Ptr, n: U64[, c: F32])`, [`crate::map`]),
+/// `map: Map { ... }` instead of `fuse:`; and generates [`Kernel`],
+/// [`KERNELS`] (in the enum's order), the argument structs in [`args`],
+/// [`Kernel::elementwise`] and [`Kernel::map`].
 macro_rules! kernels {
     ($(
         $variant:ident = $entry:ident in $module:ident ( $( $arg:ident : $kind:ident ),* $(,)? ),
             doc: $doc:expr
-            $(, fuse: $fuse:expr)? ;
+            $(, fuse: $fuse:expr)?
+            $(, map: $map:expr)? ;
     )*) => {
         /// A built-in kernel: an index into [`KERNELS`].
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -150,11 +178,25 @@ macro_rules! kernels {
             /// Number of built-in kernels.
             pub const COUNT: usize = [$(stringify!($variant)),*].len();
 
+            /// Whether each kernel (in table order) is a map op.
+            const IS_MAP: [bool; Kernel::COUNT] = [$(is_map!($($map)?)),*];
+
+            /// The `map:` clause of the kernel's entry, if it is a map op
+            /// ([`crate::map`]).
+            pub fn map(self) -> Option<&'static Map> {
+                match self {
+                    $(Kernel::$variant => map_of!($($map)?),)*
+                }
+            }
+
             /// What `self` computes if it is an elementwise kernel that
             /// fusion understands, read from its argument `values` (in
             /// parameter order); `None` for other kernels, or values that do
             /// not match the parameter list.
             pub fn elementwise(self, values: &[Value]) -> Option<Elementwise> {
+                if let Some(map) = self.map() {
+                    return MapOp { kernel: self, map }.elementwise(values);
+                }
                 match self {
                     $(Kernel::$variant => args::$variant::elementwise(values),)*
                 }
@@ -208,11 +250,13 @@ macro_rules! kernels {
     };
 }
 
-// Every parameter list fits a launch's argument array.
+// Every parameter list fits a launch's argument array, and every map op's
+// is (y, x, n) or (y, x, n, c).
 const _: () = {
     let mut i = 0;
     while i < TABLE.len() {
         assert!(!TABLE[i].args.is_empty() && TABLE[i].args.len() <= MAX_ARGS);
+        assert!(!Kernel::IS_MAP[i] || map_params(TABLE[i].args));
         i += 1;
     }
 };
@@ -260,13 +304,38 @@ kernels! {
         fuse: |a| Some(Elementwise::fill(a.y, a.n, a.value));
     Copy = gc_copy_f32 in ELEMENTWISE (y: Ptr, x: Ptr, n: U64),
         doc: concat!("y[i] = x[i] for i < n.", grid_stride!()),
-        fuse: |a| Some(Elementwise::unary(a.y, a.x, a.n, None));
+        map: Map {
+            what: "y = x (n floats).",
+            fuse: Fuse::Copy,
+            reference: |x, _| x,
+            tolerance: (0.0, 0.0),
+        };
     Scale = gc_scale_f32 in ELEMENTWISE (y: Ptr, x: Ptr, n: U64, alpha: F32),
         doc: concat!("y[i] = alpha * x[i] (one rounding, __fmul_rn; bitwise equal to chain opcode MUL).", grid_stride!()),
-        fuse: |a| Some(Elementwise::unary(a.y, a.x, a.n, Some((OP_MUL, a.alpha))));
+        map: Map {
+            what: "y = alpha * x (n floats).",
+            fuse: Fuse::Op {
+                opcode: OP_MUL,
+                name: "MUL",
+                doc: "v = v * value (bitwise as gc_op_scale).",
+                ptx: "    mul.rn.f32 %v, %v, {c};\n",
+            },
+            reference: |x, c| x * c,
+            tolerance: (2e-7, 0.0),
+        };
     AddScalar = gc_add_scalar_f32 in ELEMENTWISE (y: Ptr, x: Ptr, n: U64, c: F32),
         doc: concat!("y[i] = x[i] + c (__fadd_rn; bitwise equal to chain opcode ADD).", grid_stride!()),
-        fuse: |a| Some(Elementwise::unary(a.y, a.x, a.n, Some((OP_ADD, a.c))));
+        map: Map {
+            what: "y = x + c (n floats).",
+            fuse: Fuse::Op {
+                opcode: OP_ADD,
+                name: "ADD",
+                doc: "v = v + value (bitwise as gc_op_add_scalar).",
+                ptx: "    add.rn.f32 %v, %v, {c};\n",
+            },
+            reference: |x, c| x + c,
+            tolerance: (2e-7, 1e-45),
+        };
     Axpy = gc_axpy_f32 in ELEMENTWISE (y: Ptr, x: Ptr, n: U64, alpha: F32),
         doc: concat!("y[i] = fmaf(alpha, x[i], y[i]).", grid_stride!());
     Add = gc_add_f32 in ELEMENTWISE (z: Ptr, x: Ptr, y: Ptr, n: U64),
@@ -276,7 +345,42 @@ kernels! {
     Relu = gc_relu_f32 in ELEMENTWISE (y: Ptr, x: Ptr, n: U64),
         doc: concat!("y[i] = x[i] <= 0 ? +0 : x[i] (NaN propagates, as in PyTorch; bitwise equal to chain \
 opcode RELU).", grid_stride!()),
-        fuse: |a| Some(Elementwise::unary(a.y, a.x, a.n, Some((OP_RELU, 0.0))));
+        map: Map {
+            what: "y = max(x, 0) (n floats; NaN propagates, -0 becomes +0).",
+            fuse: Fuse::Op {
+                opcode: OP_RELU,
+                name: "RELU",
+                doc: "v = max(v, 0) (bitwise as gc_op_relu).",
+                // v <= 0 ? +0 : v (a NaN stays, -0 becomes +0).
+                ptx: "    setp.le.f32 %p2, %v, 0f00000000;\n    selp.f32 %v, 0f00000000, %v, %p2;\n",
+            },
+            reference: |x, _| if x <= 0.0 { 0.0 } else { x },
+            tolerance: (0.0, 0.0),
+        };
+    Gelu = gc_gelu_f32 in ELEMENTWISE (y: Ptr, x: Ptr, n: U64),
+        doc: concat!("y[i] = gelu(x[i]), the tanh approximation (PyTorch's gelu(approximate=\"tanh\")) \
+computed as x / (1 + 2^(K * (x + 0.044715 x^3))) with K = -2 sqrt(2/pi) log2(e): explicit roundings \
+and ex2.approx.f32, bitwise equal to chain opcode GELU.", grid_stride!()),
+        map: Map {
+            what: "y = gelu(x) (n floats), the tanh approximation: \
+0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as PyTorch's gelu(approximate=\"tanh\"), \
+within 1e-5 relative.",
+            fuse: Fuse::Op {
+                opcode: 7,
+                name: "GELU",
+                doc: "v = gelu(v), the tanh approximation (bitwise as gc_op_gelu).",
+                ptx: "    {\n    .reg .f32 %g;\n    mul.rn.f32 %g, %v, %v;\n    mul.rn.f32 %g, %g, 0f3D372713;\n\
+    fma.rn.f32 %g, %g, %v, %v;\n    mul.rn.f32 %g, %g, 0fC0135761;\n    ex2.approx.f32 %g, %g;\n\
+    add.rn.f32 %g, %g, 0f3F800000;\n    div.rn.f32 %v, %v, %g;\n    }\n",
+            },
+            // 0.5 x (1 + tanh(u)) = x / (1 + e^(-2u)), the form without
+            // cancellation where tanh(u) is near -1.
+            reference: |x, _| {
+                let u = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
+                x / (1.0 + (-2.0 * u).exp())
+            },
+            tolerance: (1e-5, 1e-37),
+        };
     ReluBackward = gc_relu_backward_f32 in ELEMENTWISE (dx: Ptr, dy: Ptr, x: Ptr, n: U64),
         doc: concat!("dx[i] = x[i] > 0 ? dy[i] : 0 (x is the ReLU's input or output).", grid_stride!());
     Sgd = gc_sgd_f32 in ELEMENTWISE (w: Ptr, g: Ptr, n: U64, lr: F32),
@@ -291,8 +395,9 @@ float4 path when cols % 4 == 0 and y, x, b are 16-byte aligned. Launch: block 25
     ),
         doc: concat!("y[i] = op_{count-1}(...op_0(x[i])...), all in registers, one pass. Op k is the 4-bit \
 opcode (ops >> 4k) & 15 with constant ck, count <= 8: 1 FILL v=c, 2 MUL v=v*c, 3 ADD v=v+c, \
-4 RELU, 5 MAX v=max(v,c), 6 MIN v=min(v,c) (MAX/MIN propagate a NaN in v); other opcodes leave v \
-unchanged. Each opcode is bitwise equal to its standalone kernel (fill, scale, add_scalar, relu). \
+4 RELU, 5 MAX v=max(v,c), 6 MIN v=min(v,c) (MAX/MIN propagate a NaN in v), 7 GELU; other opcodes \
+leave v unchanged. Each opcode is bitwise equal to its standalone kernel (fill, scale, add_scalar, relu, \
+gelu). \
 When op 0 is FILL, x is not read and may be null; count == 0 copies.", grid_stride!()),
         fuse: |a| Elementwise::chain(
             a.y, a.x, a.n, a.ops, a.count,
@@ -806,6 +911,7 @@ mod tests {
                 Kernel::Scale,
                 Kernel::AddScalar,
                 Kernel::Relu,
+                Kernel::Gelu,
                 Kernel::Chain
             ]
         );

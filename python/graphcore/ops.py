@@ -10,6 +10,7 @@ import ctypes as C
 from .args import _addr, _dim3, _float, _int, _kernel_args
 from .loader import lib
 from .objects import Function, _handle_of, _stream
+from ._map_ops import MAP_OPS
 from .structs import _D, MLP_FUSED, MLP_FUSED_ALWAYS, PROTOTYPES, ChainOp, CondHandle, MlpLayer
 
 
@@ -51,13 +52,9 @@ def launch(function, stream, grid, block, args=(), shared_bytes=0):
 # Parameter names of the typed kernels after the stream (op_* functions).
 _OP_PARAMS = {
     "gc_op_fill": "y n value",
-    "gc_op_copy": "y x n",
-    "gc_op_scale": "y x n alpha",
-    "gc_op_add_scalar": "y x n c",
     "gc_op_axpy": "y x n alpha",
     "gc_op_add": "z x y n",
     "gc_op_mul": "z x y n",
-    "gc_op_relu": "y x n",
     "gc_op_relu_backward": "dx dy x n",
     "gc_op_sgd": "w g n lr",
     "gc_op_bias_add": "y x b rows cols",
@@ -72,6 +69,8 @@ _OP_PARAMS = {
     "gc_op_mlp2_mse_step": "w1 b1 w2 b2 x target loss rows inputs hidden outputs grad_scale lr workspace "
                            "workspace_bytes",
 }
+# The map ops (op_copy, op_scale, op_relu, op_gelu, ...), from their declarations.
+_OP_PARAMS.update(MAP_OPS)
 # Pointer parameters that may be None (NULL).
 _NULLABLE = {("gc_op_linear", "b"), ("gc_op_mse", "grad"), ("gc_op_linear_mse_step", "b"),
              ("gc_op_mlp2_mse_step", "b1"), ("gc_op_mlp2_mse_step", "b2")}

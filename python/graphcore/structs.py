@@ -2,24 +2,26 @@
 
 ``PROTOTYPES`` maps every function of include/graphcore.h to its ctypes
 (restype, argtypes); python/tests/test_binding.py checks it, the constants
-and the structure layouts against the header. Imports nothing else of the
-package.
+and the structure layouts against the header. The map ops' prototypes and
+their CHAIN_* opcodes come from _map_ops.py, generated from their
+declarations. Imports nothing else of the package.
 """
 
 import ctypes as C
 
+from ._map_ops import CHAIN_OPCODES, MAP_OPS
+
 __all__ = [
     "INSTANTIATE_UPLOAD", "INSTANTIATE_AUTO_FREE_ON_LAUNCH", "INSTANTIATE_USE_NODE_PRIORITY",
     "INSTANTIATE_FUSE_ELEMENTWISE", "CAPTURE_THREAD_LOCAL", "CAPTURE_GLOBAL", "CAPTURE_RELAXED",
-    "CHAIN_FILL", "CHAIN_MUL", "CHAIN_ADD", "CHAIN_RELU", "CHAIN_MAX", "CHAIN_MIN",
-    "CHAIN_MAX_OPS", "RUNNER_MAX_BUCKETS", "EVENT_DISABLE_TIMING", "EVENT_EXTERNAL",
+    "CHAIN_FILL", "CHAIN_MAX", "CHAIN_MIN", "CHAIN_MAX_OPS", "RUNNER_MAX_BUCKETS", "EVENT_DISABLE_TIMING", "EVENT_EXTERNAL",
     "GRAPH_WRAP_BORROW", "GRAPH_WRAP_ADOPT", "ARG_EXACT", "Binding", "COND_RESET_ON_LAUNCH",
     "COND_IF", "COND_IF_ELSE", "COND_WHILE", "COND_SWITCH", "CMP_LT", "CMP_LE", "CMP_GT", "CMP_GE",
     "CondHandle", "Dim3", "Node", "DeviceInfo", "ChainOp",
     "MlpLayer", "MLP_MAX_LAYERS", "MLP_FUSED", "MLP_FUSED_ALWAYS", "LINEAR_RELU", "LINEAR_TF32",
     "PoolOptions", "PoolStatistics", "ExecStatistics", "RunnerBucket", "RunnerStatistics",
     "HOST_FN", "RECORD_FN", "PROTOTYPES",
-]
+] + ["CHAIN_" + _name for _name in CHAIN_OPCODES]
 
 # ------------------------------------------------------------------ constants
 # (the header's macros; python/tests checks them against it)
@@ -32,11 +34,10 @@ CAPTURE_THREAD_LOCAL = 0
 CAPTURE_GLOBAL = 1
 CAPTURE_RELAXED = 2
 CHAIN_FILL = 1
-CHAIN_MUL = 2
-CHAIN_ADD = 3
-CHAIN_RELU = 4
 CHAIN_MAX = 5
 CHAIN_MIN = 6
+# CHAIN_MUL, CHAIN_ADD, CHAIN_RELU, CHAIN_GELU, ...: the map ops' opcodes.
+globals().update(("CHAIN_" + _name, _value) for _name, _value in CHAIN_OPCODES.items())
 CHAIN_MAX_OPS = 8
 MLP_MAX_LAYERS = 64
 MLP_FUSED = 1
@@ -325,13 +326,9 @@ PROTOTYPES = {
     "gc_op_chain": (_S, [_H, _D, _D, C.c_uint64, _P(ChainOp), C.c_uint32]),
     "gc_op_mse_workspace_bytes": (_S, [_H, C.c_uint64, _P(C.c_uint64)]),
     "gc_op_fill": (_S, [_H, _D, C.c_uint64, C.c_float]),
-    "gc_op_copy": (_S, [_H, _D, _D, C.c_uint64]),
-    "gc_op_scale": (_S, [_H, _D, _D, C.c_uint64, C.c_float]),
-    "gc_op_add_scalar": (_S, [_H, _D, _D, C.c_uint64, C.c_float]),
     "gc_op_axpy": (_S, [_H, _D, _D, C.c_uint64, C.c_float]),
     "gc_op_add": (_S, [_H, _D, _D, _D, C.c_uint64]),
     "gc_op_mul": (_S, [_H, _D, _D, _D, C.c_uint64]),
-    "gc_op_relu": (_S, [_H, _D, _D, C.c_uint64]),
     "gc_op_relu_backward": (_S, [_H, _D, _D, _D, C.c_uint64]),
     "gc_op_sgd": (_S, [_H, _D, _D, C.c_uint64, C.c_float]),
     "gc_op_bias_add": (_S, [_H, _D, _D, _D, C.c_uint32, C.c_uint32]),
@@ -352,4 +349,6 @@ PROTOTYPES = {
     "gc_op_mlp2_mse_step": (_S, [_H, _D, _D, _D, _D, _D, _D, _D, C.c_uint32, C.c_uint32, C.c_uint32, C.c_uint32,
                                  C.c_float, C.c_float, _D, C.c_uint64]),
 }
-
+# The map ops: gc_op_<name>(stream, y, x, n[, c]).
+PROTOTYPES.update((_cname, (_S, [_H, _D, _D, C.c_uint64] + [C.c_float] * (len(_params.split()) - 3)))
+                  for _cname, _params in MAP_OPS)

@@ -186,6 +186,126 @@ fn elementwise_kernels_match_float64() {
     }
 }
 
+/// Every map op declared in kernels/src/table.rs (`map:` entries) against
+/// its declared float64 reference and bound, over every size, aligned and
+/// shifted, inputs in [-6, 6) with the specials (±0, NaN, ±inf, large
+/// values); then the same op as a chain-kernel opcode, bitwise equal to the
+/// standalone kernel, alone and between two other operations, and through
+/// the fusion planner: captured nodes fused at instantiate (a chain of 4
+/// and of 12 nodes, the built-in chain kernel and a generated one), bitwise
+/// equal to the unfused graph.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn map_ops_match_float64() {
+    use graphcore_core::instantiate_flags::FUSE_ELEMENTWISE;
+    use graphcore_core::kernels::map::MapOp;
+    let d = Dev::new();
+    let seed = seed();
+    let specials = [
+        0.0,
+        -0.0,
+        f32::NAN,
+        f32::INFINITY,
+        -f32::INFINITY,
+        1e30,
+        -1e30,
+        1e-30,
+        20.0,
+        -20.0,
+    ];
+    let mut count = 0;
+    for m in MapOp::all() {
+        count += 1;
+        let (rel, abs) = m.map.tolerance;
+        let c = -1.5f32;
+        for &n in &SIZES {
+            for shift in [false, true] {
+                let mut x: Vec<f32> = random(seed ^ n as u64 ^ count as u64, n)
+                    .iter()
+                    .map(|v| v * 6.0)
+                    .collect();
+                for (i, &v) in specials.iter().enumerate().take(n) {
+                    x[(i * 7919) % n] = v;
+                }
+                let xb = d.put(&x, shift);
+                let nn = n as u64;
+                let o = d.poisoned(n, shift);
+                d.run(ops::map(m, o, xb, nn, c, d.sms));
+                let out = d.get(o, n);
+                for (i, (&v, &xi)) in out.iter().zip(&x).enumerate() {
+                    let want = (m.map.reference)(xi as f64, c as f64);
+                    // Within the bound, or the float32 rounding of the
+                    // reference (infinities, -0 and underflow included).
+                    let ok = (v as f64 - want).abs() <= rel * want.abs() + abs
+                        || v.to_bits() == (want as f32).to_bits()
+                        || (v.is_nan() && want.is_nan());
+                    assert!(
+                        ok,
+                        "{}: element {i} of {n} (shift {shift}): f({xi}) = {v}, reference {want} (seed {seed})",
+                        m.name()
+                    );
+                }
+                // The chain opcode: alone, and between two scales by 1
+                // (exact), bitwise.
+                if let Some(op) = m.chain_op(c) {
+                    for ops_list in [vec![op], vec![(OP_MUL, 1.0), op, (OP_MUL, 1.0)]] {
+                        let ch = d.poisoned(n, shift);
+                        d.run(ops::chain(ch, xb, nn, &ops_list, d.sms));
+                        let got = d.get(ch, n);
+                        assert!(
+                            got.iter().zip(&out).all(|(a, b)| a.to_bits() == b.to_bits()
+                                || (a.is_nan() && b.is_nan() && ops_list.len() > 1)),
+                            "{}: the chain {ops_list:?} differs from the standalone kernel (n {n})",
+                            m.name()
+                        );
+                    }
+                }
+            }
+        }
+        // Fusion at instantiate: `len` nodes alternating this op and a
+        // scale, captured in place on one buffer; fused == unfused bitwise.
+        for len in [4usize, 12] {
+            let n = 4099usize;
+            let y = d.buf(n);
+            let input: Vec<f32> = random(seed ^ 99, n).iter().map(|v| v * 3.0).collect();
+            graphcore_core::begin_capture(&d.s, None, CaptureMode::ThreadLocal).unwrap();
+            for i in 0..len {
+                let call = if i % 2 == 0 {
+                    ops::map(m, y, y, n as u64, 0.5, d.sms)
+                } else {
+                    ops::scale(y, y, n as u64, 1.25, d.sms)
+                };
+                d.run(call);
+            }
+            let g = graphcore_core::end_capture(&d.s).unwrap();
+            let plain = Exec::new(&g, 0).unwrap();
+            let fused = Exec::new(&g, FUSE_ELEMENTWISE).unwrap();
+            let mut results = Vec::new();
+            for e in [&plain, &fused] {
+                upload(&d.s, y, &input);
+                e.launch(&d.s).unwrap();
+                results.push(d.get(y, n));
+            }
+            assert!(
+                results[0]
+                    .iter()
+                    .zip(&results[1])
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{}: {len} nodes fused differ from unfused",
+                m.name()
+            );
+            if m.chain_op(0.0).is_some() {
+                assert!(
+                    fused.stats().unwrap().fused_away > 0,
+                    "{}: {len} nodes fuse",
+                    m.name()
+                );
+            }
+        }
+    }
+    assert!(count >= 5);
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn bias_add_and_chain_match_float64() {

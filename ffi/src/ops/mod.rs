@@ -39,6 +39,8 @@ use graphcore_core::kernels::Call;
 use graphcore_core::{launch_op, Context, Error};
 
 mod elementwise;
+#[cfg(test)]
+mod gen;
 mod linear;
 mod loss;
 mod mlp;

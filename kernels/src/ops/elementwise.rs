@@ -2,8 +2,10 @@
 
 use super::check::{apart, buf, elems, floats, nonzero, opt_buf, positive_sms, F32};
 use super::grid::grid_stride_call;
-use crate::fusion::{MAX_CHAIN_OPS, OP_FILL, OP_MIN};
-use crate::{args, Call, SizeError};
+use super::grid::{stride_grid, BLOCK, STRIDE_WAVES};
+use crate::fusion::{is_opcode, MAX_CHAIN_OPS, OP_FILL};
+use crate::map::MapOp;
+use crate::{args, Call, Kernel, SizeError, Value, MAX_ARGS};
 
 /// `y[i] = value`, `i < n`.
 pub fn fill(y: u64, n: u64, value: f32, sms: u32) -> Result<Call, SizeError> {
@@ -33,22 +35,46 @@ fn binary(names: [&'static str; 3], ptrs: [u64; 3], n: u64, sms: u32) -> Result<
     apart(out, b, true)
 }
 
+/// The map op `op` ([`crate::map`]): `y[i] = f(x[i], c)` over `n` floats
+/// (`c` is ignored by ops without a constant), with the unary checks: y and
+/// x non-null and 4-byte aligned, `n` in range, y == x or apart.
+pub fn map(op: MapOp, y: u64, x: u64, n: u64, c: f32, sms: u32) -> Result<Call, SizeError> {
+    unary(y, x, n, sms)?;
+    let mut args = [Value::U64(0); MAX_ARGS];
+    let values = [Value::Ptr(y), Value::Ptr(x), Value::U64(n), Value::F32(c)];
+    let nargs = op.info().args.len();
+    args[..nargs].copy_from_slice(&values[..nargs]);
+    Ok(Call {
+        kernel: op.kernel,
+        grid: [stride_grid(n, sms, STRIDE_WAVES), 1, 1],
+        block: [BLOCK, 1, 1],
+        shared_bytes: 0,
+        args,
+        nargs,
+        cooperative: false,
+        in_order: false,
+        cluster: None,
+    })
+}
+
+/// The map op of `kernel` (declared in the kernel table).
+fn map_op(kernel: Kernel) -> MapOp {
+    MapOp::of(kernel).expect("declared with map:")
+}
+
 /// `y[i] = x[i]`.
 pub fn copy(y: u64, x: u64, n: u64, sms: u32) -> Result<Call, SizeError> {
-    unary(y, x, n, sms)?;
-    Ok(grid_stride_call(args::Copy { y, x, n }, n, sms))
+    map(map_op(Kernel::Copy), y, x, n, 0.0, sms)
 }
 
 /// `y[i] = alpha * x[i]`.
 pub fn scale(y: u64, x: u64, n: u64, alpha: f32, sms: u32) -> Result<Call, SizeError> {
-    unary(y, x, n, sms)?;
-    Ok(grid_stride_call(args::Scale { y, x, n, alpha }, n, sms))
+    map(map_op(Kernel::Scale), y, x, n, alpha, sms)
 }
 
 /// `y[i] = x[i] + c`.
 pub fn add_scalar(y: u64, x: u64, n: u64, c: f32, sms: u32) -> Result<Call, SizeError> {
-    unary(y, x, n, sms)?;
-    Ok(grid_stride_call(args::AddScalar { y, x, n, c }, n, sms))
+    map(map_op(Kernel::AddScalar), y, x, n, c, sms)
 }
 
 /// `y[i] = fmaf(alpha, x[i], y[i])`.
@@ -71,8 +97,7 @@ pub fn mul(z: u64, x: u64, y: u64, n: u64, sms: u32) -> Result<Call, SizeError> 
 
 /// `y[i] = relu(x[i])` (NaN propagates, -0 becomes +0).
 pub fn relu(y: u64, x: u64, n: u64, sms: u32) -> Result<Call, SizeError> {
-    unary(y, x, n, sms)?;
-    Ok(grid_stride_call(args::Relu { y, x, n }, n, sms))
+    map(map_op(Kernel::Relu), y, x, n, 0.0, sms)
 }
 
 /// `dx[i] = x[i] > 0 ? dy[i] : 0`.
@@ -135,7 +160,7 @@ pub fn chain(y: u64, x: u64, n: u64, ops: &[(u32, f32)], sms: u32) -> Result<Cal
     let mut packed = 0u32;
     let mut c = [0.0f32; MAX_CHAIN_OPS];
     for (index, &(op, k)) in ops.iter().enumerate() {
-        if !(OP_FILL..=OP_MIN).contains(&op) {
+        if !is_opcode(op) {
             return Err(SizeError::UnknownOpcode { index, opcode: op });
         }
         packed |= op << (4 * index);
@@ -270,6 +295,43 @@ mod tests {
         );
     }
 
+    /// Every map op: the generic checks, its own kernel, its arguments in
+    /// order (the constant only where the kernel takes one), and the same
+    /// launch as the typed wrapper.
+    #[test]
+    fn map_ops_check_and_launch() {
+        for m in MapOp::all() {
+            let call = map(m, A, B, 77, 2.5, SMS).unwrap();
+            assert_eq!(call.kernel, m.kernel);
+            let mut want = vec![Value::Ptr(A), Value::Ptr(B), Value::U64(77)];
+            if m.scalar().is_some() {
+                want.push(Value::F32(2.5));
+            }
+            assert_eq!(call.args(), &want[..], "{}", m.name());
+            for n in [1, 5, 1 << 20, 1 << 40] {
+                check_stride(&map(m, A, B, n, 1.0, 132).unwrap(), n, 132);
+            }
+            assert!(map(m, A, A, 8, 1.0, SMS).is_ok(), "in place");
+            err(map(m, A, B, 0, 1.0, SMS), "n must be > 0");
+            err(map(m, 0, B, 8, 1.0, SMS), "y is a null pointer");
+            err(map(m, A, 0, 8, 1.0, SMS), "x is a null pointer");
+            err(map(m, A + 2, B, 8, 1.0, SMS), "not 4-byte aligned");
+            err(map(m, A, B + 1, 8, 1.0, SMS), "not 4-byte aligned");
+            err(map(m, A, B, u64::MAX / 4 + 1, 1.0, SMS), "overflows");
+            err(map(m, u64::MAX - 7, B, 4, 1.0, SMS), "address space");
+            err(map(m, A + 4, A, 8, 1.0, SMS), "overlap");
+            err(map(m, A, B, 8, 1.0, 0), "sms");
+        }
+        assert_eq!(
+            copy(A, B, 9, SMS),
+            map(map_op(Kernel::Copy), A, B, 9, 0.0, SMS)
+        );
+        assert_eq!(
+            relu(A, B, 9, SMS),
+            map(MapOp::by_name("relu").unwrap(), A, B, 9, 7.0, SMS)
+        );
+    }
+
     #[test]
     fn bias_add_checks_and_covers() {
         for (rows, cols) in [(1, 1), (64, 1024), (3, 7), (100_000, 10)] {
@@ -310,14 +372,20 @@ mod tests {
             Err(SizeError::TooManyOps { count: 9, max: 8 })
         );
         assert_eq!(
-            chain(A, B, 10, &[(OP_MUL, 1.0), (7, 1.0)], SMS),
+            chain(A, B, 10, &[(OP_MUL, 1.0), (8, 1.0)], SMS),
             Err(SizeError::UnknownOpcode {
                 index: 1,
-                opcode: 7
+                opcode: 8
             })
         );
         err(chain(A, B, 10, &[(0, 1.0)], SMS), "unknown opcode 0");
-        err(chain(A, B, 10, &[(7, 1.0)], SMS), "unknown opcode 7");
+        err(chain(A, B, 10, &[(8, 1.0)], SMS), "unknown opcode 8");
+        // Every map op's opcode chains (the declaration is the opcode list).
+        for m in MapOp::all() {
+            if let Some(op) = m.chain_op(1.0) {
+                assert!(chain(A, B, 10, &[op], SMS).is_ok(), "{}", m.name());
+            }
+        }
         // x may be null only when the first op is FILL.
         err(
             chain(A, 0, 10, &[(OP_MUL, 1.0)], SMS),

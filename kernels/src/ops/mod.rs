@@ -40,7 +40,7 @@ pub use cond::{
     cond_count, cond_set_bucket, cond_set_f32, cond_set_u32, CMP_GE, CMP_GT, CMP_LE, CMP_LT,
 };
 pub use elementwise::{
-    add, add_scalar, axpy, bias_add, chain, copy, fill, mul, relu, relu_backward, scale, sgd,
+    add, add_scalar, axpy, bias_add, chain, copy, fill, map, mul, relu, relu_backward, scale, sgd,
 };
 pub use grid::BLOCK;
 pub use linear::{
