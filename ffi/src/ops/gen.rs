@@ -73,9 +73,7 @@ fn rust_exports() -> String {
              both are 16-byte aligned the float4 path runs.",
         );
         s += &doc("In place: y == x is allowed; partly overlapping y and x are refused.");
-        s += &doc(
-            "Errors: common, and GC_ERROR_INVALID_ARGUMENT (y and x partly overlapping).",
-        );
+        s += &doc("Errors: common, and GC_ERROR_INVALID_ARGUMENT (y and x partly overlapping).");
         let _ = writeln!(s, "#[no_mangle]\npub extern \"C\" fn gc_op_{}(", m.name());
         s += "    stream: *mut gc_stream,\n    y: *mut f32,\n    x: *const f32,\n    n: u64,\n";
         let c = match m.scalar() {
