@@ -1600,6 +1600,13 @@ enum gc_status gc_graph_destroy(struct gc_graph *graph);
  *
  * Thread safety: as for gc_graph. Build a graph and its bodies from one
  * thread; a body may not change once the graph holding it was instantiated.
+ * While a capture into a body is open (gc_capture_begin_into until its
+ * gc_capture_end), every call on that body or on a graph holding it
+ * returns GC_ERROR_INVALID_STATE, and the capture keeps the holders alive
+ * (their handles may be destroyed meanwhile). Once the graph holding a
+ * body is destroyed, and no capture into the body is open, every call on
+ * the body returns GC_ERROR_INVALID_STATE (CUDA destroyed the body with
+ * its holder); only gc_graph_destroy of its handle remains to do.
  * ========================================================================== */
 
 /**
@@ -1651,13 +1658,16 @@ typedef uint32_t gc_cond_type;
 #define GC_COND_SWITCH 3
 
 /**
- * Makes a conditional handle for `graph`'s conditional nodes: its value
- * is default_value when the graph first runs and, with flags =
- * GC_COND_RESET_ON_LAUNCH, at every launch (flags 0: a value set by one
- * launch is seen by the next). The graph owns the handle.
- * Errors: common, and GC_ERROR_INVALID_ARGUMENT (unknown flags),
- * GC_ERROR_INVALID_STATE (graph is a body whose holder was instantiated or
- * destroyed), GC_ERROR_NOT_SUPPORTED (the driver is older than CUDA 12.3).
+ * Makes a conditional handle for `graph`'s conditional nodes. With flags =
+ * GC_COND_RESET_ON_LAUNCH its value is default_value at the start of
+ * every launch. With flags 0 CUDA applies no default: default_value must
+ * be 0, the value before a kernel first sets it is not specified by CUDA
+ * (0 on the drivers tested), and a value set by one launch is seen by the
+ * next. The graph owns the handle.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (unknown flags, a nonzero
+ * default_value with flags 0), GC_ERROR_INVALID_STATE (graph is a body whose
+ * holder was instantiated or destroyed), GC_ERROR_NOT_SUPPORTED (the driver is
+ * older than CUDA 12.3).
  */
 enum gc_status gc_graph_conditional_handle_create(struct gc_graph *graph,
                                                   uint32_t default_value,
@@ -1809,16 +1819,17 @@ enum gc_status gc_op_cond_set_f32(struct gc_stream *stream,
  * memory alive (the graph handle may go first); launches already enqueued
  * complete after the destroy.
  *
- * Thread safety: gc_exec_launch may be called from several threads at
- * once, on the same or different execs, without locks or allocation
- * (launches of one exec run one after another, as CUDA orders them).
- * gc_exec_launch_with may be called from several threads at once on one
- * exec (its bindings are serialized inside), but it must not race with a
- * gc_exec_launch of the same exec from another thread (the caller
- * serializes them: CUDA's exec setters and launches of one exec are not).
- * gc_exec_update and gc_exec_set_kernel_args must not race with a launch
- * of the same exec, nor with each other; the caller serializes them.
- * gc_exec_destroy must not race with other calls on the handle.
+ * Thread safety: gc_exec_launch and gc_exec_launch_with may be called
+ * from several threads at once, on the same or different execs, without
+ * allocation (launches of one exec run one after another, as CUDA orders
+ * them). Each launch runs with one whole set of bindings: the bindings a
+ * gc_exec_launch_with sets are the ones its own launch uses, and a
+ * gc_exec_launch runs with the last complete set (an exec whose graph
+ * declares arguments takes an internal lock for this; one that declares
+ * none takes no lock). gc_exec_update and gc_exec_set_kernel_args must
+ * not race with a launch of the same exec, nor with each other; the
+ * caller serializes them. gc_exec_destroy must not race with other calls
+ * on the handle.
  */
 typedef struct gc_exec gc_exec;
 
@@ -1914,13 +1925,23 @@ typedef struct gc_binding {
  * made after it: a launch of the exec already enqueued or running uses
  * the addresses it was launched with (CUDA documents its exec setters so).
  * Memory a binding names must stay valid while launches using it may
- * run. Any bad binding is GC_ERROR_INVALID_ARGUMENT naming it, and the
- * exec is unchanged and not launched. No heap allocation.
+ * run, and, since bindings persist, until the argument is bound elsewhere
+ * or the exec is destroyed if plain launches follow. Any bad binding is
+ * GC_ERROR_INVALID_ARGUMENT naming it (a block given back with
+ * gc_pool_free included), and the exec is unchanged and not launched. No
+ * heap allocation. Uses: exact for built-in kernels, copies and sets
+ * (addresses inside the range); for other kernels every 8-byte-aligned
+ * parameter word inside the range, or one past its end (the end of a
+ * (begin, end) pair), is patched, so a scalar parameter that happens to
+ * equal such an address is patched too: declare the argument with
+ * GC_ARG_EXACT, or pass that kernel the address another way, to avoid it
+ * (gc_exec_arg_info counts the uses found).
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (bindings NULL while n is not
  * 0, an exec whose graph declared no arguments, an unknown argument index, an
- * argument bound twice, a NULL, host or other device's address, or a range
- * smaller than declared), GC_ERROR_CAPTURE (as gc_exec_launch), GC_ERROR_CUDA
- * (the driver refused a new value: the old bindings are back).
+ * argument bound twice, a NULL, host or other device's address, a freed pool
+ * block, or a range smaller than declared), GC_ERROR_CAPTURE (as
+ * gc_exec_launch), GC_ERROR_CUDA (the driver refused a new value: the old
+ * bindings are back).
  */
 enum gc_status gc_exec_launch_with(struct gc_exec *exec,
                                    struct gc_stream *stream,

@@ -18,7 +18,13 @@
 //! - memcpy and memset endpoints (exact);
 //! - child graphs, recursively.
 //!
-//! An interior address (`base + offset`) moves with its base. Addresses a
+//! An interior address (`base + offset`) moves with its base. In a scanned
+//! kernel's parameters, so does the address one past the range's end (the
+//! `end` of a kernel taking `(begin, end)`), unless it is another
+//! argument's base: a pointer to an undeclared buffer that starts right
+//! where a declared one ends is then a false positive too (declare that
+//! buffer as well, or the argument exact). Exact uses (built-in kernels,
+//! copies, sets) take addresses inside ranges only. Addresses a
 //! kernel computes on the device, or reads from device memory, cannot be
 //! found: such uses are not rebound.
 
@@ -42,6 +48,26 @@ impl ArgDecl {
     pub fn offset_of(&self, addr: u64) -> Option<u64> {
         (addr >= self.base && addr - self.base < self.bytes as u64).then(|| addr - self.base)
     }
+
+    /// Whether `addr` is one past the range's end.
+    fn ends_at(&self, addr: u64) -> bool {
+        self.base.checked_add(self.bytes as u64) == Some(addr)
+    }
+}
+
+/// The argument of `decls` (index and declaration) a scanned value `addr`
+/// is a use of, with its offset from the base: the first whose range holds
+/// it, else the first it is one past the end of.
+fn scanned_use<'a>(
+    mut decls: impl Iterator<Item = (usize, &'a ArgDecl)> + Clone,
+    addr: u64,
+) -> Option<(usize, u64)> {
+    let inside = |(i, d): (usize, &ArgDecl)| d.offset_of(addr).map(|o| (i, o));
+    let past_end = |(i, d): (usize, &ArgDecl)| d.ends_at(addr).then_some((i, d.bytes as u64));
+    decls
+        .clone()
+        .find_map(inside)
+        .or_else(|| decls.find_map(past_end))
 }
 
 /// One binding of a launch: argument `index` now at `ptr`, a range of
@@ -71,17 +97,15 @@ pub struct Slot {
 }
 
 /// The scanning rule: every 8-byte value at an 8-byte-aligned offset of
-/// `buf` (offset `start`..`end` of a parameter) that lies inside one of
-/// `decls`' ranges (the first that holds it), skipping exact ones.
+/// `buf` (offset `start`..`end` of a parameter) that is a use of one of
+/// `decls` (inside its range, or one past its end: see [`scanned_use`]),
+/// skipping exact ones.
 pub fn scan(buf: &[u8], start: usize, end: usize, decls: &[ArgDecl], out: &mut Vec<Slot>) {
     let mut at = start.next_multiple_of(8);
     while at + 8 <= end.min(buf.len()) {
         let v = u64::from_le_bytes(buf[at..at + 8].try_into().expect("8 bytes"));
-        if let Some((arg, delta)) = decls
-            .iter()
-            .enumerate()
-            .filter(|(_, d)| !d.exact)
-            .find_map(|(i, d)| d.offset_of(v).map(|o| (i, o)))
+        if let Some((arg, delta)) =
+            scanned_use(decls.iter().enumerate().filter(|(_, d)| !d.exact), v)
         {
             out.push(Slot { at, arg, delta });
         }
@@ -125,7 +149,8 @@ pub fn check_size(k: usize, b: &Binding, d: &ArgDecl) -> Result<()> {
     Ok(())
 }
 
-/// The first of `decls` holding `addr`, with the offset from its base.
+/// The first of `decls` holding `addr` (an exact use: inside the range),
+/// with the offset from its base.
 pub fn find(decls: &[ArgDecl], addr: u64) -> Option<(usize, u64)> {
     decls
         .iter()
@@ -148,7 +173,8 @@ mod tests {
         buf[0..8].copy_from_slice(&0x1000u64.to_le_bytes());
         buf[8..16].copy_from_slice(&0x10f0u64.to_le_bytes());
         buf[16..24].copy_from_slice(&0x2010u64.to_le_bytes()); // one past the end
-        buf[28..36].copy_from_slice(&0x2000u64.to_le_bytes()); // unaligned
+        buf[24..32].copy_from_slice(&0x2011u64.to_le_bytes()); // two past it
+        buf[32..40].copy_from_slice(&0x1100u64.to_le_bytes()); // one past arg 0
         let mut out = Vec::new();
         scan(&buf, 0, buf.len(), &decls, &mut out);
         assert_eq!(
@@ -163,9 +189,35 @@ mod tests {
                     at: 8,
                     arg: 0,
                     delta: 0xf0
+                },
+                Slot {
+                    at: 16,
+                    arg: 1,
+                    delta: 0x10
+                },
+                Slot {
+                    at: 32,
+                    arg: 0,
+                    delta: 0x100
                 }
             ]
         );
+        // Unaligned values are not scanned.
+        let mut buf = vec![0u8; 16];
+        buf[4..12].copy_from_slice(&0x2000u64.to_le_bytes());
+        out.clear();
+        scan(&buf, 0, buf.len(), &decls, &mut out);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn one_past_the_end_is_a_scanned_use_unless_another_argument_starts_there() {
+        let decls = [decl(0x1000, 0x100, false), decl(0x1100, 0x10, false)];
+        let at = |d: &[ArgDecl], v| scanned_use(d.iter().enumerate(), v);
+        assert_eq!(at(&decls, 0x1100), Some((1, 0)), "arg 1's base");
+        assert_eq!(at(&decls, 0x1110), Some((1, 0x10)), "one past arg 1");
+        assert_eq!(at(&decls[..1], 0x1100), Some((0, 0x100)));
+        assert_eq!(at(&decls, 0x1111), None);
     }
 
     #[test]
@@ -217,6 +269,6 @@ mod tests {
         let decls = [decl(0x1000, 0x100, true), decl(0x1080, 0x100, false)];
         assert_eq!(find(&decls, 0x1090), Some((0, 0x90)));
         assert_eq!(find(&decls, 0x1100), Some((1, 0x80)));
-        assert_eq!(find(&decls, 0x1180), None);
+        assert_eq!(find(&decls, 0x1180), None, "exact uses lie inside");
     }
 }

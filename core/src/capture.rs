@@ -8,7 +8,7 @@ use crate::driver::stream::{self as ds, CaptureMode, CaptureStatus};
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
 use crate::graph::Graph;
 use crate::pool::{check_device_range, Pool};
-use crate::stream::{OpenCapture, Stream, StreamOp};
+use crate::stream::{CaptureTarget, OpenCapture, Stream, StreamOp};
 
 const AFTER_FAILURE: &str =
     "the stream is usable for eager work and the pool is as it was before the capture began";
@@ -37,7 +37,10 @@ pub fn begin_capture_into(
 ) -> Result<()> {
     body.context()
         .ensure_same("the body", stream.context(), "the stream")?;
-    open(stream, pool, || {
+    // Held before CUDA begins: no holder can go, or be called, while the
+    // capture writes (released when `into` drops, also on failure).
+    let into = IntoBody::new(body.clone(), body.holders()?);
+    open(stream, pool, move || {
         body.begin_capture_into(|raw| {
             // Beginning into a body is rare: the context is made current
             // for it, as for the other calls that change a graph.
@@ -46,8 +49,40 @@ pub fn begin_capture_into(
                 .context()
                 .open_capture(|| dc::begin_capture_into(stream.raw(), raw, mode))
         })?;
-        Ok(Some(Box::new(body.clone()) as Box<dyn std::any::Any + Send>))
+        Ok(Some(Box::new(into) as Box<dyn CaptureTarget>))
     })
+}
+
+/// A capture into a conditional body: the body, and the graphs holding it,
+/// kept alive and kept from driver calls until the capture ends or is
+/// discarded (CUDA destroys a body with its holder, and the capture writes
+/// into the body, which is part of each holder).
+struct IntoBody {
+    body: Graph,
+    holders: Vec<Graph>,
+}
+
+impl IntoBody {
+    fn new(body: Graph, holders: Vec<Graph>) -> IntoBody {
+        Graph::hold_for_capture(&holders);
+        IntoBody { body, holders }
+    }
+}
+
+impl Drop for IntoBody {
+    fn drop(&mut self) {
+        Graph::release_from_capture(&self.holders);
+    }
+}
+
+impl CaptureTarget for IntoBody {
+    fn abandon(&self) {
+        self.body.abandon_capture_into();
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
+        self
+    }
 }
 
 /// The checks and bookkeeping of both kinds of capture; `begin` starts
@@ -55,7 +90,7 @@ pub fn begin_capture_into(
 fn open(
     stream: &Stream,
     pool: Option<&Pool>,
-    begin: impl FnOnce() -> Result<Option<Box<dyn std::any::Any + Send>>>,
+    begin: impl FnOnce() -> Result<Option<Box<dyn CaptureTarget>>>,
 ) -> Result<()> {
     let mut slot = stream.capture_slot();
     if slot.is_some() {
@@ -103,20 +138,23 @@ pub fn end_capture(stream: &Stream) -> Result<Graph> {
     let launched_into = stream.close_mark(&open);
     let ended = ds::end_capture(stream.raw());
     stream.context().close_capture();
-    let body = open.into.take().map(|b| {
-        *b.downcast::<Graph>()
-            .expect("a capture's target is a graph")
-    });
     // Only reading a body back, and cleaning up after a failed capture,
     // make the context current.
-    match (ended, body) {
-        (Ok(_), Some(body)) => {
+    match ended {
+        Ok(_) if open.into.is_some() => {
+            let into = open.into.take().expect("checked above");
+            let into = into
+                .into_any()
+                .downcast::<IntoBody>()
+                .expect("a capture's target is a body");
             stream.context().bind()?;
             let memory = open.pool.take().map(|p| p.end()).transpose()?;
-            body.end_capture_into(memory, std::mem::take(&mut open.events))?;
-            Ok(body)
+            into.body
+                .end_capture_into(memory, std::mem::take(&mut open.events))?;
+            // The holders are released when `into` goes, after the body.
+            Ok(into.body.clone())
         }
-        (Ok(raw), None) => {
+        Ok(raw) => {
             let memory = open.pool.take().map(|p| p.end()).transpose()?;
             let events = std::mem::take(&mut open.events);
             let args = std::mem::take(&mut open.args);
@@ -129,17 +167,10 @@ pub fn end_capture(stream: &Stream) -> Result<Graph> {
                 launched_into,
             ))
         }
-        (Err(e), body) => {
+        Err(e) => {
             // Best effort: the cleanup below runs either way.
             let _ = stream.context().bind();
-            match &body {
-                // The body is CUDA's and stays: only leave capture mode.
-                Some(b) => {
-                    let _ = ds::leave_capture(stream.raw());
-                    b.abandon_capture_into();
-                }
-                None => ds::discard_capture(stream.raw()),
-            }
+            open.discard(stream.raw());
             let breaker = open.breaker().cloned();
             drop(open); // rolls the pool back
             Err(explain(e, breaker))
@@ -184,14 +215,7 @@ pub(crate) fn abort_capture(stream: &Stream) -> Result<()> {
         .take()
         .ok_or_else(|| Error::invalid_state("the stream is not capturing through graphcore"))?;
     stream.context().bind()?;
-    match open.into.take().map(|b| b.downcast::<Graph>()) {
-        // A body is CUDA's and stays: only leave capture mode, and empty it.
-        Some(Ok(body)) => {
-            let _ = ds::leave_capture(stream.raw());
-            body.abandon_capture_into();
-        }
-        _ => ds::discard_capture(stream.raw()),
-    }
+    open.discard(stream.raw());
     stream.context().close_capture();
     drop(open); // rolls the pool back
     Ok(())

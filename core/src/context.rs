@@ -257,6 +257,12 @@ impl Context {
         }
     }
 
+    /// Whether `addr` lies in the address range a pool of this context's
+    /// device reserved, live block or not. Allocates nothing.
+    pub(crate) fn in_pool_range(&self, addr: u64) -> bool {
+        matches!(registered_pool_at(addr), Some((ordinal, _)) if ordinal == self.ordinal())
+    }
+
     /// The live block containing `addr` in a pool of any device, with
     /// whether this context's device may use it. Allocates nothing.
     pub(crate) fn pool_block_at(&self, addr: u64) -> Option<PoolBlock> {

@@ -203,7 +203,7 @@ impl Exec {
             }
             None => {
                 // Checked under the lock the instantiation takes (one lock).
-                let mut st = graph.state();
+                let mut st = graph.state()?;
                 ensure_arg!(!st.is_empty()?, "the graph has no nodes");
                 if st.args.is_empty() {
                     let raw = dg::instantiate(st.raw(), cuda)?;
@@ -303,11 +303,25 @@ impl Exec {
         Ok(())
     }
 
-    /// Launches the exec on `stream`: no allocation, no lock. The stream
-    /// names the context, so no context is made current for a launch on a
-    /// stream of graphcore's or a borrowed one (the legacy default stream,
-    /// NULL, needs it).
+    /// Launches the exec on `stream`: no allocation; no lock unless its
+    /// graph declares arguments (then the argument lock, so that the
+    /// launch runs with one whole set of bindings, never a set another
+    /// thread is patching in). The stream names the context, so no context
+    /// is made current for a launch on a stream of graphcore's or a
+    /// borrowed one (the legacy default stream, NULL, needs it).
     pub fn launch(&self, stream: &Stream) -> Result<()> {
+        match &self.inner.args {
+            None => self.enqueue(stream),
+            Some(table) => {
+                let _bindings = lock(table);
+                self.enqueue(stream)
+            }
+        }
+    }
+
+    /// Enqueues a launch (the caller holds the argument lock, if any).
+    #[inline]
+    fn enqueue(&self, stream: &Stream) -> Result<()> {
         self.check_stream(stream)?;
         if stream.raw().is_null() {
             self.inner.ctx.bind()?;
@@ -323,26 +337,34 @@ impl Exec {
     /// [`ErrorKind::InvalidArgument`] naming the binding, and the exec is
     /// unchanged. A binding affects the launches after it; a launch already
     /// enqueued runs with the addresses it was launched with. No heap
-    /// allocation; binding takes the exec's argument lock (launches without
-    /// bindings take none).
+    /// allocation. The exec's argument lock is held from the binding to
+    /// the launch's enqueue: launches from several threads, with or
+    /// without bindings, each run with one whole set of bindings.
     pub fn launch_with(&self, stream: &Stream, bindings: &[Binding]) -> Result<()> {
-        self.check_stream(stream)?;
-        if !bindings.is_empty() {
-            let Some(table) = &self.inner.args else {
-                return Err(Error::invalid_argument(
-                    "the exec's graph declares no arguments: nothing can be bound",
-                ));
-            };
-            let fused = lock(&self.inner.fused);
-            let mut t = lock(table);
-            if t.prepare(bindings)? {
-                // The setters name nodes of the graph that was instantiated:
-                // the source's (under its lock) or the fused copy's.
-                let _source = fused.is_none().then(|| self.inner.source.state());
-                t.apply(self.raw())?;
-            }
+        if bindings.is_empty() {
+            return self.launch(stream);
         }
-        self.launch(stream)
+        self.check_stream(stream)?;
+        let Some(table) = &self.inner.args else {
+            return Err(Error::invalid_argument(
+                "the exec's graph declares no arguments: nothing can be bound",
+            ));
+        };
+        let fused = lock(&self.inner.fused);
+        let mut t = lock(table);
+        // The setters name nodes of the graph that was instantiated: the
+        // source's (under its lock, taken before anything changes) or the
+        // fused copy's (under `fused`).
+        let source = fused
+            .is_none()
+            .then(|| self.inner.source.state())
+            .transpose()?;
+        if t.prepare(bindings)? {
+            t.apply(self.raw())?;
+        }
+        drop(source);
+        drop(fused);
+        self.enqueue(stream)
     }
 
     /// Number of arguments the exec's graph declared.
@@ -361,19 +383,24 @@ impl Exec {
         }
     }
 
-    /// After an update: the arguments' uses found again in `values` (the
-    /// nodes whose parameters the exec now has; `exec_nodes` are the ones
-    /// its setters name), and the current bindings set in them. `t` is the
-    /// exec's argument table, locked before any graph lock (the lock order).
+    /// After an update: the arguments' uses found again by `values` (in
+    /// the nodes whose parameters the exec now has, read under their
+    /// graph's lock and named as the exec's setters name them), and the
+    /// current bindings set in them, under the source's lock when the
+    /// setters name the source's nodes (`source_nodes`). `t` is the exec's
+    /// argument table, locked before any graph lock (the lock order).
     fn rebind_after_update(
         &self,
         t: &mut ArgTable,
-        values: &[CUgraphNode],
-        exec_nodes: &[CUgraphNode],
+        values: impl FnOnce(&[ArgDecl]) -> Result<ArgTable>,
+        source_nodes: bool,
     ) -> Result<()> {
         let moved = t.moved();
-        let mut new = ArgTable::new(&self.inner.ctx, t.decls(), values, exec_nodes)?;
+        let mut new = values(t.decls())?;
         if new.prepare(&moved)? {
+            let _source = source_nodes
+                .then(|| self.inner.source.state())
+                .transpose()?;
             new.apply(self.raw())?;
         }
         *t = new;
@@ -409,7 +436,7 @@ impl Exec {
         }
         // The exec's record and the new graph are separate locks (the new
         // graph may be the source itself: its lock is taken only here).
-        let mut st = graph.state();
+        let mut st = graph.state()?;
         let by_node = match (&now.does, st.if_read()) {
             (Current::Known(ours), Some((theirs, nodes))) => {
                 Self::plan_update(ours, theirs, nodes)?
@@ -446,9 +473,12 @@ impl Exec {
         if let Some(table) = &self.inner.args {
             // The exec has the graph's values now: find the uses in them.
             let exec_nodes: Vec<CUgraphNode> = self.inner.source.described()?.nodes().to_vec();
-            let mut t = lock(table);
-            let st = graph.described()?;
-            self.rebind_after_update(&mut t, st.nodes(), &exec_nodes)
+            let ctx = &self.inner.ctx;
+            let values = |decls: &[ArgDecl]| {
+                let st = graph.described()?;
+                ArgTable::new(ctx, decls, st.nodes(), &exec_nodes)
+            };
+            self.rebind_after_update(&mut lock(table), values, true)
                 .map_err(|e| {
                     e.context("the exec was updated but its arguments could not be rebound")
                 })?;
@@ -505,7 +535,7 @@ impl Exec {
         // Driver calls on a graph's nodes hold that graph's lock, one graph
         // at a time (`graph` may be the source itself).
         let reads: Vec<RawNode> = {
-            let _graph = graph.state();
+            let _graph = graph.state()?;
             new_nodes
                 .iter()
                 .map(|&n| dg::read_node(n))
@@ -538,7 +568,7 @@ impl Exec {
         drop(source);
         if let Some((k, err)) = failed {
             // Leave the exec consistent: try CUDA's whole-graph update.
-            let st = graph.state();
+            let st = graph.state()?;
             return dg::exec_update(self.raw(), st.raw()).map_err(|_| {
                 err.context(&format!(
                     "node {}: the exec may be partly updated; update it again or re-instantiate",
@@ -610,7 +640,9 @@ impl Exec {
         })?;
         ours.adopt(&new);
         if let Some(table) = &self.inner.args {
-            self.rebind_after_update(&mut lock(table), &new.nodes, &ours.nodes)
+            let ctx = &self.inner.ctx;
+            let values = |decls: &[ArgDecl]| ArgTable::new(ctx, decls, &new.nodes, &ours.nodes);
+            self.rebind_after_update(&mut lock(table), values, false)
                 .map_err(|e| {
                     e.context("the exec was updated but its arguments could not be rebound")
                 })?;
@@ -691,7 +723,7 @@ impl Exec {
         let mut table = self.inner.args.as_deref().map(lock);
         // The driver reads a node of the source under the source's lock (the
         // fused copy's nodes are under `fused`).
-        let _source = fused.is_none().then(|| source.state());
+        let _source = fused.is_none().then(|| source.state()).transpose()?;
         // SAFETY: as above; the driver copies the values.
         unsafe { dg::exec_set_kernel(self.raw(), exec_node, &params) }?;
         Arc::make_mut(current).set_node(i, updated);

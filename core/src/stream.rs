@@ -7,12 +7,11 @@
 use crate::arg::ArgDecl;
 use crate::context::Context;
 use crate::driver::owned::{Owned, Shared};
-use crate::driver::{self, stream as ds, CUevent, CUstream};
+use crate::driver::{self, stream as ds, CUevent, CUstream, HostFn};
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::lock::{get_mut, lock};
 use crate::pool::PoolCapture;
-use crate::HostFn;
 use std::ffi::c_void;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,9 +47,9 @@ impl Drop for StreamInner {
     /// Ends a capture left open (the fields then destroy the event and, if
     /// graphcore owns it, the stream).
     fn drop(&mut self) {
-        if let Some(open) = get_mut(&mut self.capture).take() {
+        if let Some(mut open) = get_mut(&mut self.capture).take() {
             if self.ctx.bind().is_ok() {
-                ds::discard_capture(self.raw.raw());
+                open.discard(self.raw.raw());
             }
             // Stop counting it as open; dropping `open` rolls its pool back.
             self.ctx.close_capture();
@@ -116,7 +115,7 @@ pub(crate) struct OpenCapture {
     pub(crate) args: Vec<ArgDecl>,
     /// The existing graph the capture adds to (a conditional body), kept
     /// opaque here: `capture` (above) knows its type.
-    pub(crate) into: Option<Box<dyn std::any::Any + Send>>,
+    pub(crate) into: Option<Box<dyn CaptureTarget>>,
     breaker: Option<(StreamOp, Error)>,
     /// The stream's [`CaptureMark`] word as this capture opened it.
     mark: u64,
@@ -139,6 +138,32 @@ impl OpenCapture {
     pub(crate) fn breaker(&self) -> Option<&(StreamOp, Error)> {
         self.breaker.as_ref()
     }
+
+    /// Takes `stream` out of capture mode without keeping what it
+    /// captured (the caller makes the stream's context current): a new
+    /// graph CUDA made is destroyed; an existing graph captured into (a
+    /// conditional body) is CUDA's part of its holder and stays, emptied
+    /// by its target. Best effort.
+    pub(crate) fn discard(&mut self, stream: CUstream) {
+        match self.into.take() {
+            Some(target) => {
+                let _ = ds::leave_capture(stream);
+                target.abandon();
+            }
+            None => ds::discard_capture(stream),
+        }
+    }
+}
+
+/// The existing graph a capture adds to (a conditional body, above this
+/// module), as the stream sees it.
+pub(crate) trait CaptureTarget: std::any::Any + Send {
+    /// After a capture into it was discarded: clears its capture mark and
+    /// removes the nodes the capture left.
+    fn abandon(&self);
+
+    /// The target as `Any`, for the capture module to take its type back.
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send>;
 }
 
 /// Whether a kernel launch went into the capture graphcore has open on a

@@ -27,6 +27,13 @@
 //!
 //! Thread safety: as for gc_graph. Build a graph and its bodies from one
 //! thread; a body may not change once the graph holding it was instantiated.
+//! While a capture into a body is open (gc_capture_begin_into until its
+//! gc_capture_end), every call on that body or on a graph holding it
+//! returns GC_ERROR_INVALID_STATE, and the capture keeps the holders alive
+//! (their handles may be destroyed meanwhile). Once the graph holding a
+//! body is destroyed, and no capture into the body is open, every call on
+//! the body returns GC_ERROR_INVALID_STATE (CUDA destroyed the body with
+//! its holder); only gc_graph_destroy of its handle remains to do.
 
 use crate::args::Out;
 use crate::capture::{capture_mode, gc_capture_mode};
@@ -84,13 +91,16 @@ pub const GC_COND_WHILE: gc_cond_type = 2;
 /// cases (CUDA 12.8).
 pub const GC_COND_SWITCH: gc_cond_type = 3;
 
-/// Makes a conditional handle for `graph`'s conditional nodes: its value
-/// is default_value when the graph first runs and, with flags =
-/// GC_COND_RESET_ON_LAUNCH, at every launch (flags 0: a value set by one
-/// launch is seen by the next). The graph owns the handle.
-/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (unknown flags),
-/// GC_ERROR_INVALID_STATE (graph is a body whose holder was instantiated or
-/// destroyed), GC_ERROR_NOT_SUPPORTED (the driver is older than CUDA 12.3).
+/// Makes a conditional handle for `graph`'s conditional nodes. With flags =
+/// GC_COND_RESET_ON_LAUNCH its value is default_value at the start of
+/// every launch. With flags 0 CUDA applies no default: default_value must
+/// be 0, the value before a kernel first sets it is not specified by CUDA
+/// (0 on the drivers tested), and a value set by one launch is seen by the
+/// next. The graph owns the handle.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (unknown flags, a nonzero
+/// default_value with flags 0), GC_ERROR_INVALID_STATE (graph is a body whose
+/// holder was instantiated or destroyed), GC_ERROR_NOT_SUPPORTED (the driver is
+/// older than CUDA 12.3).
 #[no_mangle]
 pub extern "C" fn gc_graph_conditional_handle_create(
     graph: *mut gc_graph,

@@ -18,16 +18,17 @@ use std::ffi::{c_char, c_void};
 /// memory alive (the graph handle may go first); launches already enqueued
 /// complete after the destroy.
 ///
-/// Thread safety: gc_exec_launch may be called from several threads at
-/// once, on the same or different execs, without locks or allocation
-/// (launches of one exec run one after another, as CUDA orders them).
-/// gc_exec_launch_with may be called from several threads at once on one
-/// exec (its bindings are serialized inside), but it must not race with a
-/// gc_exec_launch of the same exec from another thread (the caller
-/// serializes them: CUDA's exec setters and launches of one exec are not).
-/// gc_exec_update and gc_exec_set_kernel_args must not race with a launch
-/// of the same exec, nor with each other; the caller serializes them.
-/// gc_exec_destroy must not race with other calls on the handle.
+/// Thread safety: gc_exec_launch and gc_exec_launch_with may be called
+/// from several threads at once, on the same or different execs, without
+/// allocation (launches of one exec run one after another, as CUDA orders
+/// them). Each launch runs with one whole set of bindings: the bindings a
+/// gc_exec_launch_with sets are the ones its own launch uses, and a
+/// gc_exec_launch runs with the last complete set (an exec whose graph
+/// declares arguments takes an internal lock for this; one that declares
+/// none takes no lock). gc_exec_update and gc_exec_set_kernel_args must
+/// not race with a launch of the same exec, nor with each other; the
+/// caller serializes them. gc_exec_destroy must not race with other calls
+/// on the handle.
 pub struct gc_exec;
 
 pub(crate) static EXECS: Registry<Exec> = Registry::new(7, "gc_exec");
@@ -167,13 +168,23 @@ pub(crate) fn bindings<'a>(
 /// made after it: a launch of the exec already enqueued or running uses
 /// the addresses it was launched with (CUDA documents its exec setters so).
 /// Memory a binding names must stay valid while launches using it may
-/// run. Any bad binding is GC_ERROR_INVALID_ARGUMENT naming it, and the
-/// exec is unchanged and not launched. No heap allocation.
+/// run, and, since bindings persist, until the argument is bound elsewhere
+/// or the exec is destroyed if plain launches follow. Any bad binding is
+/// GC_ERROR_INVALID_ARGUMENT naming it (a block given back with
+/// gc_pool_free included), and the exec is unchanged and not launched. No
+/// heap allocation. Uses: exact for built-in kernels, copies and sets
+/// (addresses inside the range); for other kernels every 8-byte-aligned
+/// parameter word inside the range, or one past its end (the end of a
+/// (begin, end) pair), is patched, so a scalar parameter that happens to
+/// equal such an address is patched too: declare the argument with
+/// GC_ARG_EXACT, or pass that kernel the address another way, to avoid it
+/// (gc_exec_arg_info counts the uses found).
 /// Errors: common, and GC_ERROR_INVALID_ARGUMENT (bindings NULL while n is not
 /// 0, an exec whose graph declared no arguments, an unknown argument index, an
-/// argument bound twice, a NULL, host or other device's address, or a range
-/// smaller than declared), GC_ERROR_CAPTURE (as gc_exec_launch), GC_ERROR_CUDA
-/// (the driver refused a new value: the old bindings are back).
+/// argument bound twice, a NULL, host or other device's address, a freed pool
+/// block, or a range smaller than declared), GC_ERROR_CAPTURE (as
+/// gc_exec_launch), GC_ERROR_CUDA (the driver refused a new value: the old
+/// bindings are back).
 #[no_mangle]
 pub extern "C" fn gc_exec_launch_with(
     exec: *mut gc_exec,

@@ -494,7 +494,7 @@ pub extern "C" fn gc_graph_node_count(graph: *mut gc_graph, count: *mut usize) -
 pub extern "C" fn gc_graph_raw(graph: *mut gc_graph, raw: *mut *mut c_void) -> gc_status {
     boundary("gc_graph_raw", || {
         let out = Out::new(raw, "raw")?;
-        out.set(self::graph(graph, "graph")?.raw() as *mut c_void);
+        out.set(self::graph(graph, "graph")?.raw()? as *mut c_void);
         Ok(())
     })
 }

@@ -2503,7 +2503,9 @@ static void conditional_functions(void) {
     EXPECT_STATUS(gc_graph_conditional_handle_create(g, 0, 0x80, &hd), GC_ERROR_INVALID_ARGUMENT);
     if (fx.gpu) {
         EXPECT_OK(gc_graph_conditional_handle_create(g, 0, GC_COND_RESET_ON_LAUNCH, &hd));
-        EXPECT_OK(gc_graph_conditional_handle_create(g2, 1, 0, &other));
+        EXPECT_OK(gc_graph_conditional_handle_create(g2, 0, 0, &other));
+        check_case = "a nonzero default without GC_COND_RESET_ON_LAUNCH (CUDA would ignore it)";
+        EXPECT_STATUS(gc_graph_conditional_handle_create(g, 1, 0, &hd), GC_ERROR_INVALID_ARGUMENT);
     }
     objects_work();
 

@@ -259,7 +259,7 @@ fn a_clone_replays_what_its_source_does() {
     assert_ne!(clone.id(), g.id());
     assert_eq!(clone.desc(), g.desc());
     assert_eq!(clone.pool_bytes(), g.pool_bytes());
-    assert_ne!(clone.raw(), g.raw());
+    assert_ne!(clone.raw().unwrap(), g.raw().unwrap());
     let source_exec = Exec::new(&g, 0).unwrap();
     upload(&s, buf, &x);
     source_exec.launch(&s).unwrap();
@@ -309,7 +309,7 @@ fn a_wrapped_raw_graph_reads_back_and_replays() {
     unsafe { g.add_kernel(&f, &cfg, args.as_mut_ptr(), &[set]) }.unwrap();
     // Borrowed: read back as a captured graph is.
     // SAFETY: g owns the CUgraph and outlives the borrowing graph and exec.
-    let w = unsafe { Graph::wrap_raw(&c, g.raw(), false) }.unwrap();
+    let w = unsafe { Graph::wrap_raw(&c, g.raw().unwrap(), false) }.unwrap();
     assert!(w.is_borrowed() && !g.is_borrowed());
     assert_eq!(w.desc(), g.desc());
     let e = Exec::new(&w, 0).unwrap();

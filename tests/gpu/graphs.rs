@@ -1040,7 +1040,7 @@ fn programmatic_edges_run_read_back_and_are_compared_on_update() {
     // CUDA's copy of the graph, read back, has the edge as programmatic.
     let copy = g.duplicate().unwrap();
     // SAFETY: `copy` outlives the borrowed wrap and nothing changes it.
-    let wrapped = unsafe { Graph::wrap_raw(c, copy.raw(), false) }.unwrap();
+    let wrapped = unsafe { Graph::wrap_raw(c, copy.raw().unwrap(), false) }.unwrap();
     assert_eq!(
         wrapped.desc().unwrap().edge_kind(0, 1),
         EdgeKind::Programmatic

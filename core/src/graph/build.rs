@@ -186,7 +186,7 @@ impl Graph {
             .ctx
             .ensure_same("the graph", f.context(), "the function")?;
         let (mut st, pending) =
-            DescribedState::for_kernel(self.state(), &self.inner.ctx, self.is_body())?;
+            DescribedState::for_kernel(self.state()?, &self.inner.ctx, self.is_body())?;
         let mut resolved = Deps::empty();
         self.resolve_into(&st, deps, &mut resolved)?;
         // The driver needs the context current even though the node names
@@ -402,6 +402,8 @@ impl Graph {
             (&self.inner.state, self.inner.id),
             (&child.inner.state, child.inner.id),
         );
+        self.check_usable(&st)?;
+        child.check_usable(&c)?;
         let nodes = c.count()?;
         ensure_arg!(nodes > 0, "the child graph has no nodes");
         ensure_arg!(

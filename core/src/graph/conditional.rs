@@ -19,17 +19,27 @@ pub struct ConditionalHandle {
 }
 
 impl Graph {
-    /// Makes a conditional handle for this graph's conditional nodes, with
-    /// the value it has when the graph starts (`default_value`) and, with
-    /// `reset_on_launch`, gets again at every launch. Needs CUDA 12.3
+    /// Makes a conditional handle for this graph's conditional nodes. With
+    /// `reset_on_launch` it takes `default_value` at the start of every
+    /// launch. Without, CUDA applies no default (the value before a kernel
+    /// first sets it is not specified; 0 on the drivers tested), so a
+    /// nonzero `default_value` is refused
+    /// ([`ErrorKind::InvalidArgument`]) rather than silently ignored; a
+    /// value set by one launch is seen by the next. Needs CUDA 12.3
     /// ([`ErrorKind::NotSupported`] naming it otherwise).
     pub fn conditional_handle(
         &self,
         default_value: u32,
         reset_on_launch: bool,
     ) -> Result<ConditionalHandle> {
+        ensure_arg!(
+            reset_on_launch || default_value == 0,
+            "default_value {default_value} without the reset-on-launch flag: CUDA applies a \
+             handle's default value only with that flag; pass the \
+             flag, or 0 and set the value on the device before a node reads it"
+        );
         self.check_changeable()?;
-        let mut st = self.state();
+        let mut st = self.state()?;
         self.inner.ctx.bind()?;
         let flags = if reset_on_launch {
             dc::ASSIGN_DEFAULT

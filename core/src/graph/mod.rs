@@ -29,7 +29,7 @@ use crate::pool::{check_device_range, GraphMemory};
 use graphcore_kernels::{KernelInfo, Value};
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 /// A node of a graph: which graph, and its index there (nodes are numbered
@@ -69,6 +69,40 @@ struct GraphInner {
     /// Set once the graph holds conditional bodies (its state's `bodies`
     /// is not empty; it only grows), so asking takes no lock.
     conditionals: AtomicBool,
+    /// Captures open into bodies this graph holds (nested ones included):
+    /// CUDA writes into the hierarchy while one is open, so every driver
+    /// call on this graph is refused until they end (see
+    /// [`Graph::hold_for_capture`]).
+    bodies_capturing: AtomicUsize,
+}
+
+impl Drop for GraphInner {
+    /// Marks every body of its nodes (nested ones included) gone before
+    /// the fields destroy the CUDA graph, which destroys the bodies with
+    /// it: each body's lock is taken to mark it, so a call on a body still
+    /// holding it finishes first, and every later call on it is refused.
+    /// (The bodies kept for a copy, under `usize::MAX`, are another
+    /// graph's: they stay.)
+    fn drop(&mut self) {
+        fn mark_gone(bodies: &[(usize, Vec<Graph>)]) {
+            for (_, b) in bodies.iter().filter(|(i, _)| *i != usize::MAX) {
+                for b in b {
+                    let mut st = b.bookkeeping();
+                    st.gone = true;
+                    mark_gone(&st.bodies);
+                }
+            }
+        }
+        mark_gone(&self.state.get_mut().bodies);
+    }
+}
+
+/// The error for a call on a conditional body whose holder was destroyed.
+fn holder_gone() -> Error {
+    Error::invalid_state(
+        "the graph holding this conditional body was destroyed (CUDA destroyed the body with \
+         it): the body can no longer be used",
+    )
 }
 
 /// What the graph's lock guards: the CUDA graph and everything describing
@@ -111,6 +145,11 @@ pub(crate) struct GraphState {
     handles: Vec<(u64, Option<u32>)>,
     /// A capture into this body is open.
     capturing: bool,
+    /// For a body: its holder was destroyed, and CUDA destroyed the body
+    /// with it (set under this lock before the holder's CUDA graph goes;
+    /// every call that reaches the driver through [`Graph::state`] is then
+    /// refused).
+    gone: bool,
 }
 
 /// A graph's description, and its CUDA nodes in the description's order.
@@ -203,6 +242,7 @@ impl GraphState {
             bodies: Vec::new(),
             handles: Vec::new(),
             capturing: false,
+            gone: false,
         }
     }
 
@@ -463,6 +503,7 @@ impl Graph {
                 state: SpinLock::new(state),
                 holder,
                 instantiated: AtomicBool::new(false),
+                bodies_capturing: AtomicUsize::new(0),
             }),
         }
     }
@@ -518,11 +559,8 @@ impl Graph {
              a new graph)"
         );
         self.check_changeable()?;
-        let mut st = self.state();
-        ensure_arg!(
-            !st.capturing,
-            "a capture into this body is already open (end it on the stream that began it)"
-        );
+        // A body a capture fills already is refused here (InvalidState).
+        let mut st = self.state()?;
         let count = st.count()?;
         ensure_arg!(
             count == 0,
@@ -543,8 +581,9 @@ impl Graph {
     ) -> Result<()> {
         let memory = memory.map(Arc::new);
         {
-            let mut st = self.state();
+            let mut st = self.bookkeeping();
             st.capturing = false;
+            self.check_usable(&st)?;
             let mut d = Graph::read_back(&self.inner.ctx, st.raw())?;
             // A body is built, not instantiated: no as-captured state.
             d.as_captured = None;
@@ -555,7 +594,7 @@ impl Graph {
         }
         if let Some(m) = memory {
             let root = self.root()?;
-            root.state().memory.push(m);
+            root.bookkeeping().memory.push(m);
         }
         Ok(())
     }
@@ -563,8 +602,11 @@ impl Graph {
     /// Clears the capture mark after a failed capture into this body and
     /// removes the nodes it left.
     pub(crate) fn abandon_capture_into(&self) {
-        let mut st = self.state();
+        let mut st = self.bookkeeping();
         st.capturing = false;
+        if st.gone {
+            return;
+        }
         if let Ok(nodes) = dg::nodes(st.raw()) {
             for n in nodes {
                 let _ = dg::destroy_node(n);
@@ -628,7 +670,7 @@ impl Graph {
     /// True when the caller owns the CUDA graph ([`Graph::wrap_raw`]
     /// without adopting it).
     pub fn is_borrowed(&self) -> bool {
-        !self.is_body() && self.state().owned.is_none()
+        !self.is_body() && self.bookkeeping().owned.is_none()
     }
 
     /// Reads a captured graph's nodes and edges back: its description, and
@@ -672,7 +714,7 @@ impl Graph {
     /// The graph's state with its description there: a captured graph is
     /// read back now, under the lock, if no call has needed it before.
     pub(crate) fn described(&self) -> Result<DescribedState<'_>> {
-        DescribedState::new(self.state(), &self.inner.ctx)
+        DescribedState::new(self.state()?, &self.inner.ctx)
     }
 
     /// The description of a captured graph as it was captured (what an exec
@@ -688,7 +730,7 @@ impl Graph {
     /// The number of nodes of [`captured_desc`](Self::captured_desc),
     /// without reading the graph back.
     pub(crate) fn captured_count(&self) -> Result<usize> {
-        let mut st = self.state();
+        let mut st = self.state()?;
         match &st.described {
             Some(d) => Ok(d.as_captured.as_ref().map_or(d.nodes.len(), |a| a.len())),
             None => st.count(),
@@ -706,19 +748,85 @@ impl Graph {
     }
 
     /// The raw `CUgraph` (for interop; graphcore still owns it). Driver
-    /// calls on it must not overlap graphcore's calls on this graph.
-    pub fn raw(&self) -> CUgraph {
-        self.state().raw()
+    /// calls on it must not overlap graphcore's calls on this graph. A body
+    /// whose holder was destroyed is
+    /// [`ErrorKind::InvalidState`](crate::error::ErrorKind::InvalidState).
+    pub fn raw(&self) -> Result<CUgraph> {
+        Ok(self.state()?.raw())
     }
 
-    pub(crate) fn state(&self) -> SpinGuard<'_, GraphState> {
+    /// The graph's locked state, for calls that reach the driver: refused
+    /// ([`ErrorKind::InvalidState`](crate::error::ErrorKind::InvalidState))
+    /// for a body whose holder was destroyed (CUDA destroyed the body with
+    /// it). The lock is held across the driver call, so a holder being
+    /// destroyed waits for it (see `GraphInner`'s drop).
+    pub(crate) fn state(&self) -> Result<SpinGuard<'_, GraphState>> {
+        let st = self.inner.state.acquire();
+        self.check_usable(&st)?;
+        Ok(st)
+    }
+
+    /// Refuses driver calls on this graph, whose locked state is `st`,
+    /// while CUDA may be writing into it or has destroyed it: a body whose
+    /// holder was destroyed, a body a capture is filling, or a graph
+    /// holding such a body. A graph lock's cost is one more load.
+    #[inline]
+    fn check_usable(&self, st: &GraphState) -> Result<()> {
+        if st.gone || st.capturing || self.inner.bodies_capturing.load(Ordering::SeqCst) != 0 {
+            return Err(self.unusable(st));
+        }
+        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unusable(&self, st: &GraphState) -> Error {
+        if st.gone {
+            holder_gone()
+        } else if st.capturing {
+            Error::invalid_state(
+                "a capture into this conditional body is open: the body cannot be read or \
+                 changed until it ends (end the capture on the stream that began it)",
+            )
+        } else {
+            Error::invalid_state(
+                "a capture into one of this graph's conditional bodies is open: the graph \
+                 cannot be read, changed, cloned or instantiated until it ends",
+            )
+        }
+    }
+
+    /// Keeps the graphs holding this body (`holders`, from
+    /// [`holders`](Self::holders)) from every driver call while a capture
+    /// fills the body: counted on each, then each one's lock is taken once,
+    /// so a call already holding it finishes before the capture begins and
+    /// a later one sees the count. [`release_from_capture`](Self::release_from_capture)
+    /// undoes it.
+    pub(crate) fn hold_for_capture(holders: &[Graph]) {
+        for h in holders {
+            h.inner.bodies_capturing.fetch_add(1, Ordering::SeqCst);
+            drop(h.bookkeeping());
+        }
+    }
+
+    /// Ends [`hold_for_capture`](Self::hold_for_capture) on `holders`.
+    pub(crate) fn release_from_capture(holders: &[Graph]) {
+        for h in holders {
+            h.inner.bodies_capturing.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// The locked state for bookkeeping that calls no driver function
+    /// (held memory, declared arguments): valid for a body whose holder
+    /// is gone too.
+    fn bookkeeping(&self) -> SpinGuard<'_, GraphState> {
         self.inner.state.acquire()
     }
 
     /// Number of nodes (of a captured graph, read from CUDA the first
     /// time).
     pub fn node_count(&self) -> Result<usize> {
-        self.state().count()
+        self.state()?.count()
     }
 
     /// A copy of the graph's description (a captured graph is read back
@@ -730,12 +838,20 @@ impl Graph {
     /// Pool bytes this graph holds: what its capture (and its child graphs'
     /// captures) allocated and had not freed when it ended.
     pub fn pool_bytes(&self) -> u64 {
-        self.state().memory.iter().map(|m| m.held_bytes()).sum()
+        self.bookkeeping()
+            .memory
+            .iter()
+            .map(|m| m.held_bytes())
+            .sum()
     }
 
     /// The highest pool bytes its capture had allocated at once.
     pub fn pool_peak_bytes(&self) -> u64 {
-        self.state().memory.iter().map(|m| m.peak_bytes()).sum()
+        self.bookkeeping()
+            .memory
+            .iter()
+            .map(|m| m.peak_bytes())
+            .sum()
     }
 
     /// Declares `base .. base + bytes` an argument of the graph (see
@@ -745,7 +861,7 @@ impl Graph {
     /// first). The range must be device memory of the graph's device and
     /// overlap no argument declared before.
     pub fn declare_arg(&self, base: u64, bytes: usize, exact: bool) -> Result<usize> {
-        let mut st = self.state();
+        let mut st = self.state()?;
         let d = ArgDecl { base, bytes, exact };
         let index = check_new(&st.args, &d)?;
         self.inner.ctx.bind()?;
@@ -756,7 +872,7 @@ impl Graph {
 
     /// The declared arguments, by index.
     pub fn args(&self) -> Vec<ArgDecl> {
-        self.state().args.clone()
+        self.bookkeeping().args.clone()
     }
 
     /// True for a conditional node's body.
@@ -767,16 +883,11 @@ impl Graph {
     /// The graphs holding this body, innermost first (empty for a graph
     /// that is not a body). A holder that is gone is
     /// [`ErrorKind::InvalidState`](crate::error::ErrorKind::InvalidState).
-    fn holders(&self) -> Result<Vec<Graph>> {
+    pub(crate) fn holders(&self) -> Result<Vec<Graph>> {
         let mut out = Vec::new();
         let mut next = self.inner.holder.clone();
         while let Some(w) = next {
-            let inner = w.upgrade().ok_or_else(|| {
-                Error::invalid_state(
-                    "the graph holding this conditional body was destroyed (CUDA destroyed the \
-                     body with it)",
-                )
-            })?;
+            let inner = w.upgrade().ok_or_else(holder_gone)?;
             next = inner.holder.clone();
             out.push(Graph { inner });
         }

@@ -94,6 +94,14 @@ pub(crate) fn device_range(
     if let Some(block) = ctx.pool_block_of(addr) {
         return check_range(arg, addr, bytes, |_| Some(block)).map(|()| None);
     }
+    // Inside a pool's reserved range but in no live block: the driver
+    // would call it device memory (the pages may still be mapped), but the
+    // block was given back and may be handed to another allocation.
+    ensure_arg!(
+        !ctx.in_pool_range(addr),
+        "`{arg}` (0x{addr:x}) lies in a graphcore pool but in no live block of it: the block \
+         was freed or never allocated"
+    );
     let end = addr.saturating_add(bytes as u64);
     if known.iter().any(|&(s, e)| s <= addr && end <= e) {
         return Ok(None);
