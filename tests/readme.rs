@@ -53,3 +53,42 @@ fn readme_api_table_names_every_export() {
         "README.md's API table does not name: {missing:?}"
     );
 }
+
+/// The README's Layout names every top-level file and folder of the
+/// repository (as git tracks them; a folder as `name/`).
+#[test]
+fn readme_layout_names_every_top_level_entry() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let start = readme.find("## Layout").expect("the README has a Layout");
+    let layout = &readme[start..];
+    let layout = &layout[..layout[3..].find("\n## ").map_or(layout.len(), |e| e + 3)];
+    let Ok(out) = Command::new("git")
+        .args(["ls-files", "--cached"])
+        .current_dir(repo())
+        .output()
+    else {
+        println!("git not found: the layout is not checked");
+        return;
+    };
+    if !out.status.success() {
+        println!("not a git checkout: the layout is not checked");
+        return;
+    }
+    let mut entries: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|path| match path.split_once('/') {
+            Some((dir, _)) => format!("{dir}/"),
+            None => path.to_string(),
+        })
+        .collect();
+    entries.sort();
+    entries.dedup();
+    let missing: Vec<&String> = entries
+        .iter()
+        .filter(|e| !layout.contains(e.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README.md's Layout does not name: {missing:?}"
+    );
+}

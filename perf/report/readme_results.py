@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Writes the README's figures from the files that hold them.
 
-Every block of README.md and docs/results.md between
+Every block of README.md, docs/results.md and docs/reliability.md between
 ``<!-- results:begin NAME -->`` and ``<!-- results:end -->`` is generated
-here (each block in one of the two files), from
+here (each block in one of the files), from
 
   - perf/results/*.json (the benchmark run on the GPU machine, written by
     ``bash stage/bench.sh``) and the first line of perf/results/bench_log.txt
@@ -28,6 +28,7 @@ each is met is computed from the figures.
 
 import argparse
 import difflib
+import fnmatch
 import re
 import sys
 
@@ -64,17 +65,19 @@ from readme_blocks.kernels import (
 )
 from readme_blocks.features import block_fusion, block_args, block_control, block_pdl
 from readme_blocks.machines import block_h100, block_h200
+from readme_blocks.headline import block_headline
 
 
 README = REPO / "README.md"
 # The files whose blocks are generated: each block is in exactly one.
-DOCS = (README, REPO / "docs" / "results.md")
+DOCS = (README, REPO / "docs" / "results.md", REPO / "docs" / "reliability.md")
 BLOCK = re.compile(
     r"(<!-- results:begin (?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- results:end -->)", re.S
 )
 
 
 BLOCKS = {
+    "headline": block_headline,
     "multi-gpu": block_multi_gpu,
     "pdl": block_pdl,
     "args": block_args,
@@ -122,6 +125,20 @@ def render(text, seen):
     return BLOCK.sub(one, text)
 
 
+def unlisted_results():
+    """The files of perf/results/ that perf/README.md's Results table does
+    not name (by path or by a `*` pattern), and the plain names it gives
+    that are not there."""
+    readme = (REPO / "perf" / "README.md").read_text()
+    table = readme[readme.index("\n## Results"):]
+    names = re.findall(r"`([^`\s]+\.(?:json|txt|png))`", table)
+    results = REPO / "perf" / "results"
+    files = sorted(str(f.relative_to(results)) for f in results.rglob("*") if f.is_file())
+    unnamed = [f for f in files if not any(fnmatch.fnmatchcase(f, n) for n in names)]
+    gone = [n for n in names if "*" not in n and n not in files]
+    return unnamed, gone
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="compare only; exit 1 on a difference")
@@ -146,12 +163,16 @@ def main():
     twice = sorted({n for n in seen if seen.count(n) > 1})
     if missing or twice:
         sys.exit(f"readme_results: blocks missing {missing}, blocks written twice {twice}")
+    unnamed, gone = unlisted_results()
+    if unnamed or gone:
+        sys.exit(f"readme_results: perf/README.md's Results table does not name {unnamed}; "
+                 f"it names files perf/results/ lacks: {gone}")
     if args.check:
         if stale:
-            print("the README's or docs/results.md's figures are stale: run `make readme-results`",
-                  file=sys.stderr)
+            print("generated figures are stale: run `make readme-results`", file=sys.stderr)
             return 1
-        print("README.md's and docs/results.md's figures match perf/results and the suite's counts")
+        print("the figures of " + ", ".join(str(p.relative_to(REPO)) for p in DOCS)
+              + " match perf/results, the library and the suite's counts")
     return 0
 
 

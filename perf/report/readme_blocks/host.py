@@ -75,11 +75,11 @@ def block_pool():
                 f"spread from {min(free):.2f}\u00d7 to {max(free):.2f}\u00d7 from one run to the next: the "
                 "host's noise, not contention."
             )
-            + f" Round 2 (`perf/results/round2_layout_before_after.json`) took the pair "
+            + f" A change of the pool's memory layout (`perf/results/round2_layout_before_after.json`) took the pair "
             f"from {n0(pair['before'])} to {n0(pair['after'])} ns. On the GPU host an atomic "
             f"read-modify-write costs {floor['atomic fetch_add + fetch_sub (2 RMW)'] / 2:.1f} ns "
             f"and a lock round trip {floor['pthread mutex lock + unlock']:.0f} ns "
-            "(`perf/results/perf15b_before_after.json`): since perf15c the pair's handle "
+            "(`perf/results/perf15b_before_after.json`): since the change of `perf15c_before_after.json` the pair's handle "
             "lookups make none (a hazard entry per thread) and the pool's lock one per call (a "
             "compare-exchange, released with a plain store); the allocator itself is "
             f"{logic[0]:.0f} ns on the CI machine."

@@ -14,8 +14,8 @@ def block_reliability():
     rows = [
         (
             "Functions covered by the bad-input suite",
-            f"**{cov} of {len(ex)}** exports; a test fails when an export (in `libgraphcore.so` or the "
-            "header) has no `COVER(...)` section",
+            f"**{cov} of {len(ex)}** exports (`nm -D`); a test fails when an export (in `libgraphcore.so` "
+            "or the headers) has no `COVER(...)` section (the map ops: an entry of `tests/c/map_ops.h`)",
             "`cargo test --test suite c_abi::every_export_is_covered_by_the_bad_input_suite`",
         ),
         (
@@ -38,8 +38,8 @@ def block_reliability():
         ),
         (
             "Fuzzing `pool_ops` (allocator vs a reference model, libFuzzer)",
-            "0 crashes, 0 mismatches with defects D1 and D2 below patched out; as committed, CI "
-            "stops at their regression inputs",
+            "**0 crashes, 0 mismatches**; the two defects it found (`plan_trim`'s underflow, a plan "
+            "that mapped only one run of pages) are fixed, their inputs kept in `fuzz/artifacts/pool_ops/`",
             "`FUZZ_SECS=60 fuzz/run pool_ops`",
         ),
         (
@@ -49,7 +49,7 @@ def block_reliability():
         ),
         (
             "Fuzz targets on stable, no libFuzzer (corpus, regression inputs, random inputs)",
-            "0 failures (D1, D2 patched out)",
+            "**0 failures**",
             "`GC_FUZZ_RANDOM=50000 cargo test --release --manifest-path fuzz/Cargo.toml`",
         ),
         (
@@ -71,8 +71,9 @@ def block_reliability():
             "`stage/bin/suite --ignored gpu::faults::`",
         ),
         (
-            "compute-sanitizer memcheck, synccheck (every GPU test and example), racecheck (the "
-            "kernel tests, `gpu::kernels::`: racecheck is slow)",
+            "compute-sanitizer memcheck (every GPU test and example), synccheck (every GPU test and "
+            "example outside conditional bodies: docs/limits.md), racecheck (the kernel tests, "
+            "`gpu::kernels::`: racecheck is slow)",
             "**0 errors** from each tool",
             "`bash stage/run.sh`",
         ),
@@ -93,13 +94,18 @@ def block_reliability():
 
 
 def block_gpu_run():
-    """The last complete stage/run.sh, whole or in its parts
-    (perf/results/gpu_check.txt): its device and date, its summary and
-    the suite's test count."""
-    text = (RESULTS / "gpu_check.txt").read_text()
+    """The newest complete stage/run.sh, whole or in its parts, of the GPU
+    checks kept (perf/results/gpu_check.txt, perf/results/h100/gpu_check.txt):
+    its device and date, its summary and the suite's test count."""
+
+    def date_of(path):
+        return re.search(r"\d{4}-\d{2}-\d{2}", path.read_text().splitlines()[0]).group(0)
+
+    path = max((RESULTS / "gpu_check.txt", RESULTS / "h100" / "gpu_check.txt"), key=date_of)
+    text = path.read_text()
     head = text.splitlines()[0]
     device = re.search(r"on an (NVIDIA [^(]+?) \(", head).group(1)
-    date = re.search(r"\d{4}-\d{2}-\d{2}", head).group(0)
+    date = date_of(path)
     # One summary line, or one per part (stage/run.sh 1, 2, ...).
     sums = re.findall(r"^gpu-check: (\d+) passed, (\d+) failed.*?( \(part \d of (\d)\))?$", text, re.M)
     passed, failed = (sum(int(x[i]) for x in sums) for i in (0, 1))
@@ -117,7 +123,7 @@ def block_gpu_run():
         f"The GPU rows were last confirmed by `bash stage/run.sh`, {how}, on {machine} on "
         f"{date}: {passed} of {passed + failed} steps passed ({suite} suite tests with the GPU ones, the "
         f"examples, {multi}, Python, memcheck, racecheck, synccheck, the device fault; "
-        f"`perf/results/gpu_check.txt`)."
+        f"`{path.relative_to(REPO)}`)."
     )
 
 
@@ -129,9 +135,9 @@ def block_device():
         "for the side-by-side scripts) with `scripts/gpu-check`, then `bash stage/run.sh` (tests and\n"
         "sanitizers) and `bash stage/bench.sh` (benchmarks) there. The benchmark\n"
         "JSON, the chart and the log of that run are in `perf/results/`; the\n"
-        "figures below and in docs/results.md are generated from them (`make\n"
-        "readme-results`). Every figure is a ratio of two things measured side by\n"
-        "side in the same run."
+        "figures below are generated from them (`make readme-results`; `make\n"
+        "results-check` checks them). Every figure is a ratio of two things\n"
+        "measured side by side in the same run."
     )
 
 

@@ -1,4 +1,4 @@
-"""The issues rerun on one machine: the H100 and the H200 sections."""
+"""The headline figures rerun on one machine: the H100 and the H200 sections."""
 
 import re
 
@@ -29,7 +29,7 @@ def runs_text(runs):
 
 
 def block_h100():
-    """Issues 14 and 15 rerun on the H100 that is the default GPU machine again
+    """The headline figures rerun on the H100 that is the default GPU machine again
     (perf/results/h100/): the notes' programs, graph_perf_scaling with its
     checked side, the pool, and the GPU check (each names its library)."""
     h = lambda name: load(f"h100/{name}")  # noqa: E731
@@ -49,7 +49,7 @@ def block_h100():
     lines = [
         prose(
             f"Since 2026-12-06 the default GPU machine is an {progs['device']} again (driver {driver}), the "
-            "kind of machine issues 14 and 15 were first measured on; H100 timings are compared only with "
+            "kind of machine the first targets were measured on; H100 timings are compared only with "
             f"H100 timings. The programs below ran with the library of {progs['library']}, PyTorch "
             f"{progs['torch']} beside graphcore in the same run (`perf/results/h100/`). `bash stage/run.sh` "
             f"on it on {date} with the library of {library} (`h100/gpu_check.txt`): {parts} (the suite's {suite} tests "
@@ -61,7 +61,7 @@ def block_h100():
     lines += [
         "",
         prose(
-            "`programs_vs_torch.py` as on the H200 (docs/results.md): 1000 back-to-back requests or steps, then a "
+            "`programs_vs_torch.py` as on the H200 (below): 1000 back-to-back requests or steps, then a "
             "synchronize, median of 7; the bound requests are bound by GPU time, PyTorch's graph path by "
             "CPU time, which moves between runs. " + runs_text(h("programs_vs_torch_runs.json"))
         ),
@@ -73,8 +73,8 @@ def block_h100():
         prose(
             "What instantiating one node adds on this H100, and three changes measured against it (a "
             "captured graph's emptiness known without asking CUDA, shipped; the library laid out by "
-            "llvm-bolt, and the exec made before CUDA's call, neither shipped): docs/results.md, "
-            "[Instantiate at one node on the H100](docs/results.md#instantiate-at-one-node-on-the-h100-issue-15-stagebingraph_perf_scaling-stagebinhost_ab)."
+            "llvm-bolt, and the exec made before CUDA's call, neither shipped): "
+            "[Instantiate at one node on the H100](#instantiate-at-one-node-on-the-h100)."
         ),
     ]
     lines += ["", prose(pool_text(h("pool_bench.json")[0], h("pool_threads.json")["rows"]))]
