@@ -12,19 +12,30 @@
 //! kernels, what it means to fusion. From that declaration come the
 //! [`Kernel`] enum (which indexes [`KERNELS`]), the typed argument struct in
 //! [`args`] that [`Call::new`] takes (so an argument list is checked by the
-//! compiler, never at run time), and [`Kernel::elementwise`], which core's
-//! fusion planner reads. Kernels are found by name only for the C call
+//! compiler, never at run time), [`Kernel::elementwise`], which core's
+//! fusion planner reads, and [`Kernel::map`] for the map ops. Kernels are found by name only for the C call
 //! `gc_kernel_builtin` ([`Kernel::from_name`]); a test keeps kernel names out
 //! of string literals elsewhere.
 //!
-//! Adding an elementwise kernel takes three steps:
+//! Adding a map op (`y = f(x[, c])`, elementwise: [`map`]) takes two
+//! files: the CUDA source in `kernels/elementwise.cu` (the kernel and, if it
+//! fuses, its chain opcode `GC_OP_<NAME>` with a case in `gc_op` and
+//! `gc_op4`) and one entry in `src/table.rs` with a `map:` clause (what it
+//! computes, its chain opcode and the PTX generated chains emit, its float64
+//! reference and bound). The typed op ([`ops::map`]), fusion's meaning, the
+//! C export, the Python binding, the bad-input cases and the GPU and
+//! emulator checks all follow from the entry (`ffi/src/ops/gen.rs` writes
+//! the generated files: `GC_BLESS=1 cargo test -p graphcore-ffi
+//! generated_files`; then `make ptx` and `make header`).
+//!
+//! Adding another kernel takes three steps:
 //! 1. the CUDA source: an `extern "C" __global__` function in
-//!    `kernels/elementwise.cu` (then `python3 kernels/gen_ptx.py` and
+//!    `kernels/<module>.cu` (then `python3 kernels/gen_ptx.py` and
 //!    `python3 kernels/emu/run.py`);
 //! 2. one entry in the `kernels!` invocation in `src/table.rs`, with its
 //!    parameters exactly as the C signature has them (tests compare the table
 //!    with the `.cu` signatures and the PTX entries) and, if fusion may
-//!    chain it, a `fuse:` clause saying which chain opcode it is and which
+//!    chain it, a `fuse:` clause saying which chain opcodes it is and which
 //!    arguments are output, input, count and constant;
 //! 3. one typed operation in [`ops`] that checks sizes and builds the
 //!    [`Call`] from the generated argument struct, and one C wrapper in

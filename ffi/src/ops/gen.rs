@@ -14,6 +14,11 @@
 //! The test fails when a committed file differs from what the declarations
 //! give; `GC_BLESS=1 cargo test -p graphcore-ffi generated_files` rewrites
 //! them (then `make header`).
+//!
+//! The ops that are not map ops are written by hand; for them the Python
+//! binding is checked instead: ops.py's `_OP_PARAMS` names each parameter as
+//! the header does (`python_parameter_names_match_the_header`), and
+//! python/tests/test_binding.py checks the prototypes' types.
 
 use graphcore_core::kernels::fusion::is_opcode;
 use graphcore_core::kernels::map::{Fuse, MapOp};
@@ -237,4 +242,79 @@ fn docs_wrap() {
     let d = doc(&"word ".repeat(40));
     assert!(d.lines().all(|l| l.len() <= 80 && l.starts_with("/// ")));
     assert_eq!(d.matches("word").count(), 40);
+}
+
+/// The parameter names after the stream of each `gc_op_*` function of
+/// include/graphcore_ops.h.
+fn header_op_params() -> Vec<(String, Vec<String>)> {
+    let text = std::fs::read_to_string(repo().join("include/graphcore_ops.h")).unwrap();
+    let mut out = Vec::new();
+    for decl in text.split("enum gc_status ").skip(1) {
+        let Some(open) = decl.find('(') else { continue };
+        let name = &decl[..open];
+        let Some(close) = decl.find(");") else {
+            continue;
+        };
+        if !name.starts_with("gc_op_") || name.contains(char::is_whitespace) {
+            continue;
+        }
+        let params: Vec<String> = decl[open + 1..close]
+            .split(',')
+            .map(|p| p.rsplit([' ', '*']).next().unwrap_or("").trim().to_string())
+            .collect();
+        out.push((name.to_string(), params));
+    }
+    assert!(out.len() > 20, "parsed only {out:?}");
+    out
+}
+
+/// ops.py's `_OP_PARAMS` (the ops it binds by parameter name): C name and
+/// the names after the stream.
+fn python_op_params() -> Vec<(String, Vec<String>)> {
+    let text = std::fs::read_to_string(repo().join("python/graphcore/ops.py")).unwrap();
+    let start = text.find("_OP_PARAMS = {").expect("ops.py's _OP_PARAMS");
+    let block = &text[start..start + text[start..].find("\n}").expect("its end")];
+    block
+        .split("\"gc_op_")
+        .skip(1)
+        .map(|entry| {
+            let (name, rest) = entry.split_once('"').expect("a quoted name");
+            let value: String = rest.split('"').skip(1).step_by(2).collect();
+            let names = value.split_whitespace().map(str::to_string).collect();
+            (format!("gc_op_{name}"), names)
+        })
+        .collect()
+}
+
+/// Python's op_* functions pass their arguments by the C parameter names:
+/// ops.py's `_OP_PARAMS` (hand-written, for the ops that are not map ops)
+/// and the generated map ops agree with the header, name for name.
+#[test]
+fn python_parameter_names_match_the_header() {
+    let header = header_op_params();
+    let python = python_op_params();
+    assert!(python.len() > 10, "parsed only {python:?}");
+    let maps: Vec<(String, Vec<String>)> = MapOp::all()
+        .map(|m| {
+            let mut names = vec!["y", "x", "n"];
+            names.extend(m.scalar());
+            let names = names.into_iter().map(str::to_string).collect();
+            (format!("gc_op_{}", m.name()), names)
+        })
+        .collect();
+    for (name, names) in python.iter().chain(&maps) {
+        let (_, params) = header
+            .iter()
+            .find(|(h, _)| h == name)
+            .unwrap_or_else(|| panic!("{name} is bound in Python but not in graphcore_ops.h"));
+        assert_eq!(params[0], "stream", "{name}");
+        assert_eq!(&params[1..], &names[..], "{name}: Python's parameter names");
+    }
+    for m in MapOp::all() {
+        let c = format!("gc_op_{}", m.name());
+        assert!(
+            !python.iter().any(|(n, _)| *n == c),
+            "{c} is a map op: ops.py takes it from _map_ops.py"
+        );
+    }
 }
