@@ -375,6 +375,8 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::pool::logic::tests::proptest_config(256))]
+
         /// The chosen spot maps the fewest pages, and is the lowest such.
         #[test]
         fn best_spot_is_the_lowest_of_the_fewest_pages(run in range(), frac in 0.0f64..=1.0) {

@@ -8,6 +8,24 @@ mod unit;
 pub(crate) use super::model::layout;
 use super::{Allocator, Owner, PoolConfig};
 
+/// The property tests' config: `cases` natively; under Miri (which
+/// interprets every step, about a thousand times slower: 4 cases took 85
+/// to 105 s per test on the 2-core VM) two cases, to look for undefined
+/// behaviour, and no regression files (Miri's isolation has no file
+/// system).
+pub(crate) fn proptest_config(cases: u32) -> proptest::prelude::ProptestConfig {
+    let base = proptest::prelude::ProptestConfig::default();
+    if cfg!(miri) {
+        proptest::prelude::ProptestConfig {
+            cases: 2,
+            failure_persistence: None,
+            ..base
+        }
+    } else {
+        proptest::prelude::ProptestConfig { cases, ..base }
+    }
+}
+
 /// Small pages so tests cross page boundaries cheaply.
 pub(crate) const G: u64 = 4096;
 

@@ -108,14 +108,18 @@ fn run(cfg: PoolConfig, ops: Vec<Op>) -> Result<bool, TestCaseError> {
     Ok(true)
 }
 
+/// Operations per sequence, at most (fewer under Miri, which interprets
+/// every step).
+const OPS: usize = if cfg!(miri) { 40 } else { 200 };
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(super::proptest_config(256))]
 
     #[test]
     fn random_sequences_keep_every_rule(
         initial in 0u64..6 * G,
         cap in prop_oneof![Just(u64::MAX), (6 * G..40 * G)],
-        ops in prop::collection::vec(op(), 1..200),
+        ops in prop::collection::vec(op(), 1..OPS),
     ) {
         prop_assert!(run(small(initial, cap), ops)?, "the small config was refused");
     }
@@ -123,7 +127,7 @@ proptest! {
     #[test]
     fn random_configs_keep_every_rule(
         cfg in config(),
-        ops in prop::collection::vec(op(), 1..200),
+        ops in prop::collection::vec(op(), 1..OPS),
     ) {
         run(cfg, ops)?;
     }
