@@ -71,6 +71,10 @@ pub(crate) struct ArgTable {
     users: Vec<Vec<usize>>,
     /// For each argument, the number of uses (child graphs' included).
     uses: Vec<usize>,
+    /// For each argument, whether a copy node (child graphs' included)
+    /// has an endpoint in it: CUDA rebinds a copy's endpoint only to memory
+    /// of the kind it had (graphcore pool memory, or other allocations).
+    copied: Vec<bool>,
     /// Scratch, preallocated: sites to patch, their flags, old bindings.
     dirty: Vec<usize>,
     marked: Vec<bool>,
@@ -113,32 +117,47 @@ fn site_of(
     nested: bool,
 ) -> Result<Option<Site>> {
     let mut slots = Vec::new();
-    let what = match dg::read_node(read)? {
-        RawNode::Kernel(KernelParams {
-            func,
-            grid,
-            block,
-            shared_bytes,
-            args,
-        }) => {
-            if args.is_null() {
+    // A kernel's parameter values are copied out of the driver's copy while
+    // the graph-call lock is held (the driver frees it when the node
+    // changes).
+    let read = dg::read_node_with(read, |raw| match raw {
+        RawNode::Kernel(p) => {
+            if p.args.is_null() {
                 // Parameters packed in `extra`: not scanned.
-                return Ok(None);
+                return None;
             }
-            let builtin = ctx.builtin_of(func);
+            let builtin = ctx.builtin_of(p.func);
             let layout = match builtin {
                 Some(k) => builtin_layout(k),
-                None if decls.iter().all(|d| d.exact) => return Ok(None),
-                None => match dg::param_layout(func) {
-                    Some(l) => l,
-                    None => return Ok(None),
-                },
+                None if decls.iter().all(|d| d.exact) => return None,
+                None => dg::param_layout(p.func)?,
             };
             let len = layout.iter().map(|&(o, s)| o + s).max().unwrap_or(0);
             let mut buf = vec![0u8; len];
             // SAFETY: the driver's copy of the node's parameters holds one
-            // pointer per parameter of the function whose layout this is.
-            unsafe { fill(&mut buf, &layout, args) };
+            // pointer per parameter of the function whose layout this is,
+            // valid in this hold of the lock.
+            unsafe { fill(&mut buf, &layout, p.args) };
+            Some(Read::Kernel(p, builtin, layout, buf))
+        }
+        other => Some(Read::Other(other)),
+    })?;
+    let Some(read) = read else {
+        return Ok(None);
+    };
+    let what = match read {
+        Read::Kernel(
+            KernelParams {
+                func,
+                grid,
+                block,
+                shared_bytes,
+                ..
+            },
+            builtin,
+            layout,
+            buf,
+        ) => {
             find_kernel_slots(decls, builtin, &layout, &buf, &mut slots);
             let ptrs = layout
                 .iter()
@@ -154,7 +173,7 @@ fn site_of(
                 ptrs,
             }
         }
-        RawNode::Memcpy { dst, src, bytes } => {
+        Read::Other(RawNode::Memcpy { dst, src, bytes }) => {
             for (at, addr) in [(0, dst), (1, src)] {
                 if let Some((arg, delta)) = find(decls, addr) {
                     slots.push(Slot { at, arg, delta });
@@ -162,13 +181,13 @@ fn site_of(
             }
             SiteKind::Memcpy { dst, src, bytes }
         }
-        RawNode::Memset(m) => {
+        Read::Other(RawNode::Memset(m)) => {
             if let Some((arg, delta)) = find(decls, m.dst) {
                 slots.push(Slot { at: 0, arg, delta });
             }
             SiteKind::Memset(m)
         }
-        RawNode::Child(g) => {
+        Read::Other(RawNode::Child { graph: g, .. }) => {
             // The exec runs a copy of the child we patch and set whole; a
             // child nested in that copy is patched in place.
             let (graph, inner) = if nested {
@@ -187,13 +206,27 @@ fn site_of(
             }
             SiteKind::Child { graph, sites }
         }
-        RawNode::Host { .. } | RawNode::Empty | RawNode::Other(_) => return Ok(None),
+        Read::Other(
+            RawNode::Kernel(_) | RawNode::Host { .. } | RawNode::Empty | RawNode::Other(_),
+        ) => return Ok(None),
     };
     Ok((!slots.is_empty()).then_some(Site {
         node: Shared::new(node),
         what,
         slots,
     }))
+}
+
+/// A node as [`site_of`] reads it: a kernel's launch with its built-in
+/// kernel, parameter layout and values (copied), or another node.
+enum Read {
+    Kernel(
+        KernelParams,
+        Option<&'static KernelInfo>,
+        Vec<(usize, usize)>,
+        Vec<u8>,
+    ),
+    Other(RawNode),
 }
 
 /// Copies each parameter's value from `args` into `buf` at its offset.
@@ -343,6 +376,7 @@ impl ArgTable {
             sites,
             users: vec![Vec::new(); decls.len()],
             uses: vec![0; decls.len()],
+            copied: vec![false; decls.len()],
         };
         t.reindex();
         Ok(t)
@@ -390,6 +424,9 @@ impl ArgTable {
             check_size(k, b, &d)?;
             if b.ptr == self.bound[b.index] {
                 continue;
+            }
+            if self.copied[b.index] {
+                self.check_copy_kind(k, b, &d)?;
             }
             // The names are made only on failure (no allocation otherwise).
             let queried = device_range(&self.ctx, "ptr", b.ptr, d.bytes, &self.known)
@@ -499,12 +536,50 @@ impl ArgTable {
         site.patch(&self.bound, Some(exec), &self.ctx)
     }
 
-    /// Recounts each argument's users and uses from the sites.
+    /// Refuses binding `k` of an argument a copy node uses to memory of
+    /// another kind than the declared range's (graphcore pool memory, or
+    /// memory allocated otherwise): CUDA refuses such a copy node change
+    /// (measured on an H100, both ways), so it is refused before anything
+    /// changes. Off the hot path: only bindings that move a copied argument.
+    #[cold]
+    fn check_copy_kind(&self, k: usize, b: &Binding, d: &ArgDecl) -> Result<()> {
+        let kind = |p: u64| {
+            if self.ctx.in_pool_range(p) {
+                "graphcore pool memory"
+            } else {
+                "memory allocated outside graphcore's pools"
+            }
+        };
+        let (was, now) = (kind(d.base), kind(b.ptr));
+        ensure_arg!(
+            was == now,
+            "binding {k}: argument {} is an endpoint of a copy node, declared on {was}, and \
+             0x{:x} is {now}: CUDA rebinds a copy node's endpoint only to memory of the kind \
+             it was made with (bind it to {was}, or make the copy a kernel)",
+            b.index,
+            b.ptr
+        );
+        Ok(())
+    }
+
+    /// Recounts each argument's users and uses from the sites, and which
+    /// arguments copy nodes use.
     fn reindex(&mut self) {
         for u in &mut self.users {
             u.clear();
         }
         self.uses.iter_mut().for_each(|u| *u = 0);
+        self.copied.iter_mut().for_each(|c| *c = false);
+        fn mark_copies(sites: &[Site], copied: &mut [bool]) {
+            for s in sites {
+                match &s.what {
+                    SiteKind::Memcpy { .. } => s.slots.iter().for_each(|sl| copied[sl.arg] = true),
+                    SiteKind::Child { sites, .. } => mark_copies(sites, copied),
+                    _ => {}
+                }
+            }
+        }
+        mark_copies(&self.sites, &mut self.copied);
         for (i, s) in self.sites.iter().enumerate() {
             for slot in s.all_slots() {
                 self.uses[slot.arg] += 1;

@@ -420,12 +420,20 @@ fn a_capture_into_a_body_keeps_its_holder_and_excludes_other_calls() {
         parent.add_child(&g, &[]).map(drop),
         "adopt the holder as a child",
     );
-    let e = Exec::new(&g, 0);
-    assert!(e.is_err());
-    drop(g); // the capture holds it
+    // With the holder's handle alive, the body is filled and usable.
     end_capture(&s).unwrap();
     assert_eq!(body.node_count().unwrap(), 1, "the body was filled");
-    drop(body); // now the holder goes, with the body
+    drop(g);
+    // The holder's handle goes during a second capture: the capture keeps
+    // it to its end, then it goes with the body.
+    let (g, body) = graph_with_body(&c);
+    begin_capture_into(&s, &body, None, TL).unwrap();
+    op(&s, ops::fill(out, 1, 9.0, c.sm_count()));
+    drop(g);
+    end_capture(&s).unwrap();
+    let err = body.node_count().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidState, "{}", err.message());
+    drop(body);
 }
 
 /// Issue: one-past-the-end pointers were not rebound (the use test was
