@@ -165,7 +165,7 @@ mod tests {
             assert_eq!(MapOp::by_name(m.name()).map(|o| o.kernel), Some(m.kernel));
             assert!(m.map.what.ends_with('.'), "{}", m.name());
             let (rel, abs) = m.map.tolerance;
-            assert!((0.0..1e-3).contains(&rel) && (0.0..1e-30).contains(&abs));
+            assert!((0.0..1e-3).contains(&rel) && (0.0..=1e-30).contains(&abs));
             if let Fuse::Op {
                 opcode,
                 name,

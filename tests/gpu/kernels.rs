@@ -189,7 +189,7 @@ fn elementwise_kernels_match_float64() {
 /// Every map op declared in kernels/src/table.rs (`map:` entries) against
 /// its declared float64 reference and bound, over every size, aligned and
 /// shifted, inputs in [-6, 6) with the specials (±0, NaN, ±inf, large
-/// values); then the same op as a chain-kernel opcode, bitwise equal to the
+/// values, gelu's far tail); then the same op as a chain-kernel opcode, bitwise equal to the
 /// standalone kernel, alone and between two other operations, and through
 /// the fusion planner: captured nodes fused at instantiate (a chain of 4
 /// and of 12 nodes, the built-in chain kernel and a generated one), bitwise
@@ -212,6 +212,9 @@ fn map_ops_match_float64() {
         1e-30,
         20.0,
         -20.0,
+        -9.0,
+        -10.4,
+        9.5,
     ];
     let mut count = 0;
     for m in MapOp::all() {
