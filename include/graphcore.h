@@ -17,8 +17,8 @@
  * struct; NULL options mean defaults.
  *
  * Sections, by object: status and version, device and context, stream,
- * event, pool, host memory and copies, module and function, launch,
- * capture, graph, conditional nodes, exec, runner. Each opens with a
+ * event, pool, allocator, host memory and copies, module and function,
+ * launch, capture, graph, conditional nodes, exec, runner. Each opens with a
  * banner; each handle type's doc states its ownership and thread safety
  * (which calls may run at once on one handle, and which the caller must
  * serialize). The built-in ops (gc_op_*) and the list of built-in kernels
@@ -856,6 +856,144 @@ enum gc_status gc_pool_destroy(struct gc_pool *pool);
  * gc_host_free on the same context; memory still allocated when the
  * context's last user goes is freed then. Copies and sets work on the
  * caller's memory and own nothing.
+/* ==========================================================================
+ * Allocator (pluggable alloc and free over pools)
+ *
+ * graphcore as an engine's allocator: alloc and free exports with the
+ * signatures allocator interfaces plug in, backed by graphcore pools, so
+ * an engine (or PyTorch, through CUDAPluggableAllocator) allocates from a
+ * pool without changing how it calls its allocator.
+ *
+ * Two pairs. gc_torch_alloc / gc_torch_free have PyTorch's pluggable
+ * allocator signatures (`void *alloc(size_t size, int device,
+ * cudaStream_t stream)`, `void free(void *ptr, size_t size, int device,
+ * cudaStream_t stream)`) and allocate from the pool set for `device` with
+ * gc_allocator_set_pool. gc_engine_alloc / gc_engine_free take a user
+ * pointer first, for interfaces that carry one (a struct of function
+ * pointers and a `void *user`): pass a gc_pool handle as `user` to
+ * allocate from that pool, or NULL for the pool set for `device`.
+ *
+ * No status: these calls return a pointer (or nothing), as the interfaces
+ * they plug into expect. A failed alloc returns NULL and sets the calling
+ * thread's gc_last_error() (and gc_last_cuda_result()); PyTorch turns the
+ * NULL into its out-of-memory error. A failed free (a pointer no pool of
+ * the device handed out, a double free) changes nothing and sets
+ * gc_last_error(). Panics never cross: they are caught and reported the
+ * same way. Without a pool for the device, an alloc returns NULL and the
+ * last error says so: GC_ERROR_NO_DRIVER's message on a machine without
+ * the driver, GC_ERROR_INVALID_ARGUMENT's for a device that does not
+ * exist, GC_ERROR_INVALID_STATE's ("no pool set for device N") otherwise.
+ * gc_last_error() names the export and the status (for example
+ * "gc_torch_alloc: GC_ERROR_NO_DRIVER: ...").
+ *
+ * Size 0: an alloc of 0 bytes returns NULL and sets no error (PyTorch
+ * allocates nothing for an empty tensor); freeing NULL is a no-op.
+ *
+ * What "stream-ordered" means here: graphcore's pool frees at once. The
+ * block goes back to the pool when the free is called and may be handed
+ * to the very next allocation, whatever its stream; the `stream`
+ * arguments are accepted for the interface and not used. That is safe
+ * when the work that used the block and the work of the next allocation
+ * run in order: on one stream (PyTorch's usual case: one current stream
+ * per device), or on streams the caller has ordered (an event, a
+ * synchronize). It is not PyTorch's caching allocator's per-stream reuse:
+ * work still running on another stream may see its memory handed out
+ * again, and graphcore does not record streams (Tensor.record_stream has
+ * no effect through these exports). Use one stream per pool, or order the
+ * streams before freeing.
+ *
+ * Captures: an allocation made on a thread that has a capture open into
+ * the pool (gc_capture_begin with that pool, or a gc_runner_capture into
+ * it) belongs to that capture, exactly as gc_pool_alloc's does (see the
+ * pool section: blocks freed in the capture are reused by later captures
+ * into the pool; blocks kept at its end are the caller's). A capture that
+ * CUDA or another library opened without graphcore (torch.cuda.graph's
+ * own) is not seen: allocations during it are eager ones.
+ *
+ * Thread safety: every call may run from any thread at once;
+ * gc_allocator_set_pool may run concurrently with allocations (an
+ * allocation uses the pool set before or after it, never a mix).
+ * ========================================================================== */
+
+/**
+ * The most devices the allocator tracks (ordinals 0 to this - 1).
+ */
+#define GC_ALLOCATOR_MAX_DEVICES 64
+
+/**
+ * Sets the pool that gc_torch_alloc (and gc_engine_alloc with a NULL
+ * `user`) allocate from on device `device`; NULL unsets it (later
+ * allocations on the device return NULL). The allocator holds the pool:
+ * the handle may be destroyed afterwards, and the pool lives until it is
+ * unset or replaced. Blocks allocated from a pool that is then replaced
+ * or unset may still be freed with gc_torch_free: the allocator keeps
+ * that pool until the blocks it handed out from it are all freed.
+ * Setting the pool already set is a no-op. Needs no driver to unset.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (device is negative or not below
+ * GC_ALLOCATOR_MAX_DEVICES, or the pool is of another device),
+ * GC_ERROR_INVALID_HANDLE (pool destroyed, or not a pool).
+ * Thread safety: may run concurrently with allocations and frees.
+ */
+enum gc_status gc_allocator_set_pool(int device, struct gc_pool *pool);
+
+/**
+ * PyTorch's pluggable allocator alloc: `size` bytes (rounded up to 256,
+ * 256-byte aligned) from the pool set for `device` with
+ * gc_allocator_set_pool. `stream` (a cudaStream_t) is not used: see
+ * "stream-ordered" in the section above. On a thread capturing into that
+ * pool the block belongs to the capture, as with gc_pool_alloc. Returns
+ * the block, NULL for size 0 (no error set), or NULL on failure with
+ * gc_last_error() saying why: no driver (GC_ERROR_NO_DRIVER), no such
+ * device or a size that overflows (GC_ERROR_INVALID_ARGUMENT), no pool
+ * set (GC_ERROR_INVALID_STATE), the pool's max_bytes or the device's
+ * memory reached (GC_ERROR_OUT_OF_MEMORY). The caller frees the block with
+ * gc_torch_free (or gc_pool_free on its pool). Thread safety: any thread,
+ * concurrently.
+ *
+ * Errors: none.
+ */
+void *gc_torch_alloc(size_t size, int device, void *stream);
+
+/**
+ * PyTorch's pluggable allocator free: returns `ptr` to the pool of
+ * `device` it came from (the pool set now, or one set before and replaced
+ * while the block was live). The block may be handed out again by the
+ * next allocation at once (see "stream-ordered" above); `size` and
+ * `stream` are not used. NULL is a no-op. A pointer no such pool handed
+ * out, or one freed already, changes nothing and sets gc_last_error()
+ * (GC_ERROR_INVALID_ARGUMENT). Thread safety: any thread, concurrently.
+ *
+ * Errors: none.
+ */
+void gc_torch_free(void *ptr, size_t size, int device, void *stream);
+
+/**
+ * The generic alloc, for allocator interfaces that pass a user pointer:
+ * `user` is a gc_pool handle to allocate from (then `device` must be the
+ * pool's device or -1), or NULL for the pool set for `device` with
+ * gc_allocator_set_pool. Otherwise as gc_torch_alloc: `stream` is not
+ * used, a capture into the pool on this thread owns the block, NULL for
+ * size 0 (no error) or on failure (gc_last_error() says why; a `user`
+ * that is not a live pool handle is GC_ERROR_INVALID_HANDLE's message).
+ * Free the block with gc_engine_free (same `user`) or gc_pool_free.
+ * Thread safety: any thread, concurrently.
+ *
+ * Errors: none.
+ */
+void *gc_engine_alloc(void *user, size_t size, int device, void *stream);
+
+/**
+ * The generic free: returns `ptr` to the pool `user` (a gc_pool handle),
+ * or with a NULL `user` as gc_torch_free does for `device`. `size` and
+ * `stream` are not used; NULL is a no-op; a pointer the pool did not hand
+ * out, or one freed already, changes nothing and sets gc_last_error()
+ * (a `user` that is not a live pool handle: GC_ERROR_INVALID_HANDLE's
+ * message). Thread safety: any thread, concurrently.
+ *
+ * Errors: none.
+ */
+void gc_engine_free(void *user, void *ptr, size_t size, int device, void *stream);
+
  *
  * Thread safety: all calls may run concurrently, on any streams and
  * contexts; the caller orders gc_host_free after the last work that uses

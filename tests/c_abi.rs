@@ -173,6 +173,13 @@ fn abi() {
     c_test("abi.c");
 }
 
+/// The allocator exports plugged into toy allocator interfaces (PyTorch's
+/// pluggable allocator's shape, and a generic one with a user pointer).
+#[test]
+fn allocator() {
+    c_test("allocator.c");
+}
+
 /// graphcore.hpp: owners, errors, the capture guard, dependency lists.
 #[test]
 fn hpp() {

@@ -51,6 +51,10 @@ const RUNTIME_SECTIONS: &[Section] = &[
         files: &["pool.rs"],
     },
     Section {
+        title: "Allocator (pluggable alloc and free over pools)",
+        files: &["alloc.rs"],
+    },
+    Section {
         title: "Host memory and copies",
         files: &["memory.rs"],
     },

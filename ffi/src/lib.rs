@@ -10,6 +10,7 @@
 // safe for C callers that pass valid or NULL pointers, as documented.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+pub mod alloc;
 mod args;
 pub mod capture;
 pub mod conditional;

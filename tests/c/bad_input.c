@@ -916,6 +916,164 @@ static void pool_functions(void) {
 }
 
 /* ------------------------------------------------------------------ */
+/* The allocator exports return a pointer or nothing: a refusal is NULL (or
+ * no change) and a last error that names the export and the status. */
+#define FRESH_ERROR() (void)gc_stream_synchronize(NULL) /* the last error now names another call */
+#define EXPECT_NULL(expr, fn, needle)                                            \
+    do {                                                                         \
+        FRESH_ERROR();                                                           \
+        CHECK((expr) == NULL);                                                   \
+        EXPECT_ERROR_MENTIONS(fn);                                               \
+        EXPECT_ERROR_MENTIONS(needle);                                           \
+    } while (0)
+#define EXPECT_REFUSED_FREE(stmt, fn, needle)                                    \
+    do {                                                                         \
+        FRESH_ERROR();                                                           \
+        stmt;                                                                    \
+        EXPECT_ERROR_MENTIONS(fn);                                               \
+        EXPECT_ERROR_MENTIONS(needle);                                           \
+    } while (0)
+
+static void allocator_functions(void) {
+    gc_pool_statistics before, after;
+    memset(&before, 0, sizeof before);
+    before.struct_size = sizeof before;
+    after = before;
+    const char *no_pool = fx.gpu ? "GC_ERROR_INVALID_STATE" : "GC_ERROR_NO_DRIVER";
+
+    COVER(gc_allocator_set_pool);
+    const int bad_devices[] = {-1, INT_MIN, GC_ALLOCATOR_MAX_DEVICES, INT_MAX};
+    for (size_t i = 0; i < sizeof bad_devices / sizeof bad_devices[0]; i++) {
+        check_case = "a device out of range";
+        EXPECT_STATUS(gc_allocator_set_pool(bad_devices[i], NULL), GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_ERROR_MENTIONS("`device`");
+        EXPECT_STATUS(gc_allocator_set_pool(bad_devices[i], fx.pool), GC_ERROR_INVALID_ARGUMENT);
+    }
+    EACH_BAD(K_POOL, h, EXPECT_STATUS(gc_allocator_set_pool(0, h), GC_ERROR_INVALID_HANDLE));
+    check_case = "unset twice";
+    EXPECT_OK(gc_allocator_set_pool(0, NULL));
+    EXPECT_OK(gc_allocator_set_pool(0, NULL));
+    if (fx.gpu) {
+        check_case = "a pool of device 0 set for device 1";
+        EXPECT_STATUS(gc_allocator_set_pool(1, fx.pool), GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_ERROR_MENTIONS("not of `device` 1");
+    }
+    check_case = "refusals leave no pool set";
+    EXPECT_NULL(gc_torch_alloc(256, 0, NULL), "gc_torch_alloc", no_pool);
+    objects_work();
+
+    COVER(gc_torch_alloc);
+    check_case = "size 0 is NULL without an error";
+    FRESH_ERROR();
+    CHECK(gc_torch_alloc(0, 0, NULL) == NULL);
+    EXPECT_ERROR_MENTIONS("gc_stream_synchronize");
+    for (size_t i = 0; i < sizeof bad_devices / sizeof bad_devices[0]; i++) {
+        check_case = "a device out of range";
+        EXPECT_NULL(gc_torch_alloc(256, bad_devices[i], NULL), "gc_torch_alloc", "GC_ERROR_INVALID_ARGUMENT");
+    }
+    check_case = "no pool set";
+    EXPECT_NULL(gc_torch_alloc(256, 0, NULL), "gc_torch_alloc", no_pool);
+    if (fx.gpu) {
+        check_case = "a device the machine does not have";
+        EXPECT_NULL(gc_torch_alloc(256, GC_ALLOCATOR_MAX_DEVICES - 1, NULL), "gc_torch_alloc",
+                    "GC_ERROR_INVALID_ARGUMENT");
+        EXPECT_OK(gc_allocator_set_pool(0, fx.pool));
+        EXPECT_OK(gc_pool_stats(fx.pool, &before));
+        check_case = "SIZE_MAX bytes (rounding up overflows)";
+        EXPECT_NULL(gc_torch_alloc(SIZE_MAX, 0, NULL), "gc_torch_alloc", "GC_ERROR_INVALID_ARGUMENT");
+        check_case = "past max_bytes";
+        EXPECT_NULL(gc_torch_alloc(65u << 20, 0, NULL), "gc_torch_alloc", "GC_ERROR_OUT_OF_MEMORY");
+        EXPECT_OK(gc_pool_stats(fx.pool, &after));
+        check_case = "refused allocations change nothing";
+        CHECK(after.allocated_bytes == before.allocated_bytes && after.reserved_bytes == before.reserved_bytes &&
+              after.alloc_count == before.alloc_count);
+        check_case = "a good allocation still works";
+        void *p = gc_torch_alloc(1000, 0, NULL);
+        CHECK(p != NULL);
+        gc_torch_free(p, 1000, 0, NULL);
+        EXPECT_OK(gc_allocator_set_pool(0, NULL));
+    }
+    objects_work();
+
+    COVER(gc_torch_free);
+    gc_torch_free(NULL, 0, 0, NULL); /* a no-op */
+    if (fx.gpu) {
+        EXPECT_OK(gc_allocator_set_pool(0, fx.pool));
+        EXPECT_OK(gc_pool_stats(fx.pool, &before));
+    }
+    void *not_handed_out[] = {&host_word, (char *)fx.buf + 256, (char *)fx.buf + 1, fx.host,
+                              (char *)fx.buf + ((size_t)1 << 40)};
+    for (size_t i = 0; i < sizeof not_handed_out / sizeof not_handed_out[0]; i++) {
+        check_case = "a pointer the pool did not hand out";
+        EXPECT_REFUSED_FREE(gc_torch_free(not_handed_out[i], 256, 0, NULL), "gc_torch_free",
+                            "GC_ERROR_INVALID_ARGUMENT");
+    }
+    check_case = "a device out of range";
+    EXPECT_REFUSED_FREE(gc_torch_free(fx.buf, 256, -1, NULL), "gc_torch_free", "GC_ERROR_INVALID_ARGUMENT");
+    if (fx.gpu) {
+        void *p = gc_torch_alloc(512, 0, NULL);
+        CHECK(p != NULL);
+        gc_torch_free(p, 512, 0, NULL);
+        check_case = "a double free";
+        EXPECT_REFUSED_FREE(gc_torch_free(p, 512, 0, NULL), "gc_torch_free", "GC_ERROR_INVALID_ARGUMENT");
+        check_case = "a block of device 0 freed as device 1's";
+        p = gc_torch_alloc(512, 0, NULL);
+        EXPECT_REFUSED_FREE(gc_torch_free(p, 512, 1, NULL), "gc_torch_free", "GC_ERROR_INVALID_ARGUMENT");
+        gc_torch_free(p, 512, 0, NULL);
+        EXPECT_OK(gc_pool_stats(fx.pool, &after));
+        check_case = "refused frees change nothing";
+        CHECK(after.allocated_bytes == before.allocated_bytes && after.block_count == before.block_count);
+        EXPECT_OK(gc_allocator_set_pool(0, NULL));
+    }
+    objects_work();
+
+    COVER(gc_engine_alloc);
+    EACH_BAD(K_POOL, h, EXPECT_NULL(gc_engine_alloc(h, 256, 0, NULL), "gc_engine_alloc", "GC_ERROR_INVALID_HANDLE"));
+    check_case = "size 0 is NULL without an error";
+    FRESH_ERROR();
+    CHECK(gc_engine_alloc(fx.pool, 0, 0, NULL) == NULL);
+    EXPECT_ERROR_MENTIONS("gc_stream_synchronize");
+    check_case = "a NULL user and no pool set for the device";
+    EXPECT_NULL(gc_engine_alloc(NULL, 256, 0, NULL), "gc_engine_alloc", no_pool);
+    check_case = "a NULL user and a device out of range";
+    EXPECT_NULL(gc_engine_alloc(NULL, 256, -1, NULL), "gc_engine_alloc", "GC_ERROR_INVALID_ARGUMENT");
+    if (fx.gpu) {
+        check_case = "a device other than the pool's";
+        EXPECT_NULL(gc_engine_alloc(fx.pool, 256, 1, NULL), "gc_engine_alloc", "`device`");
+        check_case = "past max_bytes";
+        EXPECT_NULL(gc_engine_alloc(fx.pool, 65u << 20, -1, NULL), "gc_engine_alloc", "GC_ERROR_OUT_OF_MEMORY");
+        check_case = "a good allocation still works";
+        void *p = gc_engine_alloc(fx.pool, 256, 0, NULL);
+        CHECK(p != NULL);
+        gc_engine_free(fx.pool, p, 256, 0, NULL);
+    }
+    objects_work();
+
+    COVER(gc_engine_free);
+    gc_engine_free(fx.pool, NULL, 0, 0, NULL); /* a no-op */
+    EACH_BAD(K_POOL, h,
+             EXPECT_REFUSED_FREE(gc_engine_free(h, fx.buf, 256, 0, NULL), "gc_engine_free", "GC_ERROR_INVALID_HANDLE"));
+    check_case = "a NULL user and no pool set for the device";
+    EXPECT_REFUSED_FREE(gc_engine_free(NULL, fx.buf, 256, 0, NULL), "gc_engine_free", "GC_ERROR_INVALID_ARGUMENT");
+    if (fx.gpu) {
+        EXPECT_OK(gc_pool_stats(fx.pool, &before));
+        for (size_t i = 0; i < sizeof not_handed_out / sizeof not_handed_out[0]; i++) {
+            check_case = "a pointer the pool did not hand out";
+            EXPECT_REFUSED_FREE(gc_engine_free(fx.pool, not_handed_out[i], 256, 0, NULL), "gc_engine_free",
+                                "GC_ERROR_INVALID_ARGUMENT");
+        }
+        check_case = "a device other than the pool's";
+        EXPECT_REFUSED_FREE(gc_engine_free(fx.pool, fx.buf, 256, 1, NULL), "gc_engine_free", "`device`");
+        EXPECT_OK(gc_pool_stats(fx.pool, &after));
+        check_case = "refused frees change nothing";
+        CHECK(after.allocated_bytes == before.allocated_bytes && after.block_count == before.block_count);
+    }
+    objects_work();
+}
+#undef EXPECT_NULL
+#undef EXPECT_REFUSED_FREE
+
+/* ------------------------------------------------------------------ */
 static void module_functions(void) {
     gc_module *m = NULL;
     gc_function *f = NULL;
@@ -2696,6 +2854,7 @@ static const struct {
     {"event", event_functions},
     {"memory", memory_functions},
     {"pool", pool_functions},
+    {"allocator", allocator_functions},
     {"module", module_functions},
     {"null_kernel_args", null_kernel_args},
     {"capture", capture_functions},
