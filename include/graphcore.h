@@ -682,7 +682,10 @@ enum gc_status gc_event_destroy(struct gc_event *event);
  * Ownership: gc_pool_create returns a handle the caller destroys with
  * gc_pool_destroy. Graphs and execs that hold memory of the pool, and
  * runners using it, keep the pool alive after that; its device memory is
- * released (after a wait for the device) when the last of them goes.
+ * released when the last of them goes, after a wait for the pool's device
+ * and for each peer granted access (gc_pool_enable_peer_access), skipped
+ * on a device whose context has a capture open (a wait would break it):
+ * then the caller must have waited for the work that uses the memory.
  * Blocks come from gc_pool_alloc and go back with gc_pool_free; blocks
  * still live when the pool goes die with it.
  *

@@ -34,7 +34,11 @@ type RegisteredPool = (Range<u64>, i32, Weak<dyn PoolBlocks>);
 /// of another device from memory graphcore does not know.
 static POOLS: Mutex<Vec<RegisteredPool>> = Mutex::new(Vec::new());
 
-/// The pool whose reservation holds `addr`: its device and the pool.
+/// The pool whose reservation holds `addr`: its device and the pool's
+/// block table. What the registry holds (weakly) and this hands out is the
+/// table a pool keeps apart for it, not the pool: a lookup that holds it
+/// last when the pool goes frees host memory only, and never synchronizes
+/// or makes a context current on the caller's thread.
 fn registered_pool_at(addr: u64) -> Option<(i32, Arc<dyn PoolBlocks>)> {
     let pools = lock(&POOLS);
     let (_, ordinal, pool) = pools.iter().find(|(range, _, _)| range.contains(&addr))?;
@@ -248,6 +252,12 @@ impl Context {
         pools.push((range, self.ordinal(), pool));
     }
 
+    /// Removes the pool that reserved `range` from the registry: its Drop
+    /// calls this before it gives the addresses back.
+    pub(crate) fn unregister_pool(&self, range: Range<u64>) {
+        lock(&POOLS).retain(|(r, _, w)| *r != range && w.strong_count() > 0);
+    }
+
     /// The live block containing `addr` in any of the context's pools: its
     /// address and size. Allocates nothing.
     pub(crate) fn pool_block_of(&self, addr: u64) -> Option<(u64, u64)> {
@@ -327,13 +337,20 @@ impl Context {
 
     /// Synchronizes the device unless a graphcore capture is open in this
     /// context (it would invalidate it). Returns whether it synchronized.
+    /// Generated modules retired before the wait began are unloaded after
+    /// it (no launch that may run their kernels is left).
     pub(crate) fn synchronize_unless_capturing(&self) -> Result<bool> {
         let open = lock(&self.inner.open_captures);
         if *open > 0 {
             return Ok(false);
         }
         self.bind()?;
-        device::synchronize()?;
+        let retired = self.inner.primary.take_retired();
+        if let Err(e) = device::synchronize() {
+            self.inner.primary.keep_retired(retired);
+            return Err(e);
+        }
+        self.inner.primary.unload(retired);
         drop(open);
         Ok(true)
     }

@@ -533,39 +533,27 @@ impl Exec {
         new_nodes: &[CUgraphNode],
     ) -> Result<()> {
         // Driver calls on a graph's nodes hold that graph's lock, one graph
-        // at a time (`graph` may be the source itself).
-        let reads: Vec<RawNode> = {
-            let _graph = graph.state()?;
-            new_nodes
-                .iter()
-                .map(|&n| dg::read_node(n))
-                .collect::<Result<_>>()?
+        // at a time (`graph` may be the source itself): the source's nodes
+        // are looked up first; each new node is then read and its values
+        // set in the exec under `graph`'s lock, in one hold of the
+        // graph-call lock (a kernel node's values are the driver's copy,
+        // valid only there).
+        let source_nodes: Vec<CUgraphNode> = {
+            let source = self.inner.source.described()?;
+            changed.iter().map(|(i, _)| source.nodes()[*i]).collect()
         };
-        let source = self.inner.source.described()?;
-        let source_nodes: Vec<_> = changed.iter().map(|(i, _)| source.nodes()[*i]).collect();
         let ctx = self.inner.ctx.raw();
         let e = self.raw();
         let mut failed = None;
-        for (k, raw) in reads.into_iter().enumerate() {
-            let n = source_nodes[k];
-            let r = match raw {
-                RawNode::Kernel(p) => {
-                    // SAFETY: `args` is the driver's own copy for this node.
-                    unsafe { dg::exec_set_kernel(e, n, &p) }
+        {
+            let _graph = graph.state()?;
+            for (k, &from) in new_nodes.iter().enumerate() {
+                if let Err(err) = dg::exec_set_like(e, source_nodes[k], from, ctx) {
+                    failed = Some((k, err));
+                    break;
                 }
-                RawNode::Memcpy { dst, src, bytes } => {
-                    dg::exec_set_memcpy(e, n, dst, src, bytes, ctx)
-                }
-                RawNode::Memset(m) => dg::exec_set_memset(e, n, &m, ctx),
-                RawNode::Host { f, user_data } => dg::exec_set_host(e, n, f, user_data),
-                RawNode::Empty | RawNode::Child(_) | RawNode::Other(_) => Ok(()),
-            };
-            if let Err(err) = r {
-                failed = Some((k, err));
-                break;
             }
         }
-        drop(source);
         if let Some((k, err)) = failed {
             // Leave the exec consistent: try CUDA's whole-graph update.
             let st = graph.state()?;
@@ -638,7 +626,8 @@ impl Exec {
             Some(r) => refusal(&r, &new.nodes, &new.desc),
             None => e,
         })?;
-        ours.adopt(&new);
+        ours.adopt(&new)
+            .map_err(|e| e.context("the exec was updated but its fused copy could not follow"))?;
         if let Some(table) = &self.inner.args {
             let ctx = &self.inner.ctx;
             let values = |decls: &[ArgDecl]| ArgTable::new(ctx, decls, &new.nodes, &ours.nodes);

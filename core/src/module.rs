@@ -22,8 +22,26 @@ pub struct Module {
 
 struct ModuleInner {
     ctx: Context,
-    /// Unloaded when the last module value or function of it goes.
-    raw: Owned<CUmodule>,
+    /// Unloaded when the last module value or function of it goes (`None`
+    /// only in Drop).
+    raw: Option<Owned<CUmodule>>,
+    /// Unloaded only after the device was synchronized (see
+    /// [`Module::load_generated`]).
+    unload_when_idle: bool,
+}
+
+impl ModuleInner {
+    fn raw(&self) -> CUmodule {
+        self.raw.as_ref().expect("taken only in Drop").raw()
+    }
+}
+
+impl Drop for ModuleInner {
+    fn drop(&mut self) {
+        if let (true, Some(m)) = (self.unload_when_idle, self.raw.take()) {
+            m.retire();
+        }
+    }
 }
 
 /// What an image handed to [`Module::load`] looks like.
@@ -68,15 +86,29 @@ impl Module {
         Ok(Module {
             inner: Arc::new(ModuleInner {
                 ctx: ctx.clone(),
-                raw: Owned::new(raw, ctx.primary()),
+                raw: Some(Owned::new(raw, ctx.primary())),
+                unload_when_idle: false,
             }),
         })
+    }
+
+    /// [`load`](Self::load) for a module graphcore generates and launches
+    /// (fusion's chain kernels): when its last value or function goes, it
+    /// is not unloaded then but after the next device-wide synchronize that
+    /// begins later, or when the context goes, so a launch still in flight
+    /// never runs a kernel of an unloaded module.
+    pub(crate) fn load_generated(ctx: &Context, image: &[u8]) -> Result<Module> {
+        let mut m = Self::load(ctx, image)?;
+        Arc::get_mut(&mut m.inner)
+            .expect("a module just loaded is not shared")
+            .unload_when_idle = true;
+        Ok(m)
     }
 
     /// The `extern "C"` function `name` of this module.
     pub fn function(&self, name: &str) -> Result<Function> {
         self.inner.ctx.bind()?;
-        let raw = dm::function(self.inner.raw.raw(), name)?;
+        let raw = dm::function(self.inner.raw(), name)?;
         Ok(Function::from_parts(
             &self.inner.ctx,
             raw,

@@ -215,18 +215,22 @@ pub(crate) fn add(
             // SAFETY: `p` is a zero-padded CUgraphNodeParams; deps outlive
             // the call. The driver writes phGraph_out: a pointer to its own
             // array of `size` graphs, valid while the node lives.
-            super::graph::serialized(|| unsafe {
-                add(&mut n, g, deps.as_ptr(), deps.len(), &mut p)
+            // The bodies are copied out of the driver's array in the same
+            // hold (the array is the driver's, as a read's results are).
+            super::graph::serialized(|| {
+                // SAFETY: as above.
+                let r = unsafe { add(&mut n, g, deps.as_ptr(), deps.len(), &mut p) };
+                let graphs = p.conditional.graphs_out;
+                if r == sys::CUresult::CUDA_SUCCESS && !graphs.is_null() {
+                    // SAFETY: the driver's array holds `bodies` graphs.
+                    let s = unsafe { std::slice::from_raw_parts(graphs, bodies as usize) };
+                    out.copy_from_slice(s);
+                }
+                r
             })
         },
         "cuGraphAddNode",
     )?;
-    let graphs = p.conditional.graphs_out;
-    if !graphs.is_null() {
-        // SAFETY: the driver's array holds `bodies` graphs.
-        let s = unsafe { std::slice::from_raw_parts(graphs, bodies as usize) };
-        out.copy_from_slice(s);
-    }
     Ok((n, out))
 }
 
@@ -235,8 +239,14 @@ pub(crate) fn begin_capture_into(s: CUstream, g: CUgraph, mode: CaptureMode) -> 
     require(CondType::If)?;
     let mode = mode.raw();
     check(
-        // SAFETY: live stream and graph; no dependencies.
-        unsafe { (api()?.capture_to_graph)(s, g, std::ptr::null(), std::ptr::null(), 0, mode) },
+        {
+            let begin = api()?.capture_to_graph;
+            // SAFETY: live stream and graph; no dependencies. A call on
+            // the graph: under the graph-call lock.
+            super::graph::serialized(|| unsafe {
+                begin(s, g, std::ptr::null(), std::ptr::null(), 0, mode)
+            })
+        },
         "cuStreamBeginCaptureToGraph",
     )
 }

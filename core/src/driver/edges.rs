@@ -6,7 +6,7 @@
 //! declares it, and the functions are resolved at run time (as in
 //! conditional.rs), only when the driver has them.
 
-use super::graph::{edges as plain_edges, serialized};
+use super::graph::{edges_unserialized, serialized};
 use super::{check, resolve, sys, CUgraph, CUgraphNode};
 use crate::error::Result;
 use std::ffi::c_void;
@@ -100,10 +100,16 @@ pub(crate) fn add_programmatic(
 
 /// Every edge of `g` as (from, to, port): the port a programmatic edge
 /// leaves its source through, 0 for a full edge. Without CUDA 12.3 every
-/// edge is a full one.
+/// edge is a full one. Count and list are read in one hold of the
+/// graph-call lock (reads are calls on the graph too).
 pub(crate) fn all(g: CUgraph) -> Result<Vec<(CUgraphNode, CUgraphNode, u8)>> {
+    serialized(|| all_unserialized(g))
+}
+
+/// [`all`], holding the graph-call lock.
+fn all_unserialized(g: CUgraph) -> Result<Vec<(CUgraphNode, CUgraphNode, u8)>> {
     let Ok(api) = api() else {
-        return Ok(plain_edges(g)?
+        return Ok(edges_unserialized(g)?
             .into_iter()
             .map(|(f, t)| (f, t, 0))
             .collect());

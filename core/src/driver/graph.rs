@@ -9,21 +9,37 @@ use crate::timing::{timed, Span};
 use std::ffi::c_void;
 use std::sync::Mutex;
 
-/// Held around every CUDA call that changes, clones, instantiates or
-/// destroys a graph or an executable graph (not around reads, launches and
-/// uploads). CUDA asks that calls on one graph be serialized, but the driver
-/// also shares state between a graph, its clones (fused copies, the copies
-/// child-graph nodes hold) and the execs made from any of them: destroying
-/// an exec of a graph while a clone of it and a graph holding a copy of it
-/// were instantiated on two other threads crashed inside cuGraphExecDestroy
-/// (driver 580, CUDA 13; `gpu::locking`). Such a family can span many
-/// graphcore objects and grow after the fact, so the calls are made one at
-/// a time, process-wide: each is short, and the driver serializes much of
-/// this work internally anyway.
+/// Held around every CUDA call on a graph, a node of one, or an executable
+/// graph's nodes: creating, reading (node lists, edges, node parameters,
+/// child graphs), changing, cloning, instantiating, updating and
+/// destroying. Not around an exec's launch and upload, which CUDA orders
+/// itself and which must stay cheap.
+///
+/// The rule: CUDA requires every call on one graph object to be
+/// serialized, "including APIs which may appear to be read-only, such as
+/// cuGraphClone and cuGraphInstantiate" (the driver API's "Graph object
+/// thread safety"). The graph's own lock (`Graph::state`,
+/// `Graph::described`) serializes graphcore's calls on one graph, but the
+/// driver also shares state between a graph, its clones (fused copies, the
+/// copies child-graph nodes hold) and the execs made from any of them:
+/// destroying an exec of a graph while a clone of it and a graph holding a
+/// copy of it were instantiated on two other threads crashed inside
+/// cuGraphExecDestroy (driver 580, CUDA 13; `gpu::locking`). Such a family
+/// can span many graphcore objects and grow after the fact, so every call
+/// is made one at a time, process-wide: each is short, and the driver
+/// serializes much of this work internally anyway.
+///
+/// What a read hands back that points into the driver's own storage (a
+/// kernel node's parameter pointers) is valid only until the next call that
+/// changes that node: it is read under this lock, by the caller's closure
+/// ([`read_node_with`]), or used by a driver call made in the same hold
+/// ([`exec_set_like`]); [`read_node`] hands back no such pointer.
 static GRAPH_CALLS: Mutex<()> = Mutex::new(());
 
 /// Makes `call`, a CUDA call on graphs or execs, holding [`GRAPH_CALLS`].
-/// The lock is the innermost of graphcore: nothing else is locked under it.
+/// The lock is the innermost of graphcore: nothing is locked under it but
+/// the built-in kernels' table (looked up by [`read_node_with`]'s callers),
+/// which is never held around a graph call.
 pub(super) fn serialized<T>(call: impl FnOnce() -> T) -> T {
     let _held = lock(&GRAPH_CALLS);
     call()
@@ -35,7 +51,7 @@ pub(crate) fn create() -> Result<CUgraph> {
     check(
         timed(Span::DriverGraphCreate, || {
             // SAFETY: writes one graph handle.
-            unsafe { sys::cuGraphCreate(&mut g, 0) }
+            serialized(|| unsafe { sys::cuGraphCreate(&mut g, 0) })
         }),
         "cuGraphCreate",
     )?;
@@ -249,6 +265,11 @@ pub(crate) fn add_dependency(g: CUgraph, from: CUgraphNode, to: CUgraphNode) -> 
 
 /// The number of nodes of `g`.
 pub(crate) fn node_count(g: CUgraph) -> Result<usize> {
+    serialized(|| count_unserialized(g))
+}
+
+/// [`node_count`], for a caller holding [`GRAPH_CALLS`].
+fn count_unserialized(g: CUgraph) -> Result<usize> {
     let mut n = 0usize;
     check(
         // SAFETY: with NULL, writes the count only.
@@ -266,15 +287,20 @@ pub(crate) fn has_nodes(g: CUgraph) -> Result<bool> {
     check(
         // SAFETY: `one` has room for `n` nodes; CUDA writes how many it
         // found (at most `n`) back to `n`.
-        unsafe { sys::cuGraphGetNodes(g, one.as_mut_ptr(), &mut n) },
+        serialized(|| unsafe { sys::cuGraphGetNodes(g, one.as_mut_ptr(), &mut n) }),
         "cuGraphGetNodes",
     )?;
     Ok(n > 0)
 }
 
-/// Every node of `g`.
+/// Every node of `g` (count and list read in one hold of [`GRAPH_CALLS`]).
 pub(crate) fn nodes(g: CUgraph) -> Result<Vec<CUgraphNode>> {
-    let mut n = node_count(g)?;
+    serialized(|| nodes_unserialized(g))
+}
+
+/// [`nodes`], for a caller holding [`GRAPH_CALLS`].
+fn nodes_unserialized(g: CUgraph) -> Result<Vec<CUgraphNode>> {
+    let mut n = count_unserialized(g)?;
     if n == 0 {
         return Ok(Vec::new());
     }
@@ -288,8 +314,8 @@ pub(crate) fn nodes(g: CUgraph) -> Result<Vec<CUgraphNode>> {
     Ok(v)
 }
 
-/// Every edge of `g` as (from, to).
-pub(crate) fn edges(g: CUgraph) -> Result<Vec<(CUgraphNode, CUgraphNode)>> {
+/// Every edge of `g` as (from, to), for a caller holding [`GRAPH_CALLS`].
+pub(super) fn edges_unserialized(g: CUgraph) -> Result<Vec<(CUgraphNode, CUgraphNode)>> {
     let mut n = 0usize;
     check(
         // SAFETY: with NULL arrays, writes the count only.
@@ -312,7 +338,8 @@ pub(crate) fn edges(g: CUgraph) -> Result<Vec<(CUgraphNode, CUgraphNode)>> {
 /// What a node of a graph (built or captured) is.
 pub(crate) enum RawNode {
     /// A kernel node; `args` is the driver's copy of the parameter values,
-    /// one pointer each.
+    /// one pointer each, valid only while [`GRAPH_CALLS`] is held (inside
+    /// [`read_node_with`]'s closure); NULL from [`read_node`].
     Kernel(KernelParams),
     Memcpy {
         dst: u64,
@@ -324,13 +351,95 @@ pub(crate) enum RawNode {
         f: Option<HostFn>,
         user_data: *mut c_void,
     },
-    Child(CUgraph),
+    /// A child-graph node: the graph it owns and that graph's node count.
+    Child {
+        graph: CUgraph,
+        nodes: usize,
+    },
     Empty,
     Other(&'static str),
 }
 
-/// Reads a node back (kind and parameters).
+/// Reads a node back (kind and parameters), without a kernel node's
+/// parameter values (`args` is NULL: see [`read_node_with`]).
 pub(crate) fn read_node(n: CUgraphNode) -> Result<RawNode> {
+    serialized(|| {
+        let mut raw = read_unserialized(n)?;
+        if let RawNode::Kernel(p) = &mut raw {
+            p.args = std::ptr::null_mut();
+        }
+        Ok(raw)
+    })
+}
+
+/// Reads a node back and hands it to `use_it` while [`GRAPH_CALLS`] is
+/// still held, so that `use_it` may read a kernel node's parameter values
+/// through `args` (the driver's copy, which the next call changing the node
+/// frees). `use_it` must make no call on a graph and take no lock that is
+/// held around one.
+pub(crate) fn read_node_with<T>(n: CUgraphNode, use_it: impl FnOnce(RawNode) -> T) -> Result<T> {
+    serialized(|| Ok(use_it(read_unserialized(n)?)))
+}
+
+/// Sets node `n` of exec `e` (a node of the graph `e` was instantiated
+/// from) to the parameters node `from` has now, read and set in one hold of
+/// [`GRAPH_CALLS`] (a kernel node's parameter values are the driver's copy,
+/// valid only inside it). Empty, child and other nodes are left as they
+/// are.
+pub(crate) fn exec_set_like(
+    e: CUgraphExec,
+    n: CUgraphNode,
+    from: CUgraphNode,
+    ctx: CUcontext,
+) -> Result<()> {
+    serialized(|| {
+        let (r, name) = match read_unserialized(from)? {
+            RawNode::Kernel(p) => {
+                let raw = kernel_raw(&p);
+                (
+                    // SAFETY: `raw`'s parameter pointers are the driver's
+                    // copy for `from`, valid in this hold; the driver copies
+                    // the values.
+                    unsafe { sys::cuGraphExecKernelNodeSetParams_v2(e, n, &raw) },
+                    "cuGraphExecKernelNodeSetParams",
+                )
+            }
+            RawNode::Memcpy { dst, src, bytes } => {
+                let c = memcpy_raw(dst, src, bytes);
+                (
+                    // SAFETY: n is a memcpy node of the graph e was made from.
+                    unsafe { sys::cuGraphExecMemcpyNodeSetParams(e, n, &c, ctx) },
+                    "cuGraphExecMemcpyNodeSetParams",
+                )
+            }
+            RawNode::Memset(m) => {
+                let p = memset_raw(&m);
+                (
+                    // SAFETY: n is a memset node of the graph e was made from.
+                    unsafe { sys::cuGraphExecMemsetNodeSetParams(e, n, &p, ctx) },
+                    "cuGraphExecMemsetNodeSetParams",
+                )
+            }
+            RawNode::Host { f, user_data } => {
+                let p = sys::CUDA_HOST_NODE_PARAMS {
+                    fn_: f,
+                    userData: user_data,
+                };
+                (
+                    // SAFETY: n is a host node of the graph e was made from.
+                    unsafe { sys::cuGraphExecHostNodeSetParams(e, n, &p) },
+                    "cuGraphExecHostNodeSetParams",
+                )
+            }
+            RawNode::Empty | RawNode::Child { .. } | RawNode::Other(_) => return Ok(()),
+        };
+        check(r, name)
+    })
+}
+
+/// [`read_node`] with the parameter pointers, for a caller holding
+/// [`GRAPH_CALLS`].
+fn read_unserialized(n: CUgraphNode) -> Result<RawNode> {
     use sys::CUgraphNodeType as T;
     // Read as a plain integer: drivers newer than the 12.0 bindings report
     // types the Rust enum has no variant for (conditional nodes are 13).
@@ -426,7 +535,10 @@ pub(crate) fn read_node(n: CUgraphNode) -> Result<RawNode> {
                 unsafe { sys::cuGraphChildGraphNodeGetGraph(n, &mut child) },
                 "cuGraphChildGraphNodeGetGraph",
             )?;
-            RawNode::Child(child)
+            RawNode::Child {
+                graph: child,
+                nodes: count_unserialized(child)?,
+            }
         }
         _ if is(T::CU_GRAPH_NODE_TYPE_EMPTY) => RawNode::Empty,
         _ if is(T::CU_GRAPH_NODE_TYPE_WAIT_EVENT) => RawNode::Other("event wait"),
@@ -585,24 +697,6 @@ pub(crate) fn exec_set_memset(
         // SAFETY: n is a memset node of the graph e was made from.
         serialized(|| unsafe { sys::cuGraphExecMemsetNodeSetParams(e, n, &p, ctx) }),
         "cuGraphExecMemsetNodeSetParams",
-    )
-}
-
-/// Sets a new callback for host node `n` of `e`.
-pub(crate) fn exec_set_host(
-    e: CUgraphExec,
-    n: CUgraphNode,
-    f: Option<HostFn>,
-    user_data: *mut c_void,
-) -> Result<()> {
-    let p = sys::CUDA_HOST_NODE_PARAMS {
-        fn_: f,
-        userData: user_data,
-    };
-    check(
-        // SAFETY: n is a host node of the graph e was made from.
-        serialized(|| unsafe { sys::cuGraphExecHostNodeSetParams(e, n, &p) }),
-        "cuGraphExecHostNodeSetParams",
     )
 }
 

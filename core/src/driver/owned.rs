@@ -30,6 +30,12 @@ pub(crate) struct PrimaryContext {
     device: CUdevice,
     raw: CUcontext,
     deferred: Deferred,
+    /// Modules whose kernels launches still in flight may run (generated
+    /// chain kernels of a fused exec that is gone, or whose chain changed):
+    /// unloaded only after a device-wide synchronize that began after they
+    /// were retired ([`PrimaryContext::take_retired`]), or when the context
+    /// goes.
+    retired: Mutex<Vec<Shared<CUmodule>>>,
 }
 
 /// The first error that could not be returned where it happened, kept
@@ -61,6 +67,7 @@ impl PrimaryContext {
             device: dev,
             raw,
             deferred: Deferred::default(),
+            retired: Mutex::new(Vec::new()),
         }))
     }
 
@@ -90,10 +97,48 @@ impl PrimaryContext {
     pub(crate) fn take_deferred(&self) -> Option<Error> {
         self.deferred.take()
     }
+
+    /// Keeps module `m` loaded until a device-wide synchronize that begins
+    /// later has returned ([`Self::take_retired`], [`Self::unload`]).
+    fn retire(&self, m: CUmodule) {
+        lock(&self.retired).push(Shared::new(m));
+    }
+
+    /// The modules retired so far, to unload once a device-wide synchronize
+    /// that begins after this call has returned (every launch that may run
+    /// their kernels was enqueued before they were retired, so it is done
+    /// by then).
+    pub(crate) fn take_retired(&self) -> Vec<Shared<CUmodule>> {
+        std::mem::take(&mut *lock(&self.retired))
+    }
+
+    /// Unloads `modules` (from [`Self::take_retired`], the device
+    /// synchronized since; the context is current). A failure is deferred.
+    pub(crate) fn unload(&self, modules: Vec<Shared<CUmodule>>) {
+        for m in modules {
+            if let Err(e) = module::unload(m.raw()) {
+                self.defer(e.context("unloading a generated module (deferred)"));
+            }
+        }
+    }
+
+    /// Gives back modules taken with [`Self::take_retired`] when the
+    /// synchronize failed: they stay loaded until the next one.
+    pub(crate) fn keep_retired(&self, modules: Vec<Shared<CUmodule>>) {
+        lock(&self.retired).extend(modules);
+    }
 }
 
 impl Drop for PrimaryContext {
     fn drop(&mut self) {
+        // Retired modules: after the device is idle (nothing else is left
+        // that could launch their kernels, but launches may be in flight).
+        let retired = std::mem::take(crate::lock::get_mut(&mut self.retired));
+        if !retired.is_empty() && self.bind().is_ok() && device::synchronize().is_ok() {
+            for m in retired {
+                let _ = module::unload(m.raw());
+            }
+        }
         // Nothing is left to report a failure to: the context is gone.
         device::release_primary(self.device);
     }
@@ -168,6 +213,22 @@ impl<H: Destroy> Owned<H> {
     /// The handle.
     pub(crate) fn raw(&self) -> H {
         self.raw
+    }
+}
+
+impl Owned<CUmodule> {
+    /// Gives the module to its context instead of unloading it now: it is
+    /// unloaded after the next device-wide synchronize that begins later
+    /// (`Context::synchronize`, a pool's trim or drop, a graph's memory
+    /// given back), or when the context goes. For a module whose kernels a
+    /// launch still in flight may run: unloading it under a running kernel
+    /// is undefined in CUDA.
+    pub(crate) fn retire(self) {
+        let me = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `ctx` is read out once from a value that is never
+        // dropped, so the Arc's count stays right.
+        let ctx = unsafe { std::ptr::read(&me.ctx) };
+        ctx.retire(me.raw);
     }
 }
 

@@ -305,7 +305,7 @@ impl GraphState {
             functions.iter().map(|f| (f.raw(), f)).collect();
         let kinds = d.nodes[d.desc.len()..]
             .iter()
-            .map(|&n| describe(ctx, dg::read_node(n)?, &launched))
+            .map(|&n| dg::read_node_with(n, |raw| describe(ctx, raw, &launched)))
             .collect::<Result<Vec<_>>>()?;
         let desc = desc_mut(&mut d.desc);
         for (kind, deps) in kinds.into_iter().zip(d.pending.drain(..)) {
@@ -696,7 +696,7 @@ impl Graph {
         let mut new_index = vec![0usize; nodes.len()];
         let mut ordered = Vec::with_capacity(nodes.len());
         for &i in &order {
-            let kind = describe(ctx, dg::read_node(nodes[i])?, &HashMap::new())?;
+            let kind = dg::read_node_with(nodes[i], |raw| describe(ctx, raw, &HashMap::new()))?;
             let d: Vec<usize> = deps[i].iter().map(|&j| new_index[j]).collect();
             new_index[i] = desc.push(kind, d);
             ordered.push(nodes[i]);
@@ -985,13 +985,11 @@ fn allowed_in_body(k: &NodeKind) -> bool {
 }
 
 /// Describes a node CUDA reports; a kernel of `launched` is named after its
-/// function, another after its built-in kernel or its address.
-fn describe(
-    ctx: &Context,
-    raw: RawNode,
-    launched: &HashMap<CUfunction, &Function>,
-) -> Result<NodeKind> {
-    Ok(match raw {
+/// function, another after its built-in kernel or its address. Runs inside
+/// [`dg::read_node_with`] (the parameter values are the driver's copy):
+/// no CUDA call here.
+fn describe(ctx: &Context, raw: RawNode, launched: &HashMap<CUfunction, &Function>) -> NodeKind {
+    match raw {
         RawNode::Kernel(p) => {
             let f = launched.get(&p.func);
             let builtin = f.map_or_else(|| ctx.builtin_of(p.func), |f| f.builtin());
@@ -1017,12 +1015,10 @@ fn describe(
         },
         RawNode::Memset(m) => memset_kind(&m),
         RawNode::Host { .. } => NodeKind::Host,
-        RawNode::Child(g) => NodeKind::Child {
-            nodes: dg::node_count(g)?,
-        },
+        RawNode::Child { nodes, .. } => NodeKind::Child { nodes },
         RawNode::Empty => NodeKind::Empty,
         RawNode::Other(what) => NodeKind::Other(what),
-    })
+    }
 }
 
 /// The description of memset `m`.

@@ -35,12 +35,33 @@ pub struct Pool {
 
 struct PoolShared {
     ctx: Context,
+    granularity: u64,
+    /// What the context's pool registry reaches ([`Blocks`]): reached
+    /// through `Deref` (`sh.state`, `sh.base`).
+    blocks: Arc<Blocks>,
+}
+
+/// The part of a pool the context's registry holds weakly, and a registry
+/// lookup (on any thread) holds for a moment: its addresses and allocator.
+/// Dropping it touches no device (the pool's Drop gives the memory back
+/// and takes the peers' contexts out first), so a lookup that happens to
+/// hold it last neither synchronizes nor makes a context current on its
+/// thread (which may be capturing on another device).
+struct Blocks {
     base: u64,
     va_bytes: u64,
-    granularity: u64,
+    /// The pool's device.
+    ordinal: i32,
     /// The allocator and pages: a spin lock, held only for the
     /// allocator's own work on the hot path (see [`SpinLock`]).
     state: SpinLock<PoolState>,
+}
+
+impl std::ops::Deref for PoolShared {
+    type Target = Blocks;
+    fn deref(&self) -> &Blocks {
+        &self.blocks
+    }
 }
 
 struct PoolState {
@@ -165,7 +186,7 @@ impl PoolShared {
     }
 }
 
-impl PoolBlocks for PoolShared {
+impl PoolBlocks for Blocks {
     fn block_of(&self, ptr: u64) -> Option<(u64, u64)> {
         if !(self.base..self.base + self.va_bytes).contains(&ptr) {
             return None;
@@ -177,7 +198,7 @@ impl PoolBlocks for PoolShared {
     }
 
     fn accessible_from(&self, ordinal: i32) -> bool {
-        ordinal == self.ctx.ordinal()
+        ordinal == self.ordinal
             || self
                 .state
                 .acquire()
@@ -189,21 +210,58 @@ impl PoolBlocks for PoolShared {
 
 impl Drop for PoolShared {
     fn drop(&mut self) {
+        // Out of the registry first: no lookup finds the pool from here
+        // on, nor mistakes a later pool at these addresses for it.
+        self.ctx
+            .unregister_pool(self.base..self.base + self.va_bytes);
         // Every graph using the memory holds this pool, so none is left;
-        // wait for launches still in flight (unless a capture is open, which
-        // a device-wide synchronize would break: then the caller must have
-        // waited, as documented).
+        // wait for launches still in flight, on the pool's device and on
+        // each peer granted access (copies there may use the memory),
+        // unless a capture is open in that context, which a device-wide
+        // synchronize would break: then the caller must have waited, as
+        // documented.
+        let peers = std::mem::take(&mut self.state.acquire().peers);
+        for p in &peers {
+            let _ = p.synchronize_unless_capturing();
+        }
         let _ = self.ctx.synchronize_unless_capturing();
         if self.ctx.bind().is_err() {
             return;
         }
-        let st = self.state.get_mut();
+        let mut st = self.state.acquire();
         for (&p, &h) in st.pages.iter() {
             dm::unmap(self.base + p * self.granularity, self.granularity);
             dm::release_physical(h);
         }
         st.pages.clear();
         dm::unreserve(self.base, self.va_bytes);
+        drop(st);
+        // The peers' contexts go here, on the dropping thread, not with the
+        // block table (which a registry lookup may hold last).
+        drop(peers);
+    }
+}
+
+/// The pages of `after` that `before` holds too, as a plan against
+/// `after`'s state: what a trim may give back after a wait that began once
+/// `before` was planned (a page freed since may still be in use by work
+/// the wait did not cover).
+fn pages_in_both(before: &PagePlan, after: PagePlan) -> PagePlan {
+    let mut ranges = Vec::new();
+    for b in after.ranges() {
+        for a in before.ranges() {
+            let (start, end) = (a.start.max(b.start), a.end().min(b.end()));
+            if start < end {
+                ranges.push(PageRange {
+                    start,
+                    count: end - start,
+                });
+            }
+        }
+    }
+    PagePlan {
+        ranges,
+        generation: after.generation,
     }
 }
 
@@ -286,15 +344,18 @@ impl Pool {
             Allocator::new(cfg).inspect_err(|_| dm::unreserve(base, va_bytes))?;
         let shared = PoolShared {
             ctx: ctx.clone(),
-            base,
-            va_bytes,
             granularity,
-            state: SpinLock::new(PoolState {
-                alloc,
-                pages: HashMap::new(),
-                captures: Vec::new(),
-                next_capture: 1,
-                peers: Vec::new(),
+            blocks: Arc::new(Blocks {
+                base,
+                va_bytes,
+                ordinal: ctx.ordinal(),
+                state: SpinLock::new(PoolState {
+                    alloc,
+                    pages: HashMap::new(),
+                    captures: Vec::new(),
+                    next_capture: 1,
+                    peers: Vec::new(),
+                }),
             }),
         };
         {
@@ -307,7 +368,7 @@ impl Pool {
         let pool = Pool {
             inner: Arc::new(shared),
         };
-        let registered: Weak<dyn PoolBlocks> = Arc::downgrade(&pool.inner) as Weak<PoolShared>;
+        let registered: Weak<dyn PoolBlocks> = Arc::downgrade(&pool.inner.blocks) as Weak<Blocks>;
         ctx.register_pool(pool.va_range(), registered);
         Ok(pool)
     }
@@ -379,21 +440,23 @@ impl Pool {
     /// (the wait would invalidate it).
     pub fn trim(&self) -> Result<()> {
         let sh = &*self.inner;
-        let mut st = sh.state.acquire();
-        ensure_state(
-            st.captures.is_empty() && !sh.ctx.capturing(),
-            "trim while a capture is open in the context (trim synchronizes the device, which \
-             would invalidate it); trim after it ends",
-        )?;
-        let plan = st.alloc.plan_trim();
-        if plan.is_empty() {
+        let capturing = "trim while a capture is open in the context (trim synchronizes the \
+                         device, which would invalidate it); trim after it ends";
+        // The pool's lock is not held across the wait (other threads'
+        // allocations go on meanwhile): the pages given back are those
+        // free both before the wait and after it.
+        let before = {
+            let mut st = sh.state.acquire();
+            ensure_state(st.captures.is_empty() && !sh.ctx.capturing(), capturing)?;
+            st.alloc.plan_trim()
+        };
+        if before.is_empty() {
             return Ok(());
         }
-        ensure_state(
-            sh.ctx.synchronize_unless_capturing()?,
-            "trim synchronizes the device, which would invalidate the capture open in this \
-             context; trim after it ends",
-        )?;
+        ensure_state(sh.ctx.synchronize_unless_capturing()?, capturing)?;
+        let mut st = sh.state.acquire();
+        ensure_state(st.captures.is_empty(), capturing)?;
+        let plan = pages_in_both(&before, st.alloc.plan_trim());
         sh.unmap_plan(&mut st, &plan);
         st.alloc.commit_trim(plan);
         Ok(())

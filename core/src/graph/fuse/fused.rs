@@ -29,7 +29,14 @@ pub(crate) struct Fused {
     /// fused away).
     pub(crate) map: Vec<Option<usize>>,
     /// Per chain and segment, the kernel generated for it (`None` for
-    /// segments that run as the built-in chain kernel).
+    /// segments that run as the built-in chain kernel). Each is of a module
+    /// loaded with `Module::load_generated`: when the last function of it
+    /// goes (the exec was destroyed, or a chain changed and the fused graph
+    /// and exec launch another kernel now), the module is unloaded only
+    /// after the device was next synchronized, so launches still in flight
+    /// never run a kernel of an unloaded module. The fused graph (`raw`)
+    /// and the exec made from it launch the same kernels: both are set
+    /// whenever a chain changes, so neither names a function that went.
     pub(crate) kernels: Vec<Vec<Option<Function>>>,
 }
 
@@ -146,6 +153,8 @@ impl Fused {
         for (k, seg) in chain.segments.iter().enumerate() {
             let node = self.nodes[self.map[chain.nodes[k]].expect("a chain carrier is kept")];
             self.set_segment(node, seg, kernels[k].as_ref(), Some(exec))?;
+            // The fused graph too: it names no kernel the exec dropped.
+            self.set_segment(node, seg, kernels[k].as_ref(), None)?;
         }
         self.kernels[c] = kernels;
         self.desc = apply(&trial, &plan, sms)?.0;
@@ -160,11 +169,20 @@ impl Fused {
     }
 
     /// Takes over `other`'s plan, description and kernels (an exec made
-    /// from `self` was updated with `other`).
-    pub(crate) fn adopt(&mut self, other: &Fused) {
+    /// from `self` was updated with `other`); the fused graph's chain nodes
+    /// are set to launch them too, so it names no kernel of `self`'s that
+    /// goes now.
+    pub(crate) fn adopt(&mut self, other: &Fused) -> Result<()> {
+        for (c, chain) in other.plan.chains.iter().enumerate() {
+            for (k, seg) in chain.segments.iter().enumerate() {
+                let node = self.nodes[self.map[chain.nodes[k]].expect("a chain carrier is kept")];
+                self.set_segment(node, seg, other.kernels[c][k].as_ref(), None)?;
+            }
+        }
         self.plan = other.plan.clone();
         self.desc = other.desc.clone();
         self.kernels = other.kernels.clone();
+        Ok(())
     }
 
     /// The kernel generated for `seg`, if it needs one (see [`jit`]).
@@ -173,7 +191,7 @@ impl Fused {
             return Ok(None);
         }
         let ptx = jit::chain_ptx(&seg.ops);
-        let module = Module::load(&self.ctx, ptx.as_bytes())?;
+        let module = Module::load_generated(&self.ctx, ptx.as_bytes())?;
         Ok(Some(module.function(jit::ENTRY)?))
     }
 
