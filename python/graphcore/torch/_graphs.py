@@ -1,0 +1,695 @@
+"""graphcore.torch's graphs: capture (PyTorch's, into a graphcore pool),
+wrap, arguments, buckets, calls. See the package's docstring."""
+
+import bisect
+import ctypes as C
+import threading
+import time
+import traceback
+import warnings
+
+import torch
+
+from .. import errors as _errors
+from .. import loader as _loader
+from .. import objects as _objects
+from ..args import _int
+from ..structs import INSTANTIATE_UPLOAD
+
+__all__ = ["graph", "step", "Graphed", "Step", "BucketStats"]
+
+# A bound input must be aligned as the static input it replaces: PyTorch
+# picks kernels (vectorized loads, cuBLASLt algorithms) by the pointer's
+# alignment, up to 256 bytes, when it captures. Less-aligned requests are
+# copied into the static input instead.
+BIND_ALIGN = 256
+
+_lock = threading.RLock()  # captures, and the per-process tables below
+_contexts = {}  # device index -> graphcore.Context
+_streams = {}  # raw cudaStream_t -> graphcore.Stream (borrowed)
+_allocator = None  # the CUDAPluggableAllocator over libgraphcore's exports
+
+
+class BucketStats:
+    """One bucket's figures: ``rows``; ``pool_bytes`` (the graphcore pool's
+    allocated bytes this bucket's capture added: its static inputs, its
+    outputs and whatever its capture could not reuse from the buckets
+    captured before it); ``capture_s`` (warm-up, capture, wrap and
+    instantiate, seconds); ``mode`` ("bind": requests of the bucket's rows
+    are bound, no copy; "copy": a binding could not be verified, every
+    request is copied into the static input); ``arg_uses`` (uses graphcore
+    found of each input in the graph); ``calls`` and ``padded_calls``
+    (calls served, and those copied into the static input)."""
+
+    __slots__ = ("rows", "pool_bytes", "capture_s", "mode", "arg_uses", "calls", "padded_calls")
+
+    def __init__(self, rows):
+        self.rows = rows
+        self.pool_bytes = 0
+        self.capture_s = 0.0
+        self.mode = "bind"
+        self.arg_uses = []
+        self.calls = 0
+        self.padded_calls = 0
+
+    def as_dict(self):
+        return {k: getattr(self, k) for k in self.__slots__}
+
+    def __repr__(self):
+        return "BucketStats(%s)" % ", ".join("%s=%r" % kv for kv in self.as_dict().items())
+
+
+def _where(kind):
+    return "graphcore.torch.%s" % kind
+
+
+def _context(device):
+    ctx = _contexts.get(device)
+    if ctx is None:
+        ctx = _contexts[device] = _objects.Context(device)
+    return ctx
+
+
+def _gc_stream(ctx, raw):
+    s = _streams.get(raw)
+    if s is None:
+        s = _streams[raw] = _objects.Stream.wrap(ctx, raw)
+    return s
+
+
+def _pluggable_allocator():
+    """The process's CUDAPluggableAllocator over libgraphcore's
+    gc_torch_alloc / gc_torch_free (made once)."""
+    global _allocator
+    if _allocator is None:
+        handle, path = _loader.load()
+        for name in ("gc_torch_alloc", "gc_torch_free", "gc_allocator_set_pool"):
+            if not hasattr(handle, name):
+                raise _errors.NotSupportedError(
+                    "graphcore.torch: %s lacks %s (a libgraphcore older than the PyTorch "
+                    "allocator exports); rebuild it (make lib)" % (path, name))
+        _allocator = torch.cuda.memory.CUDAPluggableAllocator(path, "gc_torch_alloc",
+                                                              "gc_torch_free")
+    return _allocator
+
+
+def _set_pool(device, pool):
+    """gc_allocator_set_pool(device, pool): where gc_torch_alloc allocates."""
+    fn = _loader.load()[0]["gc_allocator_set_pool"]  # a function object of our own
+    fn.restype = C.c_int
+    fn.argtypes = [C.c_int, C.c_void_p]
+    st = fn(device, pool.handle)
+    if st:
+        _loader.raise_status(st)
+
+
+def _check_torch(where):
+    if not torch.cuda.is_available():
+        raise _errors.NoDeviceError("%s: PyTorch sees no CUDA device (torch %s, CUDA %s)"
+                                    % (where, torch.__version__, torch.version.cuda))
+    missing = [n for n, ok in (
+        ("torch.cuda.MemPool", hasattr(torch.cuda, "MemPool")),
+        ("torch.cuda.memory.CUDAPluggableAllocator",
+         hasattr(torch.cuda.memory, "CUDAPluggableAllocator")),
+        ("torch.cuda.CUDAGraph.raw_cuda_graph", hasattr(torch.cuda.CUDAGraph, "raw_cuda_graph")),
+    ) if not ok]
+    if missing:
+        raise _errors.NotSupportedError("%s: PyTorch %s lacks %s (PyTorch 2.7 or later has them)"
+                                        % (where, torch.__version__, ", ".join(missing)))
+
+
+def _as_tuple(example_inputs, where):
+    if isinstance(example_inputs, torch.Tensor):
+        return (example_inputs,)
+    if isinstance(example_inputs, (tuple, list)) and example_inputs:
+        for i, t in enumerate(example_inputs):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError("%s: example input %d is a %s, not a torch.Tensor"
+                                % (where, i, type(t).__name__))
+        return tuple(example_inputs)
+    raise TypeError("%s: example_inputs must be a tensor or a non-empty tuple of tensors, not %s"
+                    % (where, type(example_inputs).__name__))
+
+
+def _outputs(out, where):
+    """(tuple of output tensors, single): what the model returned; single
+    is None for None (a step that returns nothing)."""
+    if out is None:
+        return (), None
+    if isinstance(out, torch.Tensor):
+        return (out,), True
+    if isinstance(out, (tuple, list)) and all(isinstance(o, torch.Tensor) for o in out):
+        return tuple(out), False
+    raise TypeError("%s: the model must return a tensor, a tuple/list of tensors or None, not %s"
+                    % (where, type(out).__name__))
+
+
+def _describe(t):
+    if not isinstance(t, torch.Tensor):
+        return "a %s" % type(t).__name__
+    return "a %s tensor of shape %s on %s%s" % (
+        str(t.dtype).replace("torch.", ""), tuple(t.shape), t.device,
+        "" if t.is_contiguous() else " (not contiguous, strides %s)" % (t.stride(),))
+
+
+class _Spec:
+    """What an input must be: dtype, device index, trailing shape."""
+
+    __slots__ = ("dtype", "device", "tail")
+
+    def __init__(self, t, where, i):
+        if not t.is_cuda:
+            raise _errors.InvalidArgumentError(
+                "%s: example input %d must be a CUDA tensor, got %s" % (where, i, _describe(t)))
+        if t.dim() < 1:
+            raise _errors.InvalidArgumentError(
+                "%s: example input %d must have a first (rows) dimension, got %s"
+                % (where, i, _describe(t)))
+        self.dtype = t.dtype
+        self.device = t.get_device()
+        self.tail = tuple(t.shape[1:])
+
+    def expected(self, rows):
+        return "a contiguous %s tensor of shape %s on cuda:%d" % (
+            str(self.dtype).replace("torch.", ""), (rows,) + self.tail, self.device)
+
+
+class _Bucket:
+    """One bucket: its torch graph (kept alive: graphcore borrows its CUDA
+    graph), graphcore graph and exec, static inputs and outputs."""
+
+    __slots__ = ("rows", "tgraph", "graph", "exec_", "static", "outputs", "bind_static",
+                 "views", "stats", "copy_mode")
+
+    def __init__(self, rows):
+        self.rows = rows
+        self.tgraph = None
+        self.graph = None
+        self.exec_ = None
+        self.static = ()
+        self.outputs = ()
+        self.bind_static = {}
+        self.views = {}
+        self.stats = BucketStats(rows)
+        self.copy_mode = False
+
+    def close(self):
+        for h in (self.exec_, self.graph):
+            if h is not None:
+                h.close()
+        self.exec_ = self.graph = None
+        if self.tgraph is not None:
+            self.tgraph.reset()
+            self.tgraph = None
+        self.static = self.outputs = ()
+        self.bind_static = {}
+        self.views = {}
+
+
+class _Family:
+    """The machinery graph() and step() share: the device, contexts, the
+    graphcore pool and the MemPool over it, capture of one bucket."""
+
+    def __init__(self, kind, fn, inputs, pool, warmup, grad):
+        self.where = _where(kind)
+        if not callable(fn):
+            raise TypeError("%s: the model must be callable, not %s"
+                            % (self.where, type(fn).__name__))
+        self.fn = fn
+        self.examples = _as_tuple(inputs, self.where)
+        self.specs = [_Spec(t, self.where, i) for i, t in enumerate(self.examples)]
+        rows0 = self.examples[0].shape[0]
+        for i, t in enumerate(self.examples):
+            if t.get_device() != self.specs[0].device:
+                raise _errors.InvalidArgumentError(
+                    "%s: example input %d is on %s; input 0 on cuda:%d (one device per graph)"
+                    % (self.where, i, t.device, self.specs[0].device))
+            if t.shape[0] != rows0:
+                raise _errors.InvalidArgumentError(
+                    "%s: example input %d has %d rows; input 0 has %d (inputs share rows)"
+                    % (self.where, i, t.shape[0], rows0))
+        self.example_rows = rows0
+        self.names = tuple("x%d" % i for i in range(len(self.examples)))
+        self.warmup = _int(warmup, self.where, "warmup", 32)
+        self.grad = grad
+        _check_torch(self.where)
+        self.device = self.specs[0].device
+        self.ctx = _context(self.device)
+        if pool is None:
+            pool = _objects.Pool(self.ctx)
+        elif not isinstance(pool, _objects.Pool):
+            raise TypeError("%s: pool must be a graphcore.Pool or None, not %s"
+                            % (self.where, type(pool).__name__))
+        self.pool = pool
+        self.mempool = None
+        self.buckets = []
+        self.side = None
+        self.single = True
+        self.closed = False
+
+    # -- capture ---------------------------------------------------------
+
+    def _static_inputs(self, rows):
+        """Static inputs of ``rows`` rows in the pool, holding the example's
+        rows (repeated when the bucket is larger)."""
+        out = []
+        with torch.cuda.use_mem_pool(self.mempool, device=self.device):
+            for t, spec in zip(self.examples, self.specs):
+                s = torch.empty((rows,) + spec.tail, dtype=spec.dtype, device=t.device)
+                n = t.shape[0]
+                for start in range(0, rows, n):
+                    k = min(n, rows - start)
+                    s[start:start + k].copy_(t[:k])
+                out.append(s)
+        return tuple(out)
+
+    def _run(self, static, optimizer):
+        if optimizer is not None:
+            optimizer.zero_grad(set_to_none=True)
+        with torch.set_grad_enabled(self.grad):
+            return self.fn(*static)
+
+    def capture(self, rows, optimizer=None):
+        """Warm-up, capture, wrap and instantiate one bucket; appended to
+        self.buckets. On failure raises (CaptureError for the model's own)
+        and leaves what it made to close()."""
+        b = _Bucket(rows)
+        self.buckets.append(b)
+        t0 = time.perf_counter()
+        before = self.pool.stats().allocated_bytes
+        dev = self.device
+        with _lock:
+            _set_pool(dev, self.pool)
+            b.static = self._static_inputs(rows)
+            current = torch.cuda.current_stream(dev)
+            if self.side is None:
+                self.side = torch.cuda.Stream(dev)
+            side = self.side
+            # Warm-up on a side stream, as PyTorch's recipe does.
+            side.wait_stream(current)
+            with torch.cuda.stream(side):
+                for _ in range(self.warmup):  # the model's own errors, as they come
+                    self._run(b.static, optimizer)
+            current.wait_stream(side)
+            torch.cuda.synchronize(dev)
+            if optimizer is not None:
+                optimizer.zero_grad(set_to_none=True)
+            b.tgraph = torch.cuda.CUDAGraph(keep_graph=True)
+            err = None
+            with torch.cuda.stream(side):
+                b.tgraph.capture_begin(pool=self.mempool.id, capture_error_mode="thread_local")
+                try:
+                    with torch.set_grad_enabled(self.grad):
+                        out = self.fn(*b.static)
+                except Exception as e:
+                    err = e
+                try:
+                    b.tgraph.capture_end()
+                except Exception as e:
+                    err = err or e
+                    # capture_end raised (the capture was invalidated) before
+                    # telling the allocator, and reset() will not release
+                    # the pool's use: do both, as use_mem_pool's exit does.
+                    for undo in ("_cuda_endAllocateToPool", "_cuda_releasePool"):
+                        try:
+                            getattr(torch._C, undo)(dev, self.mempool.id)
+                        except Exception:
+                            pass
+            if err is not None:
+                out = None
+                self._fail("capture of bucket %d" % rows, err)
+            b.outputs, single = _outputs(out, self.where)
+            del out
+            self.single = single
+            inputs_at = {s.untyped_storage().data_ptr() for s in b.static}
+            if any(o.untyped_storage().data_ptr() in inputs_at for o in b.outputs):
+                # An output is (a view of) an input: it must hold the
+                # request, so every request is copied in.
+                b.copy_mode = True
+                b.stats.mode = "copy"
+            raw = b.tgraph.raw_cuda_graph()
+            b.graph = _objects.Graph.wrap(self.ctx, raw)  # borrowed: b.tgraph keeps it
+            for name, s in zip(self.names, b.static):
+                b.graph.declare_arg(s, nbytes=s.nbytes, name=name)
+            b.exec_ = b.graph.instantiate(INSTANTIATE_UPLOAD)
+            b.bind_static = dict(zip(self.names, b.static))
+            b.stats.arg_uses = [b.exec_.arg_uses(n) for n in self.names]
+        b.stats.pool_bytes = self.pool.stats().allocated_bytes - before
+        b.stats.capture_s = time.perf_counter() - t0
+        return b
+
+    def _fail(self, what, e):
+        """Raises CaptureError for the model's exception ``e`` (chained),
+        its traceback's frames cleared so that no tensor of the capture
+        stays alive through it."""
+        if isinstance(e, _errors.Error) and not isinstance(e, _errors.CaptureError):
+            raise e
+        traceback.clear_frames(e.__traceback__)
+        msg = str(e).strip().splitlines()
+        raise _errors.CaptureError(
+            "%s: %s failed: %s: %s (a model captured in a CUDA graph must not synchronize "
+            "with the host - .item(), .cpu(), printing a CUDA tensor, data-dependent shapes "
+            "- nor use operations CUDA graphs cannot capture)"
+            % (self.where, what, type(e).__name__, msg[0] if msg else "")) from e
+
+    def build(self, sizes, optimizer=None):
+        """Captures every bucket (largest first: the smaller ones reuse its
+        memory); on any failure closes everything made, then raises."""
+        t0 = time.perf_counter()
+        try:
+            with torch.cuda.device(self.device):
+                self.mempool = torch.cuda.MemPool(_pluggable_allocator().allocator())
+                for rows in sorted(sizes, reverse=True):
+                    self.capture(rows, optimizer)
+        except BaseException:
+            self.close()
+            raise
+        self.buckets.sort(key=lambda b: b.rows)
+        self.capture_s = time.perf_counter() - t0
+
+    def close(self):
+        """Releases the graphs, then the MemPool (its memory returns to the
+        graphcore pool). Idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            torch.cuda.synchronize(self.device)
+        except Exception:
+            pass
+        for b in self.buckets:
+            b.close()
+        self.buckets = []
+        mempool, self.mempool = self.mempool, None
+        if mempool is not None:
+            del mempool  # after every graph of it: its blocks go back
+            torch.cuda.empty_cache()
+
+    def family_stats(self):
+        st = self.pool.stats()
+        return {
+            "buckets": {b.rows: b.stats.as_dict() for b in self.buckets},
+            "pool_bytes": sum(b.stats.pool_bytes for b in self.buckets),
+            "pool_allocated_bytes": st.allocated_bytes,
+            "pool_reserved_bytes": st.reserved_bytes,
+            "capture_s": getattr(self, "capture_s", 0.0),
+        }
+
+    # -- calls -------------------------------------------------------------
+
+    def check(self, inputs, max_rows):
+        """The slow path: raises naming the first bad input, or returns the
+        rows."""
+        w = self.where
+        if len(inputs) != len(self.specs):
+            raise TypeError("%s: %d inputs given; the graph takes %d" % (w, len(inputs),
+                                                                           len(self.specs)))
+        rows = None
+        for i, (x, spec) in enumerate(zip(inputs, self.specs)):
+            if not isinstance(x, torch.Tensor):
+                raise TypeError("%s: input %d must be a torch.Tensor (%s), got %s"
+                                % (w, i, spec.expected("rows"), _describe(x)))
+            r = x.shape[0] if x.dim() >= 1 else None
+            exp = spec.expected(r if r is not None else "rows")
+            if not x.is_cuda:
+                raise _errors.InvalidArgumentError("%s: input %d: expected %s, got a CPU tensor"
+                                                   % (w, i, exp))
+            if x.get_device() != spec.device:
+                raise _errors.InvalidArgumentError("%s: input %d: expected %s, got one on %s"
+                                                   % (w, i, exp, x.device))
+            if x.dtype != spec.dtype:
+                raise _errors.InvalidArgumentError("%s: input %d: expected %s, got dtype %s"
+                                                   % (w, i, exp,
+                                                      str(x.dtype).replace("torch.", "")))
+            if r is None or tuple(x.shape[1:]) != spec.tail:
+                raise _errors.InvalidArgumentError("%s: input %d: expected %s, got shape %s"
+                                                   % (w, i, exp, tuple(x.shape)))
+            if not x.is_contiguous():
+                raise _errors.InvalidArgumentError(
+                    "%s: input %d: expected %s, got strides %s (not contiguous; pass "
+                    ".contiguous())" % (w, i, exp, x.stride()))
+            if rows is None:
+                rows = r
+            elif r != rows:
+                raise _errors.InvalidArgumentError(
+                    "%s: input %d has %d rows, input 0 has %d (inputs share rows)"
+                    % (w, i, r, rows))
+        if rows == 0:
+            raise _errors.InvalidArgumentError("%s: input 0 has 0 rows" % w)
+        if rows > max_rows:
+            raise _errors.NoBucketError(
+                "%s: input 0 has %d rows; the largest bucket is %d (capture a larger bucket, "
+                "or split the request)" % (w, rows, max_rows))
+        return rows
+
+
+class Graphed:
+    """A model captured by graph(): call it as the model, ``g(x)`` (or
+    ``g(x0, x1, ...)``). See the package's docstring for the inputs'
+    rules and the outputs' lifetime. ``stats()`` gives the figures per
+    bucket and for the family; ``close()`` releases the graphs and their
+    pool memory (the outputs returned before are invalid then)."""
+
+    def __init__(self, family):
+        self._f = family
+        self._sizes = [b.rows for b in family.buckets]
+        self._by_rows = {}  # rows -> (bucket, shapes)
+        self._max = self._sizes[-1]
+        self._dtypes = [s.dtype for s in family.specs]
+        self._device = family.device
+        self._names = family.names
+        self._n = len(family.specs)
+        self._ctx = family.ctx
+        self._single = family.single
+        raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        self._raw_stream = raw_stream or (
+            lambda d: torch.cuda.current_stream(d).cuda_stream)
+
+    @property
+    def buckets(self):
+        """The bucket sizes (rows), ascending."""
+        return list(self._sizes)
+
+    @property
+    def pool(self):
+        """The graphcore Pool the graphs' memory comes from."""
+        return self._f.pool
+
+    def _entry(self, rows):
+        """(bucket, shapes) for requests of ``rows`` rows."""
+        e = self._by_rows.get(rows)
+        if e is None:
+            if not 1 <= rows <= self._max:
+                return None
+            b = self._f.buckets[bisect.bisect_left(self._sizes, rows)]
+            shapes = [torch.Size((rows,) + s.tail) for s in self._f.specs]
+            e = self._by_rows[rows] = (b, shapes)
+        return e
+
+    def __call__(self, *inputs):
+        f = self._f
+        if f.closed:
+            raise _errors.InvalidStateError("%s: the graph is closed" % f.where)
+        try:
+            rows = inputs[0].shape[0]
+            b, shapes = self._entry(rows)
+            d = self._device
+            for x, shape, dt in zip(inputs, shapes, self._dtypes):
+                if (x.shape != shape or x.dtype is not dt or x.get_device() != d
+                        or not x.is_contiguous()):
+                    raise ValueError
+            if len(inputs) != self._n:
+                raise ValueError
+        except Exception:  # noqa: BLE001 - the checked way raises clearly
+            rows = f.check(inputs, self._max)
+            b, shapes = self._entry(rows)
+        gs = _streams.get(self._raw_stream(self._device))
+        if gs is None:
+            gs = _gc_stream(self._ctx, self._raw_stream(self._device))
+        st = b.stats
+        st.calls += 1
+        if rows == b.rows and not b.copy_mode:
+            aligned = True
+            for x in inputs:
+                if x.data_ptr() % BIND_ALIGN:
+                    aligned = False
+            if aligned:
+                b.exec_.launch(gs, **dict(zip(self._names, inputs)))
+                if self._single:
+                    return b.outputs[0]
+                return None if self._single is None else b.outputs
+        # Padded (or unaligned, or unverified bindings): copy into the
+        # bucket's static inputs, on the current stream, and bind them.
+        st.padded_calls += 1
+        for x, s in zip(inputs, b.static):
+            (s if rows == b.rows else s[:rows]).copy_(x)
+        b.exec_.launch(gs, **b.bind_static)
+        return self._trimmed(b, rows)
+
+    def _trimmed(self, b, rows):
+        v = b.views.get(rows)
+        if v is None:
+            v = tuple(o[:rows] if rows != b.rows and o.dim() >= 1 and o.shape[0] == b.rows
+                      else o for o in b.outputs)
+            b.views[rows] = v
+        if self._single:
+            return v[0]
+        return None if self._single is None else v
+
+    def stats(self):
+        """A dict: ``buckets`` (rows -> BucketStats.as_dict()), ``pool_bytes``
+        (what the family's captures added to the pool's allocated bytes),
+        ``pool_allocated_bytes`` / ``pool_reserved_bytes`` (the pool's now),
+        ``capture_s`` (the whole family, seconds)."""
+        return self._f.family_stats()
+
+    def close(self):
+        """Releases the graphs and returns their memory to the pool."""
+        self._f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self._f.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return "<graphcore.torch.Graphed buckets=%s on cuda:%d%s>" % (
+            self._sizes, self._device, " (closed)" if self._f.closed else "")
+
+
+def _verify(family, b):
+    """Checks that binding each input reaches every use: the graph bound to
+    other tensors must compute what it computes from its static inputs
+    holding the same values. If not, the bucket copies every request
+    (b.copy_mode) and a warning says so."""
+    gs = _gc_stream(family.ctx, torch.cuda.current_stream(family.device).cuda_stream)
+    probes = []
+    gen = torch.Generator(device=b.static[0].device)  # leaves torch's own RNG alone
+    gen.manual_seed(0x6c)
+    for s in b.static:
+        if s.is_floating_point():
+            probes.append(torch.randn(s.shape, dtype=s.dtype, device=s.device, generator=gen))
+        else:
+            probes.append(s.flip(0).contiguous())  # the example's own values, moved
+    b.exec_.launch(gs, **dict(zip(family.names, probes)))
+    bound = [o.clone() for o in b.outputs]
+    for s, p in zip(b.static, probes):
+        s.copy_(p)
+    b.exec_.launch(gs, **b.bind_static)
+    ok = all(torch.equal(x, y) for x, y in zip(bound, b.outputs))
+    torch.cuda.synchronize(family.device)
+    if not ok:
+        b.copy_mode = True
+        b.stats.mode = "copy"
+        warnings.warn("%s: bucket %d: a bound input did not reach every use in the graph (a "
+                      "kernel reads its address from device memory?); that bucket copies each "
+                      "request into its static input" % (family.where, b.rows), RuntimeWarning)
+
+
+def graph(model_or_fn, example_inputs, buckets=None, pool=None, warmup=3, verify=True):
+    """Captures ``model_or_fn(*inputs)`` (an nn.Module or any function of
+    tensors returning a tensor or a tuple of tensors) into graphcore graphs,
+    one per bucket, and returns a ``Graphed`` callable.
+
+    ``example_inputs``: a CUDA tensor or a tuple of them (rows first); they
+    fix each input's dtype, device and trailing shape, and fill the static
+    inputs for the warm-up and the capture. ``buckets``: the row counts to
+    capture (default: the example's rows); a call runs the smallest bucket
+    of at least its rows. ``pool``: the graphcore.Pool the graphs' memory
+    comes from (default: a new one; several families may share one, and
+    must then not run concurrently). ``warmup``: eager runs per bucket on a
+    side stream before its capture. ``verify``: after each capture, check
+    that a bound input reaches every use (two launches; a bucket that fails
+    copies every request instead, with a warning).
+
+    Runs under ``torch.no_grad()`` (inference); for training use step().
+    Raises CaptureError (the model failed while captured), or the errors of
+    bad example inputs; the pool's allocated bytes are then as they were."""
+    fam = _Family("graph", model_or_fn, example_inputs, pool, warmup, grad=False)
+    if buckets is None:
+        sizes = [fam.example_rows]
+    else:
+        try:
+            sizes = sorted({_int(b, fam.where, "bucket", 32, positive=True)
+                            for b in buckets})
+        except TypeError:
+            raise TypeError("%s: buckets must be an iterable of ints" % fam.where) from None
+        if not sizes:
+            raise _errors.InvalidArgumentError("%s: buckets is empty" % fam.where)
+    fam.build(sizes)
+    if verify:
+        try:
+            for b in fam.buckets:
+                _verify(fam, b)
+        except BaseException:
+            fam.close()
+            raise
+    return Graphed(fam)
+
+
+class Step:
+    """A training step captured by step(): ``s(*inputs)`` binds the inputs
+    (the example's shapes exactly), replays forward, backward and the
+    optimizer's update (parameters, gradients and optimizer state change in
+    place), and returns what ``fn`` returned (tensors over the pool, valid
+    until the next call). ``stats()``, ``close()`` as Graphed's."""
+
+    def __init__(self, family):
+        self._g = Graphed(family)
+        self._f = family
+
+    def __call__(self, *inputs):
+        f = self._f
+        rows = f.buckets[0].rows
+        for i, x in enumerate(inputs):
+            if isinstance(x, torch.Tensor) and x.dim() >= 1 and x.shape[0] != rows:
+                raise _errors.InvalidArgumentError(
+                    "%s: input %d: expected %s, got shape %s (a training step takes the "
+                    "example's rows exactly)" % (f.where, i, f.specs[i].expected(rows)
+                                                if i < len(f.specs) else "no input",
+                                                tuple(x.shape)))
+        return self._g(*inputs)
+
+    def stats(self):
+        return self._f.family_stats()
+
+    def close(self):
+        self._f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def step(fn, example_inputs, optimizer=None, pool=None, warmup=3):
+    """Captures a whole training step, ``fn(*inputs)``: the forward pass,
+    ``loss.backward()`` and ``optimizer.step()`` (returning the loss, or any
+    tensors), as PyTorch's whole-network capture recipe does: ``warmup``
+    eager steps on a side stream (they update the parameters, as the
+    recipe's do), ``optimizer.zero_grad(set_to_none=True)`` before each and
+    before the capture when ``optimizer`` is given (the captured backward
+    then allocates the gradients in the pool, and every replay overwrites
+    them), then one capture. Returns a ``Step``; each call binds the
+    inputs (the example's shapes exactly: no buckets, no padding, which
+    would change the gradients). Optimizers that keep state on the host
+    must be capturable (e.g. ``Adam(capturable=True)``); PyTorch's message
+    otherwise comes back as a CaptureError."""
+    fam = _Family("step", fn, example_inputs, pool, warmup, grad=True)
+    fam.build([fam.example_rows], optimizer=optimizer)
+    b = fam.buckets[0]
+    if not all(b.stats.arg_uses):
+        # No use found for an input: bind nothing, copy every request.
+        b.copy_mode = True
+        b.stats.mode = "copy"
+    return Step(fam)

@@ -1,0 +1,330 @@
+"""graphcore.torch: PyTorch models and training steps in graphcore graphs.
+
+The import rules run everywhere (no PyTorch needed: a stand-in module plays
+a missing or old torch in a subprocess). The rest needs PyTorch (skipped
+without it), and the capture tests a CUDA GPU (skipped without one; failing
+with GC_GPU=1): bitwise equal to a torch.cuda.graph replay of the same
+model, within 1e-5 of eager, the training step bitwise equal to the notes'
+recipe after 100 steps, bad inputs refused with nothing launched, a failed
+capture leaving the pool as it was, and no call writing into memory
+PyTorch has since handed to someone else.
+
+    python3 -m pytest python/tests/test_torch.py
+"""
+import copy
+import os
+import subprocess
+import sys
+
+import pytest
+
+import graphcore as gc
+from conftest import REPO, require_gpu
+
+PYTHON_DIR = os.path.join(REPO, "python")
+
+
+def _run(code):
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=120)
+
+
+def test_import_graphcore_never_imports_torch():
+    r = _run("import sys, graphcore; print('torch' in sys.modules)")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False"
+
+
+def test_import_without_torch_names_the_requirement():
+    r = _run("import sys; sys.modules['torch'] = None\n"
+             "import graphcore\n"
+             "try:\n"
+             "    import graphcore.torch\n"
+             "except ImportError as e:\n"
+             "    print('ImportError:', e)\n")
+    assert r.returncode == 0, r.stderr
+    assert "ImportError:" in r.stdout and "torch >= 2.6" in r.stdout, r.stdout
+
+
+def test_import_with_old_torch_names_its_version():
+    r = _run("import sys, types; t = types.ModuleType('torch'); t.__version__ = '2.5.1'\n"
+             "sys.modules['torch'] = t\n"
+             "try:\n"
+             "    import graphcore.torch\n"
+             "except ImportError as e:\n"
+             "    print('ImportError:', e)\n")
+    assert r.returncode == 0, r.stderr
+    assert "torch >= 2.6" in r.stdout and "2.5.1" in r.stdout, r.stdout
+
+
+# --- with PyTorch -----------------------------------------------------------
+
+def _torch():
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001 - ImportError, or a broken install
+        pytest.skip("needs PyTorch (%s: %s)" % (type(e).__name__, e))
+    import graphcore.torch as gct
+    return torch, gct
+
+
+@pytest.fixture
+def tt():
+    """(torch, graphcore.torch) with a CUDA GPU for both."""
+    torch, gct = _torch()
+    require_gpu()
+    if not torch.cuda.is_available():
+        if os.environ.get("GC_GPU"):
+            pytest.fail("GC_GPU is set but PyTorch sees no CUDA device")
+        pytest.skip("needs PyTorch with CUDA")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(0)
+    return torch, gct
+
+
+def test_cpu_example_is_refused_before_any_gpu_work():
+    torch, gct = _torch()
+    model = torch.nn.Linear(8, 4)
+    with pytest.raises(gc.InvalidArgumentError, match="example input 0 must be a CUDA tensor"):
+        gct.graph(model, torch.randn(2, 8))
+    with pytest.raises(TypeError, match="example input 1 is a int"):
+        gct.graph(model, (torch.randn(2, 8), 3))
+
+
+def _mlp(torch):
+    return torch.nn.Sequential(
+        torch.nn.Linear(1024, 512), torch.nn.ReLU(),
+        torch.nn.Linear(512, 256), torch.nn.ReLU(),
+        torch.nn.Linear(256, 10),
+    ).cuda().eval()
+
+
+def _torch_graph(torch, model, rows, pool=None):
+    """PyTorch's recipe for one bucket: (static input, graph, static output)."""
+    x = torch.zeros(rows, 1024, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s), torch.no_grad():
+        for _ in range(3):
+            model(x)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(g, pool=pool):
+        y = model(x)
+    return x, g, y
+
+
+BUCKETS = [1, 4, 16, 32]
+
+
+def test_mlp_buckets_bitwise_equal_to_torch_graph_and_close_to_eager(tt):
+    torch, gct = tt
+    model = _mlp(torch)
+    g = gct.graph(model, torch.randn(32, 1024, device="cuda"), buckets=BUCKETS)
+    assert g.buckets == BUCKETS
+    ref = {b: _torch_graph(torch, model, b) for b in BUCKETS}
+    for rows in [1, 2, 3, 4, 5, 16, 17, 31, 32]:
+        x = torch.randn(rows, 1024, device="cuda")
+        y = g(x)
+        assert y.shape == (rows, 10)
+        y = y.clone()
+        with torch.no_grad():
+            want = model(x)
+        torch.testing.assert_close(y, want, rtol=1e-5, atol=1e-6)
+        bucket = next(b for b in BUCKETS if b >= rows)
+        sx, sg, sy = ref[bucket]
+        sx.zero_()
+        sx[:rows].copy_(x)
+        sg.replay()
+        assert torch.equal(y, sy[:rows]), "rows %d (bucket %d)" % (rows, bucket)
+    st = g.stats()
+    assert sorted(st["buckets"]) == BUCKETS
+    for b, s in st["buckets"].items():
+        assert s["mode"] == "bind", (b, s)
+        assert s["arg_uses"][0] >= 1, (b, s)
+        assert s["capture_s"] > 0
+    assert st["pool_bytes"] > 0 and st["capture_s"] > 0
+    # Exact-bucket requests were bound, the others padded.
+    assert st["buckets"][4]["calls"] == 2 and st["buckets"][4]["padded_calls"] == 1
+    g.close()
+
+
+def test_two_inputs_and_tuple_outputs(tt):
+    torch, gct = tt
+
+    def fn(a, b):
+        return a * 2 + b, (a - b).sum(dim=1)
+
+    a = torch.randn(8, 16, device="cuda")
+    b = torch.randn(8, 16, device="cuda")
+    g = gct.graph(fn, (a, b), buckets=[4, 8])
+    for rows in (3, 4, 8):
+        x, y = a[:rows].clone(), b[:rows].clone()
+        out0, out1 = g(x, y)
+        w0, w1 = fn(x, y)
+        assert out0.shape == (rows, 16) and out1.shape == (rows,)
+        assert torch.equal(out0, w0)
+        torch.testing.assert_close(out1, w1, rtol=1e-5, atol=1e-6)
+    with pytest.raises(gc.InvalidArgumentError, match="input 1 has 4 rows, input 0 has 8"):
+        g(a, b[:4].clone())
+    g.close()
+
+
+def test_bad_inputs_name_the_input_and_launch_nothing(tt):
+    torch, gct = tt
+    model = _mlp(torch)
+    g = gct.graph(model, torch.randn(16, 1024, device="cuda"), buckets=[4, 16])
+    x = torch.randn(4, 1024, device="cuda")
+    before = g(x).clone()
+    calls = {b: s["calls"] for b, s in g.stats()["buckets"].items()}
+    cases = [
+        ((torch.randn(4, 1024),), gc.InvalidArgumentError, "input 0: expected .* got a CPU tensor"),
+        ((x.double(),), gc.InvalidArgumentError, "input 0: expected .*float32.* got dtype float64"),
+        ((x.half(),), gc.InvalidArgumentError, "got dtype float16"),
+        ((torch.randn(4, 1000, device="cuda"),), gc.InvalidArgumentError,
+         r"expected .*\(4, 1024\).* got shape \(4, 1000\)"),
+        ((torch.randn(1024, 4, device="cuda").t(),), gc.InvalidArgumentError,
+         "not contiguous"),
+        ((torch.randn(17, 1024, device="cuda"),), gc.NoBucketError,
+         "input 0 has 17 rows; the largest bucket is 16"),
+        ((torch.randn(0, 1024, device="cuda"),), gc.InvalidArgumentError, "0 rows"),
+        ((x.tolist(),), TypeError, "input 0 must be a torch.Tensor"),
+        ((x, x), TypeError, "2 inputs given; the graph takes 1"),
+        ((), TypeError, "0 inputs given"),
+    ]
+    if torch.cuda.device_count() > 1:
+        cases.append(((x.to("cuda:1"),), gc.InvalidArgumentError, "got one on cuda:1"))
+    for args, exc, pattern in cases:
+        with pytest.raises(exc, match=pattern):
+            g(*args)
+    torch.cuda.synchronize()
+    assert {b: s["calls"] for b, s in g.stats()["buckets"].items()} == calls
+    # The bucket's output is as the last good call left it: nothing ran.
+    assert torch.equal(g._f.buckets[0].outputs[0], before)
+    g.close()
+    with pytest.raises(gc.InvalidStateError, match="closed"):
+        g(x)
+
+
+def test_capture_failure_names_it_and_leaves_the_pool_as_it_was(tt):
+    torch, gct = tt
+    ctx = gc.Context(0)
+    pool = gc.Pool(ctx)
+    lin = torch.nn.Linear(64, 64).cuda()
+
+    def syncs(x):
+        y = lin(x)
+        if y.sum().item() > 1e30:  # a host sync: fine eagerly, not in a capture
+            y = y * 2
+        return y
+
+    def host_sync(x):
+        y = lin(x)
+        torch.cuda.synchronize()
+        return y
+
+    x = torch.randn(8, 64, device="cuda")
+    # One good family first, so that the pool has something in it.
+    good = gct.graph(lin, x, pool=pool)
+    allocated = pool.stats().allocated_bytes
+    for fn in (syncs, host_sync):
+        with pytest.raises(gc.CaptureError, match="capture of bucket 8 failed"):
+            gct.graph(fn, x, buckets=[4, 8], pool=pool)
+        torch.cuda.synchronize()
+        assert pool.stats().allocated_bytes == allocated, fn.__name__
+    # The stream and the good family still work.
+    with torch.no_grad():
+        torch.testing.assert_close(good(x), lin(x), rtol=1e-5, atol=1e-6)
+    good.close()
+
+
+def test_no_call_writes_into_memory_torch_handed_to_someone_else(tt):
+    torch, gct = tt
+    model = _mlp(torch)
+    g = gct.graph(model, torch.randn(4, 1024, device="cuda"), buckets=[4])
+    x = torch.randn(4, 1024, device="cuda")
+    y = g(x)
+    out_ptr = y.data_ptr()
+    x_ptr = x.data_ptr()
+    torch.cuda.synchronize()
+    del x, y  # the caller drops its input (bound to the graph) and output
+    # PyTorch hands the memory to someone else...
+    others = [torch.full((4, 1024), 7.0, device="cuda") for _ in range(8)]
+    reused = any(o.data_ptr() == x_ptr for o in others)
+    assert all(o.data_ptr() != out_ptr for o in others)  # pool memory is not PyTorch's
+    # ... and later calls (bound to new tensors, and padded ones) leave it alone.
+    for rows in (4, 3, 4):
+        g(torch.randn(rows, 1024, device="cuda"))
+    torch.cuda.synchronize()
+    for o in others:
+        assert bool((o == 7.0).all())
+    print("the dropped input's memory was %s" % ("reused" if reused else "not reused"))
+    g.close()
+
+
+def test_training_step_bitwise_equal_to_the_recipe_after_100_steps(tt):
+    torch, gct = tt
+    ours = torch.nn.Linear(1024, 1024).cuda()
+    theirs = copy.deepcopy(ours)
+    loss_fn = torch.nn.MSELoss()
+    opt = torch.optim.SGD(ours.parameters(), lr=1e-3)
+    opt2 = torch.optim.SGD(theirs.parameters(), lr=1e-3)
+    batches = [(torch.randn(64, 1024, device="cuda"), torch.randn(64, 1024, device="cuda"))
+               for _ in range(5)]
+
+    def train_step(x, y):
+        loss = loss_fn(ours(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    s = gct.step(train_step, batches[0], optimizer=opt)
+    # The notes' recipe.
+    sx, sy = batches[0][0].clone(), batches[0][1].clone()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            opt2.zero_grad(set_to_none=True)
+            loss_fn(theirs(sx), sy).backward()
+            opt2.step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    opt2.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        static_loss = loss_fn(theirs(sx), sy)
+        static_loss.backward()
+        opt2.step()
+    losses = []
+    for i in range(100):
+        x, y = batches[i % len(batches)]
+        loss = s(x, y)
+        sx.copy_(x)
+        sy.copy_(y)
+        graph.replay()
+        assert torch.equal(loss, static_loss), i
+        losses.append(float(loss))
+    torch.cuda.synchronize()
+    assert torch.equal(ours.weight, theirs.weight)
+    assert torch.equal(ours.bias, theirs.bias)
+    assert losses[-1] < losses[0]
+    assert s.stats()["buckets"][64]["mode"] == "bind"
+    with pytest.raises(gc.InvalidArgumentError, match="example's rows exactly"):
+        s(batches[0][0][:32].contiguous(), batches[0][1][:32].contiguous())
+    s.close()
+
+
+def test_bucket_family_memory_near_its_largest_bucket(tt):
+    """Target: a family's pool at most 1.05x its largest bucket alone."""
+    torch, gct = tt
+    model = _mlp(torch)
+    x = torch.randn(32, 1024, device="cuda")
+    alone = gct.graph(model, x, buckets=[32])
+    family = gct.graph(model, x, buckets=BUCKETS)
+    a, f = alone.stats()["pool_bytes"], family.stats()["pool_bytes"]
+    print("largest bucket alone %d bytes, family %d bytes (%.3fx)" % (a, f, f / a))
+    assert f <= 1.05 * a
+    alone.close()
+    family.close()
