@@ -530,7 +530,8 @@ impl<T> Slab<std::sync::Mutex<Entries<T>>> {
 /// (`gc_pool_alloc` + `gc_pool_free` each look the pool up with `with` and
 /// run the allocator under a lock: here the pure allocator behind a Mutex,
 /// a cached 4 KiB block); then threads each on their own object, and
-/// threads all on one object. Nanoseconds: the median of 7 rounds, per
+/// threads all on one object. Nanoseconds: the median of 15 rounds (the
+/// designs interleaved in each, so a busy machine slows them alike), per
 /// operation per thread that can run (wall time x min(threads, cores) /
 /// operations), so flat means no contention. Last, a remove + insert while
 /// another thread holds a hazard record (the hazard table's membarrier).
@@ -540,8 +541,8 @@ fn handle_designs_timing() {
     use graphcore_core::pool::{Allocator, Owner, PoolConfig};
     use std::sync::{Mutex, RwLock};
     use std::time::Instant;
-    const N: u32 = 500_000;
-    const ROUNDS: usize = 7;
+    const N: u32 = 200_000;
+    const ROUNDS: usize = 15;
     const OBJECTS: usize = 16;
     type Pool = Arc<Mutex<Allocator>>;
     let pools: Vec<Pool> = (0..OBJECTS)
@@ -595,30 +596,23 @@ fn handle_designs_timing() {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    // Median ns per op per running thread, `threads` threads each calling
+    // Ns per op per running thread, `threads` threads each calling
     // `f(thread)` N times.
-    let time = |threads: usize, f: &(dyn Fn(usize) + Sync)| {
-        median(
-            (0..ROUNDS)
-                .map(|_| {
-                    let start = Barrier::new(threads);
-                    let t0 = Instant::now();
-                    std::thread::scope(|s| {
-                        for t in 0..threads {
-                            let start = &start;
-                            s.spawn(move || {
-                                start.wait();
-                                for _ in 0..N {
-                                    f(t);
-                                }
-                            });
-                        }
-                    });
-                    t0.elapsed().as_nanos() as f64 * threads.min(cores) as f64
-                        / (N as f64 * threads as f64)
-                })
-                .collect(),
-        )
+    let once = |threads: usize, f: &(dyn Fn(usize) + Sync)| {
+        let start = Barrier::new(threads);
+        let t0 = Instant::now();
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let start = &start;
+                s.spawn(move || {
+                    start.wait();
+                    for _ in 0..N {
+                        f(t);
+                    }
+                });
+            }
+        });
+        t0.elapsed().as_nanos() as f64 * threads.min(cores) as f64 / (N as f64 * threads as f64)
     };
     let bb = std::hint::black_box::<u64>;
     // One design's lookup and pair, by how it looks `h` up.
@@ -673,25 +667,40 @@ fn handle_designs_timing() {
             }),
         ),
     ];
-    println!("{cores} cores; ns per op per running thread (median of {ROUNDS} rounds of {N})");
     println!(
-        "{:18} {:>8} {:>8} | {:>22} | {:>22}",
-        "design", "lookup", "pair", "own object: 2/4/16 thr", "one object: 2/4/16 thr"
+        "{cores} cores; ns per op per running thread, median of {ROUNDS} rounds of {N}, \
+         the designs interleaved in each round"
     );
-    for (name, handles, lookup, pair) in &designs {
-        let one = time(1, &|_| lookup(handles[0]));
-        let pair1 = time(1, &|_| pair(handles[0]));
-        let own: Vec<f64> = [2, 4, 16]
-            .iter()
-            .map(|&n| time(n, &|t| pair(handles[t])))
-            .collect();
-        let shared: Vec<f64> = [2, 4, 16]
-            .iter()
-            .map(|&n| time(n, &|_| pair(handles[0])))
-            .collect();
+    // Each column: (threads, on their own objects, the pair or the lookup).
+    let columns: [(usize, bool, bool); 8] = [
+        (1, true, false),
+        (1, true, true),
+        (2, true, true),
+        (4, true, true),
+        (16, true, true),
+        (2, false, true),
+        (4, false, true),
+        (16, false, true),
+    ];
+    let mut table = vec![vec![Vec::new(); columns.len()]; designs.len()];
+    for _ in 0..ROUNDS {
+        for (c, &(threads, own, is_pair)) in columns.iter().enumerate() {
+            for (d, (_, handles, lookup, pair)) in designs.iter().enumerate() {
+                let run = if is_pair { pair } else { lookup };
+                let ns = once(threads, &|t| run(handles[if own { t } else { 0 }]));
+                table[d][c].push(ns);
+            }
+        }
+    }
+    println!(
+        "{:18} {:>7} {:>7} | {:>23} | {:>23}",
+        "design", "lookup", "pair", "pair, own object: 2/4/16", "pair, one object: 2/4/16"
+    );
+    for (d, (name, ..)) in designs.iter().enumerate() {
+        let m: Vec<f64> = table[d].iter().map(|v| median(v.clone())).collect();
         println!(
-            "{name:18} {one:8.1} {pair1:8.1} | {:6.1} {:7.1} {:7.1} | {:6.1} {:7.1} {:7.1}",
-            own[0], own[1], own[2], shared[0], shared[1], shared[2]
+            "{name:18} {:7.1} {:7.1} | {:7.1} {:7.1} {:7.1} | {:7.1} {:7.1} {:7.1}",
+            m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]
         );
     }
 
