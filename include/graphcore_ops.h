@@ -206,26 +206,11 @@ enum gc_status gc_op_relu(struct gc_stream *stream, float *y, const float *x, ui
 enum gc_status gc_op_gelu(struct gc_stream *stream, float *y, const float *x, uint64_t n);
 
 /**
- * y = alpha * x + y (one fused multiply-add per element, n floats).
- * Pointers: y and x are device memory of the stream's context
- * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
- * 4-byte aligned (float alignment); when both are 16-byte aligned the
- * float4 path runs.
- * In place: y == x is allowed; partly overlapping y and x are refused.
- * Errors: common, and GC_ERROR_INVALID_ARGUMENT (y and x partly overlapping).
- */
-enum gc_status gc_op_axpy(struct gc_stream *stream,
-                          float *y,
-                          const float *x,
-                          uint64_t n,
-                          float alpha);
-
-/**
  * z = x + y (n floats).
  * Pointers: z, x and y are device memory of the stream's context
- * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
- * 4-byte aligned (float alignment); when all are 16-byte aligned the
- * float4 path runs.
+ * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory), 4-byte
+ * aligned (float alignment); when all are 16-byte aligned the float4 path
+ * runs.
  * In place: z may equal x and/or y; z partly overlapping either is refused.
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (z partly overlapping an
  * input).
@@ -239,9 +224,9 @@ enum gc_status gc_op_add(struct gc_stream *stream,
 /**
  * z = x * y (n floats).
  * Pointers: z, x and y are device memory of the stream's context
- * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
- * 4-byte aligned (float alignment); when all are 16-byte aligned the
- * float4 path runs.
+ * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory), 4-byte
+ * aligned (float alignment); when all are 16-byte aligned the float4 path
+ * runs.
  * In place: z may equal x and/or y; z partly overlapping either is refused.
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (z partly overlapping an
  * input).
@@ -255,11 +240,10 @@ enum gc_status gc_op_mul(struct gc_stream *stream,
 /**
  * dx = x > 0 ? dy : 0 (n floats).
  * Pointers: dx, dy and x are device memory of the stream's context
- * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
- * 4-byte aligned (float alignment); when all are 16-byte aligned the
- * float4 path runs.
- * In place: dx may equal dy and/or x; dx partly overlapping either is
- * refused.
+ * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory), 4-byte
+ * aligned (float alignment); when all are 16-byte aligned the float4 path
+ * runs.
+ * In place: dx may equal dy and/or x; dx partly overlapping either is refused.
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (dx partly overlapping an
  * input).
  */
@@ -268,6 +252,21 @@ enum gc_status gc_op_relu_backward(struct gc_stream *stream,
                                    const float *dy,
                                    const float *x,
                                    uint64_t n);
+
+/**
+ * y = alpha * x + y (one fused multiply-add per element, n floats).
+ * Pointers: y and x are device memory of the stream's context
+ * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+ * 4-byte aligned (float alignment); when both are 16-byte aligned the
+ * float4 path runs.
+ * In place: y == x is allowed; partly overlapping y and x are refused.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (y and x partly overlapping).
+ */
+enum gc_status gc_op_axpy(struct gc_stream *stream,
+                          float *y,
+                          const float *x,
+                          uint64_t n,
+                          float alpha);
 
 /**
  * w -= lr * g (one fused multiply-add per element, n floats).

@@ -151,10 +151,49 @@ struct MapCase {
     void (*launch)(uint3, uint3, float *, const float *, u64, float);
 };
 #define GC_MAP_OP(name, opcode, ...) MapCase{name, opcode, __VA_ARGS__},
+#define GC_ZIP_OP(...)
 static const MapCase MAP_CASES[] = {
 #include "map_ops.inc"
 };
 #undef GC_MAP_OP
+#undef GC_ZIP_OP
+
+// The zip ops (z = f(x, y), map_ops.inc too), bitwise: float4 path == scalar
+// path, z == x and z == y in place == out of place, nothing past the end.
+struct ZipCase {
+    const char *name;
+    void (*launch)(uint3, uint3, float *, const float *, const float *, u64);
+};
+#define GC_MAP_OP(...)
+#define GC_ZIP_OP(name, ...) ZipCase{name, __VA_ARGS__},
+static const ZipCase ZIP_CASES[] = {
+#include "map_ops.inc"
+};
+#undef GC_MAP_OP
+#undef GC_ZIP_OP
+
+static void check_zips() {
+    for (const ZipCase &z : ZIP_CASES) {
+        for (size_t n : {1ul, 3ul, 4ul, 5ul, 257ul, 4099ul}) {
+            Buf x(n), y(n), xs(n, 1), ys(n, 1), a(n), b(n, 1), ix(n), iy(n);
+            x.random(-3, 3);
+            y.random(-3, 3);
+            x[0] = -0.0f;
+            if (n > 2) y[2] = NAN;
+            for (size_t i = 0; i < n; ++i) xs[i] = x[i], ys[i] = y[i], ix[i] = x[i], iy[i] = y[i];
+            z.launch(g1(2), g1(256), a.p, x.p, y.p, (u64)n);     // float4 path (n >= 4)
+            z.launch(g1(2), g1(256), b.p, xs.p, ys.p, (u64)n);   // scalar path
+            z.launch(g1(3), g1(256), ix.p, ix.p, y.p, (u64)n);   // z == x
+            z.launch(g1(1), g1(256), iy.p, x.p, iy.p, (u64)n);   // z == y
+            bool ok = std::isnan(a.p[n]) && std::isnan(b.p[n]);
+            size_t bad = 0;
+            for (size_t i = 0; i < n && ok; ++i)
+                if (!same_bits(a[i], b[i]) || !same_bits(a[i], ix[i]) || !same_bits(a[i], iy[i])) ok = false, bad = i;
+            CHECK(ok, "zip %s n=%zu at %zu: float4 %g, scalar %g, z == x %g, z == y %g", z.name, n, bad, a[bad], b[bad],
+                  ix[bad], iy[bad]);
+        }
+    }
+}
 
 static void check_maps() {
     for (const MapCase &m : MAP_CASES) {
@@ -738,6 +777,7 @@ int main(int argc, char **argv) {
     run("bias_add", check_bias_add);
     run("chain", check_chain);
     run("maps", check_maps);
+    run("zips", check_zips);
     run("bias_grad", check_bias_grad);
     run("mse", check_mse);
     run("linear_small", check_linear_small);

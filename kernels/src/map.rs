@@ -1,5 +1,5 @@
 //! Map ops: the elementwise kernels `y[i] = f(x[i], c)` over `n` floats,
-//! declared once each.
+//! declared once each (and zip ops, `z[i] = f(x[i], y[i])`: [`Zip`]).
 //!
 //! A map op is a kernel of the table ([`crate::Kernel`]) whose entry carries a
 //! `map:` clause (a [`Map`]): its parameters are `(y, x, n)` or
@@ -137,6 +137,74 @@ impl MapOp {
     }
 }
 
+/// The `zip:` clause of a kernel's table entry: a binary elementwise op
+/// `out[i] = f(a[i], b[i])` over `n` floats, parameters `(out: Ptr, a: Ptr,
+/// b: Ptr, n: U64)` named as the kernel names them (`z, x, y` for add). Its
+/// typed op ([`crate::ops::zip`]: out may equal either input, not overlap it
+/// partly), C export, Python binding, bad-input cases, emulator and GPU
+/// checks come from the entry, as a map op's do; zip ops do not fuse.
+#[derive(Clone, Copy, Debug)]
+pub struct Zip {
+    /// What the op computes, one sentence in C terms (the first line of the
+    /// export's documentation), e.g. "z = x + y (n floats).".
+    pub what: &'static str,
+    /// The float64 reference: `out = reference(a, b)`.
+    pub reference: fn(f64, f64) -> f64,
+    /// The bound on each output element, as [`Map::tolerance`].
+    pub tolerance: (f64, f64),
+}
+
+/// One declared zip op: its kernel and its `zip:` clause.
+#[derive(Clone, Copy, Debug)]
+pub struct ZipOp {
+    /// The kernel.
+    pub kernel: Kernel,
+    /// Its declaration.
+    pub zip: &'static Zip,
+}
+
+impl ZipOp {
+    /// Every zip op, in table order.
+    pub fn all() -> impl Iterator<Item = ZipOp> {
+        Kernel::ALL.into_iter().filter_map(ZipOp::of)
+    }
+
+    /// The zip op of `kernel`, if its entry has a `zip:` clause.
+    pub fn of(kernel: Kernel) -> Option<ZipOp> {
+        Some(ZipOp {
+            kernel,
+            zip: kernel.zip()?,
+        })
+    }
+
+    /// The kernel's table entry.
+    pub fn info(self) -> &'static KernelInfo {
+        self.kernel.info()
+    }
+
+    /// The op's name, as [`MapOp::name`] (`relu_backward`).
+    pub fn name(self) -> &'static str {
+        let n = self.info().name;
+        let n = n.strip_prefix("gc_").unwrap_or(n);
+        n.strip_suffix("_f32").unwrap_or(n)
+    }
+
+    /// The names of the output and the two inputs (`["z", "x", "y"]`).
+    pub fn names(self) -> [&'static str; 3] {
+        let a = self.info().args;
+        [a[0].0, a[1].0, a[2].0]
+    }
+}
+
+/// Whether `args` is a zip op's parameter list: three `Ptr` and a `U64`.
+pub(crate) const fn zip_params(args: &[(&str, Arg)]) -> bool {
+    args.len() == 4
+        && matches!(args[0].1, Arg::Ptr)
+        && matches!(args[1].1, Arg::Ptr)
+        && matches!(args[2].1, Arg::Ptr)
+        && matches!(args[3].1, Arg::U64)
+}
+
 /// Whether `args` is a map op's parameter list: `(y: Ptr, x: Ptr, n: U64)`
 /// and at most one `F32` after it (checked for every `map:` entry).
 pub(crate) const fn map_params(args: &[(&str, Arg)]) -> bool {
@@ -182,6 +250,13 @@ mod tests {
             }
         }
         assert!(seen >= 5, "only {seen} map ops");
+        for z in ZipOp::all() {
+            assert!(zip_params(z.info().args), "{}", z.name());
+            assert!(names.insert(z.name()), "{} twice", z.name());
+            assert!(z.kernel.map().is_none() && z.kernel.elementwise(&[]).is_none());
+            assert!(z.zip.what.ends_with('.'), "{}", z.name());
+        }
+        assert!(ZipOp::all().count() >= 3);
         // Every opcode the chain kernel knows is FILL, MAX, MIN or a map op's.
         for op in 0..16 {
             assert_eq!(is_opcode(op), opcodes.contains(&op), "opcode {op}");
@@ -225,5 +300,13 @@ mod tests {
         check("gelu", -1.0, 0.0, -0.158_808_009_391_723_24);
         check("gelu", 3.0, 0.0, 2.996_362_607_918_227);
         assert!((MapOp::by_name("relu").unwrap().map.reference)(f64::NAN, 0.0).is_nan());
+        let zip = |name: &str, a: f64, b: f64| {
+            let z = ZipOp::all().find(|z| z.name() == name).unwrap();
+            (z.zip.reference)(a, b)
+        };
+        assert_eq!(zip("add", 1.5, 2.0), 3.5);
+        assert_eq!(zip("mul", 1.5, 2.0), 3.0);
+        assert_eq!(zip("relu_backward", 1.5, 2.0), 1.5);
+        assert_eq!(zip("relu_backward", 1.5, -2.0), 0.0);
     }
 }

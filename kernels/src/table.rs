@@ -9,7 +9,7 @@
 //! meaning and float64 reference all come from its entry here.
 
 use crate::fusion::{Elementwise, OP_ADD, OP_MUL, OP_RELU};
-use crate::map::{map_params, Fuse, Map, MapOp};
+use crate::map::{map_params, zip_params, Fuse, Map, MapOp, Zip};
 use crate::{Arg, KernelInfo, ModuleInfo, Value, MAX_ARGS};
 
 /// Index of `elementwise.ptx` in [`MODULES`].
@@ -112,7 +112,18 @@ macro_rules! map_of {
     }};
 }
 
-/// Whether a kernel has a `map:` clause.
+/// A kernel's `zip:` clause, if it has one.
+macro_rules! zip_of {
+    () => {
+        None
+    };
+    ($zip:expr) => {{
+        static ZIP: Zip = $zip;
+        Some(&ZIP)
+    }};
+}
+
+/// Whether a kernel has a `map:` (or `zip:`) clause.
 macro_rules! is_map {
     () => {
         false
@@ -151,7 +162,8 @@ macro_rules! kernels {
         $variant:ident = $entry:ident in $module:ident ( $( $arg:ident : $kind:ident ),* $(,)? ),
             doc: $doc:expr
             $(, fuse: $fuse:expr)?
-            $(, map: $map:expr)? ;
+            $(, map: $map:expr)?
+            $(, zip: $zip:expr)? ;
     )*) => {
         /// A built-in kernel: an index into [`KERNELS`].
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -180,6 +192,17 @@ macro_rules! kernels {
 
             /// Whether each kernel (in table order) is a map op.
             const IS_MAP: [bool; Kernel::COUNT] = [$(is_map!($($map)?)),*];
+
+            /// Whether each kernel (in table order) is a zip op.
+            const IS_ZIP: [bool; Kernel::COUNT] = [$(is_map!($($zip)?)),*];
+
+            /// The `zip:` clause of the kernel's entry, if it is a zip op
+            /// ([`crate::map::Zip`]).
+            pub fn zip(self) -> Option<&'static Zip> {
+                match self {
+                    $(Kernel::$variant => zip_of!($($zip)?),)*
+                }
+            }
 
             /// The `map:` clause of the kernel's entry, if it is a map op
             /// ([`crate::map`]).
@@ -257,6 +280,7 @@ const _: () = {
     while i < TABLE.len() {
         assert!(!TABLE[i].args.is_empty() && TABLE[i].args.len() <= MAX_ARGS);
         assert!(!Kernel::IS_MAP[i] || map_params(TABLE[i].args));
+        assert!(!Kernel::IS_ZIP[i] || zip_params(TABLE[i].args));
         i += 1;
     }
 };
@@ -339,9 +363,19 @@ kernels! {
     Axpy = gc_axpy_f32 in ELEMENTWISE (y: Ptr, x: Ptr, n: U64, alpha: F32),
         doc: concat!("y[i] = fmaf(alpha, x[i], y[i]).", grid_stride!());
     Add = gc_add_f32 in ELEMENTWISE (z: Ptr, x: Ptr, y: Ptr, n: U64),
-        doc: concat!("z[i] = x[i] + y[i].", grid_stride!());
+        doc: concat!("z[i] = x[i] + y[i].", grid_stride!()),
+        zip: Zip {
+            what: "z = x + y (n floats).",
+            reference: |x, y| x + y,
+            tolerance: (2e-7, 1e-45),
+        };
     Mul = gc_mul_f32 in ELEMENTWISE (z: Ptr, x: Ptr, y: Ptr, n: U64),
-        doc: concat!("z[i] = x[i] * y[i].", grid_stride!());
+        doc: concat!("z[i] = x[i] * y[i].", grid_stride!()),
+        zip: Zip {
+            what: "z = x * y (n floats).",
+            reference: |x, y| x * y,
+            tolerance: (2e-7, 1e-45),
+        };
     Relu = gc_relu_f32 in ELEMENTWISE (y: Ptr, x: Ptr, n: U64),
         doc: concat!("y[i] = x[i] <= 0 ? +0 : x[i] (NaN propagates, as in PyTorch; bitwise equal to chain \
 opcode RELU).", grid_stride!()),
@@ -384,7 +418,12 @@ within 2e-5 relative (or 1e-30 absolute: the tail below x = -9).",
             tolerance: (2e-5, 1e-30),
         };
     ReluBackward = gc_relu_backward_f32 in ELEMENTWISE (dx: Ptr, dy: Ptr, x: Ptr, n: U64),
-        doc: concat!("dx[i] = x[i] > 0 ? dy[i] : 0 (x is the ReLU's input or output).", grid_stride!());
+        doc: concat!("dx[i] = x[i] > 0 ? dy[i] : 0 (x is the ReLU's input or output).", grid_stride!()),
+        zip: Zip {
+            what: "dx = x > 0 ? dy : 0 (n floats).",
+            reference: |dy, x| if x > 0.0 { dy } else { 0.0 },
+            tolerance: (0.0, 0.0),
+        };
     Sgd = gc_sgd_f32 in ELEMENTWISE (w: Ptr, g: Ptr, n: U64, lr: F32),
         doc: concat!("w[i] = fmaf(-lr, g[i], w[i]) (SGD step, one rounding).", grid_stride!());
     BiasAdd = gc_bias_add_f32 in ELEMENTWISE (y: Ptr, x: Ptr, b: Ptr, rows: U32, cols: U32),

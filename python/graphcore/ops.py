@@ -53,9 +53,6 @@ def launch(function, stream, grid, block, args=(), shared_bytes=0):
 _OP_PARAMS = {
     "gc_op_fill": "y n value",
     "gc_op_axpy": "y x n alpha",
-    "gc_op_add": "z x y n",
-    "gc_op_mul": "z x y n",
-    "gc_op_relu_backward": "dx dy x n",
     "gc_op_sgd": "w g n lr",
     "gc_op_bias_add": "y x b rows cols",
     "gc_op_linear": "y x w b m n k flags",
@@ -69,8 +66,9 @@ _OP_PARAMS = {
     "gc_op_mlp2_mse_step": "w1 b1 w2 b2 x target loss rows inputs hidden outputs grad_scale lr workspace "
                            "workspace_bytes",
 }
-# The map ops (op_copy, op_scale, op_relu, op_gelu, ...), from their declarations.
-_OP_PARAMS.update(MAP_OPS)
+# The map and zip ops (op_copy, op_scale, op_relu, op_gelu, op_add, ...), from their
+# declarations.
+_OP_PARAMS.update((_cname, _params) for _cname, _params, _kinds in MAP_OPS)
 # Pointer parameters that may be None (NULL).
 _NULLABLE = {("gc_op_linear", "b"), ("gc_op_mse", "grad"), ("gc_op_linear_mse_step", "b"),
              ("gc_op_mlp2_mse_step", "b1"), ("gc_op_mlp2_mse_step", "b2")}

@@ -2,8 +2,8 @@
 
 ``PROTOTYPES`` maps every function of include/graphcore.h to its ctypes
 (restype, argtypes); python/tests/test_binding.py checks it, the constants
-and the structure layouts against the header. The map ops' prototypes and
-their CHAIN_* opcodes come from _map_ops.py, generated from their
+and the structure layouts against the header. The map and zip ops' prototypes
+and the CHAIN_* opcodes come from _map_ops.py, generated from their
 declarations. Imports nothing else of the package.
 """
 
@@ -327,9 +327,6 @@ PROTOTYPES = {
     "gc_op_mse_workspace_bytes": (_S, [_H, C.c_uint64, _P(C.c_uint64)]),
     "gc_op_fill": (_S, [_H, _D, C.c_uint64, C.c_float]),
     "gc_op_axpy": (_S, [_H, _D, _D, C.c_uint64, C.c_float]),
-    "gc_op_add": (_S, [_H, _D, _D, _D, C.c_uint64]),
-    "gc_op_mul": (_S, [_H, _D, _D, _D, C.c_uint64]),
-    "gc_op_relu_backward": (_S, [_H, _D, _D, _D, C.c_uint64]),
     "gc_op_sgd": (_S, [_H, _D, _D, C.c_uint64, C.c_float]),
     "gc_op_bias_add": (_S, [_H, _D, _D, _D, C.c_uint32, C.c_uint32]),
     "gc_op_linear": (_S, [_H, _D, _D, _D, _D, C.c_uint32, C.c_uint32, C.c_uint32, C.c_int]),
@@ -349,6 +346,8 @@ PROTOTYPES = {
     "gc_op_mlp2_mse_step": (_S, [_H, _D, _D, _D, _D, _D, _D, _D, C.c_uint32, C.c_uint32, C.c_uint32, C.c_uint32,
                                  C.c_float, C.c_float, _D, C.c_uint64]),
 }
-# The map ops: gc_op_<name>(stream, y, x, n[, c]).
-PROTOTYPES.update((_cname, (_S, [_H, _D, _D, C.c_uint64] + [C.c_float] * (len(_params.split()) - 3)))
-                  for _cname, _params in MAP_OPS)
+# The map and zip ops (gc_op_<name>(stream, y, x, n[, c]), gc_op_<name>(stream, z, x, y, n)),
+# their parameter kinds declared in _map_ops.py.
+_KINDS = {"p": _D, "n": C.c_uint64, "f": C.c_float}
+PROTOTYPES.update((_cname, (_S, [_H] + [_KINDS[k] for k in _kinds]))
+                  for _cname, _params, _kinds in MAP_OPS)

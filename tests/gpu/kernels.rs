@@ -309,6 +309,65 @@ fn map_ops_match_float64() {
     assert!(count >= 5);
 }
 
+/// Every zip op declared in kernels/src/table.rs (`zip:` entries) against
+/// its declared float64 reference and bound, over every size, aligned and
+/// shifted, with ±0 and NaN among the inputs, out of place and in place
+/// (the output equal to either input).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn zip_ops_match_float64() {
+    use graphcore_core::kernels::map::ZipOp;
+    let d = Dev::new();
+    let seed = seed();
+    let mut count = 0;
+    for z in ZipOp::all() {
+        count += 1;
+        let (rel, abs) = z.zip.tolerance;
+        for &n in &SIZES {
+            for shift in [false, true] {
+                let mut a = random(seed ^ n as u64 ^ count as u64, n);
+                let mut b = random(seed.rotate_left(9) ^ n as u64, n);
+                a[0] = -0.0;
+                b[n / 2] = f32::NAN;
+                let want: Vec<f64> = a
+                    .iter()
+                    .zip(&b)
+                    .map(|(&x, &y)| (z.zip.reference)(x as f64, y as f64))
+                    .collect();
+                let (ab, bb) = (d.put(&a, shift), d.put(&b, shift));
+                let nn = n as u64;
+                let o = d.poisoned(n, shift);
+                d.run(ops::zip(z, o, ab, bb, nn, d.sms));
+                let out = d.get(o, n);
+                // In place: out == a, then out == b (fresh copies).
+                let ia = d.put(&a, shift);
+                d.run(ops::zip(z, ia, ia, bb, nn, d.sms));
+                let ib = d.put(&b, shift);
+                d.run(ops::zip(z, ib, ab, ib, nn, d.sms));
+                for (what, got) in [
+                    ("", &out),
+                    (" (out == a)", &d.get(ia, n)),
+                    (" (out == b)", &d.get(ib, n)),
+                ] {
+                    for (i, (&v, &w)) in got.iter().zip(&want).enumerate() {
+                        let ok = (v as f64 - w).abs() <= rel * w.abs() + abs
+                            || v.to_bits() == (w as f32).to_bits()
+                            || (v.is_nan() && w.is_nan());
+                        assert!(
+                            ok,
+                            "{}{what}: element {i} of {n} (shift {shift}): f({}, {}) = {v}, reference {w} (seed {seed})",
+                            z.name(),
+                            a[i],
+                            b[i]
+                        );
+                    }
+                }
+            }
+        }
+    }
+    assert!(count >= 3);
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn bias_add_and_chain_match_float64() {

@@ -4,7 +4,7 @@ use super::check::{apart, buf, elems, floats, nonzero, opt_buf, positive_sms, F3
 use super::grid::grid_stride_call;
 use super::grid::{stride_grid, BLOCK, STRIDE_WAVES};
 use crate::fusion::{is_opcode, MAX_CHAIN_OPS, OP_FILL};
-use crate::map::MapOp;
+use crate::map::{MapOp, ZipOp};
 use crate::{args, Call, Kernel, SizeError, Value, MAX_ARGS};
 
 /// `y[i] = value`, `i < n`.
@@ -83,16 +83,39 @@ pub fn axpy(y: u64, x: u64, n: u64, alpha: f32, sms: u32) -> Result<Call, SizeEr
     Ok(grid_stride_call(args::Axpy { y, x, n, alpha }, n, sms))
 }
 
+/// The zip op `op` ([`crate::map::Zip`]): `out[i] = f(a[i], b[i])` over `n`
+/// floats, with the binary checks: every pointer non-null and 4-byte
+/// aligned, `n` in range, out equal to or apart from each input.
+pub fn zip(op: ZipOp, out: u64, a: u64, b: u64, n: u64, sms: u32) -> Result<Call, SizeError> {
+    binary(op.names(), [out, a, b], n, sms)?;
+    let mut args = [Value::U64(0); MAX_ARGS];
+    args[..4].copy_from_slice(&[Value::Ptr(out), Value::Ptr(a), Value::Ptr(b), Value::U64(n)]);
+    Ok(Call {
+        kernel: op.kernel,
+        grid: [stride_grid(n, sms, STRIDE_WAVES), 1, 1],
+        block: [BLOCK, 1, 1],
+        shared_bytes: 0,
+        args,
+        nargs: 4,
+        cooperative: false,
+        in_order: false,
+        cluster: None,
+    })
+}
+
+/// The zip op of `kernel` (declared in the kernel table).
+fn zip_op(kernel: Kernel) -> ZipOp {
+    ZipOp::of(kernel).expect("declared with zip:")
+}
+
 /// `z[i] = x[i] + y[i]`.
 pub fn add(z: u64, x: u64, y: u64, n: u64, sms: u32) -> Result<Call, SizeError> {
-    binary(["z", "x", "y"], [z, x, y], n, sms)?;
-    Ok(grid_stride_call(args::Add { z, x, y, n }, n, sms))
+    zip(zip_op(Kernel::Add), z, x, y, n, sms)
 }
 
 /// `z[i] = x[i] * y[i]`.
 pub fn mul(z: u64, x: u64, y: u64, n: u64, sms: u32) -> Result<Call, SizeError> {
-    binary(["z", "x", "y"], [z, x, y], n, sms)?;
-    Ok(grid_stride_call(args::Mul { z, x, y, n }, n, sms))
+    zip(zip_op(Kernel::Mul), z, x, y, n, sms)
 }
 
 /// `y[i] = relu(x[i])` (NaN propagates, -0 becomes +0).
@@ -102,12 +125,7 @@ pub fn relu(y: u64, x: u64, n: u64, sms: u32) -> Result<Call, SizeError> {
 
 /// `dx[i] = x[i] > 0 ? dy[i] : 0`.
 pub fn relu_backward(dx: u64, dy: u64, x: u64, n: u64, sms: u32) -> Result<Call, SizeError> {
-    binary(["dx", "dy", "x"], [dx, dy, x], n, sms)?;
-    Ok(grid_stride_call(
-        args::ReluBackward { dx, dy, x, n },
-        n,
-        sms,
-    ))
+    zip(zip_op(Kernel::ReluBackward), dx, dy, x, n, sms)
 }
 
 /// `w[i] = fmaf(-lr, g[i], w[i])` (an SGD step).
@@ -330,6 +348,29 @@ mod tests {
             relu(A, B, 9, SMS),
             map(MapOp::by_name("relu").unwrap(), A, B, 9, 7.0, SMS)
         );
+    }
+
+    /// Every zip op: the binary checks, named by the kernel's parameters.
+    #[test]
+    fn zip_ops_check_and_launch() {
+        for z in ZipOp::all() {
+            let [o, a, b] = z.names();
+            let call = zip(z, A, B, C, 9, SMS).unwrap();
+            assert_eq!(call.kernel, z.kernel);
+            assert_eq!(
+                call.args(),
+                &[Value::Ptr(A), Value::Ptr(B), Value::Ptr(C), Value::U64(9)]
+            );
+            check_stride(&zip(z, A, B, C, 1 << 20, 132).unwrap(), 1 << 20, 132);
+            assert!(zip(z, A, A, A, 8, SMS).is_ok(), "in place");
+            err(zip(z, 0, B, C, 8, SMS), &format!("{o} is a null pointer"));
+            err(zip(z, A, 0, C, 8, SMS), &format!("{a} is a null pointer"));
+            err(zip(z, A, B, 0, 8, SMS), &format!("{b} is a null pointer"));
+            err(zip(z, A, B + 2, C, 8, SMS), "not 4-byte aligned");
+            err(zip(z, A, A + 4, C, 8, SMS), "overlap");
+            err(zip(z, A, B, A + 4, 8, SMS), "overlap");
+            err(zip(z, A, B, C, 0, SMS), "n must be > 0");
+        }
     }
 
     #[test]

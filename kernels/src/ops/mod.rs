@@ -41,6 +41,7 @@ pub use cond::{
 };
 pub use elementwise::{
     add, add_scalar, axpy, bias_add, chain, copy, fill, map, mul, relu, relu_backward, scale, sgd,
+    zip,
 };
 pub use grid::BLOCK;
 pub use linear::{
