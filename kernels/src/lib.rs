@@ -26,7 +26,9 @@
 //! C export, the Python binding, the bad-input cases and the GPU and
 //! emulator checks all follow from the entry (`ffi/src/ops/gen.rs` writes
 //! the generated files: `GC_BLESS=1 cargo test -p graphcore-ffi
-//! generated_files`; then `make ptx` and `make header`).
+//! generated_files`; then `make ptx` and `make header`). A zip op
+//! (`z = f(x, y)`: [`map::Zip`], [`ops::zip`]) is added the same way, with
+//! a `zip:` clause (it does not fuse).
 //!
 //! Adding another kernel takes three steps:
 //! 1. the CUDA source: an `extern "C" __global__` function in
