@@ -92,3 +92,14 @@ fn readme_layout_names_every_top_level_entry() {
         "README.md's Layout does not name: {missing:?}"
     );
 }
+
+/// The README is a guide, not a notebook: at most 15 KiB (results, limits
+/// and the rest live in docs/ and perf/).
+#[test]
+fn readme_is_at_most_15_kib() {
+    let size = std::fs::metadata(repo().join("README.md")).unwrap().len();
+    assert!(
+        size <= 15 * 1024,
+        "README.md is {size} bytes, over 15 KiB: move detail to docs/"
+    );
+}
