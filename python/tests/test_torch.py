@@ -316,6 +316,115 @@ def test_training_step_bitwise_equal_to_the_recipe_after_100_steps(tt):
     s.close()
 
 
+def _cnn(torch):
+    """4 conv-batchnorm-ReLU blocks and a pooled linear head (eval mode)."""
+    layers, c = [], 3
+    for out in (32, 64, 64, 128):
+        layers += [torch.nn.Conv2d(c, out, 3, padding=1), torch.nn.BatchNorm2d(out),
+                   torch.nn.ReLU()]
+        c = out
+    layers += [torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(c, 10)]
+    model = torch.nn.Sequential(*layers).cuda().eval()
+    with torch.no_grad():  # running statistics that are not the identity
+        for m in model:
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 2.0)
+    return model
+
+
+def test_cnn_buckets_match_torch_graph(tt):
+    """cuDNN's kernels: bound where the check finds every use, copied
+    where not (stats say which); correct either way."""
+    torch, gct = tt
+    model = _cnn(torch)
+    g = gct.graph(model, torch.randn(32, 3, 32, 32, device="cuda"), buckets=[1, 8, 32])
+    for rows in (1, 5, 8, 32):
+        x = torch.randn(rows, 3, 32, 32, device="cuda")
+        y = g(x).clone()
+        with torch.no_grad():
+            want = model(x)
+        torch.testing.assert_close(y, want, rtol=1e-5, atol=1e-5)
+        if rows in (1, 8, 32):
+            sx, sg, sy = _torch_graph_of(torch, model, x)
+            assert torch.equal(y, sy), rows
+    print({b: (s["mode"], s["arg_uses"]) for b, s in g.stats()["buckets"].items()})
+    g.close()
+
+
+def _torch_graph_of(torch, model, x):
+    """torch.cuda.graph of model on a static copy of x, replayed once."""
+    sx = x.clone()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s), torch.no_grad():
+        for _ in range(3):
+            model(sx)
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(graph):
+        sy = model(sx)
+    graph.replay()
+    torch.cuda.synchronize()
+    return sx, graph, sy
+
+
+def test_output_that_is_an_input_view_is_copied(tt):
+    torch, gct = tt
+    g = gct.graph(lambda x: (x + 1, x[1:]), torch.randn(4, 8, device="cuda"), buckets=[4])
+    assert g.stats()["buckets"][4]["mode"] == "copy"
+    for _ in range(2):
+        x = torch.randn(4, 8, device="cuda")
+        y, view = g(x)
+        assert torch.equal(y, x + 1) and torch.equal(view, x[1:])
+    g.close()
+
+
+def _decoder_module():
+    sys.path.insert(0, os.path.join(PYTHON_DIR, "examples"))
+    try:
+        import torch_decoder
+    finally:
+        sys.path.pop(0)
+    return torch_decoder
+
+
+def test_decoder_step_runs_eagerly_on_cpu():
+    torch, _ = _torch()
+    td = _decoder_module()
+    torch.manual_seed(0)
+    m = td.make_decoder(torch, vocab=50, width=32, heads=4, layers=2, positions=16,
+                        max_batch=4).eval()
+    with torch.no_grad():
+        out = td.decode(m, torch.randint(0, 50, (3,)), 10)
+    assert out.shape == (3, 10) and out.dtype == torch.int64
+    assert bool((m.k_cache[:, :3, :, :10] != 0).all())  # written where decoded
+    assert bool((m.k_cache[:, 3] == 0).all()) and bool((m.k_cache[:, :, :, 10:] == 0).all())
+
+
+def test_decoder_greedy_decode_equal_to_eager(tt):
+    """The decode step (KV cache updated in place, SDPA) at batch 1/4/16,
+    its output fed back as the next call's bound input."""
+    torch, gct = tt
+    td = _decoder_module()
+    kw = dict(positions=256, max_batch=16)
+    model = td.make_decoder(torch, **kw).cuda().eval()
+    eager = copy.deepcopy(model)
+    example = (torch.randint(0, td.VOCAB, (16,), device="cuda"),
+               torch.zeros(16, dtype=torch.long, device="cuda"))
+    g = gct.graph(model, example, buckets=[1, 4, 16])
+    for b in (1, 4, 16):
+        start = torch.randint(0, td.VOCAB, (b,), device="cuda")
+        got = td.decode(lambda x, p: g(x, p).clone(), start, 24)
+        with torch.no_grad():
+            want = td.decode(eager, start, 24)
+        assert torch.equal(got, want), b
+        fed_back = td.decode(g, start, 24)  # bound to its own last output
+        assert torch.equal(fed_back[:, -1], want[:, -1]), b
+    print({b: (s["mode"], s["arg_uses"]) for b, s in g.stats()["buckets"].items()})
+    g.close()
+
+
 def test_bucket_family_memory_near_its_largest_bucket(tt):
     """Target: a family's pool at most 1.05x its largest bucket alone."""
     torch, gct = tt
