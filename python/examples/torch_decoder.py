@@ -1,7 +1,8 @@
 """A GPT-style decoder (4 layers, width 512, 8 heads, a KV cache of 1024
 positions, scaled_dot_product_attention; random weights) whose one-token
 decode step is served through graphcore.torch at batch 1, 4, 16 and 64,
-then a 64-token greedy decode:
+then a 64-token greedy decode, and the same decode as one launch (a WHILE
+node: graphcore.torch.loop) that stops at an end token:
 
     g = graphcore.torch.graph(model, (tokens, positions), buckets=[1, 4, 16, 64])
     next_tokens = g(tokens, positions)     # writes the KV cache in place
@@ -97,6 +98,34 @@ def decode(step, tokens, n):
     return torch.stack(out, 1)
 
 
+def loop_body(model, end):
+    """The decode step as a loop body: its state is its inputs (the rows'
+    last tokens, their positions, the tokens so far), updated in place;
+    the flag: go on while some row has not produced ``end``."""
+    def body(tokens, pos, out):
+        nxt = model(tokens, pos)
+        out.scatter_(1, pos.view(-1, 1), nxt.view(-1, 1))
+        tokens.copy_(nxt)
+        pos.add_(1)
+        return (nxt != end).any().float()
+    return body
+
+
+def decode_until(step, tokens, n, end):
+    """The eager reference of loop_body: at most n tokens, stopping once
+    every row has produced ``end``. (B, n) int64, -1 after the stop."""
+    torch = sys.modules["torch"]
+    out = torch.full((tokens.shape[0], n), -1, dtype=torch.long, device=tokens.device)
+    pos = torch.zeros_like(tokens)
+    for t in range(n):
+        tokens = step(tokens, pos)
+        out[:, t] = tokens
+        pos = pos + 1
+        if not bool((tokens != end).any()):
+            break
+    return out
+
+
 def main():
     try:
         import torch
@@ -138,6 +167,36 @@ def main():
         print("batch %2d: %d greedy tokens %s the eager loop's; per token %.1f us (eager %.1f us)"
               % (b, TOKENS, "equal to" if same else "DIFFERENT from",
                  (t1 - t0) / TOKENS * 1e6, (t2 - t1) / TOKENS * 1e6))
+    # The greedy decode loop in one launch (batch 1): a WHILE node runs the
+    # step until the end token or 64 tokens.
+    start = torch.randint(0, VOCAB, (1,), device="cuda")
+    with torch.no_grad():
+        free_run = decode(eager, start, TOKENS)
+    end = int(free_run[0, TOKENS // 3])  # a token the run does produce
+    with torch.no_grad():
+        want = decode_until(eager, start, TOKENS, end)
+    state = (start.clone(), torch.zeros(1, dtype=torch.long, device="cuda"),
+             torch.full((1, TOKENS), -1, dtype=torch.long, device="cuda"))
+    lp = gct.loop(loop_body(model, end), state, max_iters=TOKENS)
+    torch.cuda.synchronize()
+    c0, w0 = time.process_time(), time.perf_counter()
+    got = lp(*state)[2]
+    torch.cuda.synchronize()
+    c1, w1 = time.process_time(), time.perf_counter()
+    n = lp.iterations()
+    ok = torch.equal(got, want) and n == int((want[0] >= 0).sum())
+    failed += not ok
+    # The same tokens from Python, one call of the step per token.
+    torch.cuda.synchronize()
+    c2, w2 = time.process_time(), time.perf_counter()
+    decode(g, start, n)
+    torch.cuda.synchronize()
+    c3, w3 = time.process_time(), time.perf_counter()
+    print("decode loop (batch 1, end token %d): %d tokens in one launch, %s the eager loop's; "
+          "CPU per token %.1f us (a Python loop of steps: %.1f us), wall per token %.1f us "
+          "(%.1f us)" % (end, n, "equal to" if ok else "DIFFERENT from", (c1 - c0) / n * 1e6,
+                         (c3 - c2) / n * 1e6, (w1 - w0) / n * 1e6, (w3 - w2) / n * 1e6))
+    lp.close()
     st = g.stats()
     print("modes %s; pool %.1f MB; %s" % (
         {b: s["mode"] for b, s in st["buckets"].items()}, st["pool_bytes"] / 1e6,

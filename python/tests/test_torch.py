@@ -425,6 +425,58 @@ def test_decoder_greedy_decode_equal_to_eager(tt):
     g.close()
 
 
+def test_decode_loop_in_one_launch_stops_at_the_end_token(tt):
+    torch, gct = tt
+    td = _decoder_module()
+    model = td.make_decoder(torch, positions=128, max_batch=2).cuda().eval()
+    eager = copy.deepcopy(model)
+    start = torch.randint(0, td.VOCAB, (1,), device="cuda")
+    with torch.no_grad():
+        free_run = td.decode(eager, start, 32)
+    end = int(free_run[0, 12])
+    stop = free_run[0].tolist().index(end) + 1  # tokens up to the first end
+    with torch.no_grad():
+        want = td.decode_until(eager, start, 32, end)
+    state = (start.clone(), torch.zeros(1, dtype=torch.long, device="cuda"),
+             torch.full((1, 32), -1, dtype=torch.long, device="cuda"))
+    lp = gct.loop(td.loop_body(model, end), state, max_iters=32)
+    for _ in range(2):  # each call starts from the caller's state
+        out = lp(*state)[2]
+        assert torch.equal(out, want)
+        assert lp.iterations() == stop
+    # Capped: an end token that never comes stops at max_iters.
+    lp.close()
+    lp = gct.loop(td.loop_body(model, -1), state, max_iters=7)
+    out = lp(*state)[2]
+    assert lp.iterations() == 7 and bool((out[0, :7] >= 0).all()) and bool((out[0, 7:] == -1).all())
+    lp.close()
+
+
+def test_training_loop_until_the_loss_is_small(tt):
+    torch, gct = tt
+    lin = torch.nn.Linear(256, 256).cuda()
+    opt = torch.optim.SGD(lin.parameters(), lr=0.05)
+    loss_fn = torch.nn.MSELoss()
+    x, y = torch.randn(32, 256, device="cuda"), torch.randn(32, 256, device="cuda")
+    with torch.no_grad():
+        first = float(loss_fn(lin(x), y))
+    eps = 0.9 * first
+    last = torch.zeros((), device="cuda")
+
+    def body(a, b):
+        loss = loss_fn(lin(a), b)
+        loss.backward()
+        opt.step()
+        last.copy_(loss.detach())
+        return (loss >= eps).float()
+
+    lp = gct.loop(body, (x, y), max_iters=1000, grad=True, optimizer=opt)
+    lp(x, y)
+    n = lp.iterations()
+    assert 0 < n < 1000 and float(last) < eps, (n, float(last), eps)
+    lp.close()
+
+
 def test_bucket_family_memory_near_its_largest_bucket(tt):
     """Target: a family's pool at most 1.05x its largest bucket alone."""
     torch, gct = tt

@@ -19,7 +19,11 @@ returns a ``Graphed`` callable. ``step(fn, example_inputs, optimizer=None,
 pool=None, warmup=3)`` captures a whole training step (``fn`` runs the
 forward pass, ``loss.backward()`` and ``optimizer.step()``) and returns a
 ``Step`` callable; parameters, gradients and optimizer state are updated in
-place, where they live, at every call.
+place, where they live, at every call. ``loop(body, example_inputs,
+max_iters, grad=False)`` runs a captured body on the device inside a WHILE
+node, in one launch, while the body's first output (a float32 flag) says so
+and at most ``max_iters`` times: a greedy decode loop that stops at an end
+token, a training loop that stops under a loss.
 
 How (``docs/porting-from-torch-cuda-graph.md`` says why this way):
 
@@ -92,6 +96,6 @@ if _version(_torch.__version__) < MIN_TORCH:
         % (MIN_TORCH + (_torch.__version__, getattr(_torch, "__file__", "?")))
     )
 
-from ._graphs import BucketStats, Graphed, Step, graph, step  # noqa: E402
+from ._graphs import BucketStats, Graphed, Loop, Step, graph, loop, step  # noqa: E402
 
-__all__ = ["graph", "step", "Graphed", "Step", "BucketStats", "MIN_TORCH"]
+__all__ = ["graph", "step", "loop", "Graphed", "Step", "Loop", "BucketStats", "MIN_TORCH"]

@@ -13,10 +13,10 @@ import torch
 from .. import errors as _errors
 from .. import loader as _loader
 from .. import objects as _objects
-from ..args import _int
-from ..structs import INSTANTIATE_UPLOAD
+from ..args import _int, ptr
+from ..structs import CMP_GE, COND_WHILE, INSTANTIATE_UPLOAD
 
-__all__ = ["graph", "step", "Graphed", "Step", "BucketStats"]
+__all__ = ["graph", "step", "loop", "Graphed", "Step", "Loop", "BucketStats"]
 
 # A bound input must be aligned as the static input it replaces: PyTorch
 # picks kernels (vectorized loads, cuBLASLt algorithms) by the pointer's
@@ -694,3 +694,123 @@ def step(fn, example_inputs, optimizer=None, pool=None, warmup=3):
         b.copy_mode = True
         b.stats.mode = "copy"
     return Step(fam)
+
+
+class Loop:
+    """A body captured by loop(), run on the device inside a WHILE node:
+    ``lp(*inputs)`` copies the inputs into the body's static inputs (the
+    loop's state: the body may update them in place), launches once on
+    PyTorch's current stream, and returns the static inputs (valid until
+    the next call). ``outputs()``: the body's outputs after the last
+    iteration (the flag first); ``iterations()``: how many times the body
+    ran in the last call (reads it back: synchronizes). ``stats()``,
+    ``close()`` as Graphed's."""
+
+    def __init__(self, family, exec_, counter, keep):
+        self._f = family
+        self._exec = exec_
+        self._counter = counter
+        self._keep = keep
+
+    def __call__(self, *inputs):
+        f = self._f
+        if f.closed:
+            raise _errors.InvalidStateError("%s: the loop is closed" % f.where)
+        b = f.buckets[0]
+        rows = f.check(inputs, b.rows)
+        if rows != b.rows:
+            raise _errors.InvalidArgumentError(
+                "%s: input 0: expected %s, got shape %s (a loop takes the example's rows "
+                "exactly)" % (f.where, f.specs[0].expected(b.rows), tuple(inputs[0].shape)))
+        for x, s in zip(inputs, b.static):
+            if x.data_ptr() != s.data_ptr():
+                s.copy_(x)
+        raw = torch.cuda.current_stream(f.device).cuda_stream
+        self._exec.launch(_gc_stream(f.ctx, raw))
+        b.stats.calls += 1
+        return b.static
+
+    @property
+    def state(self):
+        """The static inputs (the loop's state after the last call)."""
+        return self._f.buckets[0].static
+
+    def outputs(self):
+        """The body's outputs after the last iteration (the flag first)."""
+        return self._f.buckets[0].outputs
+
+    def iterations(self):
+        """How many times the body ran in the last call (synchronizes)."""
+        return int(self._counter.item())
+
+    def stats(self):
+        return self._f.family_stats()
+
+    def close(self):
+        e, self._exec = self._exec, None
+        if e is not None:
+            e.close()
+        self._keep = ()
+        self._counter = None  # a pool block: freed before the pool goes
+        self._f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def loop(body, example_inputs, max_iters, grad=False, optimizer=None, pool=None, warmup=1):
+    """Captures ``body(*inputs)`` once (as step() captures: PyTorch's
+    capture into the pool; ``grad``: autograd on, for a training body) and
+    returns a ``Loop`` that runs it on the device, in one launch, while its
+    first output (a CUDA float32 tensor of one element, e.g. ``(loss >=
+    eps).float()`` or ``(tokens != end).any().float()``) is at least 0.5,
+    and at most ``max_iters`` times (graphcore's gc_cond_set_f32 with an
+    iteration counter: a WHILE node that cannot hang). The body runs at
+    least once. It keeps its state in its inputs, updating them in place
+    (``tokens.copy_(next)``, ``pos.add_(1)``): each call copies the caller's
+    inputs into them first (no bindings: a loop is one launch for many
+    iterations). ``warmup`` eager runs of the body precede the capture and
+    update the model's state as they would eagerly; ``optimizer``: as for
+    step() (zero_grad(set_to_none=True) before each warm-up run and the
+    capture). Needs CUDA 12.3 (WHILE)
+    and libcudadevrt for graphcore's setter kernel (see the header's
+    Conditional nodes)."""
+    iters = _int(max_iters, _where("loop"), "max_iters", 32, positive=True)
+    fam = _Family("loop", body, example_inputs, pool, warmup, grad=grad)
+    fam.build([fam.example_rows], optimizer=optimizer)
+    try:
+        b = fam.buckets[0]
+        flag = b.outputs[0] if b.outputs else None
+        if (flag is None or flag.dtype != torch.float32 or flag.numel() != 1):
+            raise TypeError("%s: the body's first output must be a float32 tensor of one "
+                            "element (the loop goes on while it is >= 0.5), got %s"
+                            % (fam.where, _describe(flag)))
+        with torch.cuda.use_mem_pool(fam.mempool, device=fam.device):
+            counter = torch.zeros(1, dtype=torch.int32, device=flag.device)
+        ctx = fam.ctx
+        g = _objects.Graph(ctx)
+        h = g.conditional_handle(default_value=1)
+        zero = g.add_memset(counter, 0, 4)
+        _node, (body_graph,) = g.add_conditional(COND_WHILE, h, deps=[zero])
+        child = body_graph.add_child(b.graph)
+        setter = _objects.Function.builtin(ctx, "gc_cond_set_f32")
+        body_graph.add_kernel(setter, 1, 1, [C.c_uint64(h.raw), ptr(flag), C.c_float(0.5),
+                                             C.c_uint32(CMP_GE), ptr(counter),
+                                             C.c_uint32(iters)], deps=[child])
+        exec_ = g.instantiate(INSTANTIATE_UPLOAD)
+        b.stats.mode = "copy"
+        b.copy_mode = True
+    except BaseException:
+        fam.close()
+        raise
+    return Loop(fam, exec_, counter, (g, body_graph, setter))
