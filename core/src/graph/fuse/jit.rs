@@ -7,7 +7,10 @@
 //! standalone kernels compute it (`mul.rn`/`add.rn` without flush-to-zero,
 //! ReLU/max/min by compare-and-select), so results are bitwise equal.
 
-use graphcore_kernels::ops::{OP_ADD, OP_FILL, OP_MAX, OP_MIN, OP_MUL, OP_RELU};
+use graphcore_kernels::fusion::op_ptx;
+use graphcore_kernels::ops::OP_FILL;
+#[cfg(test)]
+use graphcore_kernels::ops::{OP_ADD, OP_MAX, OP_MIN, OP_MUL, OP_RELU};
 use std::fmt::Write;
 
 pub use graphcore_kernels::fusion::ChainOp;
@@ -77,35 +80,12 @@ pub fn chain_ptx(ops: &[ChainOp]) -> String {
         s.push_str("    mov.f32 %v, 0f00000000;\n");
     }
     for (i, &(op, _)) in ops.iter().enumerate() {
-        let c = format!("%c{i}");
-        match op {
-            OP_FILL => {
-                let _ = writeln!(s, "    mov.f32 %v, {c};");
-            }
-            OP_MUL => {
-                let _ = writeln!(s, "    mul.rn.f32 %v, %v, {c};");
-            }
-            OP_ADD => {
-                let _ = writeln!(s, "    add.rn.f32 %v, %v, {c};");
-            }
-            // relu: v <= 0 ? +0 : v (a NaN stays, -0 becomes +0).
-            OP_RELU => s.push_str(
-                "    setp.le.f32 %p2, %v, 0f00000000;\n    selp.f32 %v, 0f00000000, %v, %p2;\n",
-            ),
-            // max: v <= c ? c : v; min: v >= c ? c : v (a NaN in v stays).
-            OP_MAX => {
-                let _ = writeln!(
-                    s,
-                    "    setp.le.f32 %p2, %v, {c};\n    selp.f32 %v, {c}, %v, %p2;"
-                );
-            }
-            OP_MIN => {
-                let _ = writeln!(
-                    s,
-                    "    setp.ge.f32 %p2, %v, {c};\n    selp.f32 %v, {c}, %v, %p2;"
-                );
-            }
-            _ => {} // the chain kernel leaves v unchanged for other codes
+        // Each opcode's PTX comes from its declaration (the map ops' entries
+        // in the kernel table; fill, max and min in kernels/src/fusion.rs),
+        // written as the standalone kernels compute it; the chain kernel
+        // leaves v unchanged for other codes.
+        if let Some(text) = op_ptx(op) {
+            s.push_str(&text.replace("{c}", &format!("%c{i}")));
         }
     }
     s.push_str(concat!(
@@ -151,6 +131,26 @@ mod tests {
             !ptx.contains(".ftz"),
             "no flush-to-zero: bitwise as the built-ins"
         );
+    }
+
+    /// Every declared opcode has its PTX, each with its own constant
+    /// register; an operation that needs registers declares them in a
+    /// scope of its own (GELU: its ex2.approx and div.rn, as gc_gelu_f32).
+    #[test]
+    fn every_declared_opcode_is_emitted() {
+        use graphcore_kernels::map::MapOp;
+        for m in MapOp::all() {
+            let Some(op) = m.chain_op(1.0) else { continue };
+            let ptx = chain_ptx(&[(OP_MUL, 2.0), op, op]);
+            let own = op_ptx(op.0).unwrap();
+            assert!(ptx.contains(&own.replace("{c}", "%c1")), "{}", m.name());
+            assert!(ptx.contains(&own.replace("{c}", "%c2")), "{}", m.name());
+            assert!(!ptx.contains("{c}"));
+        }
+        let gelu = chain_ptx(&[(7, 0.0), (7, 0.0)]);
+        assert_eq!(gelu.matches("ex2.approx.f32").count(), 2);
+        assert_eq!(gelu.matches("div.rn.f32 %v").count(), 2);
+        assert_eq!(gelu.matches("    {\n").count(), 2, "a scope each");
     }
 
     #[test]
