@@ -74,6 +74,19 @@ extern "C" {
  * graphcore_ops.h) means that one instead. A list that does not start
  * with `common` is complete as written.
  *
+ * Which error wins when two apply: a call stops at its first failing check
+ * and returns that status. It first checks what needs no object: NULL
+ * pointers, unknown flags, values wrong in themselves (a size of 0, an
+ * unknown type) and its handles (destroyed, of another kind):
+ * GC_ERROR_INVALID_ARGUMENT or GC_ERROR_INVALID_HANDLE, in no promised
+ * order among them. Only then come the checks that need the
+ * objects or the driver (handles of one context, a node of the graph, a
+ * range against its memory, the objects' state, the driver's version and
+ * its own refusals), in the order the work meets them. So a bad pointer,
+ * flag or handle is always reported before GC_ERROR_INVALID_STATE,
+ * GC_ERROR_NOT_SUPPORTED, GC_ERROR_CAPTURE, GC_ERROR_OUT_OF_MEMORY or
+ * GC_ERROR_CUDA.
+ *
  * Wrong `struct_size`: an option or result struct whose struct_size is
  * smaller than the struct's first version, or more than 4096 bytes larger
  * than this library's struct, is GC_ERROR_INVALID_ARGUMENT and nothing is
@@ -238,13 +251,15 @@ uint32_t gc_version(void);
  * current context and leave the thread's as it was, and so do the kernel
  * launches of the gc_op_* calls (a gc_op_* call still makes its context
  * current for what else it asks of the driver: the first one on a context
- * loads the built-in kernels). Capturing into a conditional body
- * (gc_capture_begin_into, and the gc_capture_end that ends it) and a
- * failed gc_capture_end do bind. Do not rely on a launch or a capture to
- * make a device current. (Checked on CUDA 13 drivers: a driver that still
- * wants a current context for these makes them fail with GC_ERROR_CUDA
- * on a thread where none is; make one current first, e.g. with any call
- * that binds.) For the runtime API a call that binds
+ * loads the built-in kernels). gc_capture_begin, gc_capture_begin_into and
+ * gc_capture_end leave the thread's current context as it was in every
+ * case, failures included: a context they make current for their own
+ * calls (capturing into a conditional body, cleaning up a failed capture)
+ * is put back before they return (none, if none was current). Do not rely
+ * on a launch or a capture to make a device current. (Checked on CUDA 13
+ * drivers: a driver that still wants a current context for these makes
+ * them fail with GC_ERROR_CUDA on a thread where none is; make one current
+ * first, e.g. with any call that binds.) For the runtime API a call that binds
  * is as if it ran cudaSetDevice on its device. An
  * engine that drives several GPUs from one thread with cudaSetDevice must
  * call cudaSetDevice again after a graphcore call on another device's
@@ -262,6 +277,21 @@ uint32_t gc_version(void);
  * the handle may be destroyed before them; the primary context is released
  * when the last of them goes, and with it any gc_host_alloc memory not
  * freed. Two handles of one device share one state.
+ *
+ * Memory a context keeps: beyond the objects made from it, a device's
+ * context holds graphcore's built-in kernels, loaded on first use (the
+ * conditional setters, linked with libcudadevrt, on the first use of
+ * one), and the kernels fusion generated (GC_INSTANTIATE_FUSE_ELEMENTWISE)
+ * for execs that are gone, until the next gc_context_synchronize (or
+ * another call that waits for the whole device). CUDA keeps memory of its
+ * own per context too (such as local memory sized for the largest kernel
+ * run). So free device memory read after destroying objects, with a
+ * context of the device alive, stays below what it was before their first
+ * use, by a steady amount (a few MiB), not one that grows. All of it goes
+ * when the device's last gc_context handle and every object made from it
+ * are destroyed: graphcore unloads its kernels and releases its retain of
+ * the primary context (CUDA frees the context's own memory once nothing
+ * else, such as the CUDA runtime, retains it).
  *
  * Thread safety: every call may run concurrently with any other on the
  * same handle, except gc_context_destroy, which must not race with other
@@ -495,9 +525,13 @@ enum gc_status gc_stream_destroy(struct gc_stream *stream);
  * keeps the events of the event nodes made on its capturing stream alive
  * (destroying their handles is safe); for an event node made on a stream
  * that joined the capture, keep the event until the graph's execs are
- * gone. Querying, synchronizing on or timing an
- * event whose latest record was made in a still-open capture is refused by
- * CUDA (GC_ERROR_CAPTURE).
+ * gone. Querying, synchronizing on or timing an event whose latest record
+ * (gc_event_record without GC_EVENT_EXTERNAL) was made in a capture still
+ * open is GC_ERROR_CAPTURE: graphcore refuses it before asking CUDA, so
+ * the capture stays valid and can end. (A record made with the CUDA API on
+ * the raw event is not seen: CUDA then refuses the call, as GC_ERROR_CUDA
+ * or GC_ERROR_CAPTURE, and may invalidate the capture, which
+ * gc_capture_end then reports.)
  * ========================================================================== */
 
 /**
@@ -851,15 +885,6 @@ enum gc_status gc_pool_enable_peer_access(struct gc_pool *pool, struct gc_contex
 enum gc_status gc_pool_destroy(struct gc_pool *pool);
 
 /* ==========================================================================
- * Host memory and copies
- *
- * Pinned host memory and asynchronous copies and sets.
- *
- * Ownership: gc_host_alloc returns memory the caller frees with
- * gc_host_free on the same context; memory still allocated when the
- * context's last user goes is freed then. Copies and sets work on the
- * caller's memory and own nothing.
-/* ==========================================================================
  * Allocator (pluggable alloc and free over pools)
  *
  * graphcore as an engine's allocator: alloc and free exports with the
@@ -997,6 +1022,15 @@ void *gc_engine_alloc(void *user, size_t size, int device, void *stream);
  */
 void gc_engine_free(void *user, void *ptr, size_t size, int device, void *stream);
 
+/* ==========================================================================
+ * Host memory and copies
+ *
+ * Pinned host memory and asynchronous copies and sets.
+ *
+ * Ownership: gc_host_alloc returns memory the caller frees with
+ * gc_host_free on the same context; memory still allocated when the
+ * context's last user goes is freed then. Copies and sets work on the
+ * caller's memory and own nothing.
  *
  * Thread safety: all calls may run concurrently, on any streams and
  * contexts; the caller orders gc_host_free after the last work that uses
@@ -1168,8 +1202,11 @@ enum gc_status gc_function_wrap(struct gc_context *ctx,
  * are GC_ERROR_NOT_FOUND. The built-in modules load on first use (in relaxed
  * capture mode, so a first use during a capture does not break it).
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (name is not UTF-8),
- * GC_ERROR_NOT_FOUND (no built-in of that name), GC_ERROR_CUDA (loading the
- * built-in modules failed).
+ * GC_ERROR_NOT_FOUND (no built-in of that name), GC_ERROR_NOT_SUPPORTED (a
+ * kernel this machine cannot load: a conditional-handle setter (gc_cond_*)
+ * with a driver older than CUDA 12.3 or no libcudadevrt.a found, see
+ * Conditional nodes; or a kernel for a newer GPU), GC_ERROR_CUDA (loading
+ * the built-in modules failed).
  */
 enum gc_status gc_kernel_builtin(struct gc_context *ctx,
                                  const char *name,
@@ -1333,8 +1370,11 @@ enum gc_status gc_capture_begin(struct gc_stream *stream,
  * whether the graph has a node).
  * Errors: common (a NULL graph leaves the capture open), and
  * GC_ERROR_INVALID_STATE (no graphcore capture is open on the stream),
- * GC_ERROR_CAPTURE (the capture was invalidated, a joined stream did not
- * rejoin, or the end came from another thread), GC_ERROR_OUT_OF_MEMORY.
+ * GC_ERROR_CAPTURE (the capture was invalidated, e.g. by a call CUDA
+ * refused while it was open, such as a query of a captured event made
+ * with the CUDA API; a joined stream did not rejoin; or the end came from
+ * another thread),
+ * GC_ERROR_OUT_OF_MEMORY.
  */
 enum gc_status gc_capture_end(struct gc_stream *stream, struct gc_graph **graph);
 
@@ -1352,9 +1392,10 @@ enum gc_status gc_capture_end(struct gc_stream *stream, struct gc_graph **graph)
  * Errors: GC_ERROR_INVALID_ARGUMENT (stream, ptr or index is NULL, bytes
  * is 0, an unknown flag, ptr is not device memory of the stream's device
  * or holds fewer than bytes bytes, or the range overlaps an argument
- * declared before in the capture), GC_ERROR_INVALID_HANDLE (stream
- * destroyed), GC_ERROR_INVALID_STATE (no graphcore capture is open on the
- * stream).
+ * declared before in the capture, or the stream captures into a
+ * conditional body: declare arguments on the graph that is instantiated),
+ * GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_INVALID_STATE (no
+ * graphcore capture is open on the stream).
  */
 enum gc_status gc_capture_arg(struct gc_stream *stream,
                               const void *ptr,
@@ -1450,7 +1491,8 @@ typedef struct gc_node {
  * Errors: GC_ERROR_INVALID_ARGUMENT (graph, ptr or index is NULL, bytes
  * is 0, an unknown flag, ptr is not device memory of the graph's device or
  * holds fewer than bytes bytes, or the range overlaps an argument declared
- * before), GC_ERROR_INVALID_HANDLE (graph destroyed).
+ * before), GC_ERROR_INVALID_HANDLE (graph destroyed),
+ * GC_ERROR_INVALID_STATE (body rules: see Conditional nodes).
  */
 enum gc_status gc_graph_declare_arg(struct gc_graph *graph,
                                     const void *ptr,
@@ -1477,7 +1519,8 @@ enum gc_status gc_graph_create(struct gc_context *ctx, struct gc_graph **graph);
  * gc_capture_end).
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a zero or over-limit
  * dimension, deps is NULL with ndeps > 0, or a dependency of another graph or
- * out of range), GC_ERROR_CUDA (the driver refused the node). The graph is
+ * out of range), GC_ERROR_INVALID_STATE (body rules: see Conditional
+ * nodes), GC_ERROR_CUDA (the driver refused the node). The graph is
  * unchanged on failure.
  */
 enum gc_status gc_graph_add_kernel(struct gc_graph *graph,
@@ -1499,7 +1542,8 @@ enum gc_status gc_graph_add_kernel(struct gc_graph *graph,
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (bytes is 0, pageable or
  * unknown host memory, a range overrunning its pool block, pool memory of
  * another device without peer access, naming both, or a bad dependency as for
- * gc_graph_add_kernel).
+ * gc_graph_add_kernel), GC_ERROR_INVALID_STATE (body rules: see Conditional
+ * nodes).
  */
 enum gc_status gc_graph_add_memcpy(struct gc_graph *graph,
                                    void *dst,
@@ -1514,7 +1558,8 @@ enum gc_status gc_graph_add_memcpy(struct gc_graph *graph,
  * `value`.
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (bytes is 0, dst is not device
  * memory, the range overruns its pool block or is pool memory of another
- * device without peer access, or a bad dependency as for gc_graph_add_kernel).
+ * device without peer access, or a bad dependency as for gc_graph_add_kernel),
+ * GC_ERROR_INVALID_STATE (body rules: see Conditional nodes).
  */
 enum gc_status gc_graph_add_memset(struct gc_graph *graph,
                                    void *dst,
@@ -1532,7 +1577,8 @@ enum gc_status gc_graph_add_memset(struct gc_graph *graph,
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (count is 0, elem_size is not
  * 1, 2 or 4, dst is not aligned to it, value does not fit in an element, dst
  * is not device memory, the range overruns its pool block or the address
- * space, or a bad dependency as for gc_graph_add_kernel).
+ * space, or a bad dependency as for gc_graph_add_kernel),
+ * GC_ERROR_INVALID_STATE (body rules: see Conditional nodes).
  */
 enum gc_status gc_graph_add_memset_elem(struct gc_graph *graph,
                                         void *dst,
@@ -1548,7 +1594,8 @@ enum gc_status gc_graph_add_memset_elem(struct gc_graph *graph,
  * the driver; it must not call CUDA or graphcore). user_data must stay
  * valid while any exec of the graph may run.
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a bad dependency as for
- * gc_graph_add_kernel).
+ * gc_graph_add_kernel), GC_ERROR_INVALID_STATE (body rules: see Conditional
+ * nodes).
  */
 enum gc_status gc_graph_add_host(struct gc_graph *graph,
                                  gc_host_fn func,
@@ -1561,7 +1608,8 @@ enum gc_status gc_graph_add_host(struct gc_graph *graph,
  * Adds a node running a copy of `child` (later changes to child do not
  * affect it; child's pool memory stays alive with this graph).
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (child is the graph itself or
- * empty, or a bad dependency as for gc_graph_add_kernel).
+ * empty, or a bad dependency as for gc_graph_add_kernel),
+ * GC_ERROR_INVALID_STATE (body rules: see Conditional nodes).
  */
 enum gc_status gc_graph_add_child(struct gc_graph *graph,
                                   struct gc_graph *child,
@@ -1572,7 +1620,8 @@ enum gc_status gc_graph_add_child(struct gc_graph *graph,
 /**
  * Adds a node that does nothing: a join point for dependencies.
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a bad dependency as for
- * gc_graph_add_kernel).
+ * gc_graph_add_kernel), GC_ERROR_INVALID_STATE (body rules: see Conditional
+ * nodes).
  */
 enum gc_status gc_graph_add_empty(struct gc_graph *graph,
                                   const struct gc_node *deps,
@@ -1584,7 +1633,8 @@ enum gc_status gc_graph_add_empty(struct gc_graph *graph,
  * edge already there, or an edge that would close a cycle is
  * GC_ERROR_INVALID_ARGUMENT with a message, and the graph is unchanged.
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (the edge is refused as above,
- * or a node is out of range).
+ * or a node is out of range), GC_ERROR_INVALID_STATE (body rules: see
+ * Conditional nodes).
  */
 enum gc_status gc_graph_add_dependency(struct gc_graph *graph,
                                        struct gc_node from,
@@ -1611,8 +1661,8 @@ enum gc_status gc_graph_add_dependency(struct gc_graph *graph,
  * same results and no overlap, so one program serves every GPU.
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a node of another graph or
  * out of range; a self-loop, an edge already there or one closing a cycle;
- * `from` or `to` not a kernel node), GC_ERROR_INVALID_STATE (the graph is a
- * conditional body of an instantiated graph).
+ * `from` or `to` not a kernel node), GC_ERROR_INVALID_STATE (body rules:
+ * see Conditional nodes).
  */
 enum gc_status gc_graph_add_programmatic_dependency(struct gc_graph *graph,
                                                     struct gc_node from,
@@ -1624,7 +1674,8 @@ enum gc_status gc_graph_add_programmatic_dependency(struct gc_graph *graph,
  * values carry over with the clone's id). The clone keeps graph's
  * functions and pool memory alive as graph does; later changes to either
  * leave the other as it is. Destroy it with gc_graph_destroy.
- * Errors: common, and GC_ERROR_OUT_OF_MEMORY.
+ * Errors: common, and GC_ERROR_INVALID_STATE (body rules: see Conditional
+ * nodes), GC_ERROR_OUT_OF_MEMORY.
  */
 enum gc_status gc_graph_clone(struct gc_graph *graph, struct gc_graph **clone);
 
@@ -1668,7 +1719,8 @@ enum gc_status gc_graph_wrap(struct gc_context *ctx,
  * Writes the number of nodes to *count. A captured graph's count is read
  * from CUDA by the first call that needs it (this one, or gc_exec_stats),
  * not when the capture ends.
- * Errors: common (GC_ERROR_CUDA: reading a captured graph's count failed).
+ * Errors: common (GC_ERROR_CUDA: reading a captured graph's count failed),
+ * and GC_ERROR_INVALID_STATE (body rules: see Conditional nodes).
  */
 enum gc_status gc_graph_node_count(struct gc_graph *graph, size_t *count);
 
@@ -1677,7 +1729,8 @@ enum gc_status gc_graph_node_count(struct gc_graph *graph, size_t *count);
  * graphcore does not wrap. graphcore still owns it: do not destroy it, and
  * add nodes only through graphcore (its description would go stale).
  * Errors: GC_ERROR_INVALID_ARGUMENT (graph or raw is NULL),
- * GC_ERROR_INVALID_HANDLE (graph destroyed).
+ * GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_INVALID_STATE (body
+ * rules: see Conditional nodes).
  */
 enum gc_status gc_graph_raw(struct gc_graph *graph, void **raw);
 
@@ -1697,7 +1750,8 @@ enum gc_status gc_graph_pool_bytes(struct gc_graph *graph, uint64_t *bytes);
  * The file is created or replaced.
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (path is not UTF-8, or the
  * file cannot be written: the message gives the OS error), GC_ERROR_CUDA
- * (reading a captured graph's nodes back failed).
+ * (reading a captured graph's nodes back failed), GC_ERROR_INVALID_STATE
+ * (body rules: see Conditional nodes).
  */
 enum gc_status gc_graph_write_dot(struct gc_graph *graph, const char *path);
 
@@ -1738,6 +1792,12 @@ enum gc_status gc_graph_destroy(struct gc_graph *graph);
  * conditional nodes, and gc_exec_set_kernel_args refuses nodes inside
  * bodies: instantiate again instead, or keep changing values in device
  * memory that the body's kernels read.
+ *
+ * Body rules: a body cannot change (nodes, edges, handles, a capture into
+ * it) once the graph holding it was instantiated; while a capture into a
+ * body is open, neither the body nor a graph holding it can be used; once
+ * the graph holding a body is destroyed, the body cannot be used. Each is
+ * GC_ERROR_INVALID_STATE (the error lists say "body rules").
  *
  * Thread safety: as for gc_graph. Build a graph and its bodies from one
  * thread; a body may not change once the graph holding it was instantiated.
@@ -1825,11 +1885,12 @@ enum gc_status gc_cond_handle_raw(struct gc_cond_handle handle, uint64_t *raw);
 
 /**
  * Adds a conditional node of type `type` steered by `handle` (made for
- * this graph; one handle steers one node) after the ndeps nodes in deps, and writes its bodies to
- * bodies[0..nbodies): 1 for IF and WHILE, 2 for IF/ELSE (body 1 is the
- * else branch), `cases` for SWITCH. `cases` is the SWITCH's number of cases
- * (> 0); for the other types pass 0 or their body count. bodies must have
- * room for that many handles (nbodies at least that). Each body is a new
+ * this graph; one handle steers one node) after the ndeps nodes in deps,
+ * and writes its B bodies to bodies[0..B): B is 1 for IF and WHILE, 2 for
+ * IF/ELSE (body 1 is the else branch), `cases` for SWITCH. `cases` is the
+ * SWITCH's number of cases (> 0); for the other types pass 0 or B.
+ * nbodies is the number of handles bodies has room for: at least B
+ * (entries from B on are left as they were). Each body is a new
  * gc_graph handle that the caller destroys with gc_graph_destroy (the body
  * itself belongs to the node: it goes when the graph does; a body handle
  * kept after that is GC_ERROR_INVALID_STATE). Fill the bodies before
@@ -2008,9 +2069,11 @@ typedef struct gc_exec gc_exec;
  * functions and pool memory alive; the graph handle may be destroyed.
  * Execs of graphs captured into one pool must not run concurrently (they
  * share memory; graphcore does not detect it).
- * Errors: common, and GC_ERROR_INVALID_ARGUMENT (an empty graph, or an unknown
- * flag), GC_ERROR_OUT_OF_MEMORY, GC_ERROR_CUDA (the driver refused to
- * instantiate or upload).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (an empty graph, an unknown
+ * flag, or a conditional body: instantiate the graph holding it),
+ * GC_ERROR_INVALID_STATE (body rules: see Conditional nodes),
+ * GC_ERROR_OUT_OF_MEMORY, GC_ERROR_CUDA (the driver refused to instantiate
+ * or upload).
  */
 enum gc_status gc_graph_instantiate(struct gc_graph *graph, uint32_t flags, struct gc_exec **exec);
 
@@ -2065,18 +2128,23 @@ typedef struct gc_binding {
  * addresses, and set to the bound ones). A binding applies to launches
  * made after it: a launch of the exec already enqueued or running uses
  * the addresses it was launched with (CUDA documents its exec setters so).
- * Memory a binding names must stay valid while launches using it may
- * run, and, since bindings persist, until the argument is bound elsewhere
- * or the exec is destroyed if plain launches follow. Any bad binding is
+ * The caller owns the memory a binding names: it must stay valid while
+ * launches using it may run and, since bindings persist, for as long as
+ * plain launches may follow, that is until the argument is bound
+ * elsewhere or the exec is destroyed (graphcore cannot tell when memory
+ * it does not own is freed or reused; the Python package's Exec and
+ * Runner keep the objects bound alive that long). Any bad binding is
  * GC_ERROR_INVALID_ARGUMENT naming it (a block given back with
  * gc_pool_free included), and the exec is unchanged and not launched. No
  * heap allocation. Uses: exact for built-in kernels, copies and sets
  * (addresses inside the range); for other kernels every 8-byte-aligned
  * parameter word inside the range, or one past its end (the end of a
  * (begin, end) pair), is patched, so a scalar parameter that happens to
- * equal such an address is patched too: declare the argument with
- * GC_ARG_EXACT, or pass that kernel the address another way, to avoid it
- * (gc_exec_arg_info counts the uses found).
+ * equal such an address is patched too (gc_exec_arg_info counts it among
+ * the uses found). The way out: declare the argument with GC_ARG_EXACT
+ * (then only built-in kernels, copies and sets are rebound for it, no
+ * other kernel's parameters), or keep such scalars out of the values of
+ * declared ranges.
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (bindings NULL while n is not
  * 0, an exec whose graph declared no arguments, an unknown argument index, an
  * argument bound twice, a NULL, host or other device's address, a freed pool
@@ -2108,7 +2176,11 @@ enum gc_status gc_exec_arg_info(struct gc_exec *exec, size_t index, size_t *uses
  * the context, within CUDA's limits for cuGraphExecUpdate (not to one using
  * dynamic parallelism or device-side graph launches where the old one did
  * not: the driver's refusal is GC_ERROR_UPDATE_MISMATCH or GC_ERROR_CUDA).
- * Errors: common, and GC_ERROR_UPDATE_MISMATCH (another topology, or for a
+ * Graphs with conditional nodes are not updated: either the exec's graph
+ * or `graph` having one is GC_ERROR_INVALID_ARGUMENT (instantiate again).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (the exec's graph or graph
+ * has conditional nodes), GC_ERROR_INVALID_STATE (body rules: see
+ * Conditional nodes), GC_ERROR_UPDATE_MISMATCH (another topology, or for a
  * fused exec other chains).
  */
 enum gc_status gc_exec_update(struct gc_exec *exec, struct gc_graph *graph);
@@ -2126,8 +2198,12 @@ enum gc_status gc_exec_update(struct gc_exec *exec, struct gc_graph *graph);
  * changes are GC_ERROR_UPDATE_MISMATCH.
  * Use the nodes of the instantiated graph even after gc_exec_update (the
  * updating graph's nodes are of another graph; they correspond by index).
- * Errors: common, and GC_ERROR_INVALID_ARGUMENT (node is of another graph, out
- * of range, or not a kernel node), GC_ERROR_UPDATE_MISMATCH (the change would
+ * Nodes inside conditional bodies cannot be set in an exec (they are
+ * nodes of another graph, the body): set them in the body before
+ * instantiating.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (node is of another graph, a
+ * conditional body's included, out of range, or not a kernel node),
+ * GC_ERROR_UPDATE_MISMATCH (the change would
  * alter a fused chain), GC_ERROR_CUDA (the driver refused the parameters). The
  * exec is unchanged on failure.
  */
@@ -2338,7 +2414,10 @@ enum gc_status gc_runner_replay(struct gc_runner *runner,
  * its size to *bucket. Each bucket's capture declares its arguments with
  * gc_capture_arg on the stream the record function gets, in the same
  * order, so an index names the same argument (the input, the output...)
- * in every bucket. Bindings persist per bucket.
+ * in every bucket. Bindings persist per bucket: the memory bound must
+ * stay valid, as for gc_exec_launch_with, until that bucket's argument is
+ * bound elsewhere or the runner is destroyed, since a plain replay that
+ * chooses the bucket uses it.
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (bindings NULL while n is not
  * 0, rows is 0, or a bad binding as for gc_exec_launch_with, naming the
  * bucket; nothing is launched), GC_ERROR_NO_BUCKET (rows over the largest

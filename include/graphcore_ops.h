@@ -882,7 +882,7 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
  *     Launch: block 256, 1-D grid of ceil(m / T) * ceil(n / T) blocks with T =
  *     128 for tile 0, 64 for tile 1; no dynamic shared memory. C must not
  *     overlap A, B or bias.
- * gc_mlp_f32(float *y, float *x, float *bar, float *act, float *w0, float *b0, float *w1, float *b1, float *w2, float *b2, float *w3, float *b3, uint32_t d01, uint32_t d23, uint32_t d4rows, uint32_t flags)
+ * gc_mlp_f32(float *y, float *x, uint32_t *bar, float *act, float *w0, float *b0, float *w1, float *b1, float *w2, float *b2, float *w3, float *b3, uint32_t d01, uint32_t d23, uint32_t d4rows, uint32_t flags)
  *     Fused MLP forward, up to 4 layers in one launch: h_0 = x (rows x d0),
  *     h_{l+1} = act_l(h_l . W_l^T + b_l) (rows x d_{l+1}, W_l d_{l+1} x d_l as
  *     PyTorch stores it, b_l may be null), y = h_L. d01 = d0 | d1 << 16, d23 =
@@ -925,7 +925,7 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
  *     block 256, grid (loss ? 1 : 0) + ceil(n / 32) + ceil(n / T) * ceil(k /
  *     T) with T = 128, 64, 32, 64 for tile 0, 1, 2, 3; no dynamic shared
  *     memory. w, b and loss must not overlap dy, x or partials.
- * gc_mlp2_mse_f32(float *x, float *w1, float *b1, float *w2, float *b2, float *target, float *h, float *dp, float *dh, float *partials, float *bar, uint32_t d01, uint32_t d2m, uint32_t tiles, float grad_scale)
+ * gc_mlp2_mse_f32(float *x, float *w1, float *b1, float *w2, float *b2, float *target, float *h, float *dp, float *dh, float *partials, uint32_t *bar, uint32_t d01, uint32_t d2m, uint32_t tiles, float grad_scale)
  *     Training step of a 2-layer MLP (ReLU hidden layer, summed squared
  *     error), launch 1: h = relu(x . W1^T + b1), then p = h . W2^T + b2 with
  *     dp = (p - target) * (2 * grad_scale) and each block's sum of (p -
@@ -954,7 +954,7 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
  *     b[c] = fmaf(-lr, sum over r of dy[r, c], b[c]): bitwise equal to
  *     gc_bias_grad_f32 then gc_sgd_f32 with the same block shape. Launch:
  *     block (32, TY, 1) with TY in 1..32, grid ceil(cols / 32).
- * gc_mse_f32(float *loss, float *grad, float *pred, float *target, uint64_t n, float grad_scale, float *workspace)
+ * gc_mse_f32(float *loss, float *grad, float *pred, float *target, uint64_t n, float grad_scale, void *workspace)
  *     loss[0] = sum_i (pred[i] - target[i])^2 (PyTorch's (y_pred -
  *     y).pow(2).sum()); when grad is not null, grad[i] = (pred[i] - target[i])
  *     * (2 * grad_scale). Deterministic: per-block partial sums in workspace,
@@ -963,20 +963,20 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
  *     leaves it zero, so replays work), partial sums from byte 16: at least 16
  *     + 4 * gridDim.x bytes. Launch: block 256, any grid. grad may equal pred
  *     or target.
- * gc_cond_set_u32(uint64_t handle, float *value)
+ * gc_cond_set_u32(uint64_t handle, uint32_t *value)
  *     Sets conditional handle `handle` to *value (a u32 in device memory; for
  *     SWITCH the case index). Needs CUDA 12.3 and libcudadevrt (see
  *     gc_graph_conditional_handle_create). Launch: grid 1, block 1.
- * gc_cond_count(uint64_t handle, float *counter, uint32_t limit)
+ * gc_cond_count(uint64_t handle, uint32_t *counter, uint32_t limit)
  *     *counter += 1, then sets `handle` to (*counter < limit): before a WHILE
  *     node (counter zeroed) and at the end of its body, the body runs at most
  *     `limit` times. Launch: grid 1, block 1.
- * gc_cond_set_f32(uint64_t handle, float *x, float threshold, uint32_t cmp, float *counter, uint32_t limit)
+ * gc_cond_set_f32(uint64_t handle, float *x, float threshold, uint32_t cmp, uint32_t *counter, uint32_t limit)
  *     Sets `handle` to (*x cmp threshold), cmp 0: <, 1: <=, 2: >, 3: >= (NaN
  *     compares false); when counter is not null, also *counter += 1 and the
  *     value is 0 once *counter >= limit (a WHILE's iteration cap). Launch:
  *     grid 1, block 1.
- * gc_cond_set_bucket(uint64_t handle, float *rows, float *sizes, uint32_t count)
+ * gc_cond_set_bucket(uint64_t handle, uint32_t *rows, uint32_t *sizes, uint32_t count)
  *     Sets `handle` to the first i < count with sizes[i] >= *rows (sizes
  *     ascending: a runner's bucket sizes), or count when none fits: the SWITCH
  *     case of the bucket for a row count held in device memory. Launch: grid

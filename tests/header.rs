@@ -148,6 +148,42 @@ const OPS_PRELUDE: &str = "/*
 /// The section that also lists the built-in kernels.
 const BUILTINS_SECTION: &str = "Built-in ops";
 
+/// The C type of pointer parameter `param` of built-in kernel `k`, as its
+/// CUDA source declares it (kernels/<module>.cu; the table's `Ptr` says
+/// only "a device pointer"): `float *`, `void *` for a workspace, or
+/// `uint32_t *` for the conditional setters' u32 values and counters.
+fn pointer_c_type(k: &graphcore_kernels::KernelInfo, param: &str) -> &'static str {
+    let module = graphcore_kernels::MODULES[k.module].name;
+    let src = std::fs::read_to_string(repo().join(format!("kernels/{module}.cu")))
+        .expect("kernel source");
+    let head = src
+        .split("extern \"C\" __global__")
+        .skip(1)
+        .find_map(|d| {
+            let at = d.find(&format!("{}(", k.name))?;
+            (!d[..at].contains(['{', ';'])).then(|| {
+                let start = at + k.name.len() + 1;
+                d[start..start + d[start..].find(')').expect("a parameter list")].to_string()
+            })
+        })
+        .unwrap_or_else(|| panic!("{} is not defined in kernels/{module}.cu", k.name));
+    let decl = head
+        .split(',')
+        .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+        .find(|p| p.rsplit([' ', '*']).next() == Some(param))
+        .unwrap_or_else(|| panic!("{}: no parameter {param} in its C source", k.name));
+    let base = decl
+        .trim_end_matches(param)
+        .replace("const", "")
+        .replace(['*', ' '], "");
+    match base.as_str() {
+        "float" => "float *",
+        "void" => "void *",
+        "unsignedint" | "unsigned" | "u32" => "uint32_t *",
+        other => panic!("{}: pointer parameter {param} of type {other}", k.name),
+    }
+}
+
 /// The "Built-in kernels" list: every kernel of the table with its
 /// parameters, so the header documents what gc_kernel_builtin returns.
 fn builtin_list() -> String {
@@ -161,7 +197,7 @@ fn builtin_list() -> String {
             .iter()
             .map(|(name, a)| {
                 let ty = match a {
-                    Arg::Ptr => "float *",
+                    Arg::Ptr => pointer_c_type(k, name),
                     Arg::F32 => "float ",
                     Arg::U32 => "uint32_t ",
                     Arg::I32 => "int32_t ",

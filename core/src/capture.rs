@@ -4,6 +4,7 @@
 
 use crate::arg::{check_new, ArgDecl};
 use crate::driver::conditional as dc;
+use crate::driver::device::KeepCurrent;
 use crate::driver::stream::{self as ds, CaptureMode, CaptureStatus};
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
 use crate::graph::Graph;
@@ -15,8 +16,10 @@ const AFTER_FAILURE: &str =
 
 /// Begins capturing `stream`. With a pool, allocations from it on the
 /// calling thread belong to the capture until it ends. Fails if the stream
-/// is already capturing (through graphcore or not).
+/// is already capturing (through graphcore or not). Leaves the thread's
+/// current context as it was.
 pub fn begin_capture(stream: &Stream, pool: Option<&Pool>, mode: CaptureMode) -> Result<()> {
+    let _keep = KeepCurrent::enter();
     open(stream, pool, || {
         stream
             .context()
@@ -28,13 +31,15 @@ pub fn begin_capture(stream: &Stream, pool: Option<&Pool>, mode: CaptureMode) ->
 /// Begins capturing `stream` into `body`, an empty conditional body (CUDA
 /// 12.3, `cuStreamBeginCaptureToGraph`). End it with [`end_capture`] on the
 /// same stream: the body then holds what was captured, and the pool memory
-/// the capture allocated belongs to the outermost graph.
+/// the capture allocated belongs to the outermost graph. Leaves the
+/// thread's current context as it was.
 pub fn begin_capture_into(
     stream: &Stream,
     body: &Graph,
     pool: Option<&Pool>,
     mode: CaptureMode,
 ) -> Result<()> {
+    let _keep = KeepCurrent::enter();
     body.context()
         .ensure_same("the body", stream.context(), "the stream")?;
     // Held before CUDA begins: no holder can go, or be called, while the
@@ -104,7 +109,8 @@ fn open(
     }
     // No context is made current: CUDA begins and ends a capture in the
     // stream's context, whichever is current (as it launches; checked on
-    // CUDA 13 drivers, see the header's "Device and context").
+    // CUDA 13 drivers, see the header's "Device and context"). What binds
+    // on the way (a body, a failure) is undone by the callers' KeepCurrent.
     // Dropped on failure below, the pool's capture rolls back.
     let mut open = OpenCapture::new(pool.map(Pool::begin_capture).transpose()?);
     // CUDA refuses to begin on a stream that captures already; only then is
@@ -128,8 +134,10 @@ fn open(
 /// the graph (for [`begin_capture_into`], the body). A capture that was
 /// invalidated, or that a joined stream did not rejoin, fails with
 /// [`ErrorKind::Capture`] naming the cause; the pool is then rolled back
-/// and the stream is out of capture mode (a body is left empty).
+/// and the stream is out of capture mode (a body is left empty). Leaves
+/// the thread's current context as it was.
 pub fn end_capture(stream: &Stream) -> Result<Graph> {
+    let _keep = KeepCurrent::enter();
     let mut open = stream.capture_slot().take().ok_or_else(|| {
         Error::invalid_state(
             "the stream is not capturing through graphcore: no capture was begun on it",
@@ -139,7 +147,7 @@ pub fn end_capture(stream: &Stream) -> Result<Graph> {
     let ended = ds::end_capture(stream.raw());
     stream.context().close_capture();
     // Only reading a body back, and cleaning up after a failed capture,
-    // make the context current.
+    // make the context current (`_keep` puts the thread's back).
     match ended {
         Ok(_) if open.into.is_some() => {
             let into = open.into.take().expect("checked above");

@@ -9,8 +9,13 @@
 use crate::context::Context;
 use crate::driver::owned::{Owned, Shared};
 use crate::driver::{stream as ds, CUevent};
-use crate::error::{ensure_arg, Error, Result};
-use std::sync::Arc;
+use crate::error::{ensure_arg, Error, ErrorKind, Result};
+use crate::lock::lock;
+use std::sync::{Arc, Mutex};
+
+/// Says whether the capture an event's latest record went into is still
+/// open (streams make it: the event knows no stream).
+pub(crate) type CaptureProbe = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// A CUDA event. Cheap to clone (clones share the event). `Send + Sync`.
 #[derive(Clone)]
@@ -27,6 +32,10 @@ struct EventInner {
     /// Whether it records times: known for graphcore's events, `None` for
     /// borrowed ones (the driver then says).
     timing: Option<bool>,
+    /// When its latest record through graphcore was made in a capture:
+    /// asks whether that capture is still open (CUDA then refuses to wait
+    /// on, query or time the event).
+    captured: Mutex<Option<CaptureProbe>>,
 }
 
 impl Event {
@@ -67,6 +76,7 @@ impl Event {
                 raw: Shared::new(raw),
                 owned,
                 timing,
+                captured: Mutex::new(None),
             }),
         }
     }
@@ -86,23 +96,52 @@ impl Event {
         self.inner.owned.is_none()
     }
 
+    /// Notes where its latest record was made: in a capture (`Some`, a probe
+    /// of that capture) or not.
+    pub(crate) fn note_record(&self, capture: Option<CaptureProbe>) {
+        *lock(&self.inner.captured) = capture;
+    }
+
+    /// [`ErrorKind::Capture`] when its latest record was made in a capture
+    /// that is still open: CUDA refuses to wait on, query or time such an
+    /// event (with an error that does not say why). `what` names it.
+    fn ensure_not_in_open_capture(&self, what: &str) -> Result<()> {
+        let probe = lock(&self.inner.captured).clone();
+        match probe {
+            Some(open) if open() => Err(Error::new(
+                ErrorKind::Capture,
+                format!(
+                    "{what}'s latest record was made in a stream capture that is still open: it \
+                     stands for captured work, which never runs eagerly; end the capture, or \
+                     record the event outside it"
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// Blocks until the work its latest record covers is done (at once if
-    /// it was never recorded).
+    /// it was never recorded). [`ErrorKind::Capture`] when that record was
+    /// made in a capture still open.
     pub fn synchronize(&self) -> Result<()> {
         self.inner.ctx.bind()?;
+        self.ensure_not_in_open_capture("the event")?;
         ds::event_synchronize(self.raw())
     }
 
     /// True when the work its latest record covers is done (or it was never
-    /// recorded); never blocks.
+    /// recorded); never blocks. [`ErrorKind::Capture`] when that record was
+    /// made in a capture still open.
     pub fn is_done(&self) -> Result<bool> {
         self.inner.ctx.bind()?;
+        self.ensure_not_in_open_capture("the event")?;
         ds::event_query(self.raw())
     }
 
     /// Milliseconds from `start`'s latest record to `end`'s (negative when
     /// `end` came first). Both must record times, be of one context and be
-    /// done.
+    /// done ([`ErrorKind::Capture`] when either's latest record was made in
+    /// a capture still open).
     pub fn elapsed_ms(start: &Event, end: &Event) -> Result<f32> {
         start
             .inner
@@ -115,6 +154,8 @@ impl Event {
             );
         }
         start.inner.ctx.bind()?;
+        start.ensure_not_in_open_capture("the start event")?;
+        end.ensure_not_in_open_capture("the end event")?;
         ds::event_elapsed_ms(start.raw(), end.raw()).map_err(|e| {
             use cudarc::driver::sys::CUresult as R;
             if e.cuda_result() == Some(R::CUDA_ERROR_NOT_READY as u32) {

@@ -9,7 +9,7 @@ use crate::context::Context;
 use crate::driver::owned::{Owned, Shared};
 use crate::driver::{self, stream as ds, CUevent, CUstream, HostFn};
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
-use crate::event::Event;
+use crate::event::{CaptureProbe, Event};
 use crate::lock::{get_mut, lock};
 use crate::pool::PoolCapture;
 use std::ffi::c_void;
@@ -339,9 +339,25 @@ impl Stream {
         let r = self.external_in_capture(external).and_then(|ext| {
             ds::event_record(event.raw(), self.raw(), ext)?;
             self.keep_for_capture(event, ext);
+            if !ext {
+                event.note_record(self.capture_probe());
+            }
             Ok(())
         });
         self.note(StreamOp::EventRecord, r)
+    }
+
+    /// While this stream takes part in a capture, a probe saying whether
+    /// that capture is still open (for an event recorded in it); `None`
+    /// outside capture.
+    fn capture_probe(&self) -> Option<CaptureProbe> {
+        let id = ds::capture_id(self.raw()).ok().flatten()?;
+        let stream = Arc::downgrade(&self.inner);
+        Some(Arc::new(move || {
+            stream
+                .upgrade()
+                .is_some_and(|s| ds::capture_id(s.raw.raw()).ok().flatten() == Some(id))
+        }))
     }
 
     /// Makes this stream wait for the work `event`'s latest record stands

@@ -90,8 +90,11 @@ pub extern "C" fn gc_capture_begin(
 /// whether the graph has a node).
 /// Errors: common (a NULL graph leaves the capture open), and
 /// GC_ERROR_INVALID_STATE (no graphcore capture is open on the stream),
-/// GC_ERROR_CAPTURE (the capture was invalidated, a joined stream did not
-/// rejoin, or the end came from another thread), GC_ERROR_OUT_OF_MEMORY.
+/// GC_ERROR_CAPTURE (the capture was invalidated, e.g. by a call CUDA
+/// refused while it was open, such as a query of a captured event made
+/// with the CUDA API; a joined stream did not rejoin; or the end came from
+/// another thread),
+/// GC_ERROR_OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn gc_capture_end(stream: *mut gc_stream, graph: *mut *mut gc_graph) -> gc_status {
     boundary("gc_capture_end", || {
@@ -115,9 +118,10 @@ pub extern "C" fn gc_capture_end(stream: *mut gc_stream, graph: *mut *mut gc_gra
 /// Errors: GC_ERROR_INVALID_ARGUMENT (stream, ptr or index is NULL, bytes
 /// is 0, an unknown flag, ptr is not device memory of the stream's device
 /// or holds fewer than bytes bytes, or the range overlaps an argument
-/// declared before in the capture), GC_ERROR_INVALID_HANDLE (stream
-/// destroyed), GC_ERROR_INVALID_STATE (no graphcore capture is open on the
-/// stream).
+/// declared before in the capture, or the stream captures into a
+/// conditional body: declare arguments on the graph that is instantiated),
+/// GC_ERROR_INVALID_HANDLE (stream destroyed), GC_ERROR_INVALID_STATE (no
+/// graphcore capture is open on the stream).
 #[no_mangle]
 pub extern "C" fn gc_capture_arg(
     stream: *mut gc_stream,
@@ -129,6 +133,7 @@ pub extern "C" fn gc_capture_arg(
     boundary("gc_capture_arg", || {
         let out = Out::new(index, "index")?;
         let exact = crate::graph::arg_exact(flags)?;
+        crate::graph::arg_range(ptr, bytes)?;
         let s = self::stream(stream, "stream")?;
         out.set(graphcore_core::declare_capture_arg(
             &s, ptr as u64, bytes, exact,

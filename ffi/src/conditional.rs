@@ -25,6 +25,12 @@
 //! bodies: instantiate again instead, or keep changing values in device
 //! memory that the body's kernels read.
 //!
+//! Body rules: a body cannot change (nodes, edges, handles, a capture into
+//! it) once the graph holding it was instantiated; while a capture into a
+//! body is open, neither the body nor a graph holding it can be used; once
+//! the graph holding a body is destroyed, the body cannot be used. Each is
+//! GC_ERROR_INVALID_STATE (the error lists say "body rules").
+//!
 //! Thread safety: as for gc_graph. Build a graph and its bodies from one
 //! thread; a body may not change once the graph holding it was instantiated.
 //! While a capture into a body is open (gc_capture_begin_into until its
@@ -142,11 +148,12 @@ pub extern "C" fn gc_cond_handle_raw(handle: gc_cond_handle, raw: *mut u64) -> g
 }
 
 /// Adds a conditional node of type `type` steered by `handle` (made for
-/// this graph; one handle steers one node) after the ndeps nodes in deps, and writes its bodies to
-/// bodies[0..nbodies): 1 for IF and WHILE, 2 for IF/ELSE (body 1 is the
-/// else branch), `cases` for SWITCH. `cases` is the SWITCH's number of cases
-/// (> 0); for the other types pass 0 or their body count. bodies must have
-/// room for that many handles (nbodies at least that). Each body is a new
+/// this graph; one handle steers one node) after the ndeps nodes in deps,
+/// and writes its B bodies to bodies[0..B): B is 1 for IF and WHILE, 2 for
+/// IF/ELSE (body 1 is the else branch), `cases` for SWITCH. `cases` is the
+/// SWITCH's number of cases (> 0); for the other types pass 0 or B.
+/// nbodies is the number of handles bodies has room for: at least B
+/// (entries from B on are left as they were). Each body is a new
 /// gc_graph handle that the caller destroys with gc_graph_destroy (the body
 /// itself belongs to the node: it goes when the graph does; a body handle
 /// kept after that is GC_ERROR_INVALID_STATE). Fill the bodies before

@@ -12,13 +12,15 @@
 //! current context and leave the thread's as it was, and so do the kernel
 //! launches of the gc_op_* calls (a gc_op_* call still makes its context
 //! current for what else it asks of the driver: the first one on a context
-//! loads the built-in kernels). Capturing into a conditional body
-//! (gc_capture_begin_into, and the gc_capture_end that ends it) and a
-//! failed gc_capture_end do bind. Do not rely on a launch or a capture to
-//! make a device current. (Checked on CUDA 13 drivers: a driver that still
-//! wants a current context for these makes them fail with GC_ERROR_CUDA
-//! on a thread where none is; make one current first, e.g. with any call
-//! that binds.) For the runtime API a call that binds
+//! loads the built-in kernels). gc_capture_begin, gc_capture_begin_into and
+//! gc_capture_end leave the thread's current context as it was in every
+//! case, failures included: a context they make current for their own
+//! calls (capturing into a conditional body, cleaning up a failed capture)
+//! is put back before they return (none, if none was current). Do not rely
+//! on a launch or a capture to make a device current. (Checked on CUDA 13
+//! drivers: a driver that still wants a current context for these makes
+//! them fail with GC_ERROR_CUDA on a thread where none is; make one current
+//! first, e.g. with any call that binds.) For the runtime API a call that binds
 //! is as if it ran cudaSetDevice on its device. An
 //! engine that drives several GPUs from one thread with cudaSetDevice must
 //! call cudaSetDevice again after a graphcore call on another device's
@@ -40,6 +42,21 @@ use std::ffi::{c_char, c_int};
 /// the handle may be destroyed before them; the primary context is released
 /// when the last of them goes, and with it any gc_host_alloc memory not
 /// freed. Two handles of one device share one state.
+///
+/// Memory a context keeps: beyond the objects made from it, a device's
+/// context holds graphcore's built-in kernels, loaded on first use (the
+/// conditional setters, linked with libcudadevrt, on the first use of
+/// one), and the kernels fusion generated (GC_INSTANTIATE_FUSE_ELEMENTWISE)
+/// for execs that are gone, until the next gc_context_synchronize (or
+/// another call that waits for the whole device). CUDA keeps memory of its
+/// own per context too (such as local memory sized for the largest kernel
+/// run). So free device memory read after destroying objects, with a
+/// context of the device alive, stays below what it was before their first
+/// use, by a steady amount (a few MiB), not one that grows. All of it goes
+/// when the device's last gc_context handle and every object made from it
+/// are destroyed: graphcore unloads its kernels and releases its retain of
+/// the primary context (CUDA frees the context's own memory once nothing
+/// else, such as the CUDA runtime, retains it).
 ///
 /// Thread safety: every call may run concurrently with any other on the
 /// same handle, except gc_context_destroy, which must not race with other

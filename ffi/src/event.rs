@@ -16,9 +16,13 @@
 //! keeps the events of the event nodes made on its capturing stream alive
 //! (destroying their handles is safe); for an event node made on a stream
 //! that joined the capture, keep the event until the graph's execs are
-//! gone. Querying, synchronizing on or timing an
-//! event whose latest record was made in a still-open capture is refused by
-//! CUDA (GC_ERROR_CAPTURE).
+//! gone. Querying, synchronizing on or timing an event whose latest record
+//! (gc_event_record without GC_EVENT_EXTERNAL) was made in a capture still
+//! open is GC_ERROR_CAPTURE: graphcore refuses it before asking CUDA, so
+//! the capture stays valid and can end. (A record made with the CUDA API on
+//! the raw event is not seen: CUDA then refuses the call, as GC_ERROR_CUDA
+//! or GC_ERROR_CAPTURE, and may invalidate the capture, which
+//! gc_capture_end then reports.)
 
 use crate::args::Out;
 use crate::context::{context, gc_context};

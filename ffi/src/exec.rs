@@ -66,9 +66,11 @@ const _: () = assert!(
 /// functions and pool memory alive; the graph handle may be destroyed.
 /// Execs of graphs captured into one pool must not run concurrently (they
 /// share memory; graphcore does not detect it).
-/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (an empty graph, or an unknown
-/// flag), GC_ERROR_OUT_OF_MEMORY, GC_ERROR_CUDA (the driver refused to
-/// instantiate or upload).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (an empty graph, an unknown
+/// flag, or a conditional body: instantiate the graph holding it),
+/// GC_ERROR_INVALID_STATE (body rules: see Conditional nodes),
+/// GC_ERROR_OUT_OF_MEMORY, GC_ERROR_CUDA (the driver refused to instantiate
+/// or upload).
 #[no_mangle]
 pub extern "C" fn gc_graph_instantiate(
     graph: *mut gc_graph,
@@ -167,18 +169,23 @@ pub(crate) fn bindings<'a>(
 /// addresses, and set to the bound ones). A binding applies to launches
 /// made after it: a launch of the exec already enqueued or running uses
 /// the addresses it was launched with (CUDA documents its exec setters so).
-/// Memory a binding names must stay valid while launches using it may
-/// run, and, since bindings persist, until the argument is bound elsewhere
-/// or the exec is destroyed if plain launches follow. Any bad binding is
+/// The caller owns the memory a binding names: it must stay valid while
+/// launches using it may run and, since bindings persist, for as long as
+/// plain launches may follow, that is until the argument is bound
+/// elsewhere or the exec is destroyed (graphcore cannot tell when memory
+/// it does not own is freed or reused; the Python package's Exec and
+/// Runner keep the objects bound alive that long). Any bad binding is
 /// GC_ERROR_INVALID_ARGUMENT naming it (a block given back with
 /// gc_pool_free included), and the exec is unchanged and not launched. No
 /// heap allocation. Uses: exact for built-in kernels, copies and sets
 /// (addresses inside the range); for other kernels every 8-byte-aligned
 /// parameter word inside the range, or one past its end (the end of a
 /// (begin, end) pair), is patched, so a scalar parameter that happens to
-/// equal such an address is patched too: declare the argument with
-/// GC_ARG_EXACT, or pass that kernel the address another way, to avoid it
-/// (gc_exec_arg_info counts the uses found).
+/// equal such an address is patched too (gc_exec_arg_info counts it among
+/// the uses found). The way out: declare the argument with GC_ARG_EXACT
+/// (then only built-in kernels, copies and sets are rebound for it, no
+/// other kernel's parameters), or keep such scalars out of the values of
+/// declared ranges.
 /// Errors: common, and GC_ERROR_INVALID_ARGUMENT (bindings NULL while n is not
 /// 0, an exec whose graph declared no arguments, an unknown argument index, an
 /// argument bound twice, a NULL, host or other device's address, a freed pool
@@ -227,7 +234,11 @@ pub extern "C" fn gc_exec_arg_info(
 /// the context, within CUDA's limits for cuGraphExecUpdate (not to one using
 /// dynamic parallelism or device-side graph launches where the old one did
 /// not: the driver's refusal is GC_ERROR_UPDATE_MISMATCH or GC_ERROR_CUDA).
-/// Errors: common, and GC_ERROR_UPDATE_MISMATCH (another topology, or for a
+/// Graphs with conditional nodes are not updated: either the exec's graph
+/// or `graph` having one is GC_ERROR_INVALID_ARGUMENT (instantiate again).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (the exec's graph or graph
+/// has conditional nodes), GC_ERROR_INVALID_STATE (body rules: see
+/// Conditional nodes), GC_ERROR_UPDATE_MISMATCH (another topology, or for a
 /// fused exec other chains).
 #[no_mangle]
 pub extern "C" fn gc_exec_update(exec: *mut gc_exec, graph: *mut gc_graph) -> gc_status {
@@ -250,8 +261,12 @@ pub extern "C" fn gc_exec_update(exec: *mut gc_exec, graph: *mut gc_graph) -> gc
 /// changes are GC_ERROR_UPDATE_MISMATCH.
 /// Use the nodes of the instantiated graph even after gc_exec_update (the
 /// updating graph's nodes are of another graph; they correspond by index).
-/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (node is of another graph, out
-/// of range, or not a kernel node), GC_ERROR_UPDATE_MISMATCH (the change would
+/// Nodes inside conditional bodies cannot be set in an exec (they are
+/// nodes of another graph, the body): set them in the body before
+/// instantiating.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (node is of another graph, a
+/// conditional body's included, out of range, or not a kernel node),
+/// GC_ERROR_UPDATE_MISMATCH (the change would
 /// alter a fused chain), GC_ERROR_CUDA (the driver refused the parameters). The
 /// exec is unchanged on failure.
 #[no_mangle]

@@ -123,6 +123,18 @@ pub(crate) fn arg_exact(flags: u32) -> graphcore_core::Result<bool> {
     Ok(flags & GC_ARG_EXACT != 0)
 }
 
+/// The checks of a declared range that need no object (NULL, 0 bytes),
+/// made before the handle's (see "which error wins" in the status section).
+pub(crate) fn arg_range(ptr: *const c_void, bytes: usize) -> graphcore_core::Result<()> {
+    if ptr.is_null() {
+        return Err(Error::invalid_argument("`ptr` is NULL"));
+    }
+    if bytes == 0 {
+        return Err(Error::invalid_argument("an argument of 0 bytes"));
+    }
+    Ok(())
+}
+
 /// Declares the device range ptr .. ptr + bytes an argument of `graph`
 /// and writes its index to *index (arguments are numbered from 0 in
 /// declaration order; a captured graph's arguments declared with
@@ -144,7 +156,8 @@ pub(crate) fn arg_exact(flags: u32) -> graphcore_core::Result<bool> {
 /// Errors: GC_ERROR_INVALID_ARGUMENT (graph, ptr or index is NULL, bytes
 /// is 0, an unknown flag, ptr is not device memory of the graph's device or
 /// holds fewer than bytes bytes, or the range overlaps an argument declared
-/// before), GC_ERROR_INVALID_HANDLE (graph destroyed).
+/// before), GC_ERROR_INVALID_HANDLE (graph destroyed),
+/// GC_ERROR_INVALID_STATE (body rules: see Conditional nodes).
 #[no_mangle]
 pub extern "C" fn gc_graph_declare_arg(
     graph: *mut gc_graph,
@@ -156,6 +169,7 @@ pub extern "C" fn gc_graph_declare_arg(
     boundary("gc_graph_declare_arg", || {
         let out = Out::new(index, "index")?;
         let exact = arg_exact(flags)?;
+        arg_range(ptr, bytes)?;
         let g = self::graph(graph, "graph")?;
         out.set(g.declare_arg(ptr as u64, bytes, exact)?);
         Ok(())
@@ -186,7 +200,8 @@ pub extern "C" fn gc_graph_create(ctx: *mut gc_context, graph: *mut *mut gc_grap
 /// gc_capture_end).
 /// Errors: common, and GC_ERROR_INVALID_ARGUMENT (a zero or over-limit
 /// dimension, deps is NULL with ndeps > 0, or a dependency of another graph or
-/// out of range), GC_ERROR_CUDA (the driver refused the node). The graph is
+/// out of range), GC_ERROR_INVALID_STATE (body rules: see Conditional
+/// nodes), GC_ERROR_CUDA (the driver refused the node). The graph is
 /// unchanged on failure.
 #[no_mangle]
 pub extern "C" fn gc_graph_add_kernel(
@@ -223,7 +238,8 @@ pub extern "C" fn gc_graph_add_kernel(
 /// Errors: common, and GC_ERROR_INVALID_ARGUMENT (bytes is 0, pageable or
 /// unknown host memory, a range overrunning its pool block, pool memory of
 /// another device without peer access, naming both, or a bad dependency as for
-/// gc_graph_add_kernel).
+/// gc_graph_add_kernel), GC_ERROR_INVALID_STATE (body rules: see Conditional
+/// nodes).
 #[no_mangle]
 pub extern "C" fn gc_graph_add_memcpy(
     graph: *mut gc_graph,
@@ -249,7 +265,8 @@ pub extern "C" fn gc_graph_add_memcpy(
 /// `value`.
 /// Errors: common, and GC_ERROR_INVALID_ARGUMENT (bytes is 0, dst is not device
 /// memory, the range overruns its pool block or is pool memory of another
-/// device without peer access, or a bad dependency as for gc_graph_add_kernel).
+/// device without peer access, or a bad dependency as for gc_graph_add_kernel),
+/// GC_ERROR_INVALID_STATE (body rules: see Conditional nodes).
 #[no_mangle]
 pub extern "C" fn gc_graph_add_memset(
     graph: *mut gc_graph,
@@ -278,7 +295,8 @@ pub extern "C" fn gc_graph_add_memset(
 /// Errors: common, and GC_ERROR_INVALID_ARGUMENT (count is 0, elem_size is not
 /// 1, 2 or 4, dst is not aligned to it, value does not fit in an element, dst
 /// is not device memory, the range overruns its pool block or the address
-/// space, or a bad dependency as for gc_graph_add_kernel).
+/// space, or a bad dependency as for gc_graph_add_kernel),
+/// GC_ERROR_INVALID_STATE (body rules: see Conditional nodes).
 #[no_mangle]
 pub extern "C" fn gc_graph_add_memset_elem(
     graph: *mut gc_graph,
@@ -305,7 +323,8 @@ pub extern "C" fn gc_graph_add_memset_elem(
 /// the driver; it must not call CUDA or graphcore). user_data must stay
 /// valid while any exec of the graph may run.
 /// Errors: common, and GC_ERROR_INVALID_ARGUMENT (a bad dependency as for
-/// gc_graph_add_kernel).
+/// gc_graph_add_kernel), GC_ERROR_INVALID_STATE (body rules: see Conditional
+/// nodes).
 #[no_mangle]
 pub extern "C" fn gc_graph_add_host(
     graph: *mut gc_graph,
@@ -328,7 +347,8 @@ pub extern "C" fn gc_graph_add_host(
 /// Adds a node running a copy of `child` (later changes to child do not
 /// affect it; child's pool memory stays alive with this graph).
 /// Errors: common, and GC_ERROR_INVALID_ARGUMENT (child is the graph itself or
-/// empty, or a bad dependency as for gc_graph_add_kernel).
+/// empty, or a bad dependency as for gc_graph_add_kernel),
+/// GC_ERROR_INVALID_STATE (body rules: see Conditional nodes).
 #[no_mangle]
 pub extern "C" fn gc_graph_add_child(
     graph: *mut gc_graph,
@@ -348,7 +368,8 @@ pub extern "C" fn gc_graph_add_child(
 
 /// Adds a node that does nothing: a join point for dependencies.
 /// Errors: common, and GC_ERROR_INVALID_ARGUMENT (a bad dependency as for
-/// gc_graph_add_kernel).
+/// gc_graph_add_kernel), GC_ERROR_INVALID_STATE (body rules: see Conditional
+/// nodes).
 #[no_mangle]
 pub extern "C" fn gc_graph_add_empty(
     graph: *mut gc_graph,
@@ -368,7 +389,8 @@ pub extern "C" fn gc_graph_add_empty(
 /// edge already there, or an edge that would close a cycle is
 /// GC_ERROR_INVALID_ARGUMENT with a message, and the graph is unchanged.
 /// Errors: common, and GC_ERROR_INVALID_ARGUMENT (the edge is refused as above,
-/// or a node is out of range).
+/// or a node is out of range), GC_ERROR_INVALID_STATE (body rules: see
+/// Conditional nodes).
 #[no_mangle]
 pub extern "C" fn gc_graph_add_dependency(
     graph: *mut gc_graph,
@@ -400,8 +422,8 @@ pub extern "C" fn gc_graph_add_dependency(
 /// same results and no overlap, so one program serves every GPU.
 /// Errors: common, and GC_ERROR_INVALID_ARGUMENT (a node of another graph or
 /// out of range; a self-loop, an edge already there or one closing a cycle;
-/// `from` or `to` not a kernel node), GC_ERROR_INVALID_STATE (the graph is a
-/// conditional body of an instantiated graph).
+/// `from` or `to` not a kernel node), GC_ERROR_INVALID_STATE (body rules:
+/// see Conditional nodes).
 #[no_mangle]
 pub extern "C" fn gc_graph_add_programmatic_dependency(
     graph: *mut gc_graph,
@@ -418,7 +440,8 @@ pub extern "C" fn gc_graph_add_programmatic_dependency(
 /// values carry over with the clone's id). The clone keeps graph's
 /// functions and pool memory alive as graph does; later changes to either
 /// leave the other as it is. Destroy it with gc_graph_destroy.
-/// Errors: common, and GC_ERROR_OUT_OF_MEMORY.
+/// Errors: common, and GC_ERROR_INVALID_STATE (body rules: see Conditional
+/// nodes), GC_ERROR_OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn gc_graph_clone(graph: *mut gc_graph, clone: *mut *mut gc_graph) -> gc_status {
     boundary("gc_graph_clone", || {
@@ -475,7 +498,8 @@ pub extern "C" fn gc_graph_wrap(
 /// Writes the number of nodes to *count. A captured graph's count is read
 /// from CUDA by the first call that needs it (this one, or gc_exec_stats),
 /// not when the capture ends.
-/// Errors: common (GC_ERROR_CUDA: reading a captured graph's count failed).
+/// Errors: common (GC_ERROR_CUDA: reading a captured graph's count failed),
+/// and GC_ERROR_INVALID_STATE (body rules: see Conditional nodes).
 #[no_mangle]
 pub extern "C" fn gc_graph_node_count(graph: *mut gc_graph, count: *mut usize) -> gc_status {
     boundary("gc_graph_node_count", || {
@@ -489,7 +513,8 @@ pub extern "C" fn gc_graph_node_count(graph: *mut gc_graph, count: *mut usize) -
 /// graphcore does not wrap. graphcore still owns it: do not destroy it, and
 /// add nodes only through graphcore (its description would go stale).
 /// Errors: GC_ERROR_INVALID_ARGUMENT (graph or raw is NULL),
-/// GC_ERROR_INVALID_HANDLE (graph destroyed).
+/// GC_ERROR_INVALID_HANDLE (graph destroyed), GC_ERROR_INVALID_STATE (body
+/// rules: see Conditional nodes).
 #[no_mangle]
 pub extern "C" fn gc_graph_raw(graph: *mut gc_graph, raw: *mut *mut c_void) -> gc_status {
     boundary("gc_graph_raw", || {
@@ -519,7 +544,8 @@ pub extern "C" fn gc_graph_pool_bytes(graph: *mut gc_graph, bytes: *mut u64) -> 
 /// The file is created or replaced.
 /// Errors: common, and GC_ERROR_INVALID_ARGUMENT (path is not UTF-8, or the
 /// file cannot be written: the message gives the OS error), GC_ERROR_CUDA
-/// (reading a captured graph's nodes back failed).
+/// (reading a captured graph's nodes back failed), GC_ERROR_INVALID_STATE
+/// (body rules: see Conditional nodes).
 #[no_mangle]
 pub extern "C" fn gc_graph_write_dot(graph: *mut gc_graph, path: *const c_char) -> gc_status {
     boundary("gc_graph_write_dot", || {

@@ -130,8 +130,11 @@ pub extern "C" fn gc_function_wrap(
 /// are GC_ERROR_NOT_FOUND. The built-in modules load on first use (in relaxed
 /// capture mode, so a first use during a capture does not break it).
 /// Errors: common, and GC_ERROR_INVALID_ARGUMENT (name is not UTF-8),
-/// GC_ERROR_NOT_FOUND (no built-in of that name), GC_ERROR_CUDA (loading the
-/// built-in modules failed).
+/// GC_ERROR_NOT_FOUND (no built-in of that name), GC_ERROR_NOT_SUPPORTED (a
+/// kernel this machine cannot load: a conditional-handle setter (gc_cond_*)
+/// with a driver older than CUDA 12.3 or no libcudadevrt.a found, see
+/// Conditional nodes; or a kernel for a newer GPU), GC_ERROR_CUDA (loading
+/// the built-in modules failed).
 #[no_mangle]
 pub extern "C" fn gc_kernel_builtin(
     ctx: *mut gc_context,

@@ -207,7 +207,10 @@ pub extern "C" fn gc_runner_replay(
 /// its size to *bucket. Each bucket's capture declares its arguments with
 /// gc_capture_arg on the stream the record function gets, in the same
 /// order, so an index names the same argument (the input, the output...)
-/// in every bucket. Bindings persist per bucket.
+/// in every bucket. Bindings persist per bucket: the memory bound must
+/// stay valid, as for gc_exec_launch_with, until that bucket's argument is
+/// bound elsewhere or the runner is destroyed, since a plain replay that
+/// chooses the bucket uses it.
 /// Errors: common, and GC_ERROR_INVALID_ARGUMENT (bindings NULL while n is not
 /// 0, rows is 0, or a bad binding as for gc_exec_launch_with, naming the
 /// bucket; nothing is launched), GC_ERROR_NO_BUCKET (rows over the largest

@@ -22,6 +22,19 @@
 //! graphcore_ops.h) means that one instead. A list that does not start
 //! with `common` is complete as written.
 //!
+//! Which error wins when two apply: a call stops at its first failing check
+//! and returns that status. It first checks what needs no object: NULL
+//! pointers, unknown flags, values wrong in themselves (a size of 0, an
+//! unknown type) and its handles (destroyed, of another kind):
+//! GC_ERROR_INVALID_ARGUMENT or GC_ERROR_INVALID_HANDLE, in no promised
+//! order among them. Only then come the checks that need the
+//! objects or the driver (handles of one context, a node of the graph, a
+//! range against its memory, the objects' state, the driver's version and
+//! its own refusals), in the order the work meets them. So a bad pointer,
+//! flag or handle is always reported before GC_ERROR_INVALID_STATE,
+//! GC_ERROR_NOT_SUPPORTED, GC_ERROR_CAPTURE, GC_ERROR_OUT_OF_MEMORY or
+//! GC_ERROR_CUDA.
+//!
 //! Wrong `struct_size`: an option or result struct whose struct_size is
 //! smaller than the struct's first version, or more than 4096 bytes larger
 //! than this library's struct, is GC_ERROR_INVALID_ARGUMENT and nothing is

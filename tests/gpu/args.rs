@@ -493,3 +493,92 @@ fn runner_replays_bind_in_each_bucket() {
         assert!(err.message().contains("declared"), "{}", err.message());
     }
 }
+
+/// `store_u64(u64 *dst, u64 v)`: one thread writes `v` to `dst[0]`. Its
+/// `v` is a plain integer to the kernel: a scalar parameter.
+const STORE_U64_PTX: &str = r#"
+.version 7.0
+.target sm_52
+.address_size 64
+.visible .entry store_u64(.param .u64 dst, .param .u64 v)
+{
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [dst];
+    ld.param.u64 %rd2, [v];
+    st.global.u64 [%rd1], %rd2;
+    ret;
+}
+"#;
+
+/// The header's promise for foreign kernels, both ways: a scanned kernel's
+/// 8-byte scalar parameter whose value happens to equal an address inside
+/// a declared range is patched on binding (the documented false positive,
+/// counted by gc_exec_arg_info), and declaring the argument exact
+/// (GC_ARG_EXACT) leaves it alone (no scan: no use found, nothing
+/// patched). The kernel writes its scalar to an undeclared buffer, so what
+/// the launch saw is read back.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_scalar_equal_to_an_address_in_a_range_is_patched_unless_the_argument_is_exact() {
+    let (c, s, p) = setup();
+    let m = graphcore_core::Module::load(&c, STORE_U64_PTX.as_bytes()).unwrap();
+    let f = m.function("store_u64").unwrap();
+    let bytes = 1024usize;
+    let (a, b) = (
+        p.alloc(bytes as u64).unwrap(),
+        p.alloc(bytes as u64).unwrap(),
+    );
+    let out = p.alloc(8).unwrap();
+    let value = a + 64; // an integer that equals an address inside `a`
+    let read_out = |s: &Stream| {
+        let w = download(s, out, 2);
+        u64::from(w[0].to_bits()) | (u64::from(w[1].to_bits()) << 32)
+    };
+    for exact in [false, true] {
+        let g = {
+            let (mut dst, mut v) = (out, value);
+            let mut args = [
+                &mut dst as *mut u64 as *mut c_void,
+                &mut v as *mut u64 as *mut c_void,
+            ];
+            let cfg = LaunchConfig {
+                grid: [1, 1, 1],
+                block: [1, 1, 1],
+                shared_bytes: 0,
+            };
+            capture(&s, |s| {
+                // SAFETY: store_u64(u64 *dst, u64 v); `out` holds 8 bytes.
+                unsafe { f.launch(s, &cfg, args.as_mut_ptr()) }.unwrap()
+            })
+        };
+        assert_eq!(g.declare_arg(a, bytes, exact).unwrap(), 0);
+        let e = Exec::new(&g, 0).unwrap();
+        e.launch(&s).unwrap();
+        assert_eq!(
+            read_out(&s),
+            value,
+            "exact={exact}: unbound, the scalar as given"
+        );
+        e.launch_with(
+            &s,
+            &[Binding {
+                index: 0,
+                ptr: b,
+                bytes: 0,
+            }],
+        )
+        .unwrap();
+        let seen = read_out(&s);
+        if exact {
+            assert_eq!(e.arg_uses(0).unwrap(), 0, "an exact argument scans nothing");
+            assert_eq!(seen, value, "exact: the scalar is left alone");
+        } else {
+            assert_eq!(
+                e.arg_uses(0).unwrap(),
+                1,
+                "the scalar is counted as a use (a false positive)"
+            );
+            assert_eq!(seen, b + 64, "scanned: the scalar moved with the binding");
+        }
+    }
+}

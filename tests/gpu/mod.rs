@@ -14,6 +14,7 @@ mod leaks;
 mod locking;
 mod multi;
 mod pdl;
+mod promises;
 mod reliability;
 mod runner;
 mod stress;

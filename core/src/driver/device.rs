@@ -112,6 +112,36 @@ pub(crate) fn set_current(ctx: CUcontext) -> Result<()> {
     check(unsafe { sys::cuCtxSetCurrent(ctx) }, "cuCtxSetCurrent")
 }
 
+/// Keeps the calling thread's current context as it was: put back when
+/// dropped (NULL included), whatever the calls made meanwhile bound, for
+/// the calls the header says leave it as it was.
+pub(crate) struct KeepCurrent(Option<CUcontext>);
+
+impl KeepCurrent {
+    /// Notes the thread's current context (nothing is put back if it
+    /// cannot be read).
+    pub(crate) fn enter() -> KeepCurrent {
+        let mut current = std::ptr::null_mut();
+        // SAFETY: writes one context handle.
+        let read = unsafe { sys::cuCtxGetCurrent(&mut current) };
+        KeepCurrent((read == sys::CUresult::CUDA_SUCCESS).then_some(current))
+    }
+}
+
+impl Drop for KeepCurrent {
+    fn drop(&mut self) {
+        let Some(saved) = self.0 else { return };
+        let mut current = std::ptr::null_mut();
+        // SAFETY: writes one context handle.
+        let read = unsafe { sys::cuCtxGetCurrent(&mut current) };
+        if read != sys::CUresult::CUDA_SUCCESS || current != saved {
+            // SAFETY: `saved` was current on this thread when `enter` ran
+            // (NULL unbinds); graphcore destroys no context meanwhile.
+            unsafe { sys::cuCtxSetCurrent(saved) };
+        }
+    }
+}
+
 /// Waits for all work in the current context.
 pub(crate) fn synchronize() -> Result<()> {
     // SAFETY: no arguments.

@@ -218,6 +218,29 @@ pub(crate) fn capture_status(s: CUstream) -> Result<CaptureStatus> {
     })
 }
 
+/// The id of the capture `s` takes part in (begun on it, or joined), if
+/// any: open, or invalidated and not yet ended.
+pub(crate) fn capture_id(s: CUstream) -> Result<Option<u64>> {
+    use sys::CUstreamCaptureStatus as S;
+    let (mut st, mut id) = (S::CU_STREAM_CAPTURE_STATUS_NONE, 0u64);
+    check(
+        // SAFETY: writes one status and one id; the other outputs are
+        // optional (NULL).
+        unsafe {
+            sys::cuStreamGetCaptureInfo_v2(
+                s,
+                &mut st,
+                &mut id,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        },
+        "cuStreamGetCaptureInfo",
+    )?;
+    Ok((st != S::CU_STREAM_CAPTURE_STATUS_NONE).then_some(id))
+}
+
 /// Ends a capture still open on `s`, if any, and destroys the graph it made:
 /// the stream is out of capture mode afterwards (best effort).
 pub(crate) fn discard_capture(s: CUstream) {
