@@ -14,9 +14,14 @@ PyTorch model, on the same GPU, in one process, from the same weights
     returned tensor over the pool) and ``g(x).clone()`` (a tensor of the
     caller's, as the recipe's clone gives).
 
-Models: the notes' MLP (1024 -> 512 -> 256 -> 10, buckets 1/4/16/32) and
-the notes' training step (Linear 1024 x 1024, batch 64, MSELoss, SGD:
-eager, the recipe with copies, graphcore.torch.step bound).
+Models: the notes' MLP (1024 -> 512 -> 256 -> 10, buckets 1/4/16/32); the
+notes' training step (Linear 1024 x 1024, batch 64, MSELoss, SGD: eager,
+the recipe with copies, graphcore.torch.step bound); the GPT-style decoder
+of python/examples/torch_decoder.py (one-token step at batch 1/4/16/64:
+eager, recipe, graphcore.torch) and its 64-token greedy decode (CPU and
+wall time per token: one launch of graphcore.torch.loop against a Python
+loop of per-token graphcore calls and of recipe replays); a small CNN (4
+conv-batchnorm-ReLU blocks, pooled linear head) at batch 1/8/32.
 
 Per call from Python, end to end from the caller's input tensor to the
 output (median over 7 repetitions of N back-to-back calls, synchronized at
@@ -84,6 +89,135 @@ def recipe_family(model):
             return so.clone()
         calls[b] = call
     return calls
+
+
+def recipe_calls(model, examples):
+    """The notes' recipe for any model: {rows: call(*xs)} from {rows: example
+    tuple}, one shared pool, copies in, clones out."""
+    pool = torch.cuda.graph_pool_handle()
+    calls = {}
+    for b in sorted(examples, reverse=True):
+        si = tuple(t.clone() for t in examples[b])
+        with torch.no_grad():
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                for _ in range(3):
+                    model(*si)
+            torch.cuda.current_stream().wait_stream(s)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g, pool=pool):
+                so = model(*si)
+
+        def call(*xs, si=si, g=g, so=so):
+            for a, x in zip(si, xs):
+                a.copy_(x)
+            g.replay()
+            return so.clone()
+        calls[b] = call
+    return calls
+
+
+def side_by_side(name, model, examples, rows_of):
+    """Eager, the recipe and graphcore.torch for one model: a list of rows
+    (one per bucket) and the two families' figures."""
+    buckets = sorted(examples)
+    rec_model, gc_model = copy.deepcopy(model), copy.deepcopy(model)
+    recipe, rec_bytes, rec_s = reserved_after(lambda: recipe_calls(rec_model, examples))
+    t = time.perf_counter()
+    g = gct.graph(gc_model, examples[buckets[-1]], buckets=buckets)
+    gc_s = time.perf_counter() - t
+    st = g.stats()
+    fam = {"torch_cuda_graph": {"capture_s": rec_s, "reserved_bytes": rec_bytes},
+           "graphcore_torch": {"capture_s": gc_s, "pool_bytes": st["pool_bytes"],
+                               "modes": {b: v["mode"] for b, v in st["buckets"].items()}}}
+    rows = []
+    with torch.no_grad():
+        for b in buckets:
+            xs = examples[b]
+            row = {"model": name, "batch": rows_of(b),
+                   "eager_us": median_us(lambda: model(*xs), iters=200),
+                   "torch_graph_recipe_us": median_us(lambda: recipe[b](*xs), iters=200),
+                   "graphcore_us": median_us(lambda: g(*xs), iters=200),
+                   "graphcore_clone_us": median_us(lambda: g(*xs).clone(), iters=200),
+                   "bitwise_equal_to_recipe": bool(torch.equal(g(*xs), recipe[b](*xs)))}
+            row["speedup_vs_recipe"] = row["torch_graph_recipe_us"] / row["graphcore_us"]
+            rows.append(row)
+            print(row, flush=True)
+    g.close()
+    return rows, fam
+
+
+def decoder_and_loop(res):
+    """The GPT-style decoder's step at batch 1/4/16/64, and the 64-token
+    greedy decode: one launch (graphcore.torch.loop) against a Python loop
+    of per-token calls (graphcore's, and the recipe's replays)."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                    "python", "examples"))
+    import torch_decoder as td
+    torch.manual_seed(2)
+    model = td.make_decoder(torch).cuda().eval()
+    examples = {b: (torch.randint(0, td.VOCAB, (b,), device="cuda"),
+                    torch.randint(0, td.POSITIONS, (b,), device="cuda")) for b in (1, 4, 16, 64)}
+    rows, fam = side_by_side("decoder step", model, examples, lambda b: b)
+    res["decoder"] = rows
+    res["families"]["decoder"] = fam
+
+    n = 64
+    start = torch.randint(0, td.VOCAB, (1,), device="cuda")
+    state = (start.clone(), torch.zeros(1, dtype=torch.long, device="cuda"),
+             torch.full((1, n), -1, dtype=torch.long, device="cuda"))
+    lp_model = copy.deepcopy(model)
+    lp = gct.loop(td.loop_body(lp_model, -1), state, max_iters=n)  # no end token: n tokens
+    g = gct.graph(copy.deepcopy(model), examples[1], buckets=[1])
+    recipe = recipe_calls(copy.deepcopy(model), {1: examples[1]})[1]
+    pos = [torch.full((1,), t, dtype=torch.long, device="cuda") for t in range(n)]
+
+    def python_loop(step):
+        tok = start
+        for t in range(n):
+            tok = step(tok, pos[t])
+
+    def timed(fn, reps=7):
+        cpu, wall = [], []
+        for _ in range(reps):
+            torch.cuda.synchronize()
+            c, w = time.process_time(), time.perf_counter()
+            fn()
+            torch.cuda.synchronize()
+            cpu.append((time.process_time() - c) / n * 1e6)
+            wall.append((time.perf_counter() - w) / n * 1e6)
+        return sorted(cpu)[reps // 2], sorted(wall)[reps // 2]
+
+    with torch.no_grad():
+        lp_cpu, lp_wall = timed(lambda: lp(*state))
+        assert lp.iterations() == n
+        g_cpu, g_wall = timed(lambda: python_loop(g))
+        r_cpu, r_wall = timed(lambda: python_loop(recipe))
+    res["decode_loop"] = {
+        "tokens": n, "loop_cpu_us_per_token": lp_cpu, "loop_wall_us_per_token": lp_wall,
+        "python_graphcore_cpu_us_per_token": g_cpu, "python_graphcore_wall_us_per_token": g_wall,
+        "python_recipe_cpu_us_per_token": r_cpu, "python_recipe_wall_us_per_token": r_wall,
+        "cpu_ratio_vs_python_graphcore": lp_cpu / g_cpu}
+    print(res["decode_loop"], flush=True)
+    lp.close()
+    g.close()
+
+
+def cnn(res):
+    torch.manual_seed(3)
+    layers, c = [], 3
+    for out in (32, 64, 64, 128):
+        layers += [torch.nn.Conv2d(c, out, 3, padding=1), torch.nn.BatchNorm2d(out),
+                   torch.nn.ReLU()]
+        c = out
+    layers += [torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(c, 10)]
+    model = torch.nn.Sequential(*layers).cuda().eval()
+    examples = {b: (torch.randn(b, 3, 32, 32, device="cuda"),) for b in (1, 8, 32)}
+    rows, fam = side_by_side("cnn", model, examples, lambda b: b)
+    res["cnn"] = rows
+    res["families"]["cnn"] = fam
 
 
 def graphed_family(model):
@@ -228,6 +362,13 @@ def main():
                                               / res["train_step"]["graphcore_us"])
     s.close()
 
+    for part in (decoder_and_loop, cnn):
+        try:
+            part(res)
+        except Exception as e:  # noqa: BLE001 - reported, the rest still written
+            res.setdefault("failed", {})[part.__name__] = "%s: %s" % (type(e).__name__, e)
+            print("%s failed: %s" % (part.__name__, res["failed"][part.__name__]), flush=True)
+
     os.makedirs(OUT, exist_ok=True)
     path = os.path.join(OUT, "torch_graphs.json")
     with open(path, "w") as f:
@@ -247,6 +388,21 @@ def main():
     print("train step, us: eager %.1f, recipe %.1f, graphcore %.1f (%.2fx recipe, %s)" % (
         t["eager_us"], t["torch_graph_recipe_us"], t["graphcore_us"], t["speedup_vs_recipe"],
         t["mode"]))
+    for r in res.get("decoder", []) + res.get("cnn", []):
+        print("%-13s batch %2d: eager %7.1f, recipe %7.1f, graphcore %7.1f (+clone %7.1f) us: "
+              "%.2fx%s" % (r["model"], r["batch"], r["eager_us"], r["torch_graph_recipe_us"],
+                           r["graphcore_us"], r["graphcore_clone_us"], r["speedup_vs_recipe"],
+                           "" if r["bitwise_equal_to_recipe"] else "  NOT bitwise equal"))
+    d = res.get("decode_loop")
+    if d:
+        print("decode loop, %d tokens, CPU/wall us per token: one launch %.2f/%.1f, Python loop "
+              "of graphcore calls %.1f/%.1f, of recipe replays %.1f/%.1f (CPU %.3fx)" % (
+                  d["tokens"], d["loop_cpu_us_per_token"], d["loop_wall_us_per_token"],
+                  d["python_graphcore_cpu_us_per_token"], d["python_graphcore_wall_us_per_token"],
+                  d["python_recipe_cpu_us_per_token"], d["python_recipe_wall_us_per_token"],
+                  d["cpu_ratio_vs_python_graphcore"]))
+    for k, v in res.get("failed", {}).items():
+        print("FAILED %s: %s" % (k, v))
 
 
 if __name__ == "__main__":
