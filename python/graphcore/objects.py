@@ -22,9 +22,12 @@ must not run concurrently. Imports errors, structs, loader and args.
 import ctypes as C
 import os
 import struct
+import threading
 
 from .args import _addr, _dim3, _fail, _int, _kernel_args, _name, _nodes, _out
-from .errors import Error, InvalidHandleError, InvalidStateError
+from .errors import (
+    Error, InvalidArgumentError, InvalidHandleError, InvalidStateError, NoBucketError,
+)
 from .loader import lib, raise_status, unchecked
 from .structs import (
     ARG_EXACT, CAPTURE_THREAD_LOCAL, COND_IF_ELSE, COND_RESET_ON_LAUNCH, COND_SWITCH,
@@ -144,6 +147,28 @@ class _Bindings:
             values += (index, ptr, nb if type(nb) is int and nb >= 0 else 0)
         flat[:len(values)] = values
         return len(kw)
+
+
+# Statuses of a launch or replay with bindings that leave every binding as
+# it was (the call refused them, or found no exec or bucket).
+_UNBOUND = frozenset((InvalidArgumentError.code, InvalidHandleError.code, NoBucketError.code))
+
+
+def _keep_bound(obj, key, kw, st):
+    """Keeps the objects of bindings ``kw`` (name -> object) alive in
+    ``obj._bound`` for as long as their binding persists: under key
+    ``key(index)``, each replaces the object bound to that argument before,
+    after a call that returned ``st`` (0: bound). A refused call
+    (``_UNBOUND``) bound nothing; after any other failure the new binding
+    may or may not be in place, so both objects are kept. Called with
+    ``obj._bind_lock`` held, so references follow the C calls' order."""
+    if st in _UNBOUND:
+        return
+    bound = obj.__dict__.setdefault("_bound", {})
+    names = obj._bindings.names
+    for name, buf in kw.items():
+        k = key(names[name])
+        bound[k] = buf if st == 0 else (bound.get(k), buf)
 
 
 def device_count():
@@ -893,10 +918,20 @@ class Graph(_Handle):
 class Exec(_Handle):
     """gc_graph_instantiate(graph, flags): a launchable graph. launch() may
     run from several threads at once; update() and set_kernel_args() must not
-    race with a launch of this Exec, nor close() with any call."""
+    race with a launch of this Exec, nor close() with any call.
+
+    Bindings persist, and so do their objects: after ``launch(stream,
+    x=t)``, a plain ``launch(stream)`` still runs on ``t``'s memory, so the
+    Exec keeps ``t`` alive until ``x`` is bound to something else (or the
+    Exec is collected). Dropping your reference to a bound tensor therefore
+    never lets a later launch write into memory handed to someone else. (The
+    buffers the graph was captured or declared on stay yours to keep.)"""
 
     _destroy = "gc_exec_destroy"
     _bindings = _Bindings({}, "Exec.launch")  # a graph without arguments
+    # Orders launches with bindings and the references kept for them (one
+    # per Exec from __init__; this one serves objects made without it).
+    _bind_lock = threading.Lock()
 
     def __init__(self, graph, flags=0):
         super().__init__()
@@ -907,6 +942,8 @@ class Exec(_Handle):
         self.context = graph.context
         self._keep = list(graph._keep)
         self._bindings = _Bindings(graph._arg_names, "Exec.launch")
+        self._bound = {}  # argument index -> the object bound to it now
+        self._bind_lock = threading.Lock()
         self._launch_with = unchecked("gc_exec_launch_with")
         self._cv = C.c_void_p(self._h)
 
@@ -917,19 +954,22 @@ class Exec(_Handle):
         """gc_exec_launch: replays the graph on ``stream``. With keyword
         bindings (``x=tensor``: a declared argument's name and its new
         buffer), gc_exec_launch_with: the arguments are rebound first, and
-        stay bound for later launches."""
+        stay bound for later launches; the Exec keeps each bound object
+        alive until its argument is bound to another."""
         if not bindings:
             lib.gc_exec_launch(self.handle, _stream(stream, "Exec.launch"))
             return
         bs = self._bindings
         slot = bs.take(bindings)
         try:
-            if type(stream) is Stream and stream._h and self._h:
-                st = self._launch_with(self._cv, _cv(stream), slot.array, slot.n)
-            else:
-                st = self._launch_with(C.c_void_p(self.handle),
-                                       C.c_void_p(_stream(stream, "Exec.launch")), slot.array,
-                                       slot.n)
+            with self._bind_lock:
+                if type(stream) is Stream and stream._h and self._h:
+                    st = self._launch_with(self._cv, _cv(stream), slot.array, slot.n)
+                else:
+                    st = self._launch_with(C.c_void_p(self.handle),
+                                           C.c_void_p(_stream(stream, "Exec.launch")),
+                                           slot.array, slot.n)
+                _keep_bound(self, int, bindings, st)
         finally:
             bs.free.append(slot)
         if st:
@@ -1045,10 +1085,16 @@ class capture:
 class Runner(_Handle):
     """gc_runner_create: graphs per batch size ("buckets") in one pool.
     replay() may run from several threads at once; capture() excludes
-    replays while it runs; close() must not race with other calls."""
+    replays while it runs; close() must not race with other calls.
+
+    Bindings persist per bucket, and so do their objects: the Runner keeps
+    each object bound in a bucket alive until that bucket's argument is
+    bound to another (or the Runner is collected), so a plain replay never
+    writes into memory freed since (see Exec)."""
 
     _destroy = "gc_runner_destroy"
     _bindings = _Bindings({}, "Runner.replay")  # until a capture declares arguments
+    _bind_lock = threading.Lock()  # as Exec's
 
     def __init__(self, context, pool=None):
         super().__init__()
@@ -1060,6 +1106,8 @@ class Runner(_Handle):
         self.pool = pool
         self._replay_with = unchecked("gc_runner_replay_with")
         self._cv = C.c_void_p(self._h)
+        self._bound = {}  # (bucket, argument index) -> the object bound there now
+        self._bind_lock = threading.Lock()
 
     def capture(self, buckets, record, warmup_runs=3):
         """gc_runner_capture: ``record(stream, batch)`` enqueues one bucket's
@@ -1115,7 +1163,8 @@ class Runner(_Handle):
         """gc_runner_replay: replays the smallest bucket of at least ``rows``
         rows; returns its size. NoBucketError above the largest. With
         keyword bindings (``x=tensor``, names the record function gave
-        Stream.capture_arg), gc_runner_replay_with."""
+        Stream.capture_arg), gc_runner_replay_with; the bound objects are
+        kept alive while bound (see the class)."""
         w = "Runner.replay"
         if not bindings:
             out = C.c_uint32()
@@ -1127,14 +1176,18 @@ class Runner(_Handle):
         try:
             if not (type(rows) is int and 0 <= rows <= 0xFFFFFFFF):
                 rows = _int(rows, w, "rows", 32)
-            if type(stream) is Stream and stream._h and self._h:
-                st = self._replay_with(self._cv, C.c_uint32(rows), _cv(stream), slot.array,
-                                       slot.n, slot.out_ref)
-            else:
-                st = self._replay_with(C.c_void_p(self.handle), C.c_uint32(rows),
-                                       C.c_void_p(_stream(stream, w)), slot.array, slot.n,
-                                       slot.out_ref)
-            bucket = slot.out.value
+            with self._bind_lock:
+                if type(stream) is Stream and stream._h and self._h:
+                    st = self._replay_with(self._cv, C.c_uint32(rows), _cv(stream),
+                                           slot.array, slot.n, slot.out_ref)
+                else:
+                    st = self._replay_with(C.c_void_p(self.handle), C.c_uint32(rows),
+                                           C.c_void_p(_stream(stream, w)), slot.array, slot.n,
+                                           slot.out_ref)
+                bucket = slot.out.value
+                # On failure no bucket is reported: the objects then go
+                # under None, kept with any kept there before.
+                _keep_bound(self, lambda i: (bucket if st == 0 else None, i), bindings, st)
         finally:
             bs.free.append(slot)
         if st:

@@ -121,3 +121,61 @@ def test_replay_passes_the_bindings_and_returns_the_bucket(stream):
     assert rec.calls == [[(0, 0x10000, 1024)]]
     with pytest.raises(gc.InvalidArgumentError, match="rows"):
         r.replay(-1, stream, x=x)
+
+
+def test_bound_objects_are_kept_until_rebound(stream):
+    """Bindings persist, so the Exec keeps each bound object alive until
+    its argument is bound to another; a refused call keeps what was bound
+    before and not the refused object; after another failure both are kept
+    (the binding may or may not have changed)."""
+    import gc as pygc
+    import weakref
+
+    rec = Recorder()
+    e = fake_exec(rec)
+    x, y = FakeTensor(0x10000, 4096), FakeTensor(0x20000, 4096)
+    wx, wy = weakref.ref(x), weakref.ref(y)
+    e.launch(stream, x=x, y=y)
+    del x, y
+    pygc.collect()
+    assert wx() is not None and wy() is not None, "bound objects are kept"
+    x2 = FakeTensor(0x30000, 4096)
+    wx2 = weakref.ref(x2)
+    e.launch(stream, x=x2)  # x rebound: the first x goes, y stays
+    del x2
+    pygc.collect()
+    assert wx() is None and wy() is not None and wx2() is not None
+    rec.status = gc.InvalidArgumentError.code  # refused: nothing changed
+    refused = FakeTensor(0x40000, 4096)
+    wr = weakref.ref(refused)
+    with pytest.raises(gc.InvalidArgumentError):
+        e.launch(stream, x=refused)
+    del refused
+    pygc.collect()
+    assert wr() is None and wx2() is not None
+    rec.status = gc.CudaError.code  # may or may not be bound: both kept
+    maybe = FakeTensor(0x50000, 4096)
+    wm = weakref.ref(maybe)
+    with pytest.raises(gc.CudaError):
+        e.launch(stream, x=maybe)
+    del maybe
+    pygc.collect()
+    assert wm() is not None and wx2() is not None
+
+
+def test_runner_keeps_bound_objects_per_bucket(stream):
+    import gc as pygc
+    import weakref
+
+    rec = Recorder()
+    r = fake(gc.Runner, _bindings=objects._Bindings({"x": 0, "y": 1}, "Runner.replay"),
+             _replay_with=rec)
+    x = FakeTensor(0x10000, 4096)
+    wx = weakref.ref(x)
+    assert r.replay(3, stream, x=x) == 4
+    del x
+    pygc.collect()
+    assert wx() is not None, "kept while bound in bucket 4"
+    assert r.replay(3, stream, x=FakeTensor(0x20000, 4096)) == 4
+    pygc.collect()
+    assert wx() is None, "released once bucket 4's x was rebound"

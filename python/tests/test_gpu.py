@@ -495,6 +495,74 @@ def test_graph_arguments(ctx, stream, pool):
         assert download(ctx, stream, y2, 4) == [0.0, 30.0, 60.0, 90.0]
 
 
+class PoolBuffer:
+    """A buffer object owning a pool block, freed when collected (as a
+    tensor's memory goes back to its allocator)."""
+
+    def __init__(self, pool, nbytes):
+        self.pool, self.nbytes, self.ptr = pool, nbytes, pool.alloc(nbytes)
+
+    def data_ptr(self):
+        return self.ptr
+
+    def __del__(self):
+        self.pool.free(self.ptr)
+
+
+def test_bound_objects_stay_alive_while_bound(ctx, stream, pool):
+    """Bindings persist, so the objects bound do too: an Exec (and a
+    Runner, per bucket) keeps what it was bound to alive until that
+    argument is bound to something else, so a plain launch after the
+    caller dropped its reference writes into the same, still owned,
+    memory, never into a block freed and handed out again."""
+    import gc as pygc
+    import weakref
+
+    x, y = pool.alloc(4 * N), pool.alloc(4 * N)
+    upload(ctx, stream, x, [float(i) for i in range(N)])
+    with gc.capture(stream, pool) as cap:
+        stream.capture_arg(x, 4 * N, name="x")
+        stream.capture_arg(y, 4 * N, name="y")
+        gc.op_scale(stream, y, x, N, 2.0)
+    e = cap.graph.instantiate()
+    out = PoolBuffer(pool, 4 * N)
+    kept = weakref.ref(out)
+    e.launch(stream, y=out)
+    del out
+    pygc.collect()
+    assert kept() is not None, "the Exec keeps the object bound to y"
+    allocated = pool.stats().allocated_bytes
+    gc.memset_async(stream, kept().ptr, 0, 4 * N)
+    e.launch(stream)  # plain: still bound to the kept object
+    assert download(ctx, stream, kept().ptr, 3) == [0.0, 2.0, 4.0]
+    e.launch(stream, y=y)  # bound elsewhere: the object goes
+    stream.synchronize()
+    pygc.collect()
+    assert kept() is None, "rebinding y released the object"
+    assert pool.stats().allocated_bytes == allocated - 4 * N
+
+    def record(s, batch):
+        s.capture_arg(x, 4 * batch, name="x")
+        s.capture_arg(y, 4 * batch, name="y")
+        gc.op_scale(s, y, x, batch, 3.0)
+
+    with gc.Runner(ctx, pool) as r:
+        r.capture([4], record, warmup_runs=1)
+        out = PoolBuffer(pool, 4 * 4)
+        kept = weakref.ref(out)
+        assert r.replay(4, stream, y=out) == 4
+        del out
+        pygc.collect()
+        assert kept() is not None, "the Runner keeps the object bound in bucket 4"
+        gc.memset_async(stream, kept().ptr, 0, 16)
+        r.replay(4, stream)
+        assert download(ctx, stream, kept().ptr, 4) == [0.0, 3.0, 6.0, 9.0]
+        r.replay(4, stream, y=y)
+        stream.synchronize()
+        pygc.collect()
+        assert kept() is None, "rebinding the bucket's y released the object"
+
+
 def test_graph_arguments_with_torch(ctx, pool, torch):
     """exec.launch(stream, x=tensor, y=tensor) with torch tensors."""
     n = 4096
