@@ -119,7 +119,7 @@ fn builtin_kernels_run_eagerly() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
 }
 
-const USER_PTX: &str = r#"
+pub(crate) const USER_PTX: &str = r#"
 .version 7.0
 .target sm_75
 .address_size 64

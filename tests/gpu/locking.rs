@@ -4,7 +4,7 @@
 //! test instead of hanging it.
 
 use super::foundation::add_one;
-use super::fusion::scales_around_a_user_kernel;
+use super::fusion::{scales_around, scales_around_a_user_kernel};
 use super::*;
 use graphcore_core::graph::NodeKind;
 use graphcore_core::instantiate_flags::FUSE_ELEMENTWISE;
@@ -13,8 +13,16 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 
-/// How long each racing thread keeps going.
-const RACE: Duration = Duration::from_secs(3);
+/// How long each racing thread keeps going: `GC_STRESS_SECS` (default 3).
+fn race_time() -> Duration {
+    Duration::from_secs_f64(
+        std::env::var("GC_STRESS_SECS")
+            .ok()
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(3.0)
+            .max(0.01),
+    )
+}
 
 /// Sets node `index` of `e`'s graph (a node of
 /// [`scales_around_a_user_kernel`]) to the arguments it was built with.
@@ -66,13 +74,13 @@ fn to_dot_and_set_kernel_args_race_on_one_exec_without_deadlock() {
             &format!("{name} exec: to_dot against set_kernel_args"),
             vec![
                 Box::new(move || {
-                    let end = Instant::now() + RACE;
+                    let end = Instant::now() + race_time();
                     while Instant::now() < end {
                         assert!(dot.to_dot("g").unwrap().contains("digraph"));
                     }
                 }),
                 Box::new(move || {
-                    let end = Instant::now() + RACE;
+                    let end = Instant::now() + race_time();
                     let mut i = 0u32;
                     while Instant::now() < end {
                         // Nodes 2 and 8 lie in the two chains, 5 outside.
@@ -85,7 +93,7 @@ fn to_dot_and_set_kernel_args_race_on_one_exec_without_deadlock() {
     }
 }
 
-/// Three threads using `g` and its relatives at once, each for [`RACE`]:
+/// Three threads using `g` and its relatives at once, each for [`race_time()`]:
 /// instantiating it plain, instantiating its fused copy (cuGraphClone), and
 /// adding it as a child to new graphs that are then instantiated; every
 /// exec, copy and parent is destroyed as soon as it is made. `base` is the
@@ -98,7 +106,7 @@ fn relatives_made_and_destroyed(
     let plain = {
         let g = g.clone();
         Box::new(move || {
-            let end = Instant::now() + RACE;
+            let end = Instant::now() + race_time();
             while Instant::now() < end {
                 let e = Exec::new(&g, 0).unwrap();
                 assert!(e.stats().unwrap().graph_nodes >= base);
@@ -108,7 +116,7 @@ fn relatives_made_and_destroyed(
     let fused = {
         let g = g.clone();
         Box::new(move || {
-            let end = Instant::now() + RACE;
+            let end = Instant::now() + race_time();
             while Instant::now() < end {
                 let e = Exec::new(&g, FUSE_ELEMENTWISE).unwrap();
                 // The nodes added meanwhile fuse with nothing.
@@ -119,7 +127,7 @@ fn relatives_made_and_destroyed(
     let adopt = {
         let (g, c) = (g.clone(), c.clone());
         Box::new(move || {
-            let end = Instant::now() + RACE;
+            let end = Instant::now() + race_time();
             while Instant::now() < end {
                 let parent = Graph::new(&c).unwrap();
                 let before = g.node_count().unwrap();
@@ -158,7 +166,7 @@ fn one_graph_instantiated_fused_adopted_and_extended_at_once() {
     let grow = {
         let (g, added) = (g.clone(), added.clone());
         Box::new(move || {
-            let end = Instant::now() + RACE;
+            let end = Instant::now() + race_time();
             let mut i = 0usize;
             while Instant::now() < end {
                 if i.is_multiple_of(2) {
@@ -258,4 +266,133 @@ fn two_graphs_adopting_each_other_at_once_do_not_deadlock() {
     for (a, b) in &pairs {
         assert_eq!((a.node_count().unwrap(), b.node_count().unwrap()), (2, 2));
     }
+}
+
+/// What [`scales_around`] without a user kernel computes from `v`, `times`
+/// times over, in f32 as the kernels round (each scale one `mul.rn`).
+fn scaled(mut v: f32, times: usize) -> f32 {
+    for _ in 0..times {
+        for i in 0..11 {
+            v *= if i == 5 { 2.0 } else { 1.0 + i as f32 / 8.0 };
+        }
+    }
+    v
+}
+
+/// Issue 50 item 6: a fused exec's generated chain kernel (eleven scales,
+/// longer than the built-in chain kernel holds) was unloaded as soon as the
+/// exec went, while launches of it could still run. Launches over a large
+/// buffer, the exec dropped at once (its module is retired, unloaded after
+/// the next device-wide synchronize), then the stream synchronized: every
+/// launch ran to the end with the right result, and the context reports no
+/// deferred error. Updates swap the generated kernels (the old ones retired
+/// while launches run) in the second half.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn generated_chain_kernels_outlive_the_launches_of_a_dropped_exec() {
+    let (c, s, p) = setup();
+    let n = 1usize << 24;
+    let y = p.alloc(n as u64 * 4).unwrap();
+    for round in 0..20 {
+        upload(&s, y, &vec![1.0; n]);
+        let g = scales_around(&c, None, y, n, |_| {});
+        let e = Exec::new(&g, FUSE_ELEMENTWISE).unwrap();
+        assert_eq!(e.stats().unwrap().chains, 1);
+        assert!(e.to_dot("f").unwrap().contains("gc_fused_chain"));
+        let launches = 2 + round % 2;
+        for k in 0..launches {
+            e.launch(&s).unwrap();
+            if round >= 10 && k == 0 {
+                // A graph of the same shape: the update generates new
+                // kernels and retires the ones launched just before.
+                e.update(&scales_around(&c, None, y, n, |_| {})).unwrap();
+            }
+        }
+        drop(e);
+        drop(g);
+        s.synchronize().unwrap();
+        let want = scaled(1.0, launches);
+        let got = download(&s, y, 4);
+        assert!(
+            got.iter().all(|&v| v.to_bits() == want.to_bits()),
+            "round {round}: {got:?}, want {want}"
+        );
+        if round % 5 == 4 {
+            // Unloads the retired modules; reports any deferred failure.
+            c.synchronize().unwrap();
+        }
+    }
+    c.synchronize().unwrap();
+    p.free(y).unwrap();
+}
+
+/// Issue 50 item 9: pool lookups (a copy's range check) from one thread
+/// while other threads drop pools and trim: a lookup never drops a pool
+/// (the registry lends the pool's block table, not the pool), and trim no
+/// longer holds the pool's lock across its device wait, so allocations on
+/// other threads go on meanwhile. Every copy and allocation succeeds and
+/// the statistics come back to zero.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn pool_lookups_race_pool_drops_and_trims() {
+    let c = ctx();
+    let keep = pool(&c);
+    let block = keep.alloc(4096).unwrap();
+    let end = Instant::now() + race_time();
+    let copies = {
+        let c = c.clone();
+        Box::new(move || {
+            let s = Stream::new(&c).unwrap();
+            while Instant::now() < end {
+                // A copy inside a live block of a registered pool: the range
+                // check looks the pool up.
+                // SAFETY: `block` is a live 4096-byte block for the test.
+                unsafe { graphcore_core::copy_async(&s, block, block + 2048, 1024) }.unwrap();
+            }
+            s.synchronize().unwrap();
+        }) as Box<dyn FnOnce() + Send>
+    };
+    let churn = {
+        let c = c.clone();
+        Box::new(move || {
+            let s = Stream::new(&c).unwrap();
+            while Instant::now() < end {
+                let p = pool(&c);
+                let b = p.alloc(1 << 20).unwrap();
+                // The lookup of this pool's block may run on the other
+                // thread while the pool goes below.
+                // SAFETY: a live block of 1 MiB.
+                unsafe { graphcore_core::set_async(&s, b, 0, 1 << 20) }.unwrap();
+                s.synchronize().unwrap();
+                p.free(b).unwrap();
+                drop(p);
+            }
+        })
+    };
+    let trims = {
+        let keep = keep.clone();
+        Box::new(move || {
+            while Instant::now() < end {
+                let b = keep.alloc(3 << 20).unwrap();
+                keep.free(b).unwrap();
+                keep.trim().unwrap();
+            }
+        })
+    };
+    let allocs = {
+        let keep = keep.clone();
+        Box::new(move || {
+            while Instant::now() < end {
+                let b = keep.alloc(256).unwrap();
+                keep.free(b).unwrap();
+            }
+        })
+    };
+    race(
+        "pool lookups, drops, trims and allocations",
+        vec![copies, churn, trims, allocs],
+    );
+    keep.free(block).unwrap();
+    assert_eq!(keep.stats().allocated_bytes, 0);
+    c.synchronize().unwrap();
 }

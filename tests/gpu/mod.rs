@@ -3,6 +3,7 @@
 
 mod api_gaps;
 mod args;
+mod conformance;
 mod control;
 mod faults;
 mod foundation;
