@@ -66,6 +66,7 @@ from readme_blocks.kernels import (
 from readme_blocks.features import block_fusion, block_args, block_control, block_pdl
 from readme_blocks.machines import block_h100, block_h200
 from readme_blocks.headline import block_headline
+from readme_blocks.torch import block_torch
 
 
 README = REPO / "README.md"
@@ -108,6 +109,7 @@ BLOCKS = {
     "mlp": block_mlp,
     "train-sweep": block_train_sweep,
     "fusion": block_fusion,
+    "torch": block_torch,
 }
 
 
