@@ -229,9 +229,10 @@ def test_capture_failure_names_it_and_leaves_the_pool_as_it_was(tt):
     # One good family first, so that the pool has something in it.
     good = gct.graph(lin, x, pool=pool)
     allocated = pool.stats().allocated_bytes
-    for fn in (syncs, host_sync):
-        with pytest.raises(gc.CaptureError, match="capture of bucket 8 failed"):
+    for fn, line in ((syncs, "y.sum().item()"), (host_sync, "torch.cuda.synchronize()")):
+        with pytest.raises(gc.CaptureError, match="capture of bucket 8 failed at ") as e:
             gct.graph(fn, x, buckets=[4, 8], pool=pool)
+        assert fn.__name__ in str(e.value) and line in str(e.value), str(e.value)
         torch.cuda.synchronize()
         assert pool.stats().allocated_bytes == allocated, fn.__name__
     # The stream and the good family still work.

@@ -3,6 +3,7 @@ wrap, arguments, buckets, calls. See the package's docstring."""
 
 import bisect
 import ctypes as C
+import os
 import threading
 import time
 import traceback
@@ -344,13 +345,23 @@ class _Family:
         stays alive through it."""
         if isinstance(e, _errors.Error) and not isinstance(e, _errors.CaptureError):
             raise e
+        at = ""
+        try:  # the innermost line of the model's own code (not torch's, not ours)
+            skip = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
+            mine = [f for f in traceback.extract_tb(e.__traceback__)
+                    if not f.filename.startswith(skip)]
+            if mine:
+                f = mine[-1]
+                at = " at %s:%d in %s: %s" % (f.filename, f.lineno, f.name, (f.line or "").strip())
+        except Exception:  # noqa: BLE001 - the location is a courtesy
+            pass
         traceback.clear_frames(e.__traceback__)
         msg = str(e).strip().splitlines()
         raise _errors.CaptureError(
-            "%s: %s failed: %s: %s (a model captured in a CUDA graph must not synchronize "
+            "%s: %s failed%s: %s: %s (a model captured in a CUDA graph must not synchronize "
             "with the host - .item(), .cpu(), printing a CUDA tensor, data-dependent shapes "
             "- nor use operations CUDA graphs cannot capture)"
-            % (self.where, what, type(e).__name__, msg[0] if msg else "")) from e
+            % (self.where, what, at, type(e).__name__, msg[0] if msg else "")) from e
 
     def build(self, sizes, optimizer=None):
         """Captures every bucket (largest first: the smaller ones reuse its
