@@ -524,11 +524,14 @@ fn a_scalar_equal_to_an_address_in_a_range_is_patched_unless_the_argument_is_exa
     let m = graphcore_core::Module::load(&c, STORE_U64_PTX.as_bytes()).unwrap();
     let f = m.function("store_u64").unwrap();
     let bytes = 1024usize;
+    // `out` first: below `a`, it is neither inside `a` nor one past its end
+    // (which a scan would take for a use too).
+    let out = p.alloc(8).unwrap();
     let (a, b) = (
         p.alloc(bytes as u64).unwrap(),
         p.alloc(bytes as u64).unwrap(),
     );
-    let out = p.alloc(8).unwrap();
+    assert!(out < a);
     let value = a + 64; // an integer that equals an address inside `a`
     let read_out = |s: &Stream| {
         let w = download(s, out, 2);

@@ -64,7 +64,10 @@ fn a_context_keeps_its_caches_until_the_devices_last_context_goes() {
         // SAFETY: `raw` is retained by this test; writes two sizes.
         unsafe {
             assert_eq!(sys::cuCtxSetCurrent(raw), sys::CUresult::CUDA_SUCCESS);
-            assert_eq!(sys::cuMemGetInfo_v2(&mut f, &mut t), sys::CUresult::CUDA_SUCCESS);
+            assert_eq!(
+                sys::cuMemGetInfo_v2(&mut f, &mut t),
+                sys::CUresult::CUDA_SUCCESS
+            );
         }
         f as i64
     };
@@ -133,14 +136,14 @@ fn exercise(c: &graphcore_core::Context) {
     // The conditional setters (linked with libcudadevrt on first use).
     let cg = Graph::new(c).unwrap();
     let flag = p.alloc(4).unwrap();
-    let setter = cg
-        .conditional_handle(0, true)
-        .and_then(|h| {
-            // SAFETY: `flag` holds a u32, alive while the graph runs.
-            let set = unsafe { cg.add_op(ops::cond_set_u32(h.raw, flag), &[]) }?;
-            cg.add_conditional(CondType::If, h, 0, &[set])
-        })
-        .and_then(|_| Exec::new(&cg, 0));
+    let setter = cg.conditional_handle(0, true).and_then(|h| {
+        // SAFETY: `flag` holds a u32, alive while the graph runs.
+        let set = unsafe { cg.add_op(ops::cond_set_u32(h.raw, flag), &[]) }?;
+        let (_, bodies) = cg.add_conditional(CondType::If, h, 0, &[set])?;
+        // SAFETY: `y` holds n floats, alive while the graph runs.
+        unsafe { bodies[0].add_op(ops::fill(y, 1, 1.0, sms), &[]) }?;
+        Exec::new(&cg, 0)
+    });
     match setter {
         Ok(ce) => ce.launch(&s).unwrap(),
         Err(e) if e.kind() == ErrorKind::NotSupported => {

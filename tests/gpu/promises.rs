@@ -154,6 +154,7 @@ fn captures_leave_the_threads_current_context_as_it_was() {
                 );
                 // A failed end cleans up, which binds.
                 side.wait_stream(&s).unwrap(); // joins, and never rejoins
+                fill(&side, y, n, 3.0);
                 unbind();
                 let Err(e) = end_capture(&s) else {
                     panic!("an unjoined capture ended")
