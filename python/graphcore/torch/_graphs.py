@@ -576,11 +576,23 @@ class Graphed:
             self._sizes, self._device, " (closed)" if self._f.closed else "")
 
 
-def _verify(family, b):
+def _verify(family, b, state=()):
     """Checks that binding each input reaches every use: the graph bound to
     other tensors must compute what it computes from its static inputs
     holding the same values. If not, the bucket copies every request
-    (b.copy_mode) and a warning says so."""
+    (b.copy_mode) and a warning says so. ``state``: tensors the graph
+    updates in place (a step's parameters, gradients, optimizer state),
+    compared too, and put back as they were after each of the two runs."""
+    with torch.no_grad():
+        _verify_runs(family, b, list(state))
+
+
+def _verify_runs(family, b, state):
+    snapshot = [t.clone() for t in state]
+
+    def restore():
+        for t, saved in zip(state, snapshot):
+            t.copy_(saved)
     gs = _gc_stream(family.ctx, torch.cuda.current_stream(family.device).cuda_stream)
     probes = []
     gen = torch.Generator(device=b.static[0].device)  # leaves torch's own RNG alone
@@ -591,11 +603,13 @@ def _verify(family, b):
         else:
             probes.append(s.flip(0).contiguous())  # the example's own values, moved
     b.exec_.launch(gs, **dict(zip(family.names, probes)))
-    bound = [o.clone() for o in b.outputs]
+    bound = [o.clone() for o in b.outputs + tuple(state)]
+    restore()
     for s, p in zip(b.static, probes):
         s.copy_(p)
     b.exec_.launch(gs, **b.bind_static)
-    ok = all(torch.equal(x, y) for x, y in zip(bound, b.outputs))
+    ok = all(torch.equal(x, y) for x, y in zip(bound, b.outputs + tuple(state)))
+    restore()
     torch.cuda.synchronize(family.device)
     if not ok:
         b.copy_mode = True
@@ -684,7 +698,30 @@ class Step:
         return False
 
 
-def step(fn, example_inputs, optimizer=None, pool=None, warmup=3):
+def _step_state(optimizer, state):
+    """The CUDA tensors a step updates in place that verification restores:
+    the optimizer's parameters, their gradients and its state, and
+    ``state``."""
+    out, seen = [], set()
+
+    def add(t):
+        if isinstance(t, torch.Tensor) and t.is_cuda and id(t) not in seen:
+            seen.add(id(t))
+            out.append(t.detach())
+    if optimizer is not None:
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                add(p)
+                add(p.grad)
+        for st in optimizer.state.values():
+            for v in st.values():
+                add(v)
+    for t in state or ():
+        add(t)
+    return out
+
+
+def step(fn, example_inputs, optimizer=None, pool=None, warmup=3, verify=None, state=()):
     """Captures a whole training step, ``fn(*inputs)``: the forward pass,
     ``loss.backward()`` and ``optimizer.step()`` (returning the loss, or any
     tensors), as PyTorch's whole-network capture recipe does: ``warmup``
@@ -696,7 +733,16 @@ def step(fn, example_inputs, optimizer=None, pool=None, warmup=3):
     inputs (the example's shapes exactly: no buckets, no padding, which
     would change the gradients). Optimizers that keep state on the host
     must be capturable (e.g. ``Adam(capturable=True)``); PyTorch's message
-    otherwise comes back as a CaptureError."""
+    otherwise comes back as a CaptureError.
+
+    ``verify`` (default: when ``optimizer`` is given): after the capture,
+    two checking steps (bound to other tensors, then on the static inputs
+    holding the same values) must agree bit for bit, outputs, parameters,
+    gradients and optimizer state alike, else every call copies its inputs
+    (with a warning); the parameters, gradients, optimizer state and the
+    tensors of ``state`` are put back as they were after each. Other state
+    the step changes in place (batch norm's running statistics: pass
+    ``state=model.buffers()``) would advance by the two checking steps."""
     fam = _Family("step", fn, example_inputs, pool, warmup, grad=True)
     fam.build([fam.example_rows], optimizer=optimizer)
     b = fam.buckets[0]
@@ -704,6 +750,14 @@ def step(fn, example_inputs, optimizer=None, pool=None, warmup=3):
         # No use found for an input: bind nothing, copy every request.
         b.copy_mode = True
         b.stats.mode = "copy"
+    if verify is None:
+        verify = optimizer is not None
+    if verify and not b.copy_mode:
+        try:
+            _verify(fam, b, _step_state(optimizer, state))
+        except BaseException:
+            fam.close()
+            raise
     return Step(fam)
 
 
