@@ -559,6 +559,23 @@ fn check_status_blocks(bless: bool, stale: &mut Vec<String>) {
     }
 }
 
+/// The kernel list types a pointer parameter as the kernel's CUDA source
+/// does: the conditional setters read and write u32s (their value, counter,
+/// rows and sizes), not floats, as the list once said.
+#[test]
+fn the_kernel_list_types_pointers_as_the_sources_do() {
+    let header = generate_all();
+    for want in [
+        "gc_cond_set_u32(uint64_t handle, uint32_t *value)",
+        "gc_cond_count(uint64_t handle, uint32_t *counter, uint32_t limit)",
+        "uint32_t cmp, uint32_t *counter, uint32_t limit)",
+        "gc_cond_set_bucket(uint64_t handle, uint32_t *rows, uint32_t *sizes, uint32_t count)",
+        "float *pred, float *target, uint64_t n, float grad_scale, void *workspace)",
+    ] {
+        assert!(header.contains(want), "the kernel list lacks `{want}`");
+    }
+}
+
 #[test]
 fn header_is_current() {
     let bless = std::env::var_os("GC_BLESS").is_some();
