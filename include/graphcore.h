@@ -18,8 +18,8 @@
  *
  * Sections, by object: status and version, device and context, stream,
  * event, pool, allocator, host memory and copies, module and function,
- * launch, capture, graph, conditional nodes, exec, runner. Each opens with a
- * banner; each handle type's doc states its ownership and thread safety
+ * launch, capture, graph, conditional nodes, exec, runner, cache. Each opens
+ * with a banner; each handle type's doc states its ownership and thread safety
  * (which calls may run at once on one handle, and which the caller must
  * serialize). The built-in ops (gc_op_*) and the list of built-in kernels
  * are in graphcore_ops.h, which this header includes at its end.
@@ -33,6 +33,7 @@
 
 /* The handle types, declared first so every section may name them (each is
  * documented in its own section). */
+struct gc_cache;
 struct gc_context;
 struct gc_event;
 struct gc_exec;
@@ -2320,6 +2321,21 @@ typedef enum gc_status (*gc_record_fn)(struct gc_stream *stream, uint32_t batch,
  */
 typedef struct gc_runner_bucket {
     /**
+/**
+ * Fallback flag: run the record function eagerly on the caller's stream
+ * instead of replaying a graph (gc_runner_set_fallback, gc_cache_options,
+ * gc_cache_set_fallback). The environment variable GRAPHCORE_DISABLE=1
+ * (read once per process) turns it on for every runner and cache.
+ */
+#define GC_FALLBACK_EAGER 1
+
+/**
+ * Fallback flag: hard fail. Where the object would run its record
+ * function eagerly (GC_FALLBACK_EAGER or GRAPHCORE_DISABLE=1), the call
+ * fails with GC_ERROR_INVALID_STATE instead and runs nothing.
+ */
+#define GC_FALLBACK_HARD_FAIL 2
+
      * Rows the bucket's graph was captured for.
      */
     uint32_t batch;
@@ -2362,6 +2378,13 @@ typedef struct gc_runner_statistics {
 /**
  * Creates a runner whose graphs share `pool` (NULL: a new pool of its own,
  * no initial bytes, no cap), with a stream of its own for warm-ups and
+    /**
+     * Eager runs made instead of replays (fallback; see
+     * gc_runner_set_fallback). Added after the struct's first version: a
+     * caller built with an older header (a smaller struct_size) gets the
+     * fields before it only.
+     */
+    uint64_t eager_runs;
  * captures.
  * Errors: common, and GC_ERROR_NOT_SUPPORTED (a new pool needs virtual memory
  * management), GC_ERROR_OUT_OF_MEMORY.
@@ -2400,6 +2423,29 @@ enum gc_status gc_runner_capture(struct gc_runner *runner,
  * writes its size to *bucket (the caller pads its input to it). More rows
  * than the largest bucket is GC_ERROR_NO_BUCKET: run that batch eagerly.
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (rows is 0),
+/**
+ * Sets the runner's fallback flags (GC_FALLBACK_EAGER,
+ * GC_FALLBACK_HARD_FAIL, or 0) for the calls after this one. While the
+ * runner runs eagerly (the flag, or GRAPHCORE_DISABLE=1): gc_runner_capture
+ * records nothing (the buckets are added without graphs; no warm-up
+ * runs), and gc_runner_replay and gc_runner_replay_with run the record
+ * function of the last gc_runner_capture once, on the stream given, for
+ * the bucket they choose (the batch a graph would have been captured for),
+ * from the calling thread, instead of replaying; bindings are not applied
+ * (the record function works on the buffers it names itself: with
+ * user_data, and gc_capture_arg only while gc_stream_is_capturing says so,
+ * it gets the same results eagerly as replayed). Never silent: each eager
+ * run counts in gc_runner_statistics.eager_runs, and the process's first
+ * prints one line on stderr. With GC_FALLBACK_HARD_FAIL, each of these
+ * calls fails with GC_ERROR_INVALID_STATE instead and nothing runs. A
+ * bucket added while the runner ran eagerly has no graph: replaying it
+ * after the flag is cleared is GC_ERROR_INVALID_STATE. The user_data of
+ * the last capture must stay valid while eager replays may call it.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (runner is NULL, or an unknown flag),
+ * GC_ERROR_INVALID_HANDLE (runner destroyed).
+ */
+enum gc_status gc_runner_set_fallback(struct gc_runner *runner, uint32_t flags);
+
  * GC_ERROR_NO_BUCKET (rows over the largest bucket, or no bucket captured
  * yet), GC_ERROR_CAPTURE (as gc_exec_launch).
  */
@@ -2452,6 +2498,358 @@ enum gc_status gc_runner_destroy(struct gc_runner *runner);
 #endif  // __cplusplus
 
 /* The built-in ops: their own header, which needs the declarations above. */
+/* ==========================================================================
+ * Cache (graphs keyed by bytes, under a budget)
+ *
+ * A graph cache with a budget: graphs keyed by the caller's bytes (a
+ * shape signature, say), recorded on a miss by the caller's record
+ * function, all in one pool of the cache's own, and evicted least
+ * recently used first to stay within at most max_entries entries and
+ * max_bytes bytes.
+ *
+ * Bytes: an entry costs the pool memory its graph keeps plus its exec's
+ * estimated size. The cache's total (gc_cache_statistics.bytes) is exact
+ * for the pool part: the pool pages held by live graphs (2 MiB each on
+ * current GPUs; a page two entries share counts once), and estimated for
+ * the execs: GC_CACHE_EXEC_BASE_BYTES plus node_bytes per node (default
+ * GC_CACHE_DEFAULT_NODE_BYTES, NVIDIA CUDASTF's figure of about 10 KB per
+ * kernel node: CUDA does not say what an instantiated graph costs). Per
+ * entry, gc_cache_entry_info gives the most pool bytes its capture had
+ * allocated at once (pages may be shared with other entries) and its
+ * exec estimate. While a new entry is recorded the pool may hold more
+ * for a moment; when the gc_cache_launch that added it returns, its
+ * evictions are done, their memory is back in the pool, the pool is
+ * trimmed (best effort: not while a capture is open in the context), and
+ * the cache is within its budget. So an engine can size its other memory
+ * after warming the cache up: the pool's reserved bytes stay within
+ * max_bytes, plus any blocks the record function keeps (see below).
+ *
+ * Recency: a hit writes only its entry's "last used" word (when it
+ * changes); the clock advances at each miss, so eviction is exactly least
+ * recently used across misses, and among entries used since the same miss
+ * the one recorded first goes first.
+ *
+ * Eager fallback: with GC_FALLBACK_EAGER set (gc_cache_set_fallback, the
+ * options' flags) or GRAPHCORE_DISABLE=1 in the environment (read once per
+ * process, for every cache and runner), gc_cache_launch runs the record
+ * function on the caller's stream instead of launching a graph, with the
+ * key given; cached entries are neither used nor dropped. Never silent:
+ * each eager run is counted (eager_runs) and the first one of the process
+ * prints one line on stderr. With GC_FALLBACK_HARD_FAIL set, such a
+ * launch fails with GC_ERROR_INVALID_STATE instead and runs nothing. An
+ * eager run does not apply bindings: the record function runs on the
+ * buffers it names itself, so an engine whose record function reads its
+ * buffers from user_data (and declares them with gc_capture_arg only when
+ * gc_stream_is_capturing says the stream captures) gets the same results
+ * eagerly as replayed. Graphs with conditional nodes: a record function
+ * only captures work (graphcore's kernels, yours, library calls), and
+ * conditional nodes come only from explicit building (gc_graph_add_
+ * conditional) or from capturing into a body, neither of which a record
+ * function's capture produces. So there is no cached graph with
+ * conditional nodes to fall back from; device-side control flow in a
+ * record function's eager run is the caller's own code.
+ *
+ * Thread safety: gc_cache_launch may run from several threads at once;
+ * a hit takes a read lock for the lookup and the launch, no allocation. A
+ * miss records under the cache's recording lock (one at a time; other
+ * keys' hits go on meanwhile, a wait for the device excepted when an
+ * eviction releases memory). Entries share the pool, so the GPU work of
+ * two launches must not overlap: launch on one stream, or order the
+ * streams (graphcore does not detect it). gc_cache_destroy must not race
+ * with other calls on the handle.
+ * ========================================================================== */
+
+/**
+ * A budgeted cache of graphs keyed by bytes, sharing one pool.
+ *
+ * Ownership: gc_cache_create returns a handle the caller destroys with
+ * gc_cache_destroy, which destroys the entries' graphs, the cache's
+ * stream and its pool (unless a handle from gc_cache_pool is still
+ * alive; then the pool goes with the last of them).
+ *
+ * Thread safety: see the section above.
+ */
+typedef struct gc_cache gc_cache;
+
+/**
+ * Options of gc_cache_create (NULL means all defaults).
+ */
+typedef struct gc_cache_options {
+    /**
+     * Set to sizeof(gc_cache_options).
+     */
+    size_t struct_size;
+    /**
+     * Most entries held; default 64. 0 is GC_ERROR_INVALID_ARGUMENT.
+     */
+    size_t max_entries;
+    /**
+     * Most bytes held (see the section above); default 1 GiB. 0 is
+     * GC_ERROR_INVALID_ARGUMENT.
+     */
+    uint64_t max_bytes;
+    /**
+     * Eager runs of the record function before each capture; default 1.
+     */
+    uint32_t warmup_runs;
+    /**
+     * GC_FALLBACK_EAGER and GC_FALLBACK_HARD_FAIL, or 0 (default).
+     */
+    uint32_t flags;
+    /**
+     * Estimated bytes of an exec per node; 0 (default) means
+     * GC_CACHE_DEFAULT_NODE_BYTES.
+     */
+    uint64_t node_bytes;
+} gc_cache_options;
+
+/**
+ * What an exec costs besides its nodes, in the byte budget's estimate.
+ */
+#define GC_CACHE_EXEC_BASE_BYTES 16384
+
+/**
+ * The default estimate of an exec's bytes per node.
+ */
+#define GC_CACHE_DEFAULT_NODE_BYTES 10240
+
+/**
+ * gc_cache_launch's *outcome: the key's graph was cached and launched.
+ */
+#define GC_CACHE_HIT 0
+
+/**
+ * gc_cache_launch's *outcome: the key's graph was recorded, then launched.
+ */
+#define GC_CACHE_MISS 1
+
+/**
+ * gc_cache_launch's *outcome: the record function ran eagerly (fallback).
+ */
+#define GC_CACHE_EAGER 2
+
+/**
+ * Records one entry's work on `stream` for the key (key_len bytes at
+ * `key`, as given to gc_cache_launch): graphcore's gc_op_* calls,
+ * gc_launch, your own kernels on gc_stream_raw(stream)... Called on a miss
+ * for the warm-up runs and once under capture on the cache's stream (do
+ * not destroy or synchronize it; gc_pool_alloc on the handle from
+ * gc_cache_pool allocates for the capture), and for eager runs on the
+ * stream given to gc_cache_launch; always on the thread that called
+ * gc_cache_launch, before it returns. It must not call gc_cache_* on the
+ * same cache (that would deadlock). Blocks it allocates from the cache's
+ * pool during the capture and does not free are the caller's, as with
+ * gc_runner_capture; they count in the pool but in no entry. Return
+ * GC_SUCCESS, or the failing call's status to fail gc_cache_launch.
+ */
+typedef enum gc_status (*gc_cache_record_fn)(struct gc_stream *stream,
+                                             const void *key,
+                                             size_t key_len,
+                                             void *user_data);
+
+/**
+ * A cache's statistics.
+ */
+typedef struct gc_cache_statistics {
+    /**
+     * Set to sizeof(gc_cache_statistics) before calling gc_cache_stats.
+     */
+    size_t struct_size;
+    /**
+     * Entries held.
+     */
+    uint64_t entries;
+    /**
+     * Launches whose key was cached.
+     */
+    uint64_t hits;
+    /**
+     * Launches whose key was recorded (then launched).
+     */
+    uint64_t misses;
+    /**
+     * Entries evicted (to stay within the budget, or by gc_cache_clear).
+     */
+    uint64_t evictions;
+    /**
+     * Eager runs made instead of launches (fallback).
+     */
+    uint64_t eager_runs;
+    /**
+     * Recordings that failed (the record function failed or broke its
+     * capture, or the graph alone was over the budget).
+     */
+    uint64_t failed_records;
+    /**
+     * The bytes the budget counts: pool_bytes + exec_bytes.
+     */
+    uint64_t bytes;
+    /**
+     * Pool bytes held by the entries' graphs (pages; shared ones once).
+     */
+    uint64_t pool_bytes;
+    /**
+     * The entries' exec estimates, summed.
+     */
+    uint64_t exec_bytes;
+    /**
+     * The budget: most entries.
+     */
+    uint64_t max_entries;
+    /**
+     * The budget: most bytes.
+     */
+    uint64_t max_bytes;
+    /**
+     * The cache's pool's statistics.
+     */
+    struct gc_pool_statistics pool;
+} gc_cache_statistics;
+
+/**
+ * One entry in gc_cache_entry_info.
+ */
+typedef struct gc_cache_entry {
+    /**
+     * Set to sizeof(gc_cache_entry) before calling gc_cache_entry_info.
+     */
+    size_t struct_size;
+    /**
+     * Nodes in its graph.
+     */
+    uint64_t node_count;
+    /**
+     * The most pool bytes its capture had allocated at once.
+     */
+    uint64_t pool_bytes;
+    /**
+     * Its exec's estimated size.
+     */
+    uint64_t exec_bytes;
+    /**
+     * pool_bytes + exec_bytes.
+     */
+    uint64_t bytes;
+    /**
+     * Microseconds from the start of its capture to its uploaded exec.
+     */
+    double capture_us;
+} gc_cache_entry;
+
+/**
+ * Creates a cache with a pool of its own (no initial bytes) and a stream
+ * of its own for warm-ups and captures. options may be NULL (defaults).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a wrong
+ * options->struct_size, max_entries or max_bytes is 0, an unknown flag),
+ * GC_ERROR_NOT_SUPPORTED (pools need virtual memory management),
+ * GC_ERROR_OUT_OF_MEMORY.
+ */
+enum gc_status gc_cache_create(struct gc_context *ctx,
+                               const struct gc_cache_options *options,
+                               struct gc_cache **cache);
+
+/**
+ * Looks the key (key_len bytes at `key`, compared byte for byte) up and
+ * launches its graph on `stream` with `bindings` (n of them; n may be 0
+ * and bindings NULL: a plain launch), as gc_exec_launch_with does; writes
+ * GC_CACHE_HIT, GC_CACHE_MISS or GC_CACHE_EAGER to *outcome (outcome may
+ * be NULL). On a miss, `record` runs warmup_runs times on the cache's
+ * stream, then once under capture into the cache's pool; the graph is
+ * instantiated and uploaded (waited for), added, and the least recently
+ * used entries are evicted (never the new one) until the cache is within
+ * its budget; then it is launched. Its arguments are those the record
+ * function declared with gc_capture_arg, in order. On a hit `record` is
+ * not called (it may be NULL if the caller knows the key is cached:
+ * a miss with a NULL record is GC_ERROR_INVALID_ARGUMENT, nothing
+ * changed). For eager runs see the section above.
+ * Failures leave the cache as it was (no entry added or evicted, the
+ * pool's growth given back), except that a bad binding after a miss
+ * leaves the new entry cached.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (key NULL or key_len 0,
+ * bindings NULL while n is not 0, a bad binding as for
+ * gc_exec_launch_with, or a miss with record NULL), GC_ERROR_CAPTURE (the
+ * record function broke its capture), GC_ERROR_OUT_OF_MEMORY (the new
+ * graph alone is over max_bytes, or the pool or the device ran out),
+ * GC_ERROR_INVALID_STATE (an eager run in hard-fail mode), or any status
+ * `record` returned (its message kept in gc_last_error()).
+ */
+enum gc_status gc_cache_launch(struct gc_cache *cache,
+                               const void *key,
+                               size_t key_len,
+                               struct gc_stream *stream,
+                               const struct gc_binding *bindings,
+                               size_t n,
+                               gc_cache_record_fn record,
+                               void *user_data,
+                               int *outcome);
+
+/**
+ * Fills *stats (set stats->struct_size = sizeof(gc_cache_statistics)):
+ * the counters, the bytes the budget counts, the budget, and the pool's
+ * statistics.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (cache or stats is NULL, or a wrong
+ * struct_size), GC_ERROR_INVALID_HANDLE (cache destroyed).
+ */
+enum gc_status gc_cache_stats(struct gc_cache *cache, struct gc_cache_statistics *stats);
+
+/**
+ * Fills *info (set info->struct_size = sizeof(gc_cache_entry)) for the
+ * key's entry. Does not count as a use (recency is unchanged).
+ * Errors: GC_ERROR_INVALID_ARGUMENT (cache, key or info is NULL, key_len
+ * is 0, or a wrong struct_size), GC_ERROR_INVALID_HANDLE (cache
+ * destroyed), GC_ERROR_NOT_FOUND (the key is not cached).
+ */
+enum gc_status gc_cache_entry_info(struct gc_cache *cache,
+                                   const void *key,
+                                   size_t key_len,
+                                   struct gc_cache_entry *info);
+
+/**
+ * Sets the cache's fallback flags (GC_FALLBACK_EAGER,
+ * GC_FALLBACK_HARD_FAIL, or 0) for the launches after this call; entries
+ * stay cached while the cache runs eagerly.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (cache is NULL, or an unknown flag),
+ * GC_ERROR_INVALID_HANDLE (cache destroyed).
+ */
+enum gc_status gc_cache_set_fallback(struct gc_cache *cache, uint32_t flags);
+
+/**
+ * Changes the budget; entries over the new one are evicted at once (least
+ * recently used first) and the pool trimmed. A budget of 0 entries or 0
+ * bytes is refused and nothing changes.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (max_entries or max_bytes
+ * is 0), GC_ERROR_OUT_OF_MEMORY (the pool still holds more than max_bytes
+ * with every entry evicted: blocks the caller kept; the budget is set).
+ */
+enum gc_status gc_cache_set_budget(struct gc_cache *cache, size_t max_entries, uint64_t max_bytes);
+
+/**
+ * Writes a new handle to the cache's pool to *pool, for record functions
+ * to allocate from (during a capture, for the capture) and for its
+ * statistics. The caller destroys the handle with gc_pool_destroy; the
+ * pool lives while the cache or a handle does.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (cache or pool is NULL),
+ * GC_ERROR_INVALID_HANDLE (cache destroyed), GC_ERROR_OUT_OF_MEMORY (too
+ * many live pool handles).
+ */
+enum gc_status gc_cache_pool(struct gc_cache *cache, struct gc_pool **pool);
+
+/**
+ * Evicts every entry (counted in evictions) and trims the pool (as
+ * gc_pool_trim, which waits for the device).
+ * Errors: common, and GC_ERROR_INVALID_STATE (a capture is open in the
+ * context: the entries are gone, the trim is not done).
+ */
+enum gc_status gc_cache_clear(struct gc_cache *cache);
+
+/**
+ * Destroys the cache, its graphs and its stream, and drops its hold on
+ * its pool. NULL is a no-op.
+ * Errors: GC_ERROR_INVALID_HANDLE (cache already destroyed, or not a
+ * cache).
+ */
+enum gc_status gc_cache_destroy(struct gc_cache *cache);
+
 #include "graphcore_ops.h"
 
 #endif  /* GRAPHCORE_H */

@@ -86,6 +86,10 @@ const RUNTIME_SECTIONS: &[Section] = &[
         title: "Runner",
         files: &["runner.rs"],
     },
+    Section {
+        title: "Cache (graphs keyed by bytes, under a budget)",
+        files: &["cache.rs"],
+    },
 ];
 
 /// The ops header's sections, in order.

@@ -12,6 +12,7 @@
 pub mod arg;
 mod bind;
 mod builtins;
+mod cache;
 mod capture;
 mod context;
 mod copy;
@@ -29,6 +30,10 @@ mod timing;
 
 pub use arg::{ArgDecl, Binding};
 pub use builtins::{programmatic_launch, set_programmatic_launch};
+pub use cache::{
+    Cache, CacheOptions, CacheRecord, CacheStats, EntryInfo, Outcome, DEFAULT_NODE_BYTES,
+    EXEC_BASE_BYTES,
+};
 pub use capture::{begin_capture, begin_capture_into, declare_capture_arg, end_capture};
 pub use context::{device_count, driver_version, Context};
 pub use copy::{copy_async, set_async, set_elements_async};
@@ -43,5 +48,5 @@ pub use graphcore_kernels as kernels;
 pub use lock::backoff;
 pub use module::{launch_op, Function, LaunchConfig, Module};
 pub use pool::{Pool, PoolOptions};
-pub use runner::{Bucket, Record, Runner};
+pub use runner::{disabled_by_env, Bucket, Fallback, Record, Runner};
 pub use stream::Stream;

@@ -154,6 +154,7 @@ fn kind_name(h: u64) -> &'static str {
         7 => "gc_exec",
         8 => "gc_runner",
         9 => "gc_event",
+        10 => "gc_cache",
         _ => "not a graphcore handle",
     }
 }

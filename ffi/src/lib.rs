@@ -12,6 +12,7 @@
 
 pub mod alloc;
 mod args;
+pub mod cache;
 pub mod capture;
 pub mod conditional;
 pub mod context;

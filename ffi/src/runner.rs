@@ -10,9 +10,9 @@ use crate::handle::Registry;
 use crate::pool::{gc_pool, gc_pool_statistics, pool_statistics, POOLS};
 use crate::status::{boundary, gc_status};
 use crate::stream::{gc_stream, STREAMS};
-use graphcore_core::{Error, Runner};
+use graphcore_core::{Error, Fallback, Runner};
 use std::ffi::c_void;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 /// A family of graphs keyed by batch size, sharing one pool.
 ///
@@ -53,6 +53,38 @@ pub(crate) struct RunnerEntry {
     runner: RwLock<Runner>,
     /// The handle of the runner's side stream, handed to record functions.
     stream: u64,
+    /// The record function and user data of the last gc_runner_capture,
+    /// which eager replays call (the pointer as an address).
+    record: Mutex<Option<(RecordFn, usize)>>,
+}
+
+type RecordFn =
+    unsafe extern "C" fn(stream: *mut gc_stream, batch: u32, user_data: *mut c_void) -> gc_status;
+
+/// Fallback flag: run the record function eagerly on the caller's stream
+/// instead of replaying a graph (gc_runner_set_fallback, gc_cache_options,
+/// gc_cache_set_fallback). The environment variable GRAPHCORE_DISABLE=1
+/// (read once per process) turns it on for every runner and cache.
+pub const GC_FALLBACK_EAGER: u32 = 1;
+
+/// Fallback flag: hard fail. Where the object would run its record
+/// function eagerly (GC_FALLBACK_EAGER or GRAPHCORE_DISABLE=1), the call
+/// fails with GC_ERROR_INVALID_STATE instead and runs nothing.
+pub const GC_FALLBACK_HARD_FAIL: u32 = 2;
+
+/// The fallback flags `flags` (named `arg` in errors).
+pub(crate) fn fallback_flags(flags: u32, arg: &str) -> graphcore_core::Result<Fallback> {
+    let known = GC_FALLBACK_EAGER | GC_FALLBACK_HARD_FAIL;
+    if flags & !known != 0 {
+        return Err(Error::invalid_argument(format!(
+            "`{arg}` has unknown bits 0x{:x} (known: GC_FALLBACK_EAGER, GC_FALLBACK_HARD_FAIL)",
+            flags & !known
+        )));
+    }
+    Ok(Fallback {
+        eager: flags & GC_FALLBACK_EAGER != 0,
+        hard_fail: flags & GC_FALLBACK_HARD_FAIL != 0,
+    })
 }
 
 impl Drop for RunnerEntry {
@@ -89,10 +121,15 @@ pub struct gc_runner_statistics {
     pub buckets: [gc_runner_bucket; GC_RUNNER_MAX_BUCKETS],
     /// The shared pool's statistics.
     pub pool: gc_pool_statistics,
+    /// Eager runs made instead of replays (fallback; see
+    /// gc_runner_set_fallback). Added after the struct's first version: a
+    /// caller built with an older header (a smaller struct_size) gets the
+    /// fields before it only.
+    pub eager_runs: u64,
 }
 
 impl Versioned for gc_runner_statistics {
-    const V1_SIZE: usize = std::mem::size_of::<Self>();
+    const V1_SIZE: usize = std::mem::offset_of!(gc_runner_statistics, eager_runs);
 }
 
 /// Creates a runner whose graphs share `pool` (NULL: a new pool of its own,
@@ -119,6 +156,7 @@ pub extern "C" fn gc_runner_create(
         let entry = Arc::new(RunnerEntry {
             runner: RwLock::new(r),
             stream,
+            record: Mutex::new(None),
         });
         out.set(RUNNERS.insert(entry)? as *mut gc_runner);
         Ok(())
@@ -169,8 +207,76 @@ pub extern "C" fn gc_runner_capture(
             // SAFETY: the caller vouches for `record` and `user_data`.
             unsafe { record(stream, batch, user_data) }.into_result("the record function")
         };
-        r.capture(sizes, &mut call, warmup_runs)
+        r.capture(sizes, &mut call, warmup_runs)?;
+        *entry.record.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some((record, user_data as usize));
+        Ok(())
     })
+}
+
+/// Sets the runner's fallback flags (GC_FALLBACK_EAGER,
+/// GC_FALLBACK_HARD_FAIL, or 0) for the calls after this one. While the
+/// runner runs eagerly (the flag, or GRAPHCORE_DISABLE=1): gc_runner_capture
+/// records nothing (the buckets are added without graphs; no warm-up
+/// runs), and gc_runner_replay and gc_runner_replay_with run the record
+/// function of the last gc_runner_capture once, on the stream given, for
+/// the bucket they choose (the batch a graph would have been captured for),
+/// from the calling thread, instead of replaying; bindings are not applied
+/// (the record function works on the buffers it names itself: with
+/// user_data, and gc_capture_arg only while gc_stream_is_capturing says so,
+/// it gets the same results eagerly as replayed). Never silent: each eager
+/// run counts in gc_runner_statistics.eager_runs, and the process's first
+/// prints one line on stderr. With GC_FALLBACK_HARD_FAIL, each of these
+/// calls fails with GC_ERROR_INVALID_STATE instead and nothing runs. A
+/// bucket added while the runner ran eagerly has no graph: replaying it
+/// after the flag is cleared is GC_ERROR_INVALID_STATE. The user_data of
+/// the last capture must stay valid while eager replays may call it.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (runner is NULL, or an unknown flag),
+/// GC_ERROR_INVALID_HANDLE (runner destroyed).
+#[no_mangle]
+pub extern "C" fn gc_runner_set_fallback(runner: *mut gc_runner, flags: u32) -> gc_status {
+    boundary("gc_runner_set_fallback", || {
+        let f = fallback_flags(flags, "flags")?;
+        let entry = RUNNERS.get(runner as u64, "runner")?;
+        entry
+            .runner
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .set_fallback(f);
+        Ok(())
+    })
+}
+
+/// An eager replay: the last capture's record function on `stream` (the
+/// caller's handle) for the bucket `rows` chooses.
+fn replay_eagerly(
+    entry: &RunnerEntry,
+    rows: u32,
+    stream: *mut gc_stream,
+) -> graphcore_core::Result<u32> {
+    let s = STREAMS.get(stream as u64, "stream")?;
+    let recorded = *entry.record.lock().unwrap_or_else(PoisonError::into_inner);
+    let r = entry.runner.read().unwrap_or_else(PoisonError::into_inner);
+    let Some((record, user)) = recorded else {
+        // No capture yet: the runner has no bucket either.
+        return r.run_eagerly(rows, &s, &mut |_, _| Ok(()));
+    };
+    let mut call = |_: &graphcore_core::Stream, batch: u32| {
+        // SAFETY: the caller of gc_runner_capture vouched for `record` and
+        // its user data, which must stay valid while eager replays run.
+        unsafe { record(stream, batch, user as *mut c_void) }.into_result("the record function")
+    };
+    r.run_eagerly(rows, &s, &mut call)
+}
+
+/// True when the runner runs eagerly (its flag, or GRAPHCORE_DISABLE=1).
+fn eager(entry: &RunnerEntry) -> bool {
+    entry
+        .runner
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .fallback()
+        .is_eager()
 }
 
 /// Replays the smallest bucket of at least `rows` rows on `stream` and
@@ -189,6 +295,9 @@ pub extern "C" fn gc_runner_replay(
     boundary("gc_runner_replay", || {
         let out = Out::new(bucket, "bucket")?;
         let b = RUNNERS.with(runner as u64, "runner", |entry| {
+            if eager(entry) {
+                return replay_eagerly(entry, rows, stream);
+            }
             STREAMS.with(stream as u64, "stream", |s| {
                 entry
                     .runner
@@ -228,6 +337,9 @@ pub extern "C" fn gc_runner_replay_with(
         let out = Out::new(bucket, "bucket")?;
         let b = crate::exec::bindings(bindings, n)?;
         let batch = RUNNERS.with(runner as u64, "runner", |entry| {
+            if eager(entry) {
+                return replay_eagerly(entry, rows, stream);
+            }
             STREAMS.with(stream as u64, "stream", |s| {
                 entry
                     .runner
@@ -259,6 +371,7 @@ pub extern "C" fn gc_runner_stats(
             struct_size: std::mem::size_of::<gc_runner_statistics>(),
             bucket_count: r.buckets().len() as u32,
             pool: pool_statistics(r.pool()),
+            eager_runs: r.eager_runs(),
             ..Default::default()
         };
         for (d, b) in v.buckets.iter_mut().zip(r.buckets()) {

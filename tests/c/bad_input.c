@@ -23,9 +23,10 @@
 #include <stdlib.h>
 #include "check.h"
 
-enum kind { K_CONTEXT = 1, K_STREAM, K_POOL, K_MODULE, K_FUNCTION, K_GRAPH, K_EXEC, K_RUNNER, K_EVENT };
+enum kind { K_CONTEXT = 1, K_STREAM, K_POOL, K_MODULE, K_FUNCTION, K_GRAPH, K_EXEC, K_RUNNER, K_EVENT, K_CACHE };
 static const char *const KIND_NAME[] = {"", "gc_context", "gc_stream", "gc_pool", "gc_module",
-                                        "gc_function", "gc_graph", "gc_exec", "gc_runner", "gc_event"};
+                                        "gc_function", "gc_graph", "gc_exec", "gc_runner", "gc_event",
+                                        "gc_cache"};
 
 /* A handle value with `kind` in its top byte, as graphcore encodes them. */
 static void *forged(int kind, uint32_t index, uint32_t generation) {
@@ -63,12 +64,18 @@ static struct fixture {
     gc_exec *exec; /* from `graph` */
     gc_runner *runner;
     gc_event *ev;    /* an event that records times */
-    void *dead[10];  /* a destroyed handle of each kind */
-    void *alive[10]; /* a live handle of each kind */
+    gc_cache *cache; /* one entry, key "fill" (record_cache_fill on buf2) */
+    void *dead[11];  /* a destroyed handle of each kind */
+    void *alive[11]; /* a live handle of each kind */
 } fx;
 
 static gc_status record_fill(gc_stream *s, uint32_t batch, void *user) {
     return gc_op_fill(s, (float *)user, (uint64_t)batch * 64u, 1.0f);
+}
+
+static gc_status record_cache_fill(gc_stream *s, const void *key, size_t len, void *user) {
+    (void)key;
+    return gc_op_fill(s, (float *)user, (uint64_t)len * 16u, 2.0f);
 }
 
 static void fixture_gpu(void) {
@@ -94,6 +101,9 @@ static void fixture_gpu(void) {
     uint32_t buckets[2] = {1, 4};
     ok = ok && gc_runner_capture(fx.runner, buckets, 2, record_fill, fx.buf2, 1) == GC_SUCCESS &&
          gc_memset_async(fx.s, fx.buf, 0, BUF_BYTES) == GC_SUCCESS && gc_stream_synchronize(fx.s) == GC_SUCCESS;
+    ok = ok && gc_cache_create(fx.ctx, NULL, &fx.cache) == GC_SUCCESS &&
+         gc_cache_launch(fx.cache, "fill", 4, fx.s, NULL, 0, record_cache_fill, fx.buf2, NULL) == GC_SUCCESS &&
+         gc_stream_synchronize(fx.s) == GC_SUCCESS;
     if (!ok) {
         fprintf(stderr, "fixture: %s\n", gc_last_error());
         exit(2);
@@ -107,6 +117,7 @@ static void fixture_gpu(void) {
     fx.alive[K_EXEC] = fx.exec;
     fx.alive[K_RUNNER] = fx.runner;
     fx.alive[K_EVENT] = fx.ev;
+    fx.alive[K_CACHE] = fx.cache;
     /* One destroyed handle of each kind. */
     gc_context *c;
     gc_stream *s;
@@ -117,6 +128,7 @@ static void fixture_gpu(void) {
     gc_exec *e;
     gc_runner *r;
     gc_event *ev;
+    gc_cache *ca;
     ok = gc_context_create(0, &c) == GC_SUCCESS && gc_context_destroy(c) == GC_SUCCESS &&
          gc_stream_create(fx.ctx, &s) == GC_SUCCESS && gc_stream_destroy(s) == GC_SUCCESS &&
          gc_pool_create(fx.ctx, NULL, &p) == GC_SUCCESS && gc_pool_destroy(p) == GC_SUCCESS &&
@@ -125,7 +137,8 @@ static void fixture_gpu(void) {
          gc_graph_create(fx.ctx, &g) == GC_SUCCESS && gc_graph_destroy(g) == GC_SUCCESS &&
          gc_graph_instantiate(fx.graph, 0, &e) == GC_SUCCESS && gc_exec_destroy(e) == GC_SUCCESS &&
          gc_runner_create(fx.ctx, fx.pool, &r) == GC_SUCCESS && gc_runner_destroy(r) == GC_SUCCESS &&
-         gc_event_create(fx.ctx, 0, &ev) == GC_SUCCESS && gc_event_destroy(ev) == GC_SUCCESS;
+         gc_event_create(fx.ctx, 0, &ev) == GC_SUCCESS && gc_event_destroy(ev) == GC_SUCCESS &&
+         gc_cache_create(fx.ctx, NULL, &ca) == GC_SUCCESS && gc_cache_destroy(ca) == GC_SUCCESS;
     if (!ok) {
         fprintf(stderr, "fixture (destroyed handles): %s\n", gc_last_error());
         exit(2);
@@ -139,12 +152,13 @@ static void fixture_gpu(void) {
     fx.dead[K_EXEC] = e;
     fx.dead[K_RUNNER] = r;
     fx.dead[K_EVENT] = ev;
+    fx.dead[K_CACHE] = ca;
 }
 
 static void fixture_no_driver(void) {
     /* Stand-ins: handles of the right kind that were never issued, and
      * addresses that are never dereferenced (every call fails earlier). */
-    for (int k = K_CONTEXT; k <= K_EVENT; k++) fx.alive[k] = forged(k, 0xABCDE, 1);
+    for (int k = K_CONTEXT; k <= K_CACHE; k++) fx.alive[k] = forged(k, 0xABCDE, 1);
     fx.ctx = fx.alive[K_CONTEXT];
     fx.s = fx.s2 = fx.alive[K_STREAM];
     fx.pool = fx.alive[K_POOL];
@@ -154,6 +168,7 @@ static void fixture_no_driver(void) {
     fx.exec = fx.alive[K_EXEC];
     fx.runner = fx.alive[K_RUNNER];
     fx.ev = fx.alive[K_EVENT];
+    fx.cache = fx.alive[K_CACHE];
     fx.buf = (void *)(uintptr_t)0x10000;
     fx.buf2 = (void *)(uintptr_t)0x20000;
     fx.host = (void *)(uintptr_t)0x30000;
@@ -2490,6 +2505,48 @@ static void runner_functions(void) {
     CHECK(rs.bucket_count == 0);
     objects_work();
 
+    COVER(gc_runner_set_fallback);
+    BAD_HANDLE_ARG(K_RUNNER, h, gc_runner_set_fallback(h, 0), GC_ERROR_INVALID_ARGUMENT);
+    check_case = "an unknown flag";
+    EXPECT_STATUS(gc_runner_set_fallback(fx.runner, 4), GC_ERROR_INVALID_ARGUMENT); /* before the handle */
+    EXPECT_ERROR_MENTIONS("flags");
+    if (fx.gpu) {
+        gc_runner *e = NULL;
+        uint32_t four = 4, got = 0;
+        gc_runner_statistics es;
+        memset(&es, 0, sizeof es);
+        es.struct_size = sizeof es;
+        EXPECT_OK(gc_runner_create(fx.ctx, fx.pool, &e));
+        check_case = "hard fail with the eager flag: a capture is refused";
+        EXPECT_OK(gc_runner_set_fallback(e, GC_FALLBACK_EAGER | GC_FALLBACK_HARD_FAIL));
+        EXPECT_STATUS(gc_runner_capture(e, &four, 1, record_fill, fx.buf2, 1), GC_ERROR_INVALID_STATE);
+        EXPECT_OK(gc_runner_stats(e, &es));
+        CHECK(es.bucket_count == 0 && es.eager_runs == 0);
+        check_case = "eager: buckets without graphs, replays run the record function";
+        EXPECT_OK(gc_runner_set_fallback(e, GC_FALLBACK_EAGER));
+        EXPECT_OK(gc_runner_capture(e, &four, 1, record_fill, fx.buf2, 1));
+        EXPECT_OK(gc_runner_replay(e, 3, fx.s, &got));
+        CHECK(got == 4);
+        EXPECT_OK(gc_runner_stats(e, &es));
+        CHECK(es.bucket_count == 1 && es.buckets[0].node_count == 0 && es.eager_runs == 1);
+        check_case = "eager and hard fail: replays are refused, nothing runs";
+        EXPECT_OK(gc_runner_set_fallback(e, GC_FALLBACK_EAGER | GC_FALLBACK_HARD_FAIL));
+        got = 77;
+        EXPECT_STATUS(gc_runner_replay(e, 3, fx.s, &got), GC_ERROR_INVALID_STATE);
+        CHECK(got == 77);
+        check_case = "a bucket added eagerly has no graph to replay";
+        EXPECT_OK(gc_runner_set_fallback(e, 0));
+        if (getenv("GRAPHCORE_DISABLE") == NULL) {
+            EXPECT_STATUS(gc_runner_replay(e, 3, fx.s, &got), GC_ERROR_INVALID_STATE);
+            CHECK(got == 77);
+        }
+        EXPECT_OK(gc_runner_stats(e, &es));
+        CHECK(es.eager_runs == 1);
+        EXPECT_OK(gc_stream_synchronize(fx.s));
+        EXPECT_OK(gc_runner_destroy(e));
+    }
+    objects_work();
+
     COVER(gc_runner_destroy);
     EXPECT_OK(gc_runner_destroy(NULL));
     EACH_BAD(K_RUNNER, h, EXPECT_STATUS(gc_runner_destroy(h), GC_ERROR_INVALID_HANDLE));
@@ -2497,6 +2554,219 @@ static void runner_functions(void) {
         EXPECT_OK(gc_runner_destroy(r));
         EXPECT_STATUS(gc_runner_destroy(r), GC_ERROR_INVALID_HANDLE);
         EXPECT_STATUS(gc_runner_replay(r, 1, fx.s, &bucket), GC_ERROR_INVALID_HANDLE);
+    }
+    objects_work();
+}
+
+/* ------------------------------------------------------------------ */
+static gc_status cache_record_fails(gc_stream *s, const void *key, size_t len, void *user) {
+    (void)s, (void)key, (void)len, (void)user;
+    return GC_ERROR_NOT_SUPPORTED;
+}
+
+static gc_status cache_record_breaks_capture(gc_stream *s, const void *key, size_t len, void *user) {
+    gc_status st = record_cache_fill(s, key, len, user);
+    return st != GC_SUCCESS ? st : gc_stream_synchronize(s);
+}
+
+/* Allocates 8 MiB from the cache's pool (user) and fills it: a graph of
+ * more than a small budget. */
+static gc_status cache_record_big(gc_stream *s, const void *key, size_t len, void *user) {
+    (void)key, (void)len;
+    void *p = NULL;
+    gc_status st = gc_pool_alloc((gc_pool *)user, 8u << 20, &p);
+    if (st != GC_SUCCESS) return st;
+    st = gc_op_fill(s, (float *)p, 1024, 1.0f);
+    gc_status f = gc_pool_free((gc_pool *)user, p);
+    return st != GC_SUCCESS ? st : f;
+}
+
+static void cache_functions(void) {
+    gc_cache_options o;
+    gc_cache *c = NULL;
+    gc_cache_statistics before, after;
+    memset(&before, 0, sizeof before);
+    before.struct_size = sizeof before;
+    after = before;
+    int outcome = 77;
+
+    COVER(gc_cache_create);
+    EXPECT_STATUS(gc_cache_create(fx.ctx, NULL, NULL), GC_ERROR_INVALID_ARGUMENT);
+    BAD_HANDLE_ARG(K_CONTEXT, h, gc_cache_create(h, NULL, &c), GC_ERROR_INVALID_ARGUMENT);
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.max_entries = 4;
+    o.max_bytes = 64u << 20;
+    check_case = "struct_size 0";
+    o.struct_size = 0;
+    EXPECT_STATUS(gc_cache_create(fx.ctx, &o, &c), GC_ERROR_INVALID_ARGUMENT); /* before the handle */
+    o.struct_size = sizeof o;
+    check_case = "a budget of zero entries";
+    o.max_entries = 0;
+    EXPECT_STATUS(gc_cache_create(fx.ctx, &o, &c), GC_ERROR_INVALID_ARGUMENT); /* before the handle */
+    EXPECT_ERROR_MENTIONS("max_entries");
+    check_case = "a budget of zero bytes";
+    o.max_entries = 4;
+    o.max_bytes = 0;
+    EXPECT_STATUS(gc_cache_create(fx.ctx, &o, &c), GC_ERROR_INVALID_ARGUMENT); /* before the handle */
+    EXPECT_ERROR_MENTIONS("max_bytes");
+    check_case = "an unknown flag";
+    o.max_bytes = 64u << 20;
+    o.flags = 8;
+    EXPECT_STATUS(gc_cache_create(fx.ctx, &o, &c), GC_ERROR_INVALID_ARGUMENT); /* before the handle */
+    o.flags = 0;
+    CHECK(c == NULL);
+    objects_work();
+
+    COVER(gc_cache_launch);
+    BAD_HANDLE_ARG(K_CACHE, h, gc_cache_launch(h, "fill", 4, fx.s, NULL, 0, record_cache_fill, fx.buf2, &outcome),
+                   GC_ERROR_INVALID_ARGUMENT);
+    check_case = "key NULL";
+    EXPECT_STATUS(gc_cache_launch(fx.cache, NULL, 4, fx.s, NULL, 0, record_cache_fill, fx.buf2, &outcome),
+                  GC_ERROR_INVALID_ARGUMENT); /* before the handle */
+    check_case = "a key of zero length";
+    EXPECT_STATUS(gc_cache_launch(fx.cache, "fill", 0, fx.s, NULL, 0, record_cache_fill, fx.buf2, &outcome),
+                  GC_ERROR_INVALID_ARGUMENT); /* before the handle */
+    EXPECT_ERROR_MENTIONS("`key`");
+    check_case = "bindings NULL with n 1";
+    EXPECT_STATUS(gc_cache_launch(fx.cache, "fill", 4, fx.s, NULL, 1, record_cache_fill, fx.buf2, &outcome),
+                  GC_ERROR_INVALID_ARGUMENT); /* before the handle */
+    CHECK(outcome == 77);
+    if (fx.gpu) {
+        BAD_HANDLE_ARG(K_STREAM, h,
+                       gc_cache_launch(fx.cache, "fill", 4, h, NULL, 0, record_cache_fill, fx.buf2, &outcome),
+                       GC_ERROR_INVALID_ARGUMENT);
+        gc_pool *cp = NULL;
+        memset(&o, 0, sizeof o);
+        o.struct_size = sizeof o;
+        o.max_entries = 2;
+        o.max_bytes = 4u << 20; /* two pages */
+        o.warmup_runs = 1;
+        EXPECT_OK(gc_cache_create(fx.ctx, &o, &c));
+        EXPECT_OK(gc_cache_pool(c, &cp));
+        EXPECT_OK(gc_cache_launch(c, "a", 1, fx.s, NULL, 0, record_cache_fill, fx.buf2, &outcome));
+        CHECK(outcome == GC_CACHE_MISS);
+        EXPECT_OK(gc_cache_stats(c, &before));
+        struct {
+            const char *what;
+            const char *key;
+            gc_cache_record_fn record;
+            void *user;
+            gc_status want;
+        } refused[] = {
+            {"a miss with record NULL", "b", NULL, NULL, GC_ERROR_INVALID_ARGUMENT},
+            {"a failing record", "b", cache_record_fails, NULL, GC_ERROR_NOT_SUPPORTED},
+            {"a record breaking its capture", "b", cache_record_breaks_capture, fx.buf2, GC_ERROR_CAPTURE},
+            {"a record allocating past the budget", "b", cache_record_big, cp, GC_ERROR_OUT_OF_MEMORY},
+        };
+        for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+            check_case = refused[i].what;
+            outcome = 77;
+            EXPECT_STATUS(gc_cache_launch(c, refused[i].key, 1, fx.s, NULL, 0, refused[i].record, refused[i].user,
+                                          &outcome),
+                          refused[i].want);
+            CHECK(outcome == 77);
+            EXPECT_OK(gc_cache_stats(c, &after));
+            CHECK(after.entries == before.entries && after.evictions == before.evictions &&
+                  after.bytes == before.bytes && after.pool.allocated_bytes == before.pool.allocated_bytes &&
+                  after.pool.reserved_bytes == before.pool.reserved_bytes);
+        }
+        CHECK(after.failed_records == before.failed_records + 3);
+        check_case = "hard fail with the eager flag";
+        EXPECT_OK(gc_cache_set_fallback(c, GC_FALLBACK_EAGER | GC_FALLBACK_HARD_FAIL));
+        EXPECT_STATUS(gc_cache_launch(c, "a", 1, fx.s, NULL, 0, record_cache_fill, fx.buf2, &outcome),
+                      GC_ERROR_INVALID_STATE);
+        CHECK(outcome == 77);
+        EXPECT_OK(gc_cache_set_fallback(c, GC_FALLBACK_EAGER));
+        EXPECT_OK(gc_cache_launch(c, "a", 1, fx.s, NULL, 0, record_cache_fill, fx.buf2, &outcome));
+        CHECK(outcome == GC_CACHE_EAGER);
+        EXPECT_OK(gc_cache_set_fallback(c, 0));
+        check_case = "a bad binding (no argument declared)";
+        gc_binding bad = {0, fx.buf, BUF_BYTES};
+        if (getenv("GRAPHCORE_DISABLE") == NULL) {
+            EXPECT_STATUS(gc_cache_launch(c, "a", 1, fx.s, &bad, 1, record_cache_fill, fx.buf2, &outcome),
+                          GC_ERROR_INVALID_ARGUMENT);
+            check_case = "the cache still works";
+            EXPECT_OK(gc_cache_launch(c, "a", 1, fx.s, NULL, 0, NULL, NULL, &outcome));
+            CHECK(outcome == GC_CACHE_HIT);
+        }
+        EXPECT_OK(gc_stream_synchronize(fx.s));
+        EXPECT_OK(gc_pool_destroy(cp));
+    }
+    objects_work();
+
+    COVER(gc_cache_stats);
+    BAD_HANDLE_ARG(K_CACHE, h, gc_cache_stats(h, &after), GC_ERROR_INVALID_ARGUMENT);
+    EXPECT_STATUS(gc_cache_stats(fx.cache, NULL), GC_ERROR_INVALID_ARGUMENT); /* the out-struct is checked first */
+    after.struct_size = 3;
+    EXPECT_STATUS(gc_cache_stats(fx.cache, &after), GC_ERROR_INVALID_ARGUMENT); /* the out-struct is checked first */
+    after.struct_size = sizeof after;
+    objects_work();
+
+    COVER(gc_cache_entry_info);
+    gc_cache_entry ei;
+    memset(&ei, 0, sizeof ei);
+    ei.struct_size = sizeof ei;
+    BAD_HANDLE_ARG(K_CACHE, h, gc_cache_entry_info(h, "fill", 4, &ei), GC_ERROR_INVALID_ARGUMENT);
+    EXPECT_STATUS(gc_cache_entry_info(fx.cache, "fill", 4, NULL), GC_ERROR_INVALID_ARGUMENT); /* before the handle */
+    EXPECT_STATUS(gc_cache_entry_info(fx.cache, NULL, 4, &ei), GC_ERROR_INVALID_ARGUMENT);   /* before the handle */
+    EXPECT_STATUS(gc_cache_entry_info(fx.cache, "fill", 0, &ei), GC_ERROR_INVALID_ARGUMENT); /* before the handle */
+    if (fx.gpu) {
+        check_case = "a key not cached";
+        EXPECT_STATUS(gc_cache_entry_info(fx.cache, "fil", 3, &ei), GC_ERROR_NOT_FOUND);
+        CHECK(ei.node_count == 0);
+        check_case = "the fixture's entry";
+        EXPECT_OK(gc_cache_entry_info(fx.cache, "fill", 4, &ei));
+        CHECK(ei.node_count == 1 && ei.exec_bytes == GC_CACHE_EXEC_BASE_BYTES + GC_CACHE_DEFAULT_NODE_BYTES);
+    }
+    objects_work();
+
+    COVER(gc_cache_set_fallback);
+    BAD_HANDLE_ARG(K_CACHE, h, gc_cache_set_fallback(h, 0), GC_ERROR_INVALID_ARGUMENT);
+    check_case = "an unknown flag";
+    EXPECT_STATUS(gc_cache_set_fallback(fx.cache, 4), GC_ERROR_INVALID_ARGUMENT); /* before the handle */
+    objects_work();
+
+    COVER(gc_cache_set_budget);
+    BAD_HANDLE_ARG(K_CACHE, h, gc_cache_set_budget(h, 4, 1u << 20), GC_ERROR_INVALID_ARGUMENT);
+    check_case = "a budget of zero";
+    EXPECT2(gc_cache_set_budget(fx.cache, 0, 1u << 20), GC_ERROR_INVALID_ARGUMENT, GC_ERROR_INVALID_HANDLE);
+    EXPECT2(gc_cache_set_budget(fx.cache, 4, 0), GC_ERROR_INVALID_ARGUMENT, GC_ERROR_INVALID_HANDLE);
+    if (fx.gpu) {
+        check_case = "a refused budget changes nothing";
+        EXPECT_OK(gc_cache_stats(fx.cache, &after));
+        CHECK(after.entries == 1 && after.max_entries == 64);
+        check_case = "a budget of one entry evicts down to it";
+        EXPECT_OK(gc_cache_set_budget(c, 1, 1u << 30));
+        EXPECT_OK(gc_cache_stats(c, &after));
+        CHECK(after.entries == 1 && after.max_entries == 1);
+    }
+    objects_work();
+
+    COVER(gc_cache_pool);
+    gc_pool *p = NULL;
+    BAD_HANDLE_ARG(K_CACHE, h, gc_cache_pool(h, &p), GC_ERROR_INVALID_ARGUMENT);
+    EXPECT_STATUS(gc_cache_pool(fx.cache, NULL), GC_ERROR_INVALID_ARGUMENT);
+    CHECK(p == NULL);
+    objects_work();
+
+    COVER(gc_cache_clear);
+    BAD_HANDLE_ARG(K_CACHE, h, gc_cache_clear(h), GC_ERROR_INVALID_ARGUMENT);
+    if (fx.gpu) {
+        EXPECT_OK(gc_cache_clear(c));
+        EXPECT_OK(gc_cache_stats(c, &after));
+        CHECK(after.entries == 0 && after.bytes == 0 && after.pool.reserved_bytes == 0);
+    }
+    objects_work();
+
+    COVER(gc_cache_destroy);
+    EXPECT_OK(gc_cache_destroy(NULL));
+    EACH_BAD(K_CACHE, h, EXPECT_STATUS(gc_cache_destroy(h), GC_ERROR_INVALID_HANDLE));
+    if (fx.gpu) {
+        EXPECT_OK(gc_cache_destroy(c));
+        EXPECT_STATUS(gc_cache_destroy(c), GC_ERROR_INVALID_HANDLE);
+        EXPECT_STATUS(gc_cache_launch(c, "a", 1, fx.s, NULL, 0, record_cache_fill, fx.buf2, &outcome),
+                      GC_ERROR_INVALID_HANDLE);
     }
     objects_work();
 }
@@ -2874,6 +3144,7 @@ static const struct {
     {"exec", exec_functions},
     {"ops", ops_functions},
     {"runner", runner_functions},
+    {"cache", cache_functions},
     {"args", args_functions},
 };
 #define NSECTIONS (sizeof SECTIONS / sizeof SECTIONS[0])
