@@ -12,8 +12,12 @@ use std::sync::Mutex;
 /// Held around every CUDA call on a graph, a node of one, or an executable
 /// graph's nodes: creating, reading (node lists, edges, node parameters,
 /// child graphs), changing, cloning, instantiating, updating and
-/// destroying. Not around an exec's launch and upload, which CUDA orders
-/// itself and which must stay cheap.
+/// destroying, and around the start of a capture into an existing graph
+/// and the end of every capture (`cuStreamEndCapture` makes or finishes a
+/// graph). Not around an exec's launch and upload, which CUDA orders
+/// itself and which must stay cheap, nor around the launches a capture
+/// records (graphcore makes no other call on a graph being captured into:
+/// a capture into a body refuses every call on the body and its holders).
 ///
 /// The rule: CUDA requires every call on one graph object to be
 /// serialized, "including APIs which may appear to be read-only, such as

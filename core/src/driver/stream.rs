@@ -189,13 +189,15 @@ pub(crate) fn begin_capture(s: CUstream, mode: CaptureMode) -> Result<()> {
     )
 }
 
-/// Ends capturing `s`, returning the graph (or the capture's error).
+/// Ends capturing `s`, returning the graph (or the capture's error). A call
+/// that makes a graph, or finishes one (a capture into an existing graph):
+/// under the graph-call lock (see `driver::graph`).
 pub(crate) fn end_capture(s: CUstream) -> Result<CUgraph> {
     let mut g = std::ptr::null_mut();
     check(
-        // SAFETY: writes one graph handle.
-        timed(Span::DriverEndCapture, || unsafe {
-            sys::cuStreamEndCapture(s, &mut g)
+        timed(Span::DriverEndCapture, || {
+            // SAFETY: writes one graph handle.
+            super::graph::serialized(|| unsafe { sys::cuStreamEndCapture(s, &mut g) })
         }),
         "cuStreamEndCapture",
     )?;
