@@ -1489,6 +1489,22 @@ typedef struct gc_node {
  * device or reads from device memory cannot be found; gc_exec_arg_info
  * says how many uses were found. Execs instantiated before the
  * declaration do not see it. The range stays the caller's memory.
+ * Which memory: a graphcore pool block, or memory the engine allocated
+ * itself (cudaMalloc, cuMemAlloc, or a VMM range it mapped with cuMemCreate
+ * and cuMemMap), with the same checks: the range must be device memory of
+ * the graph's device (pageable or pinned host memory and memory of another
+ * device are refused), hold `bytes` bytes (inside one live pool block; for
+ * other memory, inside the allocation CUDA reports around ptr, which for
+ * a VMM range is the one mapping that holds ptr), and be alive (a freed
+ * pool block is refused; memory freed with cudaFree or cuMemFree is
+ * refused while the driver does not know the address, that is unless a
+ * later allocation got it). Bindings (gc_exec_launch_with) are checked
+ * the same way, except that an exec remembers the last 8 allocations
+ * outside graphcore's pools that bindings were checked against and does
+ * not ask the driver again for ranges inside them: binding memory freed
+ * after such a check is not detected. Kernel parameters rebind across
+ * kinds (engine memory to pool memory and back); a copy node's endpoint
+ * keeps its kind (see gc_exec_launch_with).
  * Errors: GC_ERROR_INVALID_ARGUMENT (graph, ptr or index is NULL, bytes
  * is 0, an unknown flag, ptr is not device memory of the graph's device or
  * holds fewer than bytes bytes, or the range overlaps an argument declared
@@ -2317,11 +2333,6 @@ typedef struct gc_runner gc_runner;
 typedef enum gc_status (*gc_record_fn)(struct gc_stream *stream, uint32_t batch, void *user_data);
 
 /**
- * One bucket in gc_runner_statistics.
- */
-typedef struct gc_runner_bucket {
-    /**
-/**
  * Fallback flag: run the record function eagerly on the caller's stream
  * instead of replaying a graph (gc_runner_set_fallback, gc_cache_options,
  * gc_cache_set_fallback). The environment variable GRAPHCORE_DISABLE=1
@@ -2336,6 +2347,11 @@ typedef struct gc_runner_bucket {
  */
 #define GC_FALLBACK_HARD_FAIL 2
 
+/**
+ * One bucket in gc_runner_statistics.
+ */
+typedef struct gc_runner_bucket {
+    /**
      * Rows the bucket's graph was captured for.
      */
     uint32_t batch;
@@ -2373,11 +2389,6 @@ typedef struct gc_runner_statistics {
      * The shared pool's statistics.
      */
     struct gc_pool_statistics pool;
-} gc_runner_statistics;
-
-/**
- * Creates a runner whose graphs share `pool` (NULL: a new pool of its own,
- * no initial bytes, no cap), with a stream of its own for warm-ups and
     /**
      * Eager runs made instead of replays (fallback; see
      * gc_runner_set_fallback). Added after the struct's first version: a
@@ -2385,6 +2396,11 @@ typedef struct gc_runner_statistics {
      * fields before it only.
      */
     uint64_t eager_runs;
+} gc_runner_statistics;
+
+/**
+ * Creates a runner whose graphs share `pool` (NULL: a new pool of its own,
+ * no initial bytes, no cap), with a stream of its own for warm-ups and
  * captures.
  * Errors: common, and GC_ERROR_NOT_SUPPORTED (a new pool needs virtual memory
  * management), GC_ERROR_OUT_OF_MEMORY.
@@ -2419,11 +2435,6 @@ enum gc_status gc_runner_capture(struct gc_runner *runner,
                                  uint32_t warmup_runs);
 
 /**
- * Replays the smallest bucket of at least `rows` rows on `stream` and
- * writes its size to *bucket (the caller pads its input to it). More rows
- * than the largest bucket is GC_ERROR_NO_BUCKET: run that batch eagerly.
- * Errors: common, and GC_ERROR_INVALID_ARGUMENT (rows is 0),
-/**
  * Sets the runner's fallback flags (GC_FALLBACK_EAGER,
  * GC_FALLBACK_HARD_FAIL, or 0) for the calls after this one. While the
  * runner runs eagerly (the flag, or GRAPHCORE_DISABLE=1): gc_runner_capture
@@ -2446,6 +2457,11 @@ enum gc_status gc_runner_capture(struct gc_runner *runner,
  */
 enum gc_status gc_runner_set_fallback(struct gc_runner *runner, uint32_t flags);
 
+/**
+ * Replays the smallest bucket of at least `rows` rows on `stream` and
+ * writes its size to *bucket (the caller pads its input to it). More rows
+ * than the largest bucket is GC_ERROR_NO_BUCKET: run that batch eagerly.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (rows is 0),
  * GC_ERROR_NO_BUCKET (rows over the largest bucket, or no bucket captured
  * yet), GC_ERROR_CAPTURE (as gc_exec_launch).
  */
@@ -2493,11 +2509,6 @@ enum gc_status gc_runner_stats(struct gc_runner *runner, struct gc_runner_statis
  */
 enum gc_status gc_runner_destroy(struct gc_runner *runner);
 
-#ifdef __cplusplus
-}  // extern "C"
-#endif  // __cplusplus
-
-/* The built-in ops: their own header, which needs the declarations above. */
 /* ==========================================================================
  * Cache (graphs keyed by bytes, under a budget)
  *
@@ -2519,8 +2530,9 @@ enum gc_status gc_runner_destroy(struct gc_runner *runner);
  * exec estimate. While a new entry is recorded the pool may hold more
  * for a moment; when the gc_cache_launch that added it returns, its
  * evictions are done, their memory is back in the pool, the pool is
- * trimmed (best effort: not while a capture is open in the context), and
- * the cache is within its budget. So an engine can size its other memory
+ * trimmed (free pages go back to the driver: a wait for the device,
+ * skipped while a capture is open in the context), and the cache is
+ * within its budget. So an engine can size its other memory
  * after warming the cache up: the pool's reserved bytes stay within
  * max_bytes, plus any blocks the record function keeps (see below).
  *
@@ -2757,7 +2769,7 @@ enum gc_status gc_cache_create(struct gc_context *ctx,
  * stream, then once under capture into the cache's pool; the graph is
  * instantiated and uploaded (waited for), added, and the least recently
  * used entries are evicted (never the new one) until the cache is within
- * its budget; then it is launched. Its arguments are those the record
+ * its budget, and the pool is trimmed; then it is launched. Its arguments are those the record
  * function declared with gc_capture_arg, in order. On a hit `record` is
  * not called (it may be NULL if the caller knows the key is cached:
  * a miss with a NULL record is GC_ERROR_INVALID_ARGUMENT, nothing
@@ -2850,6 +2862,11 @@ enum gc_status gc_cache_clear(struct gc_cache *cache);
  */
 enum gc_status gc_cache_destroy(struct gc_cache *cache);
 
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
+/* The built-in ops: their own header, which needs the declarations above. */
 #include "graphcore_ops.h"
 
 #endif  /* GRAPHCORE_H */

@@ -359,7 +359,8 @@ impl Cache {
             },
         )?;
         let page_bytes = pool.stats().reserved_bytes.max(1);
-        pool.trim()?;
+        // Best effort: refused while a capture is open in the context.
+        let _ = pool.trim();
         Ok(Cache {
             pool,
             stream: Stream::new(ctx)?,
@@ -576,11 +577,10 @@ impl Cache {
     }
 
     /// Evicts the least recently used entries (never `keep`) until the
-    /// cache is within `opts`' budget, then gives evicted memory back to
-    /// the driver (a trim, best effort). If only `keep` is left and the
+    /// cache is within `opts`' budget, then gives free pages back to the
+    /// driver (a trim, best effort: it waits for the device). If only `keep` is left and the
     /// cache is still over, `keep` goes too and this fails.
     fn enforce(&self, keep: Option<&[u8]>, opts: &CacheOptions) -> Result<()> {
-        let mut evicted = false;
         let result = loop {
             let st = self.stats();
             if st.entries <= opts.max_entries && st.bytes() <= opts.max_bytes {
@@ -605,13 +605,13 @@ impl Cache {
             // for the device.
             drop(gone);
             self.evictions.fetch_add(1, Ordering::Relaxed);
-            evicted = true;
         };
         match result {
             Ok(()) => {
-                if evicted {
-                    let _ = self.pool.trim();
-                }
+                // Evicted graphs' pages, and pages a new entry's warm-ups
+                // mapped and its capture did not keep, go back (best
+                // effort: not while a capture is open in the context).
+                let _ = self.pool.trim();
                 Ok(())
             }
             Err((gone, st)) => {

@@ -16,8 +16,9 @@
 //! exec estimate. While a new entry is recorded the pool may hold more
 //! for a moment; when the gc_cache_launch that added it returns, its
 //! evictions are done, their memory is back in the pool, the pool is
-//! trimmed (best effort: not while a capture is open in the context), and
-//! the cache is within its budget. So an engine can size its other memory
+//! trimmed (free pages go back to the driver: a wait for the device,
+//! skipped while a capture is open in the context), and the cache is
+//! within its budget. So an engine can size its other memory
 //! after warming the cache up: the pool's reserved bytes stay within
 //! max_bytes, plus any blocks the record function keeps (see below).
 //!
@@ -272,7 +273,7 @@ pub extern "C" fn gc_cache_create(
 /// stream, then once under capture into the cache's pool; the graph is
 /// instantiated and uploaded (waited for), added, and the least recently
 /// used entries are evicted (never the new one) until the cache is within
-/// its budget; then it is launched. Its arguments are those the record
+/// its budget, and the pool is trimmed; then it is launched. Its arguments are those the record
 /// function declared with gc_capture_arg, in order. On a hit `record` is
 /// not called (it may be NULL if the caller knows the key is cached:
 /// a miss with a NULL record is GC_ERROR_INVALID_ARGUMENT, nothing

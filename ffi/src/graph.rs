@@ -153,6 +153,22 @@ pub(crate) fn arg_range(ptr: *const c_void, bytes: usize) -> graphcore_core::Res
 /// device or reads from device memory cannot be found; gc_exec_arg_info
 /// says how many uses were found. Execs instantiated before the
 /// declaration do not see it. The range stays the caller's memory.
+/// Which memory: a graphcore pool block, or memory the engine allocated
+/// itself (cudaMalloc, cuMemAlloc, or a VMM range it mapped with cuMemCreate
+/// and cuMemMap), with the same checks: the range must be device memory of
+/// the graph's device (pageable or pinned host memory and memory of another
+/// device are refused), hold `bytes` bytes (inside one live pool block; for
+/// other memory, inside the allocation CUDA reports around ptr, which for
+/// a VMM range is the one mapping that holds ptr), and be alive (a freed
+/// pool block is refused; memory freed with cudaFree or cuMemFree is
+/// refused while the driver does not know the address, that is unless a
+/// later allocation got it). Bindings (gc_exec_launch_with) are checked
+/// the same way, except that an exec remembers the last 8 allocations
+/// outside graphcore's pools that bindings were checked against and does
+/// not ask the driver again for ranges inside them: binding memory freed
+/// after such a check is not detected. Kernel parameters rebind across
+/// kinds (engine memory to pool memory and back); a copy node's endpoint
+/// keeps its kind (see gc_exec_launch_with).
 /// Errors: GC_ERROR_INVALID_ARGUMENT (graph, ptr or index is NULL, bytes
 /// is 0, an unknown flag, ptr is not device memory of the graph's device or
 /// holds fewer than bytes bytes, or the range overlaps an argument declared

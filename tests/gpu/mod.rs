@@ -3,8 +3,10 @@
 
 mod api_gaps;
 mod args;
+mod cache;
 mod conformance;
 mod control;
+mod engine;
 mod faults;
 mod foundation;
 mod fusion;
