@@ -20,7 +20,10 @@ __all__ = [
     "CondHandle", "Dim3", "Node", "DeviceInfo", "ChainOp",
     "MlpLayer", "MLP_MAX_LAYERS", "MLP_FUSED", "MLP_FUSED_ALWAYS", "LINEAR_RELU", "LINEAR_TF32",
     "PoolOptions", "PoolStatistics", "ExecStatistics", "RunnerBucket", "RunnerStatistics",
-    "HOST_FN", "RECORD_FN", "PROTOTYPES",
+    "HOST_FN", "RECORD_FN", "PROTOTYPES", "ALLOCATOR_MAX_DEVICES", "FALLBACK_EAGER",
+    "FALLBACK_HARD_FAIL", "CACHE_EXEC_BASE_BYTES", "CACHE_DEFAULT_NODE_BYTES", "CACHE_HIT",
+    "CACHE_MISS", "CACHE_EAGER", "CacheOptions", "CacheStatistics", "CacheEntry",
+    "CACHE_RECORD_FN",
 ] + ["CHAIN_" + _name for _name in CHAIN_OPCODES]
 
 # ------------------------------------------------------------------ constants
@@ -45,6 +48,14 @@ MLP_FUSED_ALWAYS = 2
 LINEAR_RELU = 1
 LINEAR_TF32 = 2
 RUNNER_MAX_BUCKETS = 16
+ALLOCATOR_MAX_DEVICES = 64
+FALLBACK_EAGER = 1
+FALLBACK_HARD_FAIL = 2
+CACHE_EXEC_BASE_BYTES = 16384
+CACHE_DEFAULT_NODE_BYTES = 10240
+CACHE_HIT = 0
+CACHE_MISS = 1
+CACHE_EAGER = 2
 EVENT_DISABLE_TIMING = 1
 EVENT_EXTERNAL = 1
 GRAPH_WRAP_BORROW = 0
@@ -197,11 +208,49 @@ class RunnerStatistics(C.Structure):
         ("bucket_count", C.c_uint32),
         ("buckets", RunnerBucket * RUNNER_MAX_BUCKETS),
         ("pool", PoolStatistics),
+        ("eager_runs", C.c_uint64),
+    ]
+
+
+class CacheOptions(C.Structure):
+    """gc_cache_options."""
+
+    _fields_ = [
+        ("struct_size", C.c_size_t),
+        ("max_entries", C.c_size_t),
+        ("max_bytes", C.c_uint64),
+        ("warmup_runs", C.c_uint32),
+        ("flags", C.c_uint32),
+        ("node_bytes", C.c_uint64),
+    ]
+
+
+class CacheStatistics(C.Structure):
+    """gc_cache_statistics."""
+
+    _fields_ = [("struct_size", C.c_size_t)] + [
+        (name, C.c_uint64) for name in (
+            "entries", "hits", "misses", "evictions", "eager_runs", "failed_records", "bytes",
+            "pool_bytes", "exec_bytes", "max_entries", "max_bytes")
+    ] + [("pool", PoolStatistics)]
+
+
+class CacheEntry(C.Structure):
+    """gc_cache_entry."""
+
+    _fields_ = [
+        ("struct_size", C.c_size_t),
+        ("node_count", C.c_uint64),
+        ("pool_bytes", C.c_uint64),
+        ("exec_bytes", C.c_uint64),
+        ("bytes", C.c_uint64),
+        ("capture_us", C.c_double),
     ]
 
 
 HOST_FN = C.CFUNCTYPE(None, C.c_void_p)
 RECORD_FN = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_uint32, C.c_void_p)
+CACHE_RECORD_FN = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_void_p, C.c_size_t, C.c_void_p)
 
 # ------------------------------------------------------------ the C functions
 
@@ -251,6 +300,12 @@ PROTOTYPES = {
     "gc_pool_trim": (_S, [_H]),
     "gc_pool_enable_peer_access": (_S, [_H, _H]),
     "gc_pool_destroy": (_S, [_H]),
+    # allocator (no status: NULL or nothing, and gc_last_error)
+    "gc_allocator_set_pool": (_S, [C.c_int, _H]),
+    "gc_torch_alloc": (C.c_void_p, [C.c_size_t, C.c_int, _D]),
+    "gc_torch_free": (None, [_D, C.c_size_t, C.c_int, _D]),
+    "gc_engine_alloc": (C.c_void_p, [_D, C.c_size_t, C.c_int, _D]),
+    "gc_engine_free": (None, [_D, _D, C.c_size_t, C.c_int, _D]),
     "gc_host_alloc": (_S, [_H, C.c_size_t, _P(_D)]),
     "gc_host_free": (_S, [_H, _D]),
     "gc_memcpy_async": (_S, [_H, _D, _D, C.c_size_t]),
@@ -321,7 +376,19 @@ PROTOTYPES = {
     "gc_runner_replay_with": (
         _S, [_H, C.c_uint32, _H, _P(Binding), C.c_size_t, _P(C.c_uint32)]),
     "gc_runner_stats": (_S, [_H, _P(RunnerStatistics)]),
+    "gc_runner_set_fallback": (_S, [_H, C.c_uint32]),
     "gc_runner_destroy": (_S, [_H]),
+    # graph cache
+    "gc_cache_create": (_S, [_H, _P(CacheOptions), _P(_H)]),
+    "gc_cache_launch": (
+        _S, [_H, _D, C.c_size_t, _H, _P(Binding), C.c_size_t, CACHE_RECORD_FN, _D, _P(C.c_int)]),
+    "gc_cache_stats": (_S, [_H, _P(CacheStatistics)]),
+    "gc_cache_entry_info": (_S, [_H, _D, C.c_size_t, _P(CacheEntry)]),
+    "gc_cache_set_fallback": (_S, [_H, C.c_uint32]),
+    "gc_cache_set_budget": (_S, [_H, C.c_size_t, C.c_uint64]),
+    "gc_cache_pool": (_S, [_H, _P(_H)]),
+    "gc_cache_clear": (_S, [_H]),
+    "gc_cache_destroy": (_S, [_H]),
     # built-in kernels, typed
     "gc_op_chain": (_S, [_H, _D, _D, C.c_uint64, _P(ChainOp), C.c_uint32]),
     "gc_op_mse_workspace_bytes": (_S, [_H, C.c_uint64, _P(C.c_uint64)]),

@@ -29,7 +29,7 @@ def header_functions():
     """name -> (return type, [parameter types]) as C spells them."""
     found = {}
     for ret, name, params in re.findall(
-            r"^(enum gc_status|const char \*|int|uint32_t|void|uint64_t|size_t)\s*(gc_\w+)\(([^;]*?)\);",
+            r"^(enum gc_status|const char \*|int|uint32_t|void \*|void|uint64_t|size_t)\s*(gc_\w+)\(([^;]*?)\);",
             header_text(), flags=re.M | re.S):
         params = " ".join(params.split())
         types = [] if params == "void" else [
@@ -45,13 +45,16 @@ STRUCTS = {
     "gc_pool_statistics": gc.PoolStatistics, "gc_runner_bucket": gc.RunnerBucket,
     "gc_exec_statistics": gc.ExecStatistics, "gc_binding": gc.Binding,
     "gc_runner_statistics": gc.RunnerStatistics, "gc_cond_handle": gc.CondHandle,
+    "gc_cache_options": gc.CacheOptions, "gc_cache_statistics": gc.CacheStatistics,
+    "gc_cache_entry": gc.CacheEntry,
 }
 HANDLES = {"gc_context", "gc_stream", "gc_pool", "gc_module", "gc_function", "gc_graph",
-           "gc_exec", "gc_runner", "gc_event"}
+           "gc_exec", "gc_runner", "gc_event", "gc_cache"}
 SCALARS = {"int": C.c_int, "uint32_t": C.c_uint32, "uint64_t": C.c_uint64, "size_t": C.c_size_t,
            "float": C.c_float, "gc_capture_mode": C.c_uint32, "gc_event_flags": C.c_uint32,
            "gc_event_capture_flags": C.c_uint32, "gc_graph_wrap_flags": C.c_uint32,
-           "gc_cond_type": C.c_uint32, "gc_host_fn": gc.HOST_FN, "gc_record_fn": gc.RECORD_FN}
+           "gc_cond_type": C.c_uint32, "gc_host_fn": gc.HOST_FN, "gc_record_fn": gc.RECORD_FN,
+           "gc_cache_record_fn": gc.CACHE_RECORD_FN}
 
 
 def expected_ctype(c_type):
@@ -76,7 +79,7 @@ def expected_ctype(c_type):
 
 
 RETURNS = {"enum gc_status": C.c_int, "const char *": C.c_char_p, "int": C.c_int,
-           "uint32_t": C.c_uint32}
+           "uint32_t": C.c_uint32, "void *": C.c_void_p, "void": None}
 
 
 def test_every_function_is_declared():
