@@ -298,6 +298,32 @@ pub(crate) const TABLE: &[Sentence] = &[
         rows: &[],
         no_rows: PROHIBITION,
     },
+    // gc_cache.
+    Sentence {
+        quote: "gc_cache_launch may run from several threads at once; a hit takes a read lock for the lookup and the launch",
+        rows: &[row("gc_cache_launch", "gc_cache_launch", "same cache, one key (hits)", "cache_launches_at_once")],
+        no_rows: "",
+    },
+    Sentence {
+        quote: "A miss records under the cache's recording lock",
+        rows: &[row("gc_cache_launch", "gc_cache_launch", "same cache: misses of new keys, hits of another", "cache_launches_at_once")],
+        no_rows: "",
+    },
+    Sentence {
+        quote: "Entries share the pool, so the GPU work of two launches must not overlap",
+        rows: &[],
+        no_rows: "an order the caller keeps (one stream, or ordered streams)",
+    },
+    Sentence {
+        quote: "gc_cache_destroy must not race with other calls on the handle",
+        rows: &[],
+        no_rows: PROHIBITION,
+    },
+    Sentence {
+        quote: "Thread safety: see the section above",
+        rows: &[],
+        no_rows: "refers to the cache section's sentences (their rows)",
+    },
     // graphcore_ops.h.
     Sentence {
         quote: "any number of threads may launch on any streams",
@@ -1227,6 +1253,8 @@ mod c {
     pub type Status = c_int;
     pub type Handle = *mut c_void;
     pub type RecordFn = Option<unsafe extern "C" fn(Handle, u32, *mut c_void) -> Status>;
+    pub type CacheRecordFn =
+        Option<unsafe extern "C" fn(Handle, *const c_void, usize, *mut c_void) -> Status>;
 
     /// gc_pool_statistics.
     #[repr(C)]
@@ -1262,6 +1290,7 @@ mod c {
         pub bucket_count: u32,
         pub buckets: [RunnerBucket; 16],
         pub pool: PoolStats,
+        pub eager_runs: u64,
     }
 
     macro_rules! api {
@@ -1323,6 +1352,9 @@ mod c {
         gc_runner_replay: fn(Handle, u32, Handle, *mut u32) -> Status;
         gc_runner_stats: fn(Handle, *mut RunnerStats) -> Status;
         gc_runner_destroy: fn(Handle) -> Status;
+        gc_cache_create: fn(Handle, *const c_void, *mut Handle) -> Status;
+        gc_cache_launch: fn(Handle, *const c_void, usize, Handle, *const c_void, usize, CacheRecordFn, *mut c_void, *mut c_int) -> Status;
+        gc_cache_destroy: fn(Handle) -> Status;
     }
 
     /// A C string of the library's as a Rust string.
@@ -1599,6 +1631,126 @@ fn runner_calls_at_once() {
             st.allocated_bytes, 0,
             "the runner's graphs gave their memory back"
         );
+        c::ok((api.gc_pool_destroy)(pool), "gc_pool_destroy");
+        c::ok((api.gc_context_destroy)(ctx), "gc_context_destroy");
+    }
+}
+
+/// gc_cache_launch's record function: key `[k]` fills the 1024 floats at
+/// `user_data` (a block's address) + k * 4096 bytes with k + 1.
+unsafe extern "C" fn record_key(
+    stream: c::Handle,
+    key: *const c_void,
+    _len: usize,
+    user_data: *mut c_void,
+) -> c::Status {
+    // SAFETY: keys of this test are one byte.
+    let k = unsafe { *(key as *const u8) } as usize;
+    let y = (user_data as usize + k * 4096) as *mut f32;
+    // SAFETY: a live stream handle; y lies in the test's live block.
+    unsafe { (c::api().gc_op_fill)(stream, y, 1024, (k + 1) as f32) }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cache_launches_at_once() {
+    const HIT: i32 = 0;
+    const MISS: i32 = 1;
+    let api = c::api();
+    let (mut ctx, mut pool, mut cache, mut stream) = (
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+    );
+    let mut y: *mut c_void = std::ptr::null_mut();
+    // SAFETY: plain calls with out-pointers to locals; 200 keys' buffers.
+    unsafe {
+        c::ok((api.gc_context_create)(0, &mut ctx), "gc_context_create");
+        c::ok(
+            (api.gc_pool_create)(ctx, std::ptr::null(), &mut pool),
+            "gc_pool_create",
+        );
+        c::ok(
+            (api.gc_pool_alloc)(pool, 200 * 4096, &mut y),
+            "gc_pool_alloc",
+        );
+        c::ok(
+            (api.gc_cache_create)(ctx, std::ptr::null(), &mut cache),
+            "gc_cache_create",
+        );
+        c::ok((api.gc_stream_create)(ctx, &mut stream), "gc_stream_create");
+    }
+    let (ch, sh, yh) = (c::H(cache), c::H(stream), c::H(y));
+    // Every launch on the one stream (the entries share the cache's pool).
+    let launch = move |k: u8| -> i32 {
+        let mut outcome = -1;
+        // SAFETY: a live cache and stream; a one-byte key; the record
+        // function writes the test's live block.
+        let s = unsafe {
+            (c::api().gc_cache_launch)(
+                ch.get(),
+                &k as *const u8 as *const c_void,
+                1,
+                sh.get(),
+                std::ptr::null(),
+                0,
+                Some(record_key),
+                yh.get(),
+                &mut outcome,
+            )
+        };
+        c::ok(s, "gc_cache_launch");
+        outcome
+    };
+    assert_eq!(launch(0), MISS);
+    pair(
+        "gc_cache_launch x gc_cache_launch (hits of one key)",
+        move |_| assert_eq!(launch(0), HIT),
+        move |_| assert_eq!(launch(0), HIT),
+    );
+    let hits = Arc::new(AtomicUsize::new(0));
+    let h2 = hits.clone();
+    pair(
+        "gc_cache_launch x gc_cache_launch (misses of new keys, hits of another)",
+        // 199 keys through a cache of 64 entries: misses and evictions.
+        move |i| {
+            let o = launch(1 + (i % 199) as u8);
+            assert!(o == HIT || o == MISS, "{o}");
+        },
+        move |_| {
+            let o = launch(0);
+            assert!(o == HIT || o == MISS, "{o}");
+            if o == HIT {
+                h2.fetch_add(1, Ordering::Relaxed);
+            }
+        },
+    );
+    assert!(
+        hits.load(Ordering::Relaxed) > 0,
+        "key 0 never hit while other keys missed"
+    );
+    let mut host: *mut c_void = std::ptr::null_mut();
+    // SAFETY: plain calls; host holds key 0's 1024 floats.
+    unsafe {
+        c::ok((api.gc_host_alloc)(ctx, 4096, &mut host), "gc_host_alloc");
+        c::ok(
+            (api.gc_memcpy_async)(stream, host, y, 4096),
+            "gc_memcpy_async",
+        );
+        c::ok((api.gc_stream_synchronize)(stream), "gc_stream_synchronize");
+        let v = std::slice::from_raw_parts(host as *const f32, 1024);
+        assert!(v.iter().all(|&x| x == 1.0), "{}", v[0]);
+        c::ok((api.gc_host_free)(ctx, host), "gc_host_free");
+        c::ok((api.gc_cache_destroy)(cache), "gc_cache_destroy");
+        c::ok((api.gc_stream_destroy)(stream), "gc_stream_destroy");
+        c::ok((api.gc_pool_free)(pool, y), "gc_pool_free");
+        let mut st = c::PoolStats {
+            struct_size: std::mem::size_of::<c::PoolStats>(),
+            ..Default::default()
+        };
+        c::ok((api.gc_pool_stats)(pool, &mut st), "gc_pool_stats");
+        assert_eq!(st.allocated_bytes, 0);
         c::ok((api.gc_pool_destroy)(pool), "gc_pool_destroy");
         c::ok((api.gc_context_destroy)(ctx), "gc_context_destroy");
     }
