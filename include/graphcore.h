@@ -458,9 +458,20 @@ enum gc_status gc_stream_priority_range(struct gc_context *ctx, int *least, int 
  * Borrows `raw`, a CUstream or cudaStream_t of ctx's device that the
  * caller owns and keeps alive while graphcore uses it (graphcore never
  * destroys it; gc_stream_destroy drops only the handle). NULL is the
- * legacy default stream. graphcore cannot check that raw is a stream of
- * ctx's device: a stream of another device is undefined behaviour in CUDA.
- * Errors: common, and GC_ERROR_OUT_OF_MEMORY (the handle table),
+ * legacy default stream, and so is CU_STREAM_LEGACY (cudaStreamLegacy,
+ * the value 0x1), taken as NULL. The per-thread default stream,
+ * CU_STREAM_PER_THREAD (cudaStreamPerThread, 0x2, also what stream 0
+ * means in code built with --default-stream per-thread), is refused
+ * (GC_ERROR_INVALID_ARGUMENT): it names a different stream on each
+ * thread, while a gc_stream is one stream whatever thread uses it, and
+ * CUDA gives no handle of a thread's per-thread stream to wrap instead.
+ * Use a stream of your own (cudaStreamCreate, then wrap it) or
+ * gc_stream_create, and order it with the per-thread stream through
+ * events where both are used. graphcore cannot check that raw is a stream
+ * of ctx's device: a stream of another device is undefined behaviour in
+ * CUDA.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (raw is
+ * CU_STREAM_PER_THREAD), GC_ERROR_OUT_OF_MEMORY (the handle table),
  * GC_ERROR_DEVICE_FAULT (creating the stream's event failed).
  */
 enum gc_status gc_stream_wrap(struct gc_context *ctx, void *raw, struct gc_stream **stream);

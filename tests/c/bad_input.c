@@ -442,8 +442,18 @@ static void stream_functions(void) {
     COVER(gc_stream_wrap);
     EXPECT_STATUS(gc_stream_wrap(fx.ctx, NULL, NULL), GC_ERROR_INVALID_ARGUMENT);
     BAD_HANDLE_ARG(K_CONTEXT, h, gc_stream_wrap(h, NULL, &s), GC_ERROR_INVALID_ARGUMENT);
+    check_case = "CU_STREAM_PER_THREAD (cudaStreamPerThread)";
+    EXPECT_STATUS(gc_stream_wrap(fx.ctx, (void *)(uintptr_t)0x2, &s), GC_ERROR_INVALID_ARGUMENT); /* before the handle */
+    EXPECT_ERROR_MENTIONS("CU_STREAM_PER_THREAD");
     CHECK(s == NULL);
     if (fx.gpu) {
+        gc_stream *legacy1 = NULL;
+        check_case = "CU_STREAM_LEGACY: the legacy default stream, as NULL";
+        EXPECT_OK(gc_stream_wrap(fx.ctx, (void *)(uintptr_t)0x1, &legacy1));
+        void *got = (void *)(uintptr_t)0x77;
+        EXPECT_OK(gc_stream_raw(legacy1, &got));
+        CHECK(got == NULL);
+        EXPECT_OK(gc_stream_destroy(legacy1));
         void *raw = NULL;
         EXPECT_OK(gc_stream_raw(fx.s, &raw));
         EXPECT_OK(gc_stream_wrap(fx.ctx, raw, &s)); /* borrowed: never destroyed by us */
