@@ -2164,7 +2164,12 @@ typedef struct gc_binding {
  * Runner keep the objects bound alive that long). Any bad binding is
  * GC_ERROR_INVALID_ARGUMENT naming it (a block given back with
  * gc_pool_free included), and the exec is unchanged and not launched. No
- * heap allocation. Uses: exact for built-in kernels, copies and sets
+ * heap allocation. An argument that is an endpoint of a copy node (from
+ * gc_memcpy_async captured, or gc_graph_add_memcpy) binds only to memory
+ * of the kind it was declared on: graphcore pool memory to pool memory,
+ * memory allocated otherwise (cudaMalloc, cuMemAlloc) to such memory
+ * (CUDA refuses the change of kind; graphcore refuses it first,
+ * GC_ERROR_INVALID_ARGUMENT). Uses: exact for built-in kernels, copies and sets
  * (addresses inside the range); for other kernels every 8-byte-aligned
  * parameter word inside the range, or one past its end (the end of a
  * (begin, end) pair), is patched, so a scalar parameter that happens to

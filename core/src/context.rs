@@ -82,7 +82,7 @@ struct ContextInner {
     host: Mutex<HashMap<usize, usize>>,
     /// Captures graphcore has open in this context. A device-wide
     /// synchronize (cuCtxSynchronize) from any thread invalidates every
-    /// capture on the device, in any mode (measured: benches/cuda/
+    /// capture on the device, in any mode (measured: perf/cuda/
     /// capture_probe.cu; freeing pinned memory, unloading modules, mapping
     /// and unmapping memory do not), so graphcore synchronizes only under
     /// this lock with no capture open.

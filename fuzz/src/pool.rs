@@ -1,7 +1,7 @@
 //! The pool allocator against its reference model.
 //!
 //! The model (`graphcore_core::pool::model`, shared with the property tests
-//! in core/src/pool/tests/props.rs) runs typed operations and checks the
+//! in core/src/pool/logic/tests/props.rs) runs typed operations and checks the
 //! allocator after each; its docs list the rules. This target decodes the
 //! bytes into a random configuration (usually valid, sometimes breaking one
 //! rule) and a sequence of those operations (sizes up to `u64::MAX`,

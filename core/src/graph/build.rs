@@ -192,7 +192,7 @@ impl Graph {
         // The driver needs the context current even though the node names
         // its function: without it, a thread that never made one current
         // crashes in the driver, also when the parameters' `ctx` names the
-        // context (benches/cuda/context_free_probe.cu).
+        // context (perf/cuda/context_free_probe.cu).
         self.inner.ctx.bind()?;
         let params = KernelParams {
             func: f.raw(),

@@ -158,7 +158,7 @@ pub(crate) struct GraphState {
 /// as a captured graph is: `pending` keeps their dependencies, CUDA keeps
 /// the rest, and [`DescribedState::new`] reads their kinds back when a call
 /// first needs the description. A kernel node added costs then about what
-/// the driver's own call does (benches/results/h200/lazy_build_ab.json).
+/// the driver's own call does (perf/results/h200/lazy_build_ab.json).
 struct Described {
     /// Shared with the execs instantiated from the graph (copied when the
     /// graph changes while they hold it). It describes the first

@@ -20,7 +20,7 @@
 //! else the tightest hole, placed at its start. This keeps big blocks packed
 //! low in the arena without splitting big holes for small requests.
 //!
-//! Measured on the trace of `benches/pool_fragmentation.rs` (100,000 ops,
+//! Measured on the trace of `perf/criterion/pool_fragmentation.rs` (100,000 ops,
 //! log-uniform 256 B .. 64 MiB, no trim): peak reserved / peak allocated,
 //! mean and worst over 24 seeds, and on the bench's seed:
 //!

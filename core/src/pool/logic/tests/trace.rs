@@ -1,4 +1,4 @@
-//! The fragmentation trace of `benches/pool_fragmentation.rs`, smaller, so
+//! The fragmentation trace of `perf/criterion/pool_fragmentation.rs`, smaller, so
 //! CI keeps the bound: peak reserved / peak allocated <= 1.15.
 
 use crate::pool::logic::{Allocator, Owner, PoolConfig};
