@@ -549,7 +549,7 @@ enum gc_status gc_op_mlp_workspace_bytes(uint32_t rows,
  * through n_layers layers (each y = x * W^T + b, then ReLU when asked) into
  * y (rows x layers[n_layers - 1].outputs), all f32 row-major. flags 0: one
  * launch per layer (the small-batch or GEMM kernel of gc_op_linear), the
- * faster form on an H100 for most shapes measured (kernels/TUNING.md).
+ * faster form on an H100 for most shapes measured (perf/TUNING.md).
  * GC_MLP_FUSED: fused where that pays (see the flag), one launch per
  * layer elsewhere; GC_MLP_FUSED_ALWAYS: fused wherever the fused kernel
  * takes the layers (up to 8 rows, at most 2^25 multiply-adds a layer).
