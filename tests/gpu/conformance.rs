@@ -517,6 +517,14 @@ fn allocated(p: &Pool) -> u64 {
     p.stats().allocated_bytes
 }
 
+/// Frees `blocks` and checks that `p` holds nothing more.
+fn free_all(p: &Pool, blocks: &[u64]) {
+    for &b in blocks {
+        p.free(b).unwrap();
+    }
+    assert_eq!(allocated(p), 0);
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn context_calls_at_once() {
@@ -607,10 +615,7 @@ fn work_enqueued_on_one_stream_from_threads() {
     );
     s.synchronize().unwrap();
     assert!(download(&s, b, n).iter().all(|&v| v == 1.0));
-    for y in [ones, a, b, x] {
-        p.free(y).unwrap();
-    }
-    assert_eq!(allocated(&p), 0);
+    free_all(&p, &[ones, a, b, x]);
 }
 
 #[test]
@@ -764,10 +769,16 @@ fn host_memory_and_copies_at_once() {
     s.synchronize().unwrap();
     s2.synchronize().unwrap();
     assert!(download(&s, y, n).iter().all(|&v| v == 3.0));
-    for b in [x, y, z] {
-        p.free(b).unwrap();
-    }
-    assert_eq!(allocated(&p), 0);
+    free_all(&p, &[x, y, z]);
+}
+
+/// Launches add_one (`f`) over the `n` floats at `y` on `s`.
+fn launch_add_one(f: &graphcore_core::Function, s: &Stream, y: u64, n: usize) {
+    let mut l = AddOneLaunch::new(y, n);
+    let mut a = l.args();
+    // SAFETY: add_one(u64, u32) over a live block of n floats (every `y`
+    // the tests pass).
+    unsafe { f.launch(s, &l.cfg, a.as_mut_ptr()) }.unwrap();
 }
 
 #[test]
@@ -794,17 +805,12 @@ fn module_and_function_calls_at_once() {
     let added2 = added.clone();
     let (launched, _) = pair(
         "gc_launch x gc_graph_add_kernel (one function)",
-        move |_| {
-            let mut l = AddOneLaunch::new(y, n);
-            let mut a = l.args();
-            // SAFETY: add_one(u64, u32) over a live block of n floats.
-            unsafe { f1.launch(&s1, &l.cfg, a.as_mut_ptr()) }.unwrap();
-        },
+        move |_| launch_add_one(&f1, &s1, y, n),
         move |_| {
             let g = Graph::new(&c2).unwrap();
             let mut l = AddOneLaunch::new(z, n);
             let mut a = l.args();
-            // SAFETY: as above.
+            // SAFETY: add_one(u64, u32) over a live block of n floats.
             unsafe { g.add_kernel(&f2, &l.cfg, a.as_mut_ptr(), &[]) }.unwrap();
             assert_eq!(g.node_count().unwrap(), 1);
             added2.fetch_add(1, Ordering::Relaxed);
@@ -817,18 +823,8 @@ fn module_and_function_calls_at_once() {
     let s2c = s2.clone();
     let (a, b) = pair(
         "gc_launch x gc_launch (one function)",
-        move |_| {
-            let mut l = AddOneLaunch::new(y, n);
-            let mut a = l.args();
-            // SAFETY: as above.
-            unsafe { f1.launch(&s1, &l.cfg, a.as_mut_ptr()) }.unwrap();
-        },
-        move |_| {
-            let mut l = AddOneLaunch::new(z, n);
-            let mut a = l.args();
-            // SAFETY: as above.
-            unsafe { f2.launch(&s2c, &l.cfg, a.as_mut_ptr()) }.unwrap();
-        },
+        move |_| launch_add_one(&f1, &s1, y, n),
+        move |_| launch_add_one(&f2, &s2c, z, n),
     );
     s.synchronize().unwrap();
     s2.synchronize().unwrap();
@@ -836,9 +832,7 @@ fn module_and_function_calls_at_once() {
         .iter()
         .all(|&v| v == (launched + a) as f32));
     assert!(download(&s, z, n).iter().all(|&v| v == b as f32));
-    p.free(y).unwrap();
-    p.free(z).unwrap();
-    assert_eq!(allocated(&p), 0);
+    free_all(&p, &[y, z]);
 }
 
 #[test]
@@ -1236,10 +1230,7 @@ fn ops_from_threads_on_shared_and_own_streams() {
             assert_eq!(download(&s, b, 4), vec![-(i as f32); 4]);
         },
     );
-    for y in [ones, a, b] {
-        p.free(y).unwrap();
-    }
-    assert_eq!(allocated(&p), 0);
+    free_all(&p, &[ones, a, b]);
 }
 
 // ---------------------------------------------------------------------------
@@ -1380,6 +1371,136 @@ mod c {
         }
     }
 
+    /// A context on device 0.
+    pub fn create_context() -> Handle {
+        let mut ctx = std::ptr::null_mut();
+        // SAFETY: an out-pointer to a local.
+        ok(
+            unsafe { (api().gc_context_create)(0, &mut ctx) },
+            "gc_context_create",
+        );
+        ctx
+    }
+
+    /// A pool of `ctx` with the default options.
+    pub fn create_pool(ctx: Handle) -> Handle {
+        let mut pool = std::ptr::null_mut();
+        // SAFETY: a live context and an out-pointer to a local.
+        ok(
+            unsafe { (api().gc_pool_create)(ctx, std::ptr::null(), &mut pool) },
+            "gc_pool_create",
+        );
+        pool
+    }
+
+    /// A pool's allocated bytes (gc_pool_stats).
+    pub fn allocated(pool: Handle) -> u64 {
+        let mut st = PoolStats {
+            struct_size: std::mem::size_of::<PoolStats>(),
+            ..Default::default()
+        };
+        // SAFETY: a live pool; `st` is a gc_pool_statistics.
+        ok(
+            unsafe { (api().gc_pool_stats)(pool, &mut st) },
+            "gc_pool_stats",
+        );
+        st.allocated_bytes
+    }
+
+    /// Checks that `pool` holds no block (`why` otherwise), then destroys
+    /// it.
+    pub fn destroy_empty_pool(pool: Handle, why: &str) {
+        assert_eq!(allocated(pool), 0, "{why}");
+        // SAFETY: a live pool, destroyed once.
+        ok(unsafe { (api().gc_pool_destroy)(pool) }, "gc_pool_destroy");
+    }
+
+    /// Destroys `ctx` (after everything made from it).
+    pub fn destroy_context(ctx: Handle) {
+        // SAFETY: a live context, destroyed once.
+        ok(
+            unsafe { (api().gc_context_destroy)(ctx) },
+            "gc_context_destroy",
+        );
+    }
+
+    /// What the C-ABI tests share: a context on device 0, a pool of it, a
+    /// block of the pool and a stream.
+    pub struct World {
+        /// The context.
+        pub ctx: Handle,
+        /// Its pool.
+        pub pool: Handle,
+        /// A stream of the context.
+        pub stream: Handle,
+        /// A block of the pool.
+        pub block: *mut c_void,
+    }
+
+    impl World {
+        /// A world whose block holds `bytes` bytes.
+        pub fn new(bytes: usize) -> World {
+            let ctx = create_context();
+            let pool = create_pool(ctx);
+            let (mut block, mut stream) = (std::ptr::null_mut(), std::ptr::null_mut());
+            // SAFETY: live handles and out-pointers to locals.
+            unsafe {
+                ok(
+                    (api().gc_pool_alloc)(pool, bytes, &mut block),
+                    "gc_pool_alloc",
+                );
+                ok(
+                    (api().gc_stream_create)(ctx, &mut stream),
+                    "gc_stream_create",
+                );
+            }
+            World {
+                ctx,
+                pool,
+                stream,
+                block,
+            }
+        }
+
+        /// The block's first `n` floats, copied on the stream through pinned
+        /// host memory.
+        pub fn read_floats(&self, n: usize) -> Vec<f32> {
+            let mut host: *mut c_void = std::ptr::null_mut();
+            // SAFETY: live handles; host holds n floats until it is freed,
+            // after they are copied out.
+            unsafe {
+                ok(
+                    (api().gc_host_alloc)(self.ctx, n * 4, &mut host),
+                    "gc_host_alloc",
+                );
+                ok(
+                    (api().gc_memcpy_async)(self.stream, host, self.block, n * 4),
+                    "gc_memcpy_async",
+                );
+                ok(
+                    (api().gc_stream_synchronize)(self.stream),
+                    "gc_stream_synchronize",
+                );
+                let v = std::slice::from_raw_parts(host as *const f32, n).to_vec();
+                ok((api().gc_host_free)(self.ctx, host), "gc_host_free");
+                v
+            }
+        }
+
+        /// Destroys the stream, frees the block, checks that the pool holds
+        /// nothing more (`why` otherwise) and destroys the pool and the
+        /// context.
+        pub fn destroy(self, why: &str) {
+            // SAFETY: live handles, each released once.
+            unsafe {
+                ok((api().gc_stream_destroy)(self.stream), "gc_stream_destroy");
+                ok((api().gc_pool_free)(self.pool, self.block), "gc_pool_free");
+            }
+            destroy_empty_pool(self.pool, why);
+            destroy_context(self.ctx);
+        }
+    }
+
     /// A pointer handle that may cross threads (the C ABI allows it).
     #[derive(Clone, Copy)]
     pub struct H(pub Handle);
@@ -1438,21 +1559,13 @@ fn last_errors_are_per_thread() {
 #[ignore = "needs a CUDA GPU"]
 fn allocator_exports_at_once() {
     let api = c::api();
-    let mut ctx = std::ptr::null_mut();
-    let (mut p1, mut p2) = (std::ptr::null_mut(), std::ptr::null_mut());
-    // SAFETY: plain calls with out-pointers to locals.
-    unsafe {
-        c::ok((api.gc_context_create)(0, &mut ctx), "gc_context_create");
-        c::ok(
-            (api.gc_pool_create)(ctx, std::ptr::null(), &mut p1),
-            "gc_pool_create",
-        );
-        c::ok(
-            (api.gc_pool_create)(ctx, std::ptr::null(), &mut p2),
-            "gc_pool_create",
-        );
-        c::ok((api.gc_allocator_set_pool)(0, p1), "gc_allocator_set_pool");
-    }
+    let ctx = c::create_context();
+    let (p1, p2) = (c::create_pool(ctx), c::create_pool(ctx));
+    // SAFETY: a live pool.
+    c::ok(
+        unsafe { (api.gc_allocator_set_pool)(0, p1) },
+        "gc_allocator_set_pool",
+    );
     let (h1, h2) = (c::H(p1), c::H(p2));
     let torch = move |i: usize| {
         let bytes = 256 + (i % 9) * 1000;
@@ -1484,26 +1597,15 @@ fn allocator_exports_at_once() {
         },
         torch,
     );
-    // SAFETY: plain calls; the pools and context are destroyed last.
-    unsafe {
-        c::ok(
-            (api.gc_allocator_set_pool)(0, std::ptr::null_mut()),
-            "unset",
-        );
-        for p in [p1, p2] {
-            let mut st = c::PoolStats {
-                struct_size: std::mem::size_of::<c::PoolStats>(),
-                ..Default::default()
-            };
-            c::ok((api.gc_pool_stats)(p, &mut st), "gc_pool_stats");
-            assert_eq!(
-                st.allocated_bytes, 0,
-                "every block went back to the pool it came from"
-            );
-            c::ok((api.gc_pool_destroy)(p), "gc_pool_destroy");
-        }
-        c::ok((api.gc_context_destroy)(ctx), "gc_context_destroy");
+    // SAFETY: NULL unsets the allocator's pool.
+    c::ok(
+        unsafe { (api.gc_allocator_set_pool)(0, std::ptr::null_mut()) },
+        "unset",
+    );
+    for p in [p1, p2] {
+        c::destroy_empty_pool(p, "every block went back to the pool it came from");
     }
+    c::destroy_context(ctx);
 }
 
 /// gc_runner_capture's record function: fills the buffer `user_data`
@@ -1523,28 +1625,14 @@ unsafe extern "C" fn record_fill(
 #[ignore = "needs a CUDA GPU"]
 fn runner_calls_at_once() {
     let api = c::api();
-    let (mut ctx, mut pool, mut runner, mut stream) = (
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
+    let w = c::World::new(4096);
+    let mut runner = std::ptr::null_mut();
+    // SAFETY: a live context and pool; an out-pointer to a local.
+    c::ok(
+        unsafe { (api.gc_runner_create)(w.ctx, w.pool, &mut runner) },
+        "gc_runner_create",
     );
-    let mut y: *mut c_void = std::ptr::null_mut();
-    // SAFETY: plain calls with out-pointers to locals.
-    unsafe {
-        c::ok((api.gc_context_create)(0, &mut ctx), "gc_context_create");
-        c::ok(
-            (api.gc_pool_create)(ctx, std::ptr::null(), &mut pool),
-            "gc_pool_create",
-        );
-        c::ok((api.gc_pool_alloc)(pool, 4096, &mut y), "gc_pool_alloc");
-        c::ok(
-            (api.gc_runner_create)(ctx, pool, &mut runner),
-            "gc_runner_create",
-        );
-        c::ok((api.gc_stream_create)(ctx, &mut stream), "gc_stream_create");
-    }
-    let y_addr: &'static u64 = Box::leak(Box::new(y as u64));
+    let y_addr: &'static u64 = Box::leak(Box::new(w.block as u64));
     let capture = move |r: c::H, sizes: &[u32]| {
         // SAFETY: a live runner; the record function fills the live block.
         let s = unsafe {
@@ -1559,7 +1647,7 @@ fn runner_calls_at_once() {
         };
         c::ok(s, "gc_runner_capture");
     };
-    let (r, s) = (c::H(runner), c::H(stream));
+    let (r, s) = (c::H(runner), c::H(w.stream));
     capture(r, &[4, 8]);
     let replay = move |rows: u32| {
         let mut bucket = 0u32;
@@ -1607,33 +1695,14 @@ fn runner_calls_at_once() {
     );
     // The last replay (bucket 8) filled y with 8.
     replay(8);
-    let mut host: *mut c_void = std::ptr::null_mut();
-    // SAFETY: plain calls; host holds 1024 floats.
-    unsafe {
-        c::ok((api.gc_host_alloc)(ctx, 4096, &mut host), "gc_host_alloc");
-        c::ok(
-            (api.gc_memcpy_async)(stream, host, y, 4096),
-            "gc_memcpy_async",
-        );
-        c::ok((api.gc_stream_synchronize)(stream), "gc_stream_synchronize");
-        let v = std::slice::from_raw_parts(host as *const f32, 1024);
-        assert!(v.iter().all(|&x| x == 8.0), "{}", v[0]);
-        c::ok((api.gc_host_free)(ctx, host), "gc_host_free");
-        c::ok((api.gc_runner_destroy)(runner), "gc_runner_destroy");
-        c::ok((api.gc_stream_destroy)(stream), "gc_stream_destroy");
-        c::ok((api.gc_pool_free)(pool, y), "gc_pool_free");
-        let mut st = c::PoolStats {
-            struct_size: std::mem::size_of::<c::PoolStats>(),
-            ..Default::default()
-        };
-        c::ok((api.gc_pool_stats)(pool, &mut st), "gc_pool_stats");
-        assert_eq!(
-            st.allocated_bytes, 0,
-            "the runner's graphs gave their memory back"
-        );
-        c::ok((api.gc_pool_destroy)(pool), "gc_pool_destroy");
-        c::ok((api.gc_context_destroy)(ctx), "gc_context_destroy");
-    }
+    let v = w.read_floats(1024);
+    assert!(v.iter().all(|&x| x == 8.0), "{}", v[0]);
+    // SAFETY: a live runner, destroyed once.
+    c::ok(
+        unsafe { (api.gc_runner_destroy)(runner) },
+        "gc_runner_destroy",
+    );
+    w.destroy("the runner's graphs gave their memory back");
 }
 
 /// gc_cache_launch's record function: key `[k]` fills the 1024 floats at
@@ -1657,31 +1726,15 @@ fn cache_launches_at_once() {
     const HIT: i32 = 0;
     const MISS: i32 = 1;
     let api = c::api();
-    let (mut ctx, mut pool, mut cache, mut stream) = (
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
+    // 200 keys' buffers.
+    let w = c::World::new(200 * 4096);
+    let mut cache = std::ptr::null_mut();
+    // SAFETY: a live context; an out-pointer to a local.
+    c::ok(
+        unsafe { (api.gc_cache_create)(w.ctx, std::ptr::null(), &mut cache) },
+        "gc_cache_create",
     );
-    let mut y: *mut c_void = std::ptr::null_mut();
-    // SAFETY: plain calls with out-pointers to locals; 200 keys' buffers.
-    unsafe {
-        c::ok((api.gc_context_create)(0, &mut ctx), "gc_context_create");
-        c::ok(
-            (api.gc_pool_create)(ctx, std::ptr::null(), &mut pool),
-            "gc_pool_create",
-        );
-        c::ok(
-            (api.gc_pool_alloc)(pool, 200 * 4096, &mut y),
-            "gc_pool_alloc",
-        );
-        c::ok(
-            (api.gc_cache_create)(ctx, std::ptr::null(), &mut cache),
-            "gc_cache_create",
-        );
-        c::ok((api.gc_stream_create)(ctx, &mut stream), "gc_stream_create");
-    }
-    let (ch, sh, yh) = (c::H(cache), c::H(stream), c::H(y));
+    let (ch, sh, yh) = (c::H(cache), c::H(w.stream), c::H(w.block));
     // Every launch on the one stream (the entries share the cache's pool).
     let launch = move |k: u8| -> i32 {
         let mut outcome = -1;
@@ -1730,28 +1783,10 @@ fn cache_launches_at_once() {
         hits.load(Ordering::Relaxed) > 0,
         "key 0 never hit while other keys missed"
     );
-    let mut host: *mut c_void = std::ptr::null_mut();
-    // SAFETY: plain calls; host holds key 0's 1024 floats.
-    unsafe {
-        c::ok((api.gc_host_alloc)(ctx, 4096, &mut host), "gc_host_alloc");
-        c::ok(
-            (api.gc_memcpy_async)(stream, host, y, 4096),
-            "gc_memcpy_async",
-        );
-        c::ok((api.gc_stream_synchronize)(stream), "gc_stream_synchronize");
-        let v = std::slice::from_raw_parts(host as *const f32, 1024);
-        assert!(v.iter().all(|&x| x == 1.0), "{}", v[0]);
-        c::ok((api.gc_host_free)(ctx, host), "gc_host_free");
-        c::ok((api.gc_cache_destroy)(cache), "gc_cache_destroy");
-        c::ok((api.gc_stream_destroy)(stream), "gc_stream_destroy");
-        c::ok((api.gc_pool_free)(pool, y), "gc_pool_free");
-        let mut st = c::PoolStats {
-            struct_size: std::mem::size_of::<c::PoolStats>(),
-            ..Default::default()
-        };
-        c::ok((api.gc_pool_stats)(pool, &mut st), "gc_pool_stats");
-        assert_eq!(st.allocated_bytes, 0);
-        c::ok((api.gc_pool_destroy)(pool), "gc_pool_destroy");
-        c::ok((api.gc_context_destroy)(ctx), "gc_context_destroy");
-    }
+    // Key 0's 1024 floats.
+    let v = w.read_floats(1024);
+    assert!(v.iter().all(|&x| x == 1.0), "{}", v[0]);
+    // SAFETY: a live cache, destroyed once.
+    c::ok(unsafe { (api.gc_cache_destroy)(cache) }, "gc_cache_destroy");
+    w.destroy("the cache's entries gave their memory back");
 }
