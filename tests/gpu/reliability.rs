@@ -47,6 +47,50 @@ fn counter_graph(s: &Stream, acc: u64, ones: u64, n: usize, sms: u32) -> Graph {
     g
 }
 
+/// Gives each of `threads` threads its own counter (`n` zeroed floats of
+/// `p`, uploaded on `s`) and its own stream of `c`, calls `count(stream,
+/// counter)` `times` there (each call adds 1 to the counter it is given),
+/// under the watchdog as `what`, then checks that every counter counted
+/// exactly its own thread's `times` calls (named `calls` in the message).
+fn count_in_own_counters(
+    (what, calls): (&str, &str),
+    (c, s, p, n): (&Context, &Stream, &Pool, usize),
+    threads: usize,
+    times: usize,
+    count: impl Fn(&Stream, u64) + Send + Sync + 'static,
+) {
+    let counters: Vec<u64> = (0..threads)
+        .map(|_| {
+            let b = p.alloc(n as u64 * 4).unwrap();
+            upload(s, b, &vec![0.0; n]);
+            b
+        })
+        .collect();
+    let count = std::sync::Arc::new(count);
+    let work = counters
+        .iter()
+        .map(|&acc| {
+            let (count, c) = (count.clone(), c.clone());
+            Box::new(move || {
+                let s = Stream::new(&c).unwrap();
+                for _ in 0..times {
+                    count(&s, acc);
+                }
+                s.synchronize().unwrap();
+            }) as Box<dyn FnOnce() + Send>
+        })
+        .collect();
+    race(what, work);
+    for (t, &acc) in counters.iter().enumerate() {
+        let got = download(s, acc, n);
+        assert!(
+            got.iter().all(|&v| v == times as f32),
+            "thread {t}: its counter holds {} where {times} {calls} were its own",
+            got[0]
+        );
+    }
+}
+
 /// Issue: launches with bindings released the exec's argument lock before
 /// the launch, so a thread's launch could run with another thread's
 /// bindings. 8 threads launch one exec, each bound to its own counter;
@@ -62,35 +106,13 @@ fn bound_launches_from_eight_threads_each_run_with_their_own_bindings() {
     upload(&s, ones, &vec![1.0; n]);
     let home = p.alloc(n as u64 * 4).unwrap();
     let e = Exec::new(&counter_graph(&s, home, ones, n, c.sm_count()), 0).unwrap();
-    let counters: Vec<u64> = (0..THREADS)
-        .map(|_| {
-            let b = p.alloc(n as u64 * 4).unwrap();
-            upload(&s, b, &vec![0.0; n]);
-            b
-        })
-        .collect();
-    let work = counters
-        .iter()
-        .map(|&acc| {
-            let (e, c) = (e.clone(), c.clone());
-            Box::new(move || {
-                let s = Stream::new(&c).unwrap();
-                for _ in 0..LAUNCHES {
-                    e.launch_with(&s, &[bind(0, acc)]).unwrap();
-                }
-                s.synchronize().unwrap();
-            }) as Box<dyn FnOnce() + Send>
-        })
-        .collect();
-    race("bound launches of one exec", work);
-    for (t, &acc) in counters.iter().enumerate() {
-        let got = download(&s, acc, n);
-        assert!(
-            got.iter().all(|&v| v == LAUNCHES as f32),
-            "thread {t}: its counter holds {} where {LAUNCHES} launches were its own",
-            got[0]
-        );
-    }
+    count_in_own_counters(
+        ("bound launches of one exec", "launches"),
+        (&c, &s, &p, n),
+        THREADS,
+        LAUNCHES,
+        move |s, acc| e.launch_with(s, &[bind(0, acc)]).unwrap(),
+    );
 }
 
 /// The same through a runner: each thread replays one bucket bound to its
@@ -115,36 +137,15 @@ fn bound_replays_of_a_runner_from_eight_threads_each_run_with_their_own_bindings
         Ok(())
     });
     runner.capture(&[4], &mut record, 0).unwrap();
-    let counters: Vec<u64> = (0..THREADS)
-        .map(|_| {
-            let b = p.alloc(n as u64 * 4).unwrap();
-            upload(&s, b, &vec![0.0; n]);
-            b
-        })
-        .collect();
-    let runner = std::sync::Arc::new(runner);
-    let work = counters
-        .iter()
-        .map(|&acc| {
-            let (r, c) = (runner.clone(), c.clone());
-            Box::new(move || {
-                let s = Stream::new(&c).unwrap();
-                for _ in 0..REPLAYS {
-                    r.replay_with(4, &s, &[bind(0, acc)]).unwrap();
-                }
-                s.synchronize().unwrap();
-            }) as Box<dyn FnOnce() + Send>
-        })
-        .collect();
-    race("bound replays of one runner", work);
-    for (t, &acc) in counters.iter().enumerate() {
-        let got = download(&s, acc, n);
-        assert!(
-            got.iter().all(|&v| v == REPLAYS as f32),
-            "thread {t}: its counter holds {} where {REPLAYS} replays were its own",
-            got[0]
-        );
-    }
+    count_in_own_counters(
+        ("bound replays of one runner", "replays"),
+        (&c, &s, &p, n),
+        THREADS,
+        REPLAYS,
+        move |s, acc| {
+            runner.replay_with(4, s, &[bind(0, acc)]).unwrap();
+        },
+    );
 }
 
 /// Device memory allocated with `cuMemAlloc` (outside graphcore's pools),
