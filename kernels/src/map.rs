@@ -62,45 +62,58 @@ pub struct Map {
     pub tolerance: (f64, f64),
 }
 
-/// One declared map op: its kernel and its `map:` clause.
-#[derive(Clone, Copy, Debug)]
-pub struct MapOp {
-    /// The kernel.
-    pub kernel: Kernel,
-    /// Its declaration.
-    pub map: &'static Map,
+/// A declared op: its kernel and its clause (`map` or `zip`, the field
+/// named as the clause and as the [`Kernel`] method reading it), with what
+/// map and zip ops share: `all`, `of`, `info` and `name`.
+macro_rules! declared_op {
+    ($op:ident, $clause:ident: $decl:ty) => {
+        #[doc = concat!("One declared ", stringify!($clause), " op: its kernel and its `", stringify!($clause), ":` clause.")]
+        #[derive(Clone, Copy, Debug)]
+        pub struct $op {
+            /// The kernel.
+            pub kernel: Kernel,
+            /// Its declaration.
+            pub $clause: &'static $decl,
+        }
+
+        impl $op {
+            #[doc = concat!("Every ", stringify!($clause), " op, in table order.")]
+            pub fn all() -> impl Iterator<Item = $op> {
+                Kernel::ALL.into_iter().filter_map($op::of)
+            }
+
+            #[doc = concat!("The ", stringify!($clause), " op of `kernel`, if its entry has a `", stringify!($clause), ":` clause.")]
+            pub fn of(kernel: Kernel) -> Option<$op> {
+                Some($op {
+                    kernel,
+                    $clause: kernel.$clause()?,
+                })
+            }
+
+            /// The kernel's table entry.
+            pub fn info(self) -> &'static KernelInfo {
+                self.kernel.info()
+            }
+
+            /// The op's name: the kernel's entry name without `gc_` and
+            /// `_f32` (`relu`, `relu_backward`); the C export is
+            /// `gc_op_<name>`.
+            pub fn name(self) -> &'static str {
+                let n = self.info().name;
+                let n = n.strip_prefix("gc_").unwrap_or(n);
+                n.strip_suffix("_f32").unwrap_or(n)
+            }
+        }
+    };
 }
 
+declared_op!(MapOp, map: Map);
+declared_op!(ZipOp, zip: Zip);
+
 impl MapOp {
-    /// Every map op, in table order.
-    pub fn all() -> impl Iterator<Item = MapOp> {
-        Kernel::ALL.into_iter().filter_map(MapOp::of)
-    }
-
-    /// The map op of `kernel`, if its entry has a `map:` clause.
-    pub fn of(kernel: Kernel) -> Option<MapOp> {
-        Some(MapOp {
-            kernel,
-            map: kernel.map()?,
-        })
-    }
-
     /// The map op whose name ([`MapOp::name`]) is `name`.
     pub fn by_name(name: &str) -> Option<MapOp> {
         Self::all().find(|m| m.name() == name)
-    }
-
-    /// The kernel's table entry.
-    pub fn info(self) -> &'static KernelInfo {
-        self.kernel.info()
-    }
-
-    /// The op's name: the kernel's entry name without `gc_` and `_f32`
-    /// (`relu`); the C export is `gc_op_<name>`.
-    pub fn name(self) -> &'static str {
-        let n = self.info().name;
-        let n = n.strip_prefix("gc_").unwrap_or(n);
-        n.strip_suffix("_f32").unwrap_or(n)
     }
 
     /// The name of the constant parameter after `n` (`alpha` for scale), if
@@ -154,41 +167,7 @@ pub struct Zip {
     pub tolerance: (f64, f64),
 }
 
-/// One declared zip op: its kernel and its `zip:` clause.
-#[derive(Clone, Copy, Debug)]
-pub struct ZipOp {
-    /// The kernel.
-    pub kernel: Kernel,
-    /// Its declaration.
-    pub zip: &'static Zip,
-}
-
 impl ZipOp {
-    /// Every zip op, in table order.
-    pub fn all() -> impl Iterator<Item = ZipOp> {
-        Kernel::ALL.into_iter().filter_map(ZipOp::of)
-    }
-
-    /// The zip op of `kernel`, if its entry has a `zip:` clause.
-    pub fn of(kernel: Kernel) -> Option<ZipOp> {
-        Some(ZipOp {
-            kernel,
-            zip: kernel.zip()?,
-        })
-    }
-
-    /// The kernel's table entry.
-    pub fn info(self) -> &'static KernelInfo {
-        self.kernel.info()
-    }
-
-    /// The op's name, as [`MapOp::name`] (`relu_backward`).
-    pub fn name(self) -> &'static str {
-        let n = self.info().name;
-        let n = n.strip_prefix("gc_").unwrap_or(n);
-        n.strip_suffix("_f32").unwrap_or(n)
-    }
-
     /// The names of the output and the two inputs (`["z", "x", "y"]`).
     pub fn names(self) -> [&'static str; 3] {
         let a = self.info().args;
