@@ -178,7 +178,25 @@ def device_count():
     return n.value
 
 
-class _Handle:
+class _Closing:
+    """Closed by ``with`` (on exit) and by collection: for a class whose
+    close() releases what it owns and may be called again."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass  # at exit, or a handle destroyed behind our back
+
+
+class _Handle(_Closing):
     """Owns one graphcore handle: close() (or ``with``, or collection)
     destroys it. ``handle`` is the C handle, for ``graphcore.lib`` calls."""
 
@@ -204,19 +222,6 @@ class _Handle:
         h, self._h = self._h, None
         if h and self._owns:
             getattr(lib, self._destroy)(h)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass  # at exit, or a handle destroyed behind our back
 
     def __repr__(self):
         state = "closed" if self.closed else "0x%x" % self._h
@@ -290,7 +295,7 @@ class Context(_Handle):
         return out.value
 
 
-class HostBuffer:
+class HostBuffer(_Closing):
     """Pinned host memory from gc_host_alloc (what copies and memcpy nodes
     need). ``ptr`` is its address; ``view()`` a memoryview of it and
     ``as_array(ctype)`` a ctypes array over it (both keep the buffer alive;
@@ -340,19 +345,6 @@ class HostBuffer:
 
     def __len__(self):
         return self.nbytes
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.free()
-        return False
-
-    def __del__(self):
-        try:
-            self.free()
-        except Exception:
-            pass
 
     def __repr__(self):
         return "<graphcore.HostBuffer %d bytes at 0x%x>" % (self.nbytes, self.ptr)

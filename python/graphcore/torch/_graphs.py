@@ -454,7 +454,7 @@ class _Family:
         return rows
 
 
-class Graphed:
+class Graphed(_objects._Closing):
     """A model captured by graph(): call it as the model, ``g(x)`` (or
     ``g(x0, x1, ...)``). See the package's docstring for the inputs'
     rules and the outputs' lifetime. ``stats()`` gives the figures per
@@ -558,19 +558,6 @@ class Graphed:
         """Releases the graphs and returns their memory to the pool."""
         self._f.close()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def __del__(self):
-        try:
-            self._f.close()
-        except Exception:
-            pass
-
     def __repr__(self):
         return "<graphcore.torch.Graphed buckets=%s on cuda:%d%s>" % (
             self._sizes, self._device, " (closed)" if self._f.closed else "")
@@ -661,7 +648,7 @@ def graph(model_or_fn, example_inputs, buckets=None, pool=None, warmup=3, verify
     return Graphed(fam)
 
 
-class Step:
+class Step(_objects._Closing):
     """A training step captured by step(): ``s(*inputs)`` binds the inputs
     (the example's shapes exactly), replays forward, backward and the
     optimizer's update (parameters, gradients and optimizer state change in
@@ -689,13 +676,6 @@ class Step:
 
     def close(self):
         self._f.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
 
 def _step_state(optimizer, state):
@@ -761,7 +741,7 @@ def step(fn, example_inputs, optimizer=None, pool=None, warmup=3, verify=None, s
     return Step(fam)
 
 
-class Loop:
+class Loop(_objects._Closing):
     """A body captured by loop(), run on the device inside a WHILE node:
     ``lp(*inputs)`` copies the inputs into the body's static inputs (the
     loop's state: the body may update them in place), launches once on
@@ -818,19 +798,6 @@ class Loop:
         self._keep = ()
         self._counter = None  # a pool block: freed before the pool goes
         self._f.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 def loop(body, example_inputs, max_iters, grad=False, optimizer=None, pool=None, warmup=1):
