@@ -1,11 +1,10 @@
 //! Elementwise operations, the bias add and the fused chain.
 
 use super::check::{apart, buf, elems, floats, nonzero, opt_buf, positive_sms, F32};
-use super::grid::grid_stride_call;
-use super::grid::{stride_grid, BLOCK, STRIDE_WAVES};
+use super::grid::{grid_stride_call, grid_stride_values};
 use crate::fusion::{is_opcode, MAX_CHAIN_OPS, OP_FILL};
 use crate::map::{MapOp, ZipOp};
-use crate::{args, Call, Kernel, SizeError, Value, MAX_ARGS};
+use crate::{args, Call, Kernel, SizeError, Value};
 
 /// `y[i] = value`, `i < n`.
 pub fn fill(y: u64, n: u64, value: f32, sms: u32) -> Result<Call, SizeError> {
@@ -40,21 +39,9 @@ fn binary(names: [&'static str; 3], ptrs: [u64; 3], n: u64, sms: u32) -> Result<
 /// x non-null and 4-byte aligned, `n` in range, y == x or apart.
 pub fn map(op: MapOp, y: u64, x: u64, n: u64, c: f32, sms: u32) -> Result<Call, SizeError> {
     unary(y, x, n, sms)?;
-    let mut args = [Value::U64(0); MAX_ARGS];
     let values = [Value::Ptr(y), Value::Ptr(x), Value::U64(n), Value::F32(c)];
     let nargs = op.info().args.len();
-    args[..nargs].copy_from_slice(&values[..nargs]);
-    Ok(Call {
-        kernel: op.kernel,
-        grid: [stride_grid(n, sms, STRIDE_WAVES), 1, 1],
-        block: [BLOCK, 1, 1],
-        shared_bytes: 0,
-        args,
-        nargs,
-        cooperative: false,
-        in_order: false,
-        cluster: None,
-    })
+    Ok(grid_stride_values(op.kernel, &values[..nargs], n, sms))
 }
 
 /// The map op of `kernel` (declared in the kernel table).
@@ -88,19 +75,8 @@ pub fn axpy(y: u64, x: u64, n: u64, alpha: f32, sms: u32) -> Result<Call, SizeEr
 /// aligned, `n` in range, out equal to or apart from each input.
 pub fn zip(op: ZipOp, out: u64, a: u64, b: u64, n: u64, sms: u32) -> Result<Call, SizeError> {
     binary(op.names(), [out, a, b], n, sms)?;
-    let mut args = [Value::U64(0); MAX_ARGS];
-    args[..4].copy_from_slice(&[Value::Ptr(out), Value::Ptr(a), Value::Ptr(b), Value::U64(n)]);
-    Ok(Call {
-        kernel: op.kernel,
-        grid: [stride_grid(n, sms, STRIDE_WAVES), 1, 1],
-        block: [BLOCK, 1, 1],
-        shared_bytes: 0,
-        args,
-        nargs: 4,
-        cooperative: false,
-        in_order: false,
-        cluster: None,
-    })
+    let values = [Value::Ptr(out), Value::Ptr(a), Value::Ptr(b), Value::U64(n)];
+    Ok(grid_stride_values(op.kernel, &values, n, sms))
 }
 
 /// The zip op of `kernel` (declared in the kernel table).

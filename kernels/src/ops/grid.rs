@@ -1,6 +1,6 @@
 //! Launch grids: block size, grid limits and the grid-stride shape.
 
-use crate::{Call, KernelArgs};
+use crate::{Call, Kernel, KernelArgs, Value, MAX_ARGS};
 
 /// Threads per block of the elementwise and reduction kernels.
 pub const BLOCK: u32 = 256;
@@ -27,4 +27,23 @@ pub(super) fn grid_stride_call(args: impl KernelArgs, n: u64, sms: u32) -> Call 
         [BLOCK, 1, 1],
         0,
     )
+}
+
+/// The launch of grid-stride kernel `kernel` over `n` floats with argument
+/// `values` (a table-declared op's, at most [`MAX_ARGS`]): as
+/// [`grid_stride_call`], for kernels without typed arguments.
+pub(super) fn grid_stride_values(kernel: Kernel, values: &[Value], n: u64, sms: u32) -> Call {
+    let mut args = [Value::U64(0); MAX_ARGS];
+    args[..values.len()].copy_from_slice(values);
+    Call {
+        kernel,
+        grid: [stride_grid(n, sms, STRIDE_WAVES), 1, 1],
+        block: [BLOCK, 1, 1],
+        shared_bytes: 0,
+        args,
+        nargs: values.len(),
+        cooperative: false,
+        in_order: false,
+        cluster: None,
+    }
 }
