@@ -36,26 +36,29 @@ def test_import_graphcore_never_imports_torch():
     assert r.stdout.strip() == "False"
 
 
-def test_import_without_torch_names_the_requirement():
-    r = _run("import sys; sys.modules['torch'] = None\n"
-             "import graphcore\n"
+def _import_graphcore_torch(prelude):
+    """What a fresh interpreter prints importing graphcore.torch after
+    ``prelude``: ``ImportError: <message>`` when the import is refused."""
+    r = _run(prelude +
              "try:\n"
              "    import graphcore.torch\n"
              "except ImportError as e:\n"
              "    print('ImportError:', e)\n")
     assert r.returncode == 0, r.stderr
-    assert "ImportError:" in r.stdout and "torch >= 2.6" in r.stdout, r.stdout
+    return r.stdout
+
+
+def test_import_without_torch_names_the_requirement():
+    out = _import_graphcore_torch("import sys; sys.modules['torch'] = None\n"
+                                  "import graphcore\n")
+    assert "ImportError:" in out and "torch >= 2.6" in out, out
 
 
 def test_import_with_old_torch_names_its_version():
-    r = _run("import sys, types; t = types.ModuleType('torch'); t.__version__ = '2.5.1'\n"
-             "sys.modules['torch'] = t\n"
-             "try:\n"
-             "    import graphcore.torch\n"
-             "except ImportError as e:\n"
-             "    print('ImportError:', e)\n")
-    assert r.returncode == 0, r.stderr
-    assert "torch >= 2.6" in r.stdout and "2.5.1" in r.stdout, r.stdout
+    out = _import_graphcore_torch(
+        "import sys, types; t = types.ModuleType('torch'); t.__version__ = '2.5.1'\n"
+        "sys.modules['torch'] = t\n")
+    assert "torch >= 2.6" in out and "2.5.1" in out, out
 
 
 # --- with PyTorch -----------------------------------------------------------
