@@ -31,6 +31,19 @@ fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
 }
 
+/// The error of `r`, checked to be GC_ERROR_INVALID_STATE (`what` is the
+/// call, for the messages).
+fn invalid_state(r: graphcore_core::Result<()>, what: &str) -> graphcore_core::Error {
+    let err = r.expect_err(what);
+    assert_eq!(
+        err.kind(),
+        ErrorKind::InvalidState,
+        "{what}: {}",
+        err.message()
+    );
+    err
+}
+
 fn bind(index: usize, ptr: u64) -> Binding {
     Binding {
         index,
@@ -356,13 +369,7 @@ fn a_body_of_a_destroyed_holder_refuses_every_call() {
     let e = Exec::new(&other, 0).unwrap();
     drop(g);
     let gone = |r: graphcore_core::Result<()>, what: &str| {
-        let err = r.expect_err(what);
-        assert_eq!(
-            err.kind(),
-            ErrorKind::InvalidState,
-            "{what}: {}",
-            err.message()
-        );
+        let err = invalid_state(r, what);
         assert!(
             err.message().contains("destroyed"),
             "{what}: {}",
@@ -398,26 +405,17 @@ fn a_capture_into_a_body_keeps_its_holder_and_excludes_other_calls() {
     let (g, body) = graph_with_body(&c);
     begin_capture_into(&s, &body, None, TL).unwrap();
     op(&s, ops::fill(out, 1, 9.0, c.sm_count()));
-    let busy = |r: graphcore_core::Result<()>, what: &str| {
-        let err = r.expect_err(what);
-        assert_eq!(
-            err.kind(),
-            ErrorKind::InvalidState,
-            "{what}: {}",
-            err.message()
-        );
-    };
-    busy(body.add_empty(&[]).map(drop), "add to the body");
-    busy(body.node_count().map(drop), "count the body's nodes");
-    busy(
+    invalid_state(body.add_empty(&[]).map(drop), "add to the body");
+    invalid_state(body.node_count().map(drop), "count the body's nodes");
+    invalid_state(
         begin_capture_into(&s2, &body, None, TL),
         "a second capture into the body",
     );
-    busy(Exec::new(&g, 0).map(drop), "instantiate the holder");
-    busy(g.duplicate().map(drop), "clone the holder");
-    busy(g.add_empty(&[]).map(drop), "add to the holder");
+    invalid_state(Exec::new(&g, 0).map(drop), "instantiate the holder");
+    invalid_state(g.duplicate().map(drop), "clone the holder");
+    invalid_state(g.add_empty(&[]).map(drop), "add to the holder");
     let parent = Graph::new(&c).unwrap();
-    busy(
+    invalid_state(
         parent.add_child(&g, &[]).map(drop),
         "adopt the holder as a child",
     );
