@@ -231,13 +231,7 @@ fn random_rebinding_over_a_thousand_launches() {
     }
     let e = Exec::new(&g, 0).unwrap();
     let mut bound = [0usize, 1, 2];
-    let mut r = seed() | 1;
-    let mut next = |m: usize| {
-        r ^= r << 13;
-        r ^= r >> 7;
-        r ^= r << 17;
-        (r % m as u64) as usize
-    };
+    let mut next = below(seed());
     for launch in 0..1000 {
         // Pick three distinct buffers; bind a random subset of the
         // arguments (the others keep their last binding).

@@ -116,6 +116,18 @@ pub(crate) fn random(seed: u64, n: usize) -> Vec<f32> {
         .collect()
 }
 
+/// A pseudo-random draw (xorshift64 from `seed | 1`): each call of the
+/// closure returns an index below its argument.
+pub(crate) fn below(seed: u64) -> impl FnMut(usize) -> usize {
+    let mut r = seed | 1;
+    move |m| {
+        r ^= r << 13;
+        r ^= r >> 7;
+        r ^= r << 17;
+        (r % m as u64) as usize
+    }
+}
+
 /// A fresh seed per call (tests draw new random inputs each run).
 pub(crate) fn seed() -> u64 {
     std::time::SystemTime::now()

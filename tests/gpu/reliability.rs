@@ -236,13 +236,7 @@ fn a_refused_copy_rebinding_leaves_every_later_launch_right() {
     }
     let e = Exec::new(&g, 0).unwrap();
     let mut bound = [0usize, 1, 2];
-    let mut r = seed() | 1;
-    let mut next = |m: usize| {
-        r ^= r << 13;
-        r ^= r >> 7;
-        r ^= r << 17;
-        (r % m as u64) as usize
-    };
+    let mut next = below(seed());
     let (mut refused, mut accepted) = (0, 0);
     for launch in 0..200 {
         let mut pick = [0usize; 3];
