@@ -98,8 +98,8 @@ pub struct Slot {
 
 /// The scanning rule: every 8-byte value at an 8-byte-aligned offset of
 /// `buf` (offset `start`..`end` of a parameter) that is a use of one of
-/// `decls` (inside its range, or one past its end: see [`scanned_use`]),
-/// skipping exact ones.
+/// `decls` (inside its range, or one past its end, unless another
+/// argument starts there), skipping exact ones.
 pub fn scan(buf: &[u8], start: usize, end: usize, decls: &[ArgDecl], out: &mut Vec<Slot>) {
     let mut at = start.next_multiple_of(8);
     while at + 8 <= end.min(buf.len()) {
