@@ -304,6 +304,18 @@ static inline CUgraph bench_raw_chain(CUfunction fn, void **args, int len) {
     return g;
 }
 
+/* A graph of `len` launches of `fn` (one thread, argument `tag`) captured
+ * on `stream` (the caller destroys it). */
+static inline gc_graph *bench_capture_chain(gc_stream *stream, gc_function *fn, int len, uint32_t tag) {
+    void *args[] = {&tag};
+    gc_dim3 one = {1, 1, 1};
+    gc_graph *g;
+    TRY(gc_capture_begin(stream, NULL, GC_CAPTURE_THREAD_LOCAL));
+    for (int i = 0; i < len; i++) TRY(gc_launch(fn, stream, one, one, 0, args));
+    TRY(gc_capture_end(stream, &g));
+    return g;
+}
+
 /* ---- results ---- */
 
 /* The device (`info`, filled) and the date now (UTC, `date`) that a

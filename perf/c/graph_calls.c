@@ -27,15 +27,9 @@ static gc_function *fn;
 
 /* ns per capture of `len` launches, over `n` captures. */
 static double capture_ns(int len, int n) {
-    uint32_t tag = 1;
-    void *args[] = {&tag};
-    gc_dim3 one = {1, 1, 1};
     double untimed = 0, t0 = bench_now_ns();
     for (int i = 0; i < n; i++) {
-        gc_graph *g;
-        TRY(gc_capture_begin(stream, NULL, GC_CAPTURE_THREAD_LOCAL));
-        for (int k = 0; k < len; k++) TRY(gc_launch(fn, stream, one, one, 0, args));
-        TRY(gc_capture_end(stream, &g));
+        gc_graph *g = bench_capture_chain(stream, fn, len, 1);
         double a = bench_now_ns();
         TRY(gc_graph_destroy(g));
         untimed += bench_now_ns() - a;
@@ -65,15 +59,7 @@ static double build_ns(int len, int n) {
 }
 
 /* A captured one-kernel graph whose argument is `tag`. */
-static gc_graph *one_kernel(uint32_t tag) {
-    void *args[] = {&tag};
-    gc_dim3 one = {1, 1, 1};
-    gc_graph *g;
-    TRY(gc_capture_begin(stream, NULL, GC_CAPTURE_THREAD_LOCAL));
-    TRY(gc_launch(fn, stream, one, one, 0, args));
-    TRY(gc_capture_end(stream, &g));
-    return g;
-}
+static gc_graph *one_kernel(uint32_t tag) { return bench_capture_chain(stream, fn, 1, tag); }
 
 int main(int argc, char **argv) {
     ctx = bench_start("graph_calls");

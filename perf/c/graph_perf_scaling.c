@@ -179,15 +179,7 @@ static void raw_destroy(void *graph, void *exec) {
     if (graph) CU(cu.GraphDestroy(graph));
 }
 
-static void *gc_capture(int len, uint32_t tag) {
-    void *args[] = {&tag};
-    gc_dim3 one = {1, 1, 1};
-    gc_graph *g;
-    TRY(gc_capture_begin(stream, NULL, GC_CAPTURE_THREAD_LOCAL));
-    for (int i = 0; i < len; i++) TRY(gc_launch(fn, stream, one, one, 0, args));
-    TRY(gc_capture_end(stream, &g));
-    return g;
-}
+static void *gc_capture(int len, uint32_t tag) { return bench_capture_chain(stream, fn, len, tag); }
 
 static void *gc_build(int len, uint32_t tag) {
     void *args[] = {&tag};

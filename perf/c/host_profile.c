@@ -105,15 +105,7 @@ static CUgraph raw_captured_len(uint32_t t, int len) {
     return g;
 }
 
-static gc_graph *gc_captured_len(uint32_t t, int len) {
-    void *a[] = {&t};
-    gc_dim3 one = {1, 1, 1};
-    gc_graph *g;
-    TRY(gc_capture_begin(stream, NULL, GC_CAPTURE_THREAD_LOCAL));
-    for (int i = 0; i < len; i++) TRY(gc_launch(fn, stream, one, one, 0, a));
-    TRY(gc_capture_end(stream, &g));
-    return g;
-}
+static gc_graph *gc_captured_len(uint32_t t, int len) { return bench_capture_chain(stream, fn, len, t); }
 
 static CUgraph raw_captured(uint32_t t) { return raw_captured_len(t, LEN); }
 
