@@ -66,22 +66,30 @@ def reserved_after(build):
     return out, torch.cuda.memory_reserved() - before, time.perf_counter() - t
 
 
+def recipe_graph(model, si, pool):
+    """The notes' recipe for one bucket: three warm-up calls of
+    ``model(*si)`` on a side stream, then its capture into ``pool``:
+    (graph, static output)."""
+    with torch.no_grad():
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                model(*si)
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, pool=pool):
+            so = model(*si)
+    return g, so
+
+
 def recipe_family(model):
     """The notes' optimized_inference_pipeline: {rows: call(x)}."""
     pool = torch.cuda.graph_pool_handle()
     calls = {}
     for b in sorted(BUCKETS, reverse=True):
         si = torch.zeros(b, 1024, device="cuda")
-        with torch.no_grad():
-            s = torch.cuda.Stream()
-            s.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(s):
-                for _ in range(3):
-                    model(si)
-            torch.cuda.current_stream().wait_stream(s)
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g, pool=pool):
-                so = model(si)
+        g, so = recipe_graph(model, (si,), pool)
 
         def call(x, si=si, g=g, so=so):
             si.copy_(x)
@@ -98,16 +106,7 @@ def recipe_calls(model, examples):
     calls = {}
     for b in sorted(examples, reverse=True):
         si = tuple(t.clone() for t in examples[b])
-        with torch.no_grad():
-            s = torch.cuda.Stream()
-            s.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(s):
-                for _ in range(3):
-                    model(*si)
-            torch.cuda.current_stream().wait_stream(s)
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g, pool=pool):
-                so = model(*si)
+        g, so = recipe_graph(model, si, pool)
 
         def call(*xs, si=si, g=g, so=so):
             for a, x in zip(si, xs):
