@@ -178,8 +178,8 @@ fn bits(v: &[f32]) -> Vec<u32> {
 }
 
 /// Built-ins (exact): b[1] = 1.5 b[0]; b[1] += 0.25; b[2] = b[1] + b[0];
-/// relu on interior pointers.
-fn builtins(s: &Stream, b: &[u64]) -> Graph {
+/// relu on interior pointers (gpu::args rebinds it too).
+pub(crate) fn builtins(s: &Stream, b: &[u64]) -> Graph {
     begin_capture(s, None, CaptureMode::ThreadLocal).unwrap();
     let sms = s.context().sm_count();
     let n = N as u64;
