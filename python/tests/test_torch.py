@@ -106,7 +106,12 @@ def _mlp(torch):
 
 def _torch_graph(torch, model, rows, pool=None):
     """PyTorch's recipe for one bucket: (static input, graph, static output)."""
-    x = torch.zeros(rows, 1024, device="cuda")
+    return _torch_recipe(torch, model, torch.zeros(rows, 1024, device="cuda"), pool)
+
+
+def _torch_recipe(torch, model, x, pool=None):
+    """PyTorch's recipe on the static input x: three warm-up calls on a side
+    stream, then the capture: (x, graph, static output)."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s), torch.no_grad():
@@ -358,16 +363,7 @@ def test_cnn_buckets_match_torch_graph(tt):
 
 def _torch_graph_of(torch, model, x):
     """torch.cuda.graph of model on a static copy of x, replayed once."""
-    sx = x.clone()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s), torch.no_grad():
-        for _ in range(3):
-            model(sx)
-    torch.cuda.current_stream().wait_stream(s)
-    graph = torch.cuda.CUDAGraph()
-    with torch.no_grad(), torch.cuda.graph(graph):
-        sy = model(sx)
+    sx, graph, sy = _torch_recipe(torch, model, x.clone())
     graph.replay()
     torch.cuda.synchronize()
     return sx, graph, sy
