@@ -316,6 +316,21 @@ static inline gc_graph *bench_capture_chain(gc_stream *stream, gc_function *fn, 
     return g;
 }
 
+/* A graph of `len` nodes launching `fn` (one thread, argument `tag`) in a
+ * chain, built with graphcore's calls (the caller destroys it). */
+static inline gc_graph *bench_build_chain(gc_context *ctx, gc_function *fn, int len, uint32_t tag) {
+    void *args[] = {&tag};
+    gc_dim3 one = {1, 1, 1};
+    gc_graph *g;
+    gc_node prev, node;
+    TRY(gc_graph_create(ctx, &g));
+    for (int i = 0; i < len; i++) {
+        TRY(gc_graph_add_kernel(g, fn, one, one, 0, args, i ? &prev : NULL, i ? 1 : 0, &node));
+        prev = node;
+    }
+    return g;
+}
+
 /* ---- results ---- */
 
 /* The device (`info`, filled) and the date now (UTC, `date`) that a

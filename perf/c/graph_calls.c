@@ -39,18 +39,9 @@ static double capture_ns(int len, int n) {
 
 /* ns per build of a chain of `len` kernel nodes, over `n` builds. */
 static double build_ns(int len, int n) {
-    uint32_t tag = 1;
-    void *args[] = {&tag};
-    gc_dim3 one = {1, 1, 1};
     double untimed = 0, t0 = bench_now_ns();
     for (int i = 0; i < n; i++) {
-        gc_graph *g;
-        gc_node prev, node;
-        TRY(gc_graph_create(ctx, &g));
-        for (int k = 0; k < len; k++) {
-            TRY(gc_graph_add_kernel(g, fn, one, one, 0, args, k ? &prev : NULL, k ? 1 : 0, &node));
-            prev = node;
-        }
+        gc_graph *g = bench_build_chain(ctx, fn, len, 1);
         double a = bench_now_ns();
         TRY(gc_graph_destroy(g));
         untimed += bench_now_ns() - a;

@@ -181,18 +181,7 @@ static void raw_destroy(void *graph, void *exec) {
 
 static void *gc_capture(int len, uint32_t tag) { return bench_capture_chain(stream, fn, len, tag); }
 
-static void *gc_build(int len, uint32_t tag) {
-    void *args[] = {&tag};
-    gc_dim3 one = {1, 1, 1};
-    gc_graph *g;
-    gc_node prev, node;
-    TRY(gc_graph_create(ctx, &g));
-    for (int i = 0; i < len; i++) {
-        TRY(gc_graph_add_kernel(g, fn, one, one, 0, args, i ? &prev : NULL, i ? 1 : 0, &node));
-        prev = node;
-    }
-    return g;
-}
+static void *gc_build(int len, uint32_t tag) { return bench_build_chain(ctx, fn, len, tag); }
 
 static void *gc_instantiate(void *graph) {
     gc_exec *e;

@@ -84,17 +84,7 @@ static void *args[] = {&tag};
 
 static void raw_build_len(int len) { CU(cu.GraphDestroy(bench_raw_chain(raw_fn, args, len))); }
 
-static void gc_build_len(int len) {
-    gc_dim3 one = {1, 1, 1};
-    gc_graph *g;
-    gc_node prev, node;
-    TRY(gc_graph_create(ctx, &g));
-    for (int i = 0; i < len; i++) {
-        TRY(gc_graph_add_kernel(g, fn, one, one, 0, args, i ? &prev : NULL, i ? 1 : 0, &node));
-        prev = node;
-    }
-    TRY(gc_graph_destroy(g));
-}
+static void gc_build_len(int len) { TRY(gc_graph_destroy(bench_build_chain(ctx, fn, len, tag))); }
 
 static CUgraph raw_captured_len(uint32_t t, int len) {
     void *a[] = {&t};
