@@ -61,10 +61,15 @@ def main():
     ours = torch.nn.Linear(D_IN, D_OUT).cuda()
     theirs = copy.deepcopy(ours)
     loss_fn = torch.nn.MSELoss()
-    opt = torch.optim.SGD(ours.parameters(), lr=1e-3)
-    opt_theirs = torch.optim.SGD(theirs.parameters(), lr=1e-3)
-    batches = [(torch.randn(N, D_IN, device="cuda"), torch.randn(N, D_OUT, device="cuda"))
-               for _ in range(8)]
+    # The targets come from a fixed teacher layer, so there is something to
+    # learn and the loss falls (random targets would leave it flat); the
+    # mean over 1024 outputs makes each step small, hence the learning rate.
+    opt = torch.optim.SGD(ours.parameters(), lr=1.0)
+    opt_theirs = torch.optim.SGD(theirs.parameters(), lr=1.0)
+    teacher = torch.nn.Linear(D_IN, D_OUT).cuda()
+    with torch.no_grad():
+        xs = [torch.randn(N, D_IN, device="cuda") for _ in range(8)]
+        batches = [(x, teacher(x)) for x in xs]
 
     def train_step(x, y):
         loss = loss_fn(ours(x), y)

@@ -243,6 +243,9 @@ def test_capture_failure_names_it_and_leaves_the_pool_as_it_was(tt):
         assert fn.__name__ in str(e.value) and line in str(e.value), str(e.value)
         torch.cuda.synchronize()
         assert pool.stats().allocated_bytes == allocated, fn.__name__
+        # PyTorch's random numbers still work (its generator is not left
+        # marked as capturing).
+        torch.randn(4, device="cuda")
     # The stream and the good family still work.
     with torch.no_grad():
         torch.testing.assert_close(good(x), lin(x), rtol=1e-5, atol=1e-6)

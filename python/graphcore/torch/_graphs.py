@@ -132,6 +132,19 @@ def _as_tuple(example_inputs, where):
                     % (where, type(example_inputs).__name__))
 
 
+def _reset_generators():
+    """After a capture whose end raised, PyTorch's CUDA generators are still
+    marked as capturing (CUDAGraph.capture_end raised before its epilogue),
+    and every later random op fails ("Offset increment outside graph
+    capture encountered unexpectedly"). An empty capture, begun and ended on
+    the current stream, runs the prologue and the epilogue again and clears
+    the mark."""
+    g = torch.cuda.CUDAGraph(keep_graph=True)
+    g.capture_begin(capture_error_mode="thread_local")
+    g.capture_end()
+    g.reset()
+
+
 def _outputs(out, where):
     """(tuple of output tensors, single): what the model returned; single
     is None for None (a step that returns nothing)."""
@@ -316,6 +329,7 @@ class _Family:
                             getattr(torch._C, undo)(dev, self.mempool.id)
                         except Exception:
                             pass
+                    _reset_generators()
             if err is not None:
                 out = None
                 self._fail("capture of bucket %d" % rows, err)
