@@ -8,6 +8,7 @@ use crate::driver::device::KeepCurrent;
 use crate::driver::stream::{self as ds, CaptureMode, CaptureStatus};
 use crate::error::{ensure_arg, Error, ErrorKind, Result};
 use crate::graph::Graph;
+use crate::module::Function;
 use crate::pool::{check_device_range, Pool};
 use crate::stream::{CaptureTarget, OpenCapture, Stream, StreamOp};
 
@@ -157,8 +158,9 @@ pub fn end_capture(stream: &Stream) -> Result<Graph> {
                 .expect("a capture's target is a body");
             stream.context().bind()?;
             let memory = open.pool.take().map(|p| p.end()).transpose()?;
+            let functions = kept_functions(&mut open);
             into.body
-                .end_capture_into(memory, std::mem::take(&mut open.events))?;
+                .end_capture_into(memory, std::mem::take(&mut open.events), functions)?;
             // The holders are released when `into` goes, after the body.
             Ok(into.body.clone())
         }
@@ -166,12 +168,14 @@ pub fn end_capture(stream: &Stream) -> Result<Graph> {
             let memory = open.pool.take().map(|p| p.end()).transpose()?;
             let events = std::mem::take(&mut open.events);
             let args = std::mem::take(&mut open.args);
+            let functions = kept_functions(&mut open);
             Ok(Graph::from_captured(
                 stream.context(),
                 raw,
                 memory,
                 events,
                 args,
+                functions,
                 launched_into,
             ))
         }
@@ -227,6 +231,15 @@ pub(crate) fn abort_capture(stream: &Stream) -> Result<()> {
     stream.context().close_capture();
     drop(open); // rolls the pool back
     Ok(())
+}
+
+/// The functions the capture's launches kept loaded for its graph (see
+/// [`Stream::keep_for_capture_of`]).
+fn kept_functions(open: &mut OpenCapture) -> Vec<Function> {
+    open.kept
+        .drain(..)
+        .filter_map(|(_, kept)| kept.downcast::<Function>().ok().map(|f| *f))
+        .collect()
 }
 
 /// The message for a capture that failed at its end.

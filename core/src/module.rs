@@ -319,7 +319,12 @@ impl Function {
                     args,
                 )
             }
-        })
+        })?;
+        // A captured launch is a kernel node of the capture's graph: the
+        // graph keeps the function (and its module) loaded, as a node added
+        // by building does.
+        stream.keep_for_capture_of(self.raw() as usize, || Box::new(self.clone()));
+        Ok(())
     }
 }
 

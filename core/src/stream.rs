@@ -113,6 +113,10 @@ pub(crate) struct OpenCapture {
     pub(crate) events: Vec<Event>,
     /// Arguments declared during the capture (handed to its graph).
     pub(crate) args: Vec<ArgDecl>,
+    /// What the capture's kernel nodes launch, kept for its graph (the
+    /// functions launched into it, each once by its key): opaque here,
+    /// `capture` (above) knows their type.
+    pub(crate) kept: Vec<(usize, Box<dyn std::any::Any + Send>)>,
     /// The existing graph the capture adds to (a conditional body), kept
     /// opaque here: `capture` (above) knows its type.
     pub(crate) into: Option<Box<dyn CaptureTarget>>,
@@ -128,6 +132,7 @@ impl OpenCapture {
             pool,
             events: Vec::new(),
             args: Vec::new(),
+            kept: Vec::new(),
             into: None,
             breaker: None,
             mark: 0,
@@ -181,7 +186,8 @@ pub(crate) trait CaptureTarget: std::any::Any + Send {
 ///   `epoch | OPEN | NONEMPTY` of its own epoch says a launch went in (its
 ///   store happened before the load, so its enqueue came before the end,
 ///   into the capture). Anything else says nothing, and the emptiness
-///   check asks CUDA.
+///   check asks CUDA. It then clears `OPEN`: a launch that finds it clear
+///   looks for no capture to keep its function for.
 ///
 /// A store that comes late (a launch that loaded the word, then lost the
 /// CPU) can only overwrite the word with an older epoch's, which no later
@@ -227,9 +233,13 @@ impl CaptureMark {
     }
 
     /// Whether a launch went into the capture that opened `opened` (called
-    /// before CUDA ends it).
+    /// before CUDA ends it). Clears the open bit, so that launches after the capture do not look
+    /// for it (one that loaded the word before may set it again: then a
+    /// later launch only finds no capture open).
     fn close(&self, opened: u64) -> bool {
-        self.word.load(Ordering::Acquire) == opened | Self::NONEMPTY
+        let word = self.word.load(Ordering::Acquire);
+        self.word.store(word & !Self::OPEN, Ordering::Release);
+        word == opened | Self::NONEMPTY
     }
 }
 
@@ -455,6 +465,26 @@ impl Stream {
             self.inner.capture_mark.launched(seen);
         }
         self.note(op, r)
+    }
+
+    /// After a launch into the capture graphcore has open on this stream
+    /// (if one is), keeps `value` (what the launch needs loaded: a
+    /// function, named by `key`) for the capture's graph, once per key.
+    /// Costs nothing when no capture is open (one load of the capture
+    /// mark).
+    pub(crate) fn keep_for_capture_of(
+        &self,
+        key: usize,
+        value: impl FnOnce() -> Box<dyn std::any::Any + Send>,
+    ) {
+        if self.inner.capture_mark.seen() & CaptureMark::OPEN == 0 {
+            return;
+        }
+        if let Some(open) = self.capture_slot().as_mut() {
+            if !open.kept.iter().any(|(k, _)| *k == key) {
+                open.kept.push((key, value()));
+            }
+        }
     }
 
     /// Passes `r` through; when it is a capture error and this stream has a

@@ -598,3 +598,49 @@ fn copy_nodes_rebound_across_allocation_kinds() {
     println!("{}", report.join("\n"));
     drop(foreign);
 }
+
+/// Issue (found on an H200 by gpu::engine, which captured a module's
+/// kernel and dropped the function after the capture): the header says
+/// graphs with a node of a function keep it and its module loaded, but a
+/// captured launch kept nothing, so the module was unloaded under the
+/// graph and instantiating it (reading the node for its arguments) ended
+/// the process. A captured graph now keeps the functions launched into it,
+/// a body captured into too.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_captured_graph_keeps_the_functions_launched_into_it() {
+    use super::foundation::{add_one, AddOneLaunch};
+    let (c, s, p) = setup();
+    let n = 300usize;
+    let (a, b) = (
+        p.alloc(n as u64 * 4).unwrap(),
+        p.alloc(n as u64 * 4).unwrap(),
+    );
+    let launch_add_one = |s: &Stream, y: u64| {
+        // The function (and its module, loaded for it alone) goes when
+        // this closure returns.
+        let f = add_one(&c);
+        let mut l = AddOneLaunch::new(y, n);
+        let mut args = l.args();
+        // SAFETY: add_one takes (float *, unsigned); y holds n floats.
+        unsafe { f.launch(s, &l.cfg, args.as_mut_ptr()) }.unwrap();
+    };
+    let g = capture(&s, |s| launch_add_one(s, a));
+    g.declare_arg(a, n * 4, false).unwrap();
+    let e = Exec::new(&g, 0).unwrap();
+    assert_eq!(e.arg_uses(0).unwrap(), 1, "the scan read the node");
+    drop(g);
+    upload(&s, b, &vec![1.0; n]);
+    e.launch_with(&s, &[bind(0, b)]).unwrap();
+    assert_eq!(download(&s, b, n), vec![2.0; n]);
+    // Into a body: the holder keeps what the body launches.
+    let (holder, body) = graph_with_body(&c);
+    begin_capture_into(&s, &body, None, TL).unwrap();
+    launch_add_one(&s, a);
+    end_capture(&s).unwrap();
+    drop(body);
+    upload(&s, a, &vec![5.0; n]);
+    let e = Exec::new(&holder, 0).unwrap();
+    e.launch(&s).unwrap();
+    assert_eq!(download(&s, a, n), vec![6.0; n], "the IF's body ran once");
+}

@@ -524,7 +524,8 @@ impl Graph {
     }
 
     /// Wraps a graph CUDA captured; it keeps `events` (those of its event
-    /// nodes) alive; `launched_into` says a kernel launch is known to have
+    /// nodes) and `functions` (those its kernel nodes launch, beyond
+    /// graphcore's built-ins) alive; `launched_into` says a kernel launch is known to have
     /// gone into the capture (the graph is not empty). Nothing is read from
     /// CUDA now: its node count, nodes, edges and parameters are read back
     /// when first needed.
@@ -534,12 +535,14 @@ impl Graph {
         memory: Option<GraphMemory>,
         events: Vec<Event>,
         args: Vec<ArgDecl>,
+        functions: Vec<Function>,
         launched_into: bool,
     ) -> Graph {
         let owned = Owned::new(raw, ctx.primary());
         let mut state = GraphState::new(Some(owned), raw, None, None);
         state.memory = memory.map(Arc::new).into_iter().collect();
         state.events = events;
+        state.functions = functions;
         state.args = args;
         state.launched_into = launched_into;
         Self::wrap(ctx, state, None)
@@ -572,12 +575,14 @@ impl Graph {
     }
 
     /// Ends a capture into this body: reads back the nodes CUDA added,
-    /// keeps the events its event nodes use, and gives the capture's pool
-    /// memory to the outermost graph.
+    /// keeps the events its event nodes use and the functions its kernel
+    /// nodes launch, and gives the capture's pool memory to the outermost
+    /// graph.
     pub(crate) fn end_capture_into(
         &self,
         memory: Option<GraphMemory>,
         events: Vec<Event>,
+        functions: Vec<Function>,
     ) -> Result<()> {
         let memory = memory.map(Arc::new);
         {
@@ -590,6 +595,7 @@ impl Graph {
             st.count = Some(d.desc.len());
             st.described = Some(d);
             st.events.extend(events);
+            st.functions.extend(functions);
             st.memory.extend(memory.clone());
         }
         if let Some(m) = memory {
