@@ -12,9 +12,10 @@
  * turns the eager run into an error. GRAPHCORE_DISABLE=1 in the
  * environment makes every launch eager: the checks still hold.
  *
- * (A learning-rate-like scalar bound at each launch needs scalar graph
- * arguments, which graphcore does not have yet: this example's scalars are
- * fixed per shape.)
+ * A learning-rate-like scalar changes at every request: the capture
+ * declares it a scalar argument (gc_capture_scalar_arg) by a marker value
+ * given to the kernel that takes it, and each launch binds the request's
+ * value beside the buffers.
  *
  * Build: make examples. Without a GPU it stops with graphcore's message
  * (exit status 2). */
@@ -61,11 +62,17 @@ static float *engine_alloc(size_t bytes) {
 typedef struct {
     float *w, *x, *y; /* weights, input, output: the engine's memory */
     uint64_t n;       /* elements of this request's shape */
+    float lr;         /* a learning-rate-like scalar, new at each request */
     gc_pool *pool;    /* the cache's pool, for temporaries */
 } request;
 
-/* y = relu(w * x + 0.5) * 0.75 over n elements, through a temporary. Under
- * capture, x, y and w are declared arguments 0, 1 and 2. */
+/* The marker of the scalar argument lr: a value no other float parameter
+ * of the graph holds. */
+#define LR_MARKER 1234.5f
+
+/* y = relu(w * x + 0.5) * lr over n elements, through a temporary. Under
+ * capture, x, y and w are declared arguments 0, 1 and 2, and lr scalar
+ * argument 3 (the kernel gets the marker; each launch binds the value). */
 static gc_status record(gc_stream *s, const void *key, size_t key_len, void *user) {
     (void)key, (void)key_len;
     request *q = user;
@@ -79,13 +86,16 @@ static gc_status record(gc_stream *s, const void *key, size_t key_len, void *use
             st = gc_capture_arg(s, args[i], q->n * sizeof(float), GC_ARG_EXACT, &index);
             if (st != GC_SUCCESS) return st;
         }
+        float marker = LR_MARKER;
+        st = gc_capture_scalar_arg(s, &marker, sizeof marker, &index);
+        if (st != GC_SUCCESS) return st;
     }
     float *t = gc_engine_alloc(q->pool, q->n * sizeof(float), -1, NULL);
     if (t == NULL) return GC_ERROR_OUT_OF_MEMORY; /* gc_last_error() says why */
     if ((st = gc_op_mul(s, t, q->w, q->x, q->n)) == GC_SUCCESS &&
         (st = gc_op_add_scalar(s, t, t, q->n, 0.5f)) == GC_SUCCESS &&
         (st = gc_op_relu(s, t, t, q->n)) == GC_SUCCESS)
-        st = gc_op_scale(s, q->y, t, q->n, 0.75f);
+        st = gc_op_scale(s, q->y, t, q->n, capturing ? LR_MARKER : q->lr);
     /* Freed at once: the next allocation on this stream runs after these
      * kernels (one stream), and under capture the block is the graph's. */
     gc_engine_free(q->pool, t, q->n * sizeof(float), -1, NULL);
@@ -157,10 +167,12 @@ int main(void) {
         q.n = key.n = 256u * (shape + 1);
         q.x = x[r % 2];
         q.y = y_graph[r % 2];
-        gc_binding b[3] = {{0, q.x, 0}, {1, q.y, 0}, {2, q.w, 0}};
+        q.lr = 0.75f + 0.001f * (float)(r % 100);
+        gc_binding b[4] = {{0, q.x, 0}, {1, q.y, 0}, {2, q.w, 0}, {3, NULL, sizeof q.lr}};
+        memcpy(&b[3].ptr, &q.lr, sizeof q.lr); /* a scalar's value in ptr's first bytes */
         int outcome = -1;
         double t = now_us();
-        TRY(gc_cache_launch(cache, &key, sizeof key, s, b, 3, record, &q, &outcome));
+        TRY(gc_cache_launch(cache, &key, sizeof key, s, b, 4, record, &q, &outcome));
         TRY(gc_stream_synchronize(s));
         t = now_us() - t;
         outcomes[outcome]++;

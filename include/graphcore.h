@@ -1416,6 +1416,29 @@ enum gc_status gc_capture_arg(struct gc_stream *stream,
                               size_t *index);
 
 /**
+ * Declares a scalar argument, marked by the `size` bytes at `marker`,
+ * of the graph `stream` is capturing (between gc_capture_begin and
+ * gc_capture_end), and writes its index to *index (numbered with the
+ * range arguments of gc_capture_arg); the graph gc_capture_end returns
+ * carries it as if declared with gc_graph_declare_scalar_arg (see there
+ * for the marker, the exact matching rule and how a binding gives the
+ * value). Typically: declare a learning rate's marker, launch the kernels
+ * that take it with the marker as their value, end the capture, and bind
+ * the real value at each gc_exec_launch_with. The marker's bytes are
+ * copied. Declaring does not break the capture. Thread safety: as
+ * gc_capture_arg (the stream's capture is serialized).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (marker or index is NULL,
+ * size is 0 or above 8, the marker is all zero bytes or was declared
+ * before in the capture with the same size, or the stream captures into a
+ * conditional body), GC_ERROR_INVALID_STATE (no graphcore capture is open
+ * on the stream).
+ */
+enum gc_status gc_capture_scalar_arg(struct gc_stream *stream,
+                                     const void *marker,
+                                     size_t size,
+                                     size_t *index);
+
+/**
  * Writes 1 to *capturing while the stream captures (through graphcore or
  * not, including a stream that joined a capture), else 0.
  * Errors: common.
@@ -1527,6 +1550,43 @@ enum gc_status gc_graph_declare_arg(struct gc_graph *graph,
                                     size_t bytes,
                                     uint32_t flags,
                                     size_t *index);
+
+/**
+ * Declares a scalar argument of `graph`: a kernel parameter's value,
+ * marked by the `size` bytes at `marker` (1 to 8 bytes, not all zero;
+ * the bytes are copied), and writes its index to *index (numbered with
+ * the range arguments of gc_graph_declare_arg, in declaration order). An
+ * exec instantiated later takes as uses exactly the kernel parameters of
+ * `size` bytes whose bytes equal the marker, each at the offset and size
+ * of the kernel's parameter layout: graphcore's built-in kernels' scalar
+ * parameters (from their table), and any other kernel's parameters where
+ * the driver gives the layout (cuFuncGetParamInfo, CUDA 12.4 and later;
+ * older drivers find no use in such kernels). Nothing else is looked at:
+ * not unaligned words, not a parameter of another size (a 4-byte marker
+ * does not match the low half of an 8-byte parameter), not copies or sets;
+ * a parameter in which a range argument's address was found is not a
+ * scalar use. So: give the launches you capture or add the marker as the
+ * scalar's value (a value no other parameter of that size holds, such as
+ * a NaN payload or an unlikely integer), and check gc_exec_arg_info: 0
+ * uses means the marker matched nothing (wrong value or wrong size).
+ * gc_exec_launch_with then binds it: a gc_binding whose `ptr` holds the
+ * new value's bytes (memcpy them into ptr's first `size` bytes, the rest
+ * zero: on the little-endian targets CUDA supports this is the value
+ * zero-extended) and whose `bytes` is 0 or `size`; the parameters are
+ * patched as address bindings patch theirs. The same marker with the same
+ * size declared twice is refused; a marker equal to an address inside a
+ * range argument is allowed (a parameter holding it is an address use).
+ * Thread safety: as gc_graph_declare_arg (a graph's declarations are
+ * serialized with its other changes).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (marker or index is NULL,
+ * size is 0 or above 8, the marker is all zero bytes or was declared
+ * before with the same size), GC_ERROR_INVALID_STATE (body rules: see
+ * Conditional nodes).
+ */
+enum gc_status gc_graph_declare_scalar_arg(struct gc_graph *graph,
+                                           const void *marker,
+                                           size_t size,
+                                           size_t *index);
 
 /**
  * Creates an empty graph on ctx's device; destroy it with
@@ -2128,7 +2188,11 @@ enum gc_status gc_exec_launch(struct gc_exec *exec, struct gc_stream *stream);
  * argument `index` (as gc_graph_declare_arg or gc_capture_arg numbered
  * it) now lives at `ptr`, a device range of `bytes` bytes. `bytes` 0
  * means "as large as the memory at ptr": graphcore then checks that the
- * declared size fits in ptr's allocation (or pool block).
+ * declared size fits in ptr's allocation (or pool block). For a scalar
+ * argument (gc_graph_declare_scalar_arg, gc_capture_scalar_arg), `ptr`
+ * holds the new value's bytes instead (memcpy the value into its first
+ * bytes, the rest zero) and `bytes` is 0 or the scalar's size: one array
+ * binds addresses and scalars together, through the same patching.
  */
 typedef struct gc_binding {
     /**
@@ -2178,10 +2242,14 @@ typedef struct gc_binding {
  * (then only built-in kernels, copies and sets are rebound for it, no
  * other kernel's parameters), or keep such scalars out of the values of
  * declared ranges.
+ * A scalar argument's binding is checked for its size only: `bytes` 0 or
+ * the scalar's size, and no bits in ptr above that size (an address given
+ * for a 4-byte scalar, most likely); its value is not checked otherwise.
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (bindings NULL while n is not
  * 0, an exec whose graph declared no arguments, an unknown argument index, an
  * argument bound twice, a NULL, host or other device's address, a freed pool
- * block, or a range smaller than declared), GC_ERROR_CAPTURE (as
+ * block, or a range smaller than declared; for a scalar argument, bytes
+ * neither 0 nor its size, or value bits above its size), GC_ERROR_CAPTURE (as
  * gc_exec_launch), GC_ERROR_CUDA (the driver refused a new value: the old
  * bindings are back).
  */
@@ -2193,8 +2261,10 @@ enum gc_status gc_exec_launch_with(struct gc_exec *exec,
 /**
  * Writes to *uses how many uses of argument `index` the exec found in its
  * nodes (kernel parameters, memcpy and memset endpoints, child graphs'
- * included): a caller checks that a captured library was covered (0 means
- * binding the argument changes nothing).
+ * included; for a scalar argument, the kernel parameters holding its
+ * marker): a caller checks that a captured library was covered (0 means
+ * binding the argument changes nothing: for a scalar, a marker that
+ * matched no parameter of its size).
  * Errors: GC_ERROR_INVALID_ARGUMENT (exec or uses is NULL, or index is
  * not a declared argument), GC_ERROR_INVALID_HANDLE (exec destroyed).
  */

@@ -9,7 +9,7 @@
 //! later launches only: a launch already enqueued runs with the values it
 //! was launched with.
 
-use crate::arg::{check_size, find, scan, ArgDecl, Binding, Slot};
+use crate::arg::{check_scalar, check_size, find, match_scalar, scan, ArgDecl, Binding, Slot};
 use crate::context::Context;
 use crate::driver::graph::{self as dg, KernelParams, RawNode};
 use crate::driver::memory::Memset;
@@ -176,14 +176,24 @@ fn site_of(
         Read::Other(RawNode::Memcpy { dst, src, bytes }) => {
             for (at, addr) in [(0, dst), (1, src)] {
                 if let Some((arg, delta)) = find(decls, addr) {
-                    slots.push(Slot { at, arg, delta });
+                    slots.push(Slot {
+                        at,
+                        arg,
+                        delta,
+                        size: 8,
+                    });
                 }
             }
             SiteKind::Memcpy { dst, src, bytes }
         }
         Read::Other(RawNode::Memset(m)) => {
             if let Some((arg, delta)) = find(decls, m.dst) {
-                slots.push(Slot { at: 0, arg, delta });
+                slots.push(Slot {
+                    at: 0,
+                    arg,
+                    delta,
+                    size: 8,
+                });
             }
             SiteKind::Memset(m)
         }
@@ -246,7 +256,9 @@ unsafe fn fill(buf: &mut [u8], layout: &[(usize, usize)], args: *mut *mut c_void
 }
 
 /// A kernel's uses: a built-in's pointer parameters exactly, any other
-/// kernel's by the scan (non-exact arguments only).
+/// kernel's by the scan (non-exact arguments only); scalar arguments in
+/// a built-in's other parameters, and in another kernel's parameters the
+/// scan found no address in (see [`match_scalar`]).
 fn find_kernel_slots(
     decls: &[ArgDecl],
     builtin: Option<&KernelInfo>,
@@ -257,19 +269,29 @@ fn find_kernel_slots(
     match builtin {
         Some(k) => {
             for (i, (_, kind)) in k.args.iter().enumerate() {
+                let (at, size) = layout[i];
                 if *kind != graphcore_kernels::Arg::Ptr {
+                    match_scalar(buf, at, size, decls, out);
                     continue;
                 }
-                let at = layout[i].0;
                 let v = u64::from_le_bytes(buf[at..at + 8].try_into().expect("8 bytes"));
                 if let Some((arg, delta)) = find(decls, v) {
-                    out.push(Slot { at, arg, delta });
+                    out.push(Slot {
+                        at,
+                        arg,
+                        delta,
+                        size: 8,
+                    });
                 }
             }
         }
         None => {
             for &(o, s) in layout {
+                let before = out.len();
                 scan(buf, o, o + s, decls, out);
+                if out.len() == before {
+                    match_scalar(buf, o, s, decls, out);
+                }
             }
         }
     }
@@ -297,7 +319,8 @@ impl Site {
                 ..
             } => {
                 for s in &self.slots {
-                    buf[s.at..s.at + 8].copy_from_slice(&addr(s).to_le_bytes());
+                    // An address's 8 bytes, or a scalar's value.
+                    buf[s.at..s.at + s.size].copy_from_slice(&addr(s).to_le_bytes()[..s.size]);
                 }
                 let p = KernelParams {
                     func: func.raw(),
@@ -419,6 +442,11 @@ impl ArgTable {
                 b.index
             );
             let d = self.decls[b.index];
+            if d.scalar {
+                // A value: no memory to check.
+                check_scalar(k, b, &d)?;
+                continue;
+            }
             // Before the unchanged-address shortcut: a smaller view at the
             // bound address is refused too.
             check_size(k, b, &d)?;

@@ -208,10 +208,35 @@ pub fn declare_capture_arg(stream: &Stream, base: u64, bytes: usize, exact: bool
         "the stream is capturing into a conditional body: declare arguments while capturing \
          the graph that is instantiated (uses inside bodies are not bound)"
     );
-    let d = ArgDecl { base, bytes, exact };
+    let d = ArgDecl::range(base, bytes, exact);
     let index = check_new(&open.args, &d)?;
     stream.context().bind()?;
     check_device_range(stream.context(), "ptr", base, bytes)?;
+    open.args.push(d);
+    Ok(index)
+}
+
+/// Declares a scalar argument, marked by `marker`'s bytes (1 to 8, not all
+/// zero; see [`crate::arg`]), of the graph `stream` is capturing; returns
+/// its index, numbered with the range arguments. Launches captured with
+/// the marker as a parameter's value are its uses. Without a graphcore
+/// capture open on the stream this is [`ErrorKind::InvalidState`]; a bad
+/// marker, one declared before with the same size, or a capture into a
+/// conditional body is [`ErrorKind::InvalidArgument`].
+pub fn declare_capture_scalar_arg(stream: &Stream, marker: &[u8]) -> Result<usize> {
+    let d = ArgDecl::scalar(marker)?;
+    let mut slot = stream.capture_slot();
+    let open = slot.as_mut().ok_or_else(|| {
+        Error::invalid_state(
+            "the stream is not capturing through graphcore: no capture was begun on it",
+        )
+    })?;
+    ensure_arg!(
+        open.into.is_none(),
+        "the stream is capturing into a conditional body: declare arguments while capturing \
+         the graph that is instantiated (uses inside bodies are not bound)"
+    );
+    let index = check_new(&open.args, &d)?;
     open.args.push(d);
     Ok(index)
 }

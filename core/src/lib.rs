@@ -34,7 +34,9 @@ pub use cache::{
     Cache, CacheOptions, CacheRecord, CacheStats, EntryInfo, Outcome, DEFAULT_NODE_BYTES,
     EXEC_BASE_BYTES,
 };
-pub use capture::{begin_capture, begin_capture_into, declare_capture_arg, end_capture};
+pub use capture::{
+    begin_capture, begin_capture_into, declare_capture_arg, declare_capture_scalar_arg, end_capture,
+};
 pub use context::{device_count, driver_version, Context};
 pub use copy::{copy_async, set_async, set_elements_async};
 pub use driver::conditional::CondType;

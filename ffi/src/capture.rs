@@ -142,6 +142,38 @@ pub extern "C" fn gc_capture_arg(
     })
 }
 
+/// Declares a scalar argument, marked by the `size` bytes at `marker`,
+/// of the graph `stream` is capturing (between gc_capture_begin and
+/// gc_capture_end), and writes its index to *index (numbered with the
+/// range arguments of gc_capture_arg); the graph gc_capture_end returns
+/// carries it as if declared with gc_graph_declare_scalar_arg (see there
+/// for the marker, the exact matching rule and how a binding gives the
+/// value). Typically: declare a learning rate's marker, launch the kernels
+/// that take it with the marker as their value, end the capture, and bind
+/// the real value at each gc_exec_launch_with. The marker's bytes are
+/// copied. Declaring does not break the capture. Thread safety: as
+/// gc_capture_arg (the stream's capture is serialized).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (marker or index is NULL,
+/// size is 0 or above 8, the marker is all zero bytes or was declared
+/// before in the capture with the same size, or the stream captures into a
+/// conditional body), GC_ERROR_INVALID_STATE (no graphcore capture is open
+/// on the stream).
+#[no_mangle]
+pub extern "C" fn gc_capture_scalar_arg(
+    stream: *mut gc_stream,
+    marker: *const c_void,
+    size: usize,
+    index: *mut usize,
+) -> gc_status {
+    boundary("gc_capture_scalar_arg", || {
+        let out = Out::new(index, "index")?;
+        let m = crate::graph::scalar_marker(marker, size)?;
+        let s = self::stream(stream, "stream")?;
+        out.set(graphcore_core::declare_capture_scalar_arg(&s, m)?);
+        Ok(())
+    })
+}
+
 /// Writes 1 to *capturing while the stream captures (through graphcore or
 /// not, including a stream that joined a capture), else 0.
 /// Errors: common.

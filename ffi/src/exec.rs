@@ -118,7 +118,11 @@ pub extern "C" fn gc_exec_launch(exec: *mut gc_exec, stream: *mut gc_stream) -> 
 /// argument `index` (as gc_graph_declare_arg or gc_capture_arg numbered
 /// it) now lives at `ptr`, a device range of `bytes` bytes. `bytes` 0
 /// means "as large as the memory at ptr": graphcore then checks that the
-/// declared size fits in ptr's allocation (or pool block).
+/// declared size fits in ptr's allocation (or pool block). For a scalar
+/// argument (gc_graph_declare_scalar_arg, gc_capture_scalar_arg), `ptr`
+/// holds the new value's bytes instead (memcpy the value into its first
+/// bytes, the rest zero) and `bytes` is 0 or the scalar's size: one array
+/// binds addresses and scalars together, through the same patching.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct gc_binding {
@@ -191,10 +195,14 @@ pub(crate) fn bindings<'a>(
 /// (then only built-in kernels, copies and sets are rebound for it, no
 /// other kernel's parameters), or keep such scalars out of the values of
 /// declared ranges.
+/// A scalar argument's binding is checked for its size only: `bytes` 0 or
+/// the scalar's size, and no bits in ptr above that size (an address given
+/// for a 4-byte scalar, most likely); its value is not checked otherwise.
 /// Errors: common, and GC_ERROR_INVALID_ARGUMENT (bindings NULL while n is not
 /// 0, an exec whose graph declared no arguments, an unknown argument index, an
 /// argument bound twice, a NULL, host or other device's address, a freed pool
-/// block, or a range smaller than declared), GC_ERROR_CAPTURE (as
+/// block, or a range smaller than declared; for a scalar argument, bytes
+/// neither 0 nor its size, or value bits above its size), GC_ERROR_CAPTURE (as
 /// gc_exec_launch), GC_ERROR_CUDA (the driver refused a new value: the old
 /// bindings are back).
 #[no_mangle]
@@ -214,8 +222,10 @@ pub extern "C" fn gc_exec_launch_with(
 
 /// Writes to *uses how many uses of argument `index` the exec found in its
 /// nodes (kernel parameters, memcpy and memset endpoints, child graphs'
-/// included): a caller checks that a captured library was covered (0 means
-/// binding the argument changes nothing).
+/// included; for a scalar argument, the kernel parameters holding its
+/// marker): a caller checks that a captured library was covered (0 means
+/// binding the argument changes nothing: for a scalar, a marker that
+/// matched no parameter of its size).
 /// Errors: GC_ERROR_INVALID_ARGUMENT (exec or uses is NULL, or index is
 /// not a declared argument), GC_ERROR_INVALID_HANDLE (exec destroyed).
 #[no_mangle]

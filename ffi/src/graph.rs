@@ -192,6 +192,70 @@ pub extern "C" fn gc_graph_declare_arg(
     })
 }
 
+/// The marker of a scalar argument declaration, read in place: non-NULL,
+/// 1 to 8 bytes (checked before it is read; all-zero is refused later).
+pub(crate) fn scalar_marker<'a>(
+    marker: *const c_void,
+    size: usize,
+) -> graphcore_core::Result<&'a [u8]> {
+    if marker.is_null() {
+        return Err(Error::invalid_argument("`marker` is NULL"));
+    }
+    if !(1..=8).contains(&size) {
+        return Err(Error::invalid_argument(format!(
+            "`size` is {size}: a scalar argument has 1 to 8 bytes"
+        )));
+    }
+    // SAFETY: the caller passes `size` readable bytes at marker (1 to 8).
+    Ok(unsafe { std::slice::from_raw_parts(marker as *const u8, size) })
+}
+
+/// Declares a scalar argument of `graph`: a kernel parameter's value,
+/// marked by the `size` bytes at `marker` (1 to 8 bytes, not all zero;
+/// the bytes are copied), and writes its index to *index (numbered with
+/// the range arguments of gc_graph_declare_arg, in declaration order). An
+/// exec instantiated later takes as uses exactly the kernel parameters of
+/// `size` bytes whose bytes equal the marker, each at the offset and size
+/// of the kernel's parameter layout: graphcore's built-in kernels' scalar
+/// parameters (from their table), and any other kernel's parameters where
+/// the driver gives the layout (cuFuncGetParamInfo, CUDA 12.4 and later;
+/// older drivers find no use in such kernels). Nothing else is looked at:
+/// not unaligned words, not a parameter of another size (a 4-byte marker
+/// does not match the low half of an 8-byte parameter), not copies or sets;
+/// a parameter in which a range argument's address was found is not a
+/// scalar use. So: give the launches you capture or add the marker as the
+/// scalar's value (a value no other parameter of that size holds, such as
+/// a NaN payload or an unlikely integer), and check gc_exec_arg_info: 0
+/// uses means the marker matched nothing (wrong value or wrong size).
+/// gc_exec_launch_with then binds it: a gc_binding whose `ptr` holds the
+/// new value's bytes (memcpy them into ptr's first `size` bytes, the rest
+/// zero: on the little-endian targets CUDA supports this is the value
+/// zero-extended) and whose `bytes` is 0 or `size`; the parameters are
+/// patched as address bindings patch theirs. The same marker with the same
+/// size declared twice is refused; a marker equal to an address inside a
+/// range argument is allowed (a parameter holding it is an address use).
+/// Thread safety: as gc_graph_declare_arg (a graph's declarations are
+/// serialized with its other changes).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (marker or index is NULL,
+/// size is 0 or above 8, the marker is all zero bytes or was declared
+/// before with the same size), GC_ERROR_INVALID_STATE (body rules: see
+/// Conditional nodes).
+#[no_mangle]
+pub extern "C" fn gc_graph_declare_scalar_arg(
+    graph: *mut gc_graph,
+    marker: *const c_void,
+    size: usize,
+    index: *mut usize,
+) -> gc_status {
+    boundary("gc_graph_declare_scalar_arg", || {
+        let out = Out::new(index, "index")?;
+        let m = scalar_marker(marker, size)?;
+        let g = self::graph(graph, "graph")?;
+        out.set(g.declare_scalar_arg(m)?);
+        Ok(())
+    })
+}
+
 /// Creates an empty graph on ctx's device; destroy it with
 /// gc_graph_destroy.
 /// Errors: common, and GC_ERROR_OUT_OF_MEMORY.

@@ -12,7 +12,7 @@ import ctypes as C
 from .errors import InvalidArgumentError
 from .structs import Dim3, Node
 
-__all__ = ["address", "ptr"]
+__all__ = ["address", "ptr", "Scalar"]
 
 
 def _fail(where, message):
@@ -151,3 +151,39 @@ def _name(name, where, nullable=False):
 def _out():
     """An out-parameter for a handle."""
     return C.c_void_p()
+
+
+def _scalar_value(value, ctype, where):
+    """``value`` as a ctypes scalar of ``ctype`` (1 to 8 bytes)."""
+    if not (isinstance(ctype, type) and issubclass(ctype, C._SimpleCData)
+            and 1 <= C.sizeof(ctype) <= 8 and ctype not in (C.c_char_p, C.c_wchar_p, C.c_void_p)):
+        raise TypeError("%s: ctype must be a ctypes scalar type of 1 to 8 bytes (c_float, "
+                        "c_int32, c_uint64, ...), not %r" % (where, ctype))
+    try:
+        return ctype(value)
+    except TypeError:
+        raise TypeError("%s: %r is not a %s" % (where, value, ctype.__name__))
+
+
+class Scalar:
+    """A scalar argument's value for ``launch(stream, name=Scalar(v,
+    ctype))`` and ``replay``: the gc_binding of a scalar argument
+    (``data_ptr()`` gives the value's bytes as an int, little-endian,
+    zero above its size; ``nbytes`` its size). Declare the argument with
+    ``Stream.capture_scalar_arg`` or ``Graph.declare_scalar_arg``."""
+
+    __slots__ = ("value", "ctype", "bits", "nbytes")
+
+    def __init__(self, value, ctype=C.c_float):
+        v = _scalar_value(value, ctype, "Scalar")
+        self.value = v.value
+        self.ctype = ctype
+        self.nbytes = C.sizeof(ctype)
+        self.bits = int.from_bytes(bytes(v), "little")
+
+    def data_ptr(self):
+        """The value's bytes as gc_binding's ``ptr`` wants them."""
+        return self.bits
+
+    def __repr__(self):
+        return "Scalar(%r, %s)" % (self.value, self.ctype.__name__)

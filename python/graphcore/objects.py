@@ -24,7 +24,7 @@ import os
 import struct
 import threading
 
-from .args import _addr, _dim3, _fail, _int, _kernel_args, _name, _nodes, _out
+from .args import _addr, _dim3, _fail, _int, _kernel_args, _name, _nodes, _out, _scalar_value
 from .errors import (
     Error, InvalidArgumentError, InvalidHandleError, InvalidStateError, NoBucketError,
 )
@@ -419,6 +419,25 @@ class Stream(_Handle):
         _add_name(_capture_names.setdefault(self.handle, {}), name, out.value, w)
         return out.value
 
+    def capture_scalar_arg(self, marker, ctype=C.c_float, name=None):
+        """gc_capture_scalar_arg: declares a scalar argument of the graph
+        this stream captures, marked by ``marker`` as a ``ctype`` (1 to 8
+        bytes): the kernel parameters of that size captured holding exactly
+        those bytes. Launch them with the marker as the value, then bind
+        ``launch(stream, name=Scalar(v, ctype))``. Returns its index (None
+        in a Runner's eager warm-ups, as capture_arg)."""
+        w = "Stream.capture_scalar_arg"
+        if getattr(self, "_record", False):
+            capturing = C.c_int()
+            lib.gc_stream_is_capturing(self.handle, C.byref(capturing))
+            if not capturing.value:
+                return None
+        v = _scalar_value(marker, ctype, w)
+        out = C.c_size_t()
+        lib.gc_capture_scalar_arg(self.handle, C.byref(v), C.sizeof(v), C.byref(out))
+        _add_name(_capture_names.setdefault(self.handle, {}), name, out.value, w)
+        return out.value
+
     @property
     def raw(self):
         """gc_stream_raw: the CUstream (a cudaStream_t) as an int, e.g. for
@@ -729,6 +748,18 @@ class Graph(_Handle):
         lib.gc_graph_declare_arg(self.handle, _addr(buffer, w, "buffer"),
                                  _arg_bytes(buffer, nbytes, w), ARG_EXACT if exact else 0,
                                  C.byref(out))
+        _add_name(self._arg_names, name, out.value, w)
+        return out.value
+
+    def declare_scalar_arg(self, marker, ctype=C.c_float, name=None):
+        """gc_graph_declare_scalar_arg: declares a scalar argument marked by
+        ``marker`` as a ``ctype`` (1 to 8 bytes): the kernel parameters of
+        that size holding exactly those bytes. Execs made later bind it with
+        ``launch(stream, name=Scalar(v, ctype))``. Returns its index."""
+        w = "Graph.declare_scalar_arg"
+        v = _scalar_value(marker, ctype, w)
+        out = C.c_size_t()
+        lib.gc_graph_declare_scalar_arg(self.handle, C.byref(v), C.sizeof(v), C.byref(out))
         _add_name(self._arg_names, name, out.value, w)
         return out.value
 

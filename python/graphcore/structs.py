@@ -325,6 +325,7 @@ PROTOTYPES = {
     "gc_capture_begin": (_S, [_H, _H, C.c_uint32]),
     "gc_capture_end": (_S, [_H, _P(_H)]),
     "gc_capture_arg": (_S, [_H, _D, C.c_size_t, C.c_uint32, _P(C.c_size_t)]),
+    "gc_capture_scalar_arg": (_S, [_H, _D, C.c_size_t, _P(C.c_size_t)]),
     # building
     "gc_graph_create": (_S, [_H, _P(_H)]),
     "gc_graph_add_kernel": (
@@ -341,6 +342,7 @@ PROTOTYPES = {
     "gc_graph_clone": (_S, [_H, _P(_H)]),
     "gc_graph_wrap": (_S, [_H, _D, C.c_uint32, _P(_H)]),
     "gc_graph_declare_arg": (_S, [_H, _D, C.c_size_t, C.c_uint32, _P(C.c_size_t)]),
+    "gc_graph_declare_scalar_arg": (_S, [_H, _D, C.c_size_t, _P(C.c_size_t)]),
     "gc_graph_node_count": (_S, [_H, _P(C.c_size_t)]),
     "gc_graph_raw": (_S, [_H, _P(_D)]),
     "gc_graph_pool_bytes": (_S, [_H, _P(C.c_uint64)]),

@@ -81,6 +81,21 @@ def test_other_buffers_take_the_checked_way(stream):
     assert rec.calls == [[(0, 0x30000, 0)]]
 
 
+def test_a_scalar_binds_its_value_bytes_and_size(stream):
+    rec = Recorder()
+    e = fake_exec(rec)
+    e.launch(stream, x=gc.Scalar(0.5, C.c_float), y=gc.Scalar(-1, C.c_int64))
+    assert rec.calls == [[(0, 0x3F000000, 4), (1, 0xFFFFFFFFFFFFFFFF, 8)]]
+    assert gc.Scalar(3, C.c_uint8).data_ptr() == 3
+    assert gc.Scalar(3, C.c_uint8).nbytes == 1
+    with pytest.raises(TypeError, match="ctype"):
+        gc.Scalar(1.0, C.c_char_p)
+    with pytest.raises(TypeError, match="ctype"):
+        gc.Scalar(1, int)
+    with pytest.raises(TypeError, match="c_int"):
+        gc.Scalar("x", C.c_int)
+
+
 def test_bad_names_and_counts_raise_naming_them_and_keep_the_arrays(stream):
     rec = Recorder()
     e = fake_exec(rec)

@@ -563,6 +563,29 @@ def test_bound_objects_stay_alive_while_bound(ctx, stream, pool):
         assert kept() is None, "rebinding the bucket's y released the object"
 
 
+def test_scalar_arguments_with_torch(ctx, pool, torch):
+    """A captured op_scale's alpha declared as a scalar argument by a
+    marker and bound per launch with gc.Scalar."""
+    import ctypes
+    n = 4096
+    x = torch.randn(n, device="cuda")
+    y = torch.zeros(n, device="cuda")
+    torch.cuda.synchronize()
+    marker = 1234.5
+    with gc.Stream(ctx) as s:
+        with gc.capture(s, pool) as cap:
+            s.capture_scalar_arg(marker, ctypes.c_float, name="alpha")
+            gc.op_scale(s, y, x, n, marker)
+        e = cap.graph.instantiate()
+        assert e.arg_uses("alpha") == 1
+        for alpha in (0.5, -3.0, 0.001):
+            e.launch(s, alpha=gc.Scalar(alpha, ctypes.c_float))
+            s.synchronize()
+            assert torch.equal(y, x * torch.tensor(alpha, dtype=torch.float32, device="cuda"))
+        with pytest.raises(gc.InvalidArgumentError, match="bits above"):
+            e.launch(s, alpha=y)  # an address for a 4-byte scalar
+
+
 def test_graph_arguments_with_torch(ctx, pool, torch):
     """exec.launch(stream, x=tensor, y=tensor) with torch tensors."""
     n = 4096

@@ -2853,6 +2853,91 @@ static void args_functions(void) {
     }
     objects_work();
 
+    COVER(gc_graph_declare_scalar_arg);
+    {
+        float marker = 1234.5f, zero = 0.0f;
+        uint64_t wide = 0;
+        BAD_HANDLE_ARG(K_GRAPH, h, gc_graph_declare_scalar_arg(h, &marker, 4, &index), GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_STATUS(gc_graph_declare_scalar_arg(fx.graph, &marker, 4, NULL), GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_STATUS(gc_graph_declare_scalar_arg(fx.graph, NULL, 4, &index), GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_ERROR_MENTIONS("marker");
+        EXPECT_STATUS(gc_graph_declare_scalar_arg(fx.graph, &marker, 0, &index), GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_STATUS(gc_graph_declare_scalar_arg(fx.graph, &wide, 9, &index), GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_ERROR_MENTIONS("1 to 8");
+        CHECK(index == 77);
+        if (fx.gpu) {
+            gc_graph *sg = NULL;
+            gc_exec *se = NULL;
+            EXPECT_OK(gc_graph_create(fx.ctx, &sg));
+            REFUSED("an all-zero marker",
+                    EXPECT_STATUS(gc_graph_declare_scalar_arg(sg, &zero, 4, &index), GC_ERROR_INVALID_ARGUMENT));
+            EXPECT_ERROR_MENTIONS("zero");
+            check_case = "a fill kernel's value declared as a scalar";
+            EXPECT_OK(gc_graph_declare_scalar_arg(sg, &marker, 4, &index));
+            CHECK(index == 0);
+            REFUSED("the same marker twice",
+                    EXPECT_STATUS(gc_graph_declare_scalar_arg(sg, &marker, 4, &index), GC_ERROR_INVALID_ARGUMENT));
+            uint64_t y = (uint64_t)(uintptr_t)fx.buf, count = SMALL;
+            void *args[3] = {&y, &count, &marker};
+            EXPECT_OK(gc_graph_add_kernel(sg, fx.fill, one, one, 0, args, NULL, 0, NULL));
+            EXPECT_OK(gc_graph_instantiate(sg, 0, &se));
+            EXPECT_OK(gc_exec_arg_info(se, 0, &uses));
+            CHECK(uses == 1);
+            gc_binding sb = {0, NULL, 0};
+            float lr = 0.5f;
+            memcpy(&sb.ptr, &lr, sizeof lr);
+            gc_binding bad = sb;
+            bad.bytes = 8;
+            REFUSED("a scalar binding of another size",
+                    EXPECT_STATUS(gc_exec_launch_with(se, fx.s, &bad, 1), GC_ERROR_INVALID_ARGUMENT));
+            EXPECT_ERROR_MENTIONS("scalar of 4 bytes");
+            bad = sb;
+            bad.ptr = fx.buf2;
+            REFUSED("an address bound to a 4-byte scalar",
+                    EXPECT_STATUS(gc_exec_launch_with(se, fx.s, &bad, 1), GC_ERROR_INVALID_ARGUMENT));
+            EXPECT_ERROR_MENTIONS("bits above");
+            check_case = "bound to 0.5, the fill writes 0.5";
+            EXPECT_OK(gc_exec_launch_with(se, fx.s, &sb, 1));
+            EXPECT_OK(gc_memcpy_async(fx.s, fx.host, fx.buf, SMALL * 4));
+            EXPECT_OK(gc_stream_synchronize(fx.s));
+            CHECK(((float *)fx.host)[SMALL - 1] == 0.5f);
+            EXPECT_OK(gc_exec_destroy(se));
+            EXPECT_OK(gc_graph_destroy(sg));
+        }
+    }
+    objects_work();
+
+    COVER(gc_capture_scalar_arg);
+    {
+        uint32_t marker = 0x5ca1ab1eu, zero = 0;
+        BAD_HANDLE_ARG(K_STREAM, h, gc_capture_scalar_arg(h, &marker, 4, &index), GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_STATUS(gc_capture_scalar_arg(fx.s, &marker, 4, NULL), GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_STATUS(gc_capture_scalar_arg(fx.s, NULL, 4, &index), GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_STATUS(gc_capture_scalar_arg(fx.s, &marker, 0, &index), GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_STATUS(gc_capture_scalar_arg(fx.s, &marker, 16, &index), GC_ERROR_INVALID_ARGUMENT);
+        if (fx.gpu) {
+            REFUSED("no capture open",
+                    EXPECT_STATUS(gc_capture_scalar_arg(fx.s, &marker, 4, &index), GC_ERROR_INVALID_STATE));
+            gc_graph *cg = NULL;
+            EXPECT_OK(gc_capture_begin(fx.s, fx.pool, GC_CAPTURE_THREAD_LOCAL));
+            REFUSED("an all-zero marker under capture",
+                    EXPECT_STATUS(gc_capture_scalar_arg(fx.s, &zero, 4, &index), GC_ERROR_INVALID_ARGUMENT));
+            check_case = "declaring a scalar does not break the capture";
+            EXPECT_OK(gc_capture_scalar_arg(fx.s, &marker, 4, &index));
+            CHECK(index == 0);
+            EXPECT_OK(gc_op_fill(fx.s, (float *)fx.buf2, 16, 1.0f));
+            EXPECT_OK(gc_capture_end(fx.s, &cg));
+            gc_exec *ce = NULL;
+            EXPECT_OK(gc_graph_instantiate(cg, 0, &ce));
+            check_case = "a marker no parameter holds has 0 uses";
+            EXPECT_OK(gc_exec_arg_info(ce, 0, &uses));
+            CHECK(uses == 0);
+            EXPECT_OK(gc_exec_destroy(ce));
+            EXPECT_OK(gc_graph_destroy(cg));
+        }
+    }
+    objects_work();
+
     COVER(gc_exec_arg_info);
     BAD_HANDLE_ARG(K_EXEC, h, gc_exec_arg_info(h, 0, &uses), GC_ERROR_INVALID_ARGUMENT);
     EXPECT_STATUS(gc_exec_arg_info(fx.exec, 0, NULL), GC_ERROR_INVALID_ARGUMENT);

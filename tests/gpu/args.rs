@@ -571,3 +571,141 @@ fn a_scalar_equal_to_an_address_in_a_range_is_patched_unless_the_argument_is_exa
         }
     }
 }
+
+/// Scalar arguments (issue 52, item 6): a captured built-in op's scalars
+/// (`ops::scale`'s alpha, `ops::add_scalar`'s c), declared by markers
+/// during the capture, bound to a new value at each launch; results
+/// checked bitwise against the same ops run with those values. A binding
+/// giving an address for a 4-byte scalar is refused and changes nothing.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn scalar_arguments_of_captured_builtin_ops_bind_per_launch() {
+    let (c, s, p) = setup();
+    let sms = c.sm_count();
+    let buf: Vec<u64> = (0..4).map(|_| p.alloc(N as u64 * 4).unwrap()).collect();
+    let (alpha_marker, c_marker) = (1234.5f32, -4321.25f32);
+    graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
+    let alpha =
+        graphcore_core::declare_capture_scalar_arg(&s, &alpha_marker.to_le_bytes()).unwrap();
+    let cst = graphcore_core::declare_capture_scalar_arg(&s, &c_marker.to_le_bytes()).unwrap();
+    op(&s, ops::scale(buf[1], buf[0], N as u64, alpha_marker, sms));
+    op(&s, ops::add_scalar(buf[1], buf[1], N as u64, c_marker, sms));
+    let g = graphcore_core::end_capture(&s).unwrap();
+    let e = Exec::new(&g, 0).unwrap();
+    assert_eq!((alpha, cst), (0, 1));
+    assert_eq!(e.arg_uses(alpha).unwrap(), 1, "scale's alpha");
+    assert_eq!(e.arg_uses(cst).unwrap(), 1, "add_scalar's c");
+    let x = random(seed(), N);
+    upload(&s, buf[0], &x);
+    let scalar = |index: usize, v: f32| Binding {
+        index,
+        ptr: v.to_bits() as u64,
+        bytes: 4,
+    };
+    let direct = |a: f32, k: f32| {
+        op(&s, ops::scale(buf[2], buf[0], N as u64, a, sms));
+        op(&s, ops::add_scalar(buf[2], buf[2], N as u64, k, sms));
+        download(&s, buf[2], N)
+    };
+    for (a, k) in [(0.5f32, 1.0f32), (-3.0, 0.0), (1e-3, -7.5)] {
+        e.launch_with(&s, &[scalar(alpha, a), scalar(cst, k)])
+            .unwrap();
+        assert_eq!(
+            bits(&download(&s, buf[1], N)),
+            bits(&direct(a, k)),
+            "{a} {k}"
+        );
+    }
+    // Bindings persist: a plain launch keeps the last values, and binding
+    // only one scalar keeps the other's.
+    e.launch_with(&s, &[scalar(alpha, 2.0)]).unwrap();
+    e.launch(&s).unwrap();
+    assert_eq!(bits(&download(&s, buf[1], N)), bits(&direct(2.0, -7.5)));
+    // An address given for a 4-byte scalar: refused, the exec unchanged.
+    let bad = Binding {
+        index: alpha,
+        ptr: buf[3],
+        bytes: 0,
+    };
+    let err = e.launch_with(&s, &[bad]).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{}", err.message());
+    assert!(err.message().contains("bits above"), "{}", err.message());
+    e.launch(&s).unwrap();
+    assert_eq!(bits(&download(&s, buf[1], N)), bits(&direct(2.0, -7.5)));
+}
+
+/// A foreign kernel's float scalar (hand-written PTX: `fill_range(float
+/// *begin, float *end, float v)`, its layout from `cuFuncGetParamInfo`)
+/// declared by a marker on a built graph, bound at each launch together
+/// with the range's rebinding (one bindings array, addresses and a
+/// scalar).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_foreign_kernels_float_scalar_binds_with_its_addresses() {
+    let (c, s, p) = setup();
+    let m =
+        graphcore_core::Module::load(&c, super::reliability::FILL_RANGE_PTX.as_bytes()).unwrap();
+    let f = m.function("fill_range").unwrap();
+    let n = 300usize;
+    let a = p.alloc(n as u64 * 4).unwrap();
+    let b = p.alloc(n as u64 * 4).unwrap();
+    let marker = 777.125f32;
+    let g = {
+        let mut begin = a;
+        let mut end = a + n as u64 * 4;
+        let mut v = marker;
+        let mut args = [
+            &mut begin as *mut u64 as *mut c_void,
+            &mut end as *mut u64 as *mut c_void,
+            &mut v as *mut f32 as *mut c_void,
+        ];
+        let cfg = LaunchConfig {
+            grid: [(n as u32).div_ceil(128), 1, 1],
+            block: [128, 1, 1],
+            shared_bytes: 0,
+        };
+        capture(&s, |s| {
+            // SAFETY: fill_range(float *begin, float *end, float v) over a
+            // live allocation of n floats.
+            unsafe { f.launch(s, &cfg, args.as_mut_ptr()) }.unwrap()
+        })
+    };
+    let range = g.declare_arg(a, n * 4, false).unwrap();
+    let v = g.declare_scalar_arg(&marker.to_le_bytes()).unwrap();
+    // A marker that no parameter holds, and one of another size: 0 uses.
+    let none = g.declare_scalar_arg(&1.5f32.to_le_bytes()).unwrap();
+    let wide = g
+        .declare_scalar_arg(&(marker as f64).to_le_bytes())
+        .unwrap();
+    let e = Exec::new(&g, 0).unwrap();
+    assert_eq!(e.arg_uses(range).unwrap(), 2, "begin and end");
+    assert_eq!(e.arg_uses(v).unwrap(), 1, "v");
+    assert_eq!(e.arg_uses(none).unwrap(), 0);
+    assert_eq!(
+        e.arg_uses(wide).unwrap(),
+        0,
+        "an f64 marker never matches an f32"
+    );
+    upload(&s, a, &vec![0.0; n]);
+    upload(&s, b, &vec![0.0; n]);
+    for value in [4.5f32, -0.25, 1e30] {
+        e.launch_with(
+            &s,
+            &[
+                Binding {
+                    index: range,
+                    ptr: b,
+                    bytes: 0,
+                },
+                Binding {
+                    index: v,
+                    ptr: value.to_bits() as u64,
+                    bytes: 0,
+                },
+            ],
+        )
+        .unwrap();
+        assert_eq!(download(&s, b, n), vec![value; n], "b filled with {value}");
+        assert_eq!(download(&s, a, n), vec![0.0; n], "a untouched");
+    }
+}

@@ -475,7 +475,7 @@ fn a_begin_end_kernel_rebinds_both_ends() {
 
 /// `fill_range(float *begin, float *end, float v)`: one thread per element
 /// of [begin, end).
-const FILL_RANGE_PTX: &str = r#"
+pub(crate) const FILL_RANGE_PTX: &str = r#"
 .version 7.0
 .target sm_52
 .address_size 64

@@ -868,10 +868,24 @@ impl Graph {
     /// overlap no argument declared before.
     pub fn declare_arg(&self, base: u64, bytes: usize, exact: bool) -> Result<usize> {
         let mut st = self.state()?;
-        let d = ArgDecl { base, bytes, exact };
+        let d = ArgDecl::range(base, bytes, exact);
         let index = check_new(&st.args, &d)?;
         self.inner.ctx.bind()?;
         check_device_range(&self.inner.ctx, "ptr", base, bytes)?;
+        st.args.push(d);
+        Ok(index)
+    }
+
+    /// Declares a scalar argument of the graph marked by `marker`'s bytes
+    /// (1 to 8, not all zero; see [`crate::arg`]): execs made later find
+    /// its uses, the kernel parameters of exactly that size holding exactly
+    /// those bytes, and a binding sets their value. Returns its index,
+    /// numbered with the range arguments. The same marker of the same
+    /// size declared twice is refused.
+    pub fn declare_scalar_arg(&self, marker: &[u8]) -> Result<usize> {
+        let d = ArgDecl::scalar(marker)?;
+        let mut st = self.state()?;
+        let index = check_new(&st.args, &d)?;
         st.args.push(d);
         Ok(index)
     }
