@@ -7,7 +7,9 @@
  *      on each node + cuGraphLaunch on the same exec, against plain
  *      gc_exec_launch and raw cuGraphLaunch (no rebinding).
  *      Also gc_exec_launch_with binding x to the address it has now (no
- *      node patched): the fixed cost of the call.
+ *      node patched): the fixed cost of the call; and binding a scalar
+ *      argument (the nodes' alpha, declared by a marker) to a new value on
+ *      every call, against rebinding x (issue 52's target: within 1.1x).
  *   2. A 64 MiB input end to end (launch + synchronize): rebinding the
  *      graph to the request's buffer, against copying the request into the
  *      graph's static input first; and, apart, the copy alone and the
@@ -48,7 +50,8 @@ static exec_set_fn exec_set;
 
 struct cost {
     int nodes;
-    double raw_launch, gc_launch, raw_set_launch, gc_launch_with, gc_launch_with_same;
+    double raw_launch, gc_launch, raw_set_launch, gc_launch_with, gc_launch_with_same,
+        gc_launch_with_scalar;
 };
 
 static struct cost launch_cost(gc_context *ctx, gc_stream *s, gc_pool *pool, int nodes) {
@@ -90,7 +93,7 @@ static struct cost launch_cost(gc_context *ctx, gc_stream *s, gc_pool *pool, int
         args[i][3] = p[i].kernelParams[3];
         p[i].kernelParams = args[i];
     }
-    struct cost c = {nodes, 0, 0, 0, 0, 0};
+    struct cost c = {nodes, 0, 0, 0, 0, 0, 0};
     CUgraphExec ex = (CUgraphExec)raw_exec;
     CUstream st = (CUstream)raw_stream;
     PER_CALL(c.raw_launch, s, CU(cu.GraphLaunch(ex, st)));
@@ -105,6 +108,24 @@ static struct cost launch_cost(gc_context *ctx, gc_stream *s, gc_pool *pool, int
     gc_binding b[2] = {{arg, x[0], 0}, {arg, x[1], 0}};
     PER_CALL(c.gc_launch_with, s, TRY(gc_exec_launch_with(e, s, &b[i & 1], 1)));
     PER_CALL(c.gc_launch_with_same, s, TRY(gc_exec_launch_with(e, s, &b[0], 1)));
+    TRY(gc_exec_destroy(e));
+    TRY(gc_graph_destroy(g));
+    /* The same graph with each node's alpha a scalar argument (a marker
+     * captured as the value), bound to a new value on every call. */
+    float marker = 1234.5f, values[2] = {0.5f, 2.0f};
+    TRY(gc_capture_begin(s, NULL, GC_CAPTURE_THREAD_LOCAL));
+    TRY(gc_capture_scalar_arg(s, &marker, sizeof marker, &arg));
+    for (int k = 0; k < nodes; k++) TRY(gc_op_scale(s, y, x[0], 1024, marker));
+    TRY(gc_capture_end(s, &g));
+    TRY(gc_graph_instantiate(g, GC_INSTANTIATE_UPLOAD, &e));
+    TRY(gc_exec_arg_info(e, arg, &uses));
+    if ((int)uses != nodes) {
+        fprintf(stderr, "args_bench: %zu uses of the scalar found, %d expected\n", uses, nodes);
+        exit(1);
+    }
+    gc_binding sb[2] = {{arg, NULL, sizeof(float)}, {arg, NULL, sizeof(float)}};
+    for (int k = 0; k < 2; k++) memcpy(&sb[k].ptr, &values[k], sizeof(float));
+    PER_CALL(c.gc_launch_with_scalar, s, TRY(gc_exec_launch_with(e, s, &sb[i & 1], 1)));
     TRY(gc_exec_destroy(e));
     TRY(gc_graph_destroy(g));
     for (int i = 0; i < 2; i++) TRY(gc_pool_free(pool, x[i]));
@@ -137,6 +158,8 @@ int main(void) {
         printf("  %5d %12.0f %12.0f %16.0f %16.0f %14.0f %18.0f\n", c.nodes, c.raw_launch, c.gc_launch,
                c.raw_set_launch, c.gc_launch_with, (c.gc_launch_with - c.raw_launch) / c.nodes,
                c.gc_launch_with_same);
+        printf("        a scalar bound on every call: %.0f ns, %.2fx rebinding x\n", c.gc_launch_with_scalar,
+               c.gc_launch_with_scalar / c.gc_launch_with);
     }
 
     /* 64 MiB: y = 2 x over 16M floats, x rebound vs copied. */
@@ -195,9 +218,10 @@ int main(void) {
             struct cost c = costs[i];
             fprintf(f,
                     "    {\"nodes\": %d, \"raw_launch\": %.1f, \"gc_launch\": %.1f, \"raw_set_launch\": %.1f, "
-                    "\"gc_launch_with\": %.1f, \"gc_launch_with_same\": %.1f}%s\n",
+                    "\"gc_launch_with\": %.1f, \"gc_launch_with_same\": %.1f, "
+                    "\"gc_launch_with_scalar\": %.1f}%s\n",
                     c.nodes, c.raw_launch, c.gc_launch, c.raw_set_launch, c.gc_launch_with,
-                    c.gc_launch_with_same, i ? "" : ",");
+                    c.gc_launch_with_same, c.gc_launch_with_scalar, i ? "" : ",");
         }
         fprintf(f,
                 "  ],\n  \"input_64mib_us\": {\"copy\": %.2f, \"bind\": %.2f, \"copy_only\": %.2f, "
