@@ -595,6 +595,25 @@ inline void op_mlp(gc_stream *stream, float *y, const float *x, std::uint32_t ro
                     workspace_bytes, flags));
 }
 
+/** gc_op_mse_reduction's reductions (nn.MSELoss(reduction=...)). */
+enum class reduction : std::uint32_t { sum = GC_REDUCTION_SUM, mean = GC_REDUCTION_MEAN };
+
+/** gc_op_mse_workspace_bytes for n elements on ctx's device. */
+inline std::uint64_t mse_workspace_bytes(gc_context *ctx, std::uint64_t n) {
+    std::uint64_t bytes = 0;
+    check(gc_op_mse_workspace_bytes(ctx, n, &bytes));
+    return bytes;
+}
+
+/** gc_op_mse_reduction: nn.MSELoss(reduction=r) into loss[0] and, when grad is not null, its gradient
+ * (workspace as gc_op_mse_reduction says). The default is nn.MSELoss()'s mean. */
+inline void op_mse(gc_stream *stream, float *loss, float *grad, const float *pred, const float *target,
+                   std::uint64_t n, void *workspace, std::uint64_t workspace_bytes,
+                   reduction r = reduction::mean) {
+    check(gc_op_mse_reduction(stream, loss, grad, pred, target, n, static_cast<std::uint32_t>(r), workspace,
+                              workspace_bytes));
+}
+
 /** gc_op_linear_mse_step_workspace_bytes on ctx's device. */
 inline std::uint64_t linear_mse_step_workspace_bytes(gc_context *ctx, std::uint32_t rows, std::uint32_t inputs,
                                                      std::uint32_t outputs) {

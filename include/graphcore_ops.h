@@ -480,6 +480,45 @@ enum gc_status gc_op_mse(struct gc_stream *stream,
                          uint64_t workspace_bytes);
 
 /**
+ * gc_op_mse_reduction: `loss[0]` = the sum of the squared errors, as
+ * nn.MSELoss(reduction='sum').
+ */
+#define GC_REDUCTION_SUM 0
+
+/**
+ * gc_op_mse_reduction: `loss[0]` = their mean, as nn.MSELoss() (reduction
+ * 'mean', PyTorch's default).
+ */
+#define GC_REDUCTION_MEAN 1
+
+/**
+ * nn.MSELoss(reduction=...) and its gradient in one launch: with
+ * GC_REDUCTION_SUM, `loss[0]` = sum of `(pred[i] - target[i])^2` and
+ * `grad[i] = 2 * (pred[i] - target[i])` (bitwise gc_op_mse with
+ * grad_scale 1); with GC_REDUCTION_MEAN, `loss[0]` = that sum times
+ * `s = 1.0f / n` (one float multiply, rounded to nearest: how PyTorch's
+ * CUDA mean scales its sum) and `grad[i] = (pred[i] - target[i]) * (2 *
+ * s)` (bitwise the scale of PyTorch's MSELoss backward, 2 / n as a float).
+ * The sum is gc_op_mse's fixed-order sum (deterministic; equal to
+ * PyTorch's up to rounding). grad is the gradient of `loss[0]`, or NULL
+ * for the loss alone. Workspace, pointers and in-place rules as
+ * gc_op_mse's (gc_op_mse_workspace_bytes(n) bytes, zeroed once before
+ * first use, not shared between concurrent launches).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a reduction that is
+ * neither GC_REDUCTION_SUM nor GC_REDUCTION_MEAN, workspace_bytes too
+ * small, a refused overlap).
+ */
+enum gc_status gc_op_mse_reduction(struct gc_stream *stream,
+                                   float *loss,
+                                   float *grad,
+                                   const float *pred,
+                                   const float *target,
+                                   uint64_t n,
+                                   uint32_t reduction,
+                                   void *workspace,
+                                   uint64_t workspace_bytes);
+
+/**
  * One layer of gc_op_mlp: y = x * W^T + b, then ReLU when relu != 0.
  */
 typedef struct gc_mlp_layer {
@@ -963,6 +1002,11 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
  *     leaves it zero, so replays work), partial sums from byte 16: at least 16
  *     + 4 * gridDim.x bytes. Launch: block 256, any grid. grad may equal pred
  *     or target.
+ * gc_mse_scaled_f32(float *loss, float *grad, float *pred, float *target, uint64_t n, float grad_scale, float loss_scale, void *workspace)
+ *     gc_mse_f32 with loss[0] = (sum_i (pred[i] - target[i])^2) * loss_scale,
+ *     one float multiply rounded to nearest: loss_scale 1.0f / n is the mean
+ *     as PyTorch's CUDA mean computes it (nn.MSELoss()). grad, workspace and
+ *     launch as gc_mse_f32's.
  * gc_cond_set_u32(uint64_t handle, uint32_t *value)
  *     Sets conditional handle `handle` to *value (a u32 in device memory; for
  *     SWITCH the case index). Needs CUDA 12.3 and libcudadevrt (see

@@ -56,11 +56,16 @@ extern "C" __global__ void __launch_bounds__(1024)
 // fixed order (thread t takes t, t + 256, ... in order, then the same block
 // reduction), writes loss[0] and resets the counter, so the kernel can be
 // replayed. Launch: block 256, any grid; workspace >= 16 + 4 * gridDim.x bytes.
+//
+// gc_mse_scaled_f32 is the same kernel with loss[0] = sum * loss_scale (one
+// float multiply of the fixed-order sum, round to nearest): loss_scale
+// 1.0f / n is the mean as PyTorch's CUDA mean computes it (the sum times
+// the float reciprocal of the element count); gc_mse_f32 stores the sum
+// unscaled.
 
-extern "C" __global__ void __launch_bounds__(GC_BLOCK)
-    gc_mse_f32(float *loss, float *grad, const float *pred, const float *target, u64 n, float grad_scale,
-               void *workspace) {
-    GC_PDL_WAIT();
+template <bool SCALED>
+__device__ __forceinline__ void gc_mse_body(float *loss, float *grad, const float *pred, const float *target, u64 n,
+                                            float grad_scale, float loss_scale, void *workspace) {
     const u64 tid = gc_tid(), stride = gc_stride();
     const float g2 = 2.0f * grad_scale;
     const bool has_grad = grad != nullptr;
@@ -97,5 +102,20 @@ extern "C" __global__ void __launch_bounds__(GC_BLOCK)
 
     GC_PDL_TRIGGER();
     float total;
-    if (gc_grid_sum(gc_block_sum(acc), workspace, blockIdx.x, gridDim.x, total) && threadIdx.x == 0) loss[0] = total;
+    if (gc_grid_sum(gc_block_sum(acc), workspace, blockIdx.x, gridDim.x, total) && threadIdx.x == 0)
+        loss[0] = SCALED ? __fmul_rn(total, loss_scale) : total;
+}
+
+extern "C" __global__ void __launch_bounds__(GC_BLOCK)
+    gc_mse_f32(float *loss, float *grad, const float *pred, const float *target, u64 n, float grad_scale,
+               void *workspace) {
+    GC_PDL_WAIT();
+    gc_mse_body<false>(loss, grad, pred, target, n, grad_scale, 1.0f, workspace);
+}
+
+extern "C" __global__ void __launch_bounds__(GC_BLOCK)
+    gc_mse_scaled_f32(float *loss, float *grad, const float *pred, const float *target, u64 n, float grad_scale,
+                      float loss_scale, void *workspace) {
+    GC_PDL_WAIT();
+    gc_mse_body<true>(loss, grad, pred, target, n, grad_scale, loss_scale, workspace);
 }

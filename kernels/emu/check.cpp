@@ -343,6 +343,19 @@ static void check_mse() {
                 emu::launch(gc_mse_f32, g1(grid), g1(256), loss.p, (float *)nullptr, (const float *)p.p,
                             (const float *)t.p, (u64)n, gs, (void *)ws.p);
                 CHECK(same_bits(first, loss[0]), "mse replay differs n=%zu", n);
+                // The mean (gc_mse_scaled_f32, loss_scale = grad_scale = 1.0f / n): the
+                // same sum times the float reciprocal, bitwise, and the gradient 2 / n.
+                const float s = 1.0f / (float)n;
+                emu::launch(gc_mse_scaled_f32, g1(grid), g1(256), loss.p, g.p, (const float *)p.p,
+                            (const float *)t.p, (u64)n, s, s, (void *)ws.p);
+                CHECK(same_bits(loss[0], first * s), "mse mean n=%zu: %.9g vs %.9g", n, loss[0], first * s);
+                CHECK(std::fabs(loss[0] - ref / n) <= 2e-6 * mag / n * std::log2(n + 2.0) + 1e-30,
+                      "mse mean n=%zu vs float64: %.9g vs %.9g", n, loss[0], ref / n);
+                bool mok = true;
+                for (size_t i = 0; i < n; ++i) mok &= same_bits(g[i], (p[i] - t[i]) * (2.0f * s));
+                CHECK(mok, "mse mean grad n=%zu", n);
+                std::memcpy(&counter, ws.p, 4);
+                CHECK(counter == 0, "mse mean counter not reset");
             }
 }
 

@@ -610,6 +610,13 @@ sums in workspace, added in a fixed order by the last block to finish. workspace
 at byte 0 that must be zero before the first launch (the kernel leaves it zero, so replays work), \
 partial sums from byte 16: at least 16 + 4 * gridDim.x bytes. Launch: block 256, any grid. \
 grad may equal pred or target.";
+    MseScaled = gc_mse_scaled_f32 in REDUCE (
+        loss: Ptr, grad: Ptr, pred: Ptr, target: Ptr, n: U64, grad_scale: F32, loss_scale: F32,
+        workspace: Ptr,
+    ),
+        doc: "gc_mse_f32 with loss[0] = (sum_i (pred[i] - target[i])^2) * loss_scale, one float multiply \
+rounded to nearest: loss_scale 1.0f / n is the mean as PyTorch's CUDA mean computes it (nn.MSELoss()). \
+grad, workspace and launch as gc_mse_f32's.";
     // ----------------------------------------------------------------- control
     CondSetU32 = gc_cond_set_u32 in CONTROL (handle: U64, value: Ptr),
         doc: "Sets conditional handle `handle` to *value (a u32 in device memory; for SWITCH the \

@@ -7,11 +7,12 @@ structs, loader, args and objects.
 
 import ctypes as C
 
-from .args import _addr, _dim3, _float, _int, _kernel_args
+from .args import _addr, _dim3, _fail, _float, _int, _kernel_args
 from .loader import lib
 from .objects import Function, _handle_of, _stream
 from ._map_ops import MAP_OPS
-from .structs import _D, MLP_FUSED, MLP_FUSED_ALWAYS, PROTOTYPES, ChainOp, CondHandle, MlpLayer
+from .structs import (_D, MLP_FUSED, MLP_FUSED_ALWAYS, PROTOTYPES, REDUCTION_MEAN, REDUCTION_SUM, ChainOp,
+                      CondHandle, MlpLayer)
 
 
 def memcpy_async(stream, dst, src, nbytes):
@@ -202,6 +203,27 @@ def op_mlp(stream, y, x, rows, layers, workspace, workspace_bytes, fused=False):
                   _int(workspace_bytes, w, "workspace_bytes"), flags)
 
 
+_REDUCTIONS = {"sum": REDUCTION_SUM, "mean": REDUCTION_MEAN}
+
+
+def op_mse_reduction(stream, loss, grad, pred, target, n, reduction, workspace, workspace_bytes):
+    """gc_op_mse_reduction: nn.MSELoss(reduction=...) and its gradient in one
+    launch (the C order of arguments). ``reduction``: "mean" (nn.MSELoss()'s
+    default), "sum", or REDUCTION_MEAN / REDUCTION_SUM (any other int: the
+    library refuses it).
+    ``grad`` (or None) receives the gradient of loss[0]; the workspace holds
+    mse_workspace_bytes(n) bytes, zeroed before its first use."""
+    w = "op_mse_reduction"
+    if isinstance(reduction, str):
+        if reduction not in _REDUCTIONS:
+            raise _fail(w, "reduction must be 'sum' or 'mean', not %r" % reduction)
+        reduction = _REDUCTIONS[reduction]
+    lib.gc_op_mse_reduction(_stream(stream, w), _addr(loss, w, "loss"), _addr(grad, w, "grad", nullable=True),
+                            _addr(pred, w, "pred"), _addr(target, w, "target"), _int(n, w, "n"),
+                            _int(reduction, w, "reduction", 32), _addr(workspace, w, "workspace"),
+                            _int(workspace_bytes, w, "workspace_bytes"))
+
+
 __all__ = ["memcpy_async", "memset_async", "memset_async_elem", "launch", "op_chain",
            "op_cond_set_u32", "op_cond_count", "op_cond_set_f32", "mlp_workspace_bytes",
-           "op_mlp"] + [c[3:] for c in _OP_PARAMS]
+           "op_mlp", "op_mse_reduction"] + [c[3:] for c in _OP_PARAMS]

@@ -19,6 +19,7 @@ __all__ = [
     "COND_IF", "COND_IF_ELSE", "COND_WHILE", "COND_SWITCH", "CMP_LT", "CMP_LE", "CMP_GT", "CMP_GE",
     "CondHandle", "Dim3", "Node", "DeviceInfo", "ChainOp",
     "MlpLayer", "MLP_MAX_LAYERS", "MLP_FUSED", "MLP_FUSED_ALWAYS", "LINEAR_RELU", "LINEAR_TF32",
+    "REDUCTION_SUM", "REDUCTION_MEAN",
     "PoolOptions", "PoolStatistics", "ExecStatistics", "RunnerBucket", "RunnerStatistics",
     "HOST_FN", "RECORD_FN", "PROTOTYPES", "ALLOCATOR_MAX_DEVICES", "FALLBACK_EAGER",
     "FALLBACK_HARD_FAIL", "CACHE_EXEC_BASE_BYTES", "CACHE_DEFAULT_NODE_BYTES", "CACHE_HIT",
@@ -45,6 +46,8 @@ CHAIN_MAX_OPS = 8
 MLP_MAX_LAYERS = 64
 MLP_FUSED = 1
 MLP_FUSED_ALWAYS = 2
+REDUCTION_SUM = 0
+REDUCTION_MEAN = 1
 LINEAR_RELU = 1
 LINEAR_TF32 = 2
 RUNNER_MAX_BUCKETS = 16
@@ -406,6 +409,7 @@ PROTOTYPES = {
     "gc_op_bias_grad": (_S, [_H, _D, _D, C.c_uint32, C.c_uint32]),
     "gc_op_bias_sgd": (_S, [_H, _D, _D, C.c_uint32, C.c_uint32, C.c_float]),
     "gc_op_mse": (_S, [_H, _D, _D, _D, _D, C.c_uint64, C.c_float, _D, C.c_uint64]),
+    "gc_op_mse_reduction": (_S, [_H, _D, _D, _D, _D, C.c_uint64, C.c_uint32, _D, C.c_uint64]),
     "gc_op_mlp_workspace_bytes": (_S, [C.c_uint32, _P(MlpLayer), C.c_uint32, _P(C.c_uint64)]),
     "gc_op_mlp": (_S, [_H, _D, _D, C.c_uint32, _P(MlpLayer), C.c_uint32, _D, C.c_uint64, C.c_uint32]),
     "gc_op_linear_mse_step_workspace_bytes": (_S, [_H, C.c_uint32, C.c_uint32, C.c_uint32, _P(C.c_uint64)]),

@@ -155,3 +155,16 @@ def test_typed_kernels_check_their_arguments():
         gc.op_linear(s, 0x100, 0x200, 0x300, None, 1, 1, 1, 0)  # b may be NULL
     with pytest.raises(gc.InvalidHandleError):
         gc.op_chain(s, 0x100, None, 4, [(gc.CHAIN_FILL, 1.0), gc.ChainOp(gc.CHAIN_RELU, 0)])
+
+
+def test_op_mse_reduction_checks_its_reduction():
+    s = gc.Stream._adopt(BOGUS, None, owns=False)
+    with pytest.raises(gc.InvalidArgumentError, match="reduction must be 'sum' or 'mean', not 'avg'"):
+        gc.op_mse_reduction(s, 0x100, None, 0x200, 0x300, 4, "avg", 0x400, 64)
+    with pytest.raises(TypeError, match="reduction"):
+        gc.op_mse_reduction(s, 0x100, None, 0x200, 0x300, 4, 1.5, 0x400, 64)
+    # Well-formed arguments reach the library, which checks the handle first.
+    for reduction in ("sum", "mean", gc.REDUCTION_SUM, gc.REDUCTION_MEAN):
+        with pytest.raises(gc.InvalidHandleError):
+            gc.op_mse_reduction(s, 0x100, None, 0x200, 0x300, 4, reduction, 0x400, 64)
+    assert (gc.REDUCTION_SUM, gc.REDUCTION_MEAN) == (0, 1)

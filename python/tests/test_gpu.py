@@ -88,6 +88,36 @@ def test_host_buffer_and_typed_kernels(ctx, stream, pool):
     assert download(ctx, stream, loss, 1) == [0.0]
 
 
+def test_mse_reduction_mean_and_sum(ctx, stream, pool):
+    import struct
+    n = 1000
+    p = [0.01 * ((i * 37) % 101 - 50) for i in range(n)]
+    t = [0.02 * ((i * 11) % 53 - 26) for i in range(n)]
+    pd, td, gd, loss = pool.alloc(4 * n), pool.alloc(4 * n), pool.alloc(4 * n), pool.alloc(4)
+    upload(ctx, stream, pd, p)
+    upload(ctx, stream, td, t)
+    p, t = download(ctx, stream, pd, n), download(ctx, stream, td, n)  # as floats
+    nbytes = ctx.mse_workspace_bytes(n)
+    ws = pool.alloc(nbytes)
+    gc.memset_async(stream, ws, 0, nbytes)
+
+    def f32(v):
+        return struct.unpack("f", struct.pack("f", v))[0]
+
+    gc.op_mse_reduction(stream, loss, gd, pd, td, n, "sum", ws, nbytes)
+    total = download(ctx, stream, loss, 1)[0]
+    assert download(ctx, stream, gd, n) == [f32(f32(a - b) * 2.0) for a, b in zip(p, t)]
+    gc.op_mse_reduction(stream, loss, gd, pd, td, n, "mean", ws, nbytes)
+    mean = download(ctx, stream, loss, 1)[0]
+    s = f32(1.0 / n)
+    assert mean == f32(total * s)  # the sum times the float reciprocal, as PyTorch's CUDA mean
+    ref = sum((a - b) ** 2 for a, b in zip(p, t)) / n  # float64
+    assert abs(mean - ref) <= 1e-5 * ref
+    assert download(ctx, stream, gd, n) == [f32(f32(a - b) * f32(2.0 * s)) for a, b in zip(p, t)]
+    with pytest.raises(gc.InvalidArgumentError, match="reduction 2"):
+        gc.op_mse_reduction(stream, loss, gd, pd, td, n, 2, ws, nbytes)
+
+
 def test_linear_mse_step(ctx, stream, pool):
     rows, inputs, outputs, lr = 3, 5, 4, 0.01
     w0 = [0.1 * ((i * 7) % 11 - 5) for i in range(outputs * inputs)]

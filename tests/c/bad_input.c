@@ -2174,6 +2174,40 @@ static void ops_functions(void) {
     }
     objects_work();
 
+    COVER(gc_op_mse_reduction);
+    {
+        float *loss = fx.buf, *grad = (float *)fx.buf + 64, *pred = fx.buf2, *target = (float *)fx.buf2 + 64;
+        void *ws = (char *)fx.buf + 2048;
+        uint64_t need = 0;
+        if (fx.gpu) EXPECT_OK(gc_op_mse_workspace_bytes(fx.ctx, SMALL, &need));
+        BAD_HANDLE_ARG(K_STREAM, st,
+                       gc_op_mse_reduction(st, loss, grad, pred, target, SMALL, GC_REDUCTION_MEAN, ws, need),
+                       GC_ERROR_INVALID_ARGUMENT);
+        if (fx.gpu) {
+            CHECK(need <= 2048);
+            REFUSED("reduction 2", {
+                EXPECT_STATUS(gc_op_mse_reduction(st, loss, grad, pred, target, SMALL, 2, ws, need),
+                              GC_ERROR_INVALID_ARGUMENT);
+                EXPECT_ERROR_MENTIONS("reduction 2");
+            });
+            REFUSED("reduction UINT32_MAX",
+                    EXPECT_STATUS(gc_op_mse_reduction(st, loss, grad, pred, target, SMALL, UINT32_MAX, ws, need),
+                                  GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("loss NULL",
+                    EXPECT_STATUS(gc_op_mse_reduction(st, NULL, grad, pred, target, SMALL, GC_REDUCTION_MEAN, ws, need),
+                                  GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("workspace too small", EXPECT_STATUS(gc_op_mse_reduction(st, loss, grad, pred, target, SMALL,
+                                                                             GC_REDUCTION_MEAN, ws, need - 1),
+                                                         GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("n 0", EXPECT_STATUS(gc_op_mse_reduction(st, loss, grad, pred, target, 0, GC_REDUCTION_SUM, ws, need),
+                                         GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("loss overlaps pred",
+                    EXPECT_STATUS(gc_op_mse_reduction(st, pred, grad, pred, target, SMALL, GC_REDUCTION_MEAN, ws, need),
+                                  GC_ERROR_INVALID_ARGUMENT));
+        }
+    }
+    objects_work();
+
     COVER(gc_op_mlp_workspace_bytes);
     {
         gc_mlp_layer layers[2] = {{(const float *)fx.buf2, NULL, 4, 4, 1}, {(const float *)fx.buf2, NULL, 4, 2, 0}};

@@ -82,6 +82,12 @@ static void errors() {
     EXPECT_THROW_STATUS(gc::stream::wrap(nullptr, nullptr), GC_ERROR_INVALID_ARGUMENT);
     EXPECT_THROW_STATUS(gc::capture c(nullptr), GC_ERROR_INVALID_ARGUMENT);
     EXPECT_THROW_STATUS(gc::graph_add_empty(nullptr), GC_ERROR_INVALID_ARGUMENT);
+    // The MSE loss's reductions: a null stream is refused with either.
+    EXPECT_THROW_STATUS(gc::op_mse(nullptr, nullptr, nullptr, nullptr, nullptr, 4, nullptr, 64),
+                        GC_ERROR_INVALID_ARGUMENT);
+    EXPECT_THROW_STATUS(gc::op_mse(nullptr, nullptr, nullptr, nullptr, nullptr, 4, nullptr, 64, gc::reduction::sum),
+                        GC_ERROR_INVALID_ARGUMENT);
+    static_assert(static_cast<std::uint32_t>(gc::reduction::mean) == GC_REDUCTION_MEAN, "reduction values");
     EXPECT_THROW_STATUS(gc::graph_add_empty(nullptr, std::vector<gc_node>{}), GC_ERROR_INVALID_ARGUMENT);
     // Typed arguments: a binding carries the index and the bytes of its type.
     gc::arg<float> x;

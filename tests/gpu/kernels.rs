@@ -638,6 +638,88 @@ fn mse_loss_gradient_and_finite_differences() {
     }
 }
 
+/// nn.MSELoss()'s mean (ops::mse_reduced): the sum-reduction's loss times
+/// the float reciprocal of n, bitwise (as PyTorch's CUDA mean scales its
+/// sum), within float rounding of float64; the gradient bitwise
+/// `d * (2 * (1 / n))`; the sum form bitwise ops::mse with grad_scale 1.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn mse_mean_is_the_sum_times_the_reciprocal_and_matches_float64() {
+    use graphcore_core::kernels::ops::Reduction;
+    let d = Dev::new();
+    let seed = seed();
+    for &n in &[1usize, 3, 1000, 65_537, (1 << 20) + 3] {
+        let pred = random(seed ^ 5 ^ n as u64, n);
+        let target = random(seed ^ 91 ^ n as u64, n);
+        let (pb, tb) = (d.put(&pred, false), d.put(&target, false));
+        let ws_bytes = ops::mse_workspace_bytes(n as u64, d.sms);
+        let ws = d.p.alloc(ws_bytes).unwrap();
+        // SAFETY: the range is a live allocation of this test of ws_bytes bytes,
+        // kept until the stream is synchronized.
+        unsafe { graphcore_core::set_async(&d.s, ws, 0, ws_bytes as usize) }.unwrap();
+        let (loss, grad) = (d.poisoned(1, false), d.poisoned(n, false));
+        let (loss2, grad2) = (d.poisoned(1, false), d.poisoned(n, false));
+        d.run(ops::mse(
+            loss, grad, pb, tb, n as u64, 1.0, ws, ws_bytes, d.sms,
+        ));
+        let (sum, gsum) = (d.get(loss, 1)[0], d.get(grad, n));
+        d.run(ops::mse_reduced(
+            loss2,
+            grad2,
+            pb,
+            tb,
+            n as u64,
+            Reduction::Sum,
+            ws,
+            ws_bytes,
+            d.sms,
+        ));
+        assert_eq!(d.get(loss2, 1)[0].to_bits(), sum.to_bits(), "sum n={n}");
+        assert!(
+            d.get(grad2, n)
+                .iter()
+                .zip(&gsum)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "sum gradient n={n}"
+        );
+        d.run(ops::mse_reduced(
+            loss2,
+            grad2,
+            pb,
+            tb,
+            n as u64,
+            Reduction::Mean,
+            ws,
+            ws_bytes,
+            d.sms,
+        ));
+        let s = 1.0f32 / n as f32;
+        let mean = d.get(loss2, 1)[0];
+        assert_eq!(
+            mean.to_bits(),
+            (sum * s).to_bits(),
+            "mean n={n}: {mean} vs {sum} * {s}"
+        );
+        let want: f64 = pred
+            .iter()
+            .zip(&target)
+            .map(|(p, t)| (*p as f64 - *t as f64).powi(2))
+            .sum::<f64>()
+            / n as f64;
+        assert!(
+            (mean as f64 - want).abs() <= 1e-5 * want,
+            "mean n={n}: {mean} vs float64 {want} (seed {seed})"
+        );
+        let g = d.get(grad2, n);
+        for (i, ((g, p), t)) in g.iter().zip(&pred).zip(&target).enumerate() {
+            let want = (p - t) * (2.0 * s);
+            assert_eq!(g.to_bits(), want.to_bits(), "mean gradient at {i} (n={n})");
+        }
+        // The mean's scale is PyTorch's backward scale 2 / n, as a float.
+        assert_eq!(2.0 * s, (2.0 / n as f64) as f32);
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn replays_are_bitwise_deterministic() {

@@ -54,4 +54,4 @@ pub use mlp::{
     MLP_FUSED_MAX_MACS, MLP_FUSED_MAX_ROWS, MLP_FUSED_PAYS_MAX_WEIGHTS,
 };
 pub use mlp2_step::{mlp2_mse_step, mlp2_mse_step_workspace_bytes, Mlp2MseStep};
-pub use reduce::{bias_grad, bias_sgd, mse, mse_workspace_bytes};
+pub use reduce::{bias_grad, bias_sgd, mse, mse_reduced, mse_workspace_bytes, Reduction};

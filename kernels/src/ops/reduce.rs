@@ -134,10 +134,84 @@ pub fn mse(
     ))
 }
 
+/// How [`mse_reduced`] reduces the squared errors (PyTorch's
+/// `nn.MSELoss(reduction=...)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reduction {
+    /// `loss[0]` = the sum of the squared errors, gradient `2 * d`.
+    Sum,
+    /// `loss[0]` = the sum times `1.0f32 / n` (one float multiply, as
+    /// PyTorch's CUDA mean), gradient `d * (2 * (1.0f32 / n))`, bitwise
+    /// PyTorch's `2 / n` scale.
+    Mean,
+}
+
+/// The loss `reduction` asks for and its gradient: [`mse`] with
+/// `grad_scale` 1 for [`Reduction::Sum`] (the same launch), and for
+/// [`Reduction::Mean`] `grad_scale = 1.0f32 / n` and the loss scaled by the
+/// same factor in the kernel (`gc_mse_scaled_f32`). Same checks and
+/// workspace as [`mse`].
+#[allow(clippy::too_many_arguments)]
+pub fn mse_reduced(
+    loss: u64,
+    grad: u64,
+    pred: u64,
+    target: u64,
+    n: u64,
+    reduction: Reduction,
+    workspace: u64,
+    workspace_bytes: u64,
+    sms: u32,
+) -> Result<Call, SizeError> {
+    match reduction {
+        Reduction::Sum => mse(
+            loss,
+            grad,
+            pred,
+            target,
+            n,
+            1.0,
+            workspace,
+            workspace_bytes,
+            sms,
+        ),
+        Reduction::Mean => {
+            let scale = 1.0f32 / n as f32;
+            let checked = mse(
+                loss,
+                grad,
+                pred,
+                target,
+                n,
+                scale,
+                workspace,
+                workspace_bytes,
+                sms,
+            )?;
+            Ok(Call::new(
+                args::MseScaled {
+                    loss,
+                    grad,
+                    pred,
+                    target,
+                    n,
+                    grad_scale: scale,
+                    loss_scale: scale,
+                    workspace,
+                },
+                checked.grid,
+                checked.block,
+                0,
+            ))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ops::testing::*;
+    use crate::{Kernel, Value};
 
     #[test]
     fn column_sums() {
@@ -191,5 +265,47 @@ mod tests {
         err(mse(C + 4, B, C, D, 100, 1.0, WS, ws, SMS), "overlap");
         err(mse(A, B, C, D, 100, 1.0, D + 8, ws, SMS), "overlap");
         err(mse(A, C + 4, C, D, 100, 1.0, WS, ws, SMS), "overlap");
+    }
+
+    #[test]
+    fn mse_reduced_sum_is_mse_and_mean_scales_by_the_float_reciprocal() {
+        let n = 1000u64;
+        let ws = mse_workspace_bytes(n, SMS);
+        let sum = mse_reduced(A, B, C, D, n, Reduction::Sum, WS, ws, SMS).unwrap();
+        let plain = mse(A, B, C, D, n, 1.0, WS, ws, SMS).unwrap();
+        assert_eq!(sum.kernel, plain.kernel);
+        assert_eq!(sum.args(), plain.args());
+        let mean = mse_reduced(A, B, C, D, n, Reduction::Mean, WS, ws, SMS).unwrap();
+        assert_eq!(mean.kernel, Kernel::MseScaled);
+        assert_eq!((mean.grid, mean.block), (plain.grid, plain.block));
+        let s = 1.0f32 / 1000.0;
+        assert_eq!(
+            mean.args(),
+            &[
+                Value::Ptr(A),
+                Value::Ptr(B),
+                Value::Ptr(C),
+                Value::Ptr(D),
+                Value::U64(n),
+                Value::F32(s),
+                Value::F32(s),
+                Value::Ptr(WS)
+            ]
+        );
+        // The gradient's scale 2 * s is bitwise PyTorch's float(2 / n).
+        assert_eq!(2.0 * s, (2.0f64 / 1000.0) as f32);
+        // Same checks as mse.
+        err(
+            mse_reduced(A, B, C, D, n, Reduction::Mean, WS, ws - 1, SMS),
+            "workspace",
+        );
+        err(
+            mse_reduced(C + 4, B, C, D, n, Reduction::Mean, WS, ws, SMS),
+            "overlap",
+        );
+        err(
+            mse_reduced(A, B, C, D, 0, Reduction::Mean, WS, ws, SMS),
+            "n must be > 0",
+        );
     }
 }
