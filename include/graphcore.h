@@ -1425,8 +1425,8 @@ enum gc_status gc_capture_arg(struct gc_stream *stream,
  * value). Typically: declare a learning rate's marker, launch the kernels
  * that take it with the marker as their value, end the capture, and bind
  * the real value at each gc_exec_launch_with. The marker's bytes are
- * copied. Declaring does not break the capture. Thread safety: as
- * gc_capture_arg (the stream's capture is serialized).
+ * copied. Declaring does not break the capture. Declare from the
+ * capturing thread, as gc_capture_arg (the capture is the stream's).
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (marker or index is NULL,
  * size is 0 or above 8, the marker is all zero bytes or was declared
  * before in the capture with the same size, or the stream captures into a
@@ -1576,8 +1576,8 @@ enum gc_status gc_graph_declare_arg(struct gc_graph *graph,
  * patched as address bindings patch theirs. The same marker with the same
  * size declared twice is refused; a marker equal to an address inside a
  * range argument is allowed (a parameter holding it is an address use).
- * Thread safety: as gc_graph_declare_arg (a graph's declarations are
- * serialized with its other changes).
+ * From several threads: declarations on one graph are serialized with its
+ * other changes, as the building calls are (see gc_graph_create).
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (marker or index is NULL,
  * size is 0 or above 8, the marker is all zero bytes or was declared
  * before with the same size), GC_ERROR_INVALID_STATE (body rules: see

@@ -151,8 +151,8 @@ pub extern "C" fn gc_capture_arg(
 /// value). Typically: declare a learning rate's marker, launch the kernels
 /// that take it with the marker as their value, end the capture, and bind
 /// the real value at each gc_exec_launch_with. The marker's bytes are
-/// copied. Declaring does not break the capture. Thread safety: as
-/// gc_capture_arg (the stream's capture is serialized).
+/// copied. Declaring does not break the capture. Declare from the
+/// capturing thread, as gc_capture_arg (the capture is the stream's).
 /// Errors: common, and GC_ERROR_INVALID_ARGUMENT (marker or index is NULL,
 /// size is 0 or above 8, the marker is all zero bytes or was declared
 /// before in the capture with the same size, or the stream captures into a

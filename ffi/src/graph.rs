@@ -234,8 +234,8 @@ pub(crate) fn scalar_marker<'a>(
 /// patched as address bindings patch theirs. The same marker with the same
 /// size declared twice is refused; a marker equal to an address inside a
 /// range argument is allowed (a parameter holding it is an address use).
-/// Thread safety: as gc_graph_declare_arg (a graph's declarations are
-/// serialized with its other changes).
+/// From several threads: declarations on one graph are serialized with its
+/// other changes, as the building calls are (see gc_graph_create).
 /// Errors: common, and GC_ERROR_INVALID_ARGUMENT (marker or index is NULL,
 /// size is 0 or above 8, the marker is all zero bytes or was declared
 /// before with the same size), GC_ERROR_INVALID_STATE (body rules: see
