@@ -1369,7 +1369,15 @@ enum gc_status gc_capture_begin(struct gc_stream *stream,
 /**
  * Ends the capture begun on `stream` and writes the captured graph to
  * *graph. If the capture was invalidated, the error names the first
- * graphcore call that broke it (GC_ERROR_CAPTURE); a stream that joined
+ * graphcore call that broke it (GC_ERROR_CAPTURE). A capture invalidated
+ * by a call outside graphcore (another library's synchronize, a query of
+ * the capturing stream; in GC_CAPTURE_GLOBAL mode also an unsafe call on
+ * any other thread) is reported as such, with graphcore's first call on
+ * the stream that found it invalid: CUDA does not say which call
+ * invalidated a capture (cuStreamGetCaptureInfo reports only that it
+ * is). GC_CAPTURE_THREAD_LOCAL, the mode of graphcore's own captures
+ * (runners, caches) and the C++ and Python defaults, lets unrelated work
+ * on other threads run during a capture. A stream that joined
  * and did not rejoin is GC_ERROR_CAPTURE too; either way the stream is
  * usable for eager work and the pool is as it was before
  * gc_capture_begin. Without a begin: GC_ERROR_INVALID_STATE. The caller
@@ -2156,7 +2164,13 @@ typedef struct gc_exec gc_exec;
  * an unknown flag is GC_ERROR_INVALID_ARGUMENT. The exec keeps the graph's
  * functions and pool memory alive; the graph handle may be destroyed.
  * Execs of graphs captured into one pool must not run concurrently (they
- * share memory; graphcore does not detect it).
+ * share memory; graphcore does not detect it). When the driver refuses,
+ * the message (gc_last_error) names the node CUDA blames, as "node 3
+ * (kernel `name`)" (the index is the node's in the graph, as DOT output
+ * numbers them; the name is the function's, cuFuncGetName's for foreign
+ * kernels on CUDA 12.3 drivers and newer), and CUDA's instantiate result
+ * (cuGraphInstantiateWithParams' CUgraphInstantiateResult), where CUDA
+ * gives them.
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (an empty graph, an unknown
  * flag, or a conditional body: instantiate the graph holding it),
  * GC_ERROR_INVALID_STATE (body rules: see Conditional nodes),
@@ -2271,6 +2285,84 @@ enum gc_status gc_exec_launch_with(struct gc_exec *exec,
 enum gc_status gc_exec_arg_info(struct gc_exec *exec, size_t index, size_t *uses);
 
 /**
+ * What a use of a declared argument is (gc_arg_use's `kind`).
+ */
+typedef uint32_t gc_arg_use_kind;
+
+/**
+ * A kernel parameter (`offset` is its byte offset in the parameters).
+ */
+#define GC_ARG_USE_KERNEL 0
+
+/**
+ * A copy node's destination.
+ */
+#define GC_ARG_USE_MEMCPY_DST 1
+
+/**
+ * A copy node's source.
+ */
+#define GC_ARG_USE_MEMCPY_SRC 2
+
+/**
+ * A memset node's destination.
+ */
+#define GC_ARG_USE_MEMSET 3
+
+/**
+ * One use of a declared argument, filled in by gc_exec_arg_uses (a plain
+ * array entry: no struct_size).
+ */
+typedef struct gc_arg_use {
+    /**
+     * The node's index in the graph the exec was instantiated from (DOT's
+     * node `n<index>`, the index errors name); SIZE_MAX for a fused
+     * chain's kernel.
+     */
+    size_t node;
+    /**
+     * A gc_arg_use_kind.
+     */
+    uint32_t kind;
+    /**
+     * 1 when the use is inside the child graph that node `node` runs.
+     */
+    uint32_t nested;
+    /**
+     * For a kernel, the byte offset of the patched 8-byte word in its
+     * parameter buffer; 0 otherwise.
+     */
+    size_t offset;
+    /**
+     * The used address minus the argument's first address.
+     */
+    uint64_t delta;
+    /**
+     * The kernel's name, NUL-terminated (cut to 63 bytes); "" otherwise.
+     */
+    char kernel[64];
+} gc_arg_use;
+
+/**
+ * Lists the uses of argument `index` that gc_exec_arg_info counts, in
+ * node order: writes the first min(*count, capacity) to `uses` and the
+ * number of uses to *count (call with capacity 0 and uses NULL to size
+ * the array; more uses than capacity is not an error). An engine checks
+ * that the scan found the uses it expected (the node, the kernel and the
+ * parameter offset) and nothing else. The caller owns the array.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (uses NULL while capacity
+ * is not 0, count NULL, or index is not a declared argument).
+ * Thread safety: may run from any thread, concurrently with
+ * gc_exec_launch_with of the same exec (both take the exec's argument
+ * lock).
+ */
+enum gc_status gc_exec_arg_uses(struct gc_exec *exec,
+                                size_t index,
+                                struct gc_arg_use *uses,
+                                size_t capacity,
+                                size_t *count);
+
+/**
  * Updates the exec in place with the parameters of `graph`, a graph of
  * the same topology (same node kinds in the same order, same edges). A
  * different topology is GC_ERROR_UPDATE_MISMATCH naming the first
@@ -2279,6 +2371,8 @@ enum gc_status gc_exec_arg_info(struct gc_exec *exec, size_t index, size_t *uses
  * the context, within CUDA's limits for cuGraphExecUpdate (not to one using
  * dynamic parallelism or device-side graph launches where the old one did
  * not: the driver's refusal is GC_ERROR_UPDATE_MISMATCH or GC_ERROR_CUDA).
+ * A refusal names the node as gc_graph_instantiate's errors do, with
+ * CUDA's reason (cuGraphExecUpdate's result info).
  * Graphs with conditional nodes are not updated: either the exec's graph
  * or `graph` having one is GC_ERROR_INVALID_ARGUMENT (instantiate again).
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (the exec's graph or graph

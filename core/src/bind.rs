@@ -632,3 +632,73 @@ impl ArgTable {
         self.dirty.clear();
     }
 }
+
+/// What one use of an argument is (read back by [`ArgTable::each_use`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum UseWhat {
+    /// A kernel parameter word of `func`.
+    Kernel(CUfunction),
+    /// A copy's destination.
+    MemcpyDst,
+    /// A copy's source.
+    MemcpySrc,
+    /// A memset's destination.
+    Memset,
+}
+
+/// One use of an argument, as found when the exec was instantiated or
+/// last updated.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct UseAt {
+    /// The top-level node the use is in (a child graph's node for a use
+    /// inside the child).
+    pub node: CUgraphNode,
+    /// Whether the use is inside a child graph of `node`.
+    pub nested: bool,
+    /// What it is.
+    pub what: UseWhat,
+    /// A kernel use's byte offset in the parameter buffer (0 otherwise).
+    pub offset: usize,
+    /// The used address's offset from the argument's first address.
+    pub delta: u64,
+}
+
+impl ArgTable {
+    /// Calls `each` with every use of argument `index`, in node order (a
+    /// child graph's uses in its nodes' order). Read-only.
+    pub(crate) fn each_use(&self, index: usize, mut each: impl FnMut(UseAt)) -> Result<()> {
+        self.check_index(index)?;
+        fn walk(
+            top: CUgraphNode,
+            nested: bool,
+            sites: &[Site],
+            index: usize,
+            each: &mut dyn FnMut(UseAt),
+        ) {
+            for s in sites {
+                let top = if nested { top } else { s.node.raw() };
+                if let SiteKind::Child { sites, .. } = &s.what {
+                    walk(top, true, sites, index, each);
+                    continue;
+                }
+                for sl in s.slots.iter().filter(|sl| sl.arg == index) {
+                    let (what, offset) = match &s.what {
+                        SiteKind::Kernel { func, .. } => (UseWhat::Kernel(func.raw()), sl.at),
+                        SiteKind::Memcpy { .. } if sl.at == 0 => (UseWhat::MemcpyDst, 0),
+                        SiteKind::Memcpy { .. } => (UseWhat::MemcpySrc, 0),
+                        _ => (UseWhat::Memset, 0),
+                    };
+                    each(UseAt {
+                        node: top,
+                        nested,
+                        what,
+                        offset,
+                        delta: sl.delta,
+                    });
+                }
+            }
+        }
+        walk(std::ptr::null_mut(), false, &self.sites, index, &mut each);
+        Ok(())
+    }
+}

@@ -276,15 +276,83 @@ fn explain(e: Error, breaker: Option<(StreamOp, Error)>) -> Error {
          make the capturing stream wait on that stream before the capture ends"
             .to_string()
     } else if code == R::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED as u32 {
-        match breaker {
-            Some((op, e)) => format!("the capture was invalidated by {op} ({})", e.message()),
-            None => "the capture was invalidated by a call outside graphcore (a synchronizing or \
-                     legacy-stream CUDA call on the capturing stream, or, in global mode, an unsafe \
-                     CUDA call on another thread)"
-                .to_string(),
-        }
+        invalidated(breaker.as_ref().map(|(op, e)| (op.to_string(), e)))
     } else {
         e.message().to_string()
     };
     Error::from_cuda(ErrorKind::Capture, code, format!("{why}; {AFTER_FAILURE}"))
+}
+
+/// Why a capture was invalidated, as far as it is known. CUDA names no
+/// culprit (`cuStreamGetCaptureInfo` reports only that a capture is
+/// invalidated): what is known is graphcore's own calls on the stream.
+/// `breaker` is the first of them that failed with a capture error, and
+/// its error: CUDA's `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED` there means
+/// the capture was invalid already (a call outside graphcore broke it
+/// before that call); any other capture error means that call broke it.
+fn invalidated(breaker: Option<(String, &Error)>) -> String {
+    use cudarc::driver::sys::CUresult as R;
+    const OUTSIDE: &str = "CUDA does not say which call: in thread-local mode (graphcore's \
+         default) a capture-unsafe CUDA call on the capturing thread (a synchronize, \
+         cudaMalloc, a query of a captured event or stream), or any legacy-stream call on the \
+         capturing stream; in global mode also such a call on any other thread; relaxed mode \
+         checks none";
+    match breaker {
+        Some((op, e))
+            if e.cuda_result() == Some(R::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED as u32) =>
+        {
+            format!(
+                "the capture was invalidated by a call outside graphcore, made after the capture \
+                 began and before {op} (graphcore's first call on the stream to find it \
+                 invalid); {OUTSIDE}"
+            )
+        }
+        Some((op, e)) => format!("the capture was invalidated by {op} ({})", e.message()),
+        None => format!("the capture was invalidated by a call outside graphcore; {OUTSIDE}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cudarc::driver::sys::CUresult as R;
+
+    fn cuda(code: R) -> Error {
+        Error::from_cuda(
+            ErrorKind::Capture,
+            code as u32,
+            format!("cuLaunchKernel failed: {code:?}"),
+        )
+    }
+
+    #[test]
+    fn invalidation_says_what_is_known() {
+        // graphcore's own call broke it: named, with CUDA's error.
+        let m = invalidated(Some((
+            "a stream synchronize".into(),
+            &cuda(R::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED),
+        )));
+        assert!(m.starts_with("the capture was invalidated by a stream synchronize (cuLaunchKernel failed: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"), "{m}");
+        // graphcore's call found it invalid already: the culprit came
+        // before, outside graphcore, and CUDA does not name it.
+        let m = invalidated(Some((
+            "a kernel launch".into(),
+            &cuda(R::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED),
+        )));
+        assert!(m.contains("outside graphcore"), "{m}");
+        assert!(
+            m.contains("before a kernel launch (graphcore's first call"),
+            "{m}"
+        );
+        assert!(m.contains("CUDA does not say which call"), "{m}");
+        // No graphcore call failed.
+        let m = invalidated(None);
+        assert!(
+            m.contains("outside graphcore") && m.contains("thread-local mode"),
+            "{m}"
+        );
+        let e = explain(cuda(R::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED), None);
+        assert_eq!(e.kind(), ErrorKind::Capture);
+        assert!(e.message().ends_with(AFTER_FAILURE));
+    }
 }

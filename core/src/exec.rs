@@ -2,7 +2,7 @@
 //! parameters in place.
 
 use crate::arg::{ArgDecl, Binding};
-use crate::bind::ArgTable;
+use crate::bind::{ArgTable, UseWhat};
 use crate::context::Context;
 use crate::driver::graph::{self as dg, KernelParams, RawNode};
 use crate::driver::owned::Owned;
@@ -32,6 +32,38 @@ pub mod flags {
     pub const FUSE_ELEMENTWISE: u32 = 8;
     /// Every flag this version knows.
     pub const ALL: u32 = UPLOAD | AUTO_FREE_ON_LAUNCH | USE_NODE_PRIORITY | FUSE_ELEMENTWISE;
+}
+
+/// What a use of a declared argument is (see [`Exec::arg_use_list`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgUseKind {
+    /// A kernel parameter.
+    Kernel,
+    /// A copy's destination.
+    MemcpyDst,
+    /// A copy's source.
+    MemcpySrc,
+    /// A memset's destination.
+    Memset,
+}
+
+/// One use of a declared argument an exec found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgUse {
+    /// The node's index in the graph the exec was instantiated from (its
+    /// DOT id `n{node}`); `usize::MAX` for a fused chain's kernel.
+    pub node: usize,
+    /// Whether the use is inside the child graph that node `node` runs.
+    pub nested: bool,
+    /// What it is.
+    pub kind: ArgUseKind,
+    /// The kernel's name, for a kernel use.
+    pub kernel: Option<Arc<str>>,
+    /// A kernel use's byte offset in the kernel's parameter buffer (0
+    /// otherwise).
+    pub offset: usize,
+    /// The used address's offset from the argument's first address.
+    pub delta: u64,
 }
 
 /// An instantiated graph. Launching is lock-free and allocation-free;
@@ -194,7 +226,8 @@ impl Exec {
         let (raw, current, args) = match &fused {
             Some(f) => {
                 let decls = graph.args();
-                let raw = dg::instantiate(f.raw(), cuda)?;
+                let raw = dg::instantiate(f.raw(), cuda)
+                    .map_err(|r| not_instantiated(r, &f.nodes, &f.desc))?;
                 (
                     raw,
                     Current::Known(f.source.clone()),
@@ -206,12 +239,24 @@ impl Exec {
                 let mut st = graph.state()?;
                 ensure_arg!(!st.is_empty()?, "the graph has no nodes");
                 if st.args.is_empty() {
-                    let raw = dg::instantiate(st.raw(), cuda)?;
+                    let raw = match dg::instantiate(st.raw(), cuda) {
+                        Ok(raw) => raw,
+                        Err(r) => {
+                            // Cold: the nodes are read back to name the one
+                            // CUDA blames.
+                            drop(st);
+                            return Err(match graph.described() {
+                                Ok(d) => not_instantiated(r, d.nodes(), d.desc()),
+                                Err(_) => not_instantiated(r, &[], &GraphDesc::default()),
+                            });
+                        }
+                    };
                     (raw, Current::of(&mut st), Ok(None))
                 } else {
                     drop(st);
                     let st = graph.described()?;
-                    let raw = dg::instantiate(st.raw(), cuda)?;
+                    let raw = dg::instantiate(st.raw(), cuda)
+                        .map_err(|r| not_instantiated(r, st.nodes(), st.desc()))?;
                     let args = table(st.args(), st.nodes());
                     (raw, Current::Known(st.desc().clone()), args)
                 }
@@ -381,6 +426,80 @@ impl Exec {
                 "argument {index} is not declared: the exec's graph declares none"
             ))),
         }
+    }
+
+    /// Every use of argument `index` the exec found (as [`Exec::arg_uses`]
+    /// counts them), in node order: the node, what it is, the kernel's
+    /// name and where in its parameters. A caller checks the scan found
+    /// what it expected and nothing else.
+    pub fn arg_use_list(&self, index: usize) -> Result<Vec<ArgUse>> {
+        let Some(table) = &self.inner.args else {
+            return Err(Error::invalid_argument(format!(
+                "argument {index} is not declared: the exec's graph declares none"
+            )));
+        };
+        // The lock order: `fused`, the table, then the source.
+        let fused = lock(&self.inner.fused);
+        let t = lock(table);
+        let mut found = Vec::new();
+        t.each_use(index, |u| found.push(u))?;
+        if found.is_empty() {
+            return Ok(Vec::new());
+        }
+        let source = self.inner.source.described()?;
+        // The node's index in the source graph and its description.
+        let node_of = |n: CUgraphNode| -> (usize, Option<NodeKind>) {
+            match fused.as_ref() {
+                None => match source.nodes().iter().position(|&s| s == n) {
+                    Some(i) => (i, Some(source.desc().node(i).clone())),
+                    None => (usize::MAX, None),
+                },
+                Some(f) => match f.nodes.iter().position(|&s| s == n) {
+                    Some(fi) => (
+                        f.map
+                            .iter()
+                            .position(|&m| m == Some(fi))
+                            .unwrap_or(usize::MAX),
+                        Some(f.desc.node(fi).clone()),
+                    ),
+                    None => (usize::MAX, None),
+                },
+            }
+        };
+        let ctx = &self.inner.ctx;
+        Ok(found
+            .into_iter()
+            .map(|u| {
+                let (node, desc) = node_of(u.node);
+                let (kind, kernel) = match u.what {
+                    UseWhat::Kernel(func) => {
+                        let name = match (&desc, u.nested) {
+                            (Some(NodeKind::Kernel { name, .. }), false) => name.clone(),
+                            _ => ctx.builtin_of(func).map_or_else(
+                                || {
+                                    crate::driver::module::func_name(func)
+                                        .unwrap_or_else(|| format!("kernel@{func:p}"))
+                                        .into()
+                                },
+                                |k| k.name.into(),
+                            ),
+                        };
+                        (ArgUseKind::Kernel, Some(name))
+                    }
+                    UseWhat::MemcpyDst => (ArgUseKind::MemcpyDst, None),
+                    UseWhat::MemcpySrc => (ArgUseKind::MemcpySrc, None),
+                    UseWhat::Memset => (ArgUseKind::Memset, None),
+                };
+                ArgUse {
+                    node,
+                    nested: u.nested,
+                    kind,
+                    kernel,
+                    offset: u.offset,
+                    delta: u.delta,
+                }
+            })
+            .collect())
     }
 
     /// After an update: the arguments' uses found again by `values` (in
@@ -724,19 +843,156 @@ impl Exec {
     }
 }
 
-/// The error for an update CUDA refused: CUDA's reason, naming the node it
-/// blames by its index in `desc` (whose nodes are `nodes`).
+/// Names node `i` of a graph as failures and DOT output do (DOT's node
+/// `n{i}`, labelled "{i}: ..."): "node 3 (kernel `scale_f32`)".
+pub(crate) fn node_label(i: usize, kind: &NodeKind) -> String {
+    match kind {
+        NodeKind::Kernel { name, .. } => format!("node {i} (kernel `{name}`)"),
+        k => format!("node {i} ({})", k.kind_name()),
+    }
+}
+
+/// The node `node` of `desc` (whose nodes are `nodes`) as
+/// [`node_label`] names it; `None` when it is not one of them (NULL: CUDA
+/// blamed none).
+fn blamed(node: CUgraphNode, nodes: &[CUgraphNode], desc: &GraphDesc) -> Option<String> {
+    if node.is_null() {
+        return None;
+    }
+    let i = nodes.iter().position(|&n| n == node)?;
+    (i < desc.len()).then(|| node_label(i, desc.node(i)))
+}
+
+/// The error for an update CUDA refused: CUDA's reason
+/// (`cuGraphExecUpdate`'s result info), naming the node it blames by its
+/// index in `desc` (whose nodes are `nodes`).
 fn refusal(r: &dg::UpdateRefused, nodes: &[CUgraphNode], desc: &GraphDesc) -> Error {
-    let at = nodes.iter().position(|&n| n == r.node);
     Error::new(
         ErrorKind::UpdateMismatch,
-        match at {
-            Some(i) => format!(
-                "node {i} ({}): {}; the exec is unchanged",
-                desc.node(i).kind_name(),
-                r.reason
-            ),
+        match blamed(r.node, nodes, desc) {
+            Some(at) => format!("{at}: {}; the exec is unchanged", r.reason),
             None => format!("{}; the exec is unchanged", r.reason),
         },
     )
+}
+
+/// The error for a failed instantiation: the driver's error, with CUDA's
+/// result info (`cuGraphInstantiateWithParams`: the reason, and the node it
+/// blames, named by its index in `desc`, whose nodes are `nodes`).
+#[cold]
+fn not_instantiated(
+    (e, r): (Error, dg::InstantiateRefused),
+    nodes: &[CUgraphNode],
+    desc: &GraphDesc,
+) -> Error {
+    instantiate_message(e, r.reason, blamed(r.node, nodes, desc))
+}
+
+/// [`not_instantiated`]'s message (pure, for the tests): the driver's
+/// error, then CUDA's reason and the node, where CUDA gave them.
+fn instantiate_message(e: Error, reason: Option<&str>, node: Option<String>) -> Error {
+    let mut what = String::from("instantiating the graph failed");
+    if let Some(n) = node {
+        what = format!("{what} at {n}");
+    }
+    if let Some(r) = reason {
+        what = format!("{what}; CUDA's result: {r}");
+    }
+    e.context(&what)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::to_dot;
+
+    fn kernel(name: &str) -> NodeKind {
+        NodeKind::Kernel {
+            name: name.into(),
+            grid: [1, 1, 1],
+            block: [2048, 1, 1],
+            shared_bytes: 0,
+            builtin: None,
+            args: vec![],
+        }
+    }
+
+    #[test]
+    fn failures_name_the_node_as_dot_does() {
+        let mut g = GraphDesc::new();
+        g.push(NodeKind::Empty, []);
+        g.push(NodeKind::Host, [0]);
+        g.push(kernel("_Z6my_addPfS_i"), [1]);
+        assert_eq!(node_label(2, g.node(2)), "node 2 (kernel `_Z6my_addPfS_i`)");
+        assert_eq!(node_label(1, g.node(1)), "node 1 (host)");
+        // DOT's node id and label carry the same index.
+        let dot = to_dot(&g, "g");
+        assert!(
+            dot.contains("n2 [shape=box, label=\"2: _Z6my_addPfS_i"),
+            "{dot}"
+        );
+        // The node CUDA blames is found by its handle among the graph's.
+        let nodes: Vec<CUgraphNode> = (1..=3usize).map(|i| i as CUgraphNode).collect();
+        assert_eq!(
+            blamed(3 as CUgraphNode, &nodes, &g).as_deref(),
+            Some("node 2 (kernel `_Z6my_addPfS_i`)")
+        );
+        assert_eq!(blamed(std::ptr::null_mut(), &nodes, &g), None);
+        assert_eq!(blamed(9 as CUgraphNode, &nodes, &g), None);
+    }
+
+    #[test]
+    fn instantiate_failures_carry_cuda_result_info() {
+        let cuda = Error::from_cuda(
+            ErrorKind::Cuda,
+            1,
+            "cuGraphInstantiateWithParams failed: CUDA_ERROR_INVALID_VALUE: invalid argument",
+        );
+        let e = instantiate_message(
+            cuda.clone(),
+            dg::instantiate_reason(3),
+            Some(node_label(2, &kernel("fill"))),
+        );
+        assert_eq!(e.kind(), ErrorKind::Cuda);
+        assert_eq!(e.cuda_result(), Some(1));
+        assert!(
+            e.message().starts_with(
+                "instantiating the graph failed at node 2 (kernel `fill`); CUDA's result: \
+                 CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED"
+            ),
+            "{}",
+            e.message()
+        );
+        assert!(e
+            .message()
+            .ends_with("CUDA_ERROR_INVALID_VALUE: invalid argument"));
+        // Without a node or a reason CUDA knows, the driver's error stays.
+        let e = instantiate_message(cuda, dg::instantiate_reason(0), None);
+        assert!(e
+            .message()
+            .starts_with("instantiating the graph failed: cuGraphInstantiateWithParams failed"));
+        assert_eq!(dg::instantiate_reason(99), None);
+        for r in 1..=5 {
+            assert!(dg::instantiate_reason(r)
+                .unwrap()
+                .starts_with("CUDA_GRAPH_INSTANTIATE_"));
+        }
+    }
+
+    #[test]
+    fn update_refusals_name_the_kernel() {
+        let mut g = GraphDesc::new();
+        g.push(kernel("scale"), []);
+        let nodes = [7 as CUgraphNode];
+        let r = dg::UpdateRefused {
+            reason: "a kernel's function changed",
+            node: 7 as CUgraphNode,
+        };
+        let e = refusal(&r, &nodes, &g);
+        assert_eq!(e.kind(), ErrorKind::UpdateMismatch);
+        assert_eq!(
+            e.message(),
+            "node 0 (kernel `scale`): a kernel's function changed; the exec is unchanged"
+        );
+    }
 }

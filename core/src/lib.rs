@@ -44,7 +44,7 @@ pub use driver::stream::CaptureMode;
 pub use driver::HostFn;
 pub use error::{Error, ErrorKind, Result};
 pub use event::Event;
-pub use exec::{flags as instantiate_flags, Exec};
+pub use exec::{flags as instantiate_flags, ArgUse, ArgUseKind, Exec};
 pub use graph::{ConditionalHandle, Graph, Node};
 pub use graphcore_kernels as kernels;
 pub use lock::backoff;

@@ -103,6 +103,11 @@ impl fmt::Display for StreamOp {
     }
 }
 
+/// `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`: a call found the capture invalid
+/// already.
+const CAPTURE_INVALIDATED: u32 =
+    cudarc::driver::sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED as u32;
+
 /// A capture graphcore opened on a stream: its pool's part (rolled back
 /// when dropped unless ended), and the first operation that broke it.
 pub(crate) struct OpenCapture {
@@ -503,6 +508,16 @@ impl Stream {
         }
         if let Some(open) = self.capture_slot().as_mut() {
             open.breaker.get_or_insert_with(|| (op, e.clone()));
+        }
+        if e.cuda_result() == Some(CAPTURE_INVALIDATED) {
+            return Error::new(
+                ErrorKind::Capture,
+                format!(
+                    "the stream's capture was invalidated before {op} (by a call outside \
+                     graphcore: CUDA does not say which) ({}); end the capture to start over",
+                    e.message()
+                ),
+            );
         }
         Error::new(
             ErrorKind::Capture,

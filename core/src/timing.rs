@@ -31,7 +31,7 @@ pub(crate) enum Span {
     DriverBeginCapture,
     /// `cuStreamEndCapture`.
     DriverEndCapture,
-    /// `cuGraphInstantiateWithFlags`.
+    /// `cuGraphInstantiateWithParams`.
     DriverInstantiate,
     /// `cuGraphExecUpdate`.
     DriverUpdate,

@@ -77,7 +77,15 @@ pub extern "C" fn gc_capture_begin(
 
 /// Ends the capture begun on `stream` and writes the captured graph to
 /// *graph. If the capture was invalidated, the error names the first
-/// graphcore call that broke it (GC_ERROR_CAPTURE); a stream that joined
+/// graphcore call that broke it (GC_ERROR_CAPTURE). A capture invalidated
+/// by a call outside graphcore (another library's synchronize, a query of
+/// the capturing stream; in GC_CAPTURE_GLOBAL mode also an unsafe call on
+/// any other thread) is reported as such, with graphcore's first call on
+/// the stream that found it invalid: CUDA does not say which call
+/// invalidated a capture (cuStreamGetCaptureInfo reports only that it
+/// is). GC_CAPTURE_THREAD_LOCAL, the mode of graphcore's own captures
+/// (runners, caches) and the C++ and Python defaults, lets unrelated work
+/// on other threads run during a capture. A stream that joined
 /// and did not rejoin is GC_ERROR_CAPTURE too; either way the stream is
 /// usable for eager work and the pool is as it was before
 /// gc_capture_begin. Without a begin: GC_ERROR_INVALID_STATE. The caller

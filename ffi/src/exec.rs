@@ -65,7 +65,13 @@ const _: () = assert!(
 /// an unknown flag is GC_ERROR_INVALID_ARGUMENT. The exec keeps the graph's
 /// functions and pool memory alive; the graph handle may be destroyed.
 /// Execs of graphs captured into one pool must not run concurrently (they
-/// share memory; graphcore does not detect it).
+/// share memory; graphcore does not detect it). When the driver refuses,
+/// the message (gc_last_error) names the node CUDA blames, as "node 3
+/// (kernel `name`)" (the index is the node's in the graph, as DOT output
+/// numbers them; the name is the function's, cuFuncGetName's for foreign
+/// kernels on CUDA 12.3 drivers and newer), and CUDA's instantiate result
+/// (cuGraphInstantiateWithParams' CUgraphInstantiateResult), where CUDA
+/// gives them.
 /// Errors: common, and GC_ERROR_INVALID_ARGUMENT (an empty graph, an unknown
 /// flag, or a conditional body: instantiate the graph holding it),
 /// GC_ERROR_INVALID_STATE (body rules: see Conditional nodes),
@@ -241,6 +247,99 @@ pub extern "C" fn gc_exec_arg_info(
     })
 }
 
+/// What a use of a declared argument is (gc_arg_use's `kind`).
+pub type gc_arg_use_kind = u32;
+/// A kernel parameter (`offset` is its byte offset in the parameters).
+pub const GC_ARG_USE_KERNEL: gc_arg_use_kind = 0;
+/// A copy node's destination.
+pub const GC_ARG_USE_MEMCPY_DST: gc_arg_use_kind = 1;
+/// A copy node's source.
+pub const GC_ARG_USE_MEMCPY_SRC: gc_arg_use_kind = 2;
+/// A memset node's destination.
+pub const GC_ARG_USE_MEMSET: gc_arg_use_kind = 3;
+
+/// One use of a declared argument, filled in by gc_exec_arg_uses (a plain
+/// array entry: no struct_size).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct gc_arg_use {
+    /// The node's index in the graph the exec was instantiated from (DOT's
+    /// node `n<index>`, the index errors name); SIZE_MAX for a fused
+    /// chain's kernel.
+    pub node: usize,
+    /// A gc_arg_use_kind.
+    pub kind: u32,
+    /// 1 when the use is inside the child graph that node `node` runs.
+    pub nested: u32,
+    /// For a kernel, the byte offset of the patched 8-byte word in its
+    /// parameter buffer; 0 otherwise.
+    pub offset: usize,
+    /// The used address minus the argument's first address.
+    pub delta: u64,
+    /// The kernel's name, NUL-terminated (cut to 63 bytes); "" otherwise.
+    pub kernel: [c_char; 64],
+}
+
+/// The C form of a core use.
+fn arg_use(u: &graphcore_core::ArgUse) -> gc_arg_use {
+    use graphcore_core::ArgUseKind as K;
+    let mut kernel = [0 as c_char; 64];
+    if let Some(name) = &u.kernel {
+        for (d, &b) in kernel.iter_mut().zip(name.as_bytes().iter().take(63)) {
+            *d = b as c_char;
+        }
+    }
+    gc_arg_use {
+        node: u.node,
+        kind: match u.kind {
+            K::Kernel => GC_ARG_USE_KERNEL,
+            K::MemcpyDst => GC_ARG_USE_MEMCPY_DST,
+            K::MemcpySrc => GC_ARG_USE_MEMCPY_SRC,
+            K::Memset => GC_ARG_USE_MEMSET,
+        },
+        nested: u.nested as u32,
+        offset: u.offset,
+        delta: u.delta,
+        kernel,
+    }
+}
+
+/// Lists the uses of argument `index` that gc_exec_arg_info counts, in
+/// node order: writes the first min(*count, capacity) to `uses` and the
+/// number of uses to *count (call with capacity 0 and uses NULL to size
+/// the array; more uses than capacity is not an error). An engine checks
+/// that the scan found the uses it expected (the node, the kernel and the
+/// parameter offset) and nothing else. The caller owns the array.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (uses NULL while capacity
+/// is not 0, count NULL, or index is not a declared argument).
+/// Thread safety: may run from any thread, concurrently with
+/// gc_exec_launch_with of the same exec (both take the exec's argument
+/// lock).
+#[no_mangle]
+pub extern "C" fn gc_exec_arg_uses(
+    exec: *mut gc_exec,
+    index: usize,
+    uses: *mut gc_arg_use,
+    capacity: usize,
+    count: *mut usize,
+) -> gc_status {
+    boundary("gc_exec_arg_uses", || {
+        let out = Out::new(count, "count")?;
+        if uses.is_null() && capacity != 0 {
+            return Err(graphcore_core::Error::invalid_argument(format!(
+                "`uses` is NULL with capacity = {capacity}"
+            )));
+        }
+        let found = self::exec(exec)?.arg_use_list(index)?;
+        for (i, u) in found.iter().take(capacity).enumerate() {
+            // SAFETY: the caller passes `capacity` writable entries.
+            unsafe { uses.add(i).write(arg_use(u)) };
+        }
+        out.set(found.len());
+        Ok(())
+    })
+}
+
 /// Updates the exec in place with the parameters of `graph`, a graph of
 /// the same topology (same node kinds in the same order, same edges). A
 /// different topology is GC_ERROR_UPDATE_MISMATCH naming the first
@@ -249,6 +348,8 @@ pub extern "C" fn gc_exec_arg_info(
 /// the context, within CUDA's limits for cuGraphExecUpdate (not to one using
 /// dynamic parallelism or device-side graph launches where the old one did
 /// not: the driver's refusal is GC_ERROR_UPDATE_MISMATCH or GC_ERROR_CUDA).
+/// A refusal names the node as gc_graph_instantiate's errors do, with
+/// CUDA's reason (cuGraphExecUpdate's result info).
 /// Graphs with conditional nodes are not updated: either the exec's graph
 /// or `graph` having one is GC_ERROR_INVALID_ARGUMENT (instantiate again).
 /// Errors: common, and GC_ERROR_INVALID_ARGUMENT (the exec's graph or graph

@@ -94,6 +94,7 @@ CUresult cuGraphAddChildGraphNode(void **n, struct graph *g) { g->n++; *n = fres
 CUresult cuGraphGetNodes(struct graph *g, void **nodes, size_t *n) { if (!nodes) { *n = g->n; return 0; } size_t k = *n < g->n ? *n : g->n; for (size_t i = 0; i < *n; i++) nodes[i] = i < k ? (void *)((i + 1) * 64) : NULL; *n = k; return 0; }
 CUresult cuGraphGetEdges(struct graph *g, void **a, void **b, size_t *n) { (void)g; (void)a; (void)b; *n = 0; return 0; }
 CUresult cuGraphInstantiateWithFlags(void **e, void *g, unsigned long long f) { (void)g; (void)f; evict(); *e = fresh(); return 0; }
+CUresult cuGraphInstantiateWithParams(void **e, void *g, void *p) { (void)g; (void)p; evict(); *e = fresh(); return 0; }
 Z(cuGraphExecDestroy) Z(cuGraphUpload)
 CUresult cuGraphLaunch(void) { evict(); return 0; }
 CUresult cuGraphExecUpdate_v2(void) { evict(); return 0; }

@@ -32,7 +32,7 @@ from .loader import lib, raise_status, unchecked
 from .structs import (
     ARG_EXACT, CAPTURE_THREAD_LOCAL, COND_IF_ELSE, COND_RESET_ON_LAUNCH, COND_SWITCH,
     EVENT_DISABLE_TIMING, EVENT_EXTERNAL, GRAPH_WRAP_ADOPT, GRAPH_WRAP_BORROW, HOST_FN, RECORD_FN,
-    Binding, CondHandle, DeviceInfo, ExecStatistics, Node, PoolOptions, PoolStatistics,
+    ArgUse, Binding, CondHandle, DeviceInfo, ExecStatistics, Node, PoolOptions, PoolStatistics,
     RunnerStatistics,
 )
 
@@ -1006,6 +1006,22 @@ class Exec(_Handle):
         out = C.c_size_t()
         lib.gc_exec_arg_info(self.handle, index, C.byref(out))
         return out.value
+
+    def arg_use_list(self, name):
+        """gc_exec_arg_uses: each use of argument ``name`` (or index) as a dict
+        (node index, kind "kernel"/"memcpy_dst"/"memcpy_src"/"memset",
+        nested, kernel name, parameter offset, delta from the argument's start)."""
+        index = name if isinstance(name, int) else self._bindings.names.get(name)
+        if index is None:
+            raise _fail("Exec.arg_use_list", "no argument named %r" % (name,))
+        n = C.c_size_t()
+        lib.gc_exec_arg_uses(self.handle, index, None, 0, C.byref(n))
+        uses = (ArgUse * max(n.value, 1))()
+        lib.gc_exec_arg_uses(self.handle, index, uses, n.value, C.byref(n))
+        kinds = ("kernel", "memcpy_dst", "memcpy_src", "memset")
+        return [{"node": u.node, "kind": kinds[u.kind] if u.kind < 4 else u.kind,
+                 "nested": bool(u.nested), "kernel": u.kernel.decode(errors="replace") or None,
+                 "offset": u.offset, "delta": u.delta} for u in uses[:n.value]]
 
     replay = launch
 

@@ -24,7 +24,8 @@ __all__ = [
     "HOST_FN", "RECORD_FN", "PROTOTYPES", "ALLOCATOR_MAX_DEVICES", "FALLBACK_EAGER",
     "FALLBACK_HARD_FAIL", "CACHE_EXEC_BASE_BYTES", "CACHE_DEFAULT_NODE_BYTES", "CACHE_HIT",
     "CACHE_MISS", "CACHE_EAGER", "CacheOptions", "CacheStatistics", "CacheEntry",
-    "CACHE_RECORD_FN",
+    "CACHE_RECORD_FN", "ArgUse", "ARG_USE_KERNEL", "ARG_USE_MEMCPY_DST", "ARG_USE_MEMCPY_SRC",
+    "ARG_USE_MEMSET",
 ] + ["CHAIN_" + _name for _name in CHAIN_OPCODES]
 
 # ------------------------------------------------------------------ constants
@@ -64,6 +65,10 @@ EVENT_EXTERNAL = 1
 GRAPH_WRAP_BORROW = 0
 GRAPH_WRAP_ADOPT = 1
 ARG_EXACT = 1
+ARG_USE_KERNEL = 0
+ARG_USE_MEMCPY_DST = 1
+ARG_USE_MEMCPY_SRC = 2
+ARG_USE_MEMSET = 3
 COND_RESET_ON_LAUNCH = 1
 COND_IF = 0
 COND_IF_ELSE = 1
@@ -105,6 +110,19 @@ class Binding(C.Structure):
     """gc_binding: argument ``index`` now at ``ptr`` (``bytes`` there, or 0)."""
 
     _fields_ = [("index", C.c_size_t), ("ptr", C.c_void_p), ("bytes", C.c_size_t)]
+
+
+class ArgUse(C.Structure):
+    """gc_arg_use: one use of an argument (Exec.arg_use_list())."""
+
+    _fields_ = [
+        ("node", C.c_size_t),
+        ("kind", C.c_uint32),
+        ("nested", C.c_uint32),
+        ("offset", C.c_size_t),
+        ("delta", C.c_uint64),
+        ("kernel", C.c_char * 64),
+    ]
 
 
 class DeviceInfo(C.Structure):
@@ -368,6 +386,7 @@ PROTOTYPES = {
     "gc_exec_launch": (_S, [_H, _H]),
     "gc_exec_launch_with": (_S, [_H, _H, _P(Binding), C.c_size_t]),
     "gc_exec_arg_info": (_S, [_H, C.c_size_t, _P(C.c_size_t)]),
+    "gc_exec_arg_uses": (_S, [_H, C.c_size_t, _P(ArgUse), C.c_size_t, _P(C.c_size_t)]),
     "gc_exec_update": (_S, [_H, _H]),
     "gc_exec_set_kernel_args": (_S, [_H, Node, _P(_D)]),
     "gc_exec_raw": (_S, [_H, _P(_D)]),

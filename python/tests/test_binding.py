@@ -46,7 +46,7 @@ STRUCTS = {
     "gc_exec_statistics": gc.ExecStatistics, "gc_binding": gc.Binding,
     "gc_runner_statistics": gc.RunnerStatistics, "gc_cond_handle": gc.CondHandle,
     "gc_cache_options": gc.CacheOptions, "gc_cache_statistics": gc.CacheStatistics,
-    "gc_cache_entry": gc.CacheEntry,
+    "gc_cache_entry": gc.CacheEntry, "gc_arg_use": gc.ArgUse,
 }
 HANDLES = {"gc_context", "gc_stream", "gc_pool", "gc_module", "gc_function", "gc_graph",
            "gc_exec", "gc_runner", "gc_event", "gc_cache"}

@@ -502,6 +502,11 @@ def test_graph_arguments(ctx, stream, pool):
         gc.op_scale(stream, y, x, N, 2.0)
     e = cap.graph.instantiate()
     assert e.arg_uses("x") == 1 and e.arg_uses("y") == 1
+    (ux,), (uy,) = e.arg_use_list("x"), e.arg_use_list(1)
+    for u in (ux, uy):
+        assert (u["node"], u["kind"], u["nested"], u["delta"]) == (0, "kernel", False, 0), u
+        assert "scale" in u["kernel"], u
+    assert ux["offset"] != uy["offset"] and {ux["offset"], uy["offset"]} <= {0, 8, 16}
     e.launch(stream, x=x2, y=y2)
     assert download(ctx, stream, y2, 3) == [0.0, 20.0, 40.0]
     assert download(ctx, stream, y, 3) == [0.0, 0.0, 0.0]

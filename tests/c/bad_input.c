@@ -2985,6 +2985,32 @@ static void args_functions(void) {
     }
     objects_work();
 
+    COVER(gc_exec_arg_uses);
+    {
+        gc_arg_use au[2];
+        size_t n_uses = 77;
+        BAD_HANDLE_ARG(K_EXEC, h, gc_exec_arg_uses(h, 0, au, 2, &n_uses), GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_STATUS(gc_exec_arg_uses(fx.exec, 0, au, 2, NULL), GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_ERROR_MENTIONS("count");
+        EXPECT_STATUS(gc_exec_arg_uses(fx.exec, 0, NULL, 2, &n_uses), GC_ERROR_INVALID_ARGUMENT);
+        EXPECT_ERROR_MENTIONS("uses");
+        CHECK(n_uses == 77);
+        if (fx.gpu) {
+            REFUSED("an exec without arguments",
+                    EXPECT_STATUS(gc_exec_arg_uses(fx.exec, 0, au, 2, &n_uses), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("an unknown index", EXPECT_STATUS(gc_exec_arg_uses(e, 1, au, 2, &n_uses), GC_ERROR_INVALID_ARGUMENT));
+            EXPECT_ERROR_MENTIONS("argument 1");
+            check_case = "sizing with capacity 0 and uses NULL";
+            EXPECT_OK(gc_exec_arg_uses(e, 0, NULL, 0, &n_uses));
+            CHECK(n_uses == 1);
+            check_case = "the fill kernel's pointer: node 0, offset 0";
+            EXPECT_OK(gc_exec_arg_uses(e, 0, au, 2, &n_uses));
+            CHECK(n_uses == 1 && au[0].node == 0 && au[0].kind == GC_ARG_USE_KERNEL && au[0].nested == 0);
+            CHECK(au[0].offset == 0 && au[0].delta == 0 && strstr(au[0].kernel, "fill") != NULL);
+        }
+    }
+    objects_work();
+
     COVER(gc_exec_launch_with);
     b.index = 0;
     b.ptr = fx.buf2;

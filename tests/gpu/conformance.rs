@@ -265,6 +265,11 @@ pub(crate) const TABLE: &[Sentence] = &[
         no_rows: "",
     },
     Sentence {
+        quote: "concurrently with gc_exec_launch_with of the same exec (both take the exec's argument lock)",
+        rows: &[row("gc_exec_arg_uses", "gc_exec_launch_with", "same exec", "exec_launches_at_once")],
+        no_rows: "",
+    },
+    Sentence {
         quote: "gc_exec_update and gc_exec_set_kernel_args must not race with a launch of the same exec",
         rows: &[],
         no_rows: PROHIBITION,
@@ -1182,6 +1187,18 @@ fn exec_launches_at_once() {
         "every launch counted once, in one whole binding"
     );
     assert!(gx[0] as usize >= bound_n);
+    // Listing the uses while bound launches run: the same one use each time.
+    let (e1, e2, s2c) = (e.clone(), e.clone(), s2.clone());
+    pair(
+        "gc_exec_arg_uses x gc_exec_launch_with (one exec)",
+        move |_| {
+            let uses = e1.arg_use_list(0).unwrap();
+            assert_eq!(uses.len(), 1, "{uses:?}");
+            assert_eq!(uses[0].node, 0);
+        },
+        move |_| e2.launch_with(&s2c, &[bind(x)]).unwrap(),
+    );
+    s2.synchronize().unwrap();
     drop((e, plain));
     for b in [ones, home, x, y] {
         p.free(b).unwrap();

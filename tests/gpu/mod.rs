@@ -6,6 +6,7 @@ mod args;
 mod cache;
 mod conformance;
 mod control;
+mod diagnostics;
 mod engine;
 mod faults;
 mod foundation;

@@ -562,19 +562,67 @@ pub(crate) mod flags {
     pub const USE_NODE_PRIORITY: u64 = 8;
 }
 
-/// Instantiates `g` with CUDA instantiate `flags`.
-pub(crate) fn instantiate(g: CUgraph, flags: u64) -> Result<CUgraphExec> {
+/// Why an instantiation failed, as CUDA tells
+/// (`cuGraphInstantiateWithParams`' result info): its reason, and the node
+/// it blames (NULL when it names none).
+pub(crate) struct InstantiateRefused {
+    pub reason: Option<&'static str>,
+    pub node: CUgraphNode,
+}
+
+/// CUDA's words for an instantiate result (`CUgraphInstantiateResult`);
+/// `None` for success or a value these bindings do not know.
+pub(crate) fn instantiate_reason(result: u32) -> Option<&'static str> {
+    Some(match result {
+        1 => "CUDA_GRAPH_INSTANTIATE_ERROR (an unexpected error; the call's result says more)",
+        2 => {
+            "CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE (the graph has a cycle, or a structure \
+              CUDA cannot instantiate)"
+        }
+        3 => {
+            "CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED (a node's operation is not \
+              supported in a graph of this kind, e.g. device-side launches or memory nodes \
+              mixed with operations that exclude them)"
+        }
+        4 => {
+            "CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED (the nodes belong to more \
+              than one context)"
+        }
+        5 => {
+            "CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED (a conditional handle is not \
+              used by any conditional node)"
+        }
+        _ => return None,
+    })
+}
+
+/// Instantiates `g` with CUDA instantiate `flags`
+/// (`cuGraphInstantiateWithParams`, whose result info names the node CUDA
+/// blames on failure).
+pub(crate) fn instantiate(
+    g: CUgraph,
+    flags: u64,
+) -> std::result::Result<CUgraphExec, (Error, InstantiateRefused)> {
     let mut e = std::ptr::null_mut();
-    check(
-        serialized(|| {
-            timed(Span::DriverInstantiate, || {
-                // SAFETY: writes one exec handle.
-                unsafe { sys::cuGraphInstantiateWithFlags(&mut e, g, flags) }
-            })
-        }),
-        "cuGraphInstantiateWithFlags",
-    )?;
-    Ok(e)
+    // SAFETY: a plain C struct filled by the driver.
+    let mut params: sys::CUDA_GRAPH_INSTANTIATE_PARAMS = unsafe { std::mem::zeroed() };
+    params.flags = flags;
+    let r = serialized(|| {
+        timed(Span::DriverInstantiate, || {
+            // SAFETY: writes one exec handle and the params' out fields.
+            unsafe { sys::cuGraphInstantiateWithParams(&mut e, g, &mut params) }
+        })
+    });
+    match check(r, "cuGraphInstantiateWithParams") {
+        Ok(()) => Ok(e),
+        Err(err) => Err((
+            err,
+            InstantiateRefused {
+                reason: instantiate_reason(params.result_out as u32),
+                node: params.hErrNode_out,
+            },
+        )),
+    }
 }
 
 /// Destroys an executable graph.

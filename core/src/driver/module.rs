@@ -284,3 +284,46 @@ pub(crate) unsafe fn launch(
         "cuLaunchKernel",
     )
 }
+
+/// `cuFuncGetName`, looked up at run time (drivers of CUDA 12.3 and later
+/// have it; the baseline bindings are CUDA 12.0).
+type FuncNameFn = unsafe extern "C" fn(*mut *const std::ffi::c_char, CUfunction) -> sys::CUresult;
+
+fn func_name_fn() -> Option<FuncNameFn> {
+    static F: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    let addr = *F.get_or_init(|| {
+        let mut pfn = std::ptr::null_mut();
+        // SAFETY: a plain C enum the driver overwrites.
+        let mut status: sys::CUdriverProcAddressQueryResult = unsafe { std::mem::zeroed() };
+        // SAFETY: a NUL-terminated name; writes one function pointer.
+        let r = unsafe {
+            sys::cuGetProcAddress_v2(c"cuFuncGetName".as_ptr(), &mut pfn, 12030, 0, &mut status)
+        };
+        (r == sys::CUresult::CUDA_SUCCESS && !pfn.is_null()).then_some(pfn as usize)
+    });
+    // SAFETY: the driver's address of cuFuncGetName, whose C signature is
+    // `FuncNameFn`.
+    addr.map(|a| unsafe { std::mem::transmute::<usize, FuncNameFn>(a) })
+}
+
+/// The (mangled) name of kernel `f` as its module has it; `None` when the
+/// driver cannot tell (older than CUDA 12.3, or no driver).
+pub(crate) fn func_name(f: CUfunction) -> Option<String> {
+    if f.is_null() {
+        return None;
+    }
+    let get = func_name_fn()?;
+    let mut name = std::ptr::null();
+    // SAFETY: a live function (the caller's); writes one pointer to a
+    // NUL-terminated string the driver owns.
+    let r = unsafe { get(&mut name, f) };
+    if r != sys::CUresult::CUDA_SUCCESS || name.is_null() {
+        return None;
+    }
+    // SAFETY: the driver's NUL-terminated string, copied at once.
+    Some(
+        unsafe { std::ffi::CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned(),
+    )
+}

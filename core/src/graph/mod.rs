@@ -1005,9 +1005,10 @@ fn allowed_in_body(k: &NodeKind) -> bool {
 }
 
 /// Describes a node CUDA reports; a kernel of `launched` is named after its
-/// function, another after its built-in kernel or its address. Runs inside
-/// [`dg::read_node_with`] (the parameter values are the driver's copy):
-/// no CUDA call here.
+/// function, another after its built-in kernel, else by the name the driver
+/// gives (`cuFuncGetName`, CUDA 12.3) or its address. Runs inside
+/// [`dg::read_node_with`] (the parameter values are the driver's copy): no
+/// CUDA call here on a graph (only `cuFuncGetName`, on a function).
 fn describe(ctx: &Context, raw: RawNode, launched: &HashMap<CUfunction, &Function>) -> NodeKind {
     match raw {
         RawNode::Kernel(p) => {
@@ -1016,8 +1017,14 @@ fn describe(ctx: &Context, raw: RawNode, launched: &HashMap<CUfunction, &Functio
             NodeKind::Kernel {
                 name: match f {
                     Some(f) => f.shared_name(),
-                    None => builtin
-                        .map_or_else(|| format!("kernel@{:p}", p.func).into(), |k| k.name.into()),
+                    None => builtin.map_or_else(
+                        || {
+                            crate::driver::module::func_name(p.func)
+                                .unwrap_or_else(|| format!("kernel@{:p}", p.func))
+                                .into()
+                        },
+                        |k| k.name.into(),
+                    ),
                 },
                 grid: p.grid,
                 block: p.block,
