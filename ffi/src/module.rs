@@ -26,7 +26,10 @@ pub struct gc_module;
 ///
 /// Ownership: the caller destroys the handle with gc_function_destroy.
 /// Graphs with a node of the function keep it (and its module) loaded, so
-/// the handle may go first. A wrapped CUfunction stays the caller's: keep
+/// the handle may go first: nodes added with gc_graph_add_kernel, and
+/// launches with gc_launch on a stream capturing through graphcore (a
+/// launch on another stream joined to the capture is not seen: keep the
+/// function until the graph's execs are gone). A wrapped CUfunction stays the caller's: keep
 /// its module loaded while graphcore uses it.
 ///
 /// Thread safety: a function may be launched and added to graphs from many
