@@ -29,8 +29,8 @@ pub struct gc_module;
 /// the handle may go first: nodes added with gc_graph_add_kernel, and
 /// launches with gc_launch on a stream capturing through graphcore (a
 /// launch on another stream joined to the capture is not seen: keep the
-/// function until the graph's execs are gone). A wrapped CUfunction stays the caller's: keep
-/// its module loaded while graphcore uses it.
+/// function until the graph's execs are gone). A wrapped CUfunction stays
+/// the caller's: keep its module loaded while graphcore uses it.
 ///
 /// Thread safety: a function may be launched and added to graphs from many
 /// threads at once; gc_function_destroy must not race with other calls on
