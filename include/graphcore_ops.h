@@ -348,6 +348,40 @@ enum gc_status gc_op_linear(struct gc_stream *stream,
                             int flags);
 
 /**
+ * gc_op_linear with its row count in device memory, for exact-size
+ * requests: the kernel reads `m = *rows` (a uint32_t) when it runs, so one
+ * launch, captured once for a bucket of max_rows rows, serves any
+ * 1 <= m <= max_rows with x and y of exactly m rows (x m x k, y m x n:
+ * x is read and y written below row m only; no padding). A count above
+ * max_rows is clamped to max_rows (the rows of the bucket are computed;
+ * nothing past them is read or written); a count of 0 computes nothing.
+ * Always the small-batch kernel with the tiles gc_op_linear's small-batch
+ * path picks for max_rows rows: the first m rows of y are bitwise what
+ * that launch of max_rows rows gives them (each within float rounding of
+ * float64). flags: GC_LINEAR_RELU (GC_LINEAR_TF32 and other bits are
+ * refused). Every max_rows * k, n * k and max_rows * n must be below 2^32.
+ * Pointers: y, x, w, b and rows are device memory of the stream's context
+ * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+ * 4-byte aligned; y and x are checked for max_rows rows when this is
+ * called (the bucket's buffers); rows may be written by a kernel before
+ * this one on the stream, or bound as a graph argument.
+ * In place: not allowed; y must not overlap x, w, b or rows.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (rows NULL, max_rows 0 or
+ * more than 256, a matrix of 2^32 elements or more, y overlapping an
+ * input, an unknown or refused flag).
+ */
+enum gc_status gc_op_linear_rows(struct gc_stream *stream,
+                                 float *y,
+                                 const float *x,
+                                 const float *w,
+                                 const float *b,
+                                 const uint32_t *rows,
+                                 uint32_t max_rows,
+                                 uint32_t n,
+                                 uint32_t k,
+                                 int flags);
+
+/**
  * Input gradient of linear: dx = dy * W (dy m x n, W n x k, dx m x k,
  * row-major; every product of two of m, n, k below 2^32). m <= 64 takes
  * the small-batch path (except from 32 rows with n * k >= 2^24), larger m
@@ -858,6 +892,12 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
  *     deterministic fixed-order reduction (warp shuffles, then shared memory).
  *     Launch: block 256, grid (ceil(n / 2^(LC+LGC)), ceil(m / 2^(LR+LGR))), no
  *     dynamic shared memory. y must not overlap x, w or b.
+ * gc_linear_small_rows_f32(float *y, float *x, float *w, float *b, uint32_t *rows, uint32_t max_m, uint32_t n, uint32_t k, uint32_t flags, uint32_t config)
+ *     gc_linear_small_f32 with m = min(*rows, max_m), read from device memory
+ *     (a u32) when the kernel runs: a count above max_m is clamped to max_m.
+ *     Grid and config as gc_linear_small_f32's for max_m rows; the first m
+ *     rows of y are bitwise that launch's; x is read and y written below row m
+ *     only. rows must not overlap y.
  * gc_gemm_f32(float *c, float *a, float *b, float *bias, uint32_t m, uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, uint32_t flags, float alpha, float beta, uint32_t tile)
  *     Tiled GEMM: C = act(alpha * op(A) . op(B) + beta * C + bias[col]), C m x
  *     n (ldc), op(A) m x k: a[i * lda + r], or a[r * lda + i] with flags bit 0

@@ -464,6 +464,34 @@ extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
     gc_linear_small_any(out, x, w, b, m, n, k, flags, config);
 }
 
+// gc_linear_small_rows_f32(y, x, w, b, rows, max_m, n, k, flags, config):
+// gc_linear_small_f32 with its row count read from device memory when the
+// kernel runs (after GC_PDL_WAIT, so a kernel before it may write it):
+// m = min(*rows, max_m) (a count above max_m is clamped: the launch and its
+// buffers are sized for max_m rows; nothing past row max_m - 1 is read or
+// written), so one captured launch serves every m <= max_m. The grid and
+// config are those of gc_linear_small_f32 for max_m rows; blocks whose rows
+// all lie past m return at once. Each output is the same sum in the same
+// order as that launch's (a row's outputs do not depend on the other rows),
+// so the first m rows of y are bitwise what gc_linear_small_f32 gives for
+// max_m rows; x is read only below row m and y written only below row m.
+extern "C" __global__ void __launch_bounds__(GC_SMALL_THREADS, 2)
+    gc_linear_small_rows_f32(float *y, const float *x, const float *w, const float *b, const u32 *rows, u32 max_m,
+                             u32 n, u32 k, u32 flags, u32 config) {
+    const u32 cols = 1u << ((config >> 2) & 3u) << ((config >> 6) & 3u), j0 = blockIdx.x * cols;
+    if (!(flags & GC_LIN_W_KN) && blockIdx.y == 0 && j0 < n && (u64)n * k <= GC_PREFETCH_MAX_FLOATS)
+        gc_prefetch_l2(w + (u64)j0 * k, (u64)(n - j0 < cols ? n - j0 : cols) * k * sizeof(float));
+    GC_PDL_WAIT();
+    u32 m = *rows;
+    if (m > max_m) m = max_m;
+    const u32 block_rows = 1u << (config & 3u) << ((config >> 4) & 3u);
+    if (m == 0 || n == 0 || k == 0 || ((config >> 4) & 3u) + ((config >> 6) & 3u) > 3 || config >> 8 != 0 ||
+        (u64)blockIdx.y * block_rows >= m)
+        return;
+    GcStore out{y, n};
+    gc_linear_small_any(out, x, w, b, m, n, k, flags, config);
+}
+
 // ===========================================================================
 // gc_linear_mse_f32(grad, pred, partials, x, w, b, target, m, n, k, config,
 //                   grad_scale)

@@ -428,6 +428,32 @@ static void check_linear_small() {
                 CHECK(ok && std::isnan(y.p[m * n]),
                       "linear_small m=%u n=%u k=%u kn=%d off=%u cfg=%u/%u/%u/%u relu=%d bias=%d at (%u,%u): %g vs %g", m, n,
                       k, kn, off, cfg.lr, cfg.lc, cfg.lgr, cfg.lgc, relu, bias, bi, bj, ok ? 0.f : y[bi * n + bj], want);
+                if (kn) continue;
+                // gc_linear_small_rows_f32: the row count read from memory. Launched for a
+                // bucket of max_m >= m rows with *rows = m and x, y of exactly m rows: y
+                // bitwise the m-row launch's, nothing stored past row m - 1; then *rows
+                // above max_m = m is clamped to m.
+                for (unsigned extra : {0u, 1u + trial % 40u}) {
+                    const unsigned max_m = m + extra;
+                    Buf y2(m * n, off);
+                    u32 rows = m;
+                    emu::launch(gc_linear_small_rows_f32,
+                                uint3{(n + cfg.bn() - 1) / cfg.bn(), (max_m + cfg.bm() - 1) / cfg.bm(), 1}, g1(256),
+                                y2.p, (const float *)x.p, (const float *)w.p, (const float *)(bias ? b.p : nullptr),
+                                (const u32 *)&rows, max_m, n, k, flags, cfg.packed());
+                    bool same = std::isnan(y2.p[m * n]);
+                    for (size_t i = 0; i < size_t(m) * n; ++i) same &= same_bits(y2[i], y[i]);
+                    CHECK(same, "linear_small_rows m=%u max_m=%u n=%u k=%u cfg=%u/%u/%u/%u", m, max_m, n, k, cfg.lr,
+                          cfg.lc, cfg.lgr, cfg.lgc);
+                }
+                Buf y3(m * n, off);
+                const u32 too_many = m + 1000;
+                emu::launch(gc_linear_small_rows_f32, uint3{(n + cfg.bn() - 1) / cfg.bn(), (m + cfg.bm() - 1) / cfg.bm(), 1},
+                            g1(256), y3.p, (const float *)x.p, (const float *)w.p,
+                            (const float *)(bias ? b.p : nullptr), &too_many, m, n, k, flags, cfg.packed());
+                bool clamped = std::isnan(y3.p[m * n]);
+                for (size_t i = 0; i < size_t(m) * n; ++i) clamped &= same_bits(y3[i], y[i]);
+                CHECK(clamped, "linear_small_rows clamps *rows %u to max_m %u (n=%u k=%u)", too_many, m, n, k);
             }
 }
 

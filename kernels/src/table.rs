@@ -458,6 +458,13 @@ loads when k % 4 == 0 and x, w are 16-byte aligned (k x n layout: also n % 4 == 
 otherwise; deterministic fixed-order reduction (warp shuffles, then shared memory). Launch: \
 block 256, grid (ceil(n / 2^(LC+LGC)), ceil(m / 2^(LR+LGR))), no dynamic shared memory. \
 y must not overlap x, w or b.";
+    LinearSmallRows = gc_linear_small_rows_f32 in LINEAR (
+        y: Ptr, x: Ptr, w: Ptr, b: Ptr, rows: Ptr, max_m: U32, n: U32, k: U32, flags: U32, config: U32,
+    ),
+        doc: "gc_linear_small_f32 with m = min(*rows, max_m), read from device memory (a u32) when the \
+kernel runs: a count above max_m is clamped to max_m. Grid and config as gc_linear_small_f32's for \
+max_m rows; the first m rows of y are bitwise that launch's; x is read and y written below row m \
+only. rows must not overlap y.";
     Gemm = gc_gemm_f32 in LINEAR (
         c: Ptr, a: Ptr, b: Ptr, bias: Ptr, m: U32, n: U32, k: U32,
         lda: U32, ldb: U32, ldc: U32, flags: U32, alpha: F32, beta: F32, tile: U32,

@@ -57,6 +57,7 @@ _OP_PARAMS = {
     "gc_op_sgd": "w g n lr",
     "gc_op_bias_add": "y x b rows cols",
     "gc_op_linear": "y x w b m n k flags",
+    "gc_op_linear_rows": "y x w b rows max_rows n k flags",
     "gc_op_linear_backward_input": "dx dy w m n k",
     "gc_op_linear_backward_weight": "dw dy x m n k",
     "gc_op_linear_weight_sgd": "w dy x m n k lr",
@@ -71,8 +72,8 @@ _OP_PARAMS = {
 # declarations.
 _OP_PARAMS.update((_cname, _params) for _cname, _params, _kinds in MAP_OPS)
 # Pointer parameters that may be None (NULL).
-_NULLABLE = {("gc_op_linear", "b"), ("gc_op_mse", "grad"), ("gc_op_linear_mse_step", "b"),
-             ("gc_op_mlp2_mse_step", "b1"), ("gc_op_mlp2_mse_step", "b2")}
+_NULLABLE = {("gc_op_linear", "b"), ("gc_op_linear_rows", "b"), ("gc_op_mse", "grad"),
+             ("gc_op_linear_mse_step", "b"), ("gc_op_mlp2_mse_step", "b1"), ("gc_op_mlp2_mse_step", "b2")}
 
 
 def _make_op(cname):
@@ -97,6 +98,8 @@ def _make_op(cname):
             v = values[name]
             if t is _D:
                 converted.append(_addr(v, pyname, name, nullable=(cname, name) in _NULLABLE))
+            elif t is C.POINTER(C.c_uint32):
+                converted.append(_u32p(v, pyname, name, nullable=(cname, name) in _NULLABLE))
             elif t is C.c_float:
                 converted.append(_float(v, pyname, name))
             elif t is C.c_int:

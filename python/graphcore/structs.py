@@ -421,6 +421,7 @@ PROTOTYPES = {
     "gc_op_sgd": (_S, [_H, _D, _D, C.c_uint64, C.c_float]),
     "gc_op_bias_add": (_S, [_H, _D, _D, _D, C.c_uint32, C.c_uint32]),
     "gc_op_linear": (_S, [_H, _D, _D, _D, _D, C.c_uint32, C.c_uint32, C.c_uint32, C.c_int]),
+    "gc_op_linear_rows": (_S, [_H, _D, _D, _D, _D, _P(C.c_uint32), C.c_uint32, C.c_uint32, C.c_uint32, C.c_int]),
     "gc_op_linear_backward_input": (_S, [_H, _D, _D, _D, C.c_uint32, C.c_uint32, C.c_uint32]),
     "gc_op_linear_backward_weight": (_S, [_H, _D, _D, _D, C.c_uint32, C.c_uint32, C.c_uint32]),
     "gc_op_linear_weight_sgd": (

@@ -168,3 +168,14 @@ def test_op_mse_reduction_checks_its_reduction():
         with pytest.raises(gc.InvalidHandleError):
             gc.op_mse_reduction(s, 0x100, None, 0x200, 0x300, 4, reduction, 0x400, 64)
     assert (gc.REDUCTION_SUM, gc.REDUCTION_MEAN) == (0, 1)
+
+
+def test_op_linear_rows_binding():
+    s = gc.Stream._adopt(BOGUS, None, owns=False)
+    with pytest.raises(TypeError, match="missing flags"):
+        gc.op_linear_rows(s, 0x100, 0x200, 0x300, None, 0x400, 4, 8, 8)
+    with pytest.raises(gc.InvalidArgumentError, match="rows is None"):
+        gc.op_linear_rows(s, 0x100, 0x200, 0x300, None, None, 4, 8, 8, 0)
+    # b may be None; well-formed arguments reach the library, which checks the handle.
+    with pytest.raises(gc.InvalidHandleError):
+        gc.op_linear_rows(s, 0x100, 0x200, 0x300, None, 0x400, 4, 8, 8, gc.LINEAR_RELU)

@@ -2448,6 +2448,39 @@ static void ops_functions(void) {
         REFUSED("unknown flag", EXPECT_STATUS(gc_op_linear(st, fx.buf, fx.buf2, fx.buf2, NULL, 2, 2, 2, 4), GC_ERROR_INVALID_ARGUMENT));
     }
     objects_work();
+    COVER(gc_op_linear_rows);
+    {
+        const uint32_t *rows = (const uint32_t *)((char *)fx.buf2 + 2048);
+        BAD_HANDLE_ARG(K_STREAM, st, gc_op_linear_rows(st, fx.buf, fx.buf2, fx.buf2, NULL, rows, 2, 2, 2, 0),
+                       GC_ERROR_INVALID_ARGUMENT);
+        if (fx.gpu) {
+            REFUSED("rows NULL", EXPECT_STATUS(gc_op_linear_rows(st, fx.buf, fx.buf2, fx.buf2, NULL, NULL, 2, 2, 2, 0),
+                                               GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("max_rows 0", EXPECT_STATUS(gc_op_linear_rows(st, fx.buf, fx.buf2, fx.buf2, NULL, rows, 0, 2, 2, 0),
+                                                GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("max_rows 257", {
+                EXPECT_STATUS(gc_op_linear_rows(st, fx.buf, fx.buf2, fx.buf2, NULL, rows, 257, 2, 2, 0),
+                              GC_ERROR_INVALID_ARGUMENT);
+                EXPECT_ERROR_MENTIONS("max_rows");
+            });
+            REFUSED("rows misaligned",
+                    EXPECT_STATUS(gc_op_linear_rows(st, fx.buf, fx.buf2, fx.buf2, NULL,
+                                                    (const uint32_t *)((char *)fx.buf2 + 2049), 2, 2, 2, 0),
+                                  GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("y overlaps rows",
+                    EXPECT_STATUS(gc_op_linear_rows(st, fx.buf, fx.buf2, fx.buf2, NULL, (const uint32_t *)fx.buf, 2, 2, 2,
+                                                    0),
+                                  GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("y NULL", EXPECT_STATUS(gc_op_linear_rows(st, NULL, fx.buf2, fx.buf2, NULL, rows, 2, 2, 2, 0),
+                                            GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("TF32 refused", EXPECT_STATUS(gc_op_linear_rows(st, fx.buf, fx.buf2, fx.buf2, NULL, rows, 2, 2, 2,
+                                                                    GC_LINEAR_TF32),
+                                                  GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("unknown flag", EXPECT_STATUS(gc_op_linear_rows(st, fx.buf, fx.buf2, fx.buf2, NULL, rows, 2, 2, 2, 4),
+                                                  GC_ERROR_INVALID_ARGUMENT));
+        }
+    }
+    objects_work();
     COVER(gc_op_linear_backward_input);
     LINEAR_CASES(gc_op_linear_backward_input);
     objects_work();

@@ -482,6 +482,82 @@ fn linear_forward_matches_float64_on_every_shape() {
     }
 }
 
+/// ops::linear_rows (gc_op_linear_rows): one launch captured for a bucket
+/// of 64 rows serves every row count written to device memory before a
+/// replay: the first m rows bitwise the 64-row gc_op_linear launch's, the
+/// rows past m untouched, and a count above the bucket clamped to it.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn linear_rows_reads_its_row_count_at_replay_and_clamps_past_the_bucket() {
+    let d = Dev::new();
+    let seed = seed();
+    let (max_m, n, k) = (64usize, 256usize, 1024usize);
+    let x = random(seed ^ 11, max_m * k);
+    let w: Vec<f32> = random(seed ^ 12, n * k)
+        .iter()
+        .map(|v| v / (k as f32).sqrt())
+        .collect();
+    let b = random(seed ^ 13, n);
+    let (xb, wb, bb) = (d.put(&x, false), d.put(&w, false), d.put(&b, false));
+    let full = d.poisoned(max_m * n, false);
+    d.run(ops::linear(
+        full,
+        xb,
+        wb,
+        bb,
+        max_m as u32,
+        n as u32,
+        k as u32,
+        true,
+        d.sms,
+        false,
+    ));
+    let want = d.get(full, max_m * n);
+    assert!(
+        rel_err(&want, &linear_ref(&x, &w, &b, max_m, n, k, true)) <= 1e-5,
+        "seed {seed}"
+    );
+    let rows = d.buf(1);
+    let y = d.buf(max_m * n);
+    graphcore_core::begin_capture(&d.s, None, CaptureMode::ThreadLocal).unwrap();
+    d.run(ops::linear_rows(
+        y,
+        xb,
+        wb,
+        bb,
+        rows,
+        max_m as u32,
+        n as u32,
+        k as u32,
+        true,
+        d.sms,
+    ));
+    let g = graphcore_core::end_capture(&d.s).unwrap();
+    let e = Exec::new(&g, 0).unwrap();
+    for m in [1usize, 3, 17, 63, 64, 65, 1000, u32::MAX as usize] {
+        upload(&d.s, rows, &[f32::from_bits(m as u32)]);
+        // SAFETY: y is a live allocation of this test of max_m * n floats.
+        unsafe { graphcore_core::set_async(&d.s, y, 0xff, max_m * n * 4) }.unwrap();
+        e.launch(&d.s).unwrap();
+        let got = d.get(y, max_m * n);
+        let done = m.min(max_m) * n;
+        assert!(
+            got[..done]
+                .iter()
+                .zip(&want[..done])
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "m={m}: the first rows differ from the 64-row launch (seed {seed})"
+        );
+        assert!(
+            got[done..].iter().all(|v| v.to_bits() == u32::MAX),
+            "m={m}: a row past m was written"
+        );
+    }
+    for buf in [xb, wb, bb, full, rows, y] {
+        d.p.free(buf).unwrap();
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn backward_and_update_kernels_match_float64() {

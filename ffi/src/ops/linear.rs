@@ -81,6 +81,63 @@ pub extern "C" fn gc_op_linear(
     })
 }
 
+/// gc_op_linear with its row count in device memory, for exact-size
+/// requests: the kernel reads `m = *rows` (a uint32_t) when it runs, so one
+/// launch, captured once for a bucket of max_rows rows, serves any
+/// 1 <= m <= max_rows with x and y of exactly m rows (x m x k, y m x n:
+/// x is read and y written below row m only; no padding). A count above
+/// max_rows is clamped to max_rows (the rows of the bucket are computed;
+/// nothing past them is read or written); a count of 0 computes nothing.
+/// Always the small-batch kernel with the tiles gc_op_linear's small-batch
+/// path picks for max_rows rows: the first m rows of y are bitwise what
+/// that launch of max_rows rows gives them (each within float rounding of
+/// float64). flags: GC_LINEAR_RELU (GC_LINEAR_TF32 and other bits are
+/// refused). Every max_rows * k, n * k and max_rows * n must be below 2^32.
+/// Pointers: y, x, w, b and rows are device memory of the stream's context
+/// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
+/// 4-byte aligned; y and x are checked for max_rows rows when this is
+/// called (the bucket's buffers); rows may be written by a kernel before
+/// this one on the stream, or bound as a graph argument.
+/// In place: not allowed; y must not overlap x, w, b or rows.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (rows NULL, max_rows 0 or
+/// more than 256, a matrix of 2^32 elements or more, y overlapping an
+/// input, an unknown or refused flag).
+#[no_mangle]
+pub extern "C" fn gc_op_linear_rows(
+    stream: *mut gc_stream,
+    y: *mut f32,
+    x: *const f32,
+    w: *const f32,
+    b: *const f32,
+    rows: *const u32,
+    max_rows: u32,
+    n: u32,
+    k: u32,
+    flags: c_int,
+) -> gc_status {
+    op!(stream, |sms| {
+        let f = flags as u32;
+        if f & !GC_LINEAR_RELU != 0 {
+            return Err(Error::invalid_argument(format!(
+                "unknown or refused flags {f:#x} (GC_LINEAR_RELU is the only flag; GC_LINEAR_TF32 is not taken here)"
+            )));
+        }
+        ops::linear_rows(
+            p(y),
+            p(x),
+            p(w),
+            p(b),
+            p(rows),
+            max_rows,
+            n,
+            k,
+            f & GC_LINEAR_RELU != 0,
+            sms,
+        )
+        .map_err(Error::from)
+    })
+}
+
 /// Input gradient of linear: dx = dy * W (dy m x n, W n x k, dx m x k,
 /// row-major; every product of two of m, n, k below 2^32). m <= 64 takes
 /// the small-batch path (except from 32 rows with n * k >= 2^24), larger m

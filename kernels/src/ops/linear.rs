@@ -574,6 +574,67 @@ pub fn linear(
     Ok(small_call(y, x, w, b, m, n, k, relu, false, sms))
 }
 
+/// [`linear`] with its row count in device memory: `rows` is the address
+/// of a `u32` the kernel reads when it runs (`gc_linear_small_rows_f32`),
+/// and `m = min(*rows, max_m)` rows are computed (a count above `max_m` is
+/// clamped), so one launch, captured once, serves any row count up to
+/// `max_m` (a bucket) with x and y of exactly that many rows. Always the
+/// small-batch kernel, with the grid and config [`linear`]'s small-batch
+/// path has for `max_m` rows: the first m rows of y are bitwise that
+/// launch's. `max_m` at most [`SMALL_BATCH_MAX_M`]; x and y are checked
+/// for `max_m` rows (the bucket's buffers).
+#[allow(clippy::too_many_arguments)]
+pub fn linear_rows(
+    y: u64,
+    x: u64,
+    w: u64,
+    b: u64,
+    rows: u64,
+    max_m: u32,
+    n: u32,
+    k: u32,
+    relu: bool,
+    sms: u32,
+) -> Result<Call, SizeError> {
+    positive_sms(sms)?;
+    linear_sizes(max_m, n, k)?;
+    if max_m > SMALL_BATCH_MAX_M {
+        return Err(SizeError::TooLarge {
+            arg: "max_rows",
+            value: max_m as u64,
+            max: SMALL_BATCH_MAX_M as u64,
+        });
+    }
+    let yr = buf("y", y, max_m as u64 * n as u64 * F32)?;
+    let xr = buf("x", x, max_m as u64 * k as u64 * F32)?;
+    let wr = buf("w", w, n as u64 * k as u64 * F32)?;
+    let br = opt_buf("b", b, n as u64 * F32)?;
+    let rr = buf("rows", rows, 4)?;
+    for input in [xr, wr, br, rr] {
+        apart(yr, input, false)?;
+    }
+    // small_call's choice for max_m rows (n x k layout).
+    let config = small_config(max_m, n, k, sms, false);
+    let [gx, gy] = config.grid(max_m, n);
+    Ok(Call::new(
+        args::LinearSmallRows {
+            y,
+            x,
+            w,
+            b,
+            rows,
+            max_m,
+            n,
+            k,
+            flags: relu as u32,
+            config: config.packed(),
+        },
+        [gx, gy, 1],
+        [256, 1, 1],
+        0,
+    ))
+}
+
 /// The GEMM of a linear layer's forward pass (see [`linear`]).
 #[allow(clippy::too_many_arguments)]
 fn linear_gemm(y: u64, x: u64, w: u64, b: u64, m: u32, n: u32, k: u32, relu: bool) -> Gemm {
@@ -1422,5 +1483,44 @@ mod tests {
             SMS
         )
         .is_ok());
+    }
+
+    #[test]
+    fn linear_rows_is_the_small_batch_launch_of_max_rows_with_a_device_count() {
+        const R: u64 = 0x9000_0000;
+        for (max_m, n, k) in [
+            (1u32, 10u32, 1024u32),
+            (4, 512, 1024),
+            (64, 4096, 4096),
+            (256, 1024, 256),
+        ] {
+            let call = linear_rows(A, B, C, D, R, max_m, n, k, true, SMS).unwrap();
+            assert_eq!(call.kernel, Kernel::LinearSmallRows);
+            // The small-batch launch gc_op_linear would make for max_m rows.
+            let small = small_call(A, B, C, D, max_m, n, k, true, false, SMS);
+            assert_eq!((call.grid, call.block), (small.grid, small.block));
+            let (a, s) = (call.args(), small.args());
+            assert_eq!(&a[..4], &s[..4]);
+            assert_eq!(a[4], Value::Ptr(R));
+            assert_eq!(&a[5..], &s[4..], "max_m, n, k, flags, config");
+        }
+        err(
+            linear_rows(A, B, C, D, R, 257, 8, 8, false, SMS),
+            "max_rows",
+        );
+        err(
+            linear_rows(A, B, C, D, 0, 4, 8, 8, false, SMS),
+            "rows is a null",
+        );
+        err(linear_rows(A, B, C, D, R + 1, 4, 8, 8, false, SMS), "rows");
+        err(
+            linear_rows(A, B, C, D, A + 4, 4, 8, 8, false, SMS),
+            "overlap",
+        );
+        err(
+            linear_rows(A, B, C, D, R, 0, 8, 8, false, SMS),
+            "m must be > 0",
+        );
+        assert!(linear_rows(A, B, C, 0, R, 4, 8, 8, false, SMS).is_ok());
     }
 }

@@ -45,8 +45,8 @@ pub use elementwise::{
 };
 pub use grid::BLOCK;
 pub use linear::{
-    gemm, linear, linear_backward_input, linear_backward_weight, linear_tf32, linear_weight_sgd,
-    small_batch, Gemm, SMALL_BACKWARD_MAX_M, SMALL_BATCH_MAX_M,
+    gemm, linear, linear_backward_input, linear_backward_weight, linear_rows, linear_tf32,
+    linear_weight_sgd, small_batch, Gemm, SMALL_BACKWARD_MAX_M, SMALL_BATCH_MAX_M,
 };
 pub use linear_step::{linear_mse_step, linear_mse_step_workspace_bytes, LinearMseStep};
 pub use mlp::{
