@@ -28,6 +28,7 @@ def block_headline():
     ex = exports()
     check = (RESULTS / "h100" / "gpu_check.txt").read_text()
     date = re.search(r"\d{4}-\d{2}-\d{2}", check.splitlines()[0]).group(0)
+    library = re.search(r"the library of (\w+)", check.splitlines()[0]).group(1)
     sums = re.findall(r"^gpu-check: (\d+) passed, (\d+) failed", check, re.M)
     passed, failed = (sum(int(x[i]) for x in sums) for i in (0, 1))
     lines = [
@@ -46,8 +47,8 @@ def block_headline():
         f"{min(lengths)}-{max(lengths)} nodes, handles checked "
         "([what the contract costs](docs/results.md#on-the-h100)).",
         f"- **Checked**: {n0(counts['bad_input_checks_no_driver'])} bad-input checks over "
-        f"{len(ex & covered())} of {len(ex)} exports, 0 failed; on the GPU ({date}) {passed} of "
-        f"{passed + failed} steps of `stage/run.sh` passed, sanitizers included "
-        "([reliability](docs/reliability.md)).",
+        f"{len(ex & covered())} of {len(ex)} exports, 0 failed; on the GPU ({date}, library "
+        f"{library}) {passed} of {passed + failed} steps of `stage/run.sh` passed, sanitizers "
+        "included; later changes: [open findings](docs/limits.md#open-findings).",
     ]
     return "\n".join(lines)
