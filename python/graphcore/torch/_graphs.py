@@ -38,17 +38,22 @@ class BucketStats:
     captured before it); ``capture_s`` (warm-up, capture, wrap and
     instantiate, seconds); ``mode`` ("bind": requests of the bucket's rows
     are bound, no copy; "copy": a binding could not be verified, every
-    request is copied into the static input); ``arg_uses`` (uses graphcore
-    found of each input in the graph); ``calls`` and ``padded_calls``
-    (calls served, and those copied into the static input)."""
+    request is copied into the static input); ``reason`` (why a bucket
+    copies: an output that is a view of an input, an input a copy node of
+    the graph reads or writes, a binding the check or CUDA refused; None
+    when it binds); ``arg_uses`` (uses graphcore found of each input in the
+    graph); ``calls`` and ``padded_calls`` (calls served, and those copied
+    into the static input)."""
 
-    __slots__ = ("rows", "pool_bytes", "capture_s", "mode", "arg_uses", "calls", "padded_calls")
+    __slots__ = ("rows", "pool_bytes", "capture_s", "mode", "reason", "arg_uses", "calls",
+                 "padded_calls")
 
     def __init__(self, rows):
         self.rows = rows
         self.pool_bytes = 0
         self.capture_s = 0.0
         self.mode = "bind"
+        self.reason = None
         self.arg_uses = []
         self.calls = 0
         self.padded_calls = 0
@@ -58,6 +63,28 @@ class BucketStats:
 
     def __repr__(self):
         return "BucketStats(%s)" % ", ".join("%s=%r" % kv for kv in self.as_dict().items())
+
+
+_COPY_KINDS = ("memcpy_src", "memcpy_dst")
+
+
+def _copy_node_inputs(exec_, names):
+    """The inputs (names) that are an endpoint of a copy node of the graph
+    (gc_exec_arg_uses). CUDA refuses to rebind a copy node's endpoint from
+    memory of one kind to another (graphcore's pool to cudaMalloc memory,
+    which a caller's tensor from PyTorch's caching allocator is), and
+    graphcore refuses such a binding up front: such a bucket copies its
+    requests in. [] where the library cannot list uses (a launch refused
+    later switches the bucket to copying then)."""
+    out = []
+    for n in names:
+        try:
+            uses = exec_.arg_use_list(n)
+        except (AttributeError, _errors.NotSupportedError):  # an older library
+            return []
+        if any(u["kind"] in _COPY_KINDS for u in uses):
+            out.append(n)
+    return out
 
 
 def _where(kind):
@@ -207,6 +234,13 @@ class _Bucket:
         self.stats = BucketStats(rows)
         self.copy_mode = False
 
+    def copy_requests(self, reason):
+        """From now on every request of this bucket is copied into its
+        static inputs (bound to the graph), for ``reason``."""
+        self.copy_mode = True
+        self.stats.mode = "copy"
+        self.stats.reason = reason
+
     def close(self):
         for h in (self.exec_, self.graph):
             if h is not None:
@@ -340,8 +374,7 @@ class _Family:
             if any(o.untyped_storage().data_ptr() in inputs_at for o in b.outputs):
                 # An output is (a view of) an input: it must hold the
                 # request, so every request is copied in.
-                b.copy_mode = True
-                b.stats.mode = "copy"
+                b.copy_requests("an output is a view of an input")
             raw = b.tgraph.raw_cuda_graph()
             b.graph = _objects.Graph.wrap(self.ctx, raw)  # borrowed: b.tgraph keeps it
             for name, s in zip(self.names, b.static):
@@ -349,6 +382,13 @@ class _Family:
             b.exec_ = b.graph.instantiate(INSTANTIATE_UPLOAD)
             b.bind_static = dict(zip(self.names, b.static))
             b.stats.arg_uses = [b.exec_.arg_uses(n) for n in self.names]
+            copied = _copy_node_inputs(b.exec_, self.names)
+            if copied and not b.copy_mode:
+                b.copy_requests(
+                    "%s %s an endpoint of a copy node (a .clone(), a .copy_(), a "
+                    "torch.cat PyTorch did with cudaMemcpyAsync): CUDA cannot rebind a copy "
+                    "node from pool memory to PyTorch's own (cudaMalloc) memory"
+                    % (", ".join(copied), "is" if len(copied) == 1 else "are"))
         b.stats.pool_bytes = self.pool.stats().allocated_bytes - before
         b.stats.capture_s = time.perf_counter() - t0
         return b
@@ -437,8 +477,10 @@ class _Family:
             r = x.shape[0] if x.dim() >= 1 else None
             exp = spec.expected(r if r is not None else "rows")
             if not x.is_cuda:
-                raise _errors.InvalidArgumentError("%s: input %d: expected %s, got a CPU tensor"
-                                                   % (w, i, exp))
+                raise _errors.InvalidArgumentError(
+                    "%s: input %d: expected %s, got %s" % (
+                        w, i, exp, "a CPU tensor" if x.device.type == "cpu"
+                        else "a tensor on %s" % x.device))
             if x.get_device() != spec.device:
                 raise _errors.InvalidArgumentError("%s: input %d: expected %s, got one on %s"
                                                    % (w, i, exp, x.device))
@@ -539,10 +581,19 @@ class Graphed(_objects._Closing):
                 if x.data_ptr() % BIND_ALIGN:
                     aligned = False
             if aligned:
-                b.exec_.launch(gs, **dict(zip(self._names, inputs)))
-                if self._single:
-                    return b.outputs[0]
-                return None if self._single is None else b.outputs
+                try:
+                    b.exec_.launch(gs, **dict(zip(self._names, inputs)))
+                except _errors.InvalidArgumentError as e:
+                    # Refused before anything was launched (a binding of a
+                    # kind the graph cannot take): copy, now and from now on.
+                    b.copy_requests("a binding was refused: %s" % e)
+                    warnings.warn("%s: bucket %d: %s; that bucket copies each request into "
+                                  "its static input" % (f.where, b.rows, b.stats.reason),
+                                  RuntimeWarning)
+                else:
+                    if self._single:
+                        return b.outputs[0]
+                    return None if self._single is None else b.outputs
         # Padded (or unaligned, or unverified bindings): copy into the
         # bucket's static inputs, on the current stream, and bind them.
         st.padded_calls += 1
@@ -603,7 +654,11 @@ def _verify_runs(family, b, state):
             probes.append(torch.randn(s.shape, dtype=s.dtype, device=s.device, generator=gen))
         else:
             probes.append(s.flip(0).contiguous())  # the example's own values, moved
-    b.exec_.launch(gs, **dict(zip(family.names, probes)))
+    try:
+        b.exec_.launch(gs, **dict(zip(family.names, probes)))
+    except _errors.InvalidArgumentError as e:  # refused up front: nothing ran
+        b.copy_requests("a binding was refused: %s" % e)
+        return
     bound = [o.clone() for o in b.outputs + tuple(state)]
     restore()
     for s, p in zip(b.static, probes):
@@ -613,8 +668,7 @@ def _verify_runs(family, b, state):
     restore()
     torch.cuda.synchronize(family.device)
     if not ok:
-        b.copy_mode = True
-        b.stats.mode = "copy"
+        b.copy_requests("a bound input did not reach every use (the binding check)")
         warnings.warn("%s: bucket %d: a bound input did not reach every use in the graph (a "
                       "kernel reads its address from device memory?); that bucket copies each "
                       "request into its static input" % (family.where, b.rows), RuntimeWarning)
@@ -740,10 +794,9 @@ def step(fn, example_inputs, optimizer=None, pool=None, warmup=3, verify=None, s
     fam = _Family("step", fn, example_inputs, pool, warmup, grad=True)
     fam.build([fam.example_rows], optimizer=optimizer)
     b = fam.buckets[0]
-    if not all(b.stats.arg_uses):
+    if not all(b.stats.arg_uses) and not b.copy_mode:
         # No use found for an input: bind nothing, copy every request.
-        b.copy_mode = True
-        b.stats.mode = "copy"
+        b.copy_requests("no use found of input %d in the graph" % b.stats.arg_uses.index(0))
     if verify is None:
         verify = optimizer is not None
     if verify and not b.copy_mode:
@@ -854,8 +907,7 @@ def loop(body, example_inputs, max_iters, grad=False, optimizer=None, pool=None,
                                              C.c_uint32(CMP_GE), ptr(counter),
                                              C.c_uint32(iters)], deps=[child])
         exec_ = g.instantiate(INSTANTIATE_UPLOAD)
-        b.stats.mode = "copy"
-        b.copy_mode = True
+        b.copy_requests("a loop copies the caller's inputs into its state")
     except BaseException:
         fam.close()
         raise
