@@ -67,6 +67,7 @@ from readme_blocks.features import block_fusion, block_args, block_control, bloc
 from readme_blocks.machines import block_h100, block_h200
 from readme_blocks.headline import block_headline
 from readme_blocks.torch import block_torch
+from readme_blocks.cache import block_cache
 
 
 README = REPO / "README.md"
@@ -110,6 +111,7 @@ BLOCKS = {
     "train-sweep": block_train_sweep,
     "fusion": block_fusion,
     "torch": block_torch,
+    "cache": block_cache,
 }
 
 
