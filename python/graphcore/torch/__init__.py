@@ -45,6 +45,12 @@ How (``docs/porting-from-torch-cuda-graph.md`` says why this way):
   ``torch.cuda.graph``'s static outputs are until the next replay; clone
   them to keep them. Outputs whose first dimension is the bucket's rows
   are trimmed to the request's rows (a view).
+- A bucket copies every request into its static input instead of binding
+  it where binding cannot work: an input that a copy node of the graph
+  reads or writes (``x.clone()``, ``x.copy_()``: CUDA cannot move a copy
+  node's endpoint from pool memory to PyTorch's own), an output that is a
+  view of an input, or a binding the check after capture found wrong.
+  ``stats()`` gives each bucket's ``mode`` and ``reason``.
 
 Inputs must be CUDA tensors on the example's device, of the example's
 dtype, its trailing shape (all dimensions but the first), contiguous; all
