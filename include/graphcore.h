@@ -2736,13 +2736,18 @@ enum gc_status gc_runner_destroy(struct gc_runner *runner);
  * buffers it names itself, so an engine whose record function reads its
  * buffers from user_data (and declares them with gc_capture_arg only when
  * gc_stream_is_capturing says the stream captures) gets the same results
- * eagerly as replayed. Graphs with conditional nodes: a record function
- * only captures work (graphcore's kernels, yours, library calls), and
- * conditional nodes come only from explicit building (gc_graph_add_
- * conditional) or from capturing into a body, neither of which a record
- * function's capture produces. So there is no cached graph with
- * conditional nodes to fall back from; device-side control flow in a
- * record function's eager run is the caller's own code.
+ * eagerly as replayed. Graphs with conditional nodes: graphcore's calls
+ * cannot put one into a record function's capture. Capturing into a
+ * conditional body (gc_capture_begin_into) on the stream the record
+ * function captures on is GC_ERROR_INVALID_STATE (the stream is already
+ * capturing), which fails gc_cache_launch with the cache unchanged; the
+ * other ways to a conditional node (gc_graph_add_conditional, a capture
+ * into a body on another stream) make graphs of the caller's, not the
+ * entry's. So no cached graph has a conditional node to fall back from,
+ * and an eager run is the record function's own code on a stream that
+ * does not capture: control flow there is the caller's (a record function
+ * that adds a conditional node to the capture with the CUDA API itself
+ * does that node's work eagerly when gc_stream_is_capturing says 0).
  *
  * Thread safety: gc_cache_launch may run from several threads at once;
  * a hit takes a read lock for the lookup and the launch, no allocation. A
