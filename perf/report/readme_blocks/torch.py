@@ -36,6 +36,8 @@ def _way(f):
         text = f"{f['capture_s'] * 1e3:.0f} ms"
     else:
         text = "built"
+    if f.get("cudagraph_skips"):
+        text += f", {f['cudagraph_skips']} cudagraph skip(s): not all replayed as CUDA graphs"
     if "reserved_bytes" in f:
         text += f", {_mib(f['reserved_bytes'])} reserved"
     if "pool_bytes" in f:
