@@ -312,7 +312,8 @@ enum gc_status gc_op_bias_add(struct gc_stream *stream,
  * size; measured: at most 6e-5 of the sum of |products| per output).
  * Deterministic all the same. Small batches, and GPUs older than compute
  * capability 8.0 (detected at run time), compute in f32 as without the
- * flag.
+ * flag. Where the dispatch sends the call to cuBLASLt (see gc_op_linear),
+ * TF32 is cuBLASLt's CUBLAS_COMPUTE_32F_FAST_TF32 at every row count.
  */
 #define GC_LINEAR_TF32 2
 
@@ -329,13 +330,31 @@ enum gc_status gc_op_bias_add(struct gc_stream *stream,
  * result's bits depend on the shape and the GPU). flags: GC_LINEAR_RELU |
  * GC_LINEAR_TF32 (1 is ReLU as before the flags existed; any other bit is
  * refused). Every m * k, n * k and m * n must be below 2^32.
+ * The vendor GEMM: where cuBLASLt is loaded at run time (never linked;
+ * see gc_cublaslt_version) and the dispatch table compiled into the
+ * library says it is faster for the shape (m, n, k, TF32), the call runs
+ * as one cublasLtMatmul with the bias and ReLU fused (epilogues BIAS,
+ * RELU_BIAS; TF32 as CUBLAS_COMPUTE_32F_FAST_TF32, f32 as
+ * CUBLAS_COMPUTE_32F), no workspace, the same checks and results within
+ * float rounding; otherwise, and wherever cuBLASLt is missing or has no
+ * algorithm for the shape, graphcore's kernels as above.
+ * gc_op_linear_backend tells which runs (and plans cuBLASLt's call ahead
+ * of a capture); the flags GC_LINEAR_GRAPHCORE and GC_LINEAR_CUBLASLT
+ * force one. Captured, either path is kernel nodes whose parameters hold
+ * y, x, w and b, rebound as graph arguments (cuBLASLt's kernels by the
+ * scan of foreign kernels, docs/arguments.md); a capture rebound to
+ * pointers of less alignment than it was captured with (16 bytes for pool
+ * blocks) is not supported on the cuBLASLt path.
  * Pointers: y, x, w and b are device memory of the stream's context
  * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
  * 4-byte aligned (float alignment); float4 loads where k (and for the
  * GEMM path n) is a multiple of 4 and the pointers are 16-byte aligned.
  * In place: not allowed; y must not overlap x, w or b.
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a matrix of 2^32 elements or
- * more, y overlapping an input, an unknown flag).
+ * more, y overlapping an input, an unknown flag, GC_LINEAR_GRAPHCORE with
+ * GC_LINEAR_CUBLASLT), GC_ERROR_NOT_SUPPORTED (GC_LINEAR_CUBLASLT where
+ * cuBLASLt is not loaded or has no algorithm for the shape; nothing is
+ * launched), GC_ERROR_CUDA (cublasLtMatmul failed).
  */
 enum gc_status gc_op_linear(struct gc_stream *stream,
                             float *y,
@@ -478,6 +497,76 @@ enum gc_status gc_op_bias_sgd(struct gc_stream *stream,
                               uint32_t rows,
                               uint32_t cols,
                               float lr);
+
+/**
+ * gc_op_linear flag: run graphcore's own kernels whatever the dispatch
+ * table says (for measurements and A/B checks).
+ */
+#define GC_LINEAR_GRAPHCORE 4
+
+/**
+ * gc_op_linear flag: run cuBLASLt whatever the dispatch table says;
+ * GC_ERROR_NOT_SUPPORTED (nothing launched) where cuBLASLt is not loaded
+ * or has no algorithm for the shape. Not with GC_LINEAR_GRAPHCORE.
+ */
+#define GC_LINEAR_CUBLASLT 8
+
+/**
+ * gc_op_linear_backend: graphcore's own kernels.
+ */
+#define GC_LINEAR_BACKEND_GRAPHCORE 0
+
+/**
+ * gc_op_linear_backend: cuBLASLt.
+ */
+#define GC_LINEAR_BACKEND_CUBLASLT 1
+
+/**
+ * Which GEMM gc_op_linear runs for these sizes and flags on the stream's
+ * device: *backend is set to GC_LINEAR_BACKEND_GRAPHCORE or
+ * GC_LINEAR_BACKEND_CUBLASLT. Asked as for a call with a bias and
+ * 16-byte aligned pointers (pool blocks are); a call with less aligned
+ * pointers or no bias may be planned apart, and falls back the same way.
+ * The choice: GC_LINEAR_GRAPHCORE or GC_LINEAR_CUBLASLT in flags force
+ * one; otherwise the dispatch table compiled into the library (measured
+ * by perf/gemm_dispatch.py; until measured, graphcore's kernels below 512
+ * rows and cuBLASLt from 512 rows and for TF32), falling back to
+ * graphcore's kernels where cuBLASLt is not loaded (see
+ * gc_cublaslt_version) or has no algorithm for the shape. Where cuBLASLt
+ * is chosen, this also makes and caches its plan for the shape (host work
+ * only), so a later capture of the call makes none: call it before
+ * capturing to keep cuBLASLt's planning out of the capture.
+ * Pointers: backend is host memory.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (backend NULL, an unknown
+ * or contradictory flag), GC_ERROR_NOT_SUPPORTED (GC_LINEAR_CUBLASLT and
+ * cuBLASLt is not loaded or refuses the shape; gc_last_error says which).
+ * Thread safety: any thread, any stream.
+ */
+enum gc_status gc_op_linear_backend(struct gc_stream *stream,
+                                    uint32_t m,
+                                    uint32_t n,
+                                    uint32_t k,
+                                    int flags,
+                                    int *backend);
+
+/**
+ * Loads cuBLASLt if not yet tried, and sets *version to its
+ * cublasLtGetVersion() (for example 120804 for 12.8.4). graphcore never
+ * links cuBLASLt: on first use (this call, or a gc_op_linear the dispatch
+ * sends to it) it opens the library named by the environment variable
+ * GRAPHCORE_CUBLASLT (a path; `0` or `off`: never load it), or else the
+ * first of libcublasLt.so.13, libcublasLt.so.12, libcublasLt.so the
+ * dynamic loader finds (LD_LIBRARY_PATH; for the pip wheel nvidia-cublas,
+ * point GRAPHCORE_CUBLASLT at site-packages/nvidia/cublas/lib/
+ * libcublasLt.so.<major>). The outcome is kept for the process. Where it
+ * does not load, gc_op_linear runs graphcore's own kernels.
+ * Pointers: version is host memory, written only on success.
+ * Errors: GC_ERROR_INVALID_ARGUMENT (version NULL), GC_ERROR_NOT_SUPPORTED
+ * (cuBLASLt is not loaded: gc_last_error says what was tried, or that
+ * GRAPHCORE_CUBLASLT turned it off), GC_ERROR_CUDA (cublasLtCreate failed).
+ * Thread safety: any thread.
+ */
+enum gc_status gc_cublaslt_version(size_t *version);
 
 /**
  * Writes to *bytes the workspace gc_op_mse needs for n elements on ctx's

@@ -99,6 +99,7 @@ const OPS_SECTIONS: &[Section] = &[Section {
         "ops/mod.rs",
         "ops/elementwise.rs",
         "ops/linear.rs",
+        "ops/vendor.rs",
         "ops/loss.rs",
         "ops/mlp.rs",
         "ops/step.rs",

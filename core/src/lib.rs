@@ -27,6 +27,7 @@ pub mod pool;
 mod runner;
 mod stream;
 mod timing;
+pub mod vendor;
 
 pub use arg::{ArgDecl, Binding};
 pub use builtins::{programmatic_launch, set_programmatic_launch};

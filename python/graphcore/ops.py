@@ -7,6 +7,7 @@ structs, loader, args and objects.
 
 import ctypes as C
 
+from .errors import NotSupportedError
 from .args import _addr, _dim3, _fail, _float, _int, _kernel_args
 from .loader import lib
 from .objects import Function, _handle_of, _stream
@@ -130,6 +131,31 @@ def op_chain(stream, y, x, n, ops):
                     _int(n, w, "n"), array, len(items))
 
 
+def op_linear_backend(stream, m, n, k, flags=0):
+    """gc_op_linear_backend: which GEMM op_linear runs for these sizes and
+    flags on the stream's device, LINEAR_BACKEND_GRAPHCORE or
+    LINEAR_BACKEND_CUBLASLT (where cuBLASLt is chosen, its plan is made
+    now, so a later capture makes none)."""
+    w = "op_linear_backend"
+    out = C.c_int()
+    lib.gc_op_linear_backend(_stream(stream, w), _int(m, w, "m", 32), _int(n, w, "n", 32),
+                             _int(k, w, "k", 32), _int(flags, w, "flags", 32, signed=True),
+                             C.byref(out))
+    return out.value
+
+
+def cublaslt_version():
+    """gc_cublaslt_version: the loaded cuBLASLt's version (loading it on first
+    call from GRAPHCORE_CUBLASLT or the loader's path), or None where it
+    does not load (then op_linear runs graphcore's own kernels)."""
+    out = C.c_size_t()
+    try:
+        lib.gc_cublaslt_version(C.byref(out))
+    except NotSupportedError:
+        return None
+    return out.value
+
+
 def _cond(handle, w):
     if not isinstance(handle, CondHandle):
         raise TypeError("%s: handle must be a CondHandle (Graph.conditional_handle)" % w)
@@ -206,6 +232,20 @@ def op_mlp(stream, y, x, rows, layers, workspace, workspace_bytes, fused=False):
                   _int(workspace_bytes, w, "workspace_bytes"), flags)
 
 
+def op_mlp_rows(stream, y, x, rows, max_rows, layers, workspace, workspace_bytes):
+    """gc_op_mlp_rows: op_mlp with its row count read from device memory
+    when the kernels run: ``rows`` is the device address of a uint32 (in a
+    Runner's exact-size capture, the ``rows`` its record function gets), and
+    min(*rows, max_rows) rows of x go through the layers into y, which may
+    hold exactly that many rows. One launch per layer; up to 256 rows; the
+    workspace is mlp_workspace_bytes(max_rows, layers)."""
+    w = "op_mlp_rows"
+    array, count = _mlp_layers(layers, w)
+    lib.gc_op_mlp_rows(_stream(stream, w), _addr(y, w, "y"), _addr(x, w, "x"), _u32p(rows, w, "rows"),
+                       _int(max_rows, w, "max_rows", 32), array, count, _addr(workspace, w, "workspace"),
+                       _int(workspace_bytes, w, "workspace_bytes"), 0)
+
+
 _REDUCTIONS = {"sum": REDUCTION_SUM, "mean": REDUCTION_MEAN}
 
 
@@ -229,4 +269,4 @@ def op_mse_reduction(stream, loss, grad, pred, target, n, reduction, workspace, 
 
 __all__ = ["memcpy_async", "memset_async", "memset_async_elem", "launch", "op_chain",
            "op_cond_set_u32", "op_cond_count", "op_cond_set_f32", "mlp_workspace_bytes",
-           "op_mlp", "op_mse_reduction"] + [c[3:] for c in _OP_PARAMS]
+           "op_mlp", "op_mlp_rows", "op_mse_reduction", "op_linear_backend", "cublaslt_version"] + [c[3:] for c in _OP_PARAMS]

@@ -19,6 +19,7 @@ __all__ = [
     "COND_IF", "COND_IF_ELSE", "COND_WHILE", "COND_SWITCH", "CMP_LT", "CMP_LE", "CMP_GT", "CMP_GE",
     "CondHandle", "Dim3", "Node", "DeviceInfo", "ChainOp",
     "MlpLayer", "MLP_MAX_LAYERS", "MLP_FUSED", "MLP_FUSED_ALWAYS", "LINEAR_RELU", "LINEAR_TF32",
+    "LINEAR_GRAPHCORE", "LINEAR_CUBLASLT", "LINEAR_BACKEND_GRAPHCORE", "LINEAR_BACKEND_CUBLASLT",
     "REDUCTION_SUM", "REDUCTION_MEAN",
     "PoolOptions", "PoolStatistics", "ExecStatistics", "RunnerBucket", "RunnerStatistics",
     "HOST_FN", "RECORD_FN", "PROTOTYPES", "ALLOCATOR_MAX_DEVICES", "FALLBACK_EAGER",
@@ -51,6 +52,10 @@ REDUCTION_SUM = 0
 REDUCTION_MEAN = 1
 LINEAR_RELU = 1
 LINEAR_TF32 = 2
+LINEAR_GRAPHCORE = 4
+LINEAR_CUBLASLT = 8
+LINEAR_BACKEND_GRAPHCORE = 0
+LINEAR_BACKEND_CUBLASLT = 1
 RUNNER_MAX_BUCKETS = 16
 ALLOCATOR_MAX_DEVICES = 64
 FALLBACK_EAGER = 1
@@ -421,6 +426,8 @@ PROTOTYPES = {
     "gc_op_sgd": (_S, [_H, _D, _D, C.c_uint64, C.c_float]),
     "gc_op_bias_add": (_S, [_H, _D, _D, _D, C.c_uint32, C.c_uint32]),
     "gc_op_linear": (_S, [_H, _D, _D, _D, _D, C.c_uint32, C.c_uint32, C.c_uint32, C.c_int]),
+    "gc_op_linear_backend": (_S, [_H, C.c_uint32, C.c_uint32, C.c_uint32, C.c_int, _P(C.c_int)]),
+    "gc_cublaslt_version": (_S, [_P(C.c_size_t)]),
     "gc_op_linear_rows": (_S, [_H, _D, _D, _D, _D, _P(C.c_uint32), C.c_uint32, C.c_uint32, C.c_uint32, C.c_int]),
     "gc_op_linear_backward_input": (_S, [_H, _D, _D, _D, C.c_uint32, C.c_uint32, C.c_uint32]),
     "gc_op_linear_backward_weight": (_S, [_H, _D, _D, _D, C.c_uint32, C.c_uint32, C.c_uint32]),

@@ -179,3 +179,20 @@ def test_op_linear_rows_binding():
     # b may be None; well-formed arguments reach the library, which checks the handle.
     with pytest.raises(gc.InvalidHandleError):
         gc.op_linear_rows(s, 0x100, 0x200, 0x300, None, 0x400, 4, 8, 8, gc.LINEAR_RELU)
+
+
+def test_op_linear_backend_binding():
+    s = gc.Stream._adopt(BOGUS, None, owns=False)
+    # Contradictory backend flags are refused before the stream is looked at.
+    with pytest.raises(gc.InvalidArgumentError, match="exclude each other"):
+        gc.op_linear_backend(s, 4, 8, 8, gc.LINEAR_GRAPHCORE | gc.LINEAR_CUBLASLT)
+    with pytest.raises(gc.InvalidArgumentError, match="non-zero"):
+        gc.op_linear_backend(s, 0, 8, 8)
+    with pytest.raises(gc.InvalidHandleError):
+        gc.op_linear_backend(s, 4, 8, 8)
+    with pytest.raises(gc.InvalidArgumentError, match="exclude each other"):
+        gc.op_linear(s, 0x100, 0x200, 0x300, None, 4, 8, 8, gc.LINEAR_GRAPHCORE | gc.LINEAR_CUBLASLT)
+    assert gc.LINEAR_BACKEND_GRAPHCORE == 0 and gc.LINEAR_BACKEND_CUBLASLT == 1
+    # Where cuBLASLt is missing, the version is None (not an error).
+    v = gc.cublaslt_version()
+    assert v is None or v > 0

@@ -640,3 +640,95 @@ def test_graph_arguments_with_torch(ctx, pool, torch):
         assert bool((ys[0] == 0).all())
         with pytest.raises(gc.InvalidArgumentError, match="declared"):
             e.launch(s, x=xs[1][: n // 2])  # a smaller range than declared
+
+
+def _linear_ref(x, w, b, m, n, k, relu):
+    y = []
+    for i in range(m):
+        for j in range(n):
+            s = sum(x[i * k + l] * w[j * k + l] for l in range(k)) + b[j]
+            y.append(max(s, 0.0) if relu else s)
+    return y
+
+
+def test_op_linear_dispatch_is_reported_and_both_paths_agree(ctx, stream, pool):
+    """gc_op_linear_backend says which GEMM runs; forced graphcore, forced
+    cuBLASLt (where it loads) and the table's choice agree within f32
+    rounding of a float64 reference, ReLU and bias fused."""
+    import random
+    m, n, k = 640, 72, 40
+    rnd = random.Random(53)
+    x = [rnd.uniform(-1, 1) for _ in range(m * k)]
+    w = [rnd.uniform(-1, 1) for _ in range(n * k)]
+    b = [rnd.uniform(-1, 1) for _ in range(n)]
+    xd, wd, bd = pool.alloc(4 * m * k), pool.alloc(4 * n * k), pool.alloc(4 * n)
+    upload(ctx, stream, xd, x)
+    upload(ctx, stream, wd, w)
+    upload(ctx, stream, bd, b)
+    want = _linear_ref(x, w, b, m, n, k, True)
+    version = gc.cublaslt_version()
+    assert gc.op_linear_backend(stream, 1, n, k, gc.LINEAR_RELU) == gc.LINEAR_BACKEND_GRAPHCORE
+    assert gc.op_linear_backend(stream, m, n, k, gc.LINEAR_GRAPHCORE) == gc.LINEAR_BACKEND_GRAPHCORE
+    chosen = gc.op_linear_backend(stream, m, n, k, gc.LINEAR_RELU)
+    if version is None:
+        assert chosen == gc.LINEAR_BACKEND_GRAPHCORE
+    flag_sets = [gc.LINEAR_GRAPHCORE, 0] + ([gc.LINEAR_CUBLASLT] if version else [])
+    for flags in flag_sets:
+        y = pool.alloc(4 * m * n)
+        gc.op_linear(stream, y, xd, wd, bd, m, n, k, gc.LINEAR_RELU | flags)
+        got = download(ctx, stream, y, m * n)
+        worst = max(abs(g - r) / (1 + abs(r)) for g, r in zip(got, want))
+        assert worst < 1e-4, (flags, worst)
+    if version is not None:
+        assert gc.op_linear_backend(stream, m, n, k, gc.LINEAR_CUBLASLT) == gc.LINEAR_BACKEND_CUBLASLT
+
+
+def test_op_linear_falls_back_without_cublaslt(ctx):
+    """With GRAPHCORE_CUBLASLT=/nonexistent (a fresh process: the outcome is
+    kept per process), cuBLASLt is absent: gc_cublaslt_version is
+    GC_ERROR_NOT_SUPPORTED naming the path, the backend query reports
+    graphcore's kernels at every size, forcing cuBLASLt is
+    GC_ERROR_NOT_SUPPORTED with nothing launched (y keeps its poison), and
+    the default call runs graphcore's kernel."""
+    import os
+    import subprocess
+    import sys
+    child = r'''
+import ctypes as C, math, graphcore as gc
+with gc.Context(0) as ctx, gc.Stream(ctx) as s, gc.Pool(ctx) as p:
+    assert gc.cublaslt_version() is None
+    out = C.c_size_t()
+    try:
+        gc.lib.gc_cublaslt_version(C.byref(out))
+        raise SystemExit("gc_cublaslt_version succeeded")
+    except gc.NotSupportedError as e:
+        assert "/nonexistent" in str(e), str(e)
+    for m in (1, 512, 4096):
+        assert gc.op_linear_backend(s, m, 256, 256) == gc.LINEAR_BACKEND_GRAPHCORE
+        assert gc.op_linear_backend(s, m, 256, 256, gc.LINEAR_TF32) == gc.LINEAR_BACKEND_GRAPHCORE
+    m, n, k = 1024, 64, 64
+    x, w, y = p.alloc(4 * m * k), p.alloc(4 * n * k), p.alloc(4 * m * n)
+    gc.memset_async(s, x, 0, 4 * m * k)
+    gc.memset_async(s, w, 0, 4 * n * k)
+    gc.memset_async(s, y, 0xff, 4 * m * n)
+    try:
+        gc.op_linear(s, y, x, w, None, m, n, k, gc.LINEAR_CUBLASLT)
+        raise SystemExit("forced cuBLASLt ran without cuBLASLt")
+    except gc.NotSupportedError:
+        pass
+    with ctx.host_alloc(4 * m * n) as h:
+        gc.memcpy_async(s, h, y, 4 * m * n)
+        s.synchronize()
+        assert all(math.isnan(v) for v in h.view("f")), "something was launched"
+        gc.op_linear(s, y, x, w, None, m, n, k, 0)
+        gc.memcpy_async(s, h, y, 4 * m * n)
+        s.synchronize()
+        assert all(v == 0.0 for v in h.view("f"))
+print("fallback ok")
+'''
+    env = dict(os.environ, GRAPHCORE_CUBLASLT="/nonexistent/libcublasLt.so.12",
+               PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(gc.__file__))]
+                                          + [os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and "fallback ok" in r.stdout, r.stdout + r.stderr

@@ -23,6 +23,7 @@ mod reliability;
 mod runner;
 mod stress;
 mod train;
+mod vendor;
 
 use graphcore_core::{Context, Pool, PoolOptions, Stream};
 use std::sync::mpsc;

@@ -5,6 +5,7 @@
 //! stored and passed back in.
 
 pub(crate) mod conditional;
+pub(crate) mod cublaslt;
 pub(crate) mod device;
 pub(crate) mod edges;
 pub(crate) mod graph;

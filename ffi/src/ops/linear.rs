@@ -19,7 +19,8 @@ pub const GC_LINEAR_RELU: u32 = 1;
 /// size; measured: at most 6e-5 of the sum of |products| per output).
 /// Deterministic all the same. Small batches, and GPUs older than compute
 /// capability 8.0 (detected at run time), compute in f32 as without the
-/// flag.
+/// flag. Where the dispatch sends the call to cuBLASLt (see gc_op_linear),
+/// TF32 is cuBLASLt's CUBLAS_COMPUTE_32F_FAST_TF32 at every row count.
 pub const GC_LINEAR_TF32: u32 = 2;
 
 /// y = x * W^T + b, then ReLU with GC_LINEAR_RELU in flags: x is m x k, W
@@ -34,13 +35,31 @@ pub const GC_LINEAR_TF32: u32 = 2;
 /// result's bits depend on the shape and the GPU). flags: GC_LINEAR_RELU |
 /// GC_LINEAR_TF32 (1 is ReLU as before the flags existed; any other bit is
 /// refused). Every m * k, n * k and m * n must be below 2^32.
+/// The vendor GEMM: where cuBLASLt is loaded at run time (never linked;
+/// see gc_cublaslt_version) and the dispatch table compiled into the
+/// library says it is faster for the shape (m, n, k, TF32), the call runs
+/// as one cublasLtMatmul with the bias and ReLU fused (epilogues BIAS,
+/// RELU_BIAS; TF32 as CUBLAS_COMPUTE_32F_FAST_TF32, f32 as
+/// CUBLAS_COMPUTE_32F), no workspace, the same checks and results within
+/// float rounding; otherwise, and wherever cuBLASLt is missing or has no
+/// algorithm for the shape, graphcore's kernels as above.
+/// gc_op_linear_backend tells which runs (and plans cuBLASLt's call ahead
+/// of a capture); the flags GC_LINEAR_GRAPHCORE and GC_LINEAR_CUBLASLT
+/// force one. Captured, either path is kernel nodes whose parameters hold
+/// y, x, w and b, rebound as graph arguments (cuBLASLt's kernels by the
+/// scan of foreign kernels, docs/arguments.md); a capture rebound to
+/// pointers of less alignment than it was captured with (16 bytes for pool
+/// blocks) is not supported on the cuBLASLt path.
 /// Pointers: y, x, w and b are device memory of the stream's context
 /// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
 /// 4-byte aligned (float alignment); float4 loads where k (and for the
 /// GEMM path n) is a multiple of 4 and the pointers are 16-byte aligned.
 /// In place: not allowed; y must not overlap x, w or b.
 /// Errors: common, and GC_ERROR_INVALID_ARGUMENT (a matrix of 2^32 elements or
-/// more, y overlapping an input, an unknown flag).
+/// more, y overlapping an input, an unknown flag, GC_LINEAR_GRAPHCORE with
+/// GC_LINEAR_CUBLASLT), GC_ERROR_NOT_SUPPORTED (GC_LINEAR_CUBLASLT where
+/// cuBLASLt is not loaded or has no algorithm for the shape; nothing is
+/// launched), GC_ERROR_CUDA (cublasLtMatmul failed).
 #[no_mangle]
 pub extern "C" fn gc_op_linear(
     stream: *mut gc_stream,
@@ -53,32 +72,18 @@ pub extern "C" fn gc_op_linear(
     k: u32,
     flags: c_int,
 ) -> gc_status {
-    launch_in(this_export!(), stream, |ctx| {
-        let f = flags as u32;
-        if f & !(GC_LINEAR_RELU | GC_LINEAR_TF32) != 0 {
-            return Err(Error::invalid_argument(format!(
-                "unknown flags {f:#x} (GC_LINEAR_RELU and GC_LINEAR_TF32 are the flags)"
-            )));
-        }
-        let relu = f & GC_LINEAR_RELU != 0;
-        let plan = if f & GC_LINEAR_TF32 != 0 && ctx.compute_capability().0 >= 8 {
-            ops::linear_tf32
-        } else {
-            ops::linear
-        };
-        Ok(plan(
-            p(y),
-            p(x),
-            p(w),
-            p(b),
-            m,
-            n,
-            k,
-            relu,
-            ctx.sm_count(),
-            ctx.has_clusters(),
-        )?)
-    })
+    super::vendor::linear(
+        this_export!(),
+        stream,
+        p(y),
+        p(x),
+        p(w),
+        p(b),
+        m,
+        n,
+        k,
+        flags,
+    )
 }
 
 /// gc_op_linear with its row count in device memory, for exact-size

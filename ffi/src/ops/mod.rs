@@ -45,12 +45,14 @@ mod linear;
 mod loss;
 mod mlp;
 mod step;
+mod vendor;
 
 pub use elementwise::*;
 pub use linear::*;
 pub use loss::*;
 pub use mlp::*;
 pub use step::*;
+pub use vendor::*;
 
 pub(crate) fn p<T>(ptr: *const T) -> u64 {
     ptr as u64

@@ -24,6 +24,7 @@
 
 mod check;
 mod cond;
+mod dispatch;
 mod elementwise;
 mod grid;
 mod linear;
@@ -38,6 +39,10 @@ mod testing;
 pub use crate::fusion::{MAX_CHAIN_OPS, OP_ADD, OP_FILL, OP_MAX, OP_MIN, OP_MUL, OP_RELU};
 pub use cond::{
     cond_count, cond_set_bucket, cond_set_f32, cond_set_u32, CMP_GE, CMP_GT, CMP_LE, CMP_LT,
+};
+pub use dispatch::{
+    choose_backend, choose_in, default_backend, dispatch_table, parse_dispatch, Backend,
+    DispatchEntry, DEFAULT_CUBLASLT_MIN_ROWS,
 };
 pub use elementwise::{
     add, add_scalar, axpy, bias_add, chain, copy, fill, map, mul, relu, relu_backward, scale, sgd,

@@ -1,0 +1,269 @@
+//! The vendor GEMM: linear layers (`y = act(x . W^T + b)`, row-major f32)
+//! through cuBLASLt, loaded at run time (`driver::cublaslt`), with the
+//! bias and ReLU fused as cuBLASLt epilogues.
+//!
+//! Plans: the descriptors and the heuristic's algorithm for one shape
+//! (device, m, n, k, TF32, epilogue, pointer alignment) are made on the
+//! first call of that shape and kept for the process, refusals included
+//! (cuBLASLt having no algorithm is remembered, so it is asked once). A
+//! plan is host work only; one made while a graphcore capture is open in
+//! the context is made in relaxed capture mode, so nothing cuBLASLt does
+//! then can break the capture. Planning ahead, outside any capture, is what
+//! [`linear_plan`] is for. Only `cublasLtMatmul` is enqueued, with no
+//! workspace: nothing is allocated per call, calls on several streams at
+//! once share nothing on the device, and a captured call records kernels
+//! whose parameters hold x, W, b and y as plain addresses (rebound by the
+//! graph-argument scan like any foreign kernel's).
+//!
+//! Row-major to cuBLASLt's column-major: `y^T = W . x^T` with A = W read
+//! as the k x n column-major matrix transposed, B = x as k x m, D = y as
+//! n x m (ld n); the bias runs along D's rows, one per output feature.
+
+use crate::context::Context;
+use crate::driver::cublaslt::{self as lt, epilogue, Algo, MatmulDesc, MatrixLayout};
+use crate::driver::RelaxedCaptureMode;
+use crate::error::{Error, ErrorKind, Result};
+use crate::lock::lock;
+use crate::stream::{Stream, StreamOp};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// A linear layer's shape as a plan is keyed by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LinearShape {
+    /// Rows of x and y.
+    pub m: u32,
+    /// Rows of W, columns of y, length of b.
+    pub n: u32,
+    /// Columns of x and W.
+    pub k: u32,
+    /// Multiply on the TF32 tensor cores (`CUBLAS_COMPUTE_32F_FAST_TF32`).
+    pub tf32: bool,
+    /// Add a bias.
+    pub bias: bool,
+    /// ReLU last.
+    pub relu: bool,
+    /// The alignment (bytes: 4, 8 or 16) every pointer of the call has.
+    pub align: u32,
+}
+
+impl LinearShape {
+    /// The shape of a call with these pointers: `align` is the largest of
+    /// 16, 8, 4 dividing every one of them.
+    #[allow(clippy::too_many_arguments)]
+    pub fn of(
+        y: u64,
+        x: u64,
+        w: u64,
+        b: u64,
+        m: u32,
+        n: u32,
+        k: u32,
+        tf32: bool,
+        relu: bool,
+    ) -> LinearShape {
+        let all = y | x | w | b;
+        let align = [16u32, 8, 4]
+            .into_iter()
+            .find(|&a| all % a as u64 == 0)
+            .unwrap_or(4);
+        LinearShape {
+            m,
+            n,
+            k,
+            tf32,
+            bias: b != 0,
+            relu,
+            align,
+        }
+    }
+
+    /// The cuBLASLt epilogue.
+    fn epilogue(&self) -> u32 {
+        match (self.bias, self.relu) {
+            (false, false) => epilogue::DEFAULT,
+            (false, true) => epilogue::RELU,
+            (true, false) => epilogue::BIAS,
+            (true, true) => epilogue::RELU_BIAS,
+        }
+    }
+}
+
+/// One shape's descriptors and algorithm.
+struct Plan {
+    /// Locked while a call sets its bias pointer and enqueues.
+    desc: Mutex<MatmulDesc>,
+    a: MatrixLayout,
+    b: MatrixLayout,
+    c: MatrixLayout,
+    algo: Algo,
+}
+
+/// Plans by (device ordinal, shape); `None`: cuBLASLt refused the shape.
+type Plans = HashMap<(i32, LinearShape), Option<Arc<Plan>>>;
+
+/// The process's plans (with the library, the only state kept here).
+static PLANS: Mutex<Option<Plans>> = Mutex::new(None);
+
+/// Whether cuBLASLt loaded (loading it on first call); the error says why
+/// not (`NotSupported`).
+pub fn available() -> Result<()> {
+    lt::library().map(|_| ())
+}
+
+/// Whether cuBLASLt loaded (loading it on first call); cheaper than
+/// [`available`] when it did not (no message is made).
+pub fn loaded() -> bool {
+    lt::library_loaded()
+}
+
+/// The loaded cuBLASLt's version (`cublasLtGetVersion`), if it loaded.
+pub fn version() -> Option<usize> {
+    lt::library().ok().map(|l| l.version())
+}
+
+/// Makes `shape`'s plan.
+fn make(shape: &LinearShape) -> Result<Option<Plan>> {
+    let lib = lt::library()?;
+    let compute = if shape.tf32 {
+        lt::COMPUTE_32F_FAST_TF32
+    } else {
+        lt::COMPUTE_32F
+    };
+    let desc = lib.matmul_desc(compute, lt::OP_T, lt::OP_N, shape.epilogue())?;
+    let (m, n, k) = (shape.m as u64, shape.n as u64, shape.k as u64);
+    let a = lib.layout(k, n, k as i64)?;
+    let b = lib.layout(k, m, k as i64)?;
+    let c = lib.layout(n, m, n as i64)?;
+    if shape.bias {
+        // The heuristic may look at the epilogue's pointer: any non-null
+        // address of the shape's alignment stands in for the calls' own.
+        lib.set(&desc, lt::desc_attr::BIAS_POINTER, &(shape.align as u64))?;
+    }
+    Ok(lib
+        .best_algo(&desc, &a, &b, &c, 0, shape.align)?
+        .map(|algo| Plan {
+            desc: Mutex::new(desc),
+            a,
+            b,
+            c,
+            algo,
+        }))
+}
+
+/// The plan of `shape` on `ctx`'s device (made on first use, in relaxed
+/// capture mode while a graphcore capture is open in `ctx`).
+fn plan(ctx: &Context, shape: &LinearShape) -> Result<Option<Arc<Plan>>> {
+    let key = (ctx.ordinal(), *shape);
+    if let Some(p) = lock(&PLANS).as_ref().and_then(|m| m.get(&key)) {
+        return Ok(p.clone());
+    }
+    lt::library()?;
+    ctx.bind()?;
+    let _relaxed = if ctx.capturing() {
+        Some(RelaxedCaptureMode::enter()?)
+    } else {
+        None
+    };
+    let made = make(shape)?.map(Arc::new);
+    let mut plans = lock(&PLANS);
+    let entry = plans
+        .get_or_insert_with(HashMap::new)
+        .entry(key)
+        .or_insert(made);
+    Ok(entry.clone())
+}
+
+/// Whether cuBLASLt takes `shape` on `ctx`'s device: `Ok(true)` with a
+/// plan made (so later calls and captures of the shape make none),
+/// `Ok(false)` when cuBLASLt has no algorithm for it; an error
+/// (`NotSupported`) when cuBLASLt is not loaded, saying why.
+pub fn linear_plan(ctx: &Context, shape: &LinearShape) -> Result<bool> {
+    Ok(plan(ctx, shape)?.is_some())
+}
+
+/// Enqueues `y = act(x . W^T + b)` through cuBLASLt on `stream`, with
+/// `shape` from [`LinearShape::of`] of these pointers. `NotSupported`,
+/// with nothing enqueued, when cuBLASLt is not loaded or has no algorithm
+/// for the shape.
+///
+/// # Safety
+///
+/// `y` (m x n), `x` (m x k), `w` (n x k) and `b` (n, or 0 with
+/// `shape.bias` false) are device memory of the stream's context, alive
+/// until the work has run (or, captured, while the graph may run); y
+/// overlaps none of the others.
+pub unsafe fn linear(
+    stream: &Stream,
+    y: u64,
+    x: u64,
+    w: u64,
+    b: u64,
+    shape: &LinearShape,
+) -> Result<()> {
+    let ctx = stream.context();
+    let plan = plan(ctx, shape)?.ok_or_else(|| {
+        Error::new(
+            ErrorKind::NotSupported,
+            format!(
+                "cuBLASLt has no algorithm for a linear layer of m = {}, n = {}, k = {} ({}, \
+                 {}-byte aligned pointers)",
+                shape.m,
+                shape.n,
+                shape.k,
+                if shape.tf32 { "TF32" } else { "f32" },
+                shape.align
+            ),
+        )
+    })?;
+    let lib = lt::library()?;
+    ctx.bind()?;
+    let desc = lock(&plan.desc);
+    if shape.bias {
+        lib.set(&desc, lt::desc_attr::BIAS_POINTER, &b)?;
+    }
+    let _relaxed = if ctx.capturing() {
+        Some(RelaxedCaptureMode::enter()?)
+    } else {
+        None
+    };
+    stream.launch_noted(StreamOp::Launch, || {
+        // SAFETY: the pointers are valid by this function's contract; the
+        // plan's algorithm was chosen for these descriptors with no
+        // workspace; the descriptor is locked.
+        unsafe {
+            lib.matmul(
+                &desc,
+                (w, &plan.a),
+                (x, &plan.b),
+                (y, &plan.c),
+                &plan.algo,
+                stream.raw(),
+            )
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_alignment_is_the_largest_every_pointer_has() {
+        let s = |y, x, w, b| LinearShape::of(y, x, w, b, 1, 2, 3, false, false);
+        assert_eq!(s(256, 512, 1024, 0).align, 16);
+        assert_eq!(s(256, 512, 1024, 2048 + 8).align, 8);
+        assert_eq!(s(256 + 4, 512, 1024, 0).align, 4);
+        assert!(!s(256, 512, 1024, 0).bias);
+        assert!(s(256, 512, 1024, 64).bias);
+    }
+
+    #[test]
+    fn epilogues_follow_bias_and_relu() {
+        let e = |b, relu| LinearShape::of(16, 16, 16, b, 1, 1, 1, false, relu).epilogue();
+        assert_eq!(e(0, false), epilogue::DEFAULT);
+        assert_eq!(e(0, true), epilogue::RELU);
+        assert_eq!(e(16, false), epilogue::BIAS);
+        assert_eq!(e(16, true), epilogue::RELU_BIAS);
+    }
+}

@@ -1,0 +1,281 @@
+//! The vendor GEMM behind gc_op_linear: the backend flags, the dispatch
+//! (graphcore's kernels or cuBLASLt, per shape, from the committed table),
+//! and the calls that report the choice.
+
+use super::{this_export, GC_LINEAR_RELU, GC_LINEAR_TF32};
+use crate::status::{boundary, gc_status};
+use crate::stream::{gc_stream, stream};
+use graphcore_core::kernels::ops::{self, Backend};
+use graphcore_core::vendor::{self, LinearShape};
+use graphcore_core::{launch_op, Context, Error, ErrorKind, Stream};
+use std::ffi::c_int;
+
+/// gc_op_linear flag: run graphcore's own kernels whatever the dispatch
+/// table says (for measurements and A/B checks).
+pub const GC_LINEAR_GRAPHCORE: u32 = 4;
+
+/// gc_op_linear flag: run cuBLASLt whatever the dispatch table says;
+/// GC_ERROR_NOT_SUPPORTED (nothing launched) where cuBLASLt is not loaded
+/// or has no algorithm for the shape. Not with GC_LINEAR_GRAPHCORE.
+pub const GC_LINEAR_CUBLASLT: u32 = 8;
+
+/// gc_op_linear_backend: graphcore's own kernels.
+pub const GC_LINEAR_BACKEND_GRAPHCORE: c_int = 0;
+
+/// gc_op_linear_backend: cuBLASLt.
+pub const GC_LINEAR_BACKEND_CUBLASLT: c_int = 1;
+
+/// Every gc_op_linear flag.
+const LINEAR_FLAGS: u32 =
+    GC_LINEAR_RELU | GC_LINEAR_TF32 | GC_LINEAR_GRAPHCORE | GC_LINEAR_CUBLASLT;
+
+/// Checks gc_op_linear's flags.
+fn check_flags(f: u32) -> Result<(), Error> {
+    if f & !LINEAR_FLAGS != 0 {
+        return Err(Error::invalid_argument(format!(
+            "unknown flags {f:#x} (GC_LINEAR_RELU, GC_LINEAR_TF32, GC_LINEAR_GRAPHCORE and \
+             GC_LINEAR_CUBLASLT are the flags)"
+        )));
+    }
+    if f & GC_LINEAR_GRAPHCORE != 0 && f & GC_LINEAR_CUBLASLT != 0 {
+        return Err(Error::invalid_argument(
+            "GC_LINEAR_GRAPHCORE and GC_LINEAR_CUBLASLT exclude each other",
+        ));
+    }
+    Ok(())
+}
+
+/// The backend for `shape` with flags `f` on `ctx`'s device: the forced
+/// one, or the table's where cuBLASLt takes the shape, else graphcore's.
+/// Forced cuBLASLt that is missing or refuses the shape is an error
+/// (`NotSupported`, saying why).
+fn backend(ctx: &Context, f: u32, shape: &LinearShape) -> Result<Backend, Error> {
+    if f & GC_LINEAR_GRAPHCORE != 0 {
+        return Ok(Backend::Graphcore);
+    }
+    let forced = f & GC_LINEAR_CUBLASLT != 0;
+    if !forced && ops::choose_backend(shape.m, shape.n, shape.k, shape.tf32) == Backend::Graphcore {
+        return Ok(Backend::Graphcore);
+    }
+    if !forced && !vendor::loaded() {
+        return Ok(Backend::Graphcore);
+    }
+    match vendor::linear_plan(ctx, shape) {
+        Ok(true) => Ok(Backend::CublasLt),
+        Ok(false) if forced => Err(Error::new(
+            ErrorKind::NotSupported,
+            format!(
+                "cuBLASLt has no algorithm for m = {}, n = {}, k = {} ({})",
+                shape.m,
+                shape.n,
+                shape.k,
+                if shape.tf32 { "TF32" } else { "f32" }
+            ),
+        )),
+        Err(e) if forced => Err(e),
+        _ => Ok(Backend::Graphcore),
+    }
+}
+
+/// gc_op_linear's body: checks the flags and the arguments (graphcore's
+/// plan of the call: the same checks on both paths), picks the backend
+/// and launches.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn linear(
+    func: &'static str,
+    stream: *mut gc_stream,
+    y: u64,
+    x: u64,
+    w: u64,
+    b: u64,
+    m: u32,
+    n: u32,
+    k: u32,
+    flags: c_int,
+) -> gc_status {
+    boundary(func, || {
+        let f = flags as u32;
+        check_flags(f)?;
+        let s: Stream = self::stream(stream, "stream")?;
+        let ctx = s.context();
+        let relu = f & GC_LINEAR_RELU != 0;
+        let tf32 = f & GC_LINEAR_TF32 != 0 && ctx.compute_capability().0 >= 8;
+        let plan = if tf32 { ops::linear_tf32 } else { ops::linear };
+        let call = plan(
+            y,
+            x,
+            w,
+            b,
+            m,
+            n,
+            k,
+            relu,
+            ctx.sm_count(),
+            ctx.has_clusters(),
+        )?;
+        let shape = LinearShape::of(y, x, w, b, m, n, k, tf32, relu);
+        match backend(ctx, f, &shape)? {
+            // SAFETY: the C caller promises (gc_op_linear's docs) that every
+            // pointer is device memory of the stream's context holding the
+            // elements the op reads or writes, alive until the launch has
+            // run (or, captured, while the graph runs); the plan checked
+            // sizes, alignment and that y overlaps no input.
+            Backend::CublasLt => unsafe { vendor::linear(&s, y, x, w, b, &shape) },
+            // SAFETY: as above.
+            Backend::Graphcore => unsafe { launch_op(&s, Ok(call)) },
+        }
+    })
+}
+
+/// Which GEMM gc_op_linear runs for these sizes and flags on the stream's
+/// device: *backend is set to GC_LINEAR_BACKEND_GRAPHCORE or
+/// GC_LINEAR_BACKEND_CUBLASLT. Asked as for a call with a bias and
+/// 16-byte aligned pointers (pool blocks are); a call with less aligned
+/// pointers or no bias may be planned apart, and falls back the same way.
+/// The choice: GC_LINEAR_GRAPHCORE or GC_LINEAR_CUBLASLT in flags force
+/// one; otherwise the dispatch table compiled into the library (measured
+/// by perf/gemm_dispatch.py; until measured, graphcore's kernels below 512
+/// rows and cuBLASLt from 512 rows and for TF32), falling back to
+/// graphcore's kernels where cuBLASLt is not loaded (see
+/// gc_cublaslt_version) or has no algorithm for the shape. Where cuBLASLt
+/// is chosen, this also makes and caches its plan for the shape (host work
+/// only), so a later capture of the call makes none: call it before
+/// capturing to keep cuBLASLt's planning out of the capture.
+/// Pointers: backend is host memory.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (backend NULL, an unknown
+/// or contradictory flag), GC_ERROR_NOT_SUPPORTED (GC_LINEAR_CUBLASLT and
+/// cuBLASLt is not loaded or refuses the shape; gc_last_error says which).
+/// Thread safety: any thread, any stream.
+#[no_mangle]
+pub extern "C" fn gc_op_linear_backend(
+    stream: *mut gc_stream,
+    m: u32,
+    n: u32,
+    k: u32,
+    flags: c_int,
+    backend: *mut c_int,
+) -> gc_status {
+    boundary(this_export!(), || {
+        let f = flags as u32;
+        check_flags(f)?;
+        if backend.is_null() {
+            return Err(Error::invalid_argument("`backend` is NULL"));
+        }
+        if m == 0 || n == 0 || k == 0 {
+            return Err(Error::invalid_argument(format!(
+                "m, n and k must be non-zero (m = {m}, n = {n}, k = {k})"
+            )));
+        }
+        let s = self::stream(stream, "stream")?;
+        let ctx = s.context();
+        let tf32 = f & GC_LINEAR_TF32 != 0 && ctx.compute_capability().0 >= 8;
+        let shape = LinearShape::of(256, 256, 256, 256, m, n, k, tf32, f & GC_LINEAR_RELU != 0);
+        let b = match self::backend(ctx, f, &shape)? {
+            Backend::Graphcore => GC_LINEAR_BACKEND_GRAPHCORE,
+            Backend::CublasLt => GC_LINEAR_BACKEND_CUBLASLT,
+        };
+        // SAFETY: checked non-NULL; the caller passes a writable int.
+        unsafe { backend.write(b) };
+        Ok(())
+    })
+}
+
+/// Loads cuBLASLt if not yet tried, and sets *version to its
+/// cublasLtGetVersion() (for example 120804 for 12.8.4). graphcore never
+/// links cuBLASLt: on first use (this call, or a gc_op_linear the dispatch
+/// sends to it) it opens the library named by the environment variable
+/// GRAPHCORE_CUBLASLT (a path; `0` or `off`: never load it), or else the
+/// first of libcublasLt.so.13, libcublasLt.so.12, libcublasLt.so the
+/// dynamic loader finds (LD_LIBRARY_PATH; for the pip wheel nvidia-cublas,
+/// point GRAPHCORE_CUBLASLT at site-packages/nvidia/cublas/lib/
+/// libcublasLt.so.<major>). The outcome is kept for the process. Where it
+/// does not load, gc_op_linear runs graphcore's own kernels.
+/// Pointers: version is host memory, written only on success.
+/// Errors: GC_ERROR_INVALID_ARGUMENT (version NULL), GC_ERROR_NOT_SUPPORTED
+/// (cuBLASLt is not loaded: gc_last_error says what was tried, or that
+/// GRAPHCORE_CUBLASLT turned it off), GC_ERROR_CUDA (cublasLtCreate failed).
+/// Thread safety: any thread.
+#[no_mangle]
+pub extern "C" fn gc_cublaslt_version(version: *mut usize) -> gc_status {
+    boundary(this_export!(), || {
+        if version.is_null() {
+            return Err(Error::invalid_argument("`version` is NULL"));
+        }
+        vendor::available()?;
+        let v = vendor::version().unwrap_or(0);
+        // SAFETY: checked non-NULL; the caller passes a writable size_t.
+        unsafe { version.write(v) };
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::gc_last_error;
+    use std::ffi::CStr;
+
+    fn last() -> String {
+        // SAFETY: gc_last_error returns a NUL-terminated string.
+        unsafe { CStr::from_ptr(gc_last_error()) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    #[test]
+    fn backend_flags_are_checked_before_anything_else() {
+        check_flags(0).unwrap();
+        check_flags(GC_LINEAR_RELU | GC_LINEAR_TF32 | GC_LINEAR_CUBLASLT).unwrap();
+        check_flags(GC_LINEAR_GRAPHCORE).unwrap();
+        let e = check_flags(GC_LINEAR_GRAPHCORE | GC_LINEAR_CUBLASLT).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(e.message().contains("exclude"), "{}", e.message());
+        let e = check_flags(16).unwrap_err();
+        assert!(
+            e.message().contains("unknown flags 0x10"),
+            "{}",
+            e.message()
+        );
+    }
+
+    /// Bad input is refused before the stream is looked at: nothing runs.
+    #[test]
+    fn the_backend_query_refuses_bad_input() {
+        let mut out: c_int = -7;
+        let st = gc_op_linear_backend(std::ptr::null_mut(), 4, 4, 4, 0, std::ptr::null_mut());
+        assert_eq!(st, gc_status::GC_ERROR_INVALID_ARGUMENT);
+        assert!(last().contains("`backend` is NULL"), "{}", last());
+        let st = gc_op_linear_backend(std::ptr::null_mut(), 0, 4, 4, 0, &mut out);
+        assert_eq!(st, gc_status::GC_ERROR_INVALID_ARGUMENT);
+        let st = gc_op_linear_backend(std::ptr::null_mut(), 4, 4, 4, 12, &mut out);
+        assert_eq!(st, gc_status::GC_ERROR_INVALID_ARGUMENT);
+        let st = gc_op_linear_backend(std::ptr::null_mut(), 4, 4, 4, 0, &mut out);
+        assert_eq!(st, gc_status::GC_ERROR_INVALID_ARGUMENT);
+        assert!(last().contains("`stream` is NULL"), "{}", last());
+        assert_eq!(out, -7, "written only on success");
+        assert_eq!(
+            gc_cublaslt_version(std::ptr::null_mut()),
+            gc_status::GC_ERROR_INVALID_ARGUMENT
+        );
+    }
+
+    /// gc_op_linear's new flags: contradictory or unknown ones are refused
+    /// before anything is looked at.
+    #[test]
+    fn gc_op_linear_refuses_contradictory_backend_flags() {
+        let st = linear(
+            "gc_op_linear",
+            std::ptr::null_mut(),
+            256,
+            512,
+            768,
+            0,
+            4,
+            4,
+            4,
+            (GC_LINEAR_GRAPHCORE | GC_LINEAR_CUBLASLT) as c_int,
+        );
+        assert_eq!(st, gc_status::GC_ERROR_INVALID_ARGUMENT);
+        assert!(last().contains("exclude each other"), "{}", last());
+    }
+}

@@ -1,0 +1,176 @@
+//! Which GEMM runs a linear layer: graphcore's own kernels or the vendor's
+//! (cuBLASLt), per shape, from a table measured on the GPU and compiled in
+//! (`gemm_dispatch.txt`, written by `perf/gemm_dispatch.py`). Pure: the
+//! caller (the C layer) asks, then falls back to graphcore's kernels where
+//! cuBLASLt is not loaded or refuses the shape.
+
+use std::sync::OnceLock;
+
+/// The GEMM a linear layer runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// graphcore's own kernels (always available).
+    Graphcore,
+    /// cuBLASLt (where it loads and takes the shape).
+    CublasLt,
+}
+
+/// One measured shape and its winner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DispatchEntry {
+    /// Rows of x and y.
+    pub m: u32,
+    /// Output features.
+    pub n: u32,
+    /// Input features.
+    pub k: u32,
+    /// The TF32 opt-in.
+    pub tf32: bool,
+    /// The faster GEMM there.
+    pub winner: Backend,
+}
+
+/// Rows from which the default rule (no table) takes cuBLASLt for f32.
+pub const DEFAULT_CUBLASLT_MIN_ROWS: u32 = 512;
+
+/// The committed table's text.
+const TABLE: &str = include_str!("gemm_dispatch.txt");
+
+/// Parses a table: one `m n k tf32 winner` line per shape (`tf32` 0 or 1,
+/// `winner` `graphcore` or `cublaslt`); `#` starts a comment, blank lines
+/// are skipped. An error names the line.
+pub fn parse_dispatch(text: &str) -> Result<Vec<DispatchEntry>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let bad = |what: &str| format!("line {}: {what}: `{line}`", i + 1);
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() != 5 {
+            return Err(bad("expected `m n k tf32 winner`"));
+        }
+        let num = |s: &str| {
+            s.parse::<u32>()
+                .ok()
+                .filter(|&v| v > 0)
+                .ok_or_else(|| bad("a size must be a positive integer"))
+        };
+        let tf32 = match f[3] {
+            "0" => false,
+            "1" => true,
+            _ => return Err(bad("tf32 must be 0 or 1")),
+        };
+        let winner = match f[4] {
+            "graphcore" => Backend::Graphcore,
+            "cublaslt" => Backend::CublasLt,
+            _ => return Err(bad("winner must be `graphcore` or `cublaslt`")),
+        };
+        out.push(DispatchEntry {
+            m: num(f[0])?,
+            n: num(f[1])?,
+            k: num(f[2])?,
+            tf32,
+            winner,
+        });
+    }
+    Ok(out)
+}
+
+/// The default rule, where no shape of the same TF32 setting is measured:
+/// cuBLASLt for TF32 and from [`DEFAULT_CUBLASLT_MIN_ROWS`] rows on,
+/// graphcore's kernels below.
+pub fn default_backend(m: u32, tf32: bool) -> Backend {
+    if tf32 || m >= DEFAULT_CUBLASLT_MIN_ROWS {
+        Backend::CublasLt
+    } else {
+        Backend::Graphcore
+    }
+}
+
+/// The backend `table` picks for a shape: the winner of the same shape,
+/// else of the nearest shape of the same TF32 setting (sum of
+/// |log2(a / b)| over m, n and k; the first listed wins a tie), else the
+/// [default rule](default_backend).
+pub fn choose_in(table: &[DispatchEntry], m: u32, n: u32, k: u32, tf32: bool) -> Backend {
+    let d = |a: u32, b: u32| ((a.max(1) as f64) / (b.max(1) as f64)).log2().abs();
+    let mut best: Option<(f64, Backend)> = None;
+    for e in table.iter().filter(|e| e.tf32 == tf32) {
+        let dist = d(e.m, m) + d(e.n, n) + d(e.k, k);
+        if best.is_none_or(|(b, _)| dist < b) {
+            best = Some((dist, e.winner));
+        }
+    }
+    best.map_or_else(|| default_backend(m, tf32), |(_, w)| w)
+}
+
+/// The committed table (parsed once; a test keeps it parseable).
+pub fn dispatch_table() -> &'static [DispatchEntry] {
+    static T: OnceLock<Vec<DispatchEntry>> = OnceLock::new();
+    T.get_or_init(|| parse_dispatch(TABLE).unwrap_or_default())
+}
+
+/// The backend the committed table picks for a linear layer of `m` rows,
+/// `n` outputs, `k` inputs (`tf32`: the TF32 opt-in on a GPU that has it).
+pub fn choose_backend(m: u32, n: u32, k: u32, tf32: bool) -> Backend {
+    choose_in(dispatch_table(), m, n, k, tf32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_committed_table_parses() {
+        parse_dispatch(TABLE).unwrap();
+    }
+
+    #[test]
+    fn without_a_table_the_default_rule_decides() {
+        for (m, tf32, want) in [
+            (1, false, Backend::Graphcore),
+            (511, false, Backend::Graphcore),
+            (512, false, Backend::CublasLt),
+            (4096, false, Backend::CublasLt),
+            (1, true, Backend::CublasLt),
+            (300, true, Backend::CublasLt),
+        ] {
+            assert_eq!(choose_in(&[], m, 1024, 1024, tf32), want, "{m} {tf32}");
+        }
+    }
+
+    #[test]
+    fn exact_and_nearest_shapes_decide_within_their_tf32_setting() {
+        let t = parse_dispatch(
+            "# comment\n\n64 1024 1024 0 graphcore\n1024 1024 1024 0 cublaslt  # c\n\
+             64 1024 1024 1 graphcore\n",
+        )
+        .unwrap();
+        assert_eq!(t.len(), 3);
+        assert_eq!(choose_in(&t, 64, 1024, 1024, false), Backend::Graphcore);
+        assert_eq!(choose_in(&t, 1024, 1024, 1024, false), Backend::CublasLt);
+        // Nearer 64 rows than 1024 (log2: 1 against 3).
+        assert_eq!(choose_in(&t, 128, 1024, 1024, false), Backend::Graphcore);
+        assert_eq!(choose_in(&t, 600, 1024, 1024, false), Backend::CublasLt);
+        // TF32 looks at TF32 entries only.
+        assert_eq!(choose_in(&t, 4096, 4096, 4096, true), Backend::Graphcore);
+        // A tie goes to the first listed.
+        assert_eq!(choose_in(&t, 256, 1024, 1024, false), Backend::Graphcore);
+    }
+
+    #[test]
+    fn bad_lines_are_refused_with_their_number() {
+        for (text, what) in [
+            ("1 2 3 0", "expected"),
+            ("1 2 3 0 cublas", "winner"),
+            ("1 2 3 2 graphcore", "tf32"),
+            ("0 2 3 0 graphcore", "positive"),
+            ("x 2 3 0 graphcore", "positive"),
+            ("1 2 3 0 graphcore extra", "expected"),
+        ] {
+            let e = parse_dispatch(&format!("# ok\n{text}\n")).unwrap_err();
+            assert!(e.starts_with("line 2:") && e.contains(what), "{text}: {e}");
+        }
+    }
+}

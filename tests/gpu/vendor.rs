@@ -1,0 +1,287 @@
+//! The vendor GEMM (cuBLASLt, loaded at run time) behind gc_op_linear:
+//! its results against graphcore's kernel and float64 for several shapes,
+//! every epilogue, f32 and TF32, aligned and unaligned pointers; a capture
+//! of it (its plan made inside the capture) replayed with its arguments
+//! rebound. These tests need cuBLASLt: scripts/gpu-check's stage sets
+//! GRAPHCORE_CUBLASLT from the pip wheel nvidia-cublas where the loader's
+//! path has none. (The fallback without cuBLASLt, and the dispatch through
+//! the C ABI, are python/tests/test_gpu.py's.)
+
+use super::*;
+use graphcore_core::kernels::ops;
+use graphcore_core::vendor::{self, LinearShape};
+use graphcore_core::{declare_capture_arg, launch_op, Binding, CaptureMode, Exec};
+
+/// cuBLASLt must load on the GPU machine: these tests say how if not.
+fn need_cublaslt() {
+    if let Err(e) = vendor::available() {
+        panic!(
+            "cuBLASLt is not loaded ({}): set GRAPHCORE_CUBLASLT to libcublasLt.so.<major> \
+             (scripts/gpu-check's stage does, from the pip wheel nvidia-cublas)",
+            e.message()
+        );
+    }
+}
+
+/// y = act(x . W^T + b) in float64, and per output the sum of |products|
+/// and |b| (the rounding scale).
+fn reference(
+    x: &[f32],
+    w: &[f32],
+    b: Option<&[f32]>,
+    (m, n, k): (usize, usize, usize),
+    relu: bool,
+) -> (Vec<f64>, Vec<f64>) {
+    let mut y = vec![0f64; m * n];
+    let mut scale = vec![0f64; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let (mut s, mut a) = (0f64, 0f64);
+            for l in 0..k {
+                let p = x[i * k + l] as f64 * w[j * k + l] as f64;
+                s += p;
+                a += p.abs();
+            }
+            if let Some(b) = b {
+                s += b[j] as f64;
+                a += (b[j] as f64).abs();
+            }
+            y[i * n + j] = if relu { s.max(0.0) } else { s };
+            scale[i * n + j] = a.max(1e-30);
+        }
+    }
+    (y, scale)
+}
+
+/// The largest |got - want| / scale.
+fn err(got: &[f32], want: &[f64], scale: &[f64]) -> f64 {
+    got.iter()
+        .zip(want)
+        .zip(scale)
+        .map(|((g, w), s)| (*g as f64 - w).abs() / s)
+        .fold(0.0, f64::max)
+}
+
+struct Case {
+    x: Vec<f32>,
+    w: Vec<f32>,
+    b: Vec<f32>,
+}
+
+impl Case {
+    fn new(seed: u64, (m, n, k): (usize, usize, usize)) -> Case {
+        Case {
+            x: random(seed ^ 1, m * k),
+            w: random(seed ^ 2, n * k),
+            b: random(seed ^ 3, n),
+        }
+    }
+}
+
+/// `values` on the device in a fresh pool block, shifted 4 bytes when
+/// `shift` (4-byte aligned only).
+fn put(s: &Stream, p: &Pool, values: &[f32], shift: bool) -> u64 {
+    let a = p.alloc((values.len() as u64 + 4) * 4).unwrap() + if shift { 4 } else { 0 };
+    upload(s, a, values);
+    a
+}
+
+/// `n` floats set to NaN.
+fn poisoned(s: &Stream, p: &Pool, n: usize, shift: bool) -> u64 {
+    let a = p.alloc((n as u64 + 4) * 4).unwrap() + if shift { 4 } else { 0 };
+    // SAFETY: a live allocation of at least n floats past `a`.
+    unsafe { graphcore_core::set_async(s, a, 0xff, n * 4) }.unwrap();
+    a
+}
+
+/// For each shape, epilogue, precision and alignment: cuBLASLt within the
+/// f32 (1e-5) or TF32 (2e-3) bound of float64, as graphcore's kernel is.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cublaslt_linear_matches_graphcores_kernel_and_float64() {
+    need_cublaslt();
+    let (c, s, p) = setup();
+    let seed = seed();
+    let tf32_ok = c.compute_capability().0 >= 8;
+    let mut checked = 0;
+    for (i, &(m, n, k)) in [
+        (1usize, 64usize, 64usize),
+        (37, 100, 52),
+        (256, 384, 130),
+        (512, 1024, 1024),
+        (600, 300, 257),
+        (1024, 512, 2048),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let case = Case::new(seed ^ (i as u64) << 8, (m, n, k));
+        for (bias, relu, tf32, shift) in [
+            (true, false, false, false),
+            (true, true, false, false),
+            (false, false, false, false),
+            (false, true, false, false),
+            (true, true, true, false),
+            (true, false, false, true),
+            (false, true, true, true),
+        ] {
+            let tf32 = tf32 && tf32_ok;
+            let what = format!(
+                "m={m} n={n} k={k} bias={bias} relu={relu} tf32={tf32} shift={shift} seed {seed}"
+            );
+            let x = put(&s, &p, &case.x, shift);
+            let w = put(&s, &p, &case.w, shift);
+            let b = if bias { put(&s, &p, &case.b, shift) } else { 0 };
+            let y_lt = poisoned(&s, &p, m * n, shift);
+            let y_gc = poisoned(&s, &p, m * n, shift);
+            let (mu, nu, ku) = (m as u32, n as u32, k as u32);
+            let shape = LinearShape::of(y_lt, x, w, b, mu, nu, ku, tf32, relu);
+            assert!(
+                vendor::linear_plan(&c, &shape).unwrap(),
+                "cuBLASLt refused {what}"
+            );
+            // SAFETY: every buffer is a live pool allocation of this test
+            // holding the elements the layer reads and writes.
+            unsafe { vendor::linear(&s, y_lt, x, w, b, &shape) }.unwrap();
+            let plan = if tf32 { ops::linear_tf32 } else { ops::linear };
+            let call = plan(
+                y_gc,
+                x,
+                w,
+                b,
+                mu,
+                nu,
+                ku,
+                relu,
+                c.sm_count(),
+                c.has_clusters(),
+            );
+            // SAFETY: as above.
+            unsafe { launch_op(&s, call) }.unwrap();
+            let got_lt = download(&s, y_lt, m * n);
+            let got_gc = download(&s, y_gc, m * n);
+            let (want, scale) = reference(
+                &case.x,
+                &case.w,
+                bias.then_some(&case.b[..]),
+                (m, n, k),
+                relu,
+            );
+            let bound = if tf32 { 2e-3 } else { 1e-5 };
+            let (e_lt, e_gc) = (err(&got_lt, &want, &scale), err(&got_gc, &want, &scale));
+            assert!(
+                e_lt <= bound,
+                "cuBLASLt off by {e_lt:e} (bound {bound:e}): {what}"
+            );
+            assert!(
+                e_gc <= bound,
+                "graphcore off by {e_gc:e} (bound {bound:e}): {what}"
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 42);
+}
+
+/// A cuBLASLt linear layer captured (its plan made inside the capture, a
+/// shape not seen before) with x, W, b and y declared arguments: the
+/// capture is not broken, every argument has a use in cuBLASLt's kernels,
+/// and replays bound to other buffers compute on those (float64 bound),
+/// leaving the captured buffers alone; binding back gives the first
+/// result again, bitwise.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cublaslt_linear_captures_and_replays_with_rebound_arguments() {
+    need_cublaslt();
+    let (c, s, p) = setup();
+    let seed = seed();
+    for (tf32, relu, (m, n, k)) in [
+        (false, true, (768usize, 640usize, 320usize)),
+        (true, false, (520, 1032, 264)),
+    ] {
+        let tf32 = tf32 && c.compute_capability().0 >= 8;
+        let (mu, nu, ku) = (m as u32, n as u32, k as u32);
+        let a = Case::new(seed ^ 0xa, (m, n, k));
+        let bset = Case::new(seed ^ 0xb, (m, n, k));
+        let bufs = |case: &Case| {
+            (
+                put(&s, &p, &case.x, false),
+                put(&s, &p, &case.w, false),
+                put(&s, &p, &case.b, false),
+                poisoned(&s, &p, m * n, false),
+            )
+        };
+        let (xa, wa, ba, ya) = bufs(&a);
+        let (xb, wb, bb, yb) = bufs(&bset);
+        let shape = LinearShape::of(ya, xa, wa, ba, mu, nu, ku, tf32, relu);
+        graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
+        for (ptr, len) in [(xa, m * k), (wa, n * k), (ba, n), (ya, m * n)] {
+            declare_capture_arg(&s, ptr, len * 4, false).unwrap();
+        }
+        // SAFETY: live pool allocations of this test, kept while the graph runs.
+        unsafe { vendor::linear(&s, ya, xa, wa, ba, &shape) }.unwrap();
+        let g = graphcore_core::end_capture(&s).unwrap();
+        let e = Exec::new(&g, 0).unwrap();
+        for i in 0..4 {
+            assert!(
+                e.arg_uses(i).unwrap() > 0,
+                "argument {i} has no use in cuBLASLt's kernels (tf32={tf32}): the scan did \
+                 not find it"
+            );
+        }
+        let what = format!("m={m} n={n} k={k} tf32={tf32} relu={relu} seed {seed}");
+        let bound = if tf32 { 2e-3 } else { 1e-5 };
+        e.launch(&s).unwrap();
+        let first = download(&s, ya, m * n);
+        let (want_a, scale_a) = reference(&a.x, &a.w, Some(&a.b), (m, n, k), relu);
+        assert!(err(&first, &want_a, &scale_a) <= bound, "captured: {what}");
+        let to = |x, w, b, y| {
+            [x, w, b, y]
+                .into_iter()
+                .enumerate()
+                .map(|(index, ptr)| Binding {
+                    index,
+                    ptr,
+                    bytes: 0,
+                })
+                .collect::<Vec<_>>()
+        };
+        // SAFETY: ya is a live allocation of m * n floats.
+        unsafe { graphcore_core::set_async(&s, ya, 0xff, m * n * 4) }.unwrap();
+        e.launch_with(&s, &to(xb, wb, bb, yb)).unwrap();
+        let got = download(&s, yb, m * n);
+        let (want_b, scale_b) = reference(&bset.x, &bset.w, Some(&bset.b), (m, n, k), relu);
+        let e_b = err(&got, &want_b, &scale_b);
+        assert!(e_b <= bound, "rebound replay off by {e_b:e}: {what}");
+        assert!(
+            download(&s, ya, m * n).iter().all(|v| v.is_nan()),
+            "the rebound replay wrote the captured y: {what}"
+        );
+        e.launch_with(&s, &to(xa, wa, ba, ya)).unwrap();
+        let again = download(&s, ya, m * n);
+        assert!(
+            again
+                .iter()
+                .zip(&first)
+                .all(|(p, q)| p.to_bits() == q.to_bits()),
+            "binding back differs from the first replay: {what}"
+        );
+    }
+}
+
+/// Plans are kept: asking twice gives the same answer without a second
+/// heuristic call's cost mattering, and a shape's plan differs by
+/// alignment (a 4-byte aligned call is planned apart from a 16-byte one).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cublaslt_plans_are_per_shape_and_alignment() {
+    need_cublaslt();
+    let c = ctx();
+    let a16 = LinearShape::of(256, 512, 768, 1024, 512, 512, 512, false, false);
+    let a4 = LinearShape::of(256 + 4, 512, 768, 1024, 512, 512, 512, false, false);
+    assert_eq!((a16.align, a4.align), (16, 4));
+    assert!(vendor::linear_plan(&c, &a16).unwrap());
+    assert!(vendor::linear_plan(&c, &a16).unwrap());
+    assert!(vendor::linear_plan(&c, &a4).unwrap());
+    assert!(vendor::version().unwrap() >= 11000);
+}
