@@ -448,8 +448,12 @@ def issue_cpu_wall(fn, reps=REPS):
 def decode_loop(args, res):
     """The 64-token greedy decode at batch 1: one launch of
     graphcore.torch.loop (a WHILE node, no end token: 64 iterations)
-    against a Python loop of per-token graphcore calls and of the recipe's
-    replays (copy in, replay, clone out)."""
+    against Python loops of per-token launches: graphcore calls of the
+    decode step (the target's comparison), the recipe's replays (copy in,
+    replay, clone out), and the loop's own body launched alone (the same
+    kernels as an iteration: Loop.run_body), without and with the host
+    reading the flag after each token (what stopping at an end token takes
+    from Python)."""
     import graphcore.torch as gct
     td = torch_decoder
     n = 64
@@ -471,13 +475,25 @@ def decode_loop(args, res):
                 tok = step(tok, pos[t])
         return run
 
+    def python_body(check):
+        def run():
+            for s, x in zip(lp.state, state):
+                s.copy_(x)
+            for _ in range(n):
+                flag = lp.run_body()[0]
+                if check and float(flag) < 0.5:
+                    break
+        return run
+
     out = {"tokens": n, "batch": 1}
     with torch.no_grad():
         lp(*state)
         sync()
         out["loop_iterations"] = lp.iterations()
         for key, fn in (("loop", lambda: lp(*state)), ("python_graphcore", python_loop(g)),
-                        ("python_recipe", python_loop(recipe))):
+                        ("python_recipe", python_loop(recipe)),
+                        ("python_body", python_body(False)),
+                        ("python_body_checked", python_body(True))):
             fn()  # warm
             issue, cpu, wall = issue_cpu_wall(fn)
             out[key + "_issue_us_per_token"] = issue / n
@@ -625,6 +641,12 @@ def table(res, path):
                   d["python_recipe_issue_us_per_token"], d["python_recipe_cpu_us_per_token"],
                   d["python_recipe_wall_us_per_token"], d["issue_ratio_vs_python_graphcore"],
                   d["wall_ratio_vs_python_graphcore"]))
+        print("  the loop's body launched alone per token: %.1f/%.1f/%.1f; with the flag read "
+              "after each: %.1f/%.1f/%.1f" % (
+                  d["python_body_issue_us_per_token"], d["python_body_cpu_us_per_token"],
+                  d["python_body_wall_us_per_token"], d["python_body_checked_issue_us_per_token"],
+                  d["python_body_checked_cpu_us_per_token"],
+                  d["python_body_checked_wall_us_per_token"]))
     for k, v in res.get("failed", {}).items():
         print("FAILED %s: %s" % (k, v))
 

@@ -561,6 +561,14 @@ def test_decode_loop_in_one_launch_stops_at_the_end_token(tt):
         out = lp(*state)[2]
         assert torch.equal(out, want)
         assert lp.iterations() == stop
+    # The same iterations one launch at a time from Python: the same tokens,
+    # and the flag says stop after the last.
+    for s, x in zip(lp.state, state):
+        s.copy_(x)
+    for i in range(stop):
+        flag = lp.run_body()[0]
+        assert float(flag) == (0.0 if i == stop - 1 else 1.0), i
+    assert torch.equal(lp.state[2], want)
     # Capped: an end token that never comes stops at max_iters.
     lp.close()
     lp = gct.loop(td.loop_body(model, -1), state, max_iters=7)

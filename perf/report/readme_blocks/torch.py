@@ -118,7 +118,13 @@ def block_torch():
             f"); wall {d['loop_wall_us_per_token']:.1f} against "
             f"{d['python_graphcore_wall_us_per_token']:.1f} \u00b5s a token ({wall:.3f}\u00d7"
             f"{verdict(wall <= 1.0, '', ': **slower**')}; recipe replays "
-            f"{d['python_recipe_wall_us_per_token']:.1f} \u00b5s).")
+            f"{d['python_recipe_wall_us_per_token']:.1f} \u00b5s)"
+            + (f"; the loop's own body launched once a token from Python: "
+               f"{d['python_body_issue_us_per_token']:.1f} \u00b5s issued, "
+               f"{d['python_body_wall_us_per_token']:.1f} \u00b5s wall, "
+               f"{d['python_body_checked_wall_us_per_token']:.1f} \u00b5s wall with the "
+               f"flag read after each token" if "python_body_wall_us_per_token" in d else "")
+            + ".")
     for name, m in models.items():
         lines += _family_lines(LABEL.get(name, name), m["families"])
     if t and "families" in t:

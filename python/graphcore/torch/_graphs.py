@@ -815,8 +815,9 @@ class Loop(_objects._Closing):
     PyTorch's current stream, and returns the static inputs (valid until
     the next call). ``outputs()``: the body's outputs after the last
     iteration (the flag first); ``iterations()``: how many times the body
-    ran in the last call (reads it back: synchronizes). ``stats()``,
-    ``close()`` as Graphed's."""
+    ran in the last call (reads it back: synchronizes); ``run_body()``: one
+    iteration alone, launched from Python. ``stats()``, ``close()`` as
+    Graphed's."""
 
     def __init__(self, family, exec_, counter, keep):
         self._f = family
@@ -846,6 +847,22 @@ class Loop(_objects._Closing):
     def state(self):
         """The static inputs (the loop's state after the last call)."""
         return self._f.buckets[0].static
+
+    def run_body(self):
+        """Runs the body once on the loop's state (one launch of the
+        captured body alone, no WHILE node: the state updated in place), on
+        PyTorch's current stream, and returns the body's outputs (the flag
+        first; valid until the next launch): one iteration, for a loop
+        driven from Python (to compare with, or to check a call step by
+        step). Set the state first through ``state`` if it must start
+        elsewhere."""
+        f = self._f
+        if f.closed:
+            raise _errors.InvalidStateError("%s: the loop is closed" % f.where)
+        b = f.buckets[0]
+        raw = torch.cuda.current_stream(f.device).cuda_stream
+        b.exec_.launch(_gc_stream(f.ctx, raw))
+        return b.outputs
 
     def outputs(self):
         """The body's outputs after the last iteration (the flag first)."""
