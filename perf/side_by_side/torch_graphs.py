@@ -581,7 +581,7 @@ def compiled(name, cap_s):
             except ProcessLookupError:
                 pass
             child.wait()
-            return {"skipped": "compile and timing over the cap (%.0f s; --compile-cap)" % cap_s}
+            return {"skipped": "compile and timing over the cap (%g s; --compile-cap)" % cap_s}
         finally:
             try:  # workers the child left behind
                 os.killpg(child.pid, signal.SIGKILL)
@@ -596,8 +596,13 @@ def compiled(name, cap_s):
             out["child_s"] = time.perf_counter() - t
             out["buckets"] = {int(k): v for k, v in out["buckets"].items()}
             return out
-    tail = [ln for ln in (stderr or stdout).strip().splitlines() if ln.strip()]
-    return {"skipped": "failed (exit %d): %s" % (rc, tail[-1][:300] if tail else "")}
+    # Why: the exception a traceback ends with, else what the child said.
+    err = [ln for ln in stderr.splitlines() if ln.strip() and not ln.startswith(" ")
+           and ("Error" in ln or "Exception" in ln)]
+    said = [ln for ln in stdout.splitlines() if ln.strip()]
+    rest = [ln for ln in stderr.splitlines() if ln.strip()]
+    why = (err or said or rest or [""])[-1]
+    return {"skipped": "failed (exit %d): %s" % (rc, why[:300])}
 
 
 def over_budget(args, share):
