@@ -2445,9 +2445,52 @@ static void ops_functions(void) {
         REFUSED("huge m (TF32 path)", EXPECT_STATUS(gc_op_linear(st, fx.buf, fx.buf2, fx.buf2, NULL, UINT32_MAX, UINT32_MAX, 2,
                                                                  GC_LINEAR_TF32),
                                                     GC_ERROR_INVALID_ARGUMENT));
-        REFUSED("unknown flag", EXPECT_STATUS(gc_op_linear(st, fx.buf, fx.buf2, fx.buf2, NULL, 2, 2, 2, 4), GC_ERROR_INVALID_ARGUMENT));
+        REFUSED("unknown flag", EXPECT_STATUS(gc_op_linear(st, fx.buf, fx.buf2, fx.buf2, NULL, 2, 2, 2, 16), GC_ERROR_INVALID_ARGUMENT));
+        REFUSED("both backends forced", EXPECT_STATUS(gc_op_linear(st, fx.buf, fx.buf2, fx.buf2, NULL, 2, 2, 2,
+                                                                   GC_LINEAR_GRAPHCORE | GC_LINEAR_CUBLASLT),
+                                                      GC_ERROR_INVALID_ARGUMENT));
+        REFUSED("bad input on the forced cuBLASLt path", EXPECT_STATUS(gc_op_linear(st, fx.buf, (float *)fx.buf + 1, fx.buf2, NULL,
+                                                                                    2, 2, 2, GC_LINEAR_CUBLASLT),
+                                                                       GC_ERROR_INVALID_ARGUMENT));
+    }
+    /* Flags are checked before the stream: refused with any handle. */
+    check_case = "both backends forced";
+    EXPECT_STATUS(gc_op_linear(NULL, fx.buf, fx.buf2, fx.buf2, NULL, 2, 2, 2, GC_LINEAR_GRAPHCORE | GC_LINEAR_CUBLASLT),
+                  GC_ERROR_INVALID_ARGUMENT);
+    objects_work();
+    COVER(gc_op_linear_backend);
+    {
+        int backend = -1;
+        BAD_HANDLE_ARG(K_STREAM, st, gc_op_linear_backend(st, 2, 2, 2, 0, &backend), GC_ERROR_INVALID_ARGUMENT);
+        check_case = "backend NULL";
+        EXPECT_STATUS(gc_op_linear_backend(fx.s, 2, 2, 2, 0, NULL), GC_ERROR_INVALID_ARGUMENT);
+        check_case = "m 0";
+        EXPECT_STATUS(gc_op_linear_backend(fx.s, 0, 2, 2, 0, &backend), GC_ERROR_INVALID_ARGUMENT);
+        check_case = "unknown flag";
+        EXPECT_STATUS(gc_op_linear_backend(fx.s, 2, 2, 2, 16, &backend), GC_ERROR_INVALID_ARGUMENT);
+        check_case = "both backends forced";
+        EXPECT_STATUS(gc_op_linear_backend(fx.s, 2, 2, 2, GC_LINEAR_GRAPHCORE | GC_LINEAR_CUBLASLT, &backend),
+                      GC_ERROR_INVALID_ARGUMENT);
+        CHECK(backend == -1);
+        if (fx.gpu) {
+            check_case = "small batch takes graphcore's kernels";
+            EXPECT_STATUS(gc_op_linear_backend(fx.s, 1, 64, 64, 0, &backend), GC_SUCCESS);
+            CHECK(backend == GC_LINEAR_BACKEND_GRAPHCORE);
+            check_case = "forced graphcore";
+            EXPECT_STATUS(gc_op_linear_backend(fx.s, 4096, 4096, 4096, GC_LINEAR_GRAPHCORE, &backend), GC_SUCCESS);
+            CHECK(backend == GC_LINEAR_BACKEND_GRAPHCORE);
+        }
     }
     objects_work();
+    COVER(gc_cublaslt_version);
+    {
+        size_t version = 0;
+        check_case = "version NULL";
+        EXPECT_STATUS(gc_cublaslt_version(NULL), GC_ERROR_INVALID_ARGUMENT);
+        check_case = "loaded (GPU machine, stage/run.sh) or not";
+        gc_status vs = gc_cublaslt_version(&version);
+        CHECK(vs == GC_SUCCESS ? version > 0 : vs == GC_ERROR_NOT_SUPPORTED && version == 0);
+    }
     COVER(gc_op_linear_rows);
     {
         const uint32_t *rows = (const uint32_t *)((char *)fx.buf2 + 2048);
