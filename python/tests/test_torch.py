@@ -180,6 +180,57 @@ def test_two_inputs_and_tuple_outputs(tt):
     g.close()
 
 
+def test_input_checks_name_the_input_and_what_was_expected_without_a_gpu():
+    """The checks a call runs before anything is launched, on the CPU: a
+    family whose one input is float32 (rows, 1024) on cuda:0 and whose
+    largest bucket is 16; tensors that PyTorch would place on a GPU are
+    played by CPU tensors that say they are on cuda:0."""
+    torch, gct = _torch()
+    from graphcore.torch import _graphs
+
+    class OnGpu(torch.Tensor):
+        @property
+        def is_cuda(self):
+            return True
+
+        def get_device(self):
+            return 0
+
+    def cu(t):
+        return t.as_subclass(OnGpu)
+
+    family = object.__new__(_graphs._Family)
+    family.where = "graphcore.torch.graph"
+    spec = object.__new__(_graphs._Spec)
+    spec.dtype, spec.device, spec.tail = torch.float32, 0, (1024,)
+    family.specs = [spec]
+    x = cu(torch.randn(4, 1024))
+    assert family.check((x,), 16) == 4
+    expected = r"expected a contiguous float32 tensor of shape \(4, 1024\) on cuda:0, "
+    for args, exc, pattern in [
+        ((torch.randn(4, 1024),), gc.InvalidArgumentError, "input 0: " + expected
+         + "got a CPU tensor"),
+        ((torch.randn(4, 1024, device="meta"),), gc.InvalidArgumentError,
+         expected + "got a tensor on meta"),
+        ((cu(torch.randn(4, 1024).double()),), gc.InvalidArgumentError,
+         expected + "got dtype float64"),
+        ((cu(torch.randn(4, 1000)),), gc.InvalidArgumentError, expected + r"got shape \(4, 1000\)"),
+        ((cu(torch.randn(4, 1024, 1)),), gc.InvalidArgumentError,
+         expected + r"got shape \(4, 1024, 1\)"),
+        ((cu(torch.randn(1, 1024).expand(4, 1024)),), gc.InvalidArgumentError,
+         expected + r"got strides \(0, 1\) \(not contiguous"),
+        ((cu(torch.randn(4, 2048)[:, ::2]),), gc.InvalidArgumentError,
+         expected + r"got strides \(2048, 2\) \(not contiguous"),
+        ((cu(torch.randn(17, 1024)),), gc.NoBucketError,
+         "input 0 has 17 rows; the largest bucket is 16"),
+        ((cu(torch.randn(0, 1024)),), gc.InvalidArgumentError, "input 0 has 0 rows"),
+        ((x.tolist(),), TypeError, "input 0 must be a torch.Tensor"),
+        ((x, x), TypeError, "2 inputs given; the graph takes 1"),
+    ]:
+        with pytest.raises(exc, match=pattern):
+            family.check(args, 16)
+
+
 def test_bad_inputs_name_the_input_and_launch_nothing(tt):
     torch, gct = tt
     model = _mlp(torch)
