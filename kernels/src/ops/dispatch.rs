@@ -94,10 +94,32 @@ pub fn default_backend(m: u32, tf32: bool) -> Backend {
 /// |log2(a / b)| over m, n and k; the first listed wins a tie), else the
 /// [default rule](default_backend).
 pub fn choose_in(table: &[DispatchEntry], m: u32, n: u32, k: u32, tf32: bool) -> Backend {
-    let d = |a: u32, b: u32| ((a.max(1) as f64) / (b.max(1) as f64)).log2().abs();
+    nearest(
+        table.iter().map(|e| (logs(e.m, e.n, e.k), e)),
+        m,
+        n,
+        k,
+        tf32,
+    )
+}
+
+/// log2 of a shape's sizes.
+fn logs(m: u32, n: u32, k: u32) -> [f64; 3] {
+    [m, n, k].map(|v| (v.max(1) as f64).log2())
+}
+
+/// [`choose_in`] over entries with their [`logs`].
+fn nearest<'a>(
+    entries: impl Iterator<Item = ([f64; 3], &'a DispatchEntry)>,
+    m: u32,
+    n: u32,
+    k: u32,
+    tf32: bool,
+) -> Backend {
+    let q = logs(m, n, k);
     let mut best: Option<(f64, Backend)> = None;
-    for e in table.iter().filter(|e| e.tf32 == tf32) {
-        let dist = d(e.m, m) + d(e.n, n) + d(e.k, k);
+    for (l, e) in entries.filter(|(_, e)| e.tf32 == tf32) {
+        let dist = (l[0] - q[0]).abs() + (l[1] - q[1]).abs() + (l[2] - q[2]).abs();
         if best.is_none_or(|(b, _)| dist < b) {
             best = Some((dist, e.winner));
         }
@@ -105,16 +127,29 @@ pub fn choose_in(table: &[DispatchEntry], m: u32, n: u32, k: u32, tf32: bool) ->
     best.map_or_else(|| default_backend(m, tf32), |(_, w)| w)
 }
 
-/// The committed table (parsed once; a test keeps it parseable).
-pub fn dispatch_table() -> &'static [DispatchEntry] {
-    static T: OnceLock<Vec<DispatchEntry>> = OnceLock::new();
-    T.get_or_init(|| parse_dispatch(TABLE).unwrap_or_default())
+/// The committed table, with each entry's [`logs`] (parsed once).
+fn compiled() -> &'static [([f64; 3], DispatchEntry)] {
+    static T: OnceLock<Vec<([f64; 3], DispatchEntry)>> = OnceLock::new();
+    T.get_or_init(|| {
+        parse_dispatch(TABLE)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| (logs(e.m, e.n, e.k), e))
+            .collect()
+    })
+}
+
+/// The committed table (a test keeps it parseable).
+pub fn dispatch_table() -> Vec<DispatchEntry> {
+    compiled().iter().map(|(_, e)| *e).collect()
 }
 
 /// The backend the committed table picks for a linear layer of `m` rows,
 /// `n` outputs, `k` inputs (`tf32`: the TF32 opt-in on a GPU that has it).
+/// Costs three logarithms and a pass over the table's entries (no lock, no
+/// allocation).
 pub fn choose_backend(m: u32, n: u32, k: u32, tf32: bool) -> Backend {
-    choose_in(dispatch_table(), m, n, k, tf32)
+    nearest(compiled().iter().map(|(l, e)| (*l, e)), m, n, k, tf32)
 }
 
 #[cfg(test)]
@@ -123,7 +158,19 @@ mod tests {
 
     #[test]
     fn the_committed_table_parses() {
-        parse_dispatch(TABLE).unwrap();
+        let t = parse_dispatch(TABLE).unwrap();
+        assert_eq!(dispatch_table(), t);
+        // The compiled table decides as `choose_in` over the parsed one.
+        for (m, n, k) in [
+            (1, 64, 64),
+            (300, 1024, 1024),
+            (512, 4096, 4096),
+            (4096, 256, 8192),
+        ] {
+            for tf32 in [false, true] {
+                assert_eq!(choose_backend(m, n, k, tf32), choose_in(&t, m, n, k, tf32));
+            }
+        }
     }
 
     #[test]
