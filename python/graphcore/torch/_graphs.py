@@ -25,6 +25,12 @@ __all__ = ["graph", "step", "loop", "Graphed", "Step", "Loop", "BucketStats"]
 # copied into the static input instead.
 BIND_ALIGN = 256
 
+# The current stream's raw handle (PyTorch's fast accessor where it has it),
+# and one call copying several tensors (PyTorch >= 2.1; else one copy_ each).
+_raw_stream = (getattr(torch._C, "_cuda_getCurrentRawStream", None)
+               or (lambda d: torch.cuda.current_stream(d).cuda_stream))
+_foreach_copy = getattr(torch, "_foreach_copy_", None)
+
 _lock = threading.RLock()  # captures, and the per-process tables below
 _contexts = {}  # device index -> graphcore.Context
 _streams = {}  # raw cudaStream_t -> graphcore.Stream (borrowed)
@@ -830,18 +836,37 @@ class Loop(_objects._Closing):
         if f.closed:
             raise _errors.InvalidStateError("%s: the loop is closed" % f.where)
         b = f.buckets[0]
-        rows = f.check(inputs, b.rows)
-        if rows != b.rows:
-            raise _errors.InvalidArgumentError(
-                "%s: input 0: expected %s, got shape %s (a loop takes the example's rows "
-                "exactly)" % (f.where, f.specs[0].expected(b.rows), tuple(inputs[0].shape)))
-        for x, s in zip(inputs, b.static):
+        static = b.static
+        try:  # the fast check: each input as its static input is
+            if len(inputs) != len(static):
+                raise ValueError
+            for x, s in zip(inputs, static):
+                if (x.shape != s.shape or x.dtype is not s.dtype
+                        or x.get_device() != f.device or not x.is_contiguous()):
+                    raise ValueError
+        except Exception:  # noqa: BLE001 - the checked way raises clearly
+            rows = f.check(inputs, b.rows)
+            if rows != b.rows:
+                raise _errors.InvalidArgumentError(
+                    "%s: input 0: expected %s, got shape %s (a loop takes the example's rows "
+                    "exactly)" % (f.where, f.specs[0].expected(b.rows),
+                                  tuple(inputs[0].shape))) from None
+        dst, src = [], []
+        for x, s in zip(inputs, static):
             if x.data_ptr() != s.data_ptr():
+                dst.append(s)
+                src.append(x)
+        if len(dst) > 1 and _foreach_copy is not None:
+            _foreach_copy(dst, src)  # one call (and launch) for every input
+        else:
+            for s, x in zip(dst, src):
                 s.copy_(x)
-        raw = torch.cuda.current_stream(f.device).cuda_stream
-        self._exec.launch(_gc_stream(f.ctx, raw))
+        gs = _streams.get(_raw_stream(f.device))
+        if gs is None:
+            gs = _gc_stream(f.ctx, _raw_stream(f.device))
+        self._exec.launch(gs)
         b.stats.calls += 1
-        return b.static
+        return static
 
     @property
     def state(self):
