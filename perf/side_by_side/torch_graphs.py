@@ -219,7 +219,10 @@ def graphed_calls(model, examples):
     made in one call (one pool)."""
     buckets = sorted(examples, reverse=True)
     models = tuple(copy.deepcopy(model) for _ in buckets)
-    graphed = torch.cuda.make_graphed_callables(models, tuple(examples[b] for b in buckets))
+    # Samples of their own: the graphs read their samples, and a call given
+    # the sample itself would skip the copy every other call makes.
+    samples = tuple(tuple(t.clone() for t in examples[b]) for b in buckets)
+    graphed = torch.cuda.make_graphed_callables(models, samples)
     return dict(zip(buckets, graphed))
 
 
