@@ -285,3 +285,65 @@ fn cublaslt_plans_are_per_shape_and_alignment() {
     assert!(vendor::linear_plan(&c, &a4).unwrap());
     assert!(vendor::version().unwrap() >= 11000);
 }
+
+/// Run to run, the cuBLASLt path gives the same bits (graphcore's kernels
+/// are deterministic, and so must be what the dispatch puts in their
+/// place), eagerly and replayed from a capture, including shapes whose
+/// algorithms split K (few rows, long reductions).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cublaslt_linear_is_deterministic_run_to_run() {
+    need_cublaslt();
+    let (c, s, p) = setup();
+    let seed = seed();
+    for (tf32, (m, n, k)) in [
+        (false, (64usize, 256usize, 8192usize)),
+        (true, (64, 256, 8192)),
+        (false, (1024, 1024, 1024)),
+        (true, (2048, 512, 4096)),
+    ] {
+        let tf32 = tf32 && c.compute_capability().0 >= 8;
+        let case = Case::new(seed ^ k as u64, (m, n, k));
+        let (x, w, b) = (
+            put(&s, &p, &case.x, false),
+            put(&s, &p, &case.w, false),
+            put(&s, &p, &case.b, false),
+        );
+        let y = poisoned(&s, &p, m * n, false);
+        let (mu, nu, ku) = (m as u32, n as u32, k as u32);
+        let shape = LinearShape::of(y, x, w, b, mu, nu, ku, tf32, true);
+        let run = || {
+            // SAFETY: live pool allocations of this test.
+            unsafe { vendor::linear(&s, y, x, w, b, &shape) }.unwrap();
+            download(&s, y, m * n)
+        };
+        let first = run();
+        let what = format!("m={m} n={n} k={k} tf32={tf32} seed {seed}");
+        for _ in 0..3 {
+            assert!(
+                run()
+                    .iter()
+                    .zip(&first)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "cuBLASLt gave other bits on a second run: {what}"
+            );
+        }
+        graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
+        // SAFETY: as above; kept while the graph runs.
+        unsafe { vendor::linear(&s, y, x, w, b, &shape) }.unwrap();
+        let g = graphcore_core::end_capture(&s).unwrap();
+        let e = Exec::new(&g, 0).unwrap();
+        for _ in 0..3 {
+            // SAFETY: y is a live allocation of m * n floats.
+            unsafe { graphcore_core::set_async(&s, y, 0xff, m * n * 4) }.unwrap();
+            e.launch(&s).unwrap();
+            let got = download(&s, y, m * n);
+            assert!(
+                got.iter()
+                    .zip(&first)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "a replay gave other bits than the eager call: {what}"
+            );
+        }
+    }
+}
