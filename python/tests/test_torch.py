@@ -516,12 +516,13 @@ def test_an_input_a_copy_node_reads_is_copied_in(tt):
     st = g.stats()["buckets"]
     for b in (4, 8):
         assert st[b]["mode"] == "copy", st[b]
-        assert "copy node" in st[b]["reason"] and "x0" in st[b]["reason"], st[b]
+        assert "copy node" in st[b]["reason"], st[b]  # found at capture, or refused
     for rows in (3, 4, 8, 8, 1):
         x = torch.randn(rows, 16, device="cuda")
         y, c = g(x)
         assert torch.equal(y, x * 2) and torch.equal(c, torch.cat([x, x], 1)), rows
     assert g.stats()["buckets"][8]["padded_calls"] == 2  # both copied in
+    print(st[8]["reason"])
     g.close()
     # A training step whose input a copy node reads: the same.
     lin = torch.nn.Linear(16, 16).cuda()
