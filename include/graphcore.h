@@ -1411,7 +1411,8 @@ enum gc_status gc_capture_end(struct gc_stream *stream, struct gc_graph **graph)
  * in each bucket's capture of a runner (gc_runner_replay_with binds them
  * by index; a record function also runs eagerly for the warm-ups, so it
  * declares only while gc_stream_is_capturing says 1). Declaring does not
- * break the capture.
+ * break the capture. flags: GC_ARG_EXACT, GC_ARG_ROWS (the range holds
+ * the rows of a runner's exact-size capture: see gc_runner_capture_exact).
  * Errors: GC_ERROR_INVALID_ARGUMENT (stream, ptr or index is NULL, bytes
  * is 0, an unknown flag, ptr is not device memory of the stream's device
  * or holds fewer than bytes bytes, or the range overlaps an argument
@@ -1514,6 +1515,16 @@ typedef struct gc_node {
  * rebound).
  */
 #define GC_ARG_EXACT 1
+
+/**
+ * gc_capture_arg flag: the range holds the rows of a runner's exact-size
+ * capture (gc_runner_capture_exact): its bytes are the bucket's rows times
+ * a row's bytes, and gc_runner_replay_exact of n rows may bind it to a
+ * range of n rows. Every kernel that uses it must read the row count the
+ * record function was given (else the bucket takes no exact-size replay).
+ * In other captures it changes nothing; gc_graph_declare_arg refuses it.
+ */
+#define GC_ARG_ROWS 2
 
 /**
  * Declares the device range ptr .. ptr + bytes an argument of `graph`
@@ -2481,15 +2492,18 @@ enum gc_status gc_exec_destroy(struct gc_exec *exec);
  *
  * Ownership: gc_runner_create returns a handle the caller destroys with
  * gc_runner_destroy, which destroys the runner's graphs (their pool memory
- * returns to the pool) and its stream. The runner holds its pool: a pool
+ * returns to the pool), its stream, and the row-count tables of
+ * gc_runner_capture_exact (blocks of its pool). The runner holds its pool: a pool
  * passed in stays the caller's handle and may be destroyed before the
  * runner.
  *
  * Thread safety: gc_runner_replay, gc_runner_replay_with and
  * gc_runner_stats may run from several threads at once on one runner
  * (a plain replay must not race with a replay with bindings of the same
- * bucket: as for gc_exec_launch_with). gc_runner_capture excludes them: they
- * wait until it returns. The buckets share the runner's pool, so the GPU
+ * bucket: as for gc_exec_launch_with; gc_runner_replay_exact is a replay
+ * with bindings here, and replays of one bucket of gc_runner_capture_exact
+ * bind its row count one at a time). gc_runner_capture and
+ * gc_runner_capture_exact exclude them: they wait until it returns. The buckets share the runner's pool, so the GPU
  * work of two replays must not overlap: replay on one stream, or order
  * the streams (graphcore does not detect it). gc_runner_destroy must not
  * race with other calls on the handle.
@@ -2514,6 +2528,21 @@ typedef struct gc_runner gc_runner;
  * abort gc_runner_capture.
  */
 typedef enum gc_status (*gc_record_fn)(struct gc_stream *stream, uint32_t batch, void *user_data);
+
+/**
+ * Records one bucket's work for an exact-size capture
+ * (gc_runner_capture_exact): as gc_record_fn, and `rows` is the device
+ * address of a uint32_t row count holding `batch` (in the warm-ups and in
+ * the capture) that the ops recorded read when they run (gc_op_linear_rows,
+ * gc_op_mlp_rows, or your own kernels given it): gc_runner_replay_exact
+ * binds it to the rows asked for. Declare the ranges whose rows the ops
+ * read or write (the input, the output) with gc_capture_arg and
+ * GC_ARG_ROWS, sized for `batch` rows.
+ */
+typedef enum gc_status (*gc_record_rows_fn)(struct gc_stream *stream,
+                                            uint32_t batch,
+                                            const uint32_t *rows,
+                                            void *user_data);
 
 /**
  * Fallback flag: run the record function eagerly on the caller's stream
@@ -2579,6 +2608,11 @@ typedef struct gc_runner_statistics {
      * fields before it only.
      */
     uint64_t eager_runs;
+    /**
+     * Bit i set: `buckets[i]`'s graph takes exact-size replays
+     * (gc_runner_replay_exact). Added after eager_runs, as it was.
+     */
+    uint32_t exact_buckets;
 } gc_runner_statistics;
 
 /**
@@ -2618,12 +2652,45 @@ enum gc_status gc_runner_capture(struct gc_runner *runner,
                                  uint32_t warmup_runs);
 
 /**
+ * gc_runner_capture for exact-size replays (gc_runner_replay_exact):
+ * `record` also gets `rows`, the device address of a uint32_t row count
+ * holding the bucket's rows; the ops it records read their row count there
+ * (gc_op_linear_rows, gc_op_mlp_rows), and it declares the ranges whose
+ * rows they read or write with gc_capture_arg and GC_ARG_ROWS (sized for
+ * the bucket's rows). The runner declares the row count as the last
+ * argument of each capture, after the record function's. A bucket's graph
+ * takes exact-size replays when some kernel reads the row count and every
+ * use of a GC_ARG_ROWS range is a kernel (not in a child graph) that reads
+ * it too, and each such range's bytes are a multiple of the bucket's rows;
+ * otherwise the bucket is added all the same (for gc_runner_replay and
+ * gc_runner_replay_with) and gc_runner_replay_exact of it is
+ * GC_ERROR_INVALID_STATE, naming the use that stops it
+ * (gc_runner_statistics.exact_buckets tells which buckets take them). The
+ * row counts are a table of uint32_t (0 to the largest bucket of the call)
+ * that the runner allocates from its pool before the warm-ups and frees
+ * when it is destroyed. Otherwise as gc_runner_capture (warm-ups, order,
+ * rollback, record's rules).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (n is 0, a size is 0 or
+ * given twice or already a bucket, or more than GC_RUNNER_MAX_BUCKETS
+ * buckets in all), GC_ERROR_CAPTURE (a capture broke),
+ * GC_ERROR_OUT_OF_MEMORY (also: the row-count table), or any status
+ * `record` returned (its message kept in gc_last_error()).
+ */
+enum gc_status gc_runner_capture_exact(struct gc_runner *runner,
+                                       const uint32_t *buckets,
+                                       size_t n,
+                                       gc_record_rows_fn record,
+                                       void *user_data,
+                                       uint32_t warmup_runs);
+
+/**
  * Sets the runner's fallback flags (GC_FALLBACK_EAGER,
  * GC_FALLBACK_HARD_FAIL, or 0) for the calls after this one. While the
  * runner runs eagerly (the flag, or GRAPHCORE_DISABLE=1): gc_runner_capture
  * records nothing (the buckets are added without graphs; no warm-up
- * runs), and gc_runner_replay and gc_runner_replay_with run the record
- * function of the last gc_runner_capture once, on the stream given, for
+ * runs), and gc_runner_replay, gc_runner_replay_with and
+ * gc_runner_replay_exact run the record function of the last
+ * gc_runner_capture (or gc_runner_capture_exact) once, on the stream given, for
  * the bucket they choose (the batch a graph would have been captured for),
  * from the calling thread, instead of replaying; bindings are not applied
  * (the record function works on the buffers it names itself: with
@@ -2644,7 +2711,13 @@ enum gc_status gc_runner_set_fallback(struct gc_runner *runner, uint32_t flags);
  * Replays the smallest bucket of at least `rows` rows on `stream` and
  * writes its size to *bucket (the caller pads its input to it). More rows
  * than the largest bucket is GC_ERROR_NO_BUCKET: run that batch eagerly.
- * Errors: common, and GC_ERROR_INVALID_ARGUMENT (rows is 0),
+ * A bucket of gc_runner_capture_exact replays its whole rows: its row
+ * count is bound back to them, and a GC_ARG_ROWS argument that an
+ * exact-size replay bound to fewer rows is refused (bind it again with
+ * gc_runner_replay_with).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (rows is 0, or a
+ * GC_ARG_ROWS argument bound to fewer rows than the bucket's; nothing is
+ * launched),
  * GC_ERROR_NO_BUCKET (rows over the largest bucket, or no bucket captured
  * yet), GC_ERROR_CAPTURE (as gc_exec_launch).
  */
@@ -2662,7 +2735,9 @@ enum gc_status gc_runner_replay(struct gc_runner *runner,
  * in every bucket. Bindings persist per bucket: the memory bound must
  * stay valid, as for gc_exec_launch_with, until that bucket's argument is
  * bound elsewhere or the runner is destroyed, since a plain replay that
- * chooses the bucket uses it.
+ * chooses the bucket uses it. A bucket of gc_runner_capture_exact replays
+ * its whole rows here (its row count bound back to them; every GC_ARG_ROWS
+ * argument must then be bound to the bucket's rows, here or before).
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (bindings NULL while n is not
  * 0, rows is 0, or a bad binding as for gc_exec_launch_with, naming the
  * bucket; nothing is launched), GC_ERROR_NO_BUCKET (rows over the largest
@@ -2674,6 +2749,43 @@ enum gc_status gc_runner_replay_with(struct gc_runner *runner,
                                      const struct gc_binding *bindings,
                                      size_t n,
                                      uint32_t *bucket);
+
+/**
+ * Replays the smallest bucket of at least `rows` rows with its row count
+ * bound to `rows` (an exact-size request: no padding), binding `bindings`
+ * (n of them) as gc_runner_replay_with does, except that a GC_ARG_ROWS
+ * argument's range needs only `rows` rows (its declared bytes / the
+ * bucket's rows * rows: bytes that many or more, or 0 to have the memory
+ * checked for that many), and writes the bucket's size to *bucket. The
+ * graph reads and writes the first `rows` rows of those ranges only, so
+ * input and output tensors of exactly `rows` rows are bound as they are:
+ * nothing is copied, and outputs are exactly `rows` rows. A GC_ARG_ROWS
+ * argument not bound here must be bound to at least `rows` rows already
+ * (a binding persists, and so does its size: after an exact-size replay of
+ * fewer rows, bind it again; gc_runner_replay and gc_runner_replay_with of
+ * that bucket then need its whole rows bound too, and refuse otherwise).
+ * The row count is the runner's to bind: a binding of it is refused. The
+ * bucket must have been captured with gc_runner_capture_exact and take
+ * exact-size replays (gc_runner_statistics.exact_buckets). While the
+ * runner runs eagerly (gc_runner_set_fallback) the record function runs
+ * with its row count holding `rows`, on its own buffers, bindings not
+ * applied (as for gc_runner_replay_with).
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (bindings NULL while n is
+ * not 0, rows is 0, a binding of the row count, a GC_ARG_ROWS argument
+ * bound to fewer than `rows` rows, or a bad binding as for
+ * gc_exec_launch_with, naming the bucket; nothing is launched),
+ * GC_ERROR_INVALID_STATE (the bucket takes no exact-size replay: captured
+ * with gc_runner_capture, or a use of a GC_ARG_ROWS range that does not
+ * read the row count, named in gc_last_error(); nothing is launched),
+ * GC_ERROR_NO_BUCKET (rows over the largest bucket, or no bucket captured
+ * yet), GC_ERROR_CAPTURE (as gc_exec_launch).
+ */
+enum gc_status gc_runner_replay_exact(struct gc_runner *runner,
+                                      uint32_t rows,
+                                      struct gc_stream *stream,
+                                      const struct gc_binding *bindings,
+                                      size_t n,
+                                      uint32_t *bucket);
 
 /**
  * Fills *stats (set stats->struct_size = sizeof(gc_runner_statistics)):

@@ -54,6 +54,12 @@ pub struct ArgDecl {
     pub exact: bool,
     /// A scalar argument: `base` is a marker value, not an address.
     pub scalar: bool,
+    /// The range holds the rows of a runner's exact-size capture (its
+    /// bytes are the bucket's rows times a row's bytes): an exact-size
+    /// replay of n rows may bind a range of n rows
+    /// ([`Runner::replay_exact`](crate::Runner::replay_exact)). Changes
+    /// nothing elsewhere.
+    pub rows: bool,
 }
 
 impl ArgDecl {
@@ -64,6 +70,7 @@ impl ArgDecl {
             bytes,
             exact,
             scalar: false,
+            rows: false,
         }
     }
 
@@ -87,6 +94,7 @@ impl ArgDecl {
             bytes: size,
             exact: false,
             scalar: true,
+            rows: false,
         })
     }
 
@@ -244,6 +252,26 @@ pub fn check_size(k: usize, b: &Binding, d: &ArgDecl) -> Result<()> {
     Ok(())
 }
 
+/// The bytes a launch needs of range argument `i` declared as `d`, where
+/// that is fewer than declared (an exact-size replay's rows).
+pub(crate) type Need<'a> = &'a dyn Fn(usize, &ArgDecl) -> usize;
+
+/// [`check_size`] for a launch that needs `need` bytes of the argument
+/// (fewer than declared: an exact-size replay's rows).
+pub fn check_size_for(k: usize, b: &Binding, d: &ArgDecl, need: usize) -> Result<()> {
+    if need == d.bytes {
+        return check_size(k, b, d);
+    }
+    ensure_arg!(
+        b.bytes == 0 || b.bytes >= need,
+        "binding {k}: argument {} needs {} bytes for this launch's rows; the new range has {}",
+        b.index,
+        need,
+        b.bytes
+    );
+    Ok(())
+}
+
 /// Checks binding `k` of scalar argument `d`: `bytes` 0 or the scalar's
 /// size, and no value bits above that size (an address given for a
 /// smaller scalar, most likely).
@@ -366,6 +394,11 @@ mod tests {
         check_size(0, &b(0), &d).unwrap();
         check_size(0, &b(0x100), &d).unwrap();
         check_size(0, &b(0x200), &d).unwrap();
+        // A launch that needs fewer bytes (an exact-size replay's rows).
+        check_size_for(0, &b(0x80), &d, 0x80).unwrap();
+        check_size_for(0, &b(0), &d, 0x80).unwrap();
+        let e = check_size_for(4, &b(0x40), &d, 0x80).unwrap_err();
+        assert!(e.message().contains("needs 128 bytes"), "{}", e.message());
         let e = check_size(3, &b(0x80), &d).unwrap_err();
         assert!(e.message().contains("binding 3"), "{}", e.message());
         assert!(

@@ -9,7 +9,9 @@
 //! later launches only: a launch already enqueued runs with the values it
 //! was launched with.
 
-use crate::arg::{check_scalar, check_size, find, match_scalar, scan, ArgDecl, Binding, Slot};
+use crate::arg::{
+    check_scalar, check_size_for, find, match_scalar, scan, ArgDecl, Binding, Need, Slot,
+};
 use crate::context::Context;
 use crate::driver::graph::{self as dg, KernelParams, RawNode};
 use crate::driver::memory::Memset;
@@ -431,8 +433,9 @@ impl ArgTable {
     }
 
     /// Checks `bindings` (known arguments, each once, each a device range
-    /// of this context at least as large as its declaration).
-    fn check(&mut self, bindings: &[Binding]) -> Result<()> {
+    /// of this context at least as large as its declaration, or as
+    /// `need(index, declaration)` bytes where that is given).
+    fn check(&mut self, bindings: &[Binding], need: Option<Need<'_>>) -> Result<()> {
         for (k, b) in bindings.iter().enumerate() {
             self.check_index(b.index)
                 .map_err(|e| e.context(&format!("binding {k}")))?;
@@ -449,7 +452,8 @@ impl ArgTable {
             }
             // Before the unchanged-address shortcut: a smaller view at the
             // bound address is refused too.
-            check_size(k, b, &d)?;
+            let bytes = need.map_or(d.bytes, |f| f(b.index, &d));
+            check_size_for(k, b, &d, bytes)?;
             if b.ptr == self.bound[b.index] {
                 continue;
             }
@@ -457,7 +461,7 @@ impl ArgTable {
                 self.check_copy_kind(k, b, &d)?;
             }
             // The names are made only on failure (no allocation otherwise).
-            let queried = device_range(&self.ctx, "ptr", b.ptr, d.bytes, &self.known)
+            let queried = device_range(&self.ctx, "ptr", b.ptr, bytes, &self.known)
                 .map_err(|e| e.context(&format!("binding {k} (argument {})", b.index)))?;
             if let Some(extent) = queried {
                 self.known[self.known_next] = extent;
@@ -472,7 +476,17 @@ impl ArgTable {
     /// Returns whether any node must be patched. Bad bindings are refused
     /// before anything changes. No allocation.
     pub(crate) fn prepare(&mut self, bindings: &[Binding]) -> Result<bool> {
-        self.check(bindings)?;
+        self.prepare_for(bindings, None)
+    }
+
+    /// [`prepare`](Self::prepare) where argument `i` (declared `d`) needs
+    /// `need(i, d)` bytes instead of its declared size, if `need` is given.
+    pub(crate) fn prepare_for(
+        &mut self,
+        bindings: &[Binding],
+        need: Option<Need<'_>>,
+    ) -> Result<bool> {
+        self.check(bindings, need)?;
         self.saved.copy_from_slice(&self.bound);
         self.clear_marks();
         for b in bindings {

@@ -197,6 +197,19 @@ pub fn end_capture(stream: &Stream) -> Result<Graph> {
 /// memory of the stream's device, or overlaps an argument declared before,
 /// is [`ErrorKind::InvalidArgument`].
 pub fn declare_capture_arg(stream: &Stream, base: u64, bytes: usize, exact: bool) -> Result<usize> {
+    declare_capture_rows_arg(stream, base, bytes, exact, false)
+}
+
+/// [`declare_capture_arg`], marking the range as the capture's rows when
+/// `rows` is set ([`ArgDecl::rows`]: in a runner's exact-size capture, an
+/// exact-size replay of n rows may bind n rows of it).
+pub fn declare_capture_rows_arg(
+    stream: &Stream,
+    base: u64,
+    bytes: usize,
+    exact: bool,
+    rows: bool,
+) -> Result<usize> {
     let mut slot = stream.capture_slot();
     let open = slot.as_mut().ok_or_else(|| {
         Error::invalid_state(
@@ -208,7 +221,10 @@ pub fn declare_capture_arg(stream: &Stream, base: u64, bytes: usize, exact: bool
         "the stream is capturing into a conditional body: declare arguments while capturing \
          the graph that is instantiated (uses inside bodies are not bound)"
     );
-    let d = ArgDecl::range(base, bytes, exact);
+    let d = ArgDecl {
+        rows,
+        ..ArgDecl::range(base, bytes, exact)
+    };
     let index = check_new(&open.args, &d)?;
     stream.context().bind()?;
     check_device_range(stream.context(), "ptr", base, bytes)?;

@@ -1,7 +1,7 @@
 //! Executable graphs: instantiate once, upload, launch many times, update
 //! parameters in place.
 
-use crate::arg::{ArgDecl, Binding};
+use crate::arg::{ArgDecl, Binding, Need};
 use crate::bind::{ArgTable, UseWhat};
 use crate::context::Context;
 use crate::driver::graph::{self as dg, KernelParams, RawNode};
@@ -386,6 +386,21 @@ impl Exec {
     /// the launch's enqueue: launches from several threads, with or
     /// without bindings, each run with one whole set of bindings.
     pub fn launch_with(&self, stream: &Stream, bindings: &[Binding]) -> Result<()> {
+        self.launch_with_for(stream, bindings, None)
+    }
+
+    /// [`launch_with`](Self::launch_with) where binding a range argument
+    /// `i` declared as `d` needs `need(i, d)` bytes instead of its
+    /// declared size, if `need` is given (an exact-size replay binds fewer
+    /// rows than a runner's bucket declared: see
+    /// [`Runner::replay_exact`](crate::Runner::replay_exact)). The caller
+    /// answers for the launch reading no more than that.
+    pub(crate) fn launch_with_for(
+        &self,
+        stream: &Stream,
+        bindings: &[Binding],
+        need: Option<Need<'_>>,
+    ) -> Result<()> {
         if bindings.is_empty() {
             return self.launch(stream);
         }
@@ -404,7 +419,7 @@ impl Exec {
             .is_none()
             .then(|| self.inner.source.state())
             .transpose()?;
-        if t.prepare(bindings)? {
+        if t.prepare_for(bindings, need)? {
             t.apply(self.raw())?;
         }
         drop(source);

@@ -36,7 +36,8 @@ pub use cache::{
     EXEC_BASE_BYTES,
 };
 pub use capture::{
-    begin_capture, begin_capture_into, declare_capture_arg, declare_capture_scalar_arg, end_capture,
+    begin_capture, begin_capture_into, declare_capture_arg, declare_capture_rows_arg,
+    declare_capture_scalar_arg, end_capture,
 };
 pub use context::{device_count, driver_version, Context};
 pub use copy::{copy_async, set_async, set_elements_async};
@@ -51,5 +52,5 @@ pub use graphcore_kernels as kernels;
 pub use lock::backoff;
 pub use module::{launch_op, Function, LaunchConfig, Module};
 pub use pool::{Pool, PoolOptions};
-pub use runner::{disabled_by_env, Bucket, Fallback, Record, Runner};
+pub use runner::{disabled_by_env, Bucket, Fallback, Record, RecordRows, Runner};
 pub use stream::Stream;

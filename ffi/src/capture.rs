@@ -122,7 +122,8 @@ pub extern "C" fn gc_capture_end(stream: *mut gc_stream, graph: *mut *mut gc_gra
 /// in each bucket's capture of a runner (gc_runner_replay_with binds them
 /// by index; a record function also runs eagerly for the warm-ups, so it
 /// declares only while gc_stream_is_capturing says 1). Declaring does not
-/// break the capture.
+/// break the capture. flags: GC_ARG_EXACT, GC_ARG_ROWS (the range holds
+/// the rows of a runner's exact-size capture: see gc_runner_capture_exact).
 /// Errors: GC_ERROR_INVALID_ARGUMENT (stream, ptr or index is NULL, bytes
 /// is 0, an unknown flag, ptr is not device memory of the stream's device
 /// or holds fewer than bytes bytes, or the range overlaps an argument
@@ -140,11 +141,11 @@ pub extern "C" fn gc_capture_arg(
 ) -> gc_status {
     boundary("gc_capture_arg", || {
         let out = Out::new(index, "index")?;
-        let exact = crate::graph::arg_exact(flags)?;
+        let (exact, rows) = crate::graph::capture_arg_flags(flags)?;
         crate::graph::arg_range(ptr, bytes)?;
         let s = self::stream(stream, "stream")?;
-        out.set(graphcore_core::declare_capture_arg(
-            &s, ptr as u64, bytes, exact,
+        out.set(graphcore_core::declare_capture_rows_arg(
+            &s, ptr as u64, bytes, exact, rows,
         )?);
         Ok(())
     })

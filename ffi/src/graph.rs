@@ -112,15 +112,35 @@ pub(crate) fn emit(node: *mut gc_node, n: Node) {
 /// rebound).
 pub const GC_ARG_EXACT: u32 = 1;
 
-/// The checked flags of an argument declaration: whether it is exact.
+/// gc_capture_arg flag: the range holds the rows of a runner's exact-size
+/// capture (gc_runner_capture_exact): its bytes are the bucket's rows times
+/// a row's bytes, and gc_runner_replay_exact of n rows may bind it to a
+/// range of n rows. Every kernel that uses it must read the row count the
+/// record function was given (else the bucket takes no exact-size replay).
+/// In other captures it changes nothing; gc_graph_declare_arg refuses it.
+pub const GC_ARG_ROWS: u32 = 2;
+
+/// The checked flags of an argument declaration: whether it is exact
+/// (GC_ARG_ROWS is refused: gc_capture_arg takes it).
 pub(crate) fn arg_exact(flags: u32) -> graphcore_core::Result<bool> {
     if flags & !GC_ARG_EXACT != 0 {
         return Err(Error::invalid_argument(format!(
-            "unknown argument flags 0x{:x}",
-            flags & !GC_ARG_EXACT
+            "unknown argument flags 0x{:x}{}",
+            flags & !GC_ARG_EXACT,
+            if flags & GC_ARG_ROWS != 0 {
+                " (GC_ARG_ROWS is for gc_capture_arg in a runner's exact-size capture)"
+            } else {
+                ""
+            }
         )));
     }
     Ok(flags & GC_ARG_EXACT != 0)
+}
+
+/// The checked flags of gc_capture_arg: (exact, rows).
+pub(crate) fn capture_arg_flags(flags: u32) -> graphcore_core::Result<(bool, bool)> {
+    let exact = arg_exact(flags & !GC_ARG_ROWS)?;
+    Ok((exact, flags & GC_ARG_ROWS != 0))
 }
 
 /// The checks of a declared range that need no object (NULL, 0 bytes),

@@ -18,15 +18,18 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 ///
 /// Ownership: gc_runner_create returns a handle the caller destroys with
 /// gc_runner_destroy, which destroys the runner's graphs (their pool memory
-/// returns to the pool) and its stream. The runner holds its pool: a pool
+/// returns to the pool), its stream, and the row-count tables of
+/// gc_runner_capture_exact (blocks of its pool). The runner holds its pool: a pool
 /// passed in stays the caller's handle and may be destroyed before the
 /// runner.
 ///
 /// Thread safety: gc_runner_replay, gc_runner_replay_with and
 /// gc_runner_stats may run from several threads at once on one runner
 /// (a plain replay must not race with a replay with bindings of the same
-/// bucket: as for gc_exec_launch_with). gc_runner_capture excludes them: they
-/// wait until it returns. The buckets share the runner's pool, so the GPU
+/// bucket: as for gc_exec_launch_with; gc_runner_replay_exact is a replay
+/// with bindings here, and replays of one bucket of gc_runner_capture_exact
+/// bind its row count one at a time). gc_runner_capture and
+/// gc_runner_capture_exact exclude them: they wait until it returns. The buckets share the runner's pool, so the GPU
 /// work of two replays must not overlap: replay on one stream, or order
 /// the streams (graphcore does not detect it). gc_runner_destroy must not
 /// race with other calls on the handle.
@@ -49,17 +52,66 @@ pub type gc_record_fn = Option<
     unsafe extern "C" fn(stream: *mut gc_stream, batch: u32, user_data: *mut c_void) -> gc_status,
 >;
 
+/// Records one bucket's work for an exact-size capture
+/// (gc_runner_capture_exact): as gc_record_fn, and `rows` is the device
+/// address of a uint32_t row count holding `batch` (in the warm-ups and in
+/// the capture) that the ops recorded read when they run (gc_op_linear_rows,
+/// gc_op_mlp_rows, or your own kernels given it): gc_runner_replay_exact
+/// binds it to the rows asked for. Declare the ranges whose rows the ops
+/// read or write (the input, the output) with gc_capture_arg and
+/// GC_ARG_ROWS, sized for `batch` rows.
+pub type gc_record_rows_fn = Option<
+    unsafe extern "C" fn(
+        stream: *mut gc_stream,
+        batch: u32,
+        rows: *const u32,
+        user_data: *mut c_void,
+    ) -> gc_status,
+>;
+
 pub(crate) struct RunnerEntry {
     runner: RwLock<Runner>,
     /// The handle of the runner's side stream, handed to record functions.
     stream: u64,
-    /// The record function and user data of the last gc_runner_capture,
-    /// which eager replays call (the pointer as an address).
-    record: Mutex<Option<(RecordFn, usize)>>,
+    /// The record function and user data of the last gc_runner_capture or
+    /// gc_runner_capture_exact, which eager replays call (the pointer as an
+    /// address).
+    record: Mutex<Option<(RecordKind, usize)>>,
 }
 
 type RecordFn =
     unsafe extern "C" fn(stream: *mut gc_stream, batch: u32, user_data: *mut c_void) -> gc_status;
+
+type RecordRowsFn = unsafe extern "C" fn(
+    stream: *mut gc_stream,
+    batch: u32,
+    rows: *const u32,
+    user_data: *mut c_void,
+) -> gc_status;
+
+/// A record function of either kind.
+#[derive(Clone, Copy)]
+enum RecordKind {
+    Plain(RecordFn),
+    Rows(RecordRowsFn),
+}
+
+impl RecordKind {
+    /// Calls it (`rows`: the row count's address, for a rows record).
+    ///
+    /// # Safety
+    /// The function and `user` are the caller's of a capture, who vouched
+    /// for them.
+    unsafe fn call(self, stream: *mut gc_stream, batch: u32, rows: u64, user: usize) -> gc_status {
+        // SAFETY: this function's contract.
+        unsafe {
+            match self {
+                RecordKind::Plain(f) => f(stream, batch, user as *mut c_void),
+                RecordKind::Rows(f) => f(stream, batch, rows as *const u32, user as *mut c_void),
+            }
+        }
+    }
+}
 
 /// Fallback flag: run the record function eagerly on the caller's stream
 /// instead of replaying a graph (gc_runner_set_fallback, gc_cache_options,
@@ -126,6 +178,9 @@ pub struct gc_runner_statistics {
     /// caller built with an older header (a smaller struct_size) gets the
     /// fields before it only.
     pub eager_runs: u64,
+    /// Bit i set: `buckets[i]`'s graph takes exact-size replays
+    /// (gc_runner_replay_exact). Added after eager_runs, as it was.
+    pub exact_buckets: u32,
 }
 
 impl Versioned for gc_runner_statistics {
@@ -209,7 +264,66 @@ pub extern "C" fn gc_runner_capture(
         };
         r.capture(sizes, &mut call, warmup_runs)?;
         *entry.record.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some((record, user_data as usize));
+            Some((RecordKind::Plain(record), user_data as usize));
+        Ok(())
+    })
+}
+
+/// gc_runner_capture for exact-size replays (gc_runner_replay_exact):
+/// `record` also gets `rows`, the device address of a uint32_t row count
+/// holding the bucket's rows; the ops it records read their row count there
+/// (gc_op_linear_rows, gc_op_mlp_rows), and it declares the ranges whose
+/// rows they read or write with gc_capture_arg and GC_ARG_ROWS (sized for
+/// the bucket's rows). The runner declares the row count as the last
+/// argument of each capture, after the record function's. A bucket's graph
+/// takes exact-size replays when some kernel reads the row count and every
+/// use of a GC_ARG_ROWS range is a kernel (not in a child graph) that reads
+/// it too, and each such range's bytes are a multiple of the bucket's rows;
+/// otherwise the bucket is added all the same (for gc_runner_replay and
+/// gc_runner_replay_with) and gc_runner_replay_exact of it is
+/// GC_ERROR_INVALID_STATE, naming the use that stops it
+/// (gc_runner_statistics.exact_buckets tells which buckets take them). The
+/// row counts are a table of uint32_t (0 to the largest bucket of the call)
+/// that the runner allocates from its pool before the warm-ups and frees
+/// when it is destroyed. Otherwise as gc_runner_capture (warm-ups, order,
+/// rollback, record's rules).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (n is 0, a size is 0 or
+/// given twice or already a bucket, or more than GC_RUNNER_MAX_BUCKETS
+/// buckets in all), GC_ERROR_CAPTURE (a capture broke),
+/// GC_ERROR_OUT_OF_MEMORY (also: the row-count table), or any status
+/// `record` returned (its message kept in gc_last_error()).
+#[no_mangle]
+pub extern "C" fn gc_runner_capture_exact(
+    runner: *mut gc_runner,
+    buckets: *const u32,
+    n: usize,
+    record: gc_record_rows_fn,
+    user_data: *mut c_void,
+    warmup_runs: u32,
+) -> gc_status {
+    boundary("gc_runner_capture_exact", || {
+        let entry = RUNNERS.get(runner as u64, "runner")?;
+        let record = record.ok_or_else(|| Error::invalid_argument("`record` is NULL"))?;
+        if buckets.is_null() || n == 0 {
+            return Err(Error::invalid_argument("`buckets` is NULL or `n` is 0"));
+        }
+        // SAFETY: the caller passes `n` readable sizes.
+        let sizes = unsafe { std::slice::from_raw_parts(buckets, n) };
+        let mut r = entry.runner.write().unwrap_or_else(|e| e.into_inner());
+        if r.buckets().len() + n > GC_RUNNER_MAX_BUCKETS {
+            return Err(Error::invalid_argument(format!(
+                "a runner holds at most {GC_RUNNER_MAX_BUCKETS} buckets"
+            )));
+        }
+        let stream = entry.stream as *mut gc_stream;
+        let mut call = |_: &graphcore_core::Stream, batch: u32, rows: u64| {
+            // SAFETY: the caller vouches for `record` and `user_data`.
+            unsafe { record(stream, batch, rows as *const u32, user_data) }
+                .into_result("the record function")
+        };
+        r.capture_exact(sizes, &mut call, warmup_runs)?;
+        *entry.record.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some((RecordKind::Rows(record), user_data as usize));
         Ok(())
     })
 }
@@ -218,8 +332,9 @@ pub extern "C" fn gc_runner_capture(
 /// GC_FALLBACK_HARD_FAIL, or 0) for the calls after this one. While the
 /// runner runs eagerly (the flag, or GRAPHCORE_DISABLE=1): gc_runner_capture
 /// records nothing (the buckets are added without graphs; no warm-up
-/// runs), and gc_runner_replay and gc_runner_replay_with run the record
-/// function of the last gc_runner_capture once, on the stream given, for
+/// runs), and gc_runner_replay, gc_runner_replay_with and
+/// gc_runner_replay_exact run the record function of the last
+/// gc_runner_capture (or gc_runner_capture_exact) once, on the stream given, for
 /// the bucket they choose (the batch a graph would have been captured for),
 /// from the calling thread, instead of replaying; bindings are not applied
 /// (the record function works on the buffers it names itself: with
@@ -253,20 +368,21 @@ fn replay_eagerly(
     entry: &RunnerEntry,
     rows: u32,
     stream: *mut gc_stream,
+    exact: bool,
 ) -> graphcore_core::Result<u32> {
     let s = STREAMS.get(stream as u64, "stream")?;
     let recorded = *entry.record.lock().unwrap_or_else(PoisonError::into_inner);
     let r = entry.runner.read().unwrap_or_else(PoisonError::into_inner);
     let Some((record, user)) = recorded else {
         // No capture yet: the runner has no bucket either.
-        return r.run_eagerly(rows, &s, &mut |_, _| Ok(()));
+        return r.run_eagerly_rows(rows, &s, exact, &mut |_, _, _| Ok(()));
     };
-    let mut call = |_: &graphcore_core::Stream, batch: u32| {
-        // SAFETY: the caller of gc_runner_capture vouched for `record` and
-        // its user data, which must stay valid while eager replays run.
-        unsafe { record(stream, batch, user as *mut c_void) }.into_result("the record function")
+    let mut call = |_: &graphcore_core::Stream, batch: u32, count: u64| {
+        // SAFETY: the caller of the capture vouched for `record` and its
+        // user data, which must stay valid while eager replays run.
+        unsafe { record.call(stream, batch, count, user) }.into_result("the record function")
     };
-    r.run_eagerly(rows, &s, &mut call)
+    r.run_eagerly_rows(rows, &s, exact, &mut call)
 }
 
 /// True when the runner runs eagerly (its flag, or GRAPHCORE_DISABLE=1).
@@ -282,7 +398,13 @@ fn eager(entry: &RunnerEntry) -> bool {
 /// Replays the smallest bucket of at least `rows` rows on `stream` and
 /// writes its size to *bucket (the caller pads its input to it). More rows
 /// than the largest bucket is GC_ERROR_NO_BUCKET: run that batch eagerly.
-/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (rows is 0),
+/// A bucket of gc_runner_capture_exact replays its whole rows: its row
+/// count is bound back to them, and a GC_ARG_ROWS argument that an
+/// exact-size replay bound to fewer rows is refused (bind it again with
+/// gc_runner_replay_with).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (rows is 0, or a
+/// GC_ARG_ROWS argument bound to fewer rows than the bucket's; nothing is
+/// launched),
 /// GC_ERROR_NO_BUCKET (rows over the largest bucket, or no bucket captured
 /// yet), GC_ERROR_CAPTURE (as gc_exec_launch).
 #[no_mangle]
@@ -296,7 +418,7 @@ pub extern "C" fn gc_runner_replay(
         let out = Out::new(bucket, "bucket")?;
         let b = RUNNERS.with(runner as u64, "runner", |entry| {
             if eager(entry) {
-                return replay_eagerly(entry, rows, stream);
+                return replay_eagerly(entry, rows, stream, false);
             }
             STREAMS.with(stream as u64, "stream", |s| {
                 entry
@@ -319,7 +441,9 @@ pub extern "C" fn gc_runner_replay(
 /// in every bucket. Bindings persist per bucket: the memory bound must
 /// stay valid, as for gc_exec_launch_with, until that bucket's argument is
 /// bound elsewhere or the runner is destroyed, since a plain replay that
-/// chooses the bucket uses it.
+/// chooses the bucket uses it. A bucket of gc_runner_capture_exact replays
+/// its whole rows here (its row count bound back to them; every GC_ARG_ROWS
+/// argument must then be bound to the bucket's rows, here or before).
 /// Errors: common, and GC_ERROR_INVALID_ARGUMENT (bindings NULL while n is not
 /// 0, rows is 0, or a bad binding as for gc_exec_launch_with, naming the
 /// bucket; nothing is launched), GC_ERROR_NO_BUCKET (rows over the largest
@@ -338,7 +462,7 @@ pub extern "C" fn gc_runner_replay_with(
         let b = crate::exec::bindings(bindings, n)?;
         let batch = RUNNERS.with(runner as u64, "runner", |entry| {
             if eager(entry) {
-                return replay_eagerly(entry, rows, stream);
+                return replay_eagerly(entry, rows, stream, false);
             }
             STREAMS.with(stream as u64, "stream", |s| {
                 entry
@@ -346,6 +470,63 @@ pub extern "C" fn gc_runner_replay_with(
                     .read()
                     .unwrap_or_else(|e| e.into_inner())
                     .replay_with(rows, s, b)
+            })
+        })?;
+        out.set(batch);
+        Ok(())
+    })
+}
+
+/// Replays the smallest bucket of at least `rows` rows with its row count
+/// bound to `rows` (an exact-size request: no padding), binding `bindings`
+/// (n of them) as gc_runner_replay_with does, except that a GC_ARG_ROWS
+/// argument's range needs only `rows` rows (its declared bytes / the
+/// bucket's rows * rows: bytes that many or more, or 0 to have the memory
+/// checked for that many), and writes the bucket's size to *bucket. The
+/// graph reads and writes the first `rows` rows of those ranges only, so
+/// input and output tensors of exactly `rows` rows are bound as they are:
+/// nothing is copied, and outputs are exactly `rows` rows. A GC_ARG_ROWS
+/// argument not bound here must be bound to at least `rows` rows already
+/// (a binding persists, and so does its size: after an exact-size replay of
+/// fewer rows, bind it again; gc_runner_replay and gc_runner_replay_with of
+/// that bucket then need its whole rows bound too, and refuse otherwise).
+/// The row count is the runner's to bind: a binding of it is refused. The
+/// bucket must have been captured with gc_runner_capture_exact and take
+/// exact-size replays (gc_runner_statistics.exact_buckets). While the
+/// runner runs eagerly (gc_runner_set_fallback) the record function runs
+/// with its row count holding `rows`, on its own buffers, bindings not
+/// applied (as for gc_runner_replay_with).
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (bindings NULL while n is
+/// not 0, rows is 0, a binding of the row count, a GC_ARG_ROWS argument
+/// bound to fewer than `rows` rows, or a bad binding as for
+/// gc_exec_launch_with, naming the bucket; nothing is launched),
+/// GC_ERROR_INVALID_STATE (the bucket takes no exact-size replay: captured
+/// with gc_runner_capture, or a use of a GC_ARG_ROWS range that does not
+/// read the row count, named in gc_last_error(); nothing is launched),
+/// GC_ERROR_NO_BUCKET (rows over the largest bucket, or no bucket captured
+/// yet), GC_ERROR_CAPTURE (as gc_exec_launch).
+#[no_mangle]
+pub extern "C" fn gc_runner_replay_exact(
+    runner: *mut gc_runner,
+    rows: u32,
+    stream: *mut gc_stream,
+    bindings: *const gc_binding,
+    n: usize,
+    bucket: *mut u32,
+) -> gc_status {
+    boundary("gc_runner_replay_exact", || {
+        let out = Out::new(bucket, "bucket")?;
+        let b = crate::exec::bindings(bindings, n)?;
+        let batch = RUNNERS.with(runner as u64, "runner", |entry| {
+            if eager(entry) {
+                return replay_eagerly(entry, rows, stream, true);
+            }
+            STREAMS.with(stream as u64, "stream", |s| {
+                entry
+                    .runner
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .replay_exact(rows, s, b)
             })
         })?;
         out.set(batch);
@@ -374,6 +555,11 @@ pub extern "C" fn gc_runner_stats(
             eager_runs: r.eager_runs(),
             ..Default::default()
         };
+        for (i, b) in r.buckets().iter().enumerate() {
+            if b.is_exact() {
+                v.exact_buckets |= 1 << i;
+            }
+        }
         for (d, b) in v.buckets.iter_mut().zip(r.buckets()) {
             *d = gc_runner_bucket {
                 batch: b.batch,

@@ -803,6 +803,76 @@ static void check_mlp_fused() {
         }
 }
 
+// gc_op_mlp_rows: one gc_linear_small_rows_f32 launch per layer, each reading the row count
+// m from memory, launched for a bucket of max_m rows. Against the per-layer
+// gc_linear_small_f32 chain of max_m rows (the same configs, x's first m rows the
+// same): every layer's first m rows bitwise that chain's, nothing stored past row
+// m - 1 of y or of the intermediates, and a count above max_m clamped to max_m.
+static void check_mlp_rows() {
+    static const unsigned tiles[4][2] = {{0, 0}, {2, 0}, {2, 2}, {3, 2}};  // log2 rows, columns
+    const unsigned widths[][4] = {{12, 9, 6, 5}, {16, 8, 12, 4}, {7, 33, 10, 3}};
+    int trial = 0;
+    for (auto &wd : widths)
+        for (unsigned max_m : {1u, 5u, 9u, 17u}) {
+            ++trial;
+            const unsigned L = 3;
+            std::vector<Buf> w, b;
+            for (unsigned l = 0; l < L; ++l) {
+                w.emplace_back(wd[l + 1] * wd[l]);
+                b.emplace_back(wd[l + 1]);
+                w.back().random();
+                b.back().random();
+            }
+            SmallCfg cfg[3];
+            for (unsigned l = 0; l < L; ++l) {
+                const unsigned code = (trial + l) % 4;
+                cfg[l] = SmallCfg{tiles[code][0], tiles[code][1], unsigned(rng() % 3), 0};
+                cfg[l].lgc = rng() % (4 - cfg[l].lgr);
+            }
+            // The reference: max_m rows through the per-layer chain.
+            Buf x(max_m * wd[0]);
+            x.random();
+            Buf r1(max_m * wd[1]), r2(max_m * wd[2]), ry(max_m * wd[3]);
+            {
+                float *outs[3] = {r1.p, r2.p, ry.p};
+                const float *in = x.p;
+                for (unsigned l = 0; l < L; ++l) {
+                    const unsigned n = wd[l + 1];
+                    emu::launch(gc_linear_small_f32,
+                                uint3{(n + cfg[l].bn() - 1) / cfg[l].bn(), (max_m + cfg[l].bm() - 1) / cfg[l].bm(), 1},
+                                g1(256), outs[l], in, (const float *)w[l].p, (const float *)b[l].p, max_m, n, wd[l],
+                                l < 2 ? 1u : 0u, cfg[l].packed());
+                    in = outs[l];
+                }
+            }
+            for (unsigned m = 1; m <= max_m + 1; ++m) {
+                const bool clamp = m > max_m;
+                const unsigned rows = clamp ? max_m + 1000 : m, done = clamp ? max_m : m;
+                // x and y of exactly `done` rows; the intermediates sized for the bucket.
+                Buf xm(done * wd[0]), h1(max_m * wd[1]), h2(max_m * wd[2]), y(done * wd[3]);
+                for (unsigned i = 0; i < done * wd[0]; ++i) xm[i] = x[i];
+                float *outs[3] = {h1.p, h2.p, y.p};
+                const float *in = xm.p;
+                const u32 count = rows;
+                for (unsigned l = 0; l < L; ++l) {
+                    const unsigned n = wd[l + 1];
+                    emu::launch(gc_linear_small_rows_f32,
+                                uint3{(n + cfg[l].bn() - 1) / cfg[l].bn(), (max_m + cfg[l].bm() - 1) / cfg[l].bm(), 1},
+                                g1(256), outs[l], in, (const float *)w[l].p, (const float *)b[l].p, &count, max_m, n,
+                                wd[l], l < 2 ? 1u : 0u, cfg[l].packed());
+                    in = outs[l];
+                }
+                bool same = std::isnan(y.p[done * wd[3]]);
+                for (unsigned i = 0; i < done * wd[3]; ++i) same &= same_bits(y[i], ry[i]);
+                for (unsigned i = 0; i < done * wd[1]; ++i) same &= same_bits(h1[i], r1[i]);
+                for (unsigned i = done * wd[1]; i < max_m * wd[1]; ++i) same &= std::isnan(h1[i]);
+                for (unsigned i = done * wd[2]; i < max_m * wd[2]; ++i) same &= std::isnan(h2[i]);
+                CHECK(same, "mlp_rows widths %u-%u-%u-%u max_m %u *rows %u: not the bucket chain's first rows", wd[0],
+                      wd[1], wd[2], wd[3], max_m, rows);
+            }
+        }
+}
+
 int main(int argc, char **argv) {
     const std::string only = argc > 1 ? argv[1] : "";
     auto run = [&](const char *name, void (*f)()) {
@@ -826,6 +896,7 @@ int main(int argc, char **argv) {
     run("train_step", check_train_step);
     run("mlp2_step", check_mlp2_step);
     run("mlp_fused", check_mlp_fused);
+    run("mlp_rows", check_mlp_rows);
     std::printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }

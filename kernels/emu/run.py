@@ -6,7 +6,7 @@ reference, or bit for bit where a kernel promises that. No GPU needed.
     python3 kernels/emu/run.py            # all groups (a few minutes on 2 cores)
     python3 kernels/emu/run.py gemm       # one group: elementwise, bias_add, chain, maps, zips,
                                           # bias_grad, mse, linear_small, gemm, gemm_linear, weight_sgd,
-                                          # train_step, mlp2_step, mlp_fused
+                                          # train_step, mlp2_step, mlp_fused, mlp_rows
 """
 
 import os

@@ -31,7 +31,8 @@ from .errors import (
 from .loader import lib, raise_status, unchecked
 from .structs import (
     ARG_EXACT, CAPTURE_THREAD_LOCAL, COND_IF_ELSE, COND_RESET_ON_LAUNCH, COND_SWITCH,
-    EVENT_DISABLE_TIMING, EVENT_EXTERNAL, GRAPH_WRAP_ADOPT, GRAPH_WRAP_BORROW, HOST_FN, RECORD_FN,
+    ARG_ROWS, EVENT_DISABLE_TIMING, EVENT_EXTERNAL, GRAPH_WRAP_ADOPT, GRAPH_WRAP_BORROW, HOST_FN, RECORD_FN,
+    RECORD_ROWS_FN,
     ArgUse, Binding, CondHandle, DeviceInfo, ExecStatistics, Node, PoolOptions, PoolStatistics,
     RunnerStatistics,
 )
@@ -401,12 +402,15 @@ class Stream(_Handle):
         obj.borrowed = stream
         return obj
 
-    def capture_arg(self, buffer, nbytes=None, name=None, exact=False):
+    def capture_arg(self, buffer, nbytes=None, name=None, exact=False, rows=False):
         """gc_capture_arg: declares ``buffer`` (``nbytes`` bytes, default
         its ``.nbytes``) an argument of the graph this stream captures, named
         ``name`` (default ``arg<index>``) for launch(stream, name=...);
-        returns its index. In a Runner's record function, the warm-up runs
-        are eager: there it declares nothing and returns None."""
+        returns its index. ``rows=True`` (GC_ARG_ROWS): the buffer holds the
+        bucket's rows of a Runner's exact-size capture, so that
+        ``Runner.replay(n, stream, exact=True, ...)`` may bind n rows of it.
+        In a Runner's record function, the warm-up runs are eager: there it
+        declares nothing and returns None."""
         w = "Stream.capture_arg"
         if getattr(self, "_record", False):
             capturing = C.c_int()
@@ -415,7 +419,7 @@ class Stream(_Handle):
                 return None
         out = C.c_size_t()
         lib.gc_capture_arg(self.handle, _addr(buffer, w, "buffer"), _arg_bytes(buffer, nbytes, w),
-                           ARG_EXACT if exact else 0, C.byref(out))
+                           (ARG_EXACT if exact else 0) | (ARG_ROWS if rows else 0), C.byref(out))
         _add_name(_capture_names.setdefault(self.handle, {}), name, out.value, w)
         return out.value
 
@@ -1148,11 +1152,19 @@ class Runner(_Handle):
         self._bound = {}  # (bucket, argument index) -> the object bound there now
         self._bind_lock = threading.Lock()
 
-    def capture(self, buckets, record, warmup_runs=3):
+    def capture(self, buckets, record, warmup_runs=3, exact=False):
         """gc_runner_capture: ``record(stream, batch)`` enqueues one bucket's
         work on ``stream`` (a borrowed graphcore.Stream); it runs warmup_runs
         times per bucket eagerly, then once under capture. An exception in
-        ``record`` aborts the call and is re-raised here."""
+        ``record`` aborts the call and is re-raised here.
+
+        ``exact=True``: gc_runner_capture_exact, for exact-size replays
+        (``replay(n, stream, exact=True, ...)``): ``record(stream, batch,
+        rows)`` also gets ``rows``, the device address (an int) of the
+        uint32 row count its ops read (op_linear_rows, op_mlp_rows), and
+        declares the buffers whose rows they read or write with
+        ``stream.capture_arg(buf, name=..., rows=True)``. ``stats()``'s
+        ``exact_buckets`` tells which buckets take exact-size replays."""
         w = "Runner.capture"
         if not callable(record):
             raise TypeError("%s: record must be callable" % w)
@@ -1163,12 +1175,15 @@ class Runner(_Handle):
 
         names = []
 
-        def trampoline(stream_h, batch, _user):
+        def trampoline(stream_h, batch, *more):
             try:
                 stream = Stream._adopt(stream_h, self.context, owns=False)
                 stream._record = True
                 _capture_names.pop(stream_h, None)
-                record(stream, batch)
+                if exact:
+                    record(stream, batch, more[0] or 0)
+                else:
+                    record(stream, batch)
                 declared = _capture_names.pop(stream_h, None)
                 if declared is not None:
                     names.append((batch, declared))
@@ -1180,11 +1195,11 @@ class Runner(_Handle):
                 pending.append(e)
                 return InvalidStateError.code
 
-        callback = RECORD_FN(trampoline)
+        callback = (RECORD_ROWS_FN if exact else RECORD_FN)(trampoline)
         array = (C.c_uint32 * len(sizes))(*sizes)
         try:
-            lib.gc_runner_capture(self.handle, array, len(sizes), callback, None,
-                                  _int(warmup_runs, w, "warmup_runs", 32))
+            (lib.gc_runner_capture_exact if exact else lib.gc_runner_capture)(
+                self.handle, array, len(sizes), callback, None, _int(warmup_runs, w, "warmup_runs", 32))
         except Error as e:
             if pending:
                 raise pending[0] from e
@@ -1198,13 +1213,21 @@ class Runner(_Handle):
         if known is not self._bindings.names:
             self._bindings = _Bindings(known, "Runner.replay")
 
-    def replay(self, rows, stream, **bindings):
+    def replay(self, rows, stream, exact=False, **bindings):
         """gc_runner_replay: replays the smallest bucket of at least ``rows``
         rows; returns its size. NoBucketError above the largest. With
         keyword bindings (``x=tensor``, names the record function gave
         Stream.capture_arg), gc_runner_replay_with; the bound objects are
-        kept alive while bound (see the class)."""
+        kept alive while bound (see the class).
+
+        ``exact=True``: gc_runner_replay_exact, an exact-size request: the
+        bucket's row count is bound to ``rows``, and buffers declared with
+        ``rows=True`` may be tensors of exactly ``rows`` rows (no padding,
+        nothing copied; outputs of exactly ``rows`` rows). The bucket must
+        come from ``capture(..., exact=True)`` (else InvalidStateError)."""
         w = "Runner.replay"
+        if exact:
+            return self._replay_exact(rows, stream, bindings)
         if not bindings:
             out = C.c_uint32()
             lib.gc_runner_replay(self.handle, _int(rows, w, "rows", 32), _stream(stream, w),
@@ -1232,6 +1255,34 @@ class Runner(_Handle):
         if st:
             raise_status(st)
         return bucket
+
+    def _replay_exact(self, rows, stream, bindings):
+        w = "Runner.replay"
+        rows = _int(rows, w, "rows", 32)
+        if not bindings:
+            out = C.c_uint32()
+            lib.gc_runner_replay_exact(self.handle, rows, _stream(stream, w), None, 0, C.byref(out))
+            return out.value
+        bs = self._bindings
+        slot = bs.take(bindings)
+        try:
+            with self._bind_lock:
+                st = self._replay_exact_c(C.c_void_p(self.handle), C.c_uint32(rows),
+                                          C.c_void_p(_stream(stream, w)), slot.array, slot.n, slot.out_ref)
+                bucket = slot.out.value
+                _keep_bound(self, lambda i: (bucket if st == 0 else None, i), bindings, st)
+        finally:
+            bs.free.append(slot)
+        if st:
+            raise_status(st)
+        return bucket
+
+    @property
+    def _replay_exact_c(self):
+        f = self.__dict__.get("_replay_exact_fn")
+        if f is None:
+            f = self.__dict__["_replay_exact_fn"] = unchecked("gc_runner_replay_exact")
+        return f
 
     def stats(self):
         """gc_runner_stats: a RunnerStatistics."""

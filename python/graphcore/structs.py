@@ -15,14 +15,14 @@ __all__ = [
     "INSTANTIATE_UPLOAD", "INSTANTIATE_AUTO_FREE_ON_LAUNCH", "INSTANTIATE_USE_NODE_PRIORITY",
     "INSTANTIATE_FUSE_ELEMENTWISE", "CAPTURE_THREAD_LOCAL", "CAPTURE_GLOBAL", "CAPTURE_RELAXED",
     "CHAIN_FILL", "CHAIN_MAX", "CHAIN_MIN", "CHAIN_MAX_OPS", "RUNNER_MAX_BUCKETS", "EVENT_DISABLE_TIMING", "EVENT_EXTERNAL",
-    "GRAPH_WRAP_BORROW", "GRAPH_WRAP_ADOPT", "ARG_EXACT", "Binding", "COND_RESET_ON_LAUNCH",
+    "GRAPH_WRAP_BORROW", "GRAPH_WRAP_ADOPT", "ARG_EXACT", "ARG_ROWS", "Binding", "COND_RESET_ON_LAUNCH",
     "COND_IF", "COND_IF_ELSE", "COND_WHILE", "COND_SWITCH", "CMP_LT", "CMP_LE", "CMP_GT", "CMP_GE",
     "CondHandle", "Dim3", "Node", "DeviceInfo", "ChainOp",
     "MlpLayer", "MLP_MAX_LAYERS", "MLP_FUSED", "MLP_FUSED_ALWAYS", "LINEAR_RELU", "LINEAR_TF32",
     "LINEAR_GRAPHCORE", "LINEAR_CUBLASLT", "LINEAR_BACKEND_GRAPHCORE", "LINEAR_BACKEND_CUBLASLT",
     "REDUCTION_SUM", "REDUCTION_MEAN",
     "PoolOptions", "PoolStatistics", "ExecStatistics", "RunnerBucket", "RunnerStatistics",
-    "HOST_FN", "RECORD_FN", "PROTOTYPES", "ALLOCATOR_MAX_DEVICES", "FALLBACK_EAGER",
+    "HOST_FN", "RECORD_FN", "RECORD_ROWS_FN", "PROTOTYPES", "ALLOCATOR_MAX_DEVICES", "FALLBACK_EAGER",
     "FALLBACK_HARD_FAIL", "CACHE_EXEC_BASE_BYTES", "CACHE_DEFAULT_NODE_BYTES", "CACHE_HIT",
     "CACHE_MISS", "CACHE_EAGER", "CacheOptions", "CacheStatistics", "CacheEntry",
     "CACHE_RECORD_FN", "ArgUse", "ARG_USE_KERNEL", "ARG_USE_MEMCPY_DST", "ARG_USE_MEMCPY_SRC",
@@ -70,6 +70,7 @@ EVENT_EXTERNAL = 1
 GRAPH_WRAP_BORROW = 0
 GRAPH_WRAP_ADOPT = 1
 ARG_EXACT = 1
+ARG_ROWS = 2
 ARG_USE_KERNEL = 0
 ARG_USE_MEMCPY_DST = 1
 ARG_USE_MEMCPY_SRC = 2
@@ -235,6 +236,7 @@ class RunnerStatistics(C.Structure):
         ("buckets", RunnerBucket * RUNNER_MAX_BUCKETS),
         ("pool", PoolStatistics),
         ("eager_runs", C.c_uint64),
+        ("exact_buckets", C.c_uint32),
     ]
 
 
@@ -276,6 +278,7 @@ class CacheEntry(C.Structure):
 
 HOST_FN = C.CFUNCTYPE(None, C.c_void_p)
 RECORD_FN = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_uint32, C.c_void_p)
+RECORD_ROWS_FN = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_uint32, C.c_void_p, C.c_void_p)
 CACHE_RECORD_FN = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_void_p, C.c_size_t, C.c_void_p)
 
 # ------------------------------------------------------------ the C functions
@@ -401,6 +404,9 @@ PROTOTYPES = {
     # bucketed graphs
     "gc_runner_create": (_S, [_H, _H, _P(_H)]),
     "gc_runner_capture": (_S, [_H, _P(C.c_uint32), C.c_size_t, RECORD_FN, _D, C.c_uint32]),
+    "gc_runner_capture_exact": (_S, [_H, _P(C.c_uint32), C.c_size_t, RECORD_ROWS_FN, _D, C.c_uint32]),
+    "gc_runner_replay_exact": (
+        _S, [_H, C.c_uint32, _H, _P(Binding), C.c_size_t, _P(C.c_uint32)]),
     "gc_runner_replay": (_S, [_H, C.c_uint32, _H, _P(C.c_uint32)]),
     "gc_runner_replay_with": (
         _S, [_H, C.c_uint32, _H, _P(Binding), C.c_size_t, _P(C.c_uint32)]),
@@ -439,6 +445,8 @@ PROTOTYPES = {
     "gc_op_mse_reduction": (_S, [_H, _D, _D, _D, _D, C.c_uint64, C.c_uint32, _D, C.c_uint64]),
     "gc_op_mlp_workspace_bytes": (_S, [C.c_uint32, _P(MlpLayer), C.c_uint32, _P(C.c_uint64)]),
     "gc_op_mlp": (_S, [_H, _D, _D, C.c_uint32, _P(MlpLayer), C.c_uint32, _D, C.c_uint64, C.c_uint32]),
+    "gc_op_mlp_rows": (_S, [_H, _D, _D, _P(C.c_uint32), C.c_uint32, _P(MlpLayer), C.c_uint32, _D, C.c_uint64,
+                            C.c_uint32]),
     "gc_op_linear_mse_step_workspace_bytes": (_S, [_H, C.c_uint32, C.c_uint32, C.c_uint32, _P(C.c_uint64)]),
     "gc_op_linear_mse_step": (_S, [_H, _D, _D, _D, _D, _D, C.c_uint32, C.c_uint32, C.c_uint32, C.c_float, C.c_float,
                                    _D, C.c_uint64]),

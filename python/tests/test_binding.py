@@ -54,7 +54,7 @@ SCALARS = {"int": C.c_int, "uint32_t": C.c_uint32, "uint64_t": C.c_uint64, "size
            "float": C.c_float, "gc_capture_mode": C.c_uint32, "gc_event_flags": C.c_uint32,
            "gc_event_capture_flags": C.c_uint32, "gc_graph_wrap_flags": C.c_uint32,
            "gc_cond_type": C.c_uint32, "gc_host_fn": gc.HOST_FN, "gc_record_fn": gc.RECORD_FN,
-           "gc_cache_record_fn": gc.CACHE_RECORD_FN}
+           "gc_record_rows_fn": gc.RECORD_ROWS_FN, "gc_cache_record_fn": gc.CACHE_RECORD_FN}
 
 
 def expected_ctype(c_type):

@@ -196,3 +196,15 @@ def test_op_linear_backend_binding():
     # Where cuBLASLt is missing, the version is None (not an error).
     v = gc.cublaslt_version()
     assert v is None or v > 0
+
+
+def test_op_mlp_rows_and_exact_runner_binding():
+    s = gc.Stream._adopt(BOGUS, None, owns=False)
+    layers = [(0x1000, None, 4, 4, True), (0x2000, None, 4, 2, False)]
+    with pytest.raises(gc.InvalidArgumentError, match="rows is None"):
+        gc.op_mlp_rows(s, 0x100, 0x200, None, 4, layers, 0x300, 4096)
+    # Well-formed arguments reach the library, which checks the handle.
+    with pytest.raises(gc.InvalidHandleError):
+        gc.op_mlp_rows(s, 0x100, 0x200, 0x400, 4, layers, 0x300, 4096)
+    assert gc.ARG_ROWS == 2
+    assert dict(gc.RunnerStatistics._fields_)["exact_buckets"] is C.c_uint32

@@ -732,3 +732,87 @@ print("fallback ok")
     r = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0 and "fallback ok" in r.stdout, r.stdout + r.stderr
+
+
+class _Rows:
+    """A view of the first rows of a device buffer: its address and bytes,
+    as a binding reads them (data_ptr(), nbytes)."""
+
+    def __init__(self, ptr, nbytes):
+        self.ptr, self.nbytes = ptr, nbytes
+
+    def data_ptr(self):
+        return self.ptr
+
+
+def test_runner_exact_size_replay_of_an_mlp(ctx, stream, pool):
+    """Runner.replay(n, exact=True): buckets captured once with op_mlp_rows
+    serve every n = 1..8 with input and output buffers of exactly n rows:
+    the outputs are op_mlp's n-row eager result (within float rounding) and
+    bitwise the padded bucket's first n rows, and nothing is written past
+    row n of the output. A bucket of capture() (no row count) refuses."""
+    import math
+    import random
+    import struct
+
+    rng = random.Random(53)
+    widths = [64, 32, 16, 10]
+    layers = []
+    for i, (a, b) in enumerate(zip(widths, widths[1:])):
+        w, bias = pool.alloc(4 * a * b), pool.alloc(4 * b)
+        upload(ctx, stream, w, [rng.uniform(-1, 1) / math.sqrt(a) for _ in range(a * b)])
+        upload(ctx, stream, bias, [rng.uniform(-1, 1) for _ in range(b)])
+        layers.append((w, bias, a, b, i + 2 < len(widths)))
+    most, xin, xout = 8, widths[0], widths[-1]
+    xb, yb = pool.alloc(4 * most * xin), pool.alloc(4 * most * xout)
+    wsb = gc.mlp_workspace_bytes(most, layers)
+    ws = pool.alloc(wsb)
+
+    def record(s, batch, rows):
+        s.capture_arg(xb, 4 * batch * xin, name="x", rows=True)
+        s.capture_arg(yb, 4 * batch * xout, name="y", rows=True)
+        gc.op_mlp_rows(s, yb, xb, rows, batch, layers, ws, wsb)
+
+    bits = lambda v: struct.unpack("I", struct.pack("f", v))[0]  # noqa: E731
+    with gc.Runner(ctx, pool) as r:
+        r.capture([2, 8], record, warmup_runs=1, exact=True)
+        assert r.stats().exact_buckets == 0b11
+        x_pad, y_pad = pool.alloc(4 * most * xin), pool.alloc(4 * most * xout)
+        y_eager, ws_eager = pool.alloc(4 * most * xout), pool.alloc(wsb)
+        for n in range(1, most + 1):
+            values = [rng.uniform(-1, 1) for _ in range(n * xin)]
+            x = pool.alloc(4 * n * xin)
+            y = pool.alloc(4 * most * xout)
+            upload(ctx, stream, x, values)
+            gc.memset_async(stream, y, 0xFF, 4 * most * xout)
+            bucket = r.replay(n, stream, exact=True, x=_Rows(x, 4 * n * xin), y=_Rows(y, 4 * n * xout))
+            assert bucket == (2 if n <= 2 else 8)
+            got = download(ctx, stream, y, most * xout)
+            assert all(bits(v) == 0xFFFFFFFF for v in got[n * xout:]), "n=%d: a row past n written" % n
+            # The eager n-row forward pass.
+            gc.memset_async(stream, ws_eager, 0, wsb)
+            gc.op_mlp(stream, y_eager, x, n, layers, ws_eager, wsb)
+            want = download(ctx, stream, y_eager, n * xout)
+            err = max(abs(a - b) for a, b in zip(got, want)) / max(max(abs(b) for b in want), 1e-30)
+            assert err <= 1e-5, "n=%d: %g from the eager result" % (n, err)
+            # The padded bucket: the same rows, zeros after them, bound whole.
+            upload(ctx, stream, x_pad, values + [0.0] * ((bucket - n) * xin))
+            if n < bucket:
+                with pytest.raises(gc.InvalidArgumentError, match="bind it again"):
+                    r.replay(n, stream)  # its rows arguments hold n rows
+            r.replay(n, stream, x=_Rows(x_pad, 4 * bucket * xin), y=_Rows(y_pad, 4 * bucket * xout))
+            padded = download(ctx, stream, y_pad, n * xout)
+            assert [bits(v) for v in got[:n * xout]] == [bits(v) for v in padded], "n=%d" % n
+            pool.free(x)
+            pool.free(y)
+
+    def plain(s, batch):
+        s.capture_arg(xb, 4 * batch * xin, name="x")
+        s.capture_arg(yb, 4 * batch * xout, name="y")
+        gc.op_mlp(s, yb, xb, batch, layers, ws, wsb)
+
+    with gc.Runner(ctx, pool) as r:
+        r.capture([4], plain, warmup_runs=1)
+        assert r.stats().exact_buckets == 0
+        with pytest.raises(gc.InvalidStateError, match="exact-size"):
+            r.replay(3, stream, exact=True)

@@ -2268,6 +2268,40 @@ static void ops_functions(void) {
     }
     objects_work();
 
+    COVER(gc_op_mlp_rows);
+    {
+        /* As gc_op_mlp's: x in buf2, y and the workspace in buf; the row count in buf2 past the weights. */
+        const float *x = fx.buf2, *w = (const float *)fx.buf2 + 64;
+        const uint32_t *rows = (const uint32_t *)((char *)fx.buf2 + 2048);
+        float *y = fx.buf;
+        void *ws = (char *)fx.buf + 1024;
+        gc_mlp_layer layers[2] = {{w, NULL, 4, 4, 1}, {w, NULL, 4, 2, 0}};
+        gc_mlp_layer mismatch[2] = {{w, NULL, 4, 4, 1}, {w, NULL, 3, 2, 0}};
+        uint64_t need = 768;
+        BAD_HANDLE_ARG(K_STREAM, st, gc_op_mlp_rows(st, y, x, rows, 2, layers, 2, ws, need, 0), GC_ERROR_INVALID_ARGUMENT);
+        if (fx.gpu) {
+            REFUSED("rows NULL", EXPECT_STATUS(gc_op_mlp_rows(st, y, x, NULL, 2, layers, 2, ws, need, 0),
+                                               GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("max_rows 0", EXPECT_STATUS(gc_op_mlp_rows(st, y, x, rows, 0, layers, 2, ws, need, 0),
+                                                GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("max_rows 257", {
+                EXPECT_STATUS(gc_op_mlp_rows(st, y, x, rows, 257, layers, 2, ws, UINT64_MAX, 0), GC_ERROR_INVALID_ARGUMENT);
+            });
+            REFUSED("layers NULL", EXPECT_STATUS(gc_op_mlp_rows(st, y, x, rows, 2, NULL, 2, ws, need, 0),
+                                                 GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("widths do not chain", EXPECT_STATUS(gc_op_mlp_rows(st, y, x, rows, 2, mismatch, 2, ws, need, 0),
+                                                         GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("workspace too small", EXPECT_STATUS(gc_op_mlp_rows(st, y, x, rows, 2, layers, 2, ws, need - 1, 0),
+                                                         GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("rows inside the workspace",
+                    EXPECT_STATUS(gc_op_mlp_rows(st, y, x, (const uint32_t *)ws, 2, layers, 2, ws, need, 0),
+                                  GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("a flag", EXPECT_STATUS(gc_op_mlp_rows(st, y, x, rows, 2, layers, 2, ws, need, 1),
+                                            GC_ERROR_INVALID_ARGUMENT));
+        }
+    }
+    objects_work();
+
     COVER(gc_op_linear_mse_step_workspace_bytes);
     {
         uint64_t bytes = 99;
@@ -2491,6 +2525,7 @@ static void ops_functions(void) {
         gc_status vs = gc_cublaslt_version(&version);
         CHECK(vs == GC_SUCCESS ? version > 0 : vs == GC_ERROR_NOT_SUPPORTED && version == 0);
     }
+    objects_work();
     COVER(gc_op_linear_rows);
     {
         const uint32_t *rows = (const uint32_t *)((char *)fx.buf2 + 2048);
@@ -2554,6 +2589,30 @@ static gc_status record_breaks_capture(gc_stream *s, uint32_t batch, void *user)
     return st != GC_SUCCESS ? st : gc_stream_synchronize(s);
 }
 
+/* An exact-size record: y (buf, 4 wide) = x (buf2, 4 wide) * W^T, W 4 x 4 at buf2 + 2048 bytes, its row count
+ * from `rows`; x and y declared as rows. With user non-NULL, also a fill of y that ignores the row count (the
+ * bucket then takes no exact-size replay). */
+static gc_status record_rows_linear(gc_stream *s, uint32_t batch, const uint32_t *rows, void *user) {
+    float *y = fx.buf;
+    const float *x = fx.buf2, *w = (const float *)((char *)fx.buf2 + 2048);
+    int capturing = 0;
+    size_t index = 0;
+    gc_status st = gc_stream_is_capturing(s, &capturing);
+    if (st == GC_SUCCESS && capturing) st = gc_capture_arg(s, x, (size_t)batch * 16u, GC_ARG_ROWS, &index);
+    if (st == GC_SUCCESS && capturing) st = gc_capture_arg(s, y, (size_t)batch * 16u, GC_ARG_ROWS, &index);
+    if (st == GC_SUCCESS) st = gc_op_linear_rows(s, y, x, w, NULL, rows, batch, 4, 4, 0);
+    if (st == GC_SUCCESS && user) st = gc_op_fill(s, y, (uint64_t)batch * 4u, 1.0f);
+    return st;
+}
+
+static gc_status record_rows_fails(gc_stream *s, uint32_t batch, const uint32_t *rows, void *user) {
+    (void)s;
+    (void)batch;
+    (void)rows;
+    (void)user;
+    return GC_ERROR_NOT_SUPPORTED;
+}
+
 static void runner_functions(void) {
     gc_runner *r = NULL;
     uint32_t buckets[GC_RUNNER_MAX_BUCKETS + 1];
@@ -2593,6 +2652,31 @@ static void runner_functions(void) {
         EXPECT_OK(gc_runner_replay(r, 2, fx.s, &got));
         CHECK(got == 4);
         EXPECT_OK(gc_stream_synchronize(fx.s));
+    }
+    objects_work();
+
+    COVER(gc_runner_capture_exact);
+    BAD_HANDLE_ARG(K_RUNNER, h, gc_runner_capture_exact(h, buckets, 1, record_rows_linear, NULL, 0),
+                   GC_ERROR_INVALID_ARGUMENT);
+    if (fx.gpu) {
+        gc_runner *x = NULL;
+        EXPECT_OK(gc_runner_create(fx.ctx, fx.pool, &x));
+        uint32_t four = 4, zero = 0;
+        REFUSED("record NULL", EXPECT_STATUS(gc_runner_capture_exact(x, &four, 1, NULL, NULL, 0), GC_ERROR_INVALID_ARGUMENT));
+        REFUSED("buckets NULL",
+                EXPECT_STATUS(gc_runner_capture_exact(x, NULL, 1, record_rows_linear, NULL, 0), GC_ERROR_INVALID_ARGUMENT));
+        REFUSED("bucket 0",
+                EXPECT_STATUS(gc_runner_capture_exact(x, &zero, 1, record_rows_linear, NULL, 0), GC_ERROR_INVALID_ARGUMENT));
+        REFUSED("a failing record",
+                EXPECT_STATUS(gc_runner_capture_exact(x, &four, 1, record_rows_fails, NULL, 1), GC_ERROR_NOT_SUPPORTED));
+        check_case = "an exact-size capture: the bucket takes exact-size replays";
+        EXPECT_OK(gc_runner_capture_exact(x, &four, 1, record_rows_linear, NULL, 1));
+        gc_runner_statistics xs;
+        memset(&xs, 0, sizeof xs);
+        xs.struct_size = sizeof xs;
+        EXPECT_OK(gc_runner_stats(x, &xs));
+        CHECK(xs.bucket_count == 1 && xs.exact_buckets == 1u);
+        EXPECT_OK(gc_runner_destroy(x));
     }
     objects_work();
 
@@ -3166,6 +3250,47 @@ static void args_functions(void) {
         EXPECT_OK(gc_stream_synchronize(fx.s));
         CHECK(((float *)fx.host)[127] == 0.0f);
         CHECK(((float *)((char *)fx.host + BUF_BYTES))[127] == 2.0f);
+        EXPECT_OK(gc_runner_destroy(r));
+    }
+    objects_work();
+
+    COVER(gc_runner_replay_exact);
+    BAD_HANDLE_ARG(K_RUNNER, h, gc_runner_replay_exact(h, 1, fx.s, NULL, 0, &got), GC_ERROR_INVALID_ARGUMENT);
+    EXPECT_STATUS(gc_runner_replay_exact(fx.runner, 1, fx.s, NULL, 0, NULL), GC_ERROR_INVALID_ARGUMENT);
+    EXPECT_STATUS(gc_runner_replay_exact(fx.runner, 1, fx.s, NULL, 1, &got), GC_ERROR_INVALID_ARGUMENT);
+    if (fx.gpu) {
+        gc_runner *r = NULL, *mixed = NULL;
+        uint32_t four = 4;
+        /* x: 2 rows of 4 floats at buf2 + 1024 bytes; y: 2 rows at buf + 1024 bytes. */
+        gc_binding two[2] = {{0, (char *)fx.buf2 + 1024, 32}, {1, (char *)fx.buf + 1024, 32}};
+        gc_binding count = {2, (char *)fx.buf2 + 3072, 4};
+        EXPECT_OK(gc_runner_create(fx.ctx, fx.pool, &r));
+        EXPECT_OK(gc_runner_capture_exact(r, &four, 1, record_rows_linear, NULL, 0));
+        check_case = "2 rows bound as 2-row ranges";
+        EXPECT_OK(gc_runner_replay_exact(r, 2, fx.s, two, 2, &got));
+        CHECK(got == 4);
+        REFUSED("rows 0", EXPECT_STATUS(gc_runner_replay_exact(r, 0, fx.s, two, 2, &got), GC_ERROR_INVALID_ARGUMENT));
+        REFUSED("rows over the largest bucket",
+                EXPECT_STATUS(gc_runner_replay_exact(r, 5, fx.s, two, 2, &got), GC_ERROR_NO_BUCKET));
+        REFUSED("3 rows: the 2-row ranges bound before are too small",
+                EXPECT_STATUS(gc_runner_replay_exact(r, 3, fx.s, NULL, 0, &got), GC_ERROR_INVALID_ARGUMENT));
+        REFUSED("3 rows into 2-row ranges",
+                EXPECT_STATUS(gc_runner_replay_exact(r, 3, fx.s, two, 2, &got), GC_ERROR_INVALID_ARGUMENT));
+        REFUSED("a plain replay of the bucket while its ranges hold 2 rows",
+                EXPECT_STATUS(gc_runner_replay(r, 4, fx.s, &got), GC_ERROR_INVALID_ARGUMENT));
+        REFUSED("a binding of the row count",
+                EXPECT_STATUS(gc_runner_replay_exact(r, 2, fx.s, &count, 1, &got), GC_ERROR_INVALID_ARGUMENT));
+        EXPECT_ERROR_MENTIONS("row count");
+        REFUSED("a bucket of gc_runner_capture",
+                EXPECT_STATUS(gc_runner_replay_exact(fx.runner, 1, fx.s, NULL, 0, &got), GC_ERROR_INVALID_STATE));
+        EXPECT_OK(gc_runner_create(fx.ctx, fx.pool, &mixed));
+        EXPECT_OK(gc_runner_capture_exact(mixed, &four, 1, record_rows_linear, fx.buf, 0));
+        REFUSED("a bucket whose fill of y ignores the row count", {
+            EXPECT_STATUS(gc_runner_replay_exact(mixed, 2, fx.s, two, 2, &got), GC_ERROR_INVALID_STATE);
+            EXPECT_ERROR_MENTIONS("does not read the row count");
+        });
+        EXPECT_OK(gc_stream_synchronize(fx.s));
+        EXPECT_OK(gc_runner_destroy(mixed));
         EXPECT_OK(gc_runner_destroy(r));
     }
     objects_work();

@@ -203,3 +203,224 @@ fn a_record_failing_in_warm_up_leaves_only_its_eager_blocks() {
     p.trim().unwrap();
     assert_eq!(usage(&p), before);
 }
+
+/// Runner::capture_exact + Runner::replay_exact (issue 53 item 2): a
+/// 256-128-64-10 MLP through ops::mlp_rows, captured once per bucket (1,
+/// 4, 16, 64). An exact-size replay of every n = 1..=64 with input and
+/// output ranges of exactly n rows gives the n-row eager ops::mlp result
+/// (within float rounding), bitwise the padded bucket's first n rows, and
+/// writes nothing past row n; a plain replay while the rows arguments hold
+/// fewer rows than the bucket is refused; binding the row count is refused.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn exact_size_replays_of_an_mlp_match_the_eager_rows_and_write_nothing_past_them() {
+    use graphcore_core::{declare_capture_rows_arg, Binding};
+    let (c, s, p) = setup();
+    let sms = c.sm_count();
+    let seed = seed();
+    let widths = [256u32, 128, 64, 10];
+    let layers: Vec<ops::MlpLayer> = widths
+        .windows(2)
+        .enumerate()
+        .map(|(i, w)| {
+            let (a, b) = (w[0] as usize, w[1] as usize);
+            let wv: Vec<f32> = random(seed ^ (2 * i as u64 + 1), a * b)
+                .iter()
+                .map(|v| v / (a as f32).sqrt())
+                .collect();
+            let (wd, bd) = (
+                p.alloc(4 * (a * b) as u64).unwrap(),
+                p.alloc(4 * b as u64).unwrap(),
+            );
+            upload(&s, wd, &wv);
+            upload(&s, bd, &random(seed ^ (2 * i as u64 + 2), b));
+            ops::MlpLayer {
+                w: wd,
+                b: bd,
+                inputs: w[0],
+                outputs: w[1],
+                relu: i + 2 < widths.len(),
+            }
+        })
+        .collect();
+    let most = 64usize;
+    let (xin, xout) = (256usize, 10usize);
+    let xb = p.alloc((most * xin * 4) as u64).unwrap();
+    let yb = p.alloc((most * xout * 4) as u64).unwrap();
+    let wsb = ops::mlp_workspace_bytes(most as u32, &layers);
+    let ws = p.alloc(wsb).unwrap();
+    let mut r = Runner::new(&c, Some(&p)).unwrap();
+    let mut record = |s: &Stream, batch: u32, rows: u64| -> graphcore_core::Result<()> {
+        declare_capture_rows_arg(s, xb, batch as usize * xin * 4, false, true)?;
+        declare_capture_rows_arg(s, yb, batch as usize * xout * 4, false, true)?;
+        for call in ops::mlp_rows(yb, xb, ws, wsb, rows, batch, &layers, sms)? {
+            // SAFETY: the buffers are live device allocations of this test holding
+            // the elements the operation reads and writes.
+            unsafe { launch_op(s, Ok(call)) }?;
+        }
+        Ok(())
+    };
+    // No warm-up: the record function declares arguments, which only a capture takes.
+    r.capture_exact(&[1, 4, 16, 64], &mut record, 0).unwrap();
+    let refusals: Vec<_> = r.buckets().iter().map(|b| b.exact_refusal()).collect();
+    assert!(r.buckets().iter().all(|b| b.is_exact()), "{refusals:?}");
+    let xs = random(seed ^ 99, most * xin);
+    let (xpad, ypad) = (
+        p.alloc((most * xin * 4) as u64).unwrap(),
+        p.alloc((most * xout * 4) as u64).unwrap(),
+    );
+    let (y_eager, ws_eager) = (
+        p.alloc((most * xout * 4) as u64).unwrap(),
+        p.alloc(wsb).unwrap(),
+    );
+    let bind = |x: u64, xr: usize, y: u64, yr: usize| {
+        [
+            Binding {
+                index: 0,
+                ptr: x,
+                bytes: xr * xin * 4,
+            },
+            Binding {
+                index: 1,
+                ptr: y,
+                bytes: yr * xout * 4,
+            },
+        ]
+    };
+    for n in 1..=most {
+        let x = p.alloc((n * xin * 4) as u64).unwrap();
+        upload(&s, x, &xs[..n * xin]);
+        let y = p.alloc((most * xout * 4) as u64).unwrap();
+        // SAFETY: y is a live allocation of this test of most * xout floats.
+        unsafe { graphcore_core::set_async(&s, y, 0xff, most * xout * 4) }.unwrap();
+        let bucket = r.replay_exact(n as u32, &s, &bind(x, n, y, n)).unwrap() as usize;
+        assert_eq!(
+            bucket,
+            [1, 4, 16, 64].into_iter().find(|&b| b >= n).unwrap()
+        );
+        let got = download(&s, y, most * xout);
+        assert!(
+            got[n * xout..].iter().all(|v| v.to_bits() == u32::MAX),
+            "n={n}: a row past n was written"
+        );
+        // The eager n-row forward pass (one launch per layer).
+        // SAFETY: ws_eager is a live allocation of this test of wsb bytes.
+        unsafe { graphcore_core::set_async(&s, ws_eager, 0, wsb as usize) }.unwrap();
+        let eager = ops::mlp(
+            y_eager,
+            x,
+            ws_eager,
+            wsb,
+            n as u32,
+            &layers,
+            ops::MlpForm::PerLayer,
+            false,
+            sms,
+            c.has_clusters(),
+        )
+        .unwrap();
+        for call in eager {
+            // SAFETY: as above.
+            unsafe { launch_op(&s, Ok(call)) }.unwrap();
+        }
+        let want = download(&s, y_eager, n * xout);
+        let scale = want.iter().fold(1e-30f32, |m, v| m.max(v.abs()));
+        let err = got
+            .iter()
+            .zip(&want)
+            .fold(0f32, |m, (a, b)| m.max((a - b).abs()))
+            / scale;
+        assert!(
+            err <= 1e-5,
+            "n={n}: {err} from the eager result (seed {seed})"
+        );
+        // The padded bucket, bound whole: bitwise the same first n rows.
+        let mut padded = xs[..n * xin].to_vec();
+        padded.resize(bucket * xin, 0.0);
+        upload(&s, xpad, &padded);
+        if n < bucket {
+            let e = r.replay(n as u32, &s).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+        }
+        r.replay_with(n as u32, &s, &bind(xpad, bucket, ypad, bucket))
+            .unwrap();
+        let full = download(&s, ypad, n * xout);
+        assert!(
+            got[..n * xout]
+                .iter()
+                .zip(&full)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "n={n}: differs from the padded bucket's rows"
+        );
+        p.free(x).unwrap();
+        p.free(y).unwrap();
+    }
+    // The row count (argument 2) is the runner's to bind.
+    let count = Binding {
+        index: 2,
+        ptr: xpad,
+        bytes: 4,
+    };
+    let e = r.replay_exact(2, &s, &[count]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.to_string().contains("row count"), "{e}");
+    s.synchronize().unwrap();
+}
+
+/// A bucket whose rows argument is also written by a memset that does not
+/// read the row count, and a bucket of Runner::capture, refuse exact-size
+/// replays with InvalidState naming why; both still replay padded.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn buckets_that_cannot_take_exact_size_replays_refuse_them() {
+    use graphcore_core::{declare_capture_arg, declare_capture_rows_arg};
+    let (c, s, p) = setup();
+    let sms = c.sm_count();
+    let (n, k) = (32u32, 64u32);
+    let x = p.alloc(16 * k as u64 * 4).unwrap();
+    let y = p.alloc(16 * n as u64 * 4).unwrap();
+    let w = p.alloc((n * k) as u64 * 4).unwrap();
+    upload(&s, w, &random(seed(), (n * k) as usize));
+    let mut r = Runner::new(&c, Some(&p)).unwrap();
+    let mut record = |s: &Stream, batch: u32, rows: u64| -> graphcore_core::Result<()> {
+        declare_capture_rows_arg(s, x, (batch * k * 4) as usize, false, true)?;
+        declare_capture_rows_arg(s, y, (batch * n * 4) as usize, false, true)?;
+        // SAFETY: y is a live allocation of this test of 16 * n floats.
+        unsafe { graphcore_core::set_async(s, y, 0, (batch * n * 4) as usize) }?;
+        // SAFETY: the buffers are live device allocations of this test holding
+        // the elements the operation reads and writes.
+        unsafe {
+            launch_op(
+                s,
+                ops::linear_rows(y, x, w, 0, rows, batch, n, k, false, sms),
+            )
+        }
+    };
+    r.capture_exact(&[16], &mut record, 0).unwrap();
+    let b = &r.buckets()[0];
+    assert!(!b.is_exact());
+    assert!(
+        b.exact_refusal().unwrap().contains("memset"),
+        "{:?}",
+        b.exact_refusal()
+    );
+    let e = r.replay_exact(3, &s, &[]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidState, "{e}");
+    assert_eq!(r.replay(3, &s).unwrap(), 16);
+    let mut plain = Runner::new(&c, Some(&p)).unwrap();
+    plain
+        .capture(
+            &[4],
+            &mut |s: &Stream, batch: u32| {
+                declare_capture_arg(s, y, (batch * n * 4) as usize, false)?;
+                // SAFETY: as above.
+                unsafe { launch_op(s, ops::linear(y, x, w, 0, batch, n, k, false, sms, false)) }
+            },
+            0,
+        )
+        .unwrap();
+    let e = plain.replay_exact(3, &s, &[]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidState);
+    assert!(e.to_string().contains("without a row count"), "{e}");
+    s.synchronize().unwrap();
+}

@@ -172,3 +172,68 @@ pub extern "C" fn gc_op_mlp(
         )?)
     })
 }
+
+/// gc_op_mlp with its row count in device memory, for exact-size requests:
+/// each layer's kernel reads `m = *rows` (a uint32_t) when it runs, so one
+/// set of launches, captured once for a bucket of max_rows rows, serves any
+/// 1 <= m <= max_rows with x and y of exactly m rows (x m x
+/// `layers[0].inputs`, y m x the last layer's outputs: x is read and y
+/// written below row m only; no padding). A count above max_rows is
+/// clamped to max_rows (nothing past the bucket's rows is read or
+/// written); a count of 0 computes nothing. One launch per layer, each the
+/// launch gc_op_linear_rows makes for max_rows rows (the small-batch
+/// kernel with gc_op_linear's small-batch tiles for max_rows rows): each
+/// layer's first m rows are bitwise that launch's for max_rows rows, within
+/// float rounding of float64. The workspace is gc_op_mlp's for max_rows
+/// rows (gc_op_mlp_workspace_bytes(max_rows, ...); its first 4 bytes need
+/// not be zero: only the intermediates are used). flags: 0 (reserved).
+/// In a runner's exact-size capture (gc_runner_capture_exact), pass the
+/// `rows` the record function was given and declare x and y with
+/// GC_ARG_ROWS. The caller keeps layers; graphcore reads it only during the
+/// call.
+/// Pointers: y, x, rows, workspace and every layer's w and b are device
+/// memory of the stream's context (gc_pool_alloc blocks, cudaMalloc,
+/// managed memory; not host memory), 4-byte aligned; y, x and workspace
+/// are checked for max_rows rows when this is called (the bucket's
+/// buffers); rows may be written by a kernel before these on the stream,
+/// or bound as a graph argument.
+/// In place: not allowed; y and workspace must not overlap each other, x,
+/// rows, or any weight or bias.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (rows NULL, max_rows 0 or
+/// more than 256, a layer's w NULL, a nonzero flag, n_layers 0 or more than
+/// GC_MLP_MAX_LAYERS (layers is then not read), a layer's inputs not the
+/// previous layer's outputs, a matrix of 2^32 elements or more,
+/// workspace_bytes too small, a refused overlap).
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn gc_op_mlp_rows(
+    stream: *mut gc_stream,
+    y: *mut f32,
+    x: *const f32,
+    rows: *const u32,
+    max_rows: u32,
+    layers: *const gc_mlp_layer,
+    n_layers: u32,
+    workspace: *mut c_void,
+    workspace_bytes: u64,
+    flags: u32,
+) -> gc_status {
+    launch_all(this_export!(), stream, |ctx| {
+        if flags != 0 {
+            return Err(Error::invalid_argument(format!(
+                "unknown flags {flags:#x} (none are defined: pass 0)"
+            )));
+        }
+        let list = mlp_layers(layers, n_layers)?;
+        Ok(ops::mlp_rows(
+            p(y),
+            p(x),
+            p(workspace),
+            workspace_bytes,
+            p(rows),
+            max_rows,
+            &list,
+            ctx.sm_count(),
+        )?)
+    })
+}

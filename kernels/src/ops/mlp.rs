@@ -2,7 +2,7 @@
 
 use super::check::{apart, buf, nonzero, opt_buf, positive_sms, F32};
 use super::grid::BLOCK;
-use super::linear::{linear, linear_sizes, SmallConfig};
+use super::linear::{linear, linear_rows, linear_sizes, SmallConfig, SMALL_BATCH_MAX_M};
 use crate::{args, Call, SizeError};
 
 /// One layer of an MLP for [`mlp`]: `y = x . W^T + b` (then ReLU when
@@ -234,6 +234,47 @@ fn mlp_io(y: u64, x: u64, workspace: u64, rows: u32, layers: &[MlpLayer], l: usi
     (input, output)
 }
 
+/// Whether [`mlp`] takes its per-layer form (one [`linear`] per layer)
+/// for `rows` rows through `layers` in `form`.
+fn per_layer_form(rows: u32, layers: &[MlpLayer], form: MlpForm, overlap: bool) -> bool {
+    let fuse = match form {
+        MlpForm::PerLayer => false,
+        MlpForm::Fused => mlp_fusion_pays(rows, layers, overlap),
+        MlpForm::FusedAlways => true,
+    };
+    let small = layers.iter().all(|l| {
+        l.inputs <= u16::MAX as u32
+            && l.outputs <= u16::MAX as u32
+            && rows as u64 * l.inputs as u64 * l.outputs as u64 <= MLP_FUSED_MAX_MACS
+    });
+    !fuse || rows > MLP_FUSED_MAX_ROWS || !small
+}
+
+/// Where [`mlp`]'s per-layer form reads and writes: each layer's (input,
+/// output) address, in order, when [`mlp`] takes that form for these
+/// arguments (its calls are then one [`linear`] per layer, in this order:
+/// the C layer may run any of them through the vendor GEMM instead), else
+/// `None` (the fused kernel runs). Checks the arguments as [`mlp`] does.
+#[allow(clippy::too_many_arguments)]
+pub fn mlp_layer_io(
+    y: u64,
+    x: u64,
+    workspace: u64,
+    workspace_bytes: u64,
+    rows: u32,
+    layers: &[MlpLayer],
+    form: MlpForm,
+    overlap: bool,
+    sms: u32,
+) -> Result<Option<Vec<(u64, u64)>>, SizeError> {
+    mlp_checks(y, x, workspace, workspace_bytes, rows, layers, sms)?;
+    Ok(per_layer_form(rows, layers, form, overlap).then(|| {
+        (0..layers.len())
+            .map(|i| mlp_io(y, x, workspace, rows, layers, i))
+            .collect()
+    }))
+}
+
 /// The forward pass of an MLP, `rows` rows of `x` (`rows x layers[0].inputs`)
 /// through `layers` into `y` (`rows x outputs of the last layer`), all
 /// row-major f32. `workspace` (`workspace_bytes` long, at least
@@ -262,17 +303,7 @@ pub fn mlp(
     clusters: bool,
 ) -> Result<Vec<Call>, SizeError> {
     mlp_checks(y, x, workspace, workspace_bytes, rows, layers, sms)?;
-    let fuse = match form {
-        MlpForm::PerLayer => false,
-        MlpForm::Fused => mlp_fusion_pays(rows, layers, overlap),
-        MlpForm::FusedAlways => true,
-    };
-    let small = layers.iter().all(|l| {
-        l.inputs <= u16::MAX as u32
-            && l.outputs <= u16::MAX as u32
-            && rows as u64 * l.inputs as u64 * l.outputs as u64 <= MLP_FUSED_MAX_MACS
-    });
-    if !fuse || rows > MLP_FUSED_MAX_ROWS || !small {
+    if per_layer_form(rows, layers, form, overlap) {
         return (0..layers.len())
             .map(|i| {
                 let (input, output) = mlp_io(y, x, workspace, rows, layers, i);
@@ -335,6 +366,64 @@ pub fn mlp(
         );
     }
     Ok(calls)
+}
+
+/// [`mlp`] with its row count in device memory, for exact-size requests:
+/// `rows` is the address of a `u32` each layer's kernel reads when it runs
+/// (`gc_linear_small_rows_f32`, see [`linear_rows`]), and
+/// `m = min(*rows, max_rows)` rows of x go through the layers into y (x
+/// read and y written below row m only; a count above `max_rows` is
+/// clamped). One launch per layer, the small-batch kernel with the config
+/// [`linear`]'s small-batch path has for `max_rows` rows (each layer's
+/// first m rows bitwise that launch's), so `max_rows` is at most
+/// [`SMALL_BATCH_MAX_M`]. The workspace is [`mlp`]'s for `max_rows` rows
+/// (only its intermediates are used); x, y and the workspace are checked
+/// for `max_rows` rows, and `rows` must overlap neither y nor the
+/// workspace.
+#[allow(clippy::too_many_arguments)]
+pub fn mlp_rows(
+    y: u64,
+    x: u64,
+    workspace: u64,
+    workspace_bytes: u64,
+    rows: u64,
+    max_rows: u32,
+    layers: &[MlpLayer],
+    sms: u32,
+) -> Result<Vec<Call>, SizeError> {
+    mlp_checks(y, x, workspace, workspace_bytes, max_rows, layers, sms)?;
+    if max_rows > SMALL_BATCH_MAX_M {
+        return Err(SizeError::TooLarge {
+            arg: "max_rows",
+            value: max_rows as u64,
+            max: SMALL_BATCH_MAX_M as u64,
+        });
+    }
+    let outputs = layers.last().map_or(0, |l| l.outputs);
+    let rr = buf("rows", rows, 4)?;
+    apart(
+        buf("y", y, max_rows as u64 * outputs as u64 * F32)?,
+        rr,
+        false,
+    )?;
+    apart(
+        buf(
+            "workspace",
+            workspace,
+            mlp_workspace_bytes(max_rows, layers),
+        )?,
+        rr,
+        false,
+    )?;
+    (0..layers.len())
+        .map(|i| {
+            let (input, output) = mlp_io(y, x, workspace, max_rows, layers, i);
+            let l = &layers[i];
+            linear_rows(
+                output, input, l.w, l.b, rows, max_rows, l.outputs, l.inputs, l.relu, sms,
+            )
+        })
+        .collect()
 }
 
 /// What [`mlp`] computes, as one `gc_linear_small_f32` launch per layer
@@ -545,6 +634,45 @@ mod tests {
         let un = mlp_unfused(A, C, ws, bytes, 8, &net, SMS, false).unwrap();
         assert_eq!(un.len(), 3);
         assert!(un.iter().all(|c| c.kernel == Kernel::LinearSmall));
+    }
+
+    #[test]
+    fn mlp_rows_is_one_linear_rows_launch_per_layer_of_the_bucket() {
+        const R: u64 = 0x9000_0000;
+        let ws = 1u64 << 40;
+        let net = mlp_net(&[1024, 512, 256, 10]);
+        for max_rows in [1u32, 4, 32, 256] {
+            let bytes = mlp_workspace_bytes(max_rows, &net);
+            let calls = mlp_rows(A, C, ws, bytes, R, max_rows, &net, SMS).unwrap();
+            assert_eq!(calls.len(), 3);
+            for (i, c) in calls.iter().enumerate() {
+                let (input, output) = mlp_io(A, C, ws, max_rows, &net, i);
+                let l = &net[i];
+                let want = linear_rows(
+                    output, input, l.w, l.b, R, max_rows, l.outputs, l.inputs, l.relu, SMS,
+                )
+                .unwrap();
+                assert_eq!(c.kernel, Kernel::LinearSmallRows);
+                assert_eq!(
+                    (c.grid, c.block, c.args()),
+                    (want.grid, want.block, want.args())
+                );
+            }
+        }
+        let bytes = mlp_workspace_bytes(257, &net);
+        err(mlp_rows(A, C, ws, bytes, R, 257, &net, SMS), "max_rows");
+        let bytes = mlp_workspace_bytes(4, &net);
+        err(mlp_rows(A, C, ws, bytes, 0, 4, &net, SMS), "rows is a null");
+        err(mlp_rows(A, C, ws, bytes, ws + 4, 4, &net, SMS), "overlap");
+        err(mlp_rows(A, C, ws, bytes, A, 4, &net, SMS), "overlap");
+        err(
+            mlp_rows(A, C, ws, bytes - 1, R, 4, &net, SMS),
+            "workspace has",
+        );
+        err(
+            mlp_rows(A, C, ws, bytes, R, 0, &net, SMS),
+            "rows must be > 0",
+        );
     }
 
     #[test]

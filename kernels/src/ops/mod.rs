@@ -55,8 +55,8 @@ pub use linear::{
 };
 pub use linear_step::{linear_mse_step, linear_mse_step_workspace_bytes, LinearMseStep};
 pub use mlp::{
-    mlp, mlp_fusion_pays, mlp_unfused, mlp_workspace_bytes, MlpForm, MlpLayer, MLP_FUSED_LAYERS,
-    MLP_FUSED_MAX_MACS, MLP_FUSED_MAX_ROWS, MLP_FUSED_PAYS_MAX_WEIGHTS,
+    mlp, mlp_fusion_pays, mlp_rows, mlp_unfused, mlp_workspace_bytes, MlpForm, MlpLayer,
+    MLP_FUSED_LAYERS, MLP_FUSED_MAX_MACS, MLP_FUSED_MAX_ROWS, MLP_FUSED_PAYS_MAX_WEIGHTS,
 };
 pub use mlp2_step::{mlp2_mse_step, mlp2_mse_step_workspace_bytes, Mlp2MseStep};
 pub use reduce::{bias_grad, bias_sgd, mse, mse_reduced, mse_workspace_bytes, Reduction};
