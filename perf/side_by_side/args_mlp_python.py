@@ -9,7 +9,15 @@ beside PyTorch, end to end per request at batch 1, 4, 16 and 32:
     (gc.memcpy_async), runner.replay(rows, stream), the output copied out;
   * PyTorch's graph path as the notes do it: static_in.copy_(x);
     g.replay(); static_out.clone();
-  * PyTorch eager.
+  * PyTorch eager;
+  * graphcore exact-size (issue 53 item 2): a Server captured with
+    exact=True (gc.op_mlp_rows; the row count read from device memory),
+    runner.replay(n, stream, exact=True, x=req_in, y=req_out) with tensors
+    of exactly n rows, nothing copied: n the bucket's rows (the same work
+    as the padded bound request), n = bucket // 2 + 1 (a request padded
+    today), and n alternating between those two (each request rebinds the
+    row count too). Target: no more than 1.05x the padded bound request
+    (bound_us).
 
 All on PyTorch's current stream; median wall time per request of 1000
 back-to-back requests (7 runs), synchronized at the end. fp32, TF32 off.
@@ -50,6 +58,7 @@ def main():
         torch.nn.Linear(H2, OUT)).cuda().eval()
     ctx = gc.Context(0)
     server = Server(ctx, [mlp[0], mlp[2], mlp[4]], torch)
+    exact = Server(ctx, [mlp[0], mlp[2], mlp[4]], torch, exact=True)
     stream = gc.Stream.wrap(ctx, torch.cuda.current_stream())
     rows = []
     with torch.no_grad():
@@ -109,6 +118,32 @@ def main():
                 assert err <= 1e-4, "batch %d: bound outputs differ from PyTorch (%.1e)" % (b, err)
             r["bound_vs_torch_graph"] = r["torch_graph_us"] / r["bound_us"]
             r["bound_vs_copies"] = r["copies_us"] / r["bound_us"]
+            # Exact-size requests: tensors of exactly n rows, two alternating.
+            part = b // 2 + 1
+            sized = {n: [(torch.randn(n, IN, device="cuda"), torch.empty(n, OUT, device="cuda"))
+                         for _ in range(2)] for n in sorted({b, part})}
+
+            def exact_of(ns):
+                def run(i):
+                    n = ns[i & 1]
+                    x, y = sized[n][(i >> 1) & 1] if len(ns) > 1 else sized[n][i & 1]
+                    exact.serve_exact(n, x, y, stream)
+                return run
+
+            r["exact_rows"] = part
+            r["exact_full_us"] = median_us(exact_of([b]))
+            r["exact_us"] = median_us(exact_of([part]))
+            r["exact_mixed_us"] = median_us(exact_of([part, b]))
+            for n, pairs in sized.items():
+                for x, y in pairs:
+                    exact.serve_exact(n, x, y, stream)
+                    want = mlp(x)
+                    err = float((y - want).abs().max() / want.abs().max())
+                    assert err <= 1e-4, "batch %d, %d rows: exact outputs differ from PyTorch (%.1e)" % (b, n, err)
+            r["exact_vs_bound"] = r["exact_us"] / r["bound_us"]
+            r["exact_full_vs_bound"] = r["exact_full_us"] / r["bound_us"]
+            r["exact_mixed_vs_bound"] = r["exact_mixed_us"] / r["bound_us"]
+            r["exact_within_target"] = max(r["exact_vs_bound"], r["exact_full_vs_bound"]) <= 1.05
             rows.append(r)
     res = {"benchmark": "args_mlp_python", "gpu": torch.cuda.get_device_name(0),
            "torch": torch.__version__, "timings": rows}
@@ -122,6 +157,14 @@ def main():
         print("  %5d %12.2f %12.2f %14.2f %12.2f %13.2fx %11.2fx" % (
             r["batch"], r["bound_us"], r["copies_us"], r["torch_graph_us"], r["torch_eager_us"],
             r["bound_vs_torch_graph"], r["bound_vs_copies"]))
+    print("Exact-size requests (tensors of exactly n rows, nothing copied) vs the padded bound request:")
+    print("  %5s %6s %12s %12s %12s %10s %10s %10s" % ("batch", "n", "exact n", "exact full", "mixed n",
+                                                       "n/bound", "full/bound", "mix/bound"))
+    for r in rows:
+        print("  %5d %6d %12.2f %12.2f %12.2f %9.3fx %9.3fx %9.3fx%s" % (
+            r["batch"], r["exact_rows"], r["exact_us"], r["exact_full_us"], r["exact_mixed_us"],
+            r["exact_vs_bound"], r["exact_full_vs_bound"], r["exact_mixed_vs_bound"],
+            "" if r["exact_within_target"] else "  (over 1.05x)"))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,15 @@ rows, which reads and writes the bucket's rows: the request's tensors have
 the bucket's rows (the first ``rows`` hold the request); a smaller tensor
 is refused (InvalidArgumentError naming the argument).
 
+Exact-size requests (``Server(..., exact=True)``): the buckets are captured
+with ``runner.capture(..., exact=True)`` through ``gc.op_mlp_rows``, whose
+kernels read the row count from device memory, and
+
+    runner.replay(rows, stream, exact=True, x=request_in, y=request_out)
+
+takes tensors of exactly ``rows`` rows: no padding, and the output has
+exactly the request's rows.
+
     python3 python/examples/mlp_inference.py
 (needs PyTorch with CUDA; without a CUDA driver it prints graphcore's
 message and exits with status 2).
@@ -35,8 +44,8 @@ class Server:
     are the three torch Linear layers (weights as PyTorch lays them out:
     outputs x inputs, contiguous, on the GPU)."""
 
-    def __init__(self, ctx, layers, torch):
-        self.ctx, self.torch = ctx, torch
+    def __init__(self, ctx, layers, torch, exact=False):
+        self.ctx, self.torch, self.exact = ctx, torch, exact
         self.pool = gc.Pool(ctx)
         self.params = [(lin.weight.detach().contiguous(), lin.bias.detach().contiguous())
                        for lin in layers]
@@ -46,7 +55,14 @@ class Server:
         self.y = torch.zeros(BUCKETS[-1], OUT, device="cuda")
         torch.cuda.synchronize()  # the weights are ready before the capture reads them
         self.runner = gc.Runner(ctx, self.pool)
-        self.runner.capture(BUCKETS, self._forward, warmup_runs=1)
+        if exact:
+            widths = (IN, H1, H2, OUT)
+            self.layers = [(w, b, widths[i], widths[i + 1], i < 2) for i, (w, b) in enumerate(self.params)]
+            self.ws_bytes = gc.mlp_workspace_bytes(BUCKETS[-1], self.layers)
+            self.ws = self.pool.alloc(self.ws_bytes)
+            self.runner.capture(BUCKETS, self._forward_rows, warmup_runs=1, exact=True)
+        else:
+            self.runner.capture(BUCKETS, self._forward, warmup_runs=1)
 
     def _forward(self, stream, rows):
         """One bucket's work; under capture, x and y become its arguments."""
@@ -61,6 +77,14 @@ class Server:
         self.pool.free(h1)
         self.pool.free(h2)
 
+    def _forward_rows(self, stream, batch, rows):
+        """One bucket's work for exact-size requests: each layer reads its
+        row count at ``rows`` (device memory the replay binds); x and y are
+        declared as rows, so a replay binds tensors of exactly that many."""
+        stream.capture_arg(self.x[:batch], name="x", rows=True)
+        stream.capture_arg(self.y[:batch], name="y", rows=True)
+        gc.op_mlp_rows(stream, self.y, self.x, rows, batch, self.layers, self.ws, self.ws_bytes)
+
     @staticmethod
     def bucket(rows):
         """The bucket a request of ``rows`` rows runs."""
@@ -74,6 +98,11 @@ class Server:
     def serve(self, rows, x, y, stream):
         """Replays the bucket for ``rows`` rows bound to ``x`` and ``y``."""
         return self.runner.replay(rows, stream, x=x, y=y)
+
+    def serve_exact(self, rows, x, y, stream):
+        """An exact-size request (a Server made with exact=True): ``x`` and
+        ``y`` of exactly ``rows`` rows; returns the bucket replayed."""
+        return self.runner.replay(rows, stream, exact=True, x=x, y=y)
 
 
 def main():
@@ -111,10 +140,22 @@ def main():
             failed += 1
         except gc.InvalidArgumentError as e:
             print("a 3-row input for bucket 4 is refused: %s" % str(e).splitlines()[0][:100])
+        # Exact-size requests: tensors of exactly the request's rows.
+        exact = Server(ctx, [mlp[0], mlp[2], mlp[4]], torch, exact=True)
+        for i, rows in enumerate(requests):
+            x = torch.randn(rows, IN, device="cuda")
+            y = torch.empty(rows, OUT, device="cuda")
+            bucket = exact.serve_exact(rows, x, y, stream)
+            want = mlp(x)
+            err = float((y - want).abs().max() / want.abs().max().clamp_min(1e-30))
+            ok = err <= 1e-4
+            worst, failed = max(worst, err), failed + (not ok)
+            print("exact request %d: %2d rows -> bucket %2d, tensors of %d rows: max rel err vs "
+                  "torch %.1e %s" % (i, rows, bucket, rows, err, "ok" if ok else "WRONG"))
     torch.cuda.synchronize()
     stats = server.pool.stats()
     print("%d requests, no copies; worst rel err %.1e; pool reserved %.1f MB; %s" % (
-        len(requests), worst, stats.reserved_bytes / 1e6, "all ok" if not failed else
+        2 * len(requests), worst, stats.reserved_bytes / 1e6, "all ok" if not failed else
         "%d FAILED" % failed))
     return 1 if failed else 0
 
