@@ -110,14 +110,14 @@ impl Fallback {
         };
         if self.hard_fail {
             return Err(Error::invalid_state(format!(
-                "{what} would run its record function eagerly instead of replaying ({why}), and                  hard-fail mode is on"
+                "{what} would run its record function eagerly instead of replaying ({why}), and hard-fail mode is on"
             )));
         }
         counter.fetch_add(1, Ordering::Relaxed);
         static LOGGED: AtomicBool = AtomicBool::new(false);
         if !LOGGED.swap(true, Ordering::Relaxed) {
             eprintln!(
-                "graphcore: {what} runs its record function eagerly instead of replaying graphs                  ({why}); eager runs are counted in its statistics (logged once per process)"
+                "graphcore: {what} runs its record function eagerly instead of replaying graphs ({why}); eager runs are counted in its statistics (logged once per process)"
             );
         }
         Ok(())
