@@ -722,7 +722,10 @@ enum gc_status gc_op_mlp_workspace_bytes(uint32_t rows,
  * outputs are bitwise those of per-layer launches with the fused kernel's
  * tiles. Results
  * are deterministic (the same bits on every run and replay) and within
- * float rounding of float64.
+ * float rounding of float64. One launch per layer goes through
+ * gc_op_linear's GEMM dispatch: a layer the dispatch table gives to
+ * cuBLASLt (where it is loaded; see gc_op_linear) runs as one
+ * cublasLtMatmul with its bias and ReLU fused, the others as above.
  * workspace holds workspace_bytes >= gc_op_mlp_workspace_bytes(rows,
  * layers, n_layers) bytes (a gc_pool_alloc block is the usual choice); its
  * first 4 bytes must be zero before its first use (gc_memset_async once;

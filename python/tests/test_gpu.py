@@ -816,3 +816,40 @@ def test_runner_exact_size_replay_of_an_mlp(ctx, stream, pool):
         assert r.stats().exact_buckets == 0
         with pytest.raises(gc.InvalidStateError, match="exact-size"):
             r.replay(3, stream, exact=True)
+
+
+def test_op_mlp_layers_take_the_gemm_dispatch(ctx, stream, pool):
+    """gc_op_mlp's per-layer form runs each layer through gc_op_linear's
+    dispatch (cuBLASLt from 512 rows until the table is measured, where it
+    loads): 640 rows through 96 -> 128 -> 40 agree with the chain of
+    op_linear calls forced onto graphcore's kernels within f32 rounding."""
+    import random
+    rows, dims = 640, [96, 128, 40]
+    rnd = random.Random(531)
+    x = [rnd.uniform(-1, 1) for _ in range(rows * dims[0])]
+    xd = pool.alloc(4 * rows * dims[0])
+    upload(ctx, stream, xd, x)
+    layers, ws, bs = [], [], []
+    for i in range(2):
+        w = [rnd.uniform(-0.2, 0.2) for _ in range(dims[i] * dims[i + 1])]
+        b = [rnd.uniform(-1, 1) for _ in range(dims[i + 1])]
+        wd, bd = pool.alloc(4 * len(w)), pool.alloc(4 * len(b))
+        upload(ctx, stream, wd, w)
+        upload(ctx, stream, bd, b)
+        layers.append((wd, bd, dims[i], dims[i + 1], i == 0))
+    nbytes = gc.mlp_workspace_bytes(rows, layers)
+    work = pool.alloc(nbytes)
+    gc.memset_async(stream, work, 0, nbytes)
+    y = pool.alloc(4 * rows * dims[2])
+    gc.op_mlp(stream, y, xd, rows, layers, work, nbytes)
+    got = download(ctx, stream, y, rows * dims[2])
+    h = pool.alloc(4 * rows * dims[1])
+    y2 = pool.alloc(4 * rows * dims[2])
+    gc.op_linear(stream, h, xd, layers[0][0], layers[0][1], rows, dims[1], dims[0],
+                 gc.LINEAR_RELU | gc.LINEAR_GRAPHCORE)
+    gc.op_linear(stream, y2, h, layers[1][0], layers[1][1], rows, dims[2], dims[1], gc.LINEAR_GRAPHCORE)
+    want = download(ctx, stream, y2, rows * dims[2])
+    worst = max(abs(g - r) / (1 + abs(r)) for g, r in zip(got, want))
+    assert worst < 1e-4, worst
+    expected = gc.LINEAR_BACKEND_CUBLASLT if gc.cublaslt_version() else gc.LINEAR_BACKEND_GRAPHCORE
+    assert gc.op_linear_backend(stream, rows, dims[1], dims[0], gc.LINEAR_RELU) == expected

@@ -110,7 +110,10 @@ pub extern "C" fn gc_op_mlp_workspace_bytes(
 /// outputs are bitwise those of per-layer launches with the fused kernel's
 /// tiles. Results
 /// are deterministic (the same bits on every run and replay) and within
-/// float rounding of float64.
+/// float rounding of float64. One launch per layer goes through
+/// gc_op_linear's GEMM dispatch: a layer the dispatch table gives to
+/// cuBLASLt (where it is loaded; see gc_op_linear) runs as one
+/// cublasLtMatmul with its bias and ReLU fused, the others as above.
 /// workspace holds workspace_bytes >= gc_op_mlp_workspace_bytes(rows,
 /// layers, n_layers) bytes (a gc_pool_alloc block is the usual choice); its
 /// first 4 bytes must be zero before its first use (gc_memset_async once;
@@ -142,7 +145,7 @@ pub extern "C" fn gc_op_mlp(
     workspace_bytes: u64,
     flags: u32,
 ) -> gc_status {
-    launch_all(this_export!(), stream, |ctx| {
+    super::vendor::mlp(this_export!(), stream, |ctx| {
         let sms = ctx.sm_count();
         if flags & !(GC_MLP_FUSED | GC_MLP_FUSED_ALWAYS) != 0 {
             return Err(Error::invalid_argument(format!(
@@ -158,7 +161,7 @@ pub extern "C" fn gc_op_mlp(
         };
         let list = mlp_layers(layers, n_layers)?;
         let overlap = form == ops::MlpForm::Fused && ctx.launches_builtins_programmatically()?;
-        Ok(ops::mlp(
+        let calls = ops::mlp(
             p(y),
             p(x),
             p(workspace),
@@ -169,7 +172,24 @@ pub extern "C" fn gc_op_mlp(
             overlap,
             sms,
             ctx.has_clusters(),
-        )?)
+        )?;
+        let io = ops::mlp_layer_io(
+            p(y),
+            p(x),
+            p(workspace),
+            workspace_bytes,
+            rows,
+            &list,
+            form,
+            overlap,
+            sms,
+        )?;
+        Ok(super::vendor::MlpPlan {
+            calls,
+            io,
+            layers: list,
+            rows,
+        })
     })
 }
 

@@ -6,6 +6,7 @@ use super::{this_export, GC_LINEAR_RELU, GC_LINEAR_TF32};
 use crate::status::{boundary, gc_status};
 use crate::stream::{gc_stream, stream};
 use graphcore_core::kernels::ops::{self, Backend};
+use graphcore_core::kernels::Call;
 use graphcore_core::vendor::{self, LinearShape};
 use graphcore_core::{launch_op, Context, Error, ErrorKind, Stream};
 use std::ffi::c_int;
@@ -124,6 +125,63 @@ pub(crate) fn linear(
             // SAFETY: as above.
             Backend::Graphcore => unsafe { launch_op(&s, Ok(call)) },
         }
+    })
+}
+
+/// gc_op_mlp's launches, and where its per-layer form reads and writes.
+pub(crate) struct MlpPlan {
+    /// What graphcore's kernels launch, in order.
+    pub(crate) calls: Vec<Call>,
+    /// Each layer's (input, output) when `calls` is one linear layer per
+    /// layer (`ops::mlp_layer_io`), else `None`.
+    pub(crate) io: Option<Vec<(u64, u64)>>,
+    /// The layers.
+    pub(crate) layers: Vec<ops::MlpLayer>,
+    /// Rows of x.
+    pub(crate) rows: u32,
+}
+
+/// gc_op_mlp's body: in the per-layer form each layer takes gc_op_linear's
+/// dispatch (cuBLASLt where the table picks it and it takes the shape),
+/// the fused form graphcore's kernels; launched in order on the stream, a
+/// failed launch stopping the rest.
+pub(crate) fn mlp(
+    func: &'static str,
+    stream: *mut gc_stream,
+    plan: impl FnOnce(&Context) -> Result<MlpPlan, Error>,
+) -> gc_status {
+    boundary(func, || {
+        let s: Stream = self::stream(stream, "stream")?;
+        let ctx = s.context();
+        let plan = plan(ctx)?;
+        let mut vendor_layers = Vec::new();
+        if let Some(io) = &plan.io {
+            for (l, &(input, output)) in plan.layers.iter().zip(io) {
+                let shape = LinearShape::of(
+                    output, input, l.w, l.b, plan.rows, l.outputs, l.inputs, false, l.relu,
+                );
+                vendor_layers.push(
+                    (backend(ctx, 0, &shape)? == Backend::CublasLt)
+                        .then_some((output, input, l.w, l.b, shape)),
+                );
+            }
+        }
+        for (i, call) in plan.calls.into_iter().enumerate() {
+            match vendor_layers.get(i) {
+                // SAFETY: the C caller promises (gc_op_mlp's docs) that every
+                // pointer is device memory of the stream's context holding
+                // the elements the layers read and write, alive while the
+                // launches (or the captured graph) run; ops::mlp checked the
+                // sizes and overlaps, and ops::mlp_layer_io gave this layer's
+                // input and output.
+                Some(Some((y, x, w, b, shape))) => unsafe {
+                    vendor::linear(&s, *y, *x, *w, *b, shape)
+                },
+                // SAFETY: as above.
+                _ => unsafe { launch_op(&s, Ok(call)) },
+            }?;
+        }
+        Ok(())
     })
 }
 

@@ -206,6 +206,77 @@ mod tests {
         assert_eq!(choose_in(&t, 256, 1024, 1024, false), Backend::Graphcore);
     }
 
+    /// What the C layer dispatches per layer of an MLP: `mlp_layer_io`
+    /// gives each layer's input and output exactly when `mlp`'s calls are
+    /// one `linear` per layer on them, in order.
+    #[test]
+    fn mlp_layer_io_names_the_per_layer_forms_linear_calls() {
+        use crate::ops::{linear, mlp, mlp_layer_io, mlp_workspace_bytes, MlpForm, MlpLayer};
+        let layers = [
+            MlpLayer {
+                w: 0x10_0000,
+                b: 0x20_0000,
+                inputs: 64,
+                outputs: 128,
+                relu: true,
+            },
+            MlpLayer {
+                w: 0x30_0000,
+                b: 0,
+                inputs: 128,
+                outputs: 96,
+                relu: true,
+            },
+            MlpLayer {
+                w: 0x40_0000,
+                b: 0x50_0000,
+                inputs: 96,
+                outputs: 10,
+                relu: false,
+            },
+        ];
+        let (y, x, ws) = (0x100_0000u64, 0x200_0000u64, 0x300_0000u64);
+        for (rows, form) in [
+            (1024, MlpForm::PerLayer),
+            (1024, MlpForm::FusedAlways),
+            (4, MlpForm::PerLayer),
+            (600, MlpForm::Fused),
+        ] {
+            let bytes = mlp_workspace_bytes(rows, &layers);
+            let calls = mlp(y, x, ws, bytes, rows, &layers, form, false, 132, true).unwrap();
+            let io = mlp_layer_io(y, x, ws, bytes, rows, &layers, form, false, 132)
+                .unwrap()
+                .expect("the per-layer form");
+            assert_eq!(io.len(), layers.len());
+            assert_eq!((io[0].0, io[2].1), (x, y));
+            for (i, (l, &(input, output))) in layers.iter().zip(&io).enumerate() {
+                let want = linear(
+                    output, input, l.w, l.b, rows, l.outputs, l.inputs, l.relu, 132, true,
+                );
+                assert_eq!(calls[i], want.unwrap(), "layer {i}, {rows} rows, {form:?}");
+            }
+        }
+        // Fused: no per-layer io.
+        let bytes = mlp_workspace_bytes(4, &layers);
+        assert_eq!(
+            mlp_layer_io(
+                y,
+                x,
+                ws,
+                bytes,
+                4,
+                &layers,
+                MlpForm::FusedAlways,
+                false,
+                132
+            )
+            .unwrap(),
+            None
+        );
+        // Bad arguments are refused as `mlp` refuses them.
+        assert!(mlp_layer_io(y, x, ws, 16, 1024, &layers, MlpForm::PerLayer, false, 132).is_err());
+    }
+
     #[test]
     fn bad_lines_are_refused_with_their_number() {
         for (text, what) in [

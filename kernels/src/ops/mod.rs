@@ -54,6 +54,8 @@ pub use linear::{
     linear_weight_sgd, small_batch, Gemm, SMALL_BACKWARD_MAX_M, SMALL_BATCH_MAX_M,
 };
 pub use linear_step::{linear_mse_step, linear_mse_step_workspace_bytes, LinearMseStep};
+/// Where the MLP's per-layer form reads and writes (for the vendor GEMM's dispatch).
+pub use mlp::mlp_layer_io;
 pub use mlp::{
     mlp, mlp_fusion_pays, mlp_rows, mlp_unfused, mlp_workspace_bytes, MlpForm, MlpLayer,
     MLP_FUSED_LAYERS, MLP_FUSED_MAX_MACS, MLP_FUSED_MAX_ROWS, MLP_FUSED_PAYS_MAX_WEIGHTS,
