@@ -48,7 +48,8 @@ def _way(f):
 def _family_lines(label, fams):
     """Capture and memory of one model's families, and the targets."""
     parts = [f"{name}: {_way(fams[key])}" for key, name in WAYS if key in fams]
-    lines = [f"- {label} families (capture; memory): " + "; ".join(parts) + "."]
+    lines = [f"- {label[:1].upper() + label[1:]} families (capture; memory): "
+             + "; ".join(parts) + "."]
     g, t = fams.get("graphcore_torch", {}), fams.get("torch_cuda_graph", {})
     checks = []
     if "largest_bucket_alone_pool_bytes" in g:
@@ -128,7 +129,7 @@ def block_torch():
     for name, m in models.items():
         lines += _family_lines(LABEL.get(name, name), m["families"])
     if t and "families" in t:
-        lines += _family_lines("Training step", t["families"])
+        lines += _family_lines("training step", t["families"])
     for part, why in r.get("failed", {}).items():
         lines.append(f"- {part}: failed ({why}).")
     for part, why in r.get("skipped", {}).items():
