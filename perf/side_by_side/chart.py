@@ -38,7 +38,8 @@ def draw_mlp(results, png):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    sweep = results["sweep"]
+    # fp32 cells (a sweep's TF32 cells are in its table, sweep_table.py).
+    sweep = [r for r in results["sweep"] if r.get("precision", "fp32") == "fp32" and "error" not in r]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     for ax, (key, title) in zip(axes, [("graphcore_per_layer_us", "one launch per layer (default)"),
                                        ("graphcore_us", "GC_MLP_FUSED")]):

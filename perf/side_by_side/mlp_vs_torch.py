@@ -8,11 +8,17 @@ path, on the same GPU, in one run, from the same weights (fp32, TF32 off).
     Batches 1, 4, 16, 32, 64. Also the graph replay alone (no copies) for
     gc_op_mlp, for the same network as three gc_op_linear launches, and for
     PyTorch.
-  * A sweep: widths 256, 1024, 4096, 2 to 4 layers of that width (ReLU
-    between), batches 1 to 128: graph replay alone, PyTorch vs gc_op_mlp
-    with GC_MLP_FUSED (fused where that pays) and vs one gc_op_linear launch
-    per layer; up to 8 rows also GC_MLP_FUSED_ALWAYS (fused wherever the
-    fused kernel takes the layers), which shows where fusing loses.
+  * A sweep: widths 256, 1024, 4096, 8192, 2 to 4 layers of that width
+    (ReLU between), batches 1 to 2048, fp32 and TF32 (issue 53 item 4):
+    graph replay alone, PyTorch vs gc_op_mlp with GC_MLP_FUSED (fused where
+    that pays) and vs one gc_op_linear launch per layer; up to 8 rows also
+    GC_MLP_FUSED_ALWAYS (fused wherever the fused kernel takes the layers),
+    which shows where fusing loses. TF32: PyTorch with allow_tf32, graphcore
+    as one gc_op_linear launch per layer with GC_LINEAR_TF32 (gc_op_mlp has
+    no TF32 form). Each cell records its winner (a tie within 3%) and the
+    GEMM dispatch's choice for its layers (gc.op_linear_backend; "graphcore"
+    where the package has no such query). --quick (or GC_QUICK=1): widths
+    256 and 1024, batches 1, 32, 256.
   * Numerics: outputs against float64 (norm-wise relative error), and two
     replays compared bit for bit.
 
@@ -21,8 +27,13 @@ back-to-back calls, synchronized at the end (as the notes time them).
 Writes $OUT/mlp_vs_torch.json and .png (a chart) and prints a table last. Needs the graphcore
 Python package on PYTHONPATH and the library (GRAPHCORE_LIB).
 
-    python3 perf/side_by_side/mlp_vs_torch.py
+    python3 perf/side_by_side/mlp_vs_torch.py [--quick]
     GC_CELLS=4096:64 python3 perf/side_by_side/mlp_vs_torch.py
+
+Timing of the sweep's cells: as many calls per repetition as fit 40 ms (3
+to 200), so the largest cells take seconds; progress is printed per cell.
+The sweep's table is generated from the JSON (sweep_table.py) and written
+beside it as mlp_vs_torch.md.
 
 GC_CELLS (width:batch pairs, comma-separated) reruns only those cells of the
 sweep (every depth; no notes' MLP) into $OUT/mlp_vs_torch_cells.json, which
@@ -37,12 +48,14 @@ import torch
 
 import graphcore as gc
 from sweep_cells import cells_from_env
+from sweep_common import (BATCHES, PRECISIONS, QUICK, WIDTHS, Progress, dispatch_of, set_torch_precision,
+                          timed_us, winner)
+from sweep_table import table
 from walltime import median_us
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 OUT = os.environ.get("OUT", "perf/results")
-QUICK = os.environ.get("GC_QUICK") == "1"
 # The cells of a GC_CELLS rerun (None: the whole sweep) and its record.
 CELLS, CELLS_RECORD = cells_from_env()
 
@@ -65,7 +78,7 @@ class GcMlp:
     """The model's layers run by gc_op_mlp (or gc_op_linear per layer) in a
     captured graph; ``copies``: copy in / out around it (a request)."""
 
-    def __init__(self, model, rows, copies, per_layer=False, fused=True):
+    def __init__(self, model, rows, copies, per_layer=False, fused=True, tf32=False):
         self.layers = layers_of(model)
         self.rows = rows
         k = self.layers[0][2]
@@ -85,7 +98,7 @@ class GcMlp:
                 h = self.x
                 for i, (w, b, kk, nn, relu) in enumerate(self.layers):
                     out = self.y if i + 1 == len(self.layers) else self.inter[i]
-                    gc.op_linear(stream, out, h, w, b, rows, nn, kk, 1 if relu else 0)
+                    gc.op_linear(stream, out, h, w, b, rows, nn, kk, (1 if relu else 0) | (gc.LINEAR_TF32 if tf32 else 0))
                     h = out
             else:
                 gc.op_mlp(stream, self.y, self.x, rows, self.layers, self.ws, self.ws_bytes, fused=fused)
@@ -157,7 +170,7 @@ results.update(CELLS_RECORD)
 # ---------------------------------------------------------------- the notes' MLP
 torch.manual_seed(0)
 notes = net([1024, 512, 256, 10])
-for b in () if CELLS else (1, 4, 16, 32, 64):
+for b in () if CELLS else ((1, 32) if QUICK else (1, 4, 16, 32, 64)):
     fused = GcMlp(notes, b, copies=True)
     fused_only = GcMlp(notes, b, copies=False)
     linear3 = GcMlp(notes, b, copies=False, per_layer=True)
@@ -179,37 +192,55 @@ for b in () if CELLS else (1, 4, 16, 32, 64):
     print(row, flush=True)
 
 # ---------------------------------------------------------------- sweep
-widths_list = (256, 1024) if QUICK else (256, 1024, 4096)
-batches = (1, 8, 32, 64, 128)
+widths_list = WIDTHS
 if CELLS:
     widths_list = sorted({w for w, _ in CELLS})
-for width in widths_list:
-    for layers in (2, 3, 4):
-        torch.manual_seed(width + layers)
-        model = net([width] * (layers + 1))
-        for b in batches:
-            if CELLS and (width, b) not in CELLS:
-                continue
-            m = GcMlp(model, b, copies=False)
-            err, same = rel_err_vs_f64(model, m)
-            iters = 200
-            t_torch = median_us(torch_graph(model, b, False), iters=iters, reps=5)
-            t_gc = median_us(m, iters=iters, reps=5)
-            t_per_layer = median_us(GcMlp(model, b, copies=False, per_layer=True), iters=iters, reps=5)
-            row = {"width": width, "layers": layers, "batch": b, "fused": m.nodes == 1,
-                   "torch_graph_us": t_torch, "graphcore_us": t_gc, "graphcore_per_layer_us": t_per_layer,
-                   "speedup": t_torch / t_gc,
-                   "rel_err_vs_float64": err, "replays_bitwise_equal": same}
-            if b <= 8:
-                # GC_MLP_FUSED_ALWAYS beside: what fusing costs or saves
-                # where GC_MLP_FUSED's rule does not fuse.
-                always = GcMlp(model, b, copies=False, fused="always")
-                if always.nodes == 1:
-                    row["graphcore_fused_always_us"] = median_us(always, iters=iters, reps=5)
-            results["sweep"].append(row)
-            print(row, flush=True)
-        del model
-        torch.cuda.empty_cache()
+todo = [(p, w, n, b) for p in PRECISIONS for w in widths_list for n in (2, 3, 4) for b in BATCHES
+        if not CELLS or (w, b) in CELLS]
+progress = Progress(len(todo), "mlp sweep")
+for precision in PRECISIONS:
+    set_torch_precision(precision)
+    tf32 = precision == "tf32"
+    for width in widths_list:
+        for layers in (2, 3, 4):
+            torch.manual_seed(width + layers)
+            model = net([width] * (layers + 1))
+            for b in BATCHES:
+                if CELLS and (width, b) not in CELLS:
+                    continue
+                row = {"precision": precision, "width": width, "layers": layers, "batch": b}
+                try:
+                    per_layer = GcMlp(model, b, copies=False, per_layer=True, tf32=tf32)
+                    # fp32: gc_op_mlp with GC_MLP_FUSED; TF32: per-layer gc_op_linear launches.
+                    m = per_layer if tf32 else GcMlp(model, b, copies=False)
+                    err, same = rel_err_vs_f64(model, m)
+                    t_torch = timed_us(torch_graph(model, b, False))
+                    t_gc = timed_us(m)
+                    t_per_layer = t_gc if m is per_layer else timed_us(per_layer)
+                    flags = gc.LINEAR_TF32 if tf32 else 0
+                    dispatch = dispatch_of(stream, [(b, l[3], l[2], (1 if l[4] else 0) | flags) for l in m.layers])
+                    row.update({"fused": m.nodes == 1 and not tf32, "torch_graph_us": t_torch, "graphcore_us": t_gc,
+                                "graphcore_per_layer_us": t_per_layer, "speedup": t_torch / t_gc,
+                                "winner": winner(t_torch, t_gc), "dispatch": dispatch,
+                                "graphcore_form": "gc_op_linear per layer, GC_LINEAR_TF32" if tf32
+                                else "gc_op_mlp, GC_MLP_FUSED",
+                                "rel_err_vs_float64": err, "replays_bitwise_equal": same})
+                    if b <= 8 and not tf32:
+                        # GC_MLP_FUSED_ALWAYS beside: what fusing costs or saves
+                        # where GC_MLP_FUSED's rule does not fuse.
+                        always = GcMlp(model, b, copies=False, fused="always")
+                        if always.nodes == 1:
+                            row["graphcore_fused_always_us"] = timed_us(always)
+                        del always
+                    del m, per_layer
+                except Exception as e:  # one cell's failure is recorded, the sweep goes on
+                    row["error"] = f"{type(e).__name__}: {e}"
+                results["sweep"].append(row)
+                progress.cell(row)
+                torch.cuda.empty_cache()
+            del model
+            torch.cuda.empty_cache()
+set_torch_precision("fp32")
 
 os.makedirs(OUT, exist_ok=True)
 if CELLS:
@@ -218,6 +249,7 @@ if CELLS:
         json.dump(results, f, indent=1)
     for r in results["sweep"]:
         print(r)
+    print("\n".join(table(results)))
     sys.exit(0)
 with open(os.path.join(OUT, "mlp_vs_torch.json"), "w") as f:
     json.dump(results, f, indent=1)
@@ -236,10 +268,18 @@ for r in results["notes"]:
           f"{r['speedup_request']:5.2f} | {r['torch_graph_replay_us']:8.2f} {r['graphcore_mlp_replay_us']:7.2f} "
           f"{r['graphcore_3_linear_replay_us']:8.2f} {r['speedup_replay']:5.2f} | {r['rel_err_vs_float64']:.1e} "
           f"{r['replays_bitwise_equal']}")
-print("sweep (replay only): width layers batch fused torch gc gc-per-layer gc-fused-always speedup relerr bitwise")
+print("sweep (replay only): precision width layers batch fused torch gc gc-per-layer gc-fused-always speedup "
+      "winner dispatch relerr bitwise")
 for r in results["sweep"]:
+    if "error" in r:
+        print(f"{r['precision']} {r['width']:5d} {r['layers']} {r['batch']:4d} failed: {r['error']}")
+        continue
     always = r.get("graphcore_fused_always_us")
-    print(f"{r['width']:5d} {r['layers']} {r['batch']:4d} {int(r['fused'])} {r['torch_graph_us']:8.2f} "
-          f"{r['graphcore_us']:8.2f} {r['graphcore_per_layer_us']:8.2f} "
-          f"{'%8.2f' % always if always else '       -'} {r['speedup']:5.2f}x "
+    print(f"{r['precision']} {r['width']:5d} {r['layers']} {r['batch']:4d} {int(r['fused'])} {r['torch_graph_us']:9.2f} "
+          f"{r['graphcore_us']:9.2f} {r['graphcore_per_layer_us']:9.2f} "
+          f"{'%8.2f' % always if always else '       -'} {r['speedup']:5.2f}x {r['winner']:9s} {r['dispatch']:12s} "
           f"{r['rel_err_vs_float64']:.1e} {r['replays_bitwise_equal']}")
+md = "\n".join(table(results)) + "\n"
+with open(os.path.join(OUT, "mlp_vs_torch.md"), "w") as f:
+    f.write(md)
+print(md)

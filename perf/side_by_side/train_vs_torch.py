@@ -12,19 +12,28 @@ and data (fp32, TF32 off). Issue 14's sweep "for training steps".
   * and each step again from graphcore's per-layer ops (one kernel each,
     no fused step op), timed beside them.
 
-Widths 256, 1024, 4096; batches 1, 8, 32, 64, 128 (GC_QUICK=1: widths 256
-and 1024). x in [-0.1, 0.1], targets in [-1, 1]; the learning rate is
-0.1 / (batch * width) on the summed loss (0.1 on the mean), the same on
-both sides.
+Widths 256, 1024, 4096, 8192; batches 1, 8, 32, 64, 128, 256, 512, 1024,
+2048; fp32 and TF32 (issue 53 item 4; --quick or GC_QUICK=1: widths 256 and
+1024, batches 1, 32, 256). TF32: PyTorch with allow_tf32; graphcore's fused
+step ops have no TF32 form and run fp32 (graphcore_tf32: false in the
+row), its per-layer step runs its forward layers with GC_LINEAR_TF32. x in
+[-0.1, 0.1], targets in [-1, 1]; the learning rate is 0.1 / (batch *
+width) on the summed loss (0.1 on the mean), the same on both sides. Each
+cell records its winner (a tie within 3%) and the GEMM dispatch's choice
+for its forward layers (gc.op_linear_backend; "graphcore" where the
+package has no such query).
 
-Timing: median over 5 repetitions of the wall time per step of 200
-back-to-back graph launches, synchronized at the end (as mlp_vs_torch.py
-times the MLP sweep). Numerics: both sides run 100 steps from the same
-start; the largest relative difference of their losses is reported.
-Writes $OUT/train_vs_torch.json and prints a table last. Needs the
-graphcore Python package on PYTHONPATH and the library (GRAPHCORE_LIB).
+Timing: median over 5 repetitions of the wall time per step of as many
+back-to-back graph launches as fit 40 ms (3 to 200), synchronized at the
+end (as mlp_vs_torch.py times the MLP sweep); progress is printed per
+cell. Numerics: both sides run 100 steps from the same start (10 where a
+step has more than 2^30 multiply-adds a layer); the largest relative
+difference of their losses is reported. Writes $OUT/train_vs_torch.json,
+its table (generated from it by sweep_table.py) as train_vs_torch.md, and
+prints a table last. Needs the graphcore Python package on PYTHONPATH and
+the library (GRAPHCORE_LIB).
 
-    python3 perf/side_by_side/train_vs_torch.py
+    python3 perf/side_by_side/train_vs_torch.py [--quick]
     GC_CELLS=4096:64 python3 perf/side_by_side/train_vs_torch.py
 
 GC_CELLS (width:batch pairs, comma-separated) reruns only those cells into
@@ -39,12 +48,12 @@ import torch
 import graphcore as gc
 from per_layer_step import enqueue_per_layer_step
 from sweep_cells import cells_from_env
-from walltime import median_us
+from sweep_common import BATCHES, PRECISIONS, WIDTHS, Progress, dispatch_of, set_torch_precision, timed_us, winner
+from sweep_table import table
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 OUT = os.environ.get("OUT", "perf/results")
-QUICK = os.environ.get("GC_QUICK") == "1"
 # The cells of a GC_CELLS rerun (None: the whole sweep) and its record.
 CELLS, CELLS_RECORD = cells_from_env()
 STEPS = 100
@@ -132,7 +141,7 @@ class UnfusedGcStep:
     then each layer's fused weight-gradient SGD and bias SGD. What the fused
     ops are measured against, and what they could fall back to."""
 
-    def __init__(self, kind, params, x, y, lr):
+    def __init__(self, kind, params, x, y, lr, tf32=False):
         self.params = [p.clone() for p in params]
         rows, width = x.shape
         n = rows * width
@@ -142,7 +151,8 @@ class UnfusedGcStep:
         self.bufs = [torch.empty(rows, width, device="cuda") for _ in range(3)]
         torch.cuda.synchronize()
         with gc.capture(stream) as cap:
-            enqueue_per_layer_step(stream, kind, self.params, x, y, self.loss, self.bufs, self.ws, mse_bytes, lr)
+            enqueue_per_layer_step(stream, kind, self.params, x, y, self.loss, self.bufs, self.ws, mse_bytes, lr,
+                                   tf32=tf32)
         self.graph = cap.graph
         self.nodes = self.graph.node_count
         self.exec = self.graph.instantiate()
@@ -151,10 +161,10 @@ class UnfusedGcStep:
         self.exec.launch(stream)
 
 
-def losses(step, run):
-    """The losses of STEPS steps of `step` (run() makes one)."""
+def losses(step, run, steps=STEPS):
+    """The losses of `steps` steps of `step` (run() makes one)."""
     out = []
-    for _ in range(STEPS):
+    for _ in range(steps):
         run()
         torch.cuda.synchronize()
         out.append(step.loss.item())
@@ -164,61 +174,80 @@ def losses(step, run):
 results = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "steps_compared": STEPS,
            "mean_lr": MEAN_LR, "sweep": []}
 results.update(CELLS_RECORD)
-widths = (256, 1024) if QUICK else (256, 1024, 4096)
+widths = WIDTHS
 if CELLS:
     widths = sorted({w for w, _ in CELLS})
-for kind in ("linear", "mlp2"):
-    for width in widths:
-        for batch in (1, 8, 32, 64, 128):
-            if CELLS and (width, batch) not in CELLS:
-                continue
-            torch.manual_seed(width * 1000 + batch)
-            model = model_of(kind, width)
-            x = (torch.rand(batch, width, device="cuda") * 2 - 1) * 0.1
-            y = torch.rand(batch, width, device="cuda") * 2 - 1
-            lr = MEAN_LR / (batch * width)
-            row = {"kind": kind, "width": width, "batch": batch}
-            try:
-                start = [p.detach().clone() for p in model.parameters()]
-                ours = GcStep(kind, start, x, y, lr)
-                theirs = TorchStep(model, x, y, lr)
-                # The warm-up trained the model: both sides start from `start`.
-                with torch.no_grad():
-                    for p, p0 in zip(model.parameters(), start):
-                        p.copy_(p0)
-                ours_losses = losses(ours, ours.launch)
-                theirs_losses = losses(theirs, theirs.replay)
-                diff = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(ours_losses, theirs_losses))
-                unfused = UnfusedGcStep(kind, start, x, y, lr)
-                unfused_losses = losses(unfused, unfused.launch)
-                diff_unfused = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(unfused_losses, theirs_losses))
-                t_torch = median_us(theirs.replay, iters=200, reps=5)
-                t_gc = median_us(ours.launch, iters=200, reps=5)
-                t_unfused = median_us(unfused.launch, iters=200, reps=5)
-                row.update({"graphcore_nodes": ours.nodes, "torch_graph_us": t_torch, "graphcore_us": t_gc,
-                            "speedup": t_torch / t_gc, "loss_first": theirs_losses[0],
-                            "loss_last": theirs_losses[-1], "loss_max_rel_diff": diff,
-                            "unfused_nodes": unfused.nodes, "graphcore_unfused_us": t_unfused,
-                            "unfused_loss_max_rel_diff": diff_unfused})
-                del ours, theirs, unfused
-            except Exception as e:  # one shape's failure is recorded, the sweep goes on
-                row["error"] = f"{type(e).__name__}: {e}"
-            results["sweep"].append(row)
-            print(row, flush=True)
-            del model, x, y
-            torch.cuda.empty_cache()
+todo = [(p, k, w, b) for p in PRECISIONS for k in ("linear", "mlp2") for w in widths for b in BATCHES
+        if not CELLS or (w, b) in CELLS]
+progress = Progress(len(todo), "training sweep")
+for precision in PRECISIONS:
+    set_torch_precision(precision)
+    tf32 = precision == "tf32"
+    for kind in ("linear", "mlp2"):
+        for width in widths:
+            for batch in BATCHES:
+                if CELLS and (width, batch) not in CELLS:
+                    continue
+                torch.manual_seed(width * 1000 + batch)
+                model = model_of(kind, width)
+                x = (torch.rand(batch, width, device="cuda") * 2 - 1) * 0.1
+                y = torch.rand(batch, width, device="cuda") * 2 - 1
+                lr = MEAN_LR / (batch * width)
+                steps = STEPS if batch * width * width <= 1 << 30 else 10
+                row = {"precision": precision, "kind": kind, "width": width, "batch": batch,
+                       "graphcore_tf32": False, "steps_compared": steps}
+                try:
+                    start = [p.detach().clone() for p in model.parameters()]
+                    ours = GcStep(kind, start, x, y, lr)
+                    theirs = TorchStep(model, x, y, lr)
+                    # The warm-up trained the model: both sides start from `start`.
+                    with torch.no_grad():
+                        for p, p0 in zip(model.parameters(), start):
+                            p.copy_(p0)
+                    ours_losses = losses(ours, ours.launch, steps)
+                    theirs_losses = losses(theirs, theirs.replay, steps)
+                    diff = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(ours_losses, theirs_losses))
+                    unfused = UnfusedGcStep(kind, start, x, y, lr, tf32=tf32)
+                    unfused_losses = losses(unfused, unfused.launch, steps)
+                    diff_unfused = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(unfused_losses, theirs_losses))
+                    t_torch = timed_us(theirs.replay)
+                    t_gc = timed_us(ours.launch)
+                    t_unfused = timed_us(unfused.launch)
+                    layers = 1 if kind == "linear" else 2
+                    flags = gc.LINEAR_TF32 if tf32 else 0
+                    dispatch = dispatch_of(stream, [(batch, width, width, flags)] * layers)
+                    row.update({"graphcore_nodes": ours.nodes, "torch_graph_us": t_torch, "graphcore_us": t_gc,
+                                "speedup": t_torch / t_gc, "winner": winner(t_torch, t_gc), "dispatch": dispatch,
+                                "loss_first": theirs_losses[0],
+                                "loss_last": theirs_losses[-1], "loss_max_rel_diff": diff,
+                                "unfused_nodes": unfused.nodes, "graphcore_unfused_us": t_unfused,
+                                "unfused_loss_max_rel_diff": diff_unfused})
+                    del ours, theirs, unfused
+                except Exception as e:  # one shape's failure is recorded, the sweep goes on
+                    row["error"] = f"{type(e).__name__}: {e}"
+                results["sweep"].append(row)
+                progress.cell(row)
+                del model, x, y
+                torch.cuda.empty_cache()
+set_torch_precision("fp32")
 
 os.makedirs(OUT, exist_ok=True)
 with open(os.path.join(OUT, "train_vs_torch_cells.json" if CELLS else "train_vs_torch.json"), "w") as f:
     json.dump(results, f, indent=1)
 
 print(f"device: {results['device']}, torch {results['torch']}")
-print("training step, graph replay: kind width batch nodes torch_us gc_us speedup loss_first loss_last rel_diff"
-      " | unfused: nodes us")
+print("training step, graph replay: precision kind width batch nodes torch_us gc_us speedup winner dispatch "
+      "loss_first loss_last rel_diff | unfused: nodes us")
 for r in results["sweep"]:
     if "error" in r:
-        print(f"{r['kind']:6s} {r['width']:5d} {r['batch']:4d} failed: {r['error']}")
+        print(f"{r['precision']} {r['kind']:6s} {r['width']:5d} {r['batch']:4d} failed: {r['error']}")
         continue
-    print(f"{r['kind']:6s} {r['width']:5d} {r['batch']:4d} {r['graphcore_nodes']:2d} {r['torch_graph_us']:9.2f} "
-          f"{r['graphcore_us']:9.2f} {r['speedup']:6.2f}x {r['loss_first']:10.4g} {r['loss_last']:10.4g} "
+    print(f"{r['precision']} {r['kind']:6s} {r['width']:5d} {r['batch']:4d} {r['graphcore_nodes']:2d} "
+          f"{r['torch_graph_us']:9.2f} {r['graphcore_us']:9.2f} {r['speedup']:6.2f}x {r['winner']:9s} "
+          f"{r['dispatch']:12s} {r['loss_first']:10.4g} {r['loss_last']:10.4g} "
           f"{r['loss_max_rel_diff']:.1e} | {r['unfused_nodes']:2d} {r['graphcore_unfused_us']:9.2f}")
+md = "\n".join(table(results)) + "\n"
+if not CELLS:
+    with open(os.path.join(OUT, "train_vs_torch.md"), "w") as f:
+        f.write(md)
+print(md)

@@ -3,7 +3,27 @@ cuBLAS, the notes' programs, the MLP and training sweeps, a small layer's
 memory traffic and occupancy."""
 
 
-from .common import RESULTS, load, n0, times, verdict, prose, DAGGER, rerun_cells, rerun_note
+import sys
+
+from .common import REPO, RESULTS, load, n0, times, verdict, prose, DAGGER, rerun_cells, rerun_note
+
+sys.path.insert(0, str(REPO / "perf" / "side_by_side"))
+from sweep_table import table as sweep_table  # noqa: E402
+
+
+def fp32_cells(sweep):
+    """A sweep's fp32 cells that ran (rows from before the sweeps had a
+    precision are fp32)."""
+    return [r for r in sweep if r.get("precision", "fp32") == "fp32" and "error" not in r]
+
+
+def winners(results):
+    """Every cell of a sweep with its winner and the dispatch's choice, per
+    precision (sweep_table.py), where the sweep's JSON records them."""
+    if not any("winner" in r for r in results["sweep"]):
+        return []
+    return ["", "Every cell with its winner (a tie within 3%) and the GEMM dispatch's choice, generated from",
+            "the JSON by `perf/side_by_side/sweep_table.py`:"] + sweep_table(results)
 
 
 def programs_table(progs):
@@ -218,7 +238,8 @@ def block_programs():
 
 
 def block_mlp():
-    p = load("mlp_vs_torch.json")
+    whole = load("mlp_vs_torch.json")
+    p = dict(whole, sweep=fp32_cells(whole["sweep"]))
     lines = [
         "| batch | PyTorch graph request | `GC_MLP_FUSED` request | speedup | target | PyTorch replay "
         "| `GC_MLP_FUSED` replay | per-layer replay (default) | per-layer vs PyTorch |",
@@ -311,11 +332,13 @@ def block_mlp():
             f"- Floor (4 layers of width 8, batch 1): fused {f['fused_us']:.1f} \u00b5s, four launches "
             f"{f['per_layer_us']:.1f} \u00b5s, PyTorch {f['torch_graph_us']:.1f} \u00b5s.",
         ]
+    lines += winners(whole)
     return "\n".join(lines)
 
 
 def block_train_sweep():
-    r = load("train_vs_torch.json")
+    whole = load("train_vs_torch.json")
+    r = dict(whole, sweep=[x for x in whole["sweep"] if x.get("precision", "fp32") == "fp32"])
     sweep, cells_run, replaced = rerun_cells(
         r["sweep"], "train_vs_torch_cells.json", lambda x: (x["kind"], x["width"], x["batch"]))
     r = dict(r, sweep=sweep)
@@ -358,6 +381,7 @@ def block_train_sweep():
     ]
     lines += rerun_note(cells_run, "train_vs_torch_cells.json", replaced,
                         lambda x: f"{x['kind']} {x['width']} x {x['batch']} rows:")
+    lines += winners(whole)
     return "\n".join(lines)
 
 
