@@ -646,22 +646,7 @@ fn launch_rows(
 ) -> Result<()> {
     let exec = b.graph()?;
     let mut st = lock(&e.state);
-    for (k, x) in bindings.iter().enumerate() {
-        ensure_arg!(
-            x.index != e.count,
-            "binding {k}: argument {} is the runner's row count, which the replay binds",
-            x.index
-        );
-    }
-    for (i, &rb) in e.row_bytes.iter().enumerate() {
-        if rb != 0 && st.held[i] < rows as u64 && !bindings.iter().any(|x| x.index == i) {
-            return Err(Error::invalid_argument(format!(
-                "argument {i} (rows) is bound to a range of {} rows (an exact-size replay's) and \
-                 this replay runs {rows}: bind it again",
-                st.held[i]
-            )));
-        }
-    }
+    check_rows(e.count, &e.row_bytes, &st.held, rows, bindings)?;
     let ExactState {
         rows: bound,
         held,
@@ -682,24 +667,59 @@ fn launch_rows(
     };
     let r = exec.launch_with_for(stream, list, Some(&need));
     // A failure after the bindings took effect leaves them unknown: the
-    // next replay binds the count again, and a rows argument rebound here
-    // counts as holding the fewer rows of the two.
+    // next replay binds the count again (see also `held_after`).
     *bound = r.is_ok().then_some(rows);
+    held_after(&e.row_bytes, held, rows, bindings, r.is_ok());
+    r
+}
+
+/// Checks the bindings of an exact-size capable bucket's launch of `rows`
+/// rows before anything changes: none binds the row count (argument
+/// `count`), and every rows argument (`row_bytes[i]` not 0) either is bound
+/// here or holds at least `rows` rows already (`held[i]`).
+fn check_rows(
+    count: usize,
+    row_bytes: &[usize],
+    held: &[u64],
+    rows: u32,
+    bindings: &[Binding],
+) -> Result<()> {
+    for (k, x) in bindings.iter().enumerate() {
+        ensure_arg!(
+            x.index != count,
+            "binding {k}: argument {} is the runner's row count, which the replay binds",
+            x.index
+        );
+    }
+    for (i, &rb) in row_bytes.iter().enumerate() {
+        if rb != 0 && held[i] < rows as u64 && !bindings.iter().any(|x| x.index == i) {
+            return Err(Error::invalid_argument(format!(
+                "argument {i} (rows) is bound to a range of {} rows (an exact-size replay's) and \
+                 this replay runs {rows}: bind it again",
+                held[i]
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Updates `held` (the rows each rows argument's binding holds) after a
+/// launch of `rows` rows with `bindings`: a range of known bytes holds
+/// bytes / row bytes rows, one of 0 bytes (checked for `rows` rows) holds
+/// `rows`. After a failed launch (`ok` false) the bindings may or may not
+/// have taken effect: each rebound argument counts the fewer rows of the
+/// two.
+fn held_after(row_bytes: &[usize], held: &mut [u64], rows: u32, bindings: &[Binding], ok: bool) {
     for x in bindings {
-        if let Some(&rb) = e.row_bytes.get(x.index).filter(|&&rb| rb != 0) {
+        if let Some(&rb) = row_bytes.get(x.index).filter(|&&rb| rb != 0) {
             let now = if x.bytes == 0 {
                 rows as u64
             } else {
                 (x.bytes / rb) as u64
             };
-            held[x.index] = if r.is_ok() {
-                now
-            } else {
-                now.min(held[x.index])
-            };
+            held[x.index] = if ok { now } else { now.min(held[x.index]) };
         }
     }
-    r
 }
 
 /// The order to capture new buckets in (largest first), after checking them
@@ -741,6 +761,45 @@ mod tests {
         assert!(capture_order(&[], &[4, 4]).is_err());
         assert!(capture_order(&[8], &[8, 2]).is_err());
         assert_eq!(capture_order(&[8], &[2]).unwrap(), vec![2]);
+    }
+
+    #[test]
+    fn exact_replays_check_the_rows_each_binding_holds() {
+        // Arguments: 0 rows of 16 bytes, 1 not rows, 2 rows of 40 bytes, 3 the count.
+        let row_bytes = [16, 0, 40, 0];
+        let mut held = [8u64, 0, 8, 0];
+        let b = |index, bytes| Binding {
+            index,
+            ptr: 0x1000,
+            bytes,
+        };
+        check_rows(3, &row_bytes, &held, 8, &[]).unwrap();
+        check_rows(3, &row_bytes, &held, 3, &[b(0, 48)]).unwrap();
+        let e = check_rows(3, &row_bytes, &held, 3, &[b(3, 4)]).unwrap_err();
+        assert!(e.message().contains("row count"), "{}", e.message());
+        // An exact-size replay of 3 rows binds both rows arguments to 3 rows.
+        held_after(
+            &row_bytes,
+            &mut held,
+            3,
+            &[b(0, 48), b(2, 0), b(1, 64)],
+            true,
+        );
+        assert_eq!(held, [3, 0, 3, 0]);
+        // Now 8 rows (a padded replay) need both bound again; 3 or fewer do not.
+        let e = check_rows(3, &row_bytes, &held, 8, &[b(0, 128)]).unwrap_err();
+        assert!(
+            e.message().contains("argument 2") && e.message().contains("bind it again"),
+            "{}",
+            e.message()
+        );
+        check_rows(3, &row_bytes, &held, 8, &[b(0, 128), b(2, 320)]).unwrap();
+        check_rows(3, &row_bytes, &held, 2, &[]).unwrap();
+        // A launch that failed: a rebound argument holds the fewer rows.
+        held_after(&row_bytes, &mut held, 8, &[b(0, 128)], false);
+        assert_eq!(held[0], 3);
+        held_after(&row_bytes, &mut held, 8, &[b(0, 128)], true);
+        assert_eq!(held[0], 8);
     }
 
     #[test]
