@@ -4,7 +4,9 @@
  * rows. The graphs declare their input and output as arguments
  * (gc_capture_arg), so each request is served from its own input and output
  * buffers (gc_runner_replay_with) with no copy into static buffers; the
- * notes' way (copy in, replay, copy out) is timed beside it.
+ * notes' way (copy in, replay, copy out) is timed beside it. Exact-size
+ * requests (gc_runner_capture_exact, gc_op_mlp_rows, gc_runner_replay_exact)
+ * are served from buffers of exactly each request's rows.
  *
  * Weights are initialised as torch.nn.Linear does (uniform +-1/sqrt(in))
  * from a fixed seed, or read from a file (--data FILE: W1, b1, W2, b2, W3,
@@ -68,6 +70,31 @@ static gc_status forward(gc_stream *s, uint32_t rows, void *user) {
     if ((st = gc_op_linear(s, m->y, h2, m->w3, m->b3, rows, OUT, H2, 0))) return st;
     if ((st = gc_pool_free(m->pool, h1))) return st;
     return gc_pool_free(m->pool, h2);
+}
+
+/* Exact-size requests (gc_runner_capture_exact): the forward pass reads its
+ * row count at `rows` (device memory that gc_runner_replay_exact binds to
+ * the request's rows) through gc_op_mlp_rows, and x and y are declared as
+ * rows (GC_ARG_ROWS), so a replay takes buffers of exactly the request's
+ * rows: no padding, nothing copied. */
+typedef struct {
+    mlp *m;
+    void *ws; /* gc_op_mlp_rows's workspace, for the largest bucket */
+    uint64_t ws_bytes;
+} mlp_exact;
+
+static gc_status forward_rows(gc_stream *s, uint32_t batch, const uint32_t *rows, void *user) {
+    mlp_exact *e = user;
+    gc_status st;
+    int capturing = 0;
+    if ((st = gc_stream_is_capturing(s, &capturing))) return st;
+    if (capturing) {
+        size_t ix, iy;
+        if ((st = gc_capture_arg(s, e->m->x, (size_t)batch * IN * sizeof(float), GC_ARG_ROWS, &ix))) return st;
+        if ((st = gc_capture_arg(s, e->m->y, (size_t)batch * OUT * sizeof(float), GC_ARG_ROWS, &iy))) return st;
+        if (ix != ARG_X || iy != ARG_Y) return GC_ERROR_INVALID_STATE;
+    }
+    return gc_op_mlp_rows(s, e->m->y, e->m->x, rows, batch, e->m->layers, 3, e->ws, e->ws_bytes, 0);
 }
 
 /* float64 reference of one row. */
@@ -268,6 +295,54 @@ int main(int argc, char **argv) {
         ok &= good;
         printf("  %2u rows -> %-14s bucket %2u: max rel err vs float64 %.1e, vs eager %.1e %s\n", n, how,
                bucket, worst, worst_eager, good ? "" : "(TOO LARGE)");
+    }
+
+    /* Exact-size requests: each request's buffers hold exactly its rows
+     * (the output one row more, poisoned, to show nothing is written past
+     * them). */
+    {
+        mlp_exact e = {&m, NULL, 0};
+        gc_runner *exact;
+        TRY(gc_op_mlp_workspace_bytes(32, m.layers, 3, &e.ws_bytes));
+        TRY(gc_pool_alloc(pool, e.ws_bytes, &e.ws));
+        TRY(gc_runner_create(ctx, pool, &exact));
+        TRY(gc_runner_capture_exact(exact, BUCKETS, NBUCKETS, forward_rows, &e, 1));
+        gc_runner_statistics es = runner_stats(exact);
+        printf("exact-size requests (gc_runner_replay_exact; buckets taking them: 0x%x of %u):\n",
+               es.exact_buckets, es.bucket_count);
+        ok &= es.exact_buckets == (1u << es.bucket_count) - 1;
+        uint32_t exact_requests[] = {1, 2, 3, 4, 7, 16, 20, 31, 32};
+        for (size_t r = 0; r < sizeof exact_requests / sizeof *exact_requests; r++) {
+            uint32_t n = exact_requests[r], bucket = 0;
+            float *req_x, *req_y;
+            TRY(gc_pool_alloc(pool, (size_t)n * IN * sizeof(float), (void **)&req_x));
+            TRY(gc_pool_alloc(pool, (size_t)(n + 1) * OUT * sizeof(float), (void **)&req_y));
+            upload(ctx, s, req_x, h[6], (size_t)n * IN);
+            TRY(gc_memset_async(s, req_y, 0xff, (size_t)(n + 1) * OUT * sizeof(float)));
+            gc_binding bind[2] = {{ARG_X, req_x, (size_t)n * IN * sizeof(float)},
+                                  {ARG_Y, req_y, (size_t)n * OUT * sizeof(float)}};
+            TRY(gc_runner_replay_exact(exact, n, s, bind, 2, &bucket));
+            download(ctx, s, y_graph, req_y, (size_t)(n + 1) * OUT);
+            double worst = 0;
+            for (uint32_t i = 0; i < n; i++) {
+                double ref[OUT];
+                reference(h[0], h[1], h[2], h[3], h[4], h[5], h[6] + (size_t)i * IN, ref);
+                for (int j = 0; j < OUT; j++) {
+                    double scale = fabs(ref[j]) > 1e-3 ? fabs(ref[j]) : 1e-3;
+                    worst = fmax(worst, fabs(y_graph[i * OUT + j] - ref[j]) / scale);
+                }
+            }
+            int untouched = 1;
+            for (int j = 0; j < OUT; j++) untouched &= isnan(y_graph[n * OUT + j]);
+            int good = worst <= 1e-4 && untouched;
+            ok &= good;
+            printf("  %2u rows -> bucket %2u, buffers of %2u rows: max rel err vs float64 %.1e, row %u %s%s\n", n,
+                   bucket, n, worst, n, untouched ? "untouched" : "WRITTEN", good ? "" : " (FAILED)");
+            TRY(gc_pool_free(pool, req_x));
+            TRY(gc_pool_free(pool, req_y));
+        }
+        TRY(gc_runner_destroy(exact));
+        TRY(gc_pool_free(pool, e.ws));
     }
 
     /* Timings, end to end: with bindings (each request bound to its own
