@@ -827,7 +827,13 @@ enum gc_status gc_op_linear_mse_step_workspace_bytes(struct gc_context *ctx,
  * gc_op_mse, gc_op_linear_weight_sgd and gc_op_bias_sgd run one after the
  * other (on the same device); the loss is summed in another fixed order
  * (equal up to rounding). Deterministic: no float atomics, the same bits
- * on every run and replay.
+ * on every run and replay. The vendor GEMM: past the two-launch sizes,
+ * where gc_op_linear's dispatch gives the forward's shape (rows, outputs,
+ * inputs; f32) to cuBLASLt (see gc_op_linear), the forward runs as
+ * cublasLtMatmul with the bias fused (as gc_op_linear's), the loss as
+ * before, and the update as cublasLtMatmul W -= lr * dY^T * x (beta 1, in
+ * place) then gc_op_bias_sgd's kernel: four launches, W within f32
+ * rounding of graphcore's update (not bitwise gc_op_linear_weight_sgd's).
  * workspace holds workspace_bytes >= gc_op_linear_mse_step_workspace_bytes
  * bytes (a gc_pool_alloc block is the usual choice); its first 4 bytes must
  * be zero before its first use (gc_memset_async once; every step leaves

@@ -28,9 +28,22 @@ use crate::stream::{Stream, StreamOp};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+/// What a plan computes (row-major, f32).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum VendorOp {
+    /// `y = act(x . W^T + b)`: y `m x n`, x `m x k`, W `n x k`.
+    Linear,
+    /// The SGD step of a linear layer's weights, `W -= lr * dY^T . x`: W
+    /// `n x k` updated in place, dY `m x n`, x `m x k` (`bias` and `relu`
+    /// unused).
+    WeightSgd,
+}
+
 /// A linear layer's shape as a plan is keyed by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LinearShape {
+    /// What is computed.
+    pub op: VendorOp,
     /// Rows of x and y.
     pub m: u32,
     /// Rows of W, columns of y, length of b.
@@ -68,6 +81,7 @@ impl LinearShape {
             .find(|&a| all % a as u64 == 0)
             .unwrap_or(4);
         LinearShape {
+            op: VendorOp::Linear,
             m,
             n,
             k,
@@ -75,6 +89,15 @@ impl LinearShape {
             bias: b != 0,
             relu,
             align,
+        }
+    }
+
+    /// The shape of a [`weight_sgd`] call with these pointers (f32).
+    pub fn weight_sgd(w: u64, dy: u64, x: u64, m: u32, n: u32, k: u32) -> LinearShape {
+        LinearShape {
+            op: VendorOp::WeightSgd,
+            bias: false,
+            ..LinearShape::of(w, dy, x, 0, m, n, k, false, false)
         }
     }
 
@@ -130,11 +153,23 @@ fn make(shape: &LinearShape) -> Result<Option<Plan>> {
     } else {
         lt::COMPUTE_32F
     };
-    let desc = lib.matmul_desc(compute, lt::OP_T, lt::OP_N, shape.epilogue())?;
     let (m, n, k) = (shape.m as u64, shape.n as u64, shape.k as u64);
-    let a = lib.layout(k, n, k as i64)?;
-    let b = lib.layout(k, m, k as i64)?;
-    let c = lib.layout(n, m, n as i64)?;
+    let (desc, a, b, c) = match shape.op {
+        VendorOp::Linear => (
+            lib.matmul_desc(compute, lt::OP_T, lt::OP_N, shape.epilogue())?,
+            lib.layout(k, n, k as i64)?,
+            lib.layout(k, m, k as i64)?,
+            lib.layout(n, m, n as i64)?,
+        ),
+        // W^T (k x n column-major, W row-major) += -lr * x^T . dY: A = x
+        // as k x m, B = dY as n x m transposed, C = D = W.
+        VendorOp::WeightSgd => (
+            lib.matmul_desc(compute, lt::OP_N, lt::OP_T, epilogue::DEFAULT)?,
+            lib.layout(k, m, k as i64)?,
+            lib.layout(n, m, n as i64)?,
+            lib.layout(k, n, k as i64)?,
+        ),
+    };
     if shape.bias {
         // The heuristic may look at the epilogue's pointer: any non-null
         // address of the shape's alignment stands in for the calls' own.
@@ -201,13 +236,55 @@ pub unsafe fn linear(
     b: u64,
     shape: &LinearShape,
 ) -> Result<()> {
+    // SAFETY: passed through from this function's contract.
+    unsafe { run(stream, (w, x, y), b, (1.0, 0.0), shape) }
+}
+
+/// Enqueues `W -= lr * dY^T . x` through cuBLASLt on `stream` (one
+/// `cublasLtMatmul`, W read and written in place), with `shape` from
+/// [`LinearShape::weight_sgd`] of these pointers. `NotSupported`, with
+/// nothing enqueued, as for [`linear`].
+///
+/// # Safety
+///
+/// `w` (n x k), `dy` (m x n) and `x` (m x k) are device memory of the
+/// stream's context, alive until the work has run (or, captured, while
+/// the graph may run); w overlaps neither of the others.
+pub unsafe fn weight_sgd(
+    stream: &Stream,
+    w: u64,
+    dy: u64,
+    x: u64,
+    lr: f32,
+    shape: &LinearShape,
+) -> Result<()> {
+    // SAFETY: passed through from this function's contract.
+    unsafe { run(stream, (x, dy, w), 0, (-lr, 1.0), shape) }
+}
+
+/// Enqueues `shape`'s plan on `stream`: `D = C = c`, `A = a`, `B = b`.
+///
+/// # Safety
+///
+/// As [`linear`] and [`weight_sgd`] say for their pointers.
+unsafe fn run(
+    stream: &Stream,
+    (a, b, c): (u64, u64, u64),
+    bias: u64,
+    scales: (f32, f32),
+    shape: &LinearShape,
+) -> Result<()> {
     let ctx = stream.context();
     let plan = plan(ctx, shape)?.ok_or_else(|| {
         Error::new(
             ErrorKind::NotSupported,
             format!(
-                "cuBLASLt has no algorithm for a linear layer of m = {}, n = {}, k = {} ({}, \
+                "cuBLASLt has no algorithm for {} of m = {}, n = {}, k = {} ({}, \
                  {}-byte aligned pointers)",
+                match shape.op {
+                    VendorOp::Linear => "a linear layer",
+                    VendorOp::WeightSgd => "a weight update",
+                },
                 shape.m,
                 shape.n,
                 shape.k,
@@ -220,7 +297,7 @@ pub unsafe fn linear(
     ctx.bind()?;
     let desc = lock(&plan.desc);
     if shape.bias {
-        lib.set(&desc, lt::desc_attr::BIAS_POINTER, &b)?;
+        lib.set(&desc, lt::desc_attr::BIAS_POINTER, &bias)?;
     }
     let _relaxed = if ctx.capturing() {
         Some(RelaxedCaptureMode::enter()?)
@@ -234,9 +311,10 @@ pub unsafe fn linear(
         unsafe {
             lib.matmul(
                 &desc,
-                (w, &plan.a),
-                (x, &plan.b),
-                (y, &plan.c),
+                (a, &plan.a),
+                (b, &plan.b),
+                (c, &plan.c),
+                scales,
                 &plan.algo,
                 stream.raw(),
             )

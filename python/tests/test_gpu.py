@@ -853,3 +853,39 @@ def test_op_mlp_layers_take_the_gemm_dispatch(ctx, stream, pool):
     assert worst < 1e-4, worst
     expected = gc.LINEAR_BACKEND_CUBLASLT if gc.cublaslt_version() else gc.LINEAR_BACKEND_GRAPHCORE
     assert gc.op_linear_backend(stream, rows, dims[1], dims[0], gc.LINEAR_RELU) == expected
+
+
+def test_linear_mse_step_takes_the_gemm_dispatch(ctx, stream, pool):
+    """Past the small-batch sizes, gc_op_linear_mse_step's forward and
+    weight update take gc_op_linear's dispatch (cuBLASLt from 512 rows until
+    the table is measured, where it loads): 640 rows of a 24 -> 12 layer
+    against float64 (loss, W, b), with the mean's gradient scale."""
+    import random
+    rows, inputs, outputs, lr = 640, 24, 12, 0.02
+    rnd = random.Random(5310)
+    w0 = [rnd.uniform(-0.3, 0.3) for _ in range(outputs * inputs)]
+    b0 = [rnd.uniform(-0.5, 0.5) for _ in range(outputs)]
+    x = [rnd.uniform(-1, 1) for _ in range(rows * inputs)]
+    t = [rnd.uniform(-1, 1) for _ in range(rows * outputs)]
+    bufs = [pool.alloc(4 * len(v)) for v in (w0, b0, x, t)]
+    for d, v in zip(bufs, (w0, b0, x, t)):
+        upload(ctx, stream, d, v)
+    w, b, xd, td = bufs
+    loss = pool.alloc(4)
+    nbytes = ctx.linear_mse_step_workspace_bytes(rows, inputs, outputs)
+    ws = pool.alloc(nbytes)
+    gc.memset_async(stream, ws, 0, nbytes)
+    scale = 1.0 / (rows * outputs)
+    gc.op_linear_mse_step(stream, w, b, xd, td, loss, rows, inputs, outputs, scale, lr, ws, nbytes)
+    pred = [[b0[j] + sum(x[i * inputs + r] * w0[j * inputs + r] for r in range(inputs)) for j in range(outputs)]
+            for i in range(rows)]
+    dy = [[2.0 * scale * (pred[i][j] - t[i * outputs + j]) for j in range(outputs)] for i in range(rows)]
+    want_loss = sum((pred[i][j] - t[i * outputs + j]) ** 2 for i in range(rows) for j in range(outputs))
+    want_w = [w0[j * inputs + r] - lr * sum(dy[i][j] * x[i * inputs + r] for i in range(rows))
+              for j in range(outputs) for r in range(inputs)]
+    want_b = [b0[j] - lr * sum(dy[i][j] for i in range(rows)) for j in range(outputs)]
+    assert download(ctx, stream, loss, 1)[0] == pytest.approx(want_loss, rel=1e-5)
+    assert download(ctx, stream, w, outputs * inputs) == pytest.approx(want_w, rel=1e-5, abs=1e-6)
+    assert download(ctx, stream, b, outputs) == pytest.approx(want_b, rel=1e-5, abs=1e-6)
+    expected = gc.LINEAR_BACKEND_CUBLASLT if gc.cublaslt_version() else gc.LINEAR_BACKEND_GRAPHCORE
+    assert gc.op_linear_backend(stream, rows, outputs, inputs) == expected

@@ -347,3 +347,75 @@ fn cublaslt_linear_is_deterministic_run_to_run() {
         }
     }
 }
+
+/// The training step's weight update through cuBLASLt, `W -= lr * dY^T .
+/// x` in place (beta 1), against float64 (the f32 bound on the update's
+/// sum of |terms|), for shapes of the step's GEMM path, and replayed from
+/// a capture (each replay applies the update once more).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cublaslt_weight_sgd_matches_float64_and_replays() {
+    need_cublaslt();
+    let (c, s, p) = setup();
+    let seed = seed();
+    let lr = 0.05f32;
+    for (i, &(m, n, k)) in [
+        (512usize, 256usize, 384usize),
+        (1024, 1024, 64),
+        (300, 130, 1000),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let w0 = random(seed ^ 0x51 ^ i as u64, n * k);
+        let dy = random(seed ^ 0x52 ^ i as u64, m * n);
+        let x = random(seed ^ 0x53 ^ i as u64, m * k);
+        let (wd, dyd, xd) = (
+            put(&s, &p, &w0, false),
+            put(&s, &p, &dy, false),
+            put(&s, &p, &x, false),
+        );
+        let (mu, nu, ku) = (m as u32, n as u32, k as u32);
+        let shape = LinearShape::weight_sgd(wd, dyd, xd, mu, nu, ku);
+        assert!(
+            vendor::linear_plan(&c, &shape).unwrap(),
+            "refused m={m} n={n} k={k}"
+        );
+        // The float64 update and its rounding scale.
+        let step = |w: &[f64]| -> (Vec<f64>, Vec<f64>) {
+            let mut out = w.to_vec();
+            let mut scale = vec![0f64; n * k];
+            for r in 0..n {
+                for col in 0..k {
+                    let (mut g, mut a) = (0f64, 0f64);
+                    for row in 0..m {
+                        let t = dy[row * n + r] as f64 * x[row * k + col] as f64;
+                        g += t;
+                        a += t.abs();
+                    }
+                    out[r * k + col] -= lr as f64 * g;
+                    scale[r * k + col] = (w[r * k + col].abs() + lr as f64 * a).max(1e-30);
+                }
+            }
+            (out, scale)
+        };
+        let what = format!("m={m} n={n} k={k} seed {seed}");
+        // SAFETY: live pool allocations of this test.
+        unsafe { vendor::weight_sgd(&s, wd, dyd, xd, lr, &shape) }.unwrap();
+        let w64: Vec<f64> = w0.iter().map(|&v| v as f64).collect();
+        let (want1, scale1) = step(&w64);
+        let got1 = download(&s, wd, n * k);
+        let e1 = err(&got1, &want1, &scale1);
+        assert!(e1 <= 1e-5, "eager update off by {e1:e}: {what}");
+        graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
+        // SAFETY: as above; kept while the graph runs.
+        unsafe { vendor::weight_sgd(&s, wd, dyd, xd, lr, &shape) }.unwrap();
+        let g = graphcore_core::end_capture(&s).unwrap();
+        let e = Exec::new(&g, 0).unwrap();
+        e.launch(&s).unwrap();
+        let from1: Vec<f64> = got1.iter().map(|&v| v as f64).collect();
+        let (want2, scale2) = step(&from1);
+        let e2 = err(&download(&s, wd, n * k), &want2, &scale2);
+        assert!(e2 <= 1e-5, "replayed update off by {e2:e}: {what}");
+    }
+}

@@ -424,7 +424,8 @@ impl Lt {
     }
 
     /// `D = alpha * op(A) op(B) + beta * C` with `D` = `C` (in place), as
-    /// `desc` says, enqueued on `stream`.
+    /// `desc` says, enqueued on `stream` (`alpha` and `beta` read during
+    /// the call: a capture records their values).
     ///
     /// # Safety
     ///
@@ -440,10 +441,10 @@ impl Lt {
         a: (u64, &MatrixLayout),
         b: (u64, &MatrixLayout),
         c: (u64, &MatrixLayout),
+        (alpha, beta): (f32, f32),
         algo: &Algo,
         stream: super::CUstream,
     ) -> Result<()> {
-        let (alpha, beta) = (1.0f32, 0.0f32);
         // SAFETY: by this function's contract; alpha and beta are host
         // scalars (the default pointer mode), read during the call.
         check(

@@ -51,7 +51,13 @@ pub extern "C" fn gc_op_linear_mse_step_workspace_bytes(
 /// gc_op_mse, gc_op_linear_weight_sgd and gc_op_bias_sgd run one after the
 /// other (on the same device); the loss is summed in another fixed order
 /// (equal up to rounding). Deterministic: no float atomics, the same bits
-/// on every run and replay.
+/// on every run and replay. The vendor GEMM: past the two-launch sizes,
+/// where gc_op_linear's dispatch gives the forward's shape (rows, outputs,
+/// inputs; f32) to cuBLASLt (see gc_op_linear), the forward runs as
+/// cublasLtMatmul with the bias fused (as gc_op_linear's), the loss as
+/// before, and the update as cublasLtMatmul W -= lr * dY^T * x (beta 1, in
+/// place) then gc_op_bias_sgd's kernel: four launches, W within f32
+/// rounding of graphcore's update (not bitwise gc_op_linear_weight_sgd's).
 /// workspace holds workspace_bytes >= gc_op_linear_mse_step_workspace_bytes
 /// bytes (a gc_pool_alloc block is the usual choice); its first 4 bytes must
 /// be zero before its first use (gc_memset_async once; every step leaves
@@ -82,28 +88,19 @@ pub extern "C" fn gc_op_linear_mse_step(
     workspace: *mut c_void,
     workspace_bytes: u64,
 ) -> gc_status {
-    launch_all(this_export!(), stream, |ctx| {
-        let sms = ctx.sm_count();
-        let step = ops::LinearMseStep {
-            w: p(w),
-            b: p(b),
-            x: p(x),
-            target: p(target),
-            loss: p(loss),
-            rows,
-            inputs,
-            outputs,
-            grad_scale,
-            lr,
-        };
-        ops::linear_mse_step(
-            &step,
-            p(workspace),
-            workspace_bytes,
-            sms,
-            ctx.has_clusters(),
-        )
-    })
+    let step = ops::LinearMseStep {
+        w: p(w),
+        b: p(b),
+        x: p(x),
+        target: p(target),
+        loss: p(loss),
+        rows,
+        inputs,
+        outputs,
+        grad_scale,
+        lr,
+    };
+    super::vendor::linear_mse_step(this_export!(), stream, step, p(workspace), workspace_bytes)
 }
 
 /// Writes to *bytes the workspace gc_op_mlp2_mse_step needs for rows rows,

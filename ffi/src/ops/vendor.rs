@@ -185,6 +185,68 @@ pub(crate) fn mlp(
     })
 }
 
+/// gc_op_linear_mse_step's body: graphcore's launches, or where the step
+/// takes its GEMM path (past the small-batch sizes) and the dispatch gives
+/// its forward shape (rows, outputs, inputs, f32) to cuBLASLt, the forward
+/// and the weight update as cuBLASLt matmuls (`dY = x . W^T + b` into the
+/// workspace's gradient, the MSE kernel in place as before, `W -= lr *
+/// dY^T . x` with beta 1, then graphcore's bias update `b -= lr *
+/// colsum(dY)`), in order on the stream.
+pub(crate) fn linear_mse_step(
+    func: &'static str,
+    stream: *mut gc_stream,
+    step: ops::LinearMseStep,
+    workspace: u64,
+    workspace_bytes: u64,
+) -> gc_status {
+    boundary(func, || {
+        let s: Stream = self::stream(stream, "stream")?;
+        let ctx = s.context();
+        let (sms, clusters) = (ctx.sm_count(), ctx.has_clusters());
+        let calls = ops::linear_mse_step(&step, workspace, workspace_bytes, sms, clusters)?;
+        let (m, n, k) = (step.rows, step.outputs, step.inputs);
+        let mut vendor_path = None;
+        if let (Some(grad), 3) = (
+            ops::linear_mse_step_grad(&step, workspace, sms, clusters),
+            calls.len(),
+        ) {
+            let fwd = LinearShape::of(grad, step.x, step.w, step.b, m, n, k, false, false);
+            let upd = LinearShape::weight_sgd(step.w, grad, step.x, m, n, k);
+            if backend(ctx, 0, &fwd)? == Backend::CublasLt
+                && vendor::linear_plan(ctx, &upd).unwrap_or(false)
+            {
+                let bias = (step.b != 0)
+                    .then(|| ops::bias_sgd(step.b, grad, m, n, step.lr, sms))
+                    .transpose()?;
+                vendor_path = Some((grad, fwd, upd, bias));
+            }
+        }
+        let Some((grad, fwd, upd, bias)) = vendor_path else {
+            for call in calls {
+                // SAFETY: the C caller promises (gc_op_linear_mse_step's
+                // docs) that every pointer is device memory of the stream's
+                // context holding what the step reads and writes, alive
+                // while the launches (or the captured graph) run; the plan
+                // checked sizes and overlaps.
+                unsafe { launch_op(&s, Ok(call)) }?;
+            }
+            return Ok(());
+        };
+        let mse = calls.into_iter().nth(1).expect("three calls");
+        // SAFETY: as above; grad is the workspace's gradient of m x n
+        // floats (ops::linear_mse_step_grad), apart from every input.
+        unsafe {
+            vendor::linear(&s, grad, step.x, step.w, step.b, &fwd)?;
+            launch_op(&s, Ok(mse))?;
+            vendor::weight_sgd(&s, step.w, grad, step.x, step.lr, &upd)?;
+            if let Some(bias) = bias {
+                launch_op(&s, Ok(bias))?;
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Which GEMM gc_op_linear runs for these sizes and flags on the stream's
 /// device: *backend is set to GC_LINEAR_BACKEND_GRAPHCORE or
 /// GC_LINEAR_BACKEND_CUBLASLT. Asked as for a call with a bias and

@@ -277,6 +277,44 @@ mod tests {
         assert!(mlp_layer_io(y, x, ws, 16, 1024, &layers, MlpForm::PerLayer, false, 132).is_err());
     }
 
+    /// The training step's GEMM path keeps dY where `linear_mse_step_grad`
+    /// says: its first call is the forward `linear` into it; the small-batch
+    /// path has none.
+    #[test]
+    fn linear_mse_step_grad_names_the_gemm_paths_gradient() {
+        use crate::ops::{
+            linear, linear_mse_step, linear_mse_step_grad, linear_mse_step_workspace_bytes,
+            LinearMseStep,
+        };
+        for (rows, want_gemm) in [(1024u32, true), (8, false)] {
+            let step = LinearMseStep {
+                w: 0x10_0000,
+                b: 0x20_0000,
+                x: 0x30_0000,
+                target: 0x40_0000,
+                loss: 0x50_0000,
+                rows,
+                inputs: 256,
+                outputs: 128,
+                grad_scale: 1.0,
+                lr: 0.01,
+            };
+            let ws = 0x100_0000;
+            let bytes = linear_mse_step_workspace_bytes(rows, 256, 128, 132, true);
+            let calls = linear_mse_step(&step, ws, bytes, 132, true).unwrap();
+            let grad = linear_mse_step_grad(&step, ws, 132, true);
+            assert_eq!(grad.is_some(), want_gemm, "{rows} rows");
+            if let Some(grad) = grad {
+                assert_eq!(calls.len(), 3);
+                assert!(grad >= ws && grad + rows as u64 * 128 * 4 <= ws + bytes);
+                let fwd = linear(
+                    grad, step.x, step.w, step.b, rows, 128, 256, false, 132, true,
+                );
+                assert_eq!(calls[0], fwd.unwrap());
+            }
+        }
+    }
+
     #[test]
     fn bad_lines_are_refused_with_their_number() {
         for (text, what) in [

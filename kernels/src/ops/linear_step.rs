@@ -281,6 +281,23 @@ pub fn linear_mse_step(
     Ok(calls)
 }
 
+/// Where [`linear_mse_step`]'s GEMM path keeps the gradient `dY`: its
+/// address in `workspace` when the step of these sizes takes that path
+/// (its calls are then the forward [`linear`] into `dY`, the MSE in place,
+/// and one `W`/`b` update, in this order: the C layer may run the forward
+/// and the weight update through the vendor GEMM instead), else `None` (the
+/// small-batch path's fused forward). Pure: the arguments are checked by
+/// [`linear_mse_step`].
+pub fn linear_mse_step_grad(
+    step: &LinearMseStep,
+    workspace: u64,
+    sms: u32,
+    clusters: bool,
+) -> Option<u64> {
+    (!small_batch(step.rows, step.outputs, step.inputs, sms, clusters))
+        .then(|| workspace + step.sums_bytes(sms, clusters))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

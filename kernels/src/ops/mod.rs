@@ -53,6 +53,8 @@ pub use linear::{
     gemm, linear, linear_backward_input, linear_backward_weight, linear_rows, linear_tf32,
     linear_weight_sgd, small_batch, Gemm, SMALL_BACKWARD_MAX_M, SMALL_BATCH_MAX_M,
 };
+/// Where the training step's GEMM path keeps its gradient (for the vendor GEMM's dispatch).
+pub use linear_step::linear_mse_step_grad;
 pub use linear_step::{linear_mse_step, linear_mse_step_workspace_bytes, LinearMseStep};
 /// Where the MLP's per-layer form reads and writes (for the vendor GEMM's dispatch).
 pub use mlp::mlp_layer_io;
