@@ -51,17 +51,34 @@ fn check_flags(f: u32) -> Result<(), Error> {
 /// Forced cuBLASLt that is missing or refuses the shape is an error
 /// (`NotSupported`, saying why).
 fn backend(ctx: &Context, f: u32, shape: &LinearShape) -> Result<Backend, Error> {
+    decide(
+        f,
+        ops::choose_backend(shape.m, shape.n, shape.k, shape.tf32),
+        vendor::loaded,
+        || vendor::linear_plan(ctx, shape),
+        shape,
+    )
+}
+
+/// [`backend`]'s rule (pure but for its arguments): flags `f`, the table's
+/// choice `table`, whether cuBLASLt loaded, and its plan of `shape` (true:
+/// it takes the shape; false: it has no algorithm), asked only where
+/// cuBLASLt could run it.
+fn decide(
+    f: u32,
+    table: Backend,
+    loaded: impl FnOnce() -> bool,
+    plan: impl FnOnce() -> graphcore_core::Result<bool>,
+    shape: &LinearShape,
+) -> Result<Backend, Error> {
     if f & GC_LINEAR_GRAPHCORE != 0 {
         return Ok(Backend::Graphcore);
     }
     let forced = f & GC_LINEAR_CUBLASLT != 0;
-    if !forced && ops::choose_backend(shape.m, shape.n, shape.k, shape.tf32) == Backend::Graphcore {
+    if !forced && (table == Backend::Graphcore || !loaded()) {
         return Ok(Backend::Graphcore);
     }
-    if !forced && !vendor::loaded() {
-        return Ok(Backend::Graphcore);
-    }
-    match vendor::linear_plan(ctx, shape) {
+    match plan() {
         Ok(true) => Ok(Backend::CublasLt),
         Ok(false) if forced => Err(Error::new(
             ErrorKind::NotSupported,
@@ -356,6 +373,58 @@ mod tests {
             "{}",
             e.message()
         );
+    }
+
+    /// The dispatch rule: forced graphcore never asks cuBLASLt; the table's
+    /// graphcore choice, or cuBLASLt not loaded, falls back without asking
+    /// for a plan; a refused shape (no algorithm) or a failed plan falls
+    /// back, except when cuBLASLt is forced: then GC_ERROR_NOT_SUPPORTED
+    /// (or the plan's error), so nothing is launched.
+    #[test]
+    fn the_dispatch_falls_back_unless_cublaslt_is_forced() {
+        use graphcore_core::kernels::ops::Backend::{CublasLt, Graphcore};
+        let shape = LinearShape::of(256, 256, 256, 0, 1024, 512, 256, false, false);
+        let never = || -> graphcore_core::Result<bool> { panic!("planned") };
+        let missing = || {
+            Err(Error::new(
+                ErrorKind::NotSupported,
+                "cuBLASLt could not be loaded (/nonexistent)",
+            ))
+        };
+        let d = |f, table, loaded: bool, plan: &dyn Fn() -> graphcore_core::Result<bool>| {
+            decide(f, table, || loaded, plan, &shape)
+        };
+        // Forced graphcore, and the table's graphcore choice: no plan asked.
+        assert_eq!(
+            d(GC_LINEAR_GRAPHCORE, CublasLt, true, &never).unwrap(),
+            Graphcore
+        );
+        assert_eq!(d(0, Graphcore, true, &never).unwrap(), Graphcore);
+        // cuBLASLt not loaded: graphcore, no plan asked.
+        assert_eq!(d(0, CublasLt, false, &never).unwrap(), Graphcore);
+        // The table's cuBLASLt choice: taken where it plans the shape.
+        assert_eq!(d(0, CublasLt, true, &|| Ok(true)).unwrap(), CublasLt);
+        // A refused shape, a failed plan: graphcore.
+        assert_eq!(d(0, CublasLt, true, &|| Ok(false)).unwrap(), Graphcore);
+        assert_eq!(d(0, CublasLt, true, &missing).unwrap(), Graphcore);
+        // Forced cuBLASLt: whatever the table says, or an error.
+        for table in [Graphcore, CublasLt] {
+            assert_eq!(
+                d(GC_LINEAR_CUBLASLT, table, true, &|| Ok(true)).unwrap(),
+                CublasLt
+            );
+            let e = d(GC_LINEAR_CUBLASLT, table, true, &|| Ok(false)).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::NotSupported);
+            assert!(
+                e.message()
+                    .contains("no algorithm for m = 1024, n = 512, k = 256"),
+                "{}",
+                e.message()
+            );
+            let e = d(GC_LINEAR_CUBLASLT, table, false, &missing).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::NotSupported);
+            assert!(e.message().contains("/nonexistent"), "{}", e.message());
+        }
     }
 
     /// Bad input is refused before the stream is looked at: nothing runs.
