@@ -289,7 +289,7 @@ pub(crate) const TABLE: &[Sentence] = &[
         no_rows: "",
     },
     Sentence {
-        quote: "gc_runner_capture excludes them: they wait until it returns",
+        quote: "gc_runner_capture and gc_runner_capture_exact exclude them: they wait until it returns",
         rows: &[row("gc_runner_capture", "gc_runner_replay", "same runner", "runner_calls_at_once")],
         no_rows: "",
     },
