@@ -424,3 +424,58 @@ fn buckets_that_cannot_take_exact_size_replays_refuse_them() {
     assert!(e.to_string().contains("without a row count"), "{e}");
     s.synchronize().unwrap();
 }
+
+/// The eager fallback of an exact-size runner: buckets added without
+/// graphs, and Runner::run_eagerly_rows runs the record function with its
+/// row count holding the request's rows (exact) or the bucket's (padded):
+/// the record's own output gets exactly that many rows, the rest untouched.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn an_eager_exact_size_run_computes_the_requests_rows() {
+    use graphcore_core::Fallback;
+    let (c, s, p) = setup();
+    let sms = c.sm_count();
+    let (n, k, most) = (16u32, 32u32, 8usize);
+    let x = p.alloc((most * k as usize * 4) as u64).unwrap();
+    let w = p.alloc((n * k) as u64 * 4).unwrap();
+    let y = p.alloc((most * n as usize * 4) as u64).unwrap();
+    upload(&s, x, &random(seed(), most * k as usize));
+    upload(&s, w, &random(seed() ^ 1, (n * k) as usize));
+    let mut r = Runner::new(&c, Some(&p)).unwrap();
+    r.set_fallback(Fallback {
+        eager: true,
+        hard_fail: false,
+    });
+    let mut record = |s: &Stream, batch: u32, rows: u64| -> graphcore_core::Result<()> {
+        // SAFETY: the buffers are live device allocations of this test holding
+        // the elements the operation reads and writes.
+        unsafe {
+            launch_op(
+                s,
+                ops::linear_rows(y, x, w, 0, rows, batch, n, k, false, sms),
+            )
+        }
+    };
+    r.capture_exact(&[8], &mut record, 0).unwrap();
+    assert!(
+        r.buckets().iter().all(|b| !b.is_exact()),
+        "no graph, no exact replay"
+    );
+    for (rows, exact, done) in [(3u32, true, 3usize), (3, false, 8), (8, true, 8)] {
+        // SAFETY: y is a live allocation of this test of most * n floats.
+        unsafe { graphcore_core::set_async(&s, y, 0xff, most * n as usize * 4) }.unwrap();
+        assert_eq!(r.run_eagerly_rows(rows, &s, exact, &mut record).unwrap(), 8);
+        let got = download(&s, y, most * n as usize);
+        let cut = done * n as usize;
+        assert!(
+            got[..cut].iter().all(|v| v.is_finite()),
+            "rows {rows} exact {exact}"
+        );
+        assert!(
+            got[cut..].iter().all(|v| v.to_bits() == u32::MAX),
+            "rows {rows} exact {exact}: a row past {done} was written"
+        );
+    }
+    assert_eq!(r.eager_runs(), 3);
+    s.synchronize().unwrap();
+}
