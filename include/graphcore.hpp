@@ -535,6 +535,16 @@ inline std::uint32_t runner_replay_with(gc_runner *runner, std::uint32_t rows, g
     return bucket;
 }
 
+/** gc_runner_replay_exact: an exact-size request of `rows` rows (its
+ * GC_ARG_ROWS arguments bound to ranges of exactly `rows` rows); returns the
+ * bucket's size. */
+inline std::uint32_t runner_replay_exact(gc_runner *runner, std::uint32_t rows, gc_stream *stream,
+                                         std::initializer_list<gc_binding> bindings) {
+    std::uint32_t bucket = 0;
+    check(gc_runner_replay_exact(runner, rows, stream, bindings.begin(), bindings.size(), &bucket));
+    return bucket;
+}
+
 /** gc_exec_arg_info: the uses found of argument `index`. */
 inline std::size_t exec_arg_uses(gc_exec *exec, std::size_t index) {
     std::size_t uses = 0;

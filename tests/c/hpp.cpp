@@ -101,6 +101,7 @@ static void errors() {
     EXPECT_THROW_STATUS(gc::exec_launch_with(nullptr, nullptr, {bx}), GC_ERROR_INVALID_ARGUMENT);
     EXPECT_THROW_STATUS(gc::exec_arg_uses(nullptr, 0), GC_ERROR_INVALID_ARGUMENT);
     EXPECT_THROW_STATUS(gc::runner_replay_with(nullptr, 1, nullptr, {bx}), GC_ERROR_INVALID_ARGUMENT);
+    EXPECT_THROW_STATUS(gc::runner_replay_exact(nullptr, 1, nullptr, {bx}), GC_ERROR_INVALID_ARGUMENT);
     // Never-issued handles: the error names the kind.
     EXPECT_THROW_STATUS(gc::stream s(bogus<gc_context>()), GC_ERROR_INVALID_HANDLE);
     EXPECT_THROW_STATUS(gc::event e(bogus<gc_context>()), GC_ERROR_INVALID_HANDLE);
