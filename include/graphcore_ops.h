@@ -893,7 +893,14 @@ enum gc_status gc_op_mlp2_mse_step_workspace_bytes(struct gc_context *ctx,
  * layers' own kernels are faster, take seven launches: gc_op_linear twice,
  * gc_op_mse, gc_op_linear_backward_input, gc_op_relu_backward and each
  * layer's update. Deterministic: no float atomics, the same bits on every
- * run and replay; results within float rounding of float64.
+ * run and replay; results within float rounding of float64. The vendor
+ * GEMM: in the seven-launch form, a layer whose forward shape (rows,
+ * hidden, inputs for W1; rows, outputs, hidden for W2) gc_op_linear's
+ * dispatch gives to cuBLASLt (see gc_op_linear) runs its GEMMs as
+ * cublasLtMatmul calls (its forward with the bias and ReLU fused; for W2
+ * also dH = dP * W2; its update W -= lr * dY^T * x with beta 1) and its
+ * bias update as gc_op_bias_sgd's kernel, within f32 rounding of
+ * graphcore's kernels.
  * workspace holds workspace_bytes >= gc_op_mlp2_mse_step_workspace_bytes
  * bytes (a gc_pool_alloc block is the usual choice); its first 4 bytes must
  * be zero before its first use (gc_memset_async once; every step leaves

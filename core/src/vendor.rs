@@ -37,6 +37,9 @@ pub enum VendorOp {
     /// `n x k` updated in place, dY `m x n`, x `m x k` (`bias` and `relu`
     /// unused).
     WeightSgd,
+    /// A linear layer's input gradient, `dX = dY . W`: dX `m x k`, dY
+    /// `m x n`, W `n x k` (`bias` and `relu` unused).
+    BackwardInput,
 }
 
 /// A linear layer's shape as a plan is keyed by.
@@ -89,6 +92,15 @@ impl LinearShape {
             bias: b != 0,
             relu,
             align,
+        }
+    }
+
+    /// The shape of a [`backward_input`] call with these pointers (f32).
+    pub fn backward_input(dx: u64, dy: u64, w: u64, m: u32, n: u32, k: u32) -> LinearShape {
+        LinearShape {
+            op: VendorOp::BackwardInput,
+            bias: false,
+            ..LinearShape::of(dx, dy, w, 0, m, n, k, false, false)
         }
     }
 
@@ -168,6 +180,14 @@ fn make(shape: &LinearShape) -> Result<Option<Plan>> {
             lib.layout(k, m, k as i64)?,
             lib.layout(n, m, n as i64)?,
             lib.layout(k, n, k as i64)?,
+        ),
+        // dX^T (k x m) = W^T . dY^T: A = W as k x n, B = dY as n x m, C =
+        // D = dX as k x m.
+        VendorOp::BackwardInput => (
+            lib.matmul_desc(compute, lt::OP_N, lt::OP_N, epilogue::DEFAULT)?,
+            lib.layout(k, n, k as i64)?,
+            lib.layout(n, m, n as i64)?,
+            lib.layout(k, m, k as i64)?,
         ),
     };
     if shape.bias {
@@ -262,6 +282,27 @@ pub unsafe fn weight_sgd(
     unsafe { run(stream, (x, dy, w), 0, (-lr, 1.0), shape) }
 }
 
+/// Enqueues `dX = dY . W` through cuBLASLt on `stream` (one
+/// `cublasLtMatmul`), with `shape` from [`LinearShape::backward_input`] of
+/// these pointers. `NotSupported`, with nothing enqueued, as for
+/// [`linear`].
+///
+/// # Safety
+///
+/// `dx` (m x k), `dy` (m x n) and `w` (n x k) are device memory of the
+/// stream's context, alive until the work has run (or, captured, while the
+/// graph may run); dx overlaps neither of the others.
+pub unsafe fn backward_input(
+    stream: &Stream,
+    dx: u64,
+    dy: u64,
+    w: u64,
+    shape: &LinearShape,
+) -> Result<()> {
+    // SAFETY: passed through from this function's contract.
+    unsafe { run(stream, (w, dy, dx), 0, (1.0, 0.0), shape) }
+}
+
 /// Enqueues `shape`'s plan on `stream`: `D = C = c`, `A = a`, `B = b`.
 ///
 /// # Safety
@@ -284,6 +325,7 @@ unsafe fn run(
                 match shape.op {
                     VendorOp::Linear => "a linear layer",
                     VendorOp::WeightSgd => "a weight update",
+                    VendorOp::BackwardInput => "an input gradient",
                 },
                 shape.m,
                 shape.n,

@@ -889,3 +889,41 @@ def test_linear_mse_step_takes_the_gemm_dispatch(ctx, stream, pool):
     assert download(ctx, stream, b, outputs) == pytest.approx(want_b, rel=1e-5, abs=1e-6)
     expected = gc.LINEAR_BACKEND_CUBLASLT if gc.cublaslt_version() else gc.LINEAR_BACKEND_GRAPHCORE
     assert gc.op_linear_backend(stream, rows, outputs, inputs) == expected
+
+
+def test_mlp2_mse_step_takes_the_gemm_dispatch(ctx, stream, pool, torch):
+    """gc_op_mlp2_mse_step's per-layer form (2^31 multiply-adds and more)
+    runs each layer's GEMMs through gc_op_linear's dispatch (cuBLASLt from
+    512 rows until the table is measured, where it loads): 1024 rows of
+    1024 -> 1024 -> 512 against float64 (loss, both layers' updates)."""
+    m, k0, k1, k2, lr = 1024, 1024, 1024, 512, 1e-4
+    g = torch.Generator(device="cuda").manual_seed(532)
+    dev = dict(device="cuda", dtype=torch.float32)
+    x = torch.rand(m, k0, generator=g, **dev) * 2 - 1
+    t = torch.rand(m, k2, generator=g, **dev) * 2 - 1
+    w1 = (torch.rand(k1, k0, generator=g, **dev) * 2 - 1) / k0 ** 0.5
+    b1 = torch.rand(k1, generator=g, **dev) * 2 - 1
+    w2 = (torch.rand(k2, k1, generator=g, **dev) * 2 - 1) / k1 ** 0.5
+    b2 = torch.rand(k2, generator=g, **dev) * 2 - 1
+    start = [v.clone().double() for v in (w1, b1, w2, b2)]
+    loss = torch.zeros(1, **dev)
+    nbytes = ctx.mlp2_mse_step_workspace_bytes(m, k1, k2)
+    ws = torch.zeros(nbytes // 4 + 1, **dev)
+    torch.cuda.synchronize()
+    gc.op_mlp2_mse_step(stream, w1.data_ptr(), b1.data_ptr(), w2.data_ptr(), b2.data_ptr(), x.data_ptr(),
+                        t.data_ptr(), loss.data_ptr(), m, k0, k1, k2, 1.0, lr, ws.data_ptr(), nbytes)
+    stream.synchronize()
+    W1, B1, W2, B2 = start
+    X, T = x.double(), t.double()
+    h = torch.relu(X @ W1.T + B1)
+    p = h @ W2.T + B2
+    dp = 2.0 * (p - T)
+    dh = (dp @ W2) * (h > 0)
+    want = [W1 - lr * dh.T @ X, B1 - lr * dh.sum(0), W2 - lr * dp.T @ h, B2 - lr * dp.sum(0)]
+    assert abs(loss.item() - float(((p - T) ** 2).sum())) <= 1e-4 * float(((p - T) ** 2).sum())
+    for name, got, ref, before in zip(("w1", "b1", "w2", "b2"), (w1, b1, w2, b2), want, start):
+        err = float((got.double() - ref).abs().max())
+        step = float((ref - before).abs().max())
+        assert err <= 1e-3 * step, (name, err, step)
+    expected = gc.LINEAR_BACKEND_CUBLASLT if gc.cublaslt_version() else gc.LINEAR_BACKEND_GRAPHCORE
+    assert gc.op_linear_backend(stream, m, k1, k0, gc.LINEAR_RELU) == expected

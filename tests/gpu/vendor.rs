@@ -419,3 +419,58 @@ fn cublaslt_weight_sgd_matches_float64_and_replays() {
         assert!(e2 <= 1e-5, "replayed update off by {e2:e}: {what}");
     }
 }
+
+/// The input gradient through cuBLASLt, `dX = dY . W`, against float64
+/// (the two-layer step's dH), eager and replayed from a capture.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cublaslt_backward_input_matches_float64() {
+    need_cublaslt();
+    let (c, s, p) = setup();
+    let seed = seed();
+    for (i, &(m, n, k)) in [
+        (1024usize, 512usize, 1024usize),
+        (640, 96, 200),
+        (512, 1000, 36),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let dy = random(seed ^ 0x61 ^ i as u64, m * n);
+        let w = random(seed ^ 0x62 ^ i as u64, n * k);
+        let (dyd, wd) = (put(&s, &p, &dy, false), put(&s, &p, &w, false));
+        let dx = poisoned(&s, &p, m * k, false);
+        let (mu, nu, ku) = (m as u32, n as u32, k as u32);
+        let shape = LinearShape::backward_input(dx, dyd, wd, mu, nu, ku);
+        assert!(
+            vendor::linear_plan(&c, &shape).unwrap(),
+            "refused m={m} n={n} k={k}"
+        );
+        let mut want = vec![0f64; m * k];
+        let mut scale = vec![0f64; m * k];
+        for r in 0..m {
+            for j in 0..n {
+                let d = dy[r * n + j] as f64;
+                for col in 0..k {
+                    let t = d * w[j * k + col] as f64;
+                    want[r * k + col] += t;
+                    scale[r * k + col] += t.abs();
+                }
+            }
+        }
+        let what = format!("m={m} n={n} k={k} seed {seed}");
+        // SAFETY: live pool allocations of this test.
+        unsafe { vendor::backward_input(&s, dx, dyd, wd, &shape) }.unwrap();
+        let e1 = err(&download(&s, dx, m * k), &want, &scale);
+        assert!(e1 <= 1e-5, "eager dX off by {e1:e}: {what}");
+        // SAFETY: dx is a live allocation of m * k floats.
+        unsafe { graphcore_core::set_async(&s, dx, 0xff, m * k * 4) }.unwrap();
+        graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
+        // SAFETY: as above; kept while the graph runs.
+        unsafe { vendor::backward_input(&s, dx, dyd, wd, &shape) }.unwrap();
+        let g = graphcore_core::end_capture(&s).unwrap();
+        Exec::new(&g, 0).unwrap().launch(&s).unwrap();
+        let e2 = err(&download(&s, dx, m * k), &want, &scale);
+        assert!(e2 <= 1e-5, "replayed dX off by {e2:e}: {what}");
+    }
+}

@@ -2,7 +2,7 @@
 //! (gc_op_linear_mse_step) and a 2-layer MLP's (gc_op_mlp2_mse_step), with
 //! their workspace sizes.
 
-use super::{launch_all, p, this_export};
+use super::{p, this_export};
 use crate::args::Out;
 use crate::context::{context, gc_context};
 use crate::status::{boundary, gc_status};
@@ -143,7 +143,14 @@ pub extern "C" fn gc_op_mlp2_mse_step_workspace_bytes(
 /// layers' own kernels are faster, take seven launches: gc_op_linear twice,
 /// gc_op_mse, gc_op_linear_backward_input, gc_op_relu_backward and each
 /// layer's update. Deterministic: no float atomics, the same bits on every
-/// run and replay; results within float rounding of float64.
+/// run and replay; results within float rounding of float64. The vendor
+/// GEMM: in the seven-launch form, a layer whose forward shape (rows,
+/// hidden, inputs for W1; rows, outputs, hidden for W2) gc_op_linear's
+/// dispatch gives to cuBLASLt (see gc_op_linear) runs its GEMMs as
+/// cublasLtMatmul calls (its forward with the bias and ReLU fused; for W2
+/// also dH = dP * W2; its update W -= lr * dY^T * x with beta 1) and its
+/// bias update as gc_op_bias_sgd's kernel, within f32 rounding of
+/// graphcore's kernels.
 /// workspace holds workspace_bytes >= gc_op_mlp2_mse_step_workspace_bytes
 /// bytes (a gc_pool_alloc block is the usual choice); its first 4 bytes must
 /// be zero before its first use (gc_memset_async once; every step leaves
@@ -178,29 +185,20 @@ pub extern "C" fn gc_op_mlp2_mse_step(
     workspace: *mut c_void,
     workspace_bytes: u64,
 ) -> gc_status {
-    launch_all(this_export!(), stream, |ctx| {
-        let sms = ctx.sm_count();
-        let step = ops::Mlp2MseStep {
-            w1: p(w1),
-            b1: p(b1),
-            w2: p(w2),
-            b2: p(b2),
-            x: p(x),
-            target: p(target),
-            loss: p(loss),
-            rows,
-            inputs,
-            hidden,
-            outputs,
-            grad_scale,
-            lr,
-        };
-        ops::mlp2_mse_step(
-            &step,
-            p(workspace),
-            workspace_bytes,
-            sms,
-            ctx.has_clusters(),
-        )
-    })
+    let step = ops::Mlp2MseStep {
+        w1: p(w1),
+        b1: p(b1),
+        w2: p(w2),
+        b2: p(b2),
+        x: p(x),
+        target: p(target),
+        loss: p(loss),
+        rows,
+        inputs,
+        hidden,
+        outputs,
+        grad_scale,
+        lr,
+    };
+    super::vendor::mlp2_mse_step(this_export!(), stream, step, p(workspace), workspace_bytes)
 }

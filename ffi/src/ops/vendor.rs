@@ -264,6 +264,110 @@ pub(crate) fn linear_mse_step(
     })
 }
 
+/// Whether every plan of `shapes` is cuBLASLt's: the dispatch gives the
+/// first (a layer's forward) to cuBLASLt and cuBLASLt plans them all.
+fn all_vendor(ctx: &Context, shapes: &[LinearShape]) -> Result<bool, Error> {
+    if backend(ctx, 0, &shapes[0])? != Backend::CublasLt {
+        return Ok(false);
+    }
+    Ok(shapes[1..]
+        .iter()
+        .all(|s| vendor::linear_plan(ctx, s).unwrap_or(false)))
+}
+
+/// gc_op_mlp2_mse_step's body: graphcore's launches, or in the per-layer
+/// form (`ops::mlp2_mse_step_buffers`) each layer's GEMMs through cuBLASLt
+/// where the dispatch gives that layer's forward shape to it (layer 2: its
+/// forward, the input gradient dH = dP . W2 and W2's update; layer 1: its
+/// forward with ReLU and W1's update), the biases' updates then as
+/// graphcore's bias_sgd kernel; the MSE and the ReLU backward as before.
+pub(crate) fn mlp2_mse_step(
+    func: &'static str,
+    stream: *mut gc_stream,
+    step: ops::Mlp2MseStep,
+    workspace: u64,
+    workspace_bytes: u64,
+) -> gc_status {
+    boundary(func, || {
+        let s: Stream = self::stream(stream, "stream")?;
+        let ctx = s.context();
+        let (sms, clusters) = (ctx.sm_count(), ctx.has_clusters());
+        let calls = ops::mlp2_mse_step(&step, workspace, workspace_bytes, sms, clusters)?;
+        let buffers =
+            ops::mlp2_mse_step_buffers(&step, workspace, sms).filter(|_| calls.len() == 7);
+        let Some([h, dp, dh]) = buffers else {
+            for call in calls {
+                // SAFETY: the C caller promises (gc_op_mlp2_mse_step's docs)
+                // that every pointer is device memory of the stream's
+                // context holding what the step reads and writes, alive
+                // while the launches (or the captured graph) run; the plan
+                // checked sizes and overlaps.
+                unsafe { launch_op(&s, Ok(call)) }?;
+            }
+            return Ok(());
+        };
+        let (m, k0, k1, k2) = (step.rows, step.inputs, step.hidden, step.outputs);
+        let (x, w1, b1, w2, b2) = (step.x, step.w1, step.b1, step.w2, step.b2);
+        let l1 = [
+            LinearShape::of(h, x, w1, b1, m, k1, k0, false, true),
+            LinearShape::weight_sgd(w1, dh, x, m, k1, k0),
+        ];
+        let l2 = [
+            LinearShape::of(dp, h, w2, b2, m, k2, k1, false, false),
+            LinearShape::backward_input(dh, dp, w2, m, k2, k1),
+            LinearShape::weight_sgd(w2, dp, h, m, k2, k1),
+        ];
+        let (v1, v2) = (all_vendor(ctx, &l1)?, all_vendor(ctx, &l2)?);
+        let bias = |use_vendor: bool, b: u64, dy: u64, n: u32| {
+            (use_vendor && b != 0)
+                .then(|| ops::bias_sgd(b, dy, m, n, step.lr, sms))
+                .transpose()
+        };
+        let (bias1, bias2) = (bias(v1, b1, dh, k1)?, bias(v2, b2, dp, k2)?);
+        let [f1, f2, mse, bwd, relu_bwd, upd2, upd1]: [_; 7] =
+            calls.try_into().expect("seven calls");
+        // SAFETY: as above; h, dp and dh are the workspace's buffers
+        // (ops::mlp2_mse_step_buffers), apart from every input and weight.
+        unsafe {
+            let launch = |c| launch_op(&s, Ok(c));
+            if v1 {
+                vendor::linear(&s, h, x, w1, b1, &l1[0])?;
+            } else {
+                launch(f1)?;
+            }
+            if v2 {
+                vendor::linear(&s, dp, h, w2, b2, &l2[0])?;
+            } else {
+                launch(f2)?;
+            }
+            launch(mse)?;
+            if v2 {
+                vendor::backward_input(&s, dh, dp, w2, &l2[1])?;
+            } else {
+                launch(bwd)?;
+            }
+            launch(relu_bwd)?;
+            if v2 {
+                vendor::weight_sgd(&s, w2, dp, h, step.lr, &l2[2])?;
+                if let Some(c) = bias2 {
+                    launch(c)?;
+                }
+            } else {
+                launch(upd2)?;
+            }
+            if v1 {
+                vendor::weight_sgd(&s, w1, dh, x, step.lr, &l1[1])?;
+                if let Some(c) = bias1 {
+                    launch(c)?;
+                }
+            } else {
+                launch(upd1)?;
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Which GEMM gc_op_linear runs for these sizes and flags on the stream's
 /// device: *backend is set to GC_LINEAR_BACKEND_GRAPHCORE or
 /// GC_LINEAR_BACKEND_CUBLASLT. Asked as for a call with a bias and

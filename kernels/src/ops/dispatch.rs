@@ -315,6 +315,60 @@ mod tests {
         }
     }
 
+    /// The two-layer step's per-layer form keeps h, dP and dH where
+    /// `mlp2_mse_step_buffers` says: its GEMM calls are the linear layers
+    /// and the input gradient on them; the fused form has none.
+    #[test]
+    fn mlp2_mse_step_buffers_name_the_per_layer_forms_buffers() {
+        use crate::ops::{
+            linear, linear_backward_input, mlp2_mse_step, mlp2_mse_step_buffers,
+            mlp2_mse_step_workspace_bytes, Mlp2MseStep,
+        };
+        for ((m, k0, k1, k2), per_layer) in [
+            ((1024u32, 1024u32, 1024u32, 512u32), true),
+            ((64, 128, 128, 10), false),
+        ] {
+            let step = Mlp2MseStep {
+                w1: 0x1000_0000,
+                b1: 0x2000_0000,
+                w2: 0x3000_0000,
+                b2: 0x4000_0000,
+                x: 0x5000_0000,
+                target: 0x6000_0000,
+                loss: 0x7000_0000,
+                rows: m,
+                inputs: k0,
+                hidden: k1,
+                outputs: k2,
+                grad_scale: 1.0,
+                lr: 0.01,
+            };
+            let ws = 0x1_0000_0000;
+            let bytes = mlp2_mse_step_workspace_bytes(m, k1, k2, 132);
+            let calls = mlp2_mse_step(&step, ws, bytes, 132, true).unwrap();
+            let buffers = mlp2_mse_step_buffers(&step, ws, 132);
+            assert_eq!(buffers.is_some(), per_layer, "{m} rows");
+            let Some([h, dp, dh]) = buffers else { continue };
+            assert_eq!(calls.len(), 7);
+            let (x, w1, b1, w2, b2) = (step.x, step.w1, step.b1, step.w2, step.b2);
+            assert_eq!(
+                calls[0],
+                linear(h, x, w1, b1, m, k1, k0, true, 132, true).unwrap()
+            );
+            assert_eq!(
+                calls[1],
+                linear(dp, h, w2, b2, m, k2, k1, false, 132, true).unwrap()
+            );
+            assert_eq!(
+                calls[3],
+                linear_backward_input(dh, dp, w2, m, k2, k1, 132, true).unwrap()
+            );
+            for b in [h, dp, dh] {
+                assert!(b >= ws && b < ws + bytes);
+            }
+        }
+    }
+
     #[test]
     fn bad_lines_are_refused_with_their_number() {
         for (text, what) in [

@@ -257,6 +257,24 @@ pub fn mlp2_mse_step(
     Ok(vec![forward, update])
 }
 
+/// Where [`mlp2_mse_step`]'s per-layer form keeps `h`, `dP` and `dH` in
+/// `workspace`, when a step of these sizes takes that form (its calls are
+/// then, in order: the two forward [`linear`]s (`h` with ReLU, then `dP`),
+/// the MSE in place on `dP`, the input gradient `dH = dP . W2`, the ReLU
+/// backward in place on `dH`, and the two weight and bias updates, W2's
+/// then W1's: the C layer may run the GEMMs through the vendor GEMM
+/// instead), else `None` (the fused kernel). Pure: the arguments are
+/// checked by [`mlp2_mse_step`].
+pub fn mlp2_mse_step_buffers(step: &Mlp2MseStep, workspace: u64, sms: u32) -> Option<[u64; 3]> {
+    let (m, k0, k1, k2) = (step.rows, step.inputs, step.hidden, step.outputs);
+    let ([_, _, h, dp, dh], _) = mlp2_layout(m, k1, k2, sms);
+    (m as u64 * k1 as u64 * (k0 as u64 + 2 * k2 as u64) >= MLP2_FUSED_MAX_MACS).then_some([
+        workspace + h,
+        workspace + dp,
+        workspace + dh,
+    ])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

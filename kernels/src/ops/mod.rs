@@ -62,5 +62,7 @@ pub use mlp::{
     mlp, mlp_fusion_pays, mlp_rows, mlp_unfused, mlp_workspace_bytes, MlpForm, MlpLayer,
     MLP_FUSED_LAYERS, MLP_FUSED_MAX_MACS, MLP_FUSED_MAX_ROWS, MLP_FUSED_PAYS_MAX_WEIGHTS,
 };
+/// Where the two-layer step's per-layer form keeps h, dP and dH (for the vendor GEMM's dispatch).
+pub use mlp2_step::mlp2_mse_step_buffers;
 pub use mlp2_step::{mlp2_mse_step, mlp2_mse_step_workspace_bytes, Mlp2MseStep};
 pub use reduce::{bias_grad, bias_sgd, mse, mse_reduced, mse_workspace_bytes, Reduction};
