@@ -15,12 +15,18 @@
 //! whose parameters hold x, W, b and y as plain addresses (rebound by the
 //! graph-argument scan like any foreign kernel's).
 //!
+//! cuBLASLt runs in the calling thread's current context (it launches
+//! through the CUDA runtime): each call makes the stream's context current
+//! for itself and puts the thread's own back before returning, as the
+//! built-in ops' launches leave it.
+//!
 //! Row-major to cuBLASLt's column-major: `y^T = W . x^T` with A = W read
 //! as the k x n column-major matrix transposed, B = x as k x m, D = y as
 //! n x m (ld n); the bias runs along D's rows, one per output feature.
 
 use crate::context::Context;
 use crate::driver::cublaslt::{self as lt, epilogue, Algo, MatmulDesc, MatrixLayout};
+use crate::driver::device::KeepCurrent;
 use crate::driver::RelaxedCaptureMode;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::lock;
@@ -214,6 +220,9 @@ fn plan(ctx: &Context, shape: &LinearShape) -> Result<Option<Arc<Plan>>> {
         return Ok(p.clone());
     }
     lt::library()?;
+    // cuBLASLt works in the current context (the runtime's device): bound
+    // for the call, the thread's own put back after it.
+    let _keep = KeepCurrent::enter();
     ctx.bind()?;
     let _relaxed = if ctx.capturing() {
         Some(RelaxedCaptureMode::enter()?)
@@ -336,6 +345,9 @@ unsafe fn run(
         )
     })?;
     let lib = lt::library()?;
+    // As in `plan`: the stream's context current for cuBLASLt (its kernels
+    // go through the runtime), the thread's own put back after.
+    let _keep = KeepCurrent::enter();
     ctx.bind()?;
     let desc = lock(&plan.desc);
     if shape.bias {

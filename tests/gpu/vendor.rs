@@ -474,3 +474,48 @@ fn cublaslt_backward_input_matches_float64() {
         assert!(e2 <= 1e-5, "replayed dX off by {e2:e}: {what}");
     }
 }
+
+/// The calling thread's current context (NULL when none).
+fn current() -> cudarc::driver::sys::CUcontext {
+    use cudarc::driver::sys;
+    let mut cur = std::ptr::null_mut();
+    // SAFETY: writes the calling thread's current context to `cur`.
+    let r = unsafe { sys::cuCtxGetCurrent(&mut cur) };
+    assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
+    cur
+}
+
+/// As the built-in ops' launches, the cuBLASLt path leaves the thread's
+/// current context as it was (none, here), planning included, and runs
+/// from a thread with no current context.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cublaslt_calls_leave_the_threads_current_context_as_it_was() {
+    use cudarc::driver::sys;
+    need_cublaslt();
+    let (c, s, p) = setup();
+    let (m, n, k) = (544usize, 136usize, 72usize);
+    let case = Case::new(seed(), (m, n, k));
+    let (x, w, b) = (
+        put(&s, &p, &case.x, false),
+        put(&s, &p, &case.w, false),
+        put(&s, &p, &case.b, false),
+    );
+    let y = poisoned(&s, &p, m * n, false);
+    s.synchronize().unwrap();
+    let shape = LinearShape::of(y, x, w, b, m as u32, n as u32, k as u32, false, true);
+    // SAFETY: NULL unbinds the calling thread's context.
+    let r = unsafe { sys::cuCtxSetCurrent(std::ptr::null_mut()) };
+    assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
+    // A shape not planned yet: the plan is made in this call.
+    assert!(vendor::linear_plan(&c, &shape).unwrap());
+    assert!(current().is_null(), "planning left a context current");
+    // SAFETY: live pool allocations of this test.
+    unsafe { vendor::linear(&s, y, x, w, b, &shape) }.unwrap();
+    assert!(
+        current().is_null(),
+        "the cuBLASLt call left a context current"
+    );
+    let (want, scale) = reference(&case.x, &case.w, Some(&case.b), (m, n, k), true);
+    assert!(err(&download(&s, y, m * n), &want, &scale) <= 1e-5);
+}
