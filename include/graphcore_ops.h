@@ -540,7 +540,7 @@ enum gc_status gc_op_bias_sgd(struct gc_stream *stream,
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (backend NULL, an unknown
  * or contradictory flag), GC_ERROR_NOT_SUPPORTED (GC_LINEAR_CUBLASLT and
  * cuBLASLt is not loaded or refuses the shape; gc_last_error says which).
- * Thread safety: any thread, any stream.
+ * Any thread may ask, on any stream, concurrently with launches.
  */
 enum gc_status gc_op_linear_backend(struct gc_stream *stream,
                                     uint32_t m,
@@ -564,7 +564,8 @@ enum gc_status gc_op_linear_backend(struct gc_stream *stream,
  * Errors: GC_ERROR_INVALID_ARGUMENT (version NULL), GC_ERROR_NOT_SUPPORTED
  * (cuBLASLt is not loaded: gc_last_error says what was tried, or that
  * GRAPHCORE_CUBLASLT turned it off), GC_ERROR_CUDA (cublasLtCreate failed).
- * Thread safety: any thread.
+ * Any thread may call it, concurrently with anything (the library is
+ * opened once, under a lock).
  */
 enum gc_status gc_cublaslt_version(size_t *version);
 

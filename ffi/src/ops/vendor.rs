@@ -386,7 +386,7 @@ pub(crate) fn mlp2_mse_step(
 /// Errors: common, and GC_ERROR_INVALID_ARGUMENT (backend NULL, an unknown
 /// or contradictory flag), GC_ERROR_NOT_SUPPORTED (GC_LINEAR_CUBLASLT and
 /// cuBLASLt is not loaded or refuses the shape; gc_last_error says which).
-/// Thread safety: any thread, any stream.
+/// Any thread may ask, on any stream, concurrently with launches.
 #[no_mangle]
 pub extern "C" fn gc_op_linear_backend(
     stream: *mut gc_stream,
@@ -435,7 +435,8 @@ pub extern "C" fn gc_op_linear_backend(
 /// Errors: GC_ERROR_INVALID_ARGUMENT (version NULL), GC_ERROR_NOT_SUPPORTED
 /// (cuBLASLt is not loaded: gc_last_error says what was tried, or that
 /// GRAPHCORE_CUBLASLT turned it off), GC_ERROR_CUDA (cublasLtCreate failed).
-/// Thread safety: any thread.
+/// Any thread may call it, concurrently with anything (the library is
+/// opened once, under a lock).
 #[no_mangle]
 pub extern "C" fn gc_cublaslt_version(version: *mut usize) -> gc_status {
     boundary(this_export!(), || {
