@@ -529,9 +529,9 @@ enum gc_status gc_op_bias_sgd(struct gc_stream *stream,
  * pointers or no bias may be planned apart, and falls back the same way.
  * The choice: GC_LINEAR_GRAPHCORE or GC_LINEAR_CUBLASLT in flags force
  * one; otherwise the dispatch table compiled into the library (measured
- * by perf/gemm_dispatch.py; until measured, graphcore's kernels below 512
- * rows and cuBLASLt from 512 rows and for TF32), falling back to
- * graphcore's kernels where cuBLASLt is not loaded (see
+ * by perf/side_by_side/gemm_dispatch.py; until measured, graphcore's
+ * kernels below 512 rows and cuBLASLt from 512 rows and for TF32), falling
+ * back to graphcore's kernels where cuBLASLt is not loaded (see
  * gc_cublaslt_version) or has no algorithm for the shape. Where cuBLASLt
  * is chosen, this also makes and caches its plan for the shape (host work
  * only), so a later capture of the call makes none: call it before

@@ -1,6 +1,6 @@
 //! Which GEMM runs a linear layer: graphcore's own kernels or the vendor's
 //! (cuBLASLt), per shape, from a table measured on the GPU and compiled in
-//! (`gemm_dispatch.txt`, written by `perf/gemm_dispatch.py`). Pure: the
+//! (`gemm_dispatch.txt`, written by `perf/side_by_side/gemm_dispatch.py`). Pure: the
 //! caller (the C layer) asks, then falls back to graphcore's kernels where
 //! cuBLASLt is not loaded or refuses the shape.
 
