@@ -24,13 +24,12 @@ winners (then rebuild the library and commit the table with the JSON).
 Run on the GPU machine (from the repository root):
   GRAPHCORE_CUBLASLT=<libcublasLt.so.N> python3 perf/side_by_side/gemm_dispatch.py [--quick] [--write-table]
 (LIBGRAPHCORE names the library, default stage/lib/libgraphcore.so;
-GRAPHCORE_CUBLASLT defaults to the pip wheel nvidia-cublas's library when
-importable.) Writes $OUT/gemm_dispatch.json (or perf/results/) and prints
+GRAPHCORE_CUBLASLT defaults to what scripts/find-cublaslt finds: the pip
+wheel nvidia-cublas's library, or the CUDA toolkit's.) Writes $OUT/gemm_dispatch.json (or perf/results/) and prints
 the table last.
 """
 import ctypes as C
 import datetime
-import glob
 import json
 import os
 import statistics
@@ -41,16 +40,13 @@ import torch.nn.functional as F
 
 
 def find_cublaslt():
-    """The pip wheel's libcublasLt (nvidia-cublas), if importable."""
-    try:
-        import nvidia.cublas as nc
-    except ImportError:
-        return None
-    for d in list(getattr(nc, "__path__", [])):
-        hits = sorted(glob.glob(os.path.join(d, "lib", "libcublasLt.so.*")))
-        if hits:
-            return hits[-1]
-    return None
+    """scripts/find-cublaslt's answer (the pip wheel's libcublasLt, or the
+    CUDA toolkit's), if any."""
+    import subprocess
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                          "scripts", "find-cublaslt")
+    r = subprocess.run(["bash", script], capture_output=True, text=True)
+    return r.stdout.strip() or None
 
 
 if not os.environ.get("GRAPHCORE_CUBLASLT"):
