@@ -6,10 +6,12 @@
 //! (device, m, n, k, TF32, epilogue, pointer alignment) are made on the
 //! first call of that shape and kept for the process, refusals included
 //! (cuBLASLt having no algorithm is remembered, so it is asked once). A
-//! plan is host work only; one made while a graphcore capture is open in
-//! the context is made in relaxed capture mode, so nothing cuBLASLt does
-//! then can break the capture. Planning ahead, outside any capture, is what
-//! [`linear_plan`] is for. Only `cublasLtMatmul` is enqueued, with no
+//! plan is host work (descriptors, the heuristic query); each device's
+//! cuBLASLt handle is made with its first plan. Both happen, and every
+//! `cublasLtMatmul` is enqueued, in relaxed capture mode, so nothing
+//! cuBLASLt does besides its launches can break a capture open on the
+//! thread (its launches are captured as usual). Planning ahead, outside any
+//! capture, is what [`linear_plan`] is for. Only `cublasLtMatmul` is enqueued, with no
 //! workspace: nothing is allocated per call, calls on several streams at
 //! once share nothing on the device, and a captured call records kernels
 //! whose parameters hold x, W, b and y as plain addresses (rebound by the
@@ -25,7 +27,7 @@
 //! n x m (ld n); the bias runs along D's rows, one per output feature.
 
 use crate::context::Context;
-use crate::driver::cublaslt::{self as lt, epilogue, Algo, MatmulDesc, MatrixLayout};
+use crate::driver::cublaslt::{self as lt, epilogue, Algo, LtHandle, MatmulDesc, MatrixLayout};
 use crate::driver::device::KeepCurrent;
 use crate::driver::RelaxedCaptureMode;
 use crate::error::{Error, ErrorKind, Result};
@@ -130,8 +132,9 @@ impl LinearShape {
     }
 }
 
-/// One shape's descriptors and algorithm.
+/// One shape's descriptors and algorithm, and its device's handle.
 struct Plan {
+    handle: LtHandle,
     /// Locked while a call sets its bias pointer and enqueues.
     desc: Mutex<MatmulDesc>,
     a: MatrixLayout,
@@ -143,8 +146,27 @@ struct Plan {
 /// Plans by (device ordinal, shape); `None`: cuBLASLt refused the shape.
 type Plans = HashMap<(i32, LinearShape), Option<Arc<Plan>>>;
 
-/// The process's plans (with the library, the only state kept here).
+/// The process's plans (with the library and the handles, the only state
+/// kept here).
 static PLANS: Mutex<Option<Plans>> = Mutex::new(None);
+
+/// One cuBLASLt handle per device ordinal, made on the device's first plan
+/// (with its context current) and kept for the process.
+static HANDLES: Mutex<Option<HashMap<i32, LtHandle>>> = Mutex::new(None);
+
+/// The handle of `ordinal`'s device, made now if it has none (the caller
+/// has the device's context current, in relaxed capture mode while a
+/// capture is open).
+fn handle(lib: &lt::Lt, ordinal: i32) -> Result<LtHandle> {
+    let mut handles = lock(&HANDLES);
+    let map = handles.get_or_insert_with(HashMap::new);
+    if let Some(h) = map.get(&ordinal) {
+        return Ok(*h);
+    }
+    let h = lib.create_handle()?;
+    map.insert(ordinal, h);
+    Ok(h)
+}
 
 /// Whether cuBLASLt loaded (loading it on first call); the error says why
 /// not (`NotSupported`).
@@ -163,8 +185,8 @@ pub fn version() -> Option<usize> {
     lt::library().ok().map(|l| l.version())
 }
 
-/// Makes `shape`'s plan.
-fn make(shape: &LinearShape) -> Result<Option<Plan>> {
+/// Makes `shape`'s plan with `handle`.
+fn make(shape: &LinearShape, handle: LtHandle) -> Result<Option<Plan>> {
     let lib = lt::library()?;
     let compute = if shape.tf32 {
         lt::COMPUTE_32F_FAST_TF32
@@ -202,8 +224,9 @@ fn make(shape: &LinearShape) -> Result<Option<Plan>> {
         lib.set(&desc, lt::desc_attr::BIAS_POINTER, &(shape.align as u64))?;
     }
     Ok(lib
-        .best_algo(&desc, &a, &b, &c, 0, shape.align)?
+        .best_algo(handle, &desc, &a, &b, &c, 0, shape.align)?
         .map(|algo| Plan {
+            handle,
             desc: Mutex::new(desc),
             a,
             b,
@@ -219,17 +242,16 @@ fn plan(ctx: &Context, shape: &LinearShape) -> Result<Option<Arc<Plan>>> {
     if let Some(p) = lock(&PLANS).as_ref().and_then(|m| m.get(&key)) {
         return Ok(p.clone());
     }
-    lt::library()?;
+    let lib = lt::library()?;
     // cuBLASLt works in the current context (the runtime's device): bound
-    // for the call, the thread's own put back after it.
+    // for the call, the thread's own put back after it. A capture may be
+    // open on this thread (graphcore's, or the caller's on a stream it
+    // wrapped): relaxed mode, so that making the handle (which may set up
+    // device resources) and the plan cannot break it.
     let _keep = KeepCurrent::enter();
     ctx.bind()?;
-    let _relaxed = if ctx.capturing() {
-        Some(RelaxedCaptureMode::enter()?)
-    } else {
-        None
-    };
-    let made = make(shape)?.map(Arc::new);
+    let _relaxed = RelaxedCaptureMode::enter()?;
+    let made = make(shape, handle(lib, ctx.ordinal())?)?.map(Arc::new);
     let mut plans = lock(&PLANS);
     let entry = plans
         .get_or_insert_with(HashMap::new)
@@ -353,17 +375,14 @@ unsafe fn run(
     if shape.bias {
         lib.set(&desc, lt::desc_attr::BIAS_POINTER, &bias)?;
     }
-    let _relaxed = if ctx.capturing() {
-        Some(RelaxedCaptureMode::enter()?)
-    } else {
-        None
-    };
+    let _relaxed = RelaxedCaptureMode::enter()?;
     stream.launch_noted(StreamOp::Launch, || {
         // SAFETY: the pointers are valid by this function's contract; the
         // plan's algorithm was chosen for these descriptors with no
         // workspace; the descriptor is locked.
         unsafe {
             lib.matmul(
+                plan.handle,
                 &desc,
                 (a, &plan.a),
                 (b, &plan.b),

@@ -213,18 +213,27 @@ fn resolve(lib: libloading::Library, name: &OsStr) -> Result<Api> {
     })
 }
 
-/// The loaded library and one handle for the process (a cuBLASLt handle
-/// holds no device state and may be used from any thread).
+/// The loaded library: its entry points (opening it creates nothing on a
+/// device; handles are made per device with [`Lt::create_handle`]).
 pub(crate) struct Lt {
     api: Api,
-    handle: Handle,
 }
 
-// SAFETY: cuBLASLt handles may be used from several threads at once; the
-// function pointers and the library are immutable after loading.
+// SAFETY: the function pointers and the library are immutable after
+// loading.
 unsafe impl Send for Lt {}
 // SAFETY: as above.
 unsafe impl Sync for Lt {}
+
+/// A cuBLASLt handle, made in one device's context and used for that
+/// device only; kept for the process (never destroyed).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LtHandle(Handle);
+
+// SAFETY: cuBLASLt handles may be used from several threads at once.
+unsafe impl Send for LtHandle {}
+// SAFETY: as above.
+unsafe impl Sync for LtHandle {}
 
 /// The process's cuBLASLt, loaded on first call (the outcome, success or
 /// the reason for failure, is kept for the process: setting
@@ -243,11 +252,7 @@ fn loaded_library() -> &'static Result<Lt> {
     static LT: OnceLock<Result<Lt>> = OnceLock::new();
     LT.get_or_init(|| {
         let names = candidates(std::env::var_os(ENV).as_deref())?;
-        let api = open(&names)?;
-        let mut handle = std::ptr::null_mut();
-        // SAFETY: writes one handle.
-        check(unsafe { (api.create)(&mut handle) }, "cublasLtCreate")?;
-        Ok(Lt { api, handle })
+        Ok(Lt { api: open(&names)? })
     })
 }
 
@@ -297,6 +302,16 @@ unsafe impl Send for MatrixLayout {}
 unsafe impl Sync for MatrixLayout {}
 
 impl Lt {
+    /// A new handle (`cublasLtCreate`, which may set up resources on the
+    /// current context's device: call it with the device's context current,
+    /// in relaxed capture mode while a capture may be open).
+    pub(crate) fn create_handle(&self) -> Result<LtHandle> {
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: writes one handle.
+        check(unsafe { (self.api.create)(&mut handle) }, "cublasLtCreate")?;
+        Ok(LtHandle(handle))
+    }
+
     /// `cublasLtGetVersion()` (12xxyy for 12.xx.yy).
     pub(crate) fn version(&self) -> usize {
         self.api.version
@@ -357,8 +372,10 @@ impl Lt {
     /// `c` (also D) with at most `workspace` bytes of workspace and every
     /// pointer aligned to `align` bytes; `None` when cuBLASLt has none.
     /// Host work only: nothing is enqueued.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn best_algo(
         &'static self,
+        handle: LtHandle,
         desc: &MatmulDesc,
         a: &MatrixLayout,
         b: &MatrixLayout,
@@ -404,7 +421,7 @@ impl Lt {
         // SAFETY: every descriptor is live; writes at most one result.
         let st = unsafe {
             (self.api.heuristic)(
-                self.handle,
+                handle.0,
                 desc.1,
                 a.1,
                 b.1,
@@ -433,10 +450,12 @@ impl Lt {
     /// holding the layouts' elements, alive until the work has run (or, for
     /// a captured stream, while its graph may run); `algo` came from
     /// [`best_algo`](Self::best_algo) for these descriptors with no
-    /// workspace; no other thread changes `desc` during the call.
+    /// workspace; `handle` was made in the stream's context; no other
+    /// thread changes `desc` during the call.
     #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn matmul(
         &self,
+        handle: LtHandle,
         desc: &MatmulDesc,
         a: (u64, &MatrixLayout),
         b: (u64, &MatrixLayout),
@@ -450,7 +469,7 @@ impl Lt {
         check(
             unsafe {
                 (self.api.matmul)(
-                    self.handle,
+                    handle.0,
                     desc.1,
                     (&alpha as *const f32).cast(),
                     a.0 as *const c_void,
