@@ -927,3 +927,41 @@ def test_mlp2_mse_step_takes_the_gemm_dispatch(ctx, stream, pool, torch):
         assert err <= 1e-3 * step, (name, err, step)
     expected = gc.LINEAR_BACKEND_CUBLASLT if gc.cublaslt_version() else gc.LINEAR_BACKEND_GRAPHCORE
     assert gc.op_linear_backend(stream, m, k1, k0, gc.LINEAR_RELU) == expected
+
+
+def test_first_cublaslt_call_inside_a_capture(ctx):
+    """In a fresh process, the first gc_op_linear that the dispatch gives to
+    cuBLASLt runs inside a graphcore capture: opening the library, making
+    the device's handle and the plan happen there (in relaxed capture mode)
+    without breaking the capture, and the replay computes (x all 1, W all
+    0.5, no bias: every output k / 2, exact)."""
+    import os
+    import subprocess
+    import sys
+    child = r'''
+import ctypes as C, graphcore as gc
+m, n, k = 1024, 96, 64
+with gc.Context(0) as ctx, gc.Stream(ctx) as s, gc.Pool(ctx) as p:
+    x, w, y = p.alloc(4 * m * k), p.alloc(4 * n * k), p.alloc(4 * m * n)
+    gc.memset_async_elem(s, x, 0x3F800000, 4, m * k)
+    gc.memset_async_elem(s, w, 0x3F000000, 4, n * k)
+    gc.memset_async(s, y, 0, 4 * m * n)
+    s.synchronize()
+    gc.begin_capture(s)
+    gc.op_linear(s, y, x, w, None, m, n, k, gc.LINEAR_RELU)
+    g = gc.end_capture(s)
+    e = g.instantiate()
+    e.launch(s)
+    with ctx.host_alloc(4 * m * n) as h:
+        gc.memcpy_async(s, h, y, 4 * m * n)
+        s.synchronize()
+        assert all(v == k / 2 for v in h.view("f")), "wrong result"
+    print("backend", gc.op_linear_backend(s, m, n, k, gc.LINEAR_RELU), "version", gc.cublaslt_version())
+print("capture ok")
+'''
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(gc.__file__))]
+                                                      + [os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "capture ok" in r.stdout, r.stdout + r.stderr
+    if gc.cublaslt_version():
+        assert "backend 1" in r.stdout, r.stdout
