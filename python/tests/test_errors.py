@@ -208,3 +208,32 @@ def test_op_mlp_rows_and_exact_runner_binding():
         gc.op_mlp_rows(s, 0x100, 0x200, 0x400, 4, layers, 0x300, 4096)
     assert gc.ARG_ROWS == 2
     assert dict(gc.RunnerStatistics._fields_)["exact_buckets"] is C.c_uint32
+
+
+def test_cublaslt_loader_honours_its_environment_variable():
+    """No GPU needed: GRAPHCORE_CUBLASLT names the only library tried (a
+    missing one is GC_ERROR_NOT_SUPPORTED naming it), `0` turns cuBLASLt
+    off; either way cublaslt_version() is None (fresh processes: the
+    outcome is kept per process)."""
+    import os
+    import subprocess
+    import sys
+    child = r'''
+import ctypes as C, sys, graphcore as gc
+out = C.c_size_t(7)
+try:
+    gc.lib.gc_cublaslt_version(C.byref(out))
+    raise SystemExit("loaded")
+except gc.NotSupportedError as e:
+    assert sys.argv[1] in str(e), str(e)
+assert out.value == 7 and gc.cublaslt_version() is None
+print("ok")
+'''
+    pkg = os.path.dirname(os.path.dirname(gc.__file__))
+    for value, needle in (("/nonexistent/libcublasLt.so.12", "/nonexistent/libcublasLt.so.12"),
+                          ("0", "turned off"), ("off", "turned off")):
+        env = dict(os.environ, GRAPHCORE_CUBLASLT=value,
+                   PYTHONPATH=os.pathsep.join([pkg, os.environ.get("PYTHONPATH", "")]))
+        r = subprocess.run([sys.executable, "-c", child, needle], env=env, capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0 and "ok" in r.stdout, (value, r.stdout + r.stderr)
