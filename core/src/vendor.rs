@@ -1,21 +1,23 @@
 //! The vendor GEMM: linear layers (`y = act(x . W^T + b)`, row-major f32)
 //! through cuBLASLt, loaded at run time (`driver::cublaslt`), with the
-//! bias and ReLU fused as cuBLASLt epilogues.
+//! bias and ReLU fused as cuBLASLt epilogues; and for the training steps a
+//! linear layer's weight update (`W -= lr * dY^T . x`, in place) and input
+//! gradient (`dX = dY . W`) ([`VendorOp`]).
 //!
 //! Plans: the descriptors and the heuristic's algorithm for one shape
-//! (device, m, n, k, TF32, epilogue, pointer alignment) are made on the
-//! first call of that shape and kept for the process, refusals included
-//! (cuBLASLt having no algorithm is remembered, so it is asked once). A
-//! plan is host work (descriptors, the heuristic query); each device's
-//! cuBLASLt handle is made with its first plan. Both happen, and every
-//! `cublasLtMatmul` is enqueued, in relaxed capture mode, so nothing
+//! (device, operation, m, n, k, TF32, epilogue, pointer alignment) are made
+//! on the first call of that shape and kept for the process, refusals
+//! included (cuBLASLt having no algorithm is remembered, so it is asked
+//! once). A plan is host work (descriptors, the heuristic query); each
+//! device's cuBLASLt handle is made with its first plan. Both happen, and
+//! every `cublasLtMatmul` is enqueued, in relaxed capture mode, so nothing
 //! cuBLASLt does besides its launches can break a capture open on the
 //! thread (its launches are captured as usual). Planning ahead, outside any
-//! capture, is what [`linear_plan`] is for. Only `cublasLtMatmul` is enqueued, with no
-//! workspace: nothing is allocated per call, calls on several streams at
-//! once share nothing on the device, and a captured call records kernels
-//! whose parameters hold x, W, b and y as plain addresses (rebound by the
-//! graph-argument scan like any foreign kernel's).
+//! capture, is what [`linear_plan`] is for. Only `cublasLtMatmul` is
+//! enqueued, with no workspace: nothing is allocated per call, calls on
+//! several streams at once share nothing on the device, and a captured call
+//! records kernels whose parameters hold the matrices' addresses (rebound
+//! by the graph-argument scan like any foreign kernel's).
 //!
 //! cuBLASLt runs in the calling thread's current context (it launches
 //! through the CUDA runtime): each call makes the stream's context current
