@@ -185,8 +185,20 @@ fn free_device(device: c_int, ptr: u64) -> Result<()> {
         h.live.fetch_sub(1, Ordering::Relaxed);
         return Ok(());
     }
+    // Under the write lock, the current pool again: a gc_allocator_set_pool
+    // between the two locks may have set the block's pool again (taking it
+    // from the retired list).
     let mut slots = SLOTS.write().unwrap_or_else(PoisonError::into_inner);
     let s = &mut slots[d];
+    if let Some(h) = s
+        .current
+        .as_ref()
+        .filter(|h| h.pool.block_of(ptr).is_some())
+    {
+        h.pool.free(ptr)?;
+        h.live.fetch_sub(1, Ordering::Relaxed);
+        return Ok(());
+    }
     let Some(i) = s
         .retired
         .iter()

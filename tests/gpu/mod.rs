@@ -186,14 +186,27 @@ pub(crate) fn race(what: &str, work: Vec<Box<dyn FnOnce() + Send>>) {
             let _ = tx.send((i, r.err().map(|e| panic_message(&*e))));
         });
     }
+    // A thread that fails does not end the race at once: the others still
+    // use the test's objects, so they are waited for (up to the deadline)
+    // before the failure is reported, and a failed test leaves no thread
+    // working into the next one.
     let deadline = Instant::now() + WATCHDOG;
+    let mut failed = None;
     for _ in 0..n {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
             Ok((_, None)) => {}
-            Ok((i, Some(msg))) => panic!("{what}: thread {i} failed: {msg}"),
-            Err(_) => panic!("{what}: the threads were not done after {WATCHDOG:?}: a deadlock"),
+            Ok((i, Some(msg))) => {
+                failed.get_or_insert(format!("{what}: thread {i} failed: {msg}"));
+            }
+            Err(_) => panic!(
+                "{what}: the threads were not done after {WATCHDOG:?}: a deadlock{}",
+                failed.map(|f| format!(" (after {f})")).unwrap_or_default()
+            ),
         }
+    }
+    if let Some(f) = failed {
+        panic!("{f}");
     }
 }
 
