@@ -617,8 +617,9 @@ def test_scalar_arguments_with_torch(ctx, pool, torch):
             e.launch(s, alpha=gc.Scalar(alpha, ctypes.c_float))
             s.synchronize()
             assert torch.equal(y, x * torch.tensor(alpha, dtype=torch.float32, device="cuda"))
-        with pytest.raises(gc.InvalidArgumentError, match="bits above"):
-            e.launch(s, alpha=y)  # an address for a 4-byte scalar
+        # A tensor for a 4-byte scalar: its size is refused first.
+        with pytest.raises(gc.InvalidArgumentError, match="scalar of 4 bytes"):
+            e.launch(s, alpha=y)
 
 
 def test_graph_arguments_with_torch(ctx, pool, torch):

@@ -439,7 +439,9 @@ def test_training_step_bitwise_equal_to_the_recipe_after_100_steps(tt):
     torch.cuda.synchronize()
     assert torch.equal(ours.weight, theirs.weight)
     assert torch.equal(ours.bias, theirs.bias)
-    assert losses[-1] < losses[0]
+    # The same batch (0) 95 steps apart: random targets and the notes'
+    # learning rate make the loss fall slowly, and other batches differ.
+    assert losses[95] < losses[0], (losses[0], losses[95])
     assert s.stats()["buckets"][64]["mode"] == "bind"
     with pytest.raises(gc.InvalidArgumentError, match="example's rows exactly"):
         s(batches[0][0][:32].contiguous(), batches[0][1][:32].contiguous())

@@ -300,6 +300,7 @@ class _Family:
         self.side = None
         self.single = True
         self.closed = False
+        self.out_ranges = ()  # (start, end) of every bucket's outputs' storage
 
     # -- capture ---------------------------------------------------------
 
@@ -309,7 +310,16 @@ class _Family:
         out = []
         with torch.cuda.use_mem_pool(self.mempool, device=self.device):
             for t, spec in zip(self.examples, self.specs):
-                s = torch.empty((rows,) + spec.tail, dtype=spec.dtype, device=t.device)
+                # One element more than the input: a scanned kernel's
+                # address one past a declared range's end is rebound with
+                # it (a (begin, end) pair), so no other tensor may start
+                # there, and PyTorch packs its blocks end to end.
+                shape = (rows,) + spec.tail
+                numel = 1
+                for d in shape:
+                    numel *= d
+                flat = torch.empty(numel + 1, dtype=spec.dtype, device=t.device)
+                s = flat[:numel].view(shape)
                 n = t.shape[0]
                 for start in range(0, rows, n):
                     k = min(n, rows - start)
@@ -436,6 +446,13 @@ class _Family:
             self.close()
             raise
         self.buckets.sort(key=lambda b: b.rows)
+        # An input inside an output of the family (a token fed back) is
+        # copied in, not bound: the graphs may use that memory before they
+        # write their outputs (buckets share their temporaries).
+        self.out_ranges = tuple(
+            (o.untyped_storage().data_ptr(),
+             o.untyped_storage().data_ptr() + o.untyped_storage().nbytes())
+            for b in self.buckets for o in b.outputs if isinstance(o, torch.Tensor))
         self.capture_s = time.perf_counter() - t0
 
     def close(self):
@@ -584,8 +601,12 @@ class Graphed(_objects._Closing):
         if rows == b.rows and not b.copy_mode:
             aligned = True
             for x in inputs:
-                if x.data_ptr() % BIND_ALIGN:
+                p = x.data_ptr()
+                if p % BIND_ALIGN:
                     aligned = False
+                for lo, hi in f.out_ranges:
+                    if lo <= p < hi:  # a graph's own output: copied in
+                        aligned = False
             if aligned:
                 try:
                     b.exec_.launch(gs, **dict(zip(self._names, inputs)))
