@@ -395,6 +395,26 @@ fn eager(entry: &RunnerEntry) -> bool {
         .is_eager()
 }
 
+/// The part the three replays share: the eager replay while the runner
+/// runs eagerly (`exact` says which kind), else `graph` with the runner and
+/// the stream.
+fn replay_in(
+    runner: *mut gc_runner,
+    rows: u32,
+    stream: *mut gc_stream,
+    exact: bool,
+    graph: impl FnOnce(&Runner, &graphcore_core::Stream) -> graphcore_core::Result<u32>,
+) -> graphcore_core::Result<u32> {
+    RUNNERS.with(runner as u64, "runner", |entry| {
+        if eager(entry) {
+            return replay_eagerly(entry, rows, stream, exact);
+        }
+        STREAMS.with(stream as u64, "stream", |s| {
+            graph(&entry.runner.read().unwrap_or_else(|e| e.into_inner()), s)
+        })
+    })
+}
+
 /// Replays the smallest bucket of at least `rows` rows on `stream` and
 /// writes its size to *bucket (the caller pads its input to it). More rows
 /// than the largest bucket is GC_ERROR_NO_BUCKET: run that batch eagerly.
@@ -416,18 +436,7 @@ pub extern "C" fn gc_runner_replay(
 ) -> gc_status {
     boundary("gc_runner_replay", || {
         let out = Out::new(bucket, "bucket")?;
-        let b = RUNNERS.with(runner as u64, "runner", |entry| {
-            if eager(entry) {
-                return replay_eagerly(entry, rows, stream, false);
-            }
-            STREAMS.with(stream as u64, "stream", |s| {
-                entry
-                    .runner
-                    .read()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .replay(rows, s)
-            })
-        })?;
+        let b = replay_in(runner, rows, stream, false, |r, s| r.replay(rows, s))?;
         out.set(b);
         Ok(())
     })
@@ -460,17 +469,8 @@ pub extern "C" fn gc_runner_replay_with(
     boundary("gc_runner_replay_with", || {
         let out = Out::new(bucket, "bucket")?;
         let b = crate::exec::bindings(bindings, n)?;
-        let batch = RUNNERS.with(runner as u64, "runner", |entry| {
-            if eager(entry) {
-                return replay_eagerly(entry, rows, stream, false);
-            }
-            STREAMS.with(stream as u64, "stream", |s| {
-                entry
-                    .runner
-                    .read()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .replay_with(rows, s, b)
-            })
+        let batch = replay_in(runner, rows, stream, false, |r, s| {
+            r.replay_with(rows, s, b)
         })?;
         out.set(batch);
         Ok(())
@@ -517,17 +517,8 @@ pub extern "C" fn gc_runner_replay_exact(
     boundary("gc_runner_replay_exact", || {
         let out = Out::new(bucket, "bucket")?;
         let b = crate::exec::bindings(bindings, n)?;
-        let batch = RUNNERS.with(runner as u64, "runner", |entry| {
-            if eager(entry) {
-                return replay_eagerly(entry, rows, stream, true);
-            }
-            STREAMS.with(stream as u64, "stream", |s| {
-                entry
-                    .runner
-                    .read()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .replay_exact(rows, s, b)
-            })
+        let batch = replay_in(runner, rows, stream, true, |r, s| {
+            r.replay_exact(rows, s, b)
         })?;
         out.set(batch);
         Ok(())
