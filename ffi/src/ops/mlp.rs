@@ -161,7 +161,7 @@ pub extern "C" fn gc_op_mlp(
         };
         let list = mlp_layers(layers, n_layers)?;
         let overlap = form == ops::MlpForm::Fused && ctx.launches_builtins_programmatically()?;
-        let calls = ops::mlp(
+        let (calls, io) = ops::mlp_with_layer_io(
             p(y),
             p(x),
             p(workspace),
@@ -172,17 +172,6 @@ pub extern "C" fn gc_op_mlp(
             overlap,
             sms,
             ctx.has_clusters(),
-        )?;
-        let io = ops::mlp_layer_io(
-            p(y),
-            p(x),
-            p(workspace),
-            workspace_bytes,
-            rows,
-            &list,
-            form,
-            overlap,
-            sms,
         )?;
         Ok(super::vendor::MlpPlan {
             calls,

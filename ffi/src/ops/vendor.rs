@@ -150,7 +150,7 @@ pub(crate) struct MlpPlan {
     /// What graphcore's kernels launch, in order.
     pub(crate) calls: Vec<Call>,
     /// Each layer's (input, output) when `calls` is one linear layer per
-    /// layer (`ops::mlp_layer_io`), else `None`.
+    /// layer (`ops::mlp_with_layer_io`), else `None`.
     pub(crate) io: Option<Vec<(u64, u64)>>,
     /// The layers.
     pub(crate) layers: Vec<ops::MlpLayer>,
@@ -188,9 +188,9 @@ pub(crate) fn mlp(
                 // SAFETY: the C caller promises (gc_op_mlp's docs) that every
                 // pointer is device memory of the stream's context holding
                 // the elements the layers read and write, alive while the
-                // launches (or the captured graph) run; ops::mlp checked the
-                // sizes and overlaps, and ops::mlp_layer_io gave this layer's
-                // input and output.
+                // launches (or the captured graph) run;
+                // ops::mlp_with_layer_io checked the sizes and overlaps and
+                // gave this layer's input and output.
                 Some(Some((y, x, w, b, shape))) => unsafe {
                     vendor::linear(&s, *y, *x, *w, *b, shape)
                 },

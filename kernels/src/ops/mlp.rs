@@ -302,17 +302,59 @@ pub fn mlp(
     sms: u32,
     clusters: bool,
 ) -> Result<Vec<Call>, SizeError> {
-    mlp_checks(y, x, workspace, workspace_bytes, rows, layers, sms)?;
-    if per_layer_form(rows, layers, form, overlap) {
-        return (0..layers.len())
-            .map(|i| {
-                let (input, output) = mlp_io(y, x, workspace, rows, layers, i);
-                let l = &layers[i];
+    let (calls, _) = mlp_with_layer_io(
+        y,
+        x,
+        workspace,
+        workspace_bytes,
+        rows,
+        layers,
+        form,
+        overlap,
+        sms,
+        clusters,
+    )?;
+    Ok(calls)
+}
+
+/// [`mlp`]'s launches together with [`mlp_layer_io`]'s addresses (each
+/// layer's (input, output) in the per-layer form, else `None`), for one
+/// check of the arguments.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub fn mlp_with_layer_io(
+    y: u64,
+    x: u64,
+    workspace: u64,
+    workspace_bytes: u64,
+    rows: u32,
+    layers: &[MlpLayer],
+    form: MlpForm,
+    overlap: bool,
+    sms: u32,
+    clusters: bool,
+) -> Result<(Vec<Call>, Option<Vec<(u64, u64)>>), SizeError> {
+    let io = mlp_layer_io(
+        y,
+        x,
+        workspace,
+        workspace_bytes,
+        rows,
+        layers,
+        form,
+        overlap,
+        sms,
+    )?;
+    if let Some(io) = io {
+        let calls = io
+            .iter()
+            .zip(layers)
+            .map(|(&(input, output), l)| {
                 linear(
                     output, input, l.w, l.b, rows, l.outputs, l.inputs, l.relu, sms, clusters,
                 )
             })
-            .collect();
+            .collect::<Result<_, _>>()?;
+        return Ok((calls, Some(io)));
     }
     let max_blocks = sms as u64 * MLP_BLOCKS_PER_SM as u64;
     let warps = max_blocks * 8;
@@ -365,7 +407,7 @@ pub fn mlp(
             .cooperatively(),
         );
     }
-    Ok(calls)
+    Ok((calls, None))
 }
 
 /// [`mlp`] with its row count in device memory, for exact-size requests:

@@ -58,6 +58,8 @@ pub use linear_step::linear_mse_step_grad;
 pub use linear_step::{linear_mse_step, linear_mse_step_workspace_bytes, LinearMseStep};
 /// Where the MLP's per-layer form reads and writes (for the vendor GEMM's dispatch).
 pub use mlp::mlp_layer_io;
+/// The MLP's launches and, in its per-layer form, where each layer reads and writes.
+pub use mlp::mlp_with_layer_io;
 pub use mlp::{
     mlp, mlp_fusion_pays, mlp_rows, mlp_unfused, mlp_workspace_bytes, MlpForm, MlpLayer,
     MLP_FUSED_LAYERS, MLP_FUSED_MAX_MACS, MLP_FUSED_MAX_ROWS, MLP_FUSED_PAYS_MAX_WEIGHTS,
