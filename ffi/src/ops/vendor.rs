@@ -202,6 +202,21 @@ pub(crate) fn mlp(
     })
 }
 
+/// Launches graphcore's `calls` in order on `s`, a failed launch stopping
+/// the rest.
+///
+/// # Safety
+/// As for `launch_op`, for each call: every pointer it names is device
+/// memory of the stream's context holding what it reads and writes, alive
+/// while the launches (or the captured graph) run.
+unsafe fn launch_all(s: &Stream, calls: Vec<Call>) -> Result<(), Error> {
+    for call in calls {
+        // SAFETY: the caller vouches for every call's pointers.
+        unsafe { launch_op(s, Ok(call)) }?;
+    }
+    Ok(())
+}
+
 /// gc_op_linear_mse_step's body: graphcore's launches, or where the step
 /// takes its GEMM path (past the small-batch sizes) and the dispatch gives
 /// its forward shape (rows, outputs, inputs, f32) to cuBLASLt, the forward
@@ -239,15 +254,12 @@ pub(crate) fn linear_mse_step(
             }
         }
         let Some((grad, fwd, upd, bias)) = vendor_path else {
-            for call in calls {
-                // SAFETY: the C caller promises (gc_op_linear_mse_step's
-                // docs) that every pointer is device memory of the stream's
-                // context holding what the step reads and writes, alive
-                // while the launches (or the captured graph) run; the plan
-                // checked sizes and overlaps.
-                unsafe { launch_op(&s, Ok(call)) }?;
-            }
-            return Ok(());
+            // SAFETY: the C caller promises (gc_op_linear_mse_step's docs)
+            // that every pointer is device memory of the stream's context
+            // holding what the step reads and writes, alive while the
+            // launches (or the captured graph) run; the plan checked sizes
+            // and overlaps.
+            return unsafe { launch_all(&s, calls) };
         };
         let mse = calls.into_iter().nth(1).expect("three calls");
         // SAFETY: as above; grad is the workspace's gradient of m x n
@@ -296,15 +308,11 @@ pub(crate) fn mlp2_mse_step(
         let buffers =
             ops::mlp2_mse_step_buffers(&step, workspace, sms).filter(|_| calls.len() == 7);
         let Some([h, dp, dh]) = buffers else {
-            for call in calls {
-                // SAFETY: the C caller promises (gc_op_mlp2_mse_step's docs)
-                // that every pointer is device memory of the stream's
-                // context holding what the step reads and writes, alive
-                // while the launches (or the captured graph) run; the plan
-                // checked sizes and overlaps.
-                unsafe { launch_op(&s, Ok(call)) }?;
-            }
-            return Ok(());
+            // SAFETY: the C caller promises (gc_op_mlp2_mse_step's docs) that
+            // every pointer is device memory of the stream's context holding
+            // what the step reads and writes, alive while the launches (or
+            // the captured graph) run; the plan checked sizes and overlaps.
+            return unsafe { launch_all(&s, calls) };
         };
         let (m, k0, k1, k2) = (step.rows, step.inputs, step.hidden, step.outputs);
         let (x, w1, b1, w2, b2) = (step.x, step.w1, step.b1, step.w2, step.b2);
