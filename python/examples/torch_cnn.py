@@ -17,12 +17,9 @@ stats say which, and why). Time per call beside eager and the recipe.
 (needs PyTorch >= 2.6 with CUDA; without PyTorch or a GPU it says so and
 exits with status 2). ``make_cnn`` runs on the CPU too.
 """
-import os
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import graphcore as gc  # noqa: E402
+import _torch_common as tc
 
 BUCKETS = (1, 8, 32)
 IMAGE = (3, 32, 32)
@@ -50,20 +47,8 @@ def make_cnn(torch, channels=(32, 64, 64, 128), classes=10):
 def torch_graphs(torch, model, buckets, pool):
     """The notes' recipe: {rows: (static input, graph, static output)}, the
     largest bucket first, all in ``pool``."""
-    out = {}
-    for rows in sorted(buckets, reverse=True):
-        x = torch.zeros((rows,) + IMAGE, device="cuda")
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s), torch.no_grad():
-            for _ in range(3):
-                model(x)
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.no_grad(), torch.cuda.graph(g, pool=pool):
-            y = model(x)
-        out[rows] = (x, g, y)
-    return out
+    return {rows: tc.recipe(torch, model, torch.zeros((rows,) + IMAGE, device="cuda"), pool)
+            for rows in sorted(buckets, reverse=True)}
 
 
 def per_call_us(torch, fn, iters=200):
@@ -76,18 +61,11 @@ def per_call_us(torch, fn, iters=200):
 
 
 def main():
-    try:
-        import torch
-        import graphcore.torch as gct
-    except ImportError as e:
-        print("torch_cnn.py: %s" % e)
+    opened = tc.open_torch("torch_cnn.py")
+    if opened is None:
         return 2
-    if not torch.cuda.is_available():
-        print("torch_cnn.py: no CUDA GPU for PyTorch: skipping")
-        return 2
-    torch.backends.cuda.matmul.allow_tf32 = False
+    torch, gct = opened
     torch.backends.cudnn.allow_tf32 = False
-    torch.manual_seed(0)
     model = make_cnn(torch).cuda()
     t = time.perf_counter()
     g = gct.graph(model, torch.randn((BUCKETS[-1],) + IMAGE, device="cuda"), buckets=BUCKETS)
@@ -98,17 +76,7 @@ def main():
     failed = 0
     for i, rows in enumerate([1, 8, 32, 5, 2, 17, 32, 1]):
         x = torch.randn((rows,) + IMAGE, device="cuda")
-        y = g(x).clone()
-        with torch.no_grad():
-            want = model(x)
-        rel = float((y - want).abs().max() / want.abs().max().clamp_min(1e-30))
-        bucket = next(b for b in BUCKETS if b >= rows)
-        sx, sg, sy = ref[bucket]
-        sx.zero_()
-        sx[:rows].copy_(x)
-        sg.replay()
-        same = torch.equal(y, sy[:rows])
-        ok = rel <= 1e-5 and same
+        bucket, rel, same, ok = tc.check_request(torch, g, model, ref, BUCKETS, x)
         failed += not ok
         print("request %d: %2d images -> bucket %2d: rel err vs eager %.1e, %s torch.cuda.graph "
               "replay: %s" % (i, rows, bucket, rel,
@@ -116,15 +84,9 @@ def main():
                               "ok" if ok else "WRONG"), flush=True)
     channels_last = torch.randn((4,) + IMAGE, device="cuda").to(
         memory_format=torch.channels_last)
-    for bad, what in ((torch.randn((4,) + IMAGE), "a CPU tensor"),
-                      (channels_last, "a channels-last tensor"),
-                      (torch.randn((33,) + IMAGE, device="cuda"), "33 images")):
-        try:
-            g(bad)
-            print("%s was NOT refused" % what)
-            failed += 1
-        except (gc.InvalidArgumentError, gc.NoBucketError) as e:
-            print("%s is refused: %s" % (what, str(e)[:120]))
+    failed += tc.refusals(g, ((torch.randn((4,) + IMAGE), "a CPU tensor"),
+                              (channels_last, "a channels-last tensor"),
+                              (torch.randn((33,) + IMAGE, device="cuda"), "33 images")), 120)
     with torch.no_grad():
         for rows in BUCKETS:
             x = torch.randn((rows,) + IMAGE, device="cuda")
@@ -151,8 +113,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except gc.Error as e:
-        print("graphcore: %s" % e)
-        sys.exit(2)
+    tc.run(main)

@@ -25,8 +25,7 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import graphcore as gc  # noqa: E402
+import _torch_common as tc
 
 VOCAB, WIDTH, HEADS, LAYERS, POSITIONS, MAX_BATCH = 1000, 512, 8, 4, 1024, 64
 BUCKETS = (1, 4, 16, 64)
@@ -159,17 +158,10 @@ def issue_cpu_wall(torch, fn, reps=7):
 
 
 def main():
-    try:
-        import torch
-        import graphcore.torch as gct
-    except ImportError as e:
-        print("torch_decoder.py: %s" % e)
+    opened = tc.open_torch("torch_decoder.py")
+    if opened is None:
         return 2
-    if not torch.cuda.is_available():
-        print("torch_decoder.py: no CUDA GPU for PyTorch: skipping")
-        return 2
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.manual_seed(0)
+    torch, gct = opened
     model = make_decoder(torch).cuda().eval()
     eager = copy.deepcopy(model)
     example = (torch.randint(0, VOCAB, (MAX_BATCH,), device="cuda"),
@@ -251,8 +243,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except gc.Error as e:
-        print("graphcore: %s" % e)
-        sys.exit(2)
+    tc.run(main)

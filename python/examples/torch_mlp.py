@@ -17,42 +17,21 @@ request larger than the largest bucket are refused.
 (needs PyTorch >= 2.6 with CUDA; without PyTorch or a GPU it says so and
 exits with status 2).
 """
-import os
-import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import graphcore as gc  # noqa: E402
+import _torch_common as tc
 
 BUCKETS = (1, 4, 16, 32)
 
 
 def torch_graph(torch, model, rows, pool):
     """PyTorch's recipe for one bucket: (static input, graph, static output)."""
-    x = torch.zeros(rows, 1024, device="cuda")
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s), torch.no_grad():
-        for _ in range(3):
-            model(x)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.no_grad(), torch.cuda.graph(g, pool=pool):
-        y = model(x)
-    return x, g, y
+    return tc.recipe(torch, model, torch.zeros(rows, 1024, device="cuda"), pool)
 
 
 def main():
-    try:
-        import torch
-        import graphcore.torch as gct
-    except ImportError as e:
-        print("torch_mlp.py: %s" % e)
+    opened = tc.open_torch("torch_mlp.py")
+    if opened is None:
         return 2
-    if not torch.cuda.is_available():
-        print("torch_mlp.py: no CUDA GPU for PyTorch: skipping")
-        return 2
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.manual_seed(0)
+    torch, gct = opened
     model = torch.nn.Sequential(
         torch.nn.Linear(1024, 512), torch.nn.ReLU(),
         torch.nn.Linear(512, 256), torch.nn.ReLU(),
@@ -66,30 +45,14 @@ def main():
     failed = 0
     for i, rows in enumerate([1, 3, 4, 7, 16, 20, 32, 2, 31]):
         x = torch.randn(rows, 1024, device="cuda")
-        y = g(x).clone()
-        with torch.no_grad():
-            want = model(x)
-        rel = float((y - want).abs().max() / want.abs().max().clamp_min(1e-30))
-        bucket = next(b for b in BUCKETS if b >= rows)
-        sx, sg, sy = ref[bucket]
-        sx.zero_()
-        sx[:rows].copy_(x)
-        sg.replay()
-        same = torch.equal(y, sy[:rows])
-        ok = rel <= 1e-5 and same
+        bucket, rel, same, ok = tc.check_request(torch, g, model, ref, BUCKETS, x)
         failed += not ok
         print("request %d: %2d rows -> bucket %2d (%s): rel err vs eager %.1e, %s torch.cuda.graph "
               "replay %s" % (i, rows, bucket, "bound" if rows == bucket else "padded", rel,
                              "bitwise equal to" if same else "DIFFERENT from",
                              "ok" if ok else "WRONG"))
-    for bad, what in ((torch.randn(4, 1024), "a CPU tensor"),
-                      (torch.randn(40, 1024, device="cuda"), "40 rows")):
-        try:
-            g(bad)
-            print("%s was NOT refused" % what)
-            failed += 1
-        except (gc.InvalidArgumentError, gc.NoBucketError) as e:
-            print("%s is refused: %s" % (what, str(e)[:110]))
+    failed += tc.refusals(g, ((torch.randn(4, 1024), "a CPU tensor"),
+                              (torch.randn(40, 1024, device="cuda"), "40 rows")), 110)
     torch.cuda.synchronize()
     st = g.stats()
     for b, s in sorted(st["buckets"].items()):
@@ -104,8 +67,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except gc.Error as e:
-        print("graphcore: %s" % e)
-        sys.exit(2)
+    tc.run(main)

@@ -17,11 +17,8 @@ on the same batches; after 100 steps the weights must be bitwise equal.
 exits with status 2).
 """
 import copy
-import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import graphcore as gc  # noqa: E402
+import _torch_common as tc
 
 N, D_IN, D_OUT, STEPS = 64, 1024, 1024, 100
 
@@ -47,17 +44,10 @@ def recipe(torch, model, opt, loss_fn, x, y):
 
 
 def main():
-    try:
-        import torch
-        import graphcore.torch as gct
-    except ImportError as e:
-        print("torch_train_step.py: %s" % e)
+    opened = tc.open_torch("torch_train_step.py")
+    if opened is None:
         return 2
-    if not torch.cuda.is_available():
-        print("torch_train_step.py: no CUDA GPU for PyTorch: skipping")
-        return 2
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.manual_seed(0)
+    torch, gct = opened
     ours = torch.nn.Linear(D_IN, D_OUT).cuda()
     theirs = copy.deepcopy(ours)
     loss_fn = torch.nn.MSELoss()
@@ -108,8 +98,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except gc.Error as e:
-        print("graphcore: %s" % e)
-        sys.exit(2)
+    tc.run(main)
