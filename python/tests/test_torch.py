@@ -111,17 +111,9 @@ def _torch_graph(torch, model, rows, pool=None):
 
 def _torch_recipe(torch, model, x, pool=None):
     """PyTorch's recipe on the static input x: three warm-up calls on a side
-    stream, then the capture: (x, graph, static output)."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s), torch.no_grad():
-        for _ in range(3):
-            model(x)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.no_grad(), torch.cuda.graph(g, pool=pool):
-        y = model(x)
-    return x, g, y
+    stream, then the capture: (x, graph, static output); the examples'
+    (python/examples/_torch_common.py)."""
+    return _example("_torch_common").recipe(torch, model, x, pool)
 
 
 BUCKETS = [1, 4, 16, 32]
