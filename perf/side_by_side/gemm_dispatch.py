@@ -32,11 +32,12 @@ import ctypes as C
 import datetime
 import json
 import os
-import statistics
 import sys
 
 import torch
 import torch.nn.functional as F
+
+from walltime import gpu_us
 
 
 def find_cublaslt():
@@ -172,31 +173,6 @@ def gc_linear(y, x, w, b, m, n, k, flags):
                             P(b.data_ptr()), m, n, k, flags))
         lib.gc_stream_destroy(s)
     return call
-
-
-def gpu_us(fn, inner, reps):
-    """Median GPU microseconds of one fn() call (inner calls in one graph)."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()  # warm-up and planning outside the capture
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(inner):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        e.record()
-        e.synchronize()
-        times.append(a.elapsed_time(e) * 1000.0 / inner)
-    return statistics.median(times)
 
 
 def backend(m, n, k, flags):

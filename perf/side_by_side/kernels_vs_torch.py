@@ -24,10 +24,11 @@ Writes $OUT/kernels_vs_torch.json and prints a table last.
 import ctypes as C
 import json
 import os
-import statistics
 
 import torch
 import torch.nn.functional as F
+
+from walltime import gpu_us
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
@@ -70,32 +71,6 @@ def gc_stream():
     s = P()
     ok(lib.gc_stream_wrap(ctx, P(torch.cuda.current_stream().cuda_stream), C.byref(s)))
     return s
-
-
-def gpu_us(fn, inner=20, reps=15):
-    """Median GPU microseconds of one fn() call: `inner` calls captured in a
-    CUDA graph, replayed `reps` times, timed with events."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()  # warm-up outside the capture (cuBLAS workspaces, JIT)
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(inner):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1000.0 / inner)
-    return statistics.median(times)
 
 
 def gc(fn_name, *args):
