@@ -1233,28 +1233,7 @@ class Runner(_Handle):
             lib.gc_runner_replay(self.handle, _int(rows, w, "rows", 32), _stream(stream, w),
                                  C.byref(out))
             return out.value
-        bs = self._bindings
-        slot = bs.take(bindings)
-        try:
-            if not (type(rows) is int and 0 <= rows <= 0xFFFFFFFF):
-                rows = _int(rows, w, "rows", 32)
-            with self._bind_lock:
-                if type(stream) is Stream and stream._h and self._h:
-                    st = self._replay_with(self._cv, C.c_uint32(rows), _cv(stream),
-                                           slot.array, slot.n, slot.out_ref)
-                else:
-                    st = self._replay_with(C.c_void_p(self.handle), C.c_uint32(rows),
-                                           C.c_void_p(_stream(stream, w)), slot.array, slot.n,
-                                           slot.out_ref)
-                bucket = slot.out.value
-                # On failure no bucket is reported: the objects then go
-                # under None, kept with any kept there before.
-                _keep_bound(self, lambda i: (bucket if st == 0 else None, i), bindings, st)
-        finally:
-            bs.free.append(slot)
-        if st:
-            raise_status(st)
-        return bucket
+        return self._replay_bound(rows, stream, bindings, False)
 
     def _replay_exact(self, rows, stream, bindings):
         w = "Runner.replay"
@@ -1263,13 +1242,29 @@ class Runner(_Handle):
             out = C.c_uint32()
             lib.gc_runner_replay_exact(self.handle, rows, _stream(stream, w), None, 0, C.byref(out))
             return out.value
+        return self._replay_bound(rows, stream, bindings, True)
+
+    def _replay_bound(self, rows, stream, bindings, exact):
+        """gc_runner_replay_with, or gc_runner_replay_exact when ``exact``,
+        with keyword ``bindings``: the bound objects kept under the bucket
+        reported; returns its size."""
+        w = "Runner.replay"
         bs = self._bindings
         slot = bs.take(bindings)
         try:
+            if not (type(rows) is int and 0 <= rows <= 0xFFFFFFFF):
+                rows = _int(rows, w, "rows", 32)
             with self._bind_lock:
-                st = self._replay_exact_c(C.c_void_p(self.handle), C.c_uint32(rows),
-                                          C.c_void_p(_stream(stream, w)), slot.array, slot.n, slot.out_ref)
+                fn = self._replay_exact_c if exact else self._replay_with
+                if type(stream) is Stream and stream._h and self._h:
+                    st = fn(self._cv, C.c_uint32(rows), _cv(stream), slot.array, slot.n,
+                            slot.out_ref)
+                else:
+                    st = fn(C.c_void_p(self.handle), C.c_uint32(rows),
+                            C.c_void_p(_stream(stream, w)), slot.array, slot.n, slot.out_ref)
                 bucket = slot.out.value
+                # On failure no bucket is reported: the objects then go
+                # under None, kept with any kept there before.
                 _keep_bound(self, lambda i: (bucket if st == 0 else None, i), bindings, st)
         finally:
             bs.free.append(slot)

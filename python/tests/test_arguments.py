@@ -138,6 +138,17 @@ def test_replay_passes_the_bindings_and_returns_the_bucket(stream):
         r.replay(-1, stream, x=x)
 
 
+def test_exact_replay_passes_the_bindings_and_returns_the_bucket(stream):
+    rec = Recorder()
+    r = fake(gc.Runner, _bindings=objects._Bindings({"x": 0, "y": 1}, "Runner.replay"),
+             _replay_exact_fn=rec)
+    x = FakeTensor(0x10000, 4096)
+    assert r.replay(3, stream, exact=True, x=x.view(1024)) == 4
+    assert rec.calls == [[(0, 0x10000, 1024)]]
+    with pytest.raises(gc.InvalidArgumentError, match="rows"):
+        r.replay(-1, stream, exact=True, x=x)
+
+
 def test_bound_objects_are_kept_until_rebound(stream):
     """Bindings persist, so the Exec keeps each bound object alive until
     its argument is bound to another; a refused call keeps what was bound
