@@ -415,6 +415,33 @@ fn replay_in(
     })
 }
 
+/// gc_runner_replay_with's body, or gc_runner_replay_exact's when `exact`.
+#[allow(clippy::too_many_arguments)]
+fn replay_bound(
+    func: &'static str,
+    runner: *mut gc_runner,
+    rows: u32,
+    stream: *mut gc_stream,
+    bindings: *const gc_binding,
+    n: usize,
+    bucket: *mut u32,
+    exact: bool,
+) -> gc_status {
+    boundary(func, || {
+        let out = Out::new(bucket, "bucket")?;
+        let b = crate::exec::bindings(bindings, n)?;
+        let batch = replay_in(runner, rows, stream, exact, |r, s| {
+            if exact {
+                r.replay_exact(rows, s, b)
+            } else {
+                r.replay_with(rows, s, b)
+            }
+        })?;
+        out.set(batch);
+        Ok(())
+    })
+}
+
 /// Replays the smallest bucket of at least `rows` rows on `stream` and
 /// writes its size to *bucket (the caller pads its input to it). More rows
 /// than the largest bucket is GC_ERROR_NO_BUCKET: run that batch eagerly.
@@ -466,15 +493,16 @@ pub extern "C" fn gc_runner_replay_with(
     n: usize,
     bucket: *mut u32,
 ) -> gc_status {
-    boundary("gc_runner_replay_with", || {
-        let out = Out::new(bucket, "bucket")?;
-        let b = crate::exec::bindings(bindings, n)?;
-        let batch = replay_in(runner, rows, stream, false, |r, s| {
-            r.replay_with(rows, s, b)
-        })?;
-        out.set(batch);
-        Ok(())
-    })
+    replay_bound(
+        "gc_runner_replay_with",
+        runner,
+        rows,
+        stream,
+        bindings,
+        n,
+        bucket,
+        false,
+    )
 }
 
 /// Replays the smallest bucket of at least `rows` rows with its row count
@@ -514,15 +542,16 @@ pub extern "C" fn gc_runner_replay_exact(
     n: usize,
     bucket: *mut u32,
 ) -> gc_status {
-    boundary("gc_runner_replay_exact", || {
-        let out = Out::new(bucket, "bucket")?;
-        let b = crate::exec::bindings(bindings, n)?;
-        let batch = replay_in(runner, rows, stream, true, |r, s| {
-            r.replay_exact(rows, s, b)
-        })?;
-        out.set(batch);
-        Ok(())
-    })
+    replay_bound(
+        "gc_runner_replay_exact",
+        runner,
+        rows,
+        stream,
+        bindings,
+        n,
+        bucket,
+        true,
+    )
 }
 
 /// Fills *stats (set stats->struct_size = sizeof(gc_runner_statistics)):
