@@ -218,6 +218,38 @@ pub extern "C" fn gc_runner_create(
     })
 }
 
+/// The part the two captures share: checks the runner, `record` (not
+/// NULL), `buckets` (n sizes) and the bucket limit, then runs `capture`
+/// with the runner (locked for writing), the sizes, the runner's side
+/// stream and the record function, and keeps the record function it
+/// returns, with `user_data`, for eager replays.
+fn capture_in<F>(
+    runner: *mut gc_runner,
+    buckets: *const u32,
+    n: usize,
+    record: Option<F>,
+    user_data: *mut c_void,
+    capture: impl FnOnce(&mut Runner, &[u32], *mut gc_stream, F) -> Result<RecordKind, Error>,
+) -> Result<(), Error> {
+    let entry = RUNNERS.get(runner as u64, "runner")?;
+    let record = record.ok_or_else(|| Error::invalid_argument("`record` is NULL"))?;
+    if buckets.is_null() || n == 0 {
+        return Err(Error::invalid_argument("`buckets` is NULL or `n` is 0"));
+    }
+    // SAFETY: the caller passes `n` readable sizes.
+    let sizes = unsafe { std::slice::from_raw_parts(buckets, n) };
+    let mut r = entry.runner.write().unwrap_or_else(|e| e.into_inner());
+    if r.buckets().len() + n > GC_RUNNER_MAX_BUCKETS {
+        return Err(Error::invalid_argument(format!(
+            "a runner holds at most {GC_RUNNER_MAX_BUCKETS} buckets"
+        )));
+    }
+    let stream = entry.stream as *mut gc_stream;
+    let kind = capture(&mut r, sizes, stream, record)?;
+    *entry.record.lock().unwrap_or_else(PoisonError::into_inner) = Some((kind, user_data as usize));
+    Ok(())
+}
+
 /// Captures one graph per bucket size in `buckets` (`n` of them, at most
 /// GC_RUNNER_MAX_BUCKETS in all): `record` runs `warmup_runs` times per
 /// bucket eagerly on the runner's side stream, then once per bucket under
@@ -244,28 +276,21 @@ pub extern "C" fn gc_runner_capture(
     warmup_runs: u32,
 ) -> gc_status {
     boundary("gc_runner_capture", || {
-        let entry = RUNNERS.get(runner as u64, "runner")?;
-        let record = record.ok_or_else(|| Error::invalid_argument("`record` is NULL"))?;
-        if buckets.is_null() || n == 0 {
-            return Err(Error::invalid_argument("`buckets` is NULL or `n` is 0"));
-        }
-        // SAFETY: the caller passes `n` readable sizes.
-        let sizes = unsafe { std::slice::from_raw_parts(buckets, n) };
-        let mut r = entry.runner.write().unwrap_or_else(|e| e.into_inner());
-        if r.buckets().len() + n > GC_RUNNER_MAX_BUCKETS {
-            return Err(Error::invalid_argument(format!(
-                "a runner holds at most {GC_RUNNER_MAX_BUCKETS} buckets"
-            )));
-        }
-        let stream = entry.stream as *mut gc_stream;
-        let mut call = |_: &graphcore_core::Stream, batch: u32| {
-            // SAFETY: the caller vouches for `record` and `user_data`.
-            unsafe { record(stream, batch, user_data) }.into_result("the record function")
-        };
-        r.capture(sizes, &mut call, warmup_runs)?;
-        *entry.record.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some((RecordKind::Plain(record), user_data as usize));
-        Ok(())
+        capture_in(
+            runner,
+            buckets,
+            n,
+            record,
+            user_data,
+            |r, sizes, stream, record| {
+                let mut call = |_: &graphcore_core::Stream, batch: u32| {
+                    // SAFETY: the caller vouches for `record` and `user_data`.
+                    unsafe { record(stream, batch, user_data) }.into_result("the record function")
+                };
+                r.capture(sizes, &mut call, warmup_runs)?;
+                Ok(RecordKind::Plain(record))
+            },
+        )
     })
 }
 
@@ -302,29 +327,22 @@ pub extern "C" fn gc_runner_capture_exact(
     warmup_runs: u32,
 ) -> gc_status {
     boundary("gc_runner_capture_exact", || {
-        let entry = RUNNERS.get(runner as u64, "runner")?;
-        let record = record.ok_or_else(|| Error::invalid_argument("`record` is NULL"))?;
-        if buckets.is_null() || n == 0 {
-            return Err(Error::invalid_argument("`buckets` is NULL or `n` is 0"));
-        }
-        // SAFETY: the caller passes `n` readable sizes.
-        let sizes = unsafe { std::slice::from_raw_parts(buckets, n) };
-        let mut r = entry.runner.write().unwrap_or_else(|e| e.into_inner());
-        if r.buckets().len() + n > GC_RUNNER_MAX_BUCKETS {
-            return Err(Error::invalid_argument(format!(
-                "a runner holds at most {GC_RUNNER_MAX_BUCKETS} buckets"
-            )));
-        }
-        let stream = entry.stream as *mut gc_stream;
-        let mut call = |_: &graphcore_core::Stream, batch: u32, rows: u64| {
-            // SAFETY: the caller vouches for `record` and `user_data`.
-            unsafe { record(stream, batch, rows as *const u32, user_data) }
-                .into_result("the record function")
-        };
-        r.capture_exact(sizes, &mut call, warmup_runs)?;
-        *entry.record.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some((RecordKind::Rows(record), user_data as usize));
-        Ok(())
+        capture_in(
+            runner,
+            buckets,
+            n,
+            record,
+            user_data,
+            |r, sizes, stream, record| {
+                let mut call = |_: &graphcore_core::Stream, batch: u32, rows: u64| {
+                    // SAFETY: the caller vouches for `record` and `user_data`.
+                    unsafe { record(stream, batch, rows as *const u32, user_data) }
+                        .into_result("the record function")
+                };
+                r.capture_exact(sizes, &mut call, warmup_runs)?;
+                Ok(RecordKind::Rows(record))
+            },
+        )
     })
 }
 
