@@ -118,25 +118,23 @@ def test_mse_reduction_mean_and_sum(ctx, stream, pool):
         gc.op_mse_reduction(stream, loss, gd, pd, td, n, 2, ws, nbytes)
 
 
-def test_linear_mse_step(ctx, stream, pool):
-    rows, inputs, outputs, lr = 3, 5, 4, 0.01
-    w0 = [0.1 * ((i * 7) % 11 - 5) for i in range(outputs * inputs)]
-    b0 = [0.05 * (j - 1) for j in range(outputs)]
-    x = [0.2 * ((i * 3) % 7 - 3) for i in range(rows * inputs)]
-    t = [0.3 * ((i * 5) % 9 - 4) for i in range(rows * outputs)]
+def _linear_mse_step_against_float64(ctx, stream, pool, rows, inputs, outputs, scale, lr,
+                                     w0, b0, x, t):
+    """One gc_op_linear_mse_step (the loss's gradient scaled by ``scale``) of
+    the host lists w0, b0, x and t, its loss, W and b checked against
+    float64: (w, b, x, t, loss, workspace, its bytes) on the device."""
     bufs = [pool.alloc(4 * len(v)) for v in (w0, b0, x, t)]
     for d, v in zip(bufs, (w0, b0, x, t)):
         upload(ctx, stream, d, v)
     w, b, xd, td = bufs
     loss = pool.alloc(4)
-    bytes_ = ctx.linear_mse_step_workspace_bytes(rows, inputs, outputs)
-    ws = pool.alloc(bytes_)
-    gc.memset_async(stream, ws, 0, bytes_)
-    gc.op_linear_mse_step(stream, w, b, xd, td, loss, rows, inputs, outputs, 1.0, lr, ws, bytes_)
-    # float64 reference
+    nbytes = ctx.linear_mse_step_workspace_bytes(rows, inputs, outputs)
+    ws = pool.alloc(nbytes)
+    gc.memset_async(stream, ws, 0, nbytes)
+    gc.op_linear_mse_step(stream, w, b, xd, td, loss, rows, inputs, outputs, scale, lr, ws, nbytes)
     pred = [[b0[j] + sum(x[i * inputs + r] * w0[j * inputs + r] for r in range(inputs)) for j in range(outputs)]
             for i in range(rows)]
-    dy = [[2.0 * (pred[i][j] - t[i * outputs + j]) for j in range(outputs)] for i in range(rows)]
+    dy = [[2.0 * scale * (pred[i][j] - t[i * outputs + j]) for j in range(outputs)] for i in range(rows)]
     want_loss = sum((pred[i][j] - t[i * outputs + j]) ** 2 for i in range(rows) for j in range(outputs))
     want_w = [w0[j * inputs + r] - lr * sum(dy[i][j] * x[i * inputs + r] for i in range(rows))
               for j in range(outputs) for r in range(inputs)]
@@ -144,6 +142,17 @@ def test_linear_mse_step(ctx, stream, pool):
     assert download(ctx, stream, loss, 1)[0] == pytest.approx(want_loss, rel=1e-5)
     assert download(ctx, stream, w, outputs * inputs) == pytest.approx(want_w, rel=1e-5, abs=1e-6)
     assert download(ctx, stream, b, outputs) == pytest.approx(want_b, rel=1e-5, abs=1e-6)
+    return w, b, xd, td, loss, ws, nbytes
+
+
+def test_linear_mse_step(ctx, stream, pool):
+    rows, inputs, outputs, lr = 3, 5, 4, 0.01
+    w0 = [0.1 * ((i * 7) % 11 - 5) for i in range(outputs * inputs)]
+    b0 = [0.05 * (j - 1) for j in range(outputs)]
+    x = [0.2 * ((i * 3) % 7 - 3) for i in range(rows * inputs)]
+    t = [0.3 * ((i * 5) % 9 - 4) for i in range(rows * outputs)]
+    w, b, xd, td, loss, ws, bytes_ = _linear_mse_step_against_float64(
+        ctx, stream, pool, rows, inputs, outputs, 1.0, lr, w0, b0, x, t)
     with pytest.raises(gc.InvalidArgumentError, match="gc_op_linear_mse_step"):
         gc.op_linear_mse_step(stream, w, b, xd, td, loss, rows, inputs, outputs, 1.0, lr, ws, bytes_ - 1)
 
@@ -868,26 +877,8 @@ def test_linear_mse_step_takes_the_gemm_dispatch(ctx, stream, pool):
     b0 = [rnd.uniform(-0.5, 0.5) for _ in range(outputs)]
     x = [rnd.uniform(-1, 1) for _ in range(rows * inputs)]
     t = [rnd.uniform(-1, 1) for _ in range(rows * outputs)]
-    bufs = [pool.alloc(4 * len(v)) for v in (w0, b0, x, t)]
-    for d, v in zip(bufs, (w0, b0, x, t)):
-        upload(ctx, stream, d, v)
-    w, b, xd, td = bufs
-    loss = pool.alloc(4)
-    nbytes = ctx.linear_mse_step_workspace_bytes(rows, inputs, outputs)
-    ws = pool.alloc(nbytes)
-    gc.memset_async(stream, ws, 0, nbytes)
-    scale = 1.0 / (rows * outputs)
-    gc.op_linear_mse_step(stream, w, b, xd, td, loss, rows, inputs, outputs, scale, lr, ws, nbytes)
-    pred = [[b0[j] + sum(x[i * inputs + r] * w0[j * inputs + r] for r in range(inputs)) for j in range(outputs)]
-            for i in range(rows)]
-    dy = [[2.0 * scale * (pred[i][j] - t[i * outputs + j]) for j in range(outputs)] for i in range(rows)]
-    want_loss = sum((pred[i][j] - t[i * outputs + j]) ** 2 for i in range(rows) for j in range(outputs))
-    want_w = [w0[j * inputs + r] - lr * sum(dy[i][j] * x[i * inputs + r] for i in range(rows))
-              for j in range(outputs) for r in range(inputs)]
-    want_b = [b0[j] - lr * sum(dy[i][j] for i in range(rows)) for j in range(outputs)]
-    assert download(ctx, stream, loss, 1)[0] == pytest.approx(want_loss, rel=1e-5)
-    assert download(ctx, stream, w, outputs * inputs) == pytest.approx(want_w, rel=1e-5, abs=1e-6)
-    assert download(ctx, stream, b, outputs) == pytest.approx(want_b, rel=1e-5, abs=1e-6)
+    _linear_mse_step_against_float64(ctx, stream, pool, rows, inputs, outputs,
+                                     1.0 / (rows * outputs), lr, w0, b0, x, t)
     expected = gc.LINEAR_BACKEND_CUBLASLT if gc.cublaslt_version() else gc.LINEAR_BACKEND_GRAPHCORE
     assert gc.op_linear_backend(stream, rows, outputs, inputs) == expected
 
