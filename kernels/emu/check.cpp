@@ -750,25 +750,34 @@ static void check_mlp2_step() {
         }
 }
 
+// The MLP checks' shapes: the small-batch kernel's tile configs (log2 rows,
+// columns) and three 3-layer width chains.
+static const unsigned MLP_TILES[4][2] = {{0, 0}, {2, 0}, {2, 2}, {3, 2}};
+static const unsigned MLP_WIDTHS[3][4] = {{12, 9, 6, 5}, {16, 8, 12, 4}, {7, 33, 10, 3}};
+
+// Random weights (wd[l + 1] x wd[l]) and biases (wd[l + 1]) of the L layers
+// of widths wd, drawn layer by layer.
+static void random_layers(const unsigned *wd, unsigned L, std::vector<Buf> &w, std::vector<Buf> &b) {
+    for (unsigned l = 0; l < L; ++l) {
+        w.emplace_back(wd[l + 1] * wd[l]);
+        b.emplace_back(wd[l + 1]);
+        w.back().random();
+        b.back().random();
+    }
+}
+
 // gc_mlp_f32 (one block) is bitwise the per-layer gc_linear_small_f32
 // launches with its warp tiles and 8 one-warp groups per block.
 static void check_mlp_fused() {
-    static const unsigned tiles[4][2] = {{0, 0}, {2, 0}, {2, 2}, {3, 2}};  // log2 rows, columns
-    const unsigned widths[][4] = {{12, 9, 6, 5}, {16, 8, 12, 4}, {7, 33, 10, 3}};
     int trial = 0;
-    for (auto &wd : widths)
+    for (auto &wd : MLP_WIDTHS)
         for (unsigned rows : {1u, 5u, 9u}) {
             ++trial;
             const unsigned L = 3;
             Buf x(rows * wd[0]), y(rows * wd[3]), bar(4, 0, 0.0f), act(4 * 64 * ((rows * 33 + 63) / 64));
             x.random();
             std::vector<Buf> w, b;
-            for (unsigned l = 0; l < L; ++l) {
-                w.emplace_back(wd[l + 1] * wd[l]);
-                b.emplace_back(wd[l + 1]);
-                w.back().random();
-                b.back().random();
-            }
+            random_layers(wd, L, w, b);
             u32 flags = L << 4 | 1u | 2u;  // ReLU after layers 0 and 1
             unsigned code[3];
             for (unsigned l = 0; l < L; ++l) {
@@ -786,7 +795,7 @@ static void check_mlp_fused() {
             float *outs[3] = {h1.p, h2.p, y2.p};
             const float *in = x.p;
             for (unsigned l = 0; l < L; ++l) {
-                SmallCfg cfg{tiles[code[l]][0], tiles[code[l]][1], 0, 3};
+                SmallCfg cfg{MLP_TILES[code[l]][0], MLP_TILES[code[l]][1], 0, 3};
                 const unsigned n = wd[l + 1];
                 emu::launch(gc_linear_small_f32, uint3{(n + cfg.bn() - 1) / cfg.bn(), (rows + cfg.bm() - 1) / cfg.bm(), 1},
                             g1(256), outs[l], in, (const float *)w[l].p, (const float *)b[l].p, rows, n, wd[l], l < 2 ? 1u : 0u,
@@ -809,24 +818,17 @@ static void check_mlp_fused() {
 // same): every layer's first m rows bitwise that chain's, nothing stored past row
 // m - 1 of y or of the intermediates, and a count above max_m clamped to max_m.
 static void check_mlp_rows() {
-    static const unsigned tiles[4][2] = {{0, 0}, {2, 0}, {2, 2}, {3, 2}};  // log2 rows, columns
-    const unsigned widths[][4] = {{12, 9, 6, 5}, {16, 8, 12, 4}, {7, 33, 10, 3}};
     int trial = 0;
-    for (auto &wd : widths)
+    for (auto &wd : MLP_WIDTHS)
         for (unsigned max_m : {1u, 5u, 9u, 17u}) {
             ++trial;
             const unsigned L = 3;
             std::vector<Buf> w, b;
-            for (unsigned l = 0; l < L; ++l) {
-                w.emplace_back(wd[l + 1] * wd[l]);
-                b.emplace_back(wd[l + 1]);
-                w.back().random();
-                b.back().random();
-            }
+            random_layers(wd, L, w, b);
             SmallCfg cfg[3];
             for (unsigned l = 0; l < L; ++l) {
                 const unsigned code = (trial + l) % 4;
-                cfg[l] = SmallCfg{tiles[code][0], tiles[code][1], unsigned(rng() % 3), 0};
+                cfg[l] = SmallCfg{MLP_TILES[code][0], MLP_TILES[code][1], unsigned(rng() % 3), 0};
                 cfg[l].lgc = rng() % (4 - cfg[l].lgr);
             }
             // The reference: max_m rows through the per-layer chain.
