@@ -36,7 +36,7 @@
 use crate::status::{boundary, gc_status};
 use crate::stream::{gc_stream, stream};
 use graphcore_core::kernels::Call;
-use graphcore_core::{launch_op, Context, Error};
+use graphcore_core::{launch_op, Context, Error, Stream};
 
 mod elementwise;
 #[cfg(test)]
@@ -116,14 +116,27 @@ fn launch_all<E: Into<Error>>(
 ) -> gc_status {
     boundary(func, || {
         let s = self::stream(stream, "stream")?;
-        for call in plan(s.context()).map_err(Into::into)? {
-            // SAFETY: as in `launch`: the C caller promises that every
-            // pointer it passed is device memory of the stream's context,
-            // alive while the launches (or the captured graph) run.
-            unsafe { launch_op(&s, Ok(call)) }?;
-        }
-        Ok(())
+        let calls = plan(s.context()).map_err(Into::into)?;
+        // SAFETY: as in `launch`: the C caller promises that every pointer
+        // it passed is device memory of the stream's context, alive while
+        // the launches (or the captured graph) run.
+        unsafe { launch_calls(&s, calls) }
     })
+}
+
+/// Launches graphcore's `calls` in order on `s`, a failed launch stopping
+/// the rest.
+///
+/// # Safety
+/// As for `launch_op`, for each call: every pointer it names is device
+/// memory of the stream's context holding what it reads and writes, alive
+/// while the launches (or the captured graph) run.
+unsafe fn launch_calls(s: &Stream, calls: Vec<Call>) -> Result<(), Error> {
+    for call in calls {
+        // SAFETY: the caller vouches for every call's pointers.
+        unsafe { launch_op(s, Ok(call)) }?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

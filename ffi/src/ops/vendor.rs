@@ -2,7 +2,7 @@
 //! (graphcore's kernels or cuBLASLt, per shape, from the committed table),
 //! and the calls that report the choice.
 
-use super::{this_export, GC_LINEAR_RELU, GC_LINEAR_TF32};
+use super::{launch_calls, this_export, GC_LINEAR_RELU, GC_LINEAR_TF32};
 use crate::status::{boundary, gc_status};
 use crate::stream::{gc_stream, stream};
 use graphcore_core::kernels::ops::{self, Backend};
@@ -202,21 +202,6 @@ pub(crate) fn mlp(
     })
 }
 
-/// Launches graphcore's `calls` in order on `s`, a failed launch stopping
-/// the rest.
-///
-/// # Safety
-/// As for `launch_op`, for each call: every pointer it names is device
-/// memory of the stream's context holding what it reads and writes, alive
-/// while the launches (or the captured graph) run.
-unsafe fn launch_all(s: &Stream, calls: Vec<Call>) -> Result<(), Error> {
-    for call in calls {
-        // SAFETY: the caller vouches for every call's pointers.
-        unsafe { launch_op(s, Ok(call)) }?;
-    }
-    Ok(())
-}
-
 /// gc_op_linear_mse_step's body: graphcore's launches, or where the step
 /// takes its GEMM path (past the small-batch sizes) and the dispatch gives
 /// its forward shape (rows, outputs, inputs, f32) to cuBLASLt, the forward
@@ -259,7 +244,7 @@ pub(crate) fn linear_mse_step(
             // holding what the step reads and writes, alive while the
             // launches (or the captured graph) run; the plan checked sizes
             // and overlaps.
-            return unsafe { launch_all(&s, calls) };
+            return unsafe { launch_calls(&s, calls) };
         };
         let mse = calls.into_iter().nth(1).expect("three calls");
         // SAFETY: as above; grad is the workspace's gradient of m x n
@@ -312,7 +297,7 @@ pub(crate) fn mlp2_mse_step(
             // every pointer is device memory of the stream's context holding
             // what the step reads and writes, alive while the launches (or
             // the captured graph) run; the plan checked sizes and overlaps.
-            return unsafe { launch_all(&s, calls) };
+            return unsafe { launch_calls(&s, calls) };
         };
         let (m, k0, k1, k2) = (step.rows, step.inputs, step.hidden, step.outputs);
         let (x, w1, b1, w2, b2) = (step.x, step.w1, step.b1, step.w2, step.b2);
