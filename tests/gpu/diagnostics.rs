@@ -11,10 +11,12 @@ use graphcore_core::{
     begin_capture, end_capture, launch_op, ArgUse, ArgUseKind, CaptureMode, ErrorKind, Exec, Graph,
 };
 
-/// A kernel node asking for 1 MiB of dynamic shared memory (more than any
-/// GPU has per block; the function was not given the opt-in attribute
-/// either) is accepted when added and refused when the graph is
-/// instantiated: the error names node 1 as a kernel node of `add_one`.
+/// A kernel node asking for 100 KiB of dynamic shared memory (under what
+/// an H100 or H200 block may opt in to, over the 48 KiB a function has
+/// without the opt-in attribute, which add_one was not given) is meant to
+/// be accepted when added and refused when the graph is instantiated: the
+/// error names node 1 as a kernel node of `add_one`. (1 MiB, more than
+/// any GPU has, was refused when added on an H100, driver 580.159.04.)
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_failed_instantiation_names_the_node_kind_and_kernel() {
@@ -25,7 +27,7 @@ fn a_failed_instantiation_names_the_node_kind_and_kernel() {
     let first = g.add_empty(&[]).unwrap();
     let f = add_one(&c);
     let mut l = AddOneLaunch::new(y, n);
-    l.cfg.shared_bytes = 1 << 20;
+    l.cfg.shared_bytes = 100 << 10;
     let cfg = l.cfg;
     // SAFETY: the arguments match add_one's parameters; `y` holds n floats.
     let added = unsafe { g.add_kernel(&f, &cfg, l.args().as_mut_ptr(), &[first]) };
@@ -37,7 +39,7 @@ fn a_failed_instantiation_names_the_node_kind_and_kernel() {
         );
     }
     let err = match Exec::new(&g, 0) {
-        Ok(_) => panic!("CUDA instantiated a kernel node asking for 1 MiB of shared memory"),
+        Ok(_) => panic!("CUDA instantiated a kernel node asking for 100 KiB of shared memory without the opt-in"),
         Err(e) => e,
     };
     let m = err.message();

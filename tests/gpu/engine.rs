@@ -293,7 +293,7 @@ fn an_engines_vmm_arena_rebinds_like_pool_memory() {
     // Three ranges in each chunk.
     let at = |chunk: usize| -> Vec<u64> {
         (0..3)
-            .map(|i| arena.chunk(chunk) + (i * N * 4).next_multiple_of(256) as u64)
+            .map(|i| arena.chunk(chunk) + (i * (N * 4).next_multiple_of(256)) as u64)
             .collect()
     };
     let (a, b) = (at(0), at(1));
