@@ -422,7 +422,7 @@ pub extern "C" fn gc_op_linear_backend(
 /// first of libcublasLt.so.13, libcublasLt.so.12, libcublasLt.so the
 /// dynamic loader finds (LD_LIBRARY_PATH; for the pip wheel nvidia-cublas,
 /// point GRAPHCORE_CUBLASLT at site-packages/nvidia/cublas/lib/
-/// libcublasLt.so.<major>). The outcome is kept for the process. Where it
+/// libcublasLt.so.N, N the major version). The outcome is kept for the process. Where it
 /// does not load, gc_op_linear runs graphcore's own kernels.
 /// Pointers: version is host memory, written only on success.
 /// Errors: GC_ERROR_INVALID_ARGUMENT (version NULL), GC_ERROR_NOT_SUPPORTED
