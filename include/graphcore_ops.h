@@ -688,6 +688,16 @@ typedef struct gc_mlp_layer {
 #define GC_MLP_FUSED_ALWAYS 2
 
 /**
+ * gc_op_mlp flag: allow TF32 in the per-layer form (gc_op_linear's
+ * GC_LINEAR_TF32, whose value 2 is GC_MLP_FUSED_ALWAYS here): each layer
+ * runs as gc_op_linear with GC_LINEAR_TF32 would, through cuBLASLt's
+ * FAST_TF32 where the dispatch gives it the layer and it is loaded, else
+ * graphcore's TF32 kernel (f32 below compute capability 8.0). Not with
+ * GC_MLP_FUSED or GC_MLP_FUSED_ALWAYS (the fused kernel is f32).
+ */
+#define GC_MLP_TF32 16
+
+/**
  * Most layers one gc_op_mlp call takes.
  */
 #define GC_MLP_MAX_LAYERS 64
@@ -727,6 +737,13 @@ enum gc_status gc_op_mlp_workspace_bytes(uint32_t rows,
  * gc_op_linear's GEMM dispatch: a layer the dispatch table gives to
  * cuBLASLt (where it is loaded; see gc_op_linear) runs as one
  * cublasLtMatmul with its bias and ReLU fused, the others as above.
+ * In that form flags may also hold GC_LINEAR_GRAPHCORE or
+ * GC_LINEAR_CUBLASLT (gc_op_linear's backend flags, the same bits: every
+ * layer on that backend; forced cuBLASLt that is not loaded or refuses a
+ * layer is GC_ERROR_NOT_SUPPORTED with nothing launched) and GC_MLP_TF32
+ * (every layer as gc_op_linear with GC_LINEAR_TF32: cuBLASLt's FAST_TF32
+ * where the dispatch picks it and it loads, else graphcore's TF32 kernel;
+ * results within TF32 rounding of float64, not bitwise the f32 form's).
  * workspace holds workspace_bytes >= gc_op_mlp_workspace_bytes(rows,
  * layers, n_layers) bytes (a gc_pool_alloc block is the usual choice); its
  * first 4 bytes must be zero before its first use (gc_memset_async once;
@@ -741,10 +758,13 @@ enum gc_status gc_op_mlp_workspace_bytes(uint32_t rows,
  * In place: not allowed; y and workspace must not overlap each other, x
  * or any weight or bias.
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (a layer's w NULL, an unknown
- * flag, n_layers more than GC_MLP_MAX_LAYERS (layers is then not read), a
+ * flag, GC_LINEAR_GRAPHCORE with GC_LINEAR_CUBLASLT, GC_MLP_TF32 or
+ * GC_LINEAR_CUBLASLT with a fused flag, n_layers more than GC_MLP_MAX_LAYERS (layers is then not read), a
  * layer's inputs not the previous layer's outputs, a matrix of 2^32 elements
- * or more, workspace_bytes too small, a refused overlap), GC_ERROR_CUDA (also:
- * a device without cooperative launch).
+ * or more, workspace_bytes too small, a refused overlap),
+ * GC_ERROR_NOT_SUPPORTED (GC_LINEAR_CUBLASLT and cuBLASLt is not loaded or
+ * refuses a layer; nothing launched), GC_ERROR_CUDA (also: a device without
+ * cooperative launch).
  */
 enum gc_status gc_op_mlp(struct gc_stream *stream,
                          float *y,

@@ -14,8 +14,10 @@ path, on the same GPU, in one run, from the same weights (fp32, TF32 off).
     that pays) and vs one gc_op_linear launch per layer; up to 8 rows also
     GC_MLP_FUSED_ALWAYS (fused wherever the fused kernel takes the layers),
     which shows where fusing loses. TF32: PyTorch with allow_tf32, graphcore
-    as one gc_op_linear launch per layer with GC_LINEAR_TF32 (gc_op_mlp has
-    no TF32 form). Each cell records its winner (a tie within 3%) and the
+    as gc_op_mlp with GC_MLP_TF32 (its per-layer form, each layer as
+    gc_op_linear with GC_LINEAR_TF32 would run; with a package older than
+    the flag, gc_op_linear per layer), and one gc_op_linear launch per layer
+    with GC_LINEAR_TF32 beside it. Each cell records its winner (a tie within 3%) and the
     GEMM dispatch's choice for its layers (gc.op_linear_backend; "graphcore"
     where the package has no such query). --quick (or GC_QUICK=1): widths
     256 and 1024, batches 1, 32, 256.
@@ -55,6 +57,8 @@ from walltime import median_us
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
+# gc_op_mlp's TF32 form (GC_MLP_TF32), where the package has it.
+MLP_TF32 = getattr(gc, "MLP_TF32", 0)
 OUT = os.environ.get("OUT", "perf/results")
 # The cells of a GC_CELLS rerun (None: the whole sweep) and its record.
 CELLS, CELLS_RECORD = cells_from_env()
@@ -101,7 +105,10 @@ class GcMlp:
                     gc.op_linear(stream, out, h, w, b, rows, nn, kk, (1 if relu else 0) | (gc.LINEAR_TF32 if tf32 else 0))
                     h = out
             else:
-                gc.op_mlp(stream, self.y, self.x, rows, self.layers, self.ws, self.ws_bytes, fused=fused)
+                if tf32:
+                    gc.op_mlp(stream, self.y, self.x, rows, self.layers, self.ws, self.ws_bytes, tf32=True)
+                else:
+                    gc.op_mlp(stream, self.y, self.x, rows, self.layers, self.ws, self.ws_bytes, fused=fused)
             if copies:
                 gc.memcpy_async(stream, self.dst, self.y, self.y.numel() * 4)
         self.graph = cap.graph
@@ -211,8 +218,12 @@ for precision in PRECISIONS:
                 row = {"precision": precision, "width": width, "layers": layers, "batch": b}
                 try:
                     per_layer = GcMlp(model, b, copies=False, per_layer=True, tf32=tf32)
-                    # fp32: gc_op_mlp with GC_MLP_FUSED; TF32: per-layer gc_op_linear launches.
-                    m = per_layer if tf32 else GcMlp(model, b, copies=False)
+                    # fp32: gc_op_mlp with GC_MLP_FUSED; TF32: gc_op_mlp with GC_MLP_TF32
+                    # (per-layer gc_op_linear launches with a package older than the flag).
+                    if tf32:
+                        m = GcMlp(model, b, copies=False, fused=False, tf32=True) if MLP_TF32 else per_layer
+                    else:
+                        m = GcMlp(model, b, copies=False)
                     err, same = rel_err_vs_f64(model, m)
                     t_torch = timed_us(torch_graph(model, b, False))
                     t_gc = timed_us(m)
@@ -222,7 +233,8 @@ for precision in PRECISIONS:
                     row.update({"fused": m.nodes == 1 and not tf32, "torch_graph_us": t_torch, "graphcore_us": t_gc,
                                 "graphcore_per_layer_us": t_per_layer, "speedup": t_torch / t_gc,
                                 "winner": winner(t_torch, t_gc), "dispatch": dispatch,
-                                "graphcore_form": "gc_op_linear per layer, GC_LINEAR_TF32" if tf32
+                                "graphcore_form": ("gc_op_mlp, GC_MLP_TF32" if MLP_TF32
+                                                   else "gc_op_linear per layer, GC_LINEAR_TF32") if tf32
                                 else "gc_op_mlp, GC_MLP_FUSED",
                                 "rel_err_vs_float64": err, "replays_bitwise_equal": same})
                     if b <= 8 and not tf32:

@@ -12,7 +12,7 @@ from .args import _addr, _dim3, _fail, _float, _int, _kernel_args
 from .loader import lib
 from .objects import Function, _handle_of, _stream
 from ._map_ops import MAP_OPS
-from .structs import (_D, MLP_FUSED, MLP_FUSED_ALWAYS, PROTOTYPES, REDUCTION_MEAN, REDUCTION_SUM, ChainOp,
+from .structs import (_D, LINEAR_CUBLASLT, LINEAR_GRAPHCORE, MLP_FUSED, MLP_FUSED_ALWAYS, MLP_TF32, PROTOTYPES, REDUCTION_MEAN, REDUCTION_SUM, ChainOp,
                       CondHandle, MlpLayer)
 
 
@@ -215,17 +215,26 @@ def mlp_workspace_bytes(rows, layers):
     return out.value
 
 
-def op_mlp(stream, y, x, rows, layers, workspace, workspace_bytes, fused=False):
+_BACKENDS = {None: 0, "graphcore": LINEAR_GRAPHCORE, "cublaslt": LINEAR_CUBLASLT}
+
+
+def op_mlp(stream, y, x, rows, layers, workspace, workspace_bytes, fused=False, tf32=False, backend=None):
     """gc_op_mlp: an MLP forward, one launch per layer; with ``fused=True``
     (GC_MLP_FUSED) fused where that pays (never where graphcore launches
     with programmatic dependent launch), with ``fused="always"``
     (GC_MLP_FUSED_ALWAYS) wherever the fused kernel takes the layers.
+    ``tf32=True`` (GC_MLP_TF32): every layer as op_linear with LINEAR_TF32
+    (per-layer form only); ``backend`` "graphcore" or "cublaslt"
+    (GC_LINEAR_GRAPHCORE / GC_LINEAR_CUBLASLT) forces every layer's GEMM.
     ``layers``: MlpLayers or (w, b, inputs, outputs, relu) tuples; the
     workspace's first 4 bytes zero before its first use."""
     w = "op_mlp"
     if fused not in (False, True, "always"):
         raise ValueError(f"{w}: fused must be False, True or 'always', not {fused!r}")
+    if backend not in _BACKENDS:
+        raise ValueError(f"{w}: backend must be None, 'graphcore' or 'cublaslt', not {backend!r}")
     flags = MLP_FUSED_ALWAYS if fused == "always" else MLP_FUSED if fused else 0
+    flags |= (MLP_TF32 if tf32 else 0) | _BACKENDS[backend]
     array, count = _mlp_layers(layers, w)
     lib.gc_op_mlp(_stream(stream, w), _addr(y, w, "y"), _addr(x, w, "x"), _int(rows, w, "rows", 32),
                   array, count, _addr(workspace, w, "workspace"),

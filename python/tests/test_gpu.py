@@ -865,6 +865,68 @@ def test_op_mlp_layers_take_the_gemm_dispatch(ctx, stream, pool):
     assert gc.op_linear_backend(stream, rows, dims[1], dims[0], gc.LINEAR_RELU) == expected
 
 
+def _mlp_ref(x, layers_host, rows, dims):
+    h = x
+    for i, (w, b) in enumerate(layers_host):
+        h = _linear_ref(h, w, b, rows, dims[i + 1], dims[i], i + 1 < len(layers_host))
+    return h
+
+
+def test_op_mlp_tf32_matches_float64_and_replays_rebound(ctx, stream, pool):
+    """gc_op_mlp with GC_MLP_TF32 (every layer as gc_op_linear with
+    GC_LINEAR_TF32: cuBLASLt's FAST_TF32 where it loads, else graphcore's
+    TF32 kernel), the table's choice and each backend forced, within TF32
+    rounding of float64; captured with x and y declared arguments, a replay
+    bound to other buffers computes on those and leaves the captured ones
+    alone."""
+    import random
+    rows, dims = 96, [64, 96, 24]
+    rnd = random.Random(5311)
+    xs = [[rnd.uniform(-1, 1) for _ in range(rows * dims[0])] for _ in range(2)]
+    layers, host = [], []
+    for i in range(2):
+        w = [rnd.uniform(-0.3, 0.3) for _ in range(dims[i] * dims[i + 1])]
+        b = [rnd.uniform(-1, 1) for _ in range(dims[i + 1])]
+        wd, bd = pool.alloc(4 * len(w)), pool.alloc(4 * len(b))
+        upload(ctx, stream, wd, w)
+        upload(ctx, stream, bd, b)
+        layers.append((wd, bd, dims[i], dims[i + 1], i == 0))
+        host.append((w, b))
+    wants = [_mlp_ref(x, host, rows, dims) for x in xs]
+    xd = [pool.alloc(4 * rows * dims[0]) for _ in range(2)]
+    yd = [pool.alloc(4 * rows * dims[2]) for _ in range(2)]
+    for d, x in zip(xd, xs):
+        upload(ctx, stream, d, x)
+    nbytes = gc.mlp_workspace_bytes(rows, layers)
+    work = pool.alloc(nbytes)
+    gc.memset_async(stream, work, 0, nbytes)
+
+    def worst(got, want):
+        return max(abs(g - r) / (1 + abs(r)) for g, r in zip(got, want))
+
+    version = gc.cublaslt_version()
+    for backend in [None, "graphcore"] + (["cublaslt"] if version else []):
+        gc.op_mlp(stream, yd[0], xd[0], rows, layers, work, nbytes, tf32=True, backend=backend)
+        assert worst(download(ctx, stream, yd[0], rows * dims[2]), wants[0]) < 5e-3, backend
+    with pytest.raises(gc.InvalidArgumentError, match="per-layer"):
+        gc.op_mlp(stream, yd[0], xd[0], rows, layers, work, nbytes, fused=True, tf32=True)
+    with gc.Stream(ctx) as s:
+        with gc.capture(s, pool) as cap:
+            gc.op_mlp(s, yd[0], xd[0], rows, layers, work, nbytes, tf32=True)
+        g = cap.graph
+        g.declare_arg(xd[0], 4 * rows * dims[0], name="x")
+        g.declare_arg(yd[0], 4 * rows * dims[2], name="y")
+        e = g.instantiate()
+        gc.memset_async(s, yd[0], 0, 4 * rows * dims[2])
+        e.launch(s, x=xd[1], y=yd[1])
+        s.synchronize()
+        assert worst(download(ctx, s, yd[1], rows * dims[2]), wants[1]) < 5e-3
+        assert all(v == 0 for v in download(ctx, s, yd[0], rows * dims[2]))
+        e.launch(s, x=xd[0], y=yd[0])
+        s.synchronize()
+        assert worst(download(ctx, s, yd[0], rows * dims[2]), wants[0]) < 5e-3
+
+
 def test_linear_mse_step_takes_the_gemm_dispatch(ctx, stream, pool):
     """Past the small-batch sizes, gc_op_linear_mse_step's forward and
     weight update take gc_op_linear's dispatch (cuBLASLt from 512 rows until

@@ -2260,8 +2260,17 @@ static void ops_functions(void) {
                     EXPECT_STATUS(gc_op_mlp(st, y, x, 2, layers, 2, ws, need - 1, GC_MLP_FUSED), GC_ERROR_INVALID_ARGUMENT));
             REFUSED("y overlaps the workspace",
                     EXPECT_STATUS(gc_op_mlp(st, (float *)ws, x, 2, layers, 2, ws, need, GC_MLP_FUSED), GC_ERROR_INVALID_ARGUMENT));
-            REFUSED("unknown flag", EXPECT_STATUS(gc_op_mlp(st, y, x, 2, layers, 2, ws, need, 4u),
+            REFUSED("unknown flag", EXPECT_STATUS(gc_op_mlp(st, y, x, 2, layers, 2, ws, need, 0x100u),
                                                   GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("GC_LINEAR_GRAPHCORE with GC_LINEAR_CUBLASLT",
+                    EXPECT_STATUS(gc_op_mlp(st, y, x, 2, layers, 2, ws, need, GC_LINEAR_GRAPHCORE | GC_LINEAR_CUBLASLT),
+                                  GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("GC_MLP_TF32 with GC_MLP_FUSED",
+                    EXPECT_STATUS(gc_op_mlp(st, y, x, 2, layers, 2, ws, need, GC_MLP_TF32 | GC_MLP_FUSED),
+                                  GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("GC_LINEAR_CUBLASLT with GC_MLP_FUSED_ALWAYS",
+                    EXPECT_STATUS(gc_op_mlp(st, y, x, 2, layers, 2, ws, need, GC_LINEAR_CUBLASLT | GC_MLP_FUSED_ALWAYS),
+                                  GC_ERROR_INVALID_ARGUMENT));
             REFUSED("y overlaps x", EXPECT_STATUS(gc_op_mlp(st, (float *)x, x, 2, layers, 2, ws, need, GC_MLP_FUSED),
                                                   GC_ERROR_INVALID_ARGUMENT));
         }

@@ -475,6 +475,151 @@ fn cublaslt_backward_input_matches_float64() {
     }
 }
 
+/// The TF32 forms the MLP's and the steps' TF32 paths hand to cuBLASLt
+/// (`CUBLAS_COMPUTE_32F_FAST_TF32`): the input gradient `dX = dY . W` and
+/// the weight update `W -= lr * dY^T . x`, eager against float64 within the
+/// TF32 bound (2e-3 of the sum of |terms|), then captured with every
+/// pointer a declared argument and replayed bound to a second set of
+/// buffers: the replay computes on those (float64 bound) and leaves the
+/// captured ones alone.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cublaslt_tf32_backward_input_and_weight_sgd_match_float64_and_rebind() {
+    need_cublaslt();
+    let (c, s, p) = setup();
+    if c.compute_capability().0 < 8 {
+        eprintln!("TF32 needs compute capability 8.0: nothing to check");
+        return;
+    }
+    let seed = seed();
+    let lr = 0.05f32;
+    let (m, n, k) = (640usize, 264usize, 136usize);
+    let (mu, nu, ku) = (m as u32, n as u32, k as u32);
+    let bound = 2e-3;
+    let bind = |ptrs: &[u64]| {
+        ptrs.iter()
+            .enumerate()
+            .map(|(index, &ptr)| Binding {
+                index,
+                ptr,
+                bytes: 0,
+            })
+            .collect::<Vec<_>>()
+    };
+    // Two sets of inputs: dY (m x n), W (n x k), x (m x k).
+    let sets: Vec<_> = (0..2u64)
+        .map(|j| {
+            (
+                random(seed ^ 0x71 ^ j << 8, m * n),
+                random(seed ^ 0x72 ^ j << 8, n * k),
+                random(seed ^ 0x73 ^ j << 8, m * k),
+            )
+        })
+        .collect();
+    // dX = dY . W and its scale, in float64.
+    let dx_ref = |dy: &[f32], w: &[f32]| {
+        let (mut want, mut scale) = (vec![0f64; m * k], vec![0f64; m * k]);
+        for r in 0..m {
+            for j in 0..n {
+                let d = dy[r * n + j] as f64;
+                for col in 0..k {
+                    let t = d * w[j * k + col] as f64;
+                    want[r * k + col] += t;
+                    scale[r * k + col] += t.abs();
+                }
+            }
+        }
+        (want, scale)
+    };
+    // W - lr * dY^T . x and its scale, in float64.
+    let sgd_ref = |w: &[f32], dy: &[f32], x: &[f32]| {
+        let (mut want, mut scale) = (vec![0f64; n * k], vec![0f64; n * k]);
+        for r in 0..n {
+            for col in 0..k {
+                let (mut g, mut a) = (0f64, 0f64);
+                for row in 0..m {
+                    let t = dy[row * n + r] as f64 * x[row * k + col] as f64;
+                    g += t;
+                    a += t.abs();
+                }
+                let w0 = w[r * k + col] as f64;
+                want[r * k + col] = w0 - lr as f64 * g;
+                scale[r * k + col] = (w0.abs() + lr as f64 * a).max(1e-30);
+            }
+        }
+        (want, scale)
+    };
+    let bufs: Vec<_> = sets
+        .iter()
+        .map(|(dy, w, x)| {
+            (
+                put(&s, &p, dy, false),
+                put(&s, &p, w, false),
+                put(&s, &p, x, false),
+                poisoned(&s, &p, m * k, false),
+            )
+        })
+        .collect();
+    let (dya, wa, xa, dxa) = bufs[0];
+    let (dyb, wb, xb, dxb) = bufs[1];
+    let bwd = LinearShape {
+        tf32: true,
+        ..LinearShape::backward_input(dxa, dya, wa, mu, nu, ku)
+    };
+    let upd = LinearShape {
+        tf32: true,
+        ..LinearShape::weight_sgd(wa, dya, xa, mu, nu, ku)
+    };
+    for shape in [&bwd, &upd] {
+        assert!(vendor::linear_plan(&c, shape).unwrap(), "refused {shape:?}");
+    }
+    let what = format!("m={m} n={n} k={k} seed {seed}");
+    // Eager: dX, then the update of W (set a).
+    // SAFETY: live pool allocations of this test.
+    unsafe { vendor::backward_input(&s, dxa, dya, wa, &bwd) }.unwrap();
+    let (want, scale) = dx_ref(&sets[0].0, &sets[0].1);
+    let e = err(&download(&s, dxa, m * k), &want, &scale);
+    assert!(e <= bound, "eager TF32 dX off by {e:e}: {what}");
+    // SAFETY: as above.
+    unsafe { vendor::weight_sgd(&s, wa, dya, xa, lr, &upd) }.unwrap();
+    let (want, scale) = sgd_ref(&sets[0].1, &sets[0].0, &sets[0].2);
+    let e = err(&download(&s, wa, n * k), &want, &scale);
+    assert!(e <= bound, "eager TF32 update off by {e:e}: {what}");
+    // Captured with set a's pointers declared, replayed bound to set b's.
+    let wa_now = download(&s, wa, n * k);
+    graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
+    for (ptr, len) in [(dya, m * n), (wa, n * k), (xa, m * k), (dxa, m * k)] {
+        declare_capture_arg(&s, ptr, len * 4, false).unwrap();
+    }
+    // SAFETY: as above; kept while the graph runs.
+    unsafe {
+        vendor::backward_input(&s, dxa, dya, wa, &bwd).unwrap();
+        vendor::weight_sgd(&s, wa, dya, xa, lr, &upd).unwrap();
+    }
+    let g = graphcore_core::end_capture(&s).unwrap();
+    let ex = Exec::new(&g, 0).unwrap();
+    // SAFETY: dxa is a live allocation of m * k floats.
+    unsafe { graphcore_core::set_async(&s, dxa, 0xff, m * k * 4) }.unwrap();
+    ex.launch_with(&s, &bind(&[dyb, wb, xb, dxb])).unwrap();
+    let (want, scale) = dx_ref(&sets[1].0, &sets[1].1);
+    let e = err(&download(&s, dxb, m * k), &want, &scale);
+    assert!(e <= bound, "rebound TF32 dX off by {e:e}: {what}");
+    let (want, scale) = sgd_ref(&sets[1].1, &sets[1].0, &sets[1].2);
+    let e = err(&download(&s, wb, n * k), &want, &scale);
+    assert!(e <= bound, "rebound TF32 update off by {e:e}: {what}");
+    assert!(
+        download(&s, dxa, m * k).iter().all(|v| v.is_nan()),
+        "the rebound replay wrote the captured dX: {what}"
+    );
+    assert!(
+        download(&s, wa, n * k)
+            .iter()
+            .zip(&wa_now)
+            .all(|(p, q)| p.to_bits() == q.to_bits()),
+        "the rebound replay updated the captured W: {what}"
+    );
+}
+
 /// The calling thread's current context (NULL when none).
 fn current() -> cudarc::driver::sys::CUcontext {
     use cudarc::driver::sys;

@@ -1,7 +1,8 @@
 //! A whole MLP's forward pass (gc_op_mlp: one cooperative launch where it
 //! pays, one launch per layer otherwise) and its workspace size.
 
-use super::{launch_all, p, this_export};
+use super::vendor::{GC_LINEAR_CUBLASLT, GC_LINEAR_GRAPHCORE};
+use super::{launch_all, p, this_export, GC_LINEAR_TF32};
 use crate::args::Out;
 use crate::status::{boundary, gc_status};
 use crate::stream::gc_stream;
@@ -39,6 +40,14 @@ pub const GC_MLP_FUSED: u32 = 1;
 /// rows, at most 2^25 multiply-adds a layer; one launch per 4 layers),
 /// faster or not: for measurements. Takes precedence over GC_MLP_FUSED.
 pub const GC_MLP_FUSED_ALWAYS: u32 = 2;
+
+/// gc_op_mlp flag: allow TF32 in the per-layer form (gc_op_linear's
+/// GC_LINEAR_TF32, whose value 2 is GC_MLP_FUSED_ALWAYS here): each layer
+/// runs as gc_op_linear with GC_LINEAR_TF32 would, through cuBLASLt's
+/// FAST_TF32 where the dispatch gives it the layer and it is loaded, else
+/// graphcore's TF32 kernel (f32 below compute capability 8.0). Not with
+/// GC_MLP_FUSED or GC_MLP_FUSED_ALWAYS (the fused kernel is f32).
+pub const GC_MLP_TF32: u32 = 16;
 
 /// Most layers one gc_op_mlp call takes.
 pub const GC_MLP_MAX_LAYERS: u32 = 64;
@@ -114,6 +123,13 @@ pub extern "C" fn gc_op_mlp_workspace_bytes(
 /// gc_op_linear's GEMM dispatch: a layer the dispatch table gives to
 /// cuBLASLt (where it is loaded; see gc_op_linear) runs as one
 /// cublasLtMatmul with its bias and ReLU fused, the others as above.
+/// In that form flags may also hold GC_LINEAR_GRAPHCORE or
+/// GC_LINEAR_CUBLASLT (gc_op_linear's backend flags, the same bits: every
+/// layer on that backend; forced cuBLASLt that is not loaded or refuses a
+/// layer is GC_ERROR_NOT_SUPPORTED with nothing launched) and GC_MLP_TF32
+/// (every layer as gc_op_linear with GC_LINEAR_TF32: cuBLASLt's FAST_TF32
+/// where the dispatch picks it and it loads, else graphcore's TF32 kernel;
+/// results within TF32 rounding of float64, not bitwise the f32 form's).
 /// workspace holds workspace_bytes >= gc_op_mlp_workspace_bytes(rows,
 /// layers, n_layers) bytes (a gc_pool_alloc block is the usual choice); its
 /// first 4 bytes must be zero before its first use (gc_memset_async once;
@@ -128,10 +144,13 @@ pub extern "C" fn gc_op_mlp_workspace_bytes(
 /// In place: not allowed; y and workspace must not overlap each other, x
 /// or any weight or bias.
 /// Errors: common, and GC_ERROR_INVALID_ARGUMENT (a layer's w NULL, an unknown
-/// flag, n_layers more than GC_MLP_MAX_LAYERS (layers is then not read), a
+/// flag, GC_LINEAR_GRAPHCORE with GC_LINEAR_CUBLASLT, GC_MLP_TF32 or
+/// GC_LINEAR_CUBLASLT with a fused flag, n_layers more than GC_MLP_MAX_LAYERS (layers is then not read), a
 /// layer's inputs not the previous layer's outputs, a matrix of 2^32 elements
-/// or more, workspace_bytes too small, a refused overlap), GC_ERROR_CUDA (also:
-/// a device without cooperative launch).
+/// or more, workspace_bytes too small, a refused overlap),
+/// GC_ERROR_NOT_SUPPORTED (GC_LINEAR_CUBLASLT and cuBLASLt is not loaded or
+/// refuses a layer; nothing launched), GC_ERROR_CUDA (also: a device without
+/// cooperative launch).
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub extern "C" fn gc_op_mlp(
@@ -147,11 +166,7 @@ pub extern "C" fn gc_op_mlp(
 ) -> gc_status {
     super::vendor::mlp(this_export!(), stream, |ctx| {
         let sms = ctx.sm_count();
-        if flags & !(GC_MLP_FUSED | GC_MLP_FUSED_ALWAYS) != 0 {
-            return Err(Error::invalid_argument(format!(
-                "unknown flags {flags:#x} (GC_MLP_FUSED and GC_MLP_FUSED_ALWAYS are the flags)"
-            )));
-        }
+        let linear_flags = mlp_linear_flags(flags)?;
         let form = if flags & GC_MLP_FUSED_ALWAYS != 0 {
             ops::MlpForm::FusedAlways
         } else if flags & GC_MLP_FUSED != 0 {
@@ -178,8 +193,39 @@ pub extern "C" fn gc_op_mlp(
             io,
             layers: list,
             rows,
+            flags: linear_flags,
         })
     })
+}
+
+/// gc_op_mlp's flags checked, and its per-layer dispatch's as gc_op_linear
+/// flags (GC_LINEAR_TF32 for GC_MLP_TF32, the backend flags as they are).
+fn mlp_linear_flags(flags: u32) -> Result<u32, Error> {
+    const FUSED: u32 = GC_MLP_FUSED | GC_MLP_FUSED_ALWAYS;
+    const BACKEND: u32 = GC_LINEAR_GRAPHCORE | GC_LINEAR_CUBLASLT;
+    if flags & !(FUSED | BACKEND | GC_MLP_TF32) != 0 {
+        return Err(Error::invalid_argument(format!(
+            "unknown flags {flags:#x} (GC_MLP_FUSED, GC_MLP_FUSED_ALWAYS, GC_MLP_TF32, \
+             GC_LINEAR_GRAPHCORE and GC_LINEAR_CUBLASLT are the flags)"
+        )));
+    }
+    if flags & BACKEND == BACKEND {
+        return Err(Error::invalid_argument(
+            "GC_LINEAR_GRAPHCORE and GC_LINEAR_CUBLASLT exclude each other",
+        ));
+    }
+    if flags & FUSED != 0 && flags & (GC_MLP_TF32 | GC_LINEAR_CUBLASLT) != 0 {
+        return Err(Error::invalid_argument(
+            "GC_MLP_TF32 and GC_LINEAR_CUBLASLT take the per-layer form: not with \
+             GC_MLP_FUSED or GC_MLP_FUSED_ALWAYS",
+        ));
+    }
+    let tf32 = if flags & GC_MLP_TF32 != 0 {
+        GC_LINEAR_TF32
+    } else {
+        0
+    };
+    Ok(flags & BACKEND | tf32)
 }
 
 /// gc_op_mlp with its row count in device memory, for exact-size requests:
@@ -245,4 +291,46 @@ pub extern "C" fn gc_op_mlp_rows(
             ctx.sm_count(),
         )?)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// gc_op_mlp's flags map to gc_op_linear's for the per-layer dispatch;
+    /// unknown, contradictory and fused-with-TF32/cuBLASLt ones are refused.
+    #[test]
+    fn mlp_flags_map_to_the_per_layer_dispatch() {
+        assert_eq!(mlp_linear_flags(0).unwrap(), 0);
+        assert_eq!(mlp_linear_flags(GC_MLP_TF32).unwrap(), GC_LINEAR_TF32);
+        assert_eq!(
+            mlp_linear_flags(GC_MLP_TF32 | GC_LINEAR_CUBLASLT).unwrap(),
+            GC_LINEAR_TF32 | GC_LINEAR_CUBLASLT
+        );
+        assert_eq!(
+            mlp_linear_flags(GC_MLP_TF32 | GC_LINEAR_GRAPHCORE).unwrap(),
+            GC_LINEAR_TF32 | GC_LINEAR_GRAPHCORE
+        );
+        // The fused flags are gc_op_mlp's own: no per-layer flag comes of them.
+        assert_eq!(mlp_linear_flags(GC_MLP_FUSED).unwrap(), 0);
+        assert_eq!(
+            mlp_linear_flags(GC_MLP_FUSED_ALWAYS | GC_LINEAR_GRAPHCORE).unwrap(),
+            GC_LINEAR_GRAPHCORE
+        );
+        for bad in [
+            0x100,
+            32,
+            GC_LINEAR_GRAPHCORE | GC_LINEAR_CUBLASLT,
+            GC_MLP_FUSED | GC_MLP_TF32,
+            GC_MLP_FUSED_ALWAYS | GC_MLP_TF32,
+            GC_MLP_FUSED | GC_LINEAR_CUBLASLT,
+        ] {
+            let e = mlp_linear_flags(bad).unwrap_err();
+            assert_eq!(
+                e.kind(),
+                graphcore_core::ErrorKind::InvalidArgument,
+                "{bad:#x}"
+            );
+        }
+    }
 }

@@ -156,11 +156,15 @@ pub(crate) struct MlpPlan {
     pub(crate) layers: Vec<ops::MlpLayer>,
     /// Rows of x.
     pub(crate) rows: u32,
+    /// gc_op_linear flags every layer of the per-layer form takes
+    /// (GC_LINEAR_TF32 and the backend flags).
+    pub(crate) flags: u32,
 }
 
 /// gc_op_mlp's body: in the per-layer form each layer takes gc_op_linear's
-/// dispatch (cuBLASLt where the table picks it and it takes the shape),
-/// the fused form graphcore's kernels; launched in order on the stream, a
+/// dispatch with the plan's flags (cuBLASLt where forced, or where the
+/// table picks it and it takes the shape; else graphcore's kernel, its TF32
+/// one with GC_LINEAR_TF32), the fused form graphcore's kernels; launched in order on the stream, a
 /// failed launch stopping the rest.
 pub(crate) fn mlp(
     func: &'static str,
@@ -170,17 +174,31 @@ pub(crate) fn mlp(
     boundary(func, || {
         let s: Stream = self::stream(stream, "stream")?;
         let ctx = s.context();
-        let plan = plan(ctx)?;
+        let mut plan = plan(ctx)?;
+        let f = plan.flags;
+        let tf32 = f & GC_LINEAR_TF32 != 0 && ctx.compute_capability().0 >= 8;
         let mut vendor_layers = Vec::new();
         if let Some(io) = &plan.io {
-            for (l, &(input, output)) in plan.layers.iter().zip(io) {
+            for (i, (l, &(input, output))) in plan.layers.iter().zip(io).enumerate() {
                 let shape = LinearShape::of(
-                    output, input, l.w, l.b, plan.rows, l.outputs, l.inputs, false, l.relu,
+                    output, input, l.w, l.b, plan.rows, l.outputs, l.inputs, tf32, l.relu,
                 );
-                vendor_layers.push(
-                    (backend(ctx, 0, &shape)? == Backend::CublasLt)
-                        .then_some((output, input, l.w, l.b, shape)),
-                );
+                let on_vendor = backend(ctx, f, &shape)? == Backend::CublasLt;
+                if tf32 && !on_vendor {
+                    plan.calls[i] = ops::linear_tf32(
+                        output,
+                        input,
+                        l.w,
+                        l.b,
+                        plan.rows,
+                        l.outputs,
+                        l.inputs,
+                        l.relu,
+                        ctx.sm_count(),
+                        ctx.has_clusters(),
+                    )?;
+                }
+                vendor_layers.push(on_vendor.then_some((output, input, l.w, l.b, shape)));
             }
         }
         for (i, call) in plan.calls.into_iter().enumerate() {
