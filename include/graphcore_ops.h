@@ -884,6 +884,43 @@ enum gc_status gc_op_linear_mse_step(struct gc_stream *stream,
                                      uint64_t workspace_bytes);
 
 /**
+ * gc_op_linear_mse_step with flags choosing the GEMM backend and TF32
+ * (the plain form is this with flags 0; everything else as there).
+ * flags: 0 is the plain form's behaviour. GC_LINEAR_GRAPHCORE: graphcore's
+ * kernels whatever the dispatch says. GC_LINEAR_CUBLASLT: the GEMM form's
+ * GEMMs on cuBLASLt whatever the dispatch says (GC_ERROR_NOT_SUPPORTED,
+ * nothing launched, where cuBLASLt is not loaded or refuses one of them, or
+ * where the step takes its small-batch fused form, which has no GEMM).
+ * GC_LINEAR_TF32 (TF32 allowed): in the GEMM form every GEMM (forward, input
+ * gradient, weight update) runs on cuBLASLt with
+ * CUBLAS_COMPUTE_32F_FAST_TF32, results within TF32 rounding of float64;
+ * graphcore has no TF32 form of the steps, so where cuBLASLt is not loaded
+ * or refuses one of them this is GC_ERROR_NOT_SUPPORTED naming the flag,
+ * nothing launched (and GC_LINEAR_TF32 with GC_LINEAR_GRAPHCORE is always
+ * refused so); the small-batch fused form stays f32 (TF32 allows lower
+ * precision, it does not require it), as does a device below compute
+ * capability 8.0.
+ * Pointers, in place, workspace and thread safety: as gc_op_linear_mse_step.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (as gc_op_linear_mse_step;
+ * an unknown flag, GC_LINEAR_GRAPHCORE with GC_LINEAR_CUBLASLT),
+ * GC_ERROR_NOT_SUPPORTED (as the flags say; gc_last_error says why).
+ */
+enum gc_status gc_op_linear_mse_step_flags(struct gc_stream *stream,
+                                           float *w,
+                                           float *b,
+                                           const float *x,
+                                           const float *target,
+                                           float *loss,
+                                           uint32_t rows,
+                                           uint32_t inputs,
+                                           uint32_t outputs,
+                                           float grad_scale,
+                                           float lr,
+                                           void *workspace,
+                                           uint64_t workspace_bytes,
+                                           int flags);
+
+/**
  * Writes to *bytes the workspace gc_op_mlp2_mse_step needs for rows rows,
  * hidden hidden units and outputs outputs on ctx's device (a pure
  * computation: nothing is allocated or launched): a 256-byte grid barrier,
@@ -953,6 +990,49 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
                                    float lr,
                                    void *workspace,
                                    uint64_t workspace_bytes);
+
+/**
+ * gc_op_mlp2_mse_step with flags choosing the GEMM backend and TF32 for
+ * its seven-launch form's layers (the plain form is this with flags 0;
+ * everything else as there). Each layer decides apart from the other
+ * (flags 0: the dispatch per layer's forward shape).
+ * flags: 0 is the plain form's behaviour. GC_LINEAR_GRAPHCORE: graphcore's
+ * kernels whatever the dispatch says. GC_LINEAR_CUBLASLT: the GEMM form's
+ * GEMMs on cuBLASLt whatever the dispatch says (GC_ERROR_NOT_SUPPORTED,
+ * nothing launched, where cuBLASLt is not loaded or refuses one of them, or
+ * where the step takes its small-batch fused form, which has no GEMM).
+ * GC_LINEAR_TF32 (TF32 allowed): in the GEMM form every GEMM (forward, input
+ * gradient, weight update) runs on cuBLASLt with
+ * CUBLAS_COMPUTE_32F_FAST_TF32, results within TF32 rounding of float64;
+ * graphcore has no TF32 form of the steps, so where cuBLASLt is not loaded
+ * or refuses one of them this is GC_ERROR_NOT_SUPPORTED naming the flag,
+ * nothing launched (and GC_LINEAR_TF32 with GC_LINEAR_GRAPHCORE is always
+ * refused so); the small-batch fused form stays f32 (TF32 allows lower
+ * precision, it does not require it), as does a device below compute
+ * capability 8.0.
+ * Pointers, in place, workspace and thread safety: as gc_op_mlp2_mse_step.
+ * Errors: common, and GC_ERROR_INVALID_ARGUMENT (as gc_op_mlp2_mse_step;
+ * an unknown flag, GC_LINEAR_GRAPHCORE with GC_LINEAR_CUBLASLT),
+ * GC_ERROR_NOT_SUPPORTED (as the flags say; gc_last_error says why),
+ * GC_ERROR_CUDA (also: a device without cooperative launch).
+ */
+enum gc_status gc_op_mlp2_mse_step_flags(struct gc_stream *stream,
+                                         float *w1,
+                                         float *b1,
+                                         float *w2,
+                                         float *b2,
+                                         const float *x,
+                                         const float *target,
+                                         float *loss,
+                                         uint32_t rows,
+                                         uint32_t inputs,
+                                         uint32_t hidden,
+                                         uint32_t outputs,
+                                         float grad_scale,
+                                         float lr,
+                                         void *workspace,
+                                         uint64_t workspace_bytes,
+                                         int flags);
 
 /*
  * Built-in kernels (gc_kernel_builtin names and their parameters, in order;

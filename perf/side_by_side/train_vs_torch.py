@@ -15,8 +15,12 @@ and data (fp32, TF32 off). Issue 14's sweep "for training steps".
 Widths 256, 1024, 4096, 8192; batches 1, 8, 32, 64, 128, 256, 512, 1024,
 2048; fp32 and TF32 (issue 53 item 4; --quick or GC_QUICK=1: widths 256 and
 1024, batches 1, 32, 256). TF32: PyTorch with allow_tf32; graphcore's fused
-step ops have no TF32 form and run fp32 (graphcore_tf32: false in the
-row), its per-layer step runs its forward layers with GC_LINEAR_TF32. x in
+steps as gc_op_linear_mse_step_flags / gc_op_mlp2_mse_step_flags with
+GC_LINEAR_TF32 (their GEMM form's GEMMs on cuBLASLt's FAST_TF32; the
+small-batch fused form stays fp32), graphcore_tf32: true in the row; where
+the package has no such form or cuBLASLt does not load (GC_ERROR_NOT_SUPPORTED),
+the fp32 step, graphcore_tf32: false. Its per-layer step runs its forward
+layers with GC_LINEAR_TF32. x in
 [-0.1, 0.1], targets in [-1, 1]; the learning rate is 0.1 / (batch *
 width) on the summed loss (0.1 on the mean), the same on both sides. Each
 cell records its winner (a tie within 3%) and the GEMM dispatch's choice
@@ -53,6 +57,8 @@ from sweep_table import table
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
+# The fused steps' TF32 form (their _flags exports), where the package has it.
+STEP_TF32 = hasattr(gc, "op_linear_mse_step_flags")
 OUT = os.environ.get("OUT", "perf/results")
 # The cells of a GC_CELLS rerun (None: the whole sweep) and its record.
 CELLS, CELLS_RECORD = cells_from_env()
@@ -106,8 +112,9 @@ class GcStep:
     copy of the model's starting parameters: launch() runs one step;
     ``loss`` holds its summed squared error."""
 
-    def __init__(self, kind, params, x, y, lr):
+    def __init__(self, kind, params, x, y, lr, tf32=False):
         self.params = [p.clone() for p in params]
+        self.tf32 = tf32
         self.x, self.y = x, y
         rows, width = x.shape
         self.loss = torch.zeros(1, device="cuda")
@@ -119,10 +126,18 @@ class GcStep:
         self.ws = torch.zeros(nbytes // 4 + 1, device="cuda")
         torch.cuda.synchronize()
         with gc.capture(stream) as cap:
-            if kind == "linear":
+            if kind == "linear" and tf32:
+                w, b = self.params
+                gc.op_linear_mse_step_flags(stream, w, b, x, y, self.loss, rows, width, width, 1.0, lr,
+                                            self.ws, nbytes, gc.LINEAR_TF32)
+            elif kind == "linear":
                 w, b = self.params
                 gc.op_linear_mse_step(stream, w, b, x, y, self.loss, rows, width, width, 1.0, lr,
                                       self.ws, nbytes)
+            elif tf32:
+                w1, b1, w2, b2 = self.params
+                gc.op_mlp2_mse_step_flags(stream, w1, b1, w2, b2, x, y, self.loss, rows, width, width, width,
+                                          1.0, lr, self.ws, nbytes, gc.LINEAR_TF32)
             else:
                 w1, b1, w2, b2 = self.params
                 gc.op_mlp2_mse_step(stream, w1, b1, w2, b2, x, y, self.loss, rows, width, width, width,
@@ -198,7 +213,15 @@ for precision in PRECISIONS:
                        "graphcore_tf32": False, "steps_compared": steps}
                 try:
                     start = [p.detach().clone() for p in model.parameters()]
-                    ours = GcStep(kind, start, x, y, lr)
+                    ours = None
+                    if tf32 and STEP_TF32:
+                        try:
+                            ours = GcStep(kind, start, x, y, lr, tf32=True)
+                        except gc.NotSupportedError:  # no cuBLASLt: the fp32 step
+                            ours = None
+                    if ours is None:
+                        ours = GcStep(kind, start, x, y, lr)
+                    row["graphcore_tf32"] = ours.tf32
                     theirs = TorchStep(model, x, y, lr)
                     # The warm-up trained the model: both sides start from `start`.
                     with torch.no_grad():

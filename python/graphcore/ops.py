@@ -68,13 +68,19 @@ _OP_PARAMS = {
     "gc_op_linear_mse_step": "w b x target loss rows inputs outputs grad_scale lr workspace workspace_bytes",
     "gc_op_mlp2_mse_step": "w1 b1 w2 b2 x target loss rows inputs hidden outputs grad_scale lr workspace "
                            "workspace_bytes",
+    "gc_op_linear_mse_step_flags": "w b x target loss rows inputs outputs grad_scale lr workspace "
+                                   "workspace_bytes flags",
+    "gc_op_mlp2_mse_step_flags": "w1 b1 w2 b2 x target loss rows inputs hidden outputs grad_scale lr workspace "
+                                 "workspace_bytes flags",
 }
 # The map and zip ops (op_copy, op_scale, op_relu, op_gelu, op_add, ...), from their
 # declarations.
 _OP_PARAMS.update((_cname, _params) for _cname, _params, _kinds in MAP_OPS)
 # Pointer parameters that may be None (NULL).
 _NULLABLE = {("gc_op_linear", "b"), ("gc_op_linear_rows", "b"), ("gc_op_mse", "grad"),
-             ("gc_op_linear_mse_step", "b"), ("gc_op_mlp2_mse_step", "b1"), ("gc_op_mlp2_mse_step", "b2")}
+             ("gc_op_linear_mse_step", "b"), ("gc_op_mlp2_mse_step", "b1"), ("gc_op_mlp2_mse_step", "b2"),
+             ("gc_op_linear_mse_step_flags", "b"), ("gc_op_mlp2_mse_step_flags", "b1"),
+             ("gc_op_mlp2_mse_step_flags", "b2")}
 
 
 def _make_op(cname):

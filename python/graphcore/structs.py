@@ -454,6 +454,10 @@ PROTOTYPES = {
     "gc_op_mlp2_mse_step_workspace_bytes": (_S, [_H, C.c_uint32, C.c_uint32, C.c_uint32, _P(C.c_uint64)]),
     "gc_op_mlp2_mse_step": (_S, [_H, _D, _D, _D, _D, _D, _D, _D, C.c_uint32, C.c_uint32, C.c_uint32, C.c_uint32,
                                  C.c_float, C.c_float, _D, C.c_uint64]),
+    "gc_op_linear_mse_step_flags": (_S, [_H, _D, _D, _D, _D, _D, C.c_uint32, C.c_uint32, C.c_uint32, C.c_float,
+                                         C.c_float, _D, C.c_uint64, C.c_int]),
+    "gc_op_mlp2_mse_step_flags": (_S, [_H, _D, _D, _D, _D, _D, _D, _D, C.c_uint32, C.c_uint32, C.c_uint32,
+                                       C.c_uint32, C.c_float, C.c_float, _D, C.c_uint64, C.c_int]),
 }
 # The map and zip ops (gc_op_<name>(stream, y, x, n[, c]), gc_op_<name>(stream, z, x, y, n)),
 # their parameter kinds declared in _map_ops.py.

@@ -983,6 +983,134 @@ def test_mlp2_mse_step_takes_the_gemm_dispatch(ctx, stream, pool, torch):
     assert gc.op_linear_backend(stream, m, k1, k0, gc.LINEAR_RELU) == expected
 
 
+def _linear_step_ref(torch, w, b, x, t, lr, scale=1.0):
+    """One linear MSE step in float64: (loss, W, b) after it."""
+    W, B, X, T = (v.double() for v in (w, b, x, t))
+    p = X @ W.T + B
+    dy = 2.0 * scale * (p - T)
+    return float(((p - T) ** 2).sum()), W - lr * dy.T @ X, B - lr * dy.sum(0)
+
+
+def _close_to_step(got, ref, before, rel):
+    """|got - ref| within ``rel`` of the update's size (max |ref - before|)."""
+    err = float((got.double() - ref).abs().max())
+    step = float((ref - before.double()).abs().max())
+    return err <= rel * step, (err, step)
+
+
+def test_linear_mse_step_flags_tf32_matches_float64_and_replays_rebound(ctx, stream, pool, torch):
+    """gc_op_linear_mse_step_flags with GC_LINEAR_TF32 past the small-batch
+    sizes (640 rows): forward and weight update on cuBLASLt's FAST_TF32,
+    loss, W and b within TF32 rounding of float64; captured with every
+    pointer a declared argument, a replay bound to a second set of buffers
+    steps that set and leaves the first alone. Without cuBLASLt:
+    GC_ERROR_NOT_SUPPORTED naming the flag, nothing changed."""
+    m, k, n, lr = 640, 256, 128, 1e-3
+    g = torch.Generator(device="cuda").manual_seed(5312)
+    dev = dict(device="cuda", dtype=torch.float32)
+
+    def one_set():
+        return [(torch.rand(n, k, generator=g, **dev) * 2 - 1) / k ** 0.5,
+                torch.rand(n, generator=g, **dev) * 2 - 1,
+                torch.rand(m, k, generator=g, **dev) * 2 - 1,
+                torch.rand(m, n, generator=g, **dev) * 2 - 1,
+                torch.zeros(1, **dev)]
+
+    sets = [one_set(), one_set()]
+    nbytes = ctx.linear_mse_step_workspace_bytes(m, k, n)
+    ws = torch.zeros(nbytes // 4 + 1, **dev)
+    torch.cuda.synchronize()
+
+    def step(s, st):
+        w, b, x, t, loss = st
+        gc.op_linear_mse_step_flags(s, w.data_ptr(), b.data_ptr(), x.data_ptr(), t.data_ptr(), loss.data_ptr(),
+                                    m, k, n, 1.0, lr, ws.data_ptr(), nbytes, gc.LINEAR_TF32)
+
+    if gc.cublaslt_version() is None:
+        before = sets[0][0].clone()
+        with pytest.raises(gc.NotSupportedError, match="GC_LINEAR_TF32"):
+            step(stream, sets[0])
+        torch.cuda.synchronize()
+        assert torch.equal(sets[0][0], before)
+        return
+
+    def check(st, start):
+        want_loss, want_w, want_b = _linear_step_ref(torch, *start, st[2], st[3], lr)
+        assert abs(st[4].item() - want_loss) <= 1e-2 * want_loss
+        for got, ref, before in ((st[0], want_w, start[0]), (st[1], want_b, start[1])):
+            ok, why = _close_to_step(got, ref, before, 2e-2)
+            assert ok, why
+
+    start0 = [v.clone() for v in sets[0][:2]]
+    step(stream, sets[0])
+    stream.synchronize()
+    check(sets[0], start0)
+    start0 = [v.clone() for v in sets[0][:2]]
+    start1 = [v.clone() for v in sets[1][:2]]
+    with gc.Stream(ctx) as s:
+        with gc.capture(s, pool) as cap:
+            step(s, sets[0])
+        graph = cap.graph
+        for name, v in zip(("w", "b", "x", "t", "loss"), sets[0]):
+            graph.declare_arg(v.data_ptr(), 4 * v.numel(), name=name)
+        e = graph.instantiate()
+        e.launch(s, **{name: v.data_ptr() for name, v in zip(("w", "b", "x", "t", "loss"), sets[1])})
+        s.synchronize()
+    check(sets[1], start1)
+    assert torch.equal(sets[0][0], start0[0]) and torch.equal(sets[0][1], start0[1])
+
+
+def test_mlp2_mse_step_flags_tf32_matches_float64(ctx, stream, pool, torch):
+    """gc_op_mlp2_mse_step_flags with GC_LINEAR_TF32 in its seven-launch
+    form (1024 rows of 1024 -> 1024 -> 512): every GEMM on cuBLASLt's
+    FAST_TF32, loss and both layers' updates within TF32 rounding of
+    float64; forced graphcore with TF32 is GC_ERROR_NOT_SUPPORTED (graphcore
+    has no TF32 step); without cuBLASLt TF32 is GC_ERROR_NOT_SUPPORTED."""
+    m, k0, k1, k2, lr = 1024, 1024, 1024, 512, 1e-4
+    g = torch.Generator(device="cuda").manual_seed(5313)
+    dev = dict(device="cuda", dtype=torch.float32)
+    x = torch.rand(m, k0, generator=g, **dev) * 2 - 1
+    t = torch.rand(m, k2, generator=g, **dev) * 2 - 1
+    w1 = (torch.rand(k1, k0, generator=g, **dev) * 2 - 1) / k0 ** 0.5
+    b1 = torch.rand(k1, generator=g, **dev) * 2 - 1
+    w2 = (torch.rand(k2, k1, generator=g, **dev) * 2 - 1) / k1 ** 0.5
+    b2 = torch.rand(k2, generator=g, **dev) * 2 - 1
+    start = [v.clone().double() for v in (w1, b1, w2, b2)]
+    loss = torch.zeros(1, **dev)
+    nbytes = ctx.mlp2_mse_step_workspace_bytes(m, k1, k2)
+    ws = torch.zeros(nbytes // 4 + 1, **dev)
+    torch.cuda.synchronize()
+
+    def step(flags):
+        gc.op_mlp2_mse_step_flags(stream, w1.data_ptr(), b1.data_ptr(), w2.data_ptr(), b2.data_ptr(),
+                                  x.data_ptr(), t.data_ptr(), loss.data_ptr(), m, k0, k1, k2, 1.0, lr,
+                                  ws.data_ptr(), nbytes, flags)
+
+    with pytest.raises(gc.NotSupportedError, match="GC_LINEAR_TF32"):
+        step(gc.LINEAR_TF32 | gc.LINEAR_GRAPHCORE)
+    if gc.cublaslt_version() is None:
+        with pytest.raises(gc.NotSupportedError, match="GC_LINEAR_TF32"):
+            step(gc.LINEAR_TF32)
+        return
+    step(gc.LINEAR_TF32)
+    stream.synchronize()
+    W1, B1, W2, B2 = start
+    X, T = x.double(), t.double()
+    h = torch.relu(X @ W1.T + B1)
+    p = h @ W2.T + B2
+    dp = 2.0 * (p - T)
+    dh = (dp @ W2) * (h > 0)
+    want = [W1 - lr * dh.T @ X, B1 - lr * dh.sum(0), W2 - lr * dp.T @ h, B2 - lr * dp.sum(0)]
+    ref_loss = float(((p - T) ** 2).sum())
+    assert abs(loss.item() - ref_loss) <= 1e-2 * ref_loss
+    # Layer 1's bound is looser: an h within TF32 rounding of 0 may take the
+    # other side of the ReLU than float64's, moving one row's term of dH.
+    for name, got, ref, before, rel in zip(("w1", "b1", "w2", "b2"), (w1, b1, w2, b2), want, start,
+                                           (1e-1, 1e-1, 2e-2, 2e-2)):
+        ok, why = _close_to_step(got, ref, before, rel)
+        assert ok, (name, why)
+
+
 def test_first_cublaslt_call_inside_a_capture(ctx):
     """In a fresh process, the first gc_op_linear that the dispatch gives to
     cuBLASLt runs inside a graphcore capture: opening the library, making

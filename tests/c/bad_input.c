@@ -2371,6 +2371,32 @@ static void ops_functions(void) {
     }
     objects_work();
 
+    COVER(gc_op_linear_mse_step_flags);
+    {
+        /* As gc_op_linear_mse_step's buffers. The flags are checked before the stream. */
+        float *w = fx.buf, *b = (float *)fx.buf + 64, *loss = (float *)fx.buf + 128;
+        const float *x = fx.buf2, *target = (const float *)fx.buf2 + 64;
+        void *ws = (char *)fx.buf + 1024;
+        uint64_t need = 512;
+        if (fx.gpu) EXPECT_OK(gc_op_linear_mse_step_workspace_bytes(fx.ctx, 2, 4, 4, &need));
+#define STEPF(st_, rows_, bytes_, flags_) \
+    gc_op_linear_mse_step_flags(st_, w, b, x, target, loss, rows_, 4, 4, 1.0f, 0.01f, ws, bytes_, flags_)
+        BAD_HANDLE_ARG(K_STREAM, st, STEPF(st, 2, need, 0), GC_ERROR_INVALID_ARGUMENT);
+        REFUSED("unknown flag (GC_LINEAR_RELU)",
+                EXPECT_STATUS(STEPF(st, 2, need, GC_LINEAR_RELU), GC_ERROR_INVALID_ARGUMENT));
+        REFUSED("GC_LINEAR_GRAPHCORE with GC_LINEAR_CUBLASLT",
+                EXPECT_STATUS(STEPF(st, 2, need, GC_LINEAR_GRAPHCORE | GC_LINEAR_CUBLASLT), GC_ERROR_INVALID_ARGUMENT));
+        REFUSED("GC_LINEAR_TF32 with GC_LINEAR_GRAPHCORE",
+                EXPECT_STATUS(STEPF(st, 2, need, GC_LINEAR_TF32 | GC_LINEAR_GRAPHCORE), GC_ERROR_NOT_SUPPORTED));
+        if (fx.gpu) {
+            REFUSED("workspace too small", EXPECT_STATUS(STEPF(st, 2, need - 1, 0), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("GC_LINEAR_CUBLASLT in the small-batch form",
+                    EXPECT_STATUS(STEPF(st, 2, need, GC_LINEAR_CUBLASLT), GC_ERROR_NOT_SUPPORTED));
+        }
+#undef STEPF
+    }
+    objects_work();
+
     COVER(gc_op_mlp2_mse_step_workspace_bytes);
     {
         uint64_t bytes = 99;
@@ -2421,6 +2447,33 @@ static void ops_functions(void) {
                     EXPECT_STATUS(STEP2(st, (float *)x, w2, x, loss, 2, 4, ws, need), GC_ERROR_INVALID_ARGUMENT));
         }
 #undef STEP2
+    }
+    objects_work();
+
+    COVER(gc_op_mlp2_mse_step_flags);
+    {
+        /* As gc_op_mlp2_mse_step's buffers. The flags are checked before the stream. */
+        float *w1 = fx.buf, *b1 = (float *)fx.buf + 32, *w2 = (float *)fx.buf + 64, *b2 = (float *)fx.buf + 96;
+        float *loss = (float *)fx.buf + 128;
+        const float *x = fx.buf2, *target = (const float *)fx.buf2 + 64;
+        void *ws = (char *)fx.buf + 1024;
+        uint64_t need = 1024;
+        if (fx.gpu) EXPECT_OK(gc_op_mlp2_mse_step_workspace_bytes(fx.ctx, 2, 4, 4, &need));
+#define STEP2F(st_, rows_, bytes_, flags_)                                                                  \
+    gc_op_mlp2_mse_step_flags(st_, w1, b1, w2, b2, x, target, loss, rows_, 4, 4, 4, 1.0f, 0.01f, ws, bytes_, \
+                              flags_)
+        BAD_HANDLE_ARG(K_STREAM, st, STEP2F(st, 2, need, 0), GC_ERROR_INVALID_ARGUMENT);
+        REFUSED("unknown flag (0x100)", EXPECT_STATUS(STEP2F(st, 2, need, 0x100), GC_ERROR_INVALID_ARGUMENT));
+        REFUSED("GC_LINEAR_GRAPHCORE with GC_LINEAR_CUBLASLT",
+                EXPECT_STATUS(STEP2F(st, 2, need, GC_LINEAR_GRAPHCORE | GC_LINEAR_CUBLASLT), GC_ERROR_INVALID_ARGUMENT));
+        REFUSED("GC_LINEAR_TF32 with GC_LINEAR_GRAPHCORE",
+                EXPECT_STATUS(STEP2F(st, 2, need, GC_LINEAR_TF32 | GC_LINEAR_GRAPHCORE), GC_ERROR_NOT_SUPPORTED));
+        if (fx.gpu) {
+            REFUSED("workspace too small", EXPECT_STATUS(STEP2F(st, 2, need - 1, 0), GC_ERROR_INVALID_ARGUMENT));
+            REFUSED("GC_LINEAR_CUBLASLT in the two-launch form",
+                    EXPECT_STATUS(STEP2F(st, 2, need, GC_LINEAR_CUBLASLT), GC_ERROR_NOT_SUPPORTED));
+        }
+#undef STEP2F
     }
     objects_work();
 

@@ -8,7 +8,7 @@ use crate::context::{context, gc_context};
 use crate::status::{boundary, gc_status};
 use crate::stream::gc_stream;
 use graphcore_core::kernels::ops;
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 
 /// Writes to *bytes the workspace gc_op_linear_mse_step needs for rows rows,
 /// inputs inputs and outputs outputs on ctx's device (a pure computation:
@@ -100,7 +100,74 @@ pub extern "C" fn gc_op_linear_mse_step(
         grad_scale,
         lr,
     };
-    super::vendor::linear_mse_step(this_export!(), stream, step, p(workspace), workspace_bytes)
+    super::vendor::linear_mse_step(
+        this_export!(),
+        stream,
+        step,
+        p(workspace),
+        workspace_bytes,
+        0,
+    )
+}
+
+/// gc_op_linear_mse_step with flags choosing the GEMM backend and TF32
+/// (the plain form is this with flags 0; everything else as there).
+/// flags: 0 is the plain form's behaviour. GC_LINEAR_GRAPHCORE: graphcore's
+/// kernels whatever the dispatch says. GC_LINEAR_CUBLASLT: the GEMM form's
+/// GEMMs on cuBLASLt whatever the dispatch says (GC_ERROR_NOT_SUPPORTED,
+/// nothing launched, where cuBLASLt is not loaded or refuses one of them, or
+/// where the step takes its small-batch fused form, which has no GEMM).
+/// GC_LINEAR_TF32 (TF32 allowed): in the GEMM form every GEMM (forward, input
+/// gradient, weight update) runs on cuBLASLt with
+/// CUBLAS_COMPUTE_32F_FAST_TF32, results within TF32 rounding of float64;
+/// graphcore has no TF32 form of the steps, so where cuBLASLt is not loaded
+/// or refuses one of them this is GC_ERROR_NOT_SUPPORTED naming the flag,
+/// nothing launched (and GC_LINEAR_TF32 with GC_LINEAR_GRAPHCORE is always
+/// refused so); the small-batch fused form stays f32 (TF32 allows lower
+/// precision, it does not require it), as does a device below compute
+/// capability 8.0.
+/// Pointers, in place, workspace and thread safety: as gc_op_linear_mse_step.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (as gc_op_linear_mse_step;
+/// an unknown flag, GC_LINEAR_GRAPHCORE with GC_LINEAR_CUBLASLT),
+/// GC_ERROR_NOT_SUPPORTED (as the flags say; gc_last_error says why).
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn gc_op_linear_mse_step_flags(
+    stream: *mut gc_stream,
+    w: *mut f32,
+    b: *mut f32,
+    x: *const f32,
+    target: *const f32,
+    loss: *mut f32,
+    rows: u32,
+    inputs: u32,
+    outputs: u32,
+    grad_scale: f32,
+    lr: f32,
+    workspace: *mut c_void,
+    workspace_bytes: u64,
+    flags: c_int,
+) -> gc_status {
+    let step = ops::LinearMseStep {
+        w: p(w),
+        b: p(b),
+        x: p(x),
+        target: p(target),
+        loss: p(loss),
+        rows,
+        inputs,
+        outputs,
+        grad_scale,
+        lr,
+    };
+    super::vendor::linear_mse_step(
+        this_export!(),
+        stream,
+        step,
+        p(workspace),
+        workspace_bytes,
+        flags,
+    )
 }
 
 /// Writes to *bytes the workspace gc_op_mlp2_mse_step needs for rows rows,
@@ -200,5 +267,81 @@ pub extern "C" fn gc_op_mlp2_mse_step(
         grad_scale,
         lr,
     };
-    super::vendor::mlp2_mse_step(this_export!(), stream, step, p(workspace), workspace_bytes)
+    super::vendor::mlp2_mse_step(
+        this_export!(),
+        stream,
+        step,
+        p(workspace),
+        workspace_bytes,
+        0,
+    )
+}
+
+/// gc_op_mlp2_mse_step with flags choosing the GEMM backend and TF32 for
+/// its seven-launch form's layers (the plain form is this with flags 0;
+/// everything else as there). Each layer decides apart from the other
+/// (flags 0: the dispatch per layer's forward shape).
+/// flags: 0 is the plain form's behaviour. GC_LINEAR_GRAPHCORE: graphcore's
+/// kernels whatever the dispatch says. GC_LINEAR_CUBLASLT: the GEMM form's
+/// GEMMs on cuBLASLt whatever the dispatch says (GC_ERROR_NOT_SUPPORTED,
+/// nothing launched, where cuBLASLt is not loaded or refuses one of them, or
+/// where the step takes its small-batch fused form, which has no GEMM).
+/// GC_LINEAR_TF32 (TF32 allowed): in the GEMM form every GEMM (forward, input
+/// gradient, weight update) runs on cuBLASLt with
+/// CUBLAS_COMPUTE_32F_FAST_TF32, results within TF32 rounding of float64;
+/// graphcore has no TF32 form of the steps, so where cuBLASLt is not loaded
+/// or refuses one of them this is GC_ERROR_NOT_SUPPORTED naming the flag,
+/// nothing launched (and GC_LINEAR_TF32 with GC_LINEAR_GRAPHCORE is always
+/// refused so); the small-batch fused form stays f32 (TF32 allows lower
+/// precision, it does not require it), as does a device below compute
+/// capability 8.0.
+/// Pointers, in place, workspace and thread safety: as gc_op_mlp2_mse_step.
+/// Errors: common, and GC_ERROR_INVALID_ARGUMENT (as gc_op_mlp2_mse_step;
+/// an unknown flag, GC_LINEAR_GRAPHCORE with GC_LINEAR_CUBLASLT),
+/// GC_ERROR_NOT_SUPPORTED (as the flags say; gc_last_error says why),
+/// GC_ERROR_CUDA (also: a device without cooperative launch).
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn gc_op_mlp2_mse_step_flags(
+    stream: *mut gc_stream,
+    w1: *mut f32,
+    b1: *mut f32,
+    w2: *mut f32,
+    b2: *mut f32,
+    x: *const f32,
+    target: *const f32,
+    loss: *mut f32,
+    rows: u32,
+    inputs: u32,
+    hidden: u32,
+    outputs: u32,
+    grad_scale: f32,
+    lr: f32,
+    workspace: *mut c_void,
+    workspace_bytes: u64,
+    flags: c_int,
+) -> gc_status {
+    let step = ops::Mlp2MseStep {
+        w1: p(w1),
+        b1: p(b1),
+        w2: p(w2),
+        b2: p(b2),
+        x: p(x),
+        target: p(target),
+        loss: p(loss),
+        rows,
+        inputs,
+        hidden,
+        outputs,
+        grad_scale,
+        lr,
+    };
+    super::vendor::mlp2_mse_step(
+        this_export!(),
+        stream,
+        step,
+        p(workspace),
+        workspace_bytes,
+        flags,
+    )
 }

@@ -233,10 +233,14 @@ pub(crate) fn linear_mse_step(
     step: ops::LinearMseStep,
     workspace: u64,
     workspace_bytes: u64,
+    flags: c_int,
 ) -> gc_status {
     boundary(func, || {
+        let f = flags as u32;
+        check_step_flags(f)?;
         let s: Stream = self::stream(stream, "stream")?;
         let ctx = s.context();
+        let tf32 = f & GC_LINEAR_TF32 != 0 && ctx.compute_capability().0 >= 8;
         let (sms, clusters) = (ctx.sm_count(), ctx.has_clusters());
         let calls = ops::linear_mse_step(&step, workspace, workspace_bytes, sms, clusters)?;
         let (m, n, k) = (step.rows, step.outputs, step.inputs);
@@ -245,16 +249,19 @@ pub(crate) fn linear_mse_step(
             ops::linear_mse_step_grad(&step, workspace, sms, clusters),
             calls.len(),
         ) {
-            let fwd = LinearShape::of(grad, step.x, step.w, step.b, m, n, k, false, false);
-            let upd = LinearShape::weight_sgd(step.w, grad, step.x, m, n, k);
-            if backend(ctx, 0, &fwd)? == Backend::CublasLt
-                && vendor::linear_plan(ctx, &upd).unwrap_or(false)
-            {
+            let fwd = LinearShape::of(grad, step.x, step.w, step.b, m, n, k, tf32, false);
+            let upd = LinearShape {
+                tf32,
+                ..LinearShape::weight_sgd(step.w, grad, step.x, m, n, k)
+            };
+            if step_vendor(ctx, f, tf32, &[fwd, upd])? {
                 let bias = (step.b != 0)
                     .then(|| ops::bias_sgd(step.b, grad, m, n, step.lr, sms))
                     .transpose()?;
                 vendor_path = Some((grad, fwd, upd, bias));
             }
+        } else {
+            small_step(f)?;
         }
         let Some((grad, fwd, upd, bias)) = vendor_path else {
             // SAFETY: the C caller promises (gc_op_linear_mse_step's docs)
@@ -290,6 +297,102 @@ fn all_vendor(ctx: &Context, shapes: &[LinearShape]) -> Result<bool, Error> {
         .all(|s| vendor::linear_plan(ctx, s).unwrap_or(false)))
 }
 
+/// Every training-step flag (gc_op_linear_mse_step_flags,
+/// gc_op_mlp2_mse_step_flags).
+const STEP_FLAGS: u32 = GC_LINEAR_TF32 | GC_LINEAR_GRAPHCORE | GC_LINEAR_CUBLASLT;
+
+/// Checks a training step's flags: unknown or contradictory ones are
+/// invalid; TF32 with graphcore's kernels forced is not supported
+/// (graphcore has no TF32 form of the steps).
+fn check_step_flags(f: u32) -> Result<(), Error> {
+    if f & !STEP_FLAGS != 0 {
+        return Err(Error::invalid_argument(format!(
+            "unknown flags {f:#x} (GC_LINEAR_TF32, GC_LINEAR_GRAPHCORE and GC_LINEAR_CUBLASLT \
+             are the flags)"
+        )));
+    }
+    check_flags(f)?;
+    if f & GC_LINEAR_TF32 != 0 && f & GC_LINEAR_GRAPHCORE != 0 {
+        return Err(Error::new(
+            ErrorKind::NotSupported,
+            "GC_LINEAR_TF32 with GC_LINEAR_GRAPHCORE: graphcore has no TF32 form of the \
+             training steps (their TF32 GEMMs are cuBLASLt's)",
+        ));
+    }
+    Ok(())
+}
+
+/// A step in its small-batch fused form (no GEMM to hand over): forced
+/// cuBLASLt is not supported there; TF32 is allowed and runs f32.
+fn small_step(f: u32) -> Result<(), Error> {
+    if f & GC_LINEAR_CUBLASLT != 0 {
+        return Err(Error::new(
+            ErrorKind::NotSupported,
+            "GC_LINEAR_CUBLASLT: at these sizes the step runs graphcore's fused kernels \
+             (no GEMM to give to cuBLASLt)",
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a step's layer runs its GEMMs `shapes` (the forward first) on
+/// cuBLASLt under flags `f` on `ctx`'s device: see [`step_rule`].
+fn step_vendor(ctx: &Context, f: u32, tf32: bool, shapes: &[LinearShape]) -> Result<bool, Error> {
+    step_rule(
+        f,
+        tf32,
+        || all_vendor(ctx, shapes),
+        |s| vendor::linear_plan(ctx, s),
+        shapes,
+    )
+}
+
+/// [`step_vendor`]'s rule (pure but for its arguments): graphcore's kernels
+/// forced: no; TF32 (where the device has it) or cuBLASLt forced: yes,
+/// every shape planned by cuBLASLt (`plan`), else `NotSupported` naming the
+/// flag (nothing launched); otherwise the dispatch's choice (`dispatch`).
+fn step_rule(
+    f: u32,
+    tf32: bool,
+    dispatch: impl FnOnce() -> Result<bool, Error>,
+    mut plan: impl FnMut(&LinearShape) -> graphcore_core::Result<bool>,
+    shapes: &[LinearShape],
+) -> Result<bool, Error> {
+    if f & GC_LINEAR_GRAPHCORE != 0 {
+        return Ok(false);
+    }
+    if !tf32 && f & GC_LINEAR_CUBLASLT == 0 {
+        return dispatch();
+    }
+    let flag = if tf32 {
+        "GC_LINEAR_TF32 (graphcore has no TF32 form of the step)"
+    } else {
+        "GC_LINEAR_CUBLASLT"
+    };
+    for s in shapes {
+        match plan(s) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(Error::new(
+                    ErrorKind::NotSupported,
+                    format!(
+                        "{flag}: cuBLASLt has no algorithm for the step's {:?} of m = {}, \
+                         n = {}, k = {}",
+                        s.op, s.m, s.n, s.k
+                    ),
+                ))
+            }
+            Err(e) => {
+                return Err(Error::new(
+                    ErrorKind::NotSupported,
+                    format!("{flag}: the step's GEMMs need cuBLASLt: {}", e.message()),
+                ))
+            }
+        }
+    }
+    Ok(true)
+}
+
 /// gc_op_mlp2_mse_step's body: graphcore's launches, or in the per-layer
 /// form (`ops::mlp2_mse_step_buffers`) each layer's GEMMs through cuBLASLt
 /// where the dispatch gives that layer's forward shape to it (layer 2: its
@@ -302,14 +405,21 @@ pub(crate) fn mlp2_mse_step(
     step: ops::Mlp2MseStep,
     workspace: u64,
     workspace_bytes: u64,
+    flags: c_int,
 ) -> gc_status {
     boundary(func, || {
+        let f = flags as u32;
+        check_step_flags(f)?;
         let s: Stream = self::stream(stream, "stream")?;
         let ctx = s.context();
+        let tf32 = f & GC_LINEAR_TF32 != 0 && ctx.compute_capability().0 >= 8;
         let (sms, clusters) = (ctx.sm_count(), ctx.has_clusters());
         let calls = ops::mlp2_mse_step(&step, workspace, workspace_bytes, sms, clusters)?;
         let buffers =
             ops::mlp2_mse_step_buffers(&step, workspace, sms).filter(|_| calls.len() == 7);
+        if buffers.is_none() {
+            small_step(f)?;
+        }
         let Some([h, dp, dh]) = buffers else {
             // SAFETY: the C caller promises (gc_op_mlp2_mse_step's docs) that
             // every pointer is device memory of the stream's context holding
@@ -319,16 +429,20 @@ pub(crate) fn mlp2_mse_step(
         };
         let (m, k0, k1, k2) = (step.rows, step.inputs, step.hidden, step.outputs);
         let (x, w1, b1, w2, b2) = (step.x, step.w1, step.b1, step.w2, step.b2);
+        let t = |shape: LinearShape| LinearShape { tf32, ..shape };
         let l1 = [
-            LinearShape::of(h, x, w1, b1, m, k1, k0, false, true),
-            LinearShape::weight_sgd(w1, dh, x, m, k1, k0),
+            LinearShape::of(h, x, w1, b1, m, k1, k0, tf32, true),
+            t(LinearShape::weight_sgd(w1, dh, x, m, k1, k0)),
         ];
         let l2 = [
-            LinearShape::of(dp, h, w2, b2, m, k2, k1, false, false),
-            LinearShape::backward_input(dh, dp, w2, m, k2, k1),
-            LinearShape::weight_sgd(w2, dp, h, m, k2, k1),
+            LinearShape::of(dp, h, w2, b2, m, k2, k1, tf32, false),
+            t(LinearShape::backward_input(dh, dp, w2, m, k2, k1)),
+            t(LinearShape::weight_sgd(w2, dp, h, m, k2, k1)),
         ];
-        let (v1, v2) = (all_vendor(ctx, &l1)?, all_vendor(ctx, &l2)?);
+        let (v1, v2) = (
+            step_vendor(ctx, f, tf32, &l1)?,
+            step_vendor(ctx, f, tf32, &l2)?,
+        );
         let bias = |use_vendor: bool, b: u64, dy: u64, n: u32| {
             (use_vendor && b != 0)
                 .then(|| ops::bias_sgd(b, dy, m, n, step.lr, sms))
@@ -541,6 +655,121 @@ mod tests {
             assert_eq!(e.kind(), ErrorKind::NotSupported);
             assert!(e.message().contains("/nonexistent"), "{}", e.message());
         }
+    }
+
+    /// The training steps' flags: unknown and contradictory ones invalid,
+    /// TF32 with graphcore forced not supported, all before the stream is
+    /// looked at; forced cuBLASLt in the small-batch form not supported.
+    #[test]
+    fn step_flags_are_checked_before_anything_else() {
+        for ok in [
+            0,
+            GC_LINEAR_TF32,
+            GC_LINEAR_GRAPHCORE,
+            GC_LINEAR_CUBLASLT,
+            GC_LINEAR_TF32 | GC_LINEAR_CUBLASLT,
+        ] {
+            check_step_flags(ok).unwrap();
+        }
+        for (bad, kind) in [
+            (GC_LINEAR_RELU, ErrorKind::InvalidArgument),
+            (0x100, ErrorKind::InvalidArgument),
+            (
+                GC_LINEAR_GRAPHCORE | GC_LINEAR_CUBLASLT,
+                ErrorKind::InvalidArgument,
+            ),
+            (
+                GC_LINEAR_TF32 | GC_LINEAR_GRAPHCORE,
+                ErrorKind::NotSupported,
+            ),
+        ] {
+            assert_eq!(check_step_flags(bad).unwrap_err().kind(), kind, "{bad:#x}");
+        }
+        small_step(GC_LINEAR_TF32).unwrap();
+        let e = small_step(GC_LINEAR_CUBLASLT).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NotSupported);
+        assert!(
+            e.message().contains("GC_LINEAR_CUBLASLT"),
+            "{}",
+            e.message()
+        );
+        // Through the exports: refused with a NULL stream, so before it.
+        let st = gc_op_linear_mse_step_flags_for_test(GC_LINEAR_RELU);
+        assert_eq!(st, gc_status::GC_ERROR_INVALID_ARGUMENT);
+        assert!(last().contains("unknown flags 0x1"), "{}", last());
+        let st = gc_op_linear_mse_step_flags_for_test(GC_LINEAR_TF32 | GC_LINEAR_GRAPHCORE);
+        assert_eq!(st, gc_status::GC_ERROR_NOT_SUPPORTED);
+        assert!(last().contains("GC_LINEAR_TF32"), "{}", last());
+    }
+
+    fn gc_op_linear_mse_step_flags_for_test(f: u32) -> gc_status {
+        crate::ops::gc_op_linear_mse_step_flags(
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+            std::ptr::null_mut(),
+            4,
+            4,
+            4,
+            1.0,
+            0.1,
+            std::ptr::null_mut(),
+            0,
+            f as c_int,
+        )
+    }
+
+    /// A step layer's rule: graphcore forced never plans; flags 0 is the
+    /// dispatch's choice; TF32 or forced cuBLASLt plans every GEMM and is
+    /// GC_ERROR_NOT_SUPPORTED naming the flag where cuBLASLt is missing or
+    /// refuses one (so nothing is launched), never a silent fallback.
+    #[test]
+    fn a_step_layer_takes_cublaslt_for_tf32_or_says_why_not() {
+        let fwd = LinearShape::of(256, 256, 256, 0, 1024, 512, 256, true, false);
+        let upd = LinearShape {
+            tf32: true,
+            ..LinearShape::weight_sgd(256, 256, 256, 1024, 512, 256)
+        };
+        let shapes = [fwd, upd];
+        let never_d = || -> Result<bool, Error> { panic!("dispatched") };
+        let never_p = |_: &LinearShape| -> graphcore_core::Result<bool> { panic!("planned") };
+        let missing = |_: &LinearShape| -> graphcore_core::Result<bool> {
+            Err(Error::new(
+                ErrorKind::NotSupported,
+                "cuBLASLt could not be loaded (/nonexistent)",
+            ))
+        };
+        // Graphcore forced: no, nothing asked (TF32 never reaches here with it).
+        assert!(!step_rule(GC_LINEAR_GRAPHCORE, false, never_d, never_p, &shapes).unwrap());
+        // Flags 0, f32: the dispatch decides.
+        assert!(step_rule(0, false, || Ok(true), never_p, &shapes).unwrap());
+        assert!(!step_rule(0, false, || Ok(false), never_p, &shapes).unwrap());
+        for (f, tf32, name) in [
+            (GC_LINEAR_TF32, true, "GC_LINEAR_TF32"),
+            (GC_LINEAR_CUBLASLT, false, "GC_LINEAR_CUBLASLT"),
+            (GC_LINEAR_TF32 | GC_LINEAR_CUBLASLT, true, "GC_LINEAR_TF32"),
+        ] {
+            assert!(step_rule(f, tf32, never_d, |_| Ok(true), &shapes).unwrap());
+            let e = step_rule(f, tf32, never_d, missing, &shapes).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::NotSupported);
+            assert!(e.message().contains(name), "{}", e.message());
+            assert!(e.message().contains("/nonexistent"), "{}", e.message());
+            // The weight update refused: not supported, naming it.
+            let e = step_rule(
+                f,
+                tf32,
+                never_d,
+                |s| Ok(s.op != vendor::VendorOp::WeightSgd),
+                &shapes,
+            )
+            .unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::NotSupported);
+            assert!(e.message().contains("WeightSgd"), "{}", e.message());
+        }
+        // TF32 asked on a device without it (tf32 false) and no forcing: the dispatch.
+        assert!(!step_rule(GC_LINEAR_TF32, false, || Ok(false), never_p, &shapes).unwrap());
     }
 
     /// Bad input is refused before the stream is looked at: nothing runs.
