@@ -205,7 +205,8 @@ static void replica_init(replica *m, gc_context *ctx, gc_stream *s, gc_pool *poo
 static float *loss_of(const replica *m) { return m->bucket + (size_t)D * D + D; }
 
 /* dW[r0, r1) = grad[:, r0:r1]^T x: rows r0..r1 of the weight gradient, with
- * the built-in GEMM that gc_op_linear_backward_weight runs (A transposed,
+ * graphcore's GEMM, which gc_op_linear_backward_weight runs where the
+ * dispatch does not pick cuBLASLt (A transposed,
  * 128 x 128 tiles; each output is summed over the batch rows in order,
  * whatever the tile, so the chunks are bitwise the unchunked result). */
 static void weight_grad_rows(const replica *m, uint32_t r0, uint32_t r1) {

@@ -409,6 +409,11 @@ enum gc_status gc_op_linear_rows(struct gc_stream *stream,
  * 64 up to 64 rows, 128 x 64 above) fill the SMs in clusters of 2 take the
  * cluster split-K kernel instead, so its bits differ between Hopper and
  * older GPUs (each deterministic).
+ * The vendor GEMM: where gc_op_linear's dispatch table gives the layer's
+ * forward shape (m, n, k; f32) to cuBLASLt, cuBLASLt is loaded and it
+ * plans this call (see gc_op_linear and gc_op_linear_backend), this runs
+ * as one cublasLtMatmul instead, within f32 rounding of graphcore's
+ * kernel (not bitwise); elsewhere graphcore's kernel as described.
  * Pointers: dx, dy and w are device memory of the stream's context
  * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
  * 4-byte aligned (float alignment); float4 loads where the sizes are
@@ -428,6 +433,11 @@ enum gc_status gc_op_linear_backward_input(struct gc_stream *stream,
 /**
  * Weight gradient of linear: dw = dy^T * x (dy m x n, x m x k, dw n x k,
  * row-major, dw overwritten; every product of two of m, n, k below 2^32).
+ * The vendor GEMM: where gc_op_linear's dispatch table gives the layer's
+ * forward shape (m, n, k; f32) to cuBLASLt, cuBLASLt is loaded and it
+ * plans this call (see gc_op_linear and gc_op_linear_backend), this runs
+ * as one cublasLtMatmul instead, within f32 rounding of graphcore's
+ * kernel (not bitwise); elsewhere graphcore's kernel as described.
  * Pointers: dw, dy and x are device memory of the stream's context
  * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
  * 4-byte aligned (float alignment); float4 loads where the sizes are
@@ -447,7 +457,13 @@ enum gc_status gc_op_linear_backward_weight(struct gc_stream *stream,
 /**
  * Weight gradient and SGD fused: w -= lr * dy^T * x (dy m x n, x m x k, w
  * n x k, row-major), without materialising the gradient (bitwise equal to
- * gc_op_linear_backward_weight then gc_op_sgd).
+ * gc_op_linear_backward_weight then gc_op_sgd where both run graphcore's
+ * kernels).
+ * The vendor GEMM: where gc_op_linear's dispatch table gives the layer's
+ * forward shape (m, n, k; f32) to cuBLASLt, cuBLASLt is loaded and it
+ * plans this call (see gc_op_linear and gc_op_linear_backend), this runs
+ * as one cublasLtMatmul instead (W -= lr * dY^T . x with beta 1, in place), within f32 rounding of graphcore's
+ * kernel (not bitwise); elsewhere graphcore's kernel as described.
  * Pointers: w, dy and x are device memory of the stream's context
  * (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
  * 4-byte aligned (float alignment); float4 loads where the sizes are
@@ -846,7 +862,8 @@ enum gc_status gc_op_linear_mse_step_workspace_bytes(struct gc_context *ctx,
  * in its epilogue, the second the weight and bias update and the loss's
  * final sum; more than 256 rows take three (GEMM, loss, update). W and b come out bitwise equal to gc_op_linear,
  * gc_op_mse, gc_op_linear_weight_sgd and gc_op_bias_sgd run one after the
- * other (on the same device); the loss is summed in another fixed order
+ * other (on the same device, where the dispatch gives those calls
+ * graphcore's kernels); the loss is summed in another fixed order
  * (equal up to rounding). Deterministic: no float atomics, the same bits
  * on every run and replay. The vendor GEMM: past the two-launch sizes,
  * where gc_op_linear's dispatch gives the forward's shape (rows, outputs,

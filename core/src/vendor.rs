@@ -315,6 +315,28 @@ pub unsafe fn weight_sgd(
     unsafe { run(stream, (x, dy, w), 0, (-lr, 1.0), shape) }
 }
 
+/// Enqueues the weight gradient `dW = dY^T . x` through cuBLASLt on
+/// `stream` (one `cublasLtMatmul`, beta 0: dW overwritten, not read), with
+/// `shape` from [`LinearShape::weight_sgd`] of (dw, dy, x): the same plan
+/// as [`weight_sgd`]'s (alpha and beta are the call's, not the plan's).
+/// `NotSupported`, with nothing enqueued, as for [`linear`].
+///
+/// # Safety
+///
+/// `dw` (n x k), `dy` (m x n) and `x` (m x k) are device memory of the
+/// stream's context, alive until the work has run (or, captured, while
+/// the graph may run); dw overlaps neither of the others.
+pub unsafe fn backward_weight(
+    stream: &Stream,
+    dw: u64,
+    dy: u64,
+    x: u64,
+    shape: &LinearShape,
+) -> Result<()> {
+    // SAFETY: passed through from this function's contract.
+    unsafe { run(stream, (x, dy, dw), 0, (1.0, 0.0), shape) }
+}
+
 /// Enqueues `dX = dY . W` through cuBLASLt on `stream` (one
 /// `cublasLtMatmul`), with `shape` from [`LinearShape::backward_input`] of
 /// these pointers. `NotSupported`, with nothing enqueued, as for

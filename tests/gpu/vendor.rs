@@ -620,6 +620,93 @@ fn cublaslt_tf32_backward_input_and_weight_sgd_match_float64_and_rebind() {
     );
 }
 
+/// The weight gradient through cuBLASLt (what a direct
+/// gc_op_linear_backward_weight runs where the dispatch picks cuBLASLt),
+/// `dW = dY^T . x` with beta 0 on the weight update's plan, against
+/// float64 (f32 bound) over a NaN-filled dW (not read), eager and then
+/// captured with its pointers declared arguments and replayed bound to a
+/// second set: that set's dW is computed, the captured one left alone.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cublaslt_backward_weight_matches_float64_and_rebinds() {
+    need_cublaslt();
+    let (c, s, p) = setup();
+    let seed = seed();
+    let (m, n, k) = (768usize, 200usize, 136usize);
+    let (mu, nu, ku) = (m as u32, n as u32, k as u32);
+    let sets: Vec<_> = (0..2u64)
+        .map(|j| {
+            (
+                random(seed ^ 0x81 ^ j << 8, m * n),
+                random(seed ^ 0x82 ^ j << 8, m * k),
+            )
+        })
+        .collect();
+    let reference = |dy: &[f32], x: &[f32]| {
+        let (mut want, mut scale) = (vec![0f64; n * k], vec![0f64; n * k]);
+        for r in 0..n {
+            for col in 0..k {
+                for row in 0..m {
+                    let t = dy[row * n + r] as f64 * x[row * k + col] as f64;
+                    want[r * k + col] += t;
+                    scale[r * k + col] += t.abs();
+                }
+            }
+        }
+        (want, scale)
+    };
+    let bufs: Vec<_> = sets
+        .iter()
+        .map(|(dy, x)| {
+            (
+                put(&s, &p, dy, false),
+                put(&s, &p, x, false),
+                poisoned(&s, &p, n * k, false),
+            )
+        })
+        .collect();
+    let (dya, xa, dwa) = bufs[0];
+    let (dyb, xb, dwb) = bufs[1];
+    let shape = LinearShape::weight_sgd(dwa, dya, xa, mu, nu, ku);
+    assert!(
+        vendor::linear_plan(&c, &shape).unwrap(),
+        "refused {shape:?}"
+    );
+    let what = format!("m={m} n={n} k={k} seed {seed}");
+    // SAFETY: live pool allocations of this test.
+    unsafe { vendor::backward_weight(&s, dwa, dya, xa, &shape) }.unwrap();
+    let (want, scale) = reference(&sets[0].0, &sets[0].1);
+    let e = err(&download(&s, dwa, n * k), &want, &scale);
+    assert!(e <= 1e-5, "eager dW off by {e:e}: {what}");
+    // SAFETY: dwa is a live allocation of n * k floats.
+    unsafe { graphcore_core::set_async(&s, dwa, 0xff, n * k * 4) }.unwrap();
+    graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
+    for (ptr, len) in [(dya, m * n), (xa, m * k), (dwa, n * k)] {
+        declare_capture_arg(&s, ptr, len * 4, false).unwrap();
+    }
+    // SAFETY: as above; kept while the graph runs.
+    unsafe { vendor::backward_weight(&s, dwa, dya, xa, &shape) }.unwrap();
+    let g = graphcore_core::end_capture(&s).unwrap();
+    let ex = Exec::new(&g, 0).unwrap();
+    let bind = [dyb, xb, dwb]
+        .into_iter()
+        .enumerate()
+        .map(|(index, ptr)| Binding {
+            index,
+            ptr,
+            bytes: 0,
+        })
+        .collect::<Vec<_>>();
+    ex.launch_with(&s, &bind).unwrap();
+    let (want, scale) = reference(&sets[1].0, &sets[1].1);
+    let e = err(&download(&s, dwb, n * k), &want, &scale);
+    assert!(e <= 1e-5, "rebound dW off by {e:e}: {what}");
+    assert!(
+        download(&s, dwa, n * k).iter().all(|v| v.is_nan()),
+        "the rebound replay wrote the captured dW: {what}"
+    );
+}
+
 /// The calling thread's current context (NULL when none).
 fn current() -> cudarc::driver::sys::CUcontext {
     use cudarc::driver::sys;

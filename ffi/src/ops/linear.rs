@@ -1,7 +1,7 @@
 //! Linear layers: the forward (gc_op_linear, with its flags), the input
 //! and weight gradients, the weight and bias updates.
 
-use super::{launch_in, op, p, this_export};
+use super::{op, p, this_export};
 use crate::status::gc_status;
 use crate::stream::gc_stream;
 use graphcore_core::kernels::ops;
@@ -151,6 +151,11 @@ pub extern "C" fn gc_op_linear_rows(
 /// 64 up to 64 rows, 128 x 64 above) fill the SMs in clusters of 2 take the
 /// cluster split-K kernel instead, so its bits differ between Hopper and
 /// older GPUs (each deterministic).
+/// The vendor GEMM: where gc_op_linear's dispatch table gives the layer's
+/// forward shape (m, n, k; f32) to cuBLASLt, cuBLASLt is loaded and it
+/// plans this call (see gc_op_linear and gc_op_linear_backend), this runs
+/// as one cublasLtMatmul instead, within f32 rounding of graphcore's
+/// kernel (not bitwise); elsewhere graphcore's kernel as described.
 /// Pointers: dx, dy and w are device memory of the stream's context
 /// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
 /// 4-byte aligned (float alignment); float4 loads where the sizes are
@@ -168,8 +173,9 @@ pub extern "C" fn gc_op_linear_backward_input(
     n: u32,
     k: u32,
 ) -> gc_status {
-    launch_in(this_export!(), stream, |ctx| {
-        ops::linear_backward_input(
+    let op = super::vendor::Backward::Input(p(dx), p(dy), p(w));
+    super::vendor::backward(this_export!(), stream, op, (m, n, k), |ctx| {
+        Ok(ops::linear_backward_input(
             p(dx),
             p(dy),
             p(w),
@@ -178,12 +184,17 @@ pub extern "C" fn gc_op_linear_backward_input(
             k,
             ctx.sm_count(),
             ctx.has_clusters(),
-        )
+        )?)
     })
 }
 
 /// Weight gradient of linear: dw = dy^T * x (dy m x n, x m x k, dw n x k,
 /// row-major, dw overwritten; every product of two of m, n, k below 2^32).
+/// The vendor GEMM: where gc_op_linear's dispatch table gives the layer's
+/// forward shape (m, n, k; f32) to cuBLASLt, cuBLASLt is loaded and it
+/// plans this call (see gc_op_linear and gc_op_linear_backend), this runs
+/// as one cublasLtMatmul instead, within f32 rounding of graphcore's
+/// kernel (not bitwise); elsewhere graphcore's kernel as described.
 /// Pointers: dw, dy and x are device memory of the stream's context
 /// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
 /// 4-byte aligned (float alignment); float4 loads where the sizes are
@@ -201,20 +212,29 @@ pub extern "C" fn gc_op_linear_backward_weight(
     n: u32,
     k: u32,
 ) -> gc_status {
-    op!(stream, |sms| ops::linear_backward_weight(
-        p(dw),
-        p(dy),
-        p(x),
-        m,
-        n,
-        k,
-        sms
-    ))
+    let op = super::vendor::Backward::Weight(p(dw), p(dy), p(x));
+    super::vendor::backward(this_export!(), stream, op, (m, n, k), |ctx| {
+        Ok(ops::linear_backward_weight(
+            p(dw),
+            p(dy),
+            p(x),
+            m,
+            n,
+            k,
+            ctx.sm_count(),
+        )?)
+    })
 }
 
 /// Weight gradient and SGD fused: w -= lr * dy^T * x (dy m x n, x m x k, w
 /// n x k, row-major), without materialising the gradient (bitwise equal to
-/// gc_op_linear_backward_weight then gc_op_sgd).
+/// gc_op_linear_backward_weight then gc_op_sgd where both run graphcore's
+/// kernels).
+/// The vendor GEMM: where gc_op_linear's dispatch table gives the layer's
+/// forward shape (m, n, k; f32) to cuBLASLt, cuBLASLt is loaded and it
+/// plans this call (see gc_op_linear and gc_op_linear_backend), this runs
+/// as one cublasLtMatmul instead (W -= lr * dY^T . x with beta 1, in place), within f32 rounding of graphcore's
+/// kernel (not bitwise); elsewhere graphcore's kernel as described.
 /// Pointers: w, dy and x are device memory of the stream's context
 /// (gc_pool_alloc blocks, cudaMalloc, managed memory; not host memory),
 /// 4-byte aligned (float alignment); float4 loads where the sizes are
@@ -233,16 +253,19 @@ pub extern "C" fn gc_op_linear_weight_sgd(
     k: u32,
     lr: f32,
 ) -> gc_status {
-    op!(stream, |sms| ops::linear_weight_sgd(
-        p(w),
-        p(dy),
-        p(x),
-        m,
-        n,
-        k,
-        lr,
-        sms
-    ))
+    let op = super::vendor::Backward::WeightSgd(p(w), p(dy), p(x), lr);
+    super::vendor::backward(this_export!(), stream, op, (m, n, k), |ctx| {
+        Ok(ops::linear_weight_sgd(
+            p(w),
+            p(dy),
+            p(x),
+            m,
+            n,
+            k,
+            lr,
+            ctx.sm_count(),
+        )?)
+    })
 }
 
 /// Bias gradient: `db[c]` = sum over rows of `dy[r][c]` (dy row-major rows x

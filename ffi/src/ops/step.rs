@@ -49,7 +49,8 @@ pub extern "C" fn gc_op_linear_mse_step_workspace_bytes(
 /// in its epilogue, the second the weight and bias update and the loss's
 /// final sum; more than 256 rows take three (GEMM, loss, update). W and b come out bitwise equal to gc_op_linear,
 /// gc_op_mse, gc_op_linear_weight_sgd and gc_op_bias_sgd run one after the
-/// other (on the same device); the loss is summed in another fixed order
+/// other (on the same device, where the dispatch gives those calls
+/// graphcore's kernels); the loss is summed in another fixed order
 /// (equal up to rounding). Deterministic: no float atomics, the same bits
 /// on every run and replay. The vendor GEMM: past the two-launch sizes,
 /// where gc_op_linear's dispatch gives the forward's shape (rows, outputs,

@@ -493,6 +493,82 @@ pub(crate) fn mlp2_mse_step(
     })
 }
 
+/// The GEMM a direct call of a linear layer's backward op
+/// (gc_op_linear_backward_input, gc_op_linear_backward_weight,
+/// gc_op_linear_weight_sgd) runs: graphcore's `call`, or cuBLASLt's plan of
+/// `shape` where the dispatch table gives the layer's forward shape (m, n,
+/// k; f32) to cuBLASLt, it is loaded and it plans `shape`; anything else
+/// falls back to graphcore's kernel.
+fn direct_backend(ctx: &Context, shape: &LinearShape) -> bool {
+    direct_rule(
+        ops::choose_backend(shape.m, shape.n, shape.k, false),
+        vendor::loaded,
+        || vendor::linear_plan(ctx, shape).unwrap_or(false),
+    )
+}
+
+/// [`direct_backend`]'s rule (pure but for its arguments): the table's
+/// choice, whether cuBLASLt loaded (asked only where the table says
+/// cuBLASLt), whether it plans the shape (asked only where it loaded).
+fn direct_rule(
+    table: Backend,
+    loaded: impl FnOnce() -> bool,
+    plans: impl FnOnce() -> bool,
+) -> bool {
+    table == Backend::CublasLt && loaded() && plans()
+}
+
+/// What a direct backward call runs on cuBLASLt.
+pub(crate) enum Backward {
+    /// `dX = dY . W`: (dx, dy, w).
+    Input(u64, u64, u64),
+    /// `dW = dY^T . x`: (dw, dy, x).
+    Weight(u64, u64, u64),
+    /// `W -= lr * dY^T . x`: (w, dy, x, lr).
+    WeightSgd(u64, u64, u64, f32),
+}
+
+/// The body of gc_op_linear_backward_input, gc_op_linear_backward_weight
+/// and gc_op_linear_weight_sgd: graphcore's plan of the call (its checks
+/// on both paths), then the GEMM [`direct_backend`] picks.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn backward(
+    func: &'static str,
+    stream: *mut gc_stream,
+    op: Backward,
+    (m, n, k): (u32, u32, u32),
+    plan: impl FnOnce(&Context) -> Result<Call, Error>,
+) -> gc_status {
+    boundary(func, || {
+        let s: Stream = self::stream(stream, "stream")?;
+        let ctx = s.context();
+        let call = plan(ctx)?;
+        let shape = match op {
+            Backward::Input(dx, dy, w) => LinearShape::backward_input(dx, dy, w, m, n, k),
+            Backward::Weight(dw, dy, x) | Backward::WeightSgd(dw, dy, x, _) => {
+                LinearShape::weight_sgd(dw, dy, x, m, n, k)
+            }
+        };
+        if !direct_backend(ctx, &shape) {
+            // SAFETY: the C caller promises (the op's docs) that every
+            // pointer is device memory of the stream's context holding what
+            // the op reads and writes, alive until the launch has run (or,
+            // captured, while the graph runs); the plan checked sizes and
+            // overlaps.
+            return unsafe { launch_op(&s, Ok(call)) };
+        }
+        // SAFETY: as above; the plan checked the same pointers and sizes.
+        unsafe {
+            match op {
+                Backward::Input(dx, dy, w) => vendor::backward_input(&s, dx, dy, w, &shape),
+                Backward::Weight(dw, dy, x) => vendor::backward_weight(&s, dw, dy, x, &shape),
+                Backward::WeightSgd(w, dy, x, lr) => vendor::weight_sgd(&s, w, dy, x, lr, &shape),
+            }
+        }?;
+        Ok(())
+    })
+}
+
 /// Which GEMM gc_op_linear runs for these sizes and flags on the stream's
 /// device: *backend is set to GC_LINEAR_BACKEND_GRAPHCORE or
 /// GC_LINEAR_BACKEND_CUBLASLT. Asked as for a call with a bias and
@@ -770,6 +846,22 @@ mod tests {
         }
         // TF32 asked on a device without it (tf32 false) and no forcing: the dispatch.
         assert!(!step_rule(GC_LINEAR_TF32, false, || Ok(false), never_p, &shapes).unwrap());
+    }
+
+    /// Direct backward calls: cuBLASLt only where the table gives the
+    /// forward shape to it, it loaded and it plans the call; loading and
+    /// planning asked only when needed; every other case graphcore's kernel.
+    #[test]
+    fn direct_backward_calls_follow_the_forward_shapes_table_entry() {
+        use graphcore_core::kernels::ops::Backend::{CublasLt, Graphcore};
+        let never = || -> bool { panic!("asked") };
+        assert!(!direct_rule(Graphcore, never, never));
+        assert!(!direct_rule(CublasLt, || false, never));
+        assert!(!direct_rule(CublasLt, || true, || false));
+        assert!(direct_rule(CublasLt, || true, || true));
+        // The table entry is the forward's (m, n, k; f32): the default rule
+        // gives 512 rows and more to cuBLASLt, fewer to graphcore.
+        assert_eq!(ops::choose_backend(8, 256, 256, false), Graphcore);
     }
 
     /// Bad input is refused before the stream is looked at: nothing runs.
