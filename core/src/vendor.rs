@@ -44,8 +44,9 @@ pub enum VendorOp {
     /// `y = act(x . W^T + b)`: y `m x n`, x `m x k`, W `n x k`.
     Linear,
     /// The SGD step of a linear layer's weights, `W -= lr * dY^T . x`: W
-    /// `n x k` updated in place, dY `m x n`, x `m x k` (`bias` and `relu`
-    /// unused).
+    /// `n x k` updated in place, dY `m x n`, x `m x k` (`relu` unused); with
+    /// `bias`, the bias gradient `db = colsum(dY)` (n floats) written too,
+    /// by cuBLASLt's BGRADB epilogue ([`weight_sgd_bgrad`]).
     WeightSgd,
     /// A linear layer's input gradient, `dX = dY . W`: dX `m x k`, dY
     /// `m x n`, W `n x k` (`bias` and `relu` unused).
@@ -123,8 +124,33 @@ impl LinearShape {
         }
     }
 
+    /// The shape of a [`weight_sgd_bgrad`] call with these pointers (f32).
+    #[allow(clippy::too_many_arguments)]
+    pub fn weight_sgd_bgrad(
+        w: u64,
+        dy: u64,
+        x: u64,
+        db: u64,
+        m: u32,
+        n: u32,
+        k: u32,
+    ) -> LinearShape {
+        LinearShape {
+            op: VendorOp::WeightSgd,
+            bias: true,
+            ..LinearShape::of(w, dy, x, db, m, n, k, false, false)
+        }
+    }
+
     /// The cuBLASLt epilogue.
     fn epilogue(&self) -> u32 {
+        if self.op != VendorOp::Linear {
+            return if self.bias && self.op == VendorOp::WeightSgd {
+                epilogue::BGRADB
+            } else {
+                epilogue::DEFAULT
+            };
+        }
         match (self.bias, self.relu) {
             (false, false) => epilogue::DEFAULT,
             (false, true) => epilogue::RELU,
@@ -206,7 +232,7 @@ fn make(shape: &LinearShape, handle: LtHandle) -> Result<Option<Plan>> {
         // W^T (k x n column-major, W row-major) += -lr * x^T . dY: A = x
         // as k x m, B = dY as n x m transposed, C = D = W.
         VendorOp::WeightSgd => (
-            lib.matmul_desc(compute, lt::OP_N, lt::OP_T, epilogue::DEFAULT)?,
+            lib.matmul_desc(compute, lt::OP_N, lt::OP_T, shape.epilogue())?,
             lib.layout(k, m, k as i64)?,
             lib.layout(n, m, n as i64)?,
             lib.layout(k, n, k as i64)?,
@@ -313,6 +339,30 @@ pub unsafe fn weight_sgd(
 ) -> Result<()> {
     // SAFETY: passed through from this function's contract.
     unsafe { run(stream, (x, dy, w), 0, (-lr, 1.0), shape) }
+}
+
+/// Enqueues `W -= lr * dY^T . x` as [`weight_sgd`] does and, in the same
+/// `cublasLtMatmul` (epilogue BGRADB), the bias gradient `db[j] = sum_i
+/// dY[i][j]` into `db` (n floats, overwritten), with `shape` from
+/// [`LinearShape::weight_sgd_bgrad`] of these pointers. `NotSupported`,
+/// with nothing enqueued, as for [`linear`] (cuBLASLt may have no BGRADB
+/// algorithm for a shape that [`weight_sgd`] takes).
+///
+/// # Safety
+///
+/// As [`weight_sgd`]; `db` (n floats) is device memory of the stream's
+/// context overlapping none of the others.
+pub unsafe fn weight_sgd_bgrad(
+    stream: &Stream,
+    w: u64,
+    dy: u64,
+    x: u64,
+    lr: f32,
+    db: u64,
+    shape: &LinearShape,
+) -> Result<()> {
+    // SAFETY: passed through from this function's contract.
+    unsafe { run(stream, (x, dy, w), db, (-lr, 1.0), shape) }
 }
 
 /// Enqueues the weight gradient `dW = dY^T . x` through cuBLASLt on
@@ -440,5 +490,23 @@ mod tests {
         assert_eq!(e(0, true), epilogue::RELU);
         assert_eq!(e(16, false), epilogue::BIAS);
         assert_eq!(e(16, true), epilogue::RELU_BIAS);
+        // The weight update: BGRADB with a bias-gradient buffer, else none;
+        // the other plan kinds never take an epilogue.
+        assert_eq!(
+            LinearShape::weight_sgd_bgrad(16, 16, 16, 16, 1, 1, 1).epilogue(),
+            epilogue::BGRADB
+        );
+        assert_eq!(
+            LinearShape::weight_sgd(16, 16, 16, 1, 1, 1).epilogue(),
+            epilogue::DEFAULT
+        );
+        assert_eq!(
+            LinearShape::backward_input(16, 16, 16, 1, 1, 1).epilogue(),
+            epilogue::DEFAULT
+        );
+        assert_eq!(
+            LinearShape::weight_sgd_bgrad(16, 16, 16, 16 + 4, 1, 1, 1).align,
+            4
+        );
     }
 }

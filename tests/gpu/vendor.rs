@@ -707,6 +707,124 @@ fn cublaslt_backward_weight_matches_float64_and_rebinds() {
     );
 }
 
+/// The weight update with the bias gradient fused (cuBLASLt's BGRADB
+/// epilogue): `W -= lr * dY^T . x` and `db = colsum(dY)` in one
+/// `cublasLtMatmul`, against float64 (f32 bounds), eager and replayed from
+/// a capture bound to a second set of buffers. Where cuBLASLt has no
+/// BGRADB algorithm for a shape, the plan says so (nothing to check for
+/// it; the test fails only if it refuses every shape). A failure message
+/// says whether db came out scaled by alpha (-lr) instead.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cublaslt_weight_sgd_with_bgradb_matches_float64_and_rebinds() {
+    need_cublaslt();
+    let (c, s, p) = setup();
+    let seed = seed();
+    let lr = 0.05f32;
+    let mut planned = 0;
+    for (i, &(m, n, k)) in [(512usize, 256usize, 384usize), (1024, 136, 200)]
+        .iter()
+        .enumerate()
+    {
+        let (mu, nu, ku) = (m as u32, n as u32, k as u32);
+        let sets: Vec<_> = (0..2u64)
+            .map(|j| {
+                (
+                    random(seed ^ 0x91 ^ (i as u64) << 4 ^ j << 8, n * k),
+                    random(seed ^ 0x92 ^ (i as u64) << 4 ^ j << 8, m * n),
+                    random(seed ^ 0x93 ^ (i as u64) << 4 ^ j << 8, m * k),
+                )
+            })
+            .collect();
+        let bufs: Vec<_> = sets
+            .iter()
+            .map(|(w, dy, x)| {
+                (
+                    put(&s, &p, w, false),
+                    put(&s, &p, dy, false),
+                    put(&s, &p, x, false),
+                    poisoned(&s, &p, n, false),
+                )
+            })
+            .collect();
+        let (wa, dya, xa, dba) = bufs[0];
+        let (wb, dyb, xb, dbb) = bufs[1];
+        let shape = LinearShape::weight_sgd_bgrad(wa, dya, xa, dba, mu, nu, ku);
+        if !vendor::linear_plan(&c, &shape).unwrap() {
+            eprintln!("no BGRADB algorithm for m={m} n={n} k={k}");
+            continue;
+        }
+        planned += 1;
+        // W's update and db, with their rounding scales, in float64.
+        let reference = |w: &[f32], dy: &[f32], x: &[f32]| {
+            let (mut want, mut scale) = (vec![0f64; n * k], vec![0f64; n * k]);
+            for r in 0..n {
+                for col in 0..k {
+                    let (mut g, mut a) = (0f64, 0f64);
+                    for row in 0..m {
+                        let t = dy[row * n + r] as f64 * x[row * k + col] as f64;
+                        g += t;
+                        a += t.abs();
+                    }
+                    let w0 = w[r * k + col] as f64;
+                    want[r * k + col] = w0 - lr as f64 * g;
+                    scale[r * k + col] = (w0.abs() + lr as f64 * a).max(1e-30);
+                }
+            }
+            let db: Vec<f64> = (0..n)
+                .map(|j| (0..m).map(|row| dy[row * n + j] as f64).sum())
+                .collect();
+            let db_scale: Vec<f64> = (0..n)
+                .map(|j| {
+                    (0..m)
+                        .map(|row| (dy[row * n + j] as f64).abs())
+                        .sum::<f64>()
+                })
+                .collect();
+            (want, scale, db, db_scale)
+        };
+        let what = format!("m={m} n={n} k={k} seed {seed}");
+        let check = |set: usize, w: u64, db: u64, when: &str| {
+            let (ws, dys, xs) = &sets[set];
+            let (want, scale, want_db, db_scale) = reference(ws, dys, xs);
+            let e = err(&download(&s, w, n * k), &want, &scale);
+            assert!(e <= 1e-5, "{when} update off by {e:e}: {what}");
+            let got_db = download(&s, db, n);
+            let e = err(&got_db, &want_db, &db_scale);
+            let scaled: Vec<f64> = want_db.iter().map(|v| -lr as f64 * v).collect();
+            let e_scaled = err(&got_db, &scaled, &db_scale);
+            assert!(
+                e <= 1e-5,
+                "{when} db off by {e:e} (against -lr * colsum(dY): {e_scaled:e}): {what}"
+            );
+        };
+        // SAFETY: live pool allocations of this test.
+        unsafe { vendor::weight_sgd_bgrad(&s, wa, dya, xa, lr, dba, &shape) }.unwrap();
+        check(0, wa, dba, "eager");
+        // Captured with set a's pointers declared, replayed bound to set b.
+        graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
+        for (ptr, len) in [(wa, n * k), (dya, m * n), (xa, m * k), (dba, n)] {
+            declare_capture_arg(&s, ptr, len * 4, false).unwrap();
+        }
+        // SAFETY: as above; kept while the graph runs.
+        unsafe { vendor::weight_sgd_bgrad(&s, wa, dya, xa, lr, dba, &shape) }.unwrap();
+        let g = graphcore_core::end_capture(&s).unwrap();
+        let ex = Exec::new(&g, 0).unwrap();
+        let bind = [wb, dyb, xb, dbb]
+            .into_iter()
+            .enumerate()
+            .map(|(index, ptr)| Binding {
+                index,
+                ptr,
+                bytes: 0,
+            })
+            .collect::<Vec<_>>();
+        ex.launch_with(&s, &bind).unwrap();
+        check(1, wb, dbb, "rebound");
+    }
+    assert!(planned > 0, "cuBLASLt planned BGRADB for no shape");
+}
+
 /// The calling thread's current context (NULL when none).
 fn current() -> cudarc::driver::sys::CUcontext {
     use cudarc::driver::sys;

@@ -65,6 +65,9 @@ pub(crate) mod epilogue {
     pub(crate) const BIAS: u32 = 4;
     /// `CUBLASLT_EPILOGUE_RELU_BIAS`: the bias, then ReLU.
     pub(crate) const RELU_BIAS: u32 = 6;
+    /// `CUBLASLT_EPILOGUE_BGRADB`: the bias gradient of B (a sum over the
+    /// GEMM's k dimension, one per column of D) stored in the bias buffer.
+    pub(crate) const BGRADB: u32 = 512;
 }
 
 /// `cublasLtMatmulPreferenceAttributes_t` values.
