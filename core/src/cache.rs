@@ -20,7 +20,7 @@ use crate::error::{ensure_arg, Error, ErrorKind, Result};
 use crate::exec::Exec;
 use crate::lock::lock;
 use crate::pool::{Pool, PoolOptions};
-use crate::runner::{record_graph, trim_growth, Fallback};
+use crate::runner::{disabled_by_env, record_graph, trim_growth, Fallback};
 use crate::stream::Stream;
 use std::cell::{Cell, UnsafeCell};
 use std::collections::HashMap;
@@ -83,14 +83,15 @@ pub enum Outcome {
     Eager,
 }
 
-/// One cached graph.
+/// One cached graph: 32 bytes, so that with its key a map's bucket is
+/// one 64-byte line's worth (what a hit reads); the cold part is boxed.
 struct Entry {
     exec: Exec,
     /// The cache's clock when it was last used.
     last_used: AtomicU64,
     /// The clock when it was recorded (breaks ties of `last_used`).
     recorded: u64,
-    info: EntryInfo,
+    info: Box<EntryInfo>,
 }
 
 /// What an entry costs and holds.
@@ -159,9 +160,7 @@ impl Hasher for KeyHasher {
         }
         let rest = chunks.remainder();
         if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+            h = (h.rotate_left(5) ^ tail_word(bytes, rest.len())).wrapping_mul(K);
         }
         self.0 = h;
     }
@@ -177,8 +176,92 @@ impl Hasher for KeyHasher {
     }
 }
 
+/// The last `n` bytes of `bytes` (1 to 7 of them) as one word, read
+/// without a copy loop: from overlapping loads, the last 8 bytes when
+/// there are 8 (a hash of the bytes' length first keeps such words apart
+/// for `[u8]` keys). Every byte of the `n` affects the word.
+#[inline]
+fn tail_word(bytes: &[u8], n: usize) -> u64 {
+    let len = bytes.len();
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or([0; 8]));
+    let half =
+        |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or([0; 4])) as u64;
+    if len >= 8 {
+        word(len - 8)
+    } else if n >= 4 {
+        half(len - n) | (half(len - 4) << 32)
+    } else {
+        let r = &bytes[len - n..];
+        r[0] as u64 | (r[n / 2] as u64) << 8 | (r[n - 1] as u64) << 16
+    }
+}
+
 /// Shards of the map's lock and of the hit counter.
 const SHARDS: usize = 16;
+
+/// Bytes of a key kept in the map's bucket itself (longer keys are
+/// boxed): a hit then compares the key without following a pointer.
+const INLINE_KEY: usize = 30;
+
+/// A cached key's bytes: inline up to [`INLINE_KEY`] bytes, else boxed.
+/// Hashes and compares as its bytes (`[u8]`), so the map is searched with
+/// a `&[u8]`.
+#[derive(Clone)]
+enum Key {
+    /// `len` bytes at the start of `bytes`, the rest zero.
+    Inline { len: u8, bytes: [u8; INLINE_KEY] },
+    /// A longer key.
+    Boxed(Box<[u8]>),
+}
+
+impl Key {
+    #[inline]
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            Key::Inline { len, bytes } => &bytes[..*len as usize],
+            Key::Boxed(b) => b,
+        }
+    }
+}
+
+impl From<&[u8]> for Key {
+    fn from(k: &[u8]) -> Key {
+        if k.len() <= INLINE_KEY {
+            let mut bytes = [0u8; INLINE_KEY];
+            bytes[..k.len()].copy_from_slice(k);
+            Key::Inline {
+                len: k.len() as u8,
+                bytes,
+            }
+        } else {
+            Key::Boxed(k.into())
+        }
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for Key {
+    #[inline]
+    fn borrow(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl std::hash::Hash for Key {
+    /// As the bytes hash (`Borrow` needs the two hashes equal).
+    #[inline]
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state)
+    }
+}
+
+impl PartialEq for Key {
+    #[inline]
+    fn eq(&self, other: &Key) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for Key {}
 
 /// A value on a cache line of its own.
 #[derive(Default)]
@@ -203,13 +286,28 @@ fn shard() -> usize {
     })
 }
 
+/// One shard: its lock and its counter, on one cache line of their own
+/// (a reader writes that line only).
+#[derive(Default)]
+struct Shard {
+    lock: RwLock<()>,
+    /// Counts what the shard's readers count (the cache's hits).
+    count: AtomicU64,
+}
+
 /// A reader-writer lock for read-mostly data read from many threads: a
 /// reader takes the read lock of its thread's shard only, so readers on
 /// different shards share no written cache line; a writer takes every
-/// shard's write lock, in order.
+/// shard's write lock, in order. Each shard carries a counter its readers
+/// may bump on the line they already hold.
+///
+/// The value comes first and the shards live in an allocation of their
+/// own, so a small value (a map's header) shares its cache line with the
+/// fields that follow it (see [`Cache`]).
+#[repr(C)]
 struct Sharded<T> {
-    locks: [Padded<RwLock<()>>; SHARDS],
     value: UnsafeCell<T>,
+    shards: Box<[Padded<Shard>; SHARDS]>,
 }
 
 // SAFETY: the value is read only under a shard's read lock and written
@@ -221,6 +319,8 @@ unsafe impl<T: Send + Sync> Sync for Sharded<T> {}
 struct ReadGuard<'a, T> {
     _lock: RwLockReadGuard<'a, ()>,
     value: &'a T,
+    /// The counter of the reader's shard.
+    count: &'a AtomicU64,
 }
 
 impl<T> std::ops::Deref for ReadGuard<'_, T> {
@@ -252,34 +352,39 @@ impl<T> std::ops::DerefMut for WriteGuard<'_, T> {
 impl<T> Sharded<T> {
     fn new(value: T) -> Self {
         Sharded {
-            locks: Default::default(),
             value: UnsafeCell::new(value),
+            shards: Box::default(),
         }
     }
 
+    /// A read through this thread's [`shard`].
     #[inline]
     fn read(&self) -> ReadGuard<'_, T> {
-        self.read_at(shard())
-    }
-
-    /// A read through shard `at` (the caller's [`shard`]).
-    #[inline]
-    fn read_at(&self, at: usize) -> ReadGuard<'_, T> {
-        let lock = self.locks[at % SHARDS]
-            .0
-            .read()
-            .unwrap_or_else(|e| e.into_inner());
+        let shard = &self.shards[shard() % SHARDS].0;
+        let lock = shard.lock.read().unwrap_or_else(|e| e.into_inner());
         // SAFETY: a shard's read lock is held: no writer holds every write
         // lock, so nothing writes the value while the guard lives.
         let value = unsafe { &*self.value.get() };
-        ReadGuard { _lock: lock, value }
+        ReadGuard {
+            _lock: lock,
+            value,
+            count: &shard.count,
+        }
+    }
+
+    /// The shards' counters, summed.
+    fn count(&self) -> u64 {
+        self.shards
+            .iter()
+            .map(|s| s.0.count.load(Ordering::Relaxed))
+            .sum()
     }
 
     fn write(&self) -> WriteGuard<'_, T> {
         let locks: Vec<_> = self
-            .locks
+            .shards
             .iter()
-            .map(|l| l.0.write().unwrap_or_else(|e| e.into_inner()))
+            .map(|s| s.0.lock.write().unwrap_or_else(|e| e.into_inner()))
             .collect();
         // SAFETY: every shard's write lock is held: no reader and no other
         // writer can reach the value while the guard lives.
@@ -291,7 +396,7 @@ impl<T> Sharded<T> {
     }
 }
 
-type Map<E = Entry> = HashMap<Box<[u8]>, E, BuildHasherDefault<KeyHasher>>;
+type Map<E = Entry> = HashMap<Key, E, BuildHasherDefault<KeyHasher>>;
 
 /// Something with a "last used" word (an entry).
 trait Recency {
@@ -325,25 +430,36 @@ fn lookup<'m, E: Recency>(
 }
 
 /// A budgeted cache of graphs keyed by bytes, sharing one pool.
+///
+/// What a hit reads of it (the map's header and its shards' address, the
+/// clock, the fallback flags) is its first 49 bytes, on one cache line;
+/// only misses write there (the clock).
+#[repr(C, align(64))]
 pub struct Cache {
+    /// The map; its shards' counters count the hits (a hit writes only its
+    /// shard's line and, when it changes, its entry's recency word).
+    map: Sharded<Map>,
+    clock: AtomicU64,
+    /// The fallback flags (bit 0 eager, bit 1 hard fail) and, in bit 2,
+    /// `GRAPHCORE_DISABLE=1` (read once per process), read by every launch
+    /// without a lock.
+    fallback: AtomicU8,
     pool: Pool,
     stream: Stream,
     opts: RwLock<CacheOptions>,
-    /// The fallback flags (bit 0 eager, bit 1 hard fail), read by every
-    /// launch without a lock.
-    fallback: AtomicU8,
-    map: Sharded<Map>,
     /// Serializes recordings (they capture on the cache's one stream).
     recording: Mutex<()>,
-    clock: AtomicU64,
     page_bytes: u64,
-    /// Hits, one counter per shard (no shared write on a hit).
-    hits: [Padded<AtomicU64>; SHARDS],
     misses: AtomicU64,
     evictions: AtomicU64,
     eager_runs: AtomicU64,
     failed_records: AtomicU64,
 }
+
+const _: () = assert!(
+    std::mem::offset_of!(Cache, fallback) < 64 && std::mem::offset_of!(Cache, clock) < 64,
+    "a hit's fields share the cache's first line"
+);
 
 impl Cache {
     /// A cache on `ctx` with a pool and a stream of its own. A budget of 0
@@ -370,7 +486,6 @@ impl Cache {
             recording: Mutex::new(()),
             clock: AtomicU64::new(1),
             page_bytes,
-            hits: Default::default(),
             misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             eager_runs: AtomicU64::new(0),
@@ -399,14 +514,21 @@ impl Cache {
     pub fn fallback(&self) -> Fallback {
         let b = self.fallback.load(Ordering::Relaxed);
         Fallback {
-            eager: b & 1 != 0,
-            hard_fail: b & 2 != 0,
+            eager: b & EAGER != 0,
+            hard_fail: b & HARD_FAIL != 0,
         }
     }
 
     /// Sets the fallback flags; they apply to later launches.
     pub fn set_fallback(&self, f: Fallback) {
         self.fallback.store(fallback_bits(f), Ordering::Relaxed);
+    }
+
+    /// Whether launches run eagerly: the eager flag or
+    /// `GRAPHCORE_DISABLE=1` ([`Fallback::is_eager`]), from one load.
+    #[inline]
+    fn is_eager(&self) -> bool {
+        self.fallback.load(Ordering::Relaxed) & (EAGER | DISABLED) != 0
     }
 
     /// Changes the budget: entries over it are evicted at once (least
@@ -493,7 +615,7 @@ impl Cache {
             !key.is_empty(),
             "`key` has length 0: a key needs at least one byte"
         );
-        if self.fallback().is_eager() {
+        if self.is_eager() {
             return Ok(None);
         }
         match self.try_hit(key, stream, bindings) {
@@ -506,10 +628,15 @@ impl Cache {
     /// eager mode, where nothing is cached).
     #[inline]
     fn try_hit(&self, key: &[u8], stream: &Stream, bindings: &[Binding]) -> Option<Result<()>> {
-        let at = shard();
-        let map = self.map.read_at(at);
-        let e = lookup(&map, key, &self.clock, &self.hits[at].0)?;
-        Some(e.exec.launch_with(stream, bindings))
+        let map = self.map.read();
+        let e = lookup(&map, key, &self.clock, map.count)?;
+        // A plain launch goes straight to the exec (the code gc_exec_launch
+        // runs), not through the bindings' path.
+        Some(if bindings.is_empty() {
+            e.exec.launch(stream)
+        } else {
+            e.exec.launch_with(stream, bindings)
+        })
     }
 
     fn run_eagerly(
@@ -566,7 +693,7 @@ impl Cache {
             exec: r.exec,
             last_used: AtomicU64::new(now),
             recorded: now,
-            info,
+            info: Box::new(info),
         };
         self.map.write().insert(key.into(), entry);
         if let Err(e) = self.enforce(Some(key), opts) {
@@ -590,7 +717,7 @@ impl Cache {
                 let mut map = self.map.write();
                 let victim = map
                     .iter()
-                    .filter(|(k, _)| keep != Some(&k[..]))
+                    .filter(|(k, _)| keep != Some(k.as_bytes()))
                     .min_by_key(|(_, e)| (e.last_used.load(Ordering::Relaxed), e.recorded))
                     .map(|(k, _)| k.clone());
                 match victim {
@@ -641,7 +768,7 @@ impl Cache {
         };
         CacheStats {
             entries,
-            hits: self.hits.iter().map(|h| h.0.load(Ordering::Relaxed)).sum(),
+            hits: self.map.count(),
             misses: self.misses.load(Ordering::Relaxed),
             evictions: self.evictions.load(Ordering::Relaxed),
             eager_runs: self.eager_runs.load(Ordering::Relaxed),
@@ -654,7 +781,7 @@ impl Cache {
     /// The entry of `key`, if cached.
     pub fn entry(&self, key: &[u8]) -> Option<EntryInfo> {
         let map = self.map.read();
-        map.get(key).map(|e| e.info)
+        map.get(key).map(|e| *e.info)
     }
 
     /// Every entry, least recently used first.
@@ -665,8 +792,8 @@ impl Cache {
             .map(|(k, e)| {
                 (
                     (e.last_used.load(Ordering::Relaxed), e.recorded),
-                    k.to_vec(),
-                    e.info,
+                    k.as_bytes().to_vec(),
+                    *e.info,
                 )
             })
             .collect();
@@ -697,8 +824,16 @@ fn check_budget(o: &CacheOptions) -> Result<()> {
     Ok(())
 }
 
+/// Bits of [`Cache::fallback`]: the eager flag, hard fail, and
+/// `GRAPHCORE_DISABLE=1`.
+const EAGER: u8 = 1;
+const HARD_FAIL: u8 = 2;
+const DISABLED: u8 = 4;
+
+/// The flags' bits, with `GRAPHCORE_DISABLE=1`'s.
 fn fallback_bits(f: Fallback) -> u8 {
-    u8::from(f.eager) | (u8::from(f.hard_fail) << 1)
+    let env = if disabled_by_env() { DISABLED } else { 0 };
+    (if f.eager { EAGER } else { 0 }) | (if f.hard_fail { HARD_FAIL } else { 0 }) | env
 }
 
 fn fill_defaults(mut o: CacheOptions) -> CacheOptions {
@@ -749,7 +884,7 @@ mod tests {
     /// A map of 1000 entries, keys `key(0..1000)`.
     fn thousand() -> Map<Fake> {
         (0..1000)
-            .map(|i| (key(i).into(), Fake(AtomicU64::new(0))))
+            .map(|i| (key(i)[..].into(), Fake(AtomicU64::new(0))))
             .collect()
     }
 
@@ -787,13 +922,11 @@ mod tests {
     fn cache_lookup_timing() {
         let map = Sharded::new(thousand());
         let clock = AtomicU64::new(1);
-        let hits: [Padded<AtomicU64>; SHARDS] = Default::default();
         let keys: Vec<Vec<u8>> = (0..1000).map(key).collect();
         let run = |t: usize| {
             best_ns_per_lookup(&keys, t, |k| {
-                let at = shard();
-                let m = map.read_at(at);
-                lookup(&m, k, &clock, &hits[at].0).is_some()
+                let m = map.read();
+                lookup(&m, k, &clock, m.count).is_some()
             })
         };
         // The same with one RwLock and one counter, for comparison.
@@ -827,6 +960,33 @@ mod tests {
             });
             let mean = ns.iter().sum::<f64>() / threads as f64;
             println!("{threads} threads on one map: {mean:.1} ns per lookup per thread");
+        }
+    }
+
+    #[test]
+    fn keys_of_every_length_hash_as_their_bytes_and_are_found() {
+        let b = BuildHasherDefault::<KeyHasher>::default();
+        let mut map = Map::<Fake>::default();
+        let keys: Vec<Vec<u8>> = (1..=3 * INLINE_KEY)
+            .map(|n| (0..n).map(|i| (i * 31 + n) as u8).collect())
+            .collect();
+        for k in &keys {
+            let key = Key::from(&k[..]);
+            assert_eq!(key.as_bytes(), &k[..]);
+            assert_eq!(matches!(key, Key::Inline { .. }), k.len() <= INLINE_KEY);
+            assert_eq!(b.hash_one(&key), b.hash_one(&k[..]));
+            map.insert(key, Fake(AtomicU64::new(k.len() as u64)));
+        }
+        for k in &keys {
+            let e = map.get(&k[..]).unwrap();
+            assert_eq!(e.0.load(Ordering::Relaxed), k.len() as u64);
+            // One byte changed anywhere: another key (and, here, another hash).
+            for i in 0..k.len() {
+                let mut other = k.clone();
+                other[i] ^= 0x80;
+                assert!(!map.contains_key(&other[..]));
+                assert_ne!(b.hash_one(&other[..]), b.hash_one(&k[..]), "{k:?} byte {i}");
+            }
         }
     }
 

@@ -316,28 +316,7 @@ pub extern "C" fn gc_cache_launch(
         })?;
         let o = match hit {
             Some(o) => o,
-            None => {
-                let entry = CACHES.get(cache as u64, "cache")?;
-                let s = STREAMS.get(stream as u64, "stream")?;
-                let record = record.ok_or_else(|| {
-                    Error::invalid_argument(
-                        "`record` is NULL and the key is not cached (or the cache runs eagerly)",
-                    )
-                })?;
-                let own = entry.stream as *mut gc_stream;
-                let mut call = |on: &graphcore_core::Stream, key: &[u8]| {
-                    let h = if on.same(entry.cache.stream()) {
-                        own
-                    } else {
-                        stream
-                    };
-                    // SAFETY: the caller vouches for `record` and `user_data`;
-                    // `key` is the caller's key, alive for the call.
-                    unsafe { record(h, key.as_ptr() as *const c_void, key.len(), user_data) }
-                        .into_result("the record function")
-                };
-                entry.cache.launch(k, &s, b, &mut call)?
-            }
+            None => launch_missed(cache, k, stream, b, record, user_data)?,
         };
         if !outcome.is_null() {
             let v = match o {
@@ -350,6 +329,40 @@ pub extern "C" fn gc_cache_launch(
         }
         Ok(())
     })
+}
+
+/// gc_cache_launch past a miss (or in eager mode): out of line, so that a
+/// hit's code stays compact (fewer instruction cache lines per call).
+#[cold]
+#[inline(never)]
+fn launch_missed(
+    cache: *mut gc_cache,
+    k: &[u8],
+    stream: *mut gc_stream,
+    b: &[graphcore_core::Binding],
+    record: gc_cache_record_fn,
+    user_data: *mut c_void,
+) -> graphcore_core::Result<Outcome> {
+    let entry = CACHES.get(cache as u64, "cache")?;
+    let s = STREAMS.get(stream as u64, "stream")?;
+    let record = record.ok_or_else(|| {
+        Error::invalid_argument(
+            "`record` is NULL and the key is not cached (or the cache runs eagerly)",
+        )
+    })?;
+    let own = entry.stream as *mut gc_stream;
+    let mut call = |on: &graphcore_core::Stream, key: &[u8]| {
+        let h = if on.same(entry.cache.stream()) {
+            own
+        } else {
+            stream
+        };
+        // SAFETY: the caller vouches for `record` and `user_data`; `key` is
+        // the caller's key, alive for the call.
+        unsafe { record(h, key.as_ptr() as *const c_void, key.len(), user_data) }
+            .into_result("the record function")
+    };
+    entry.cache.launch(k, &s, b, &mut call)
 }
 
 /// Fills *stats (set stats->struct_size = sizeof(gc_cache_statistics)):
@@ -402,8 +415,9 @@ pub extern "C" fn gc_cache_entry_info(
     boundary("gc_cache_entry_info", || {
         let out = VersionedOut::new(info, "info")?;
         let k = bytes(key, key_len, "key")?;
-        let entry = CACHES.get(cache as u64, "cache")?;
-        let e = entry.cache.entry(k).ok_or_else(|| {
+        // No clone of the cache (a shared count written per call).
+        let e = CACHES.with(cache as u64, "cache", |entry| Ok(entry.cache.entry(k)))?;
+        let e = e.ok_or_else(|| {
             Error::new(
                 graphcore_core::ErrorKind::NotFound,
                 format!("no entry has this key ({key_len} bytes)"),

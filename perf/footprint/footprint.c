@@ -3,7 +3,7 @@
  * caches, so under callgrind's cache simulation graphcore's L1 misses per
  * call count the cache lines its own code and data touch.
  *
- *   footprint build|build10|capture|capture1|launch|instantiate|instantiate_captured|update ITERATIONS
+ *   footprint build|build10|capture|capture1|launch|instantiate|instantiate_captured|update|cache_hit|cache_lookup|launch_cycle ITERATIONS
  *
  * build: a graph of 100 kernel nodes in a chain (create, add, destroy);
  * build10: the same with 10 nodes; capture: begin, 100 launches, end,
@@ -11,15 +11,34 @@
  * one-node exec; instantiate: that one-node graph instantiated (and the
  * exec destroyed); instantiate_captured: the same for a captured one-node
  * graph, as graph_perf_scaling's instantiate row; update: an exec of a captured one-node graph updated
- * to another captured one and back, as graph_perf_scaling's update row. */
+ * to another captured one and back, as graph_perf_scaling's update row.
+ * cache_hit: 100 gc_cache_launch hits, each on another of a cache's 1000
+ * entries (12-byte keys, one captured kernel node each, as perf/c/cache_bench's
+ * a); cache_lookup: the same with gc_cache_entry_info; launch_cycle: 100
+ * gc_exec_launch, each on another of 1000 execs of one captured graph (in
+ * the hits' order). */
 #include "../c/bench.h"
+
+#define ENTRIES 1000
+
+static gc_function *record_fn;
+
+/* A cache entry's work: one launch of the empty kernel. */
+static gc_status record_one(gc_stream *s, const void *key, size_t len, void *user) {
+    (void)key, (void)len, (void)user;
+    uint32_t t = 1;
+    void *a[] = {&t};
+    gc_dim3 one = {1, 1, 1};
+    return gc_launch(record_fn, s, one, one, 0, a);
+}
 
 static const char PTX[] = ".version 8.0\n.target sm_75\n.address_size 64\n"
                           ".visible .entry e(.param .u32 t)\n{\n ret;\n}\n";
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: footprint build|build10|capture|capture1|launch|instantiate|instantiate_captured|update ITERATIONS\n");
+        fprintf(stderr, "usage: footprint build|build10|capture|capture1|launch|instantiate|instantiate_captured|update|"
+                        "cache_hit|cache_lookup|launch_cycle ITERATIONS\n");
         return 2;
     }
     const char *what = argv[1];
@@ -50,6 +69,29 @@ int main(int argc, char **argv) {
         TRY(gc_capture_end(s, &c[k]));
     }
     TRY(gc_graph_instantiate(c[0], 0, &ec));
+    /* For cache_*: a cache of 1000 entries; for launch_cycle: 1000 execs. */
+    static uint8_t keys[ENTRIES][12];
+    static gc_exec *cycle[ENTRIES];
+    gc_cache *cache = NULL;
+    int cycled = !strcmp(what, "launch_cycle"), cached = !strncmp(what, "cache_", 6);
+    if (cached) {
+        gc_cache_options o;
+        memset(&o, 0, sizeof o);
+        o.struct_size = sizeof o;
+        o.max_entries = ENTRIES;
+        o.max_bytes = 1ull << 34;
+        record_fn = fn;
+        TRY(gc_cache_create(ctx, &o, &cache));
+        for (uint32_t k = 0; k < ENTRIES; k++) {
+            memcpy(keys[k], "shape:\0\0\0\0\0\0", 12);
+            memcpy(keys[k] + 6, &k, 4);
+            TRY(gc_cache_launch(cache, keys[k], 12, s, NULL, 0, record_one, NULL, NULL));
+        }
+    }
+    for (int k = 0; cycled && k < ENTRIES; k++) TRY(gc_graph_instantiate(c[0], 0, &cycle[k]));
+    gc_cache_entry info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
     for (int it = 0; it < n; it++) {
         gc_graph *g;
         gc_node prev, node;
@@ -77,6 +119,16 @@ int main(int argc, char **argv) {
             }
         } else if (!strcmp(what, "launch")) {
             for (int i = 0; i < len; i++) TRY(gc_exec_launch(e0, s));
+        } else if (cycled || cached) {
+            for (int i = 0; i < len; i++) {
+                int k = ((it * len + i) * 13) % ENTRIES;
+                if (cycled)
+                    TRY(gc_exec_launch(cycle[k], s));
+                else if (!strcmp(what, "cache_hit"))
+                    TRY(gc_cache_launch(cache, keys[k], 12, s, NULL, 0, NULL, NULL, NULL));
+                else
+                    TRY(gc_cache_entry_info(cache, keys[k], 12, &info));
+            }
         } else if (!strcmp(what, "instantiate") || !strcmp(what, "instantiate_captured")) {
             gc_exec *e;
             TRY(gc_graph_instantiate(strcmp(what, "instantiate") ? c[0] : g0, 0, &e));
@@ -89,6 +141,8 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
+    if (cache) TRY(gc_cache_destroy(cache));
+    for (int k = 0; cycled && k < ENTRIES; k++) TRY(gc_exec_destroy(cycle[k]));
     TRY(gc_exec_destroy(ec));
     TRY(gc_graph_destroy(c[0]));
     TRY(gc_graph_destroy(c[1]));

@@ -12,7 +12,7 @@ L1i, 48 KB L1d), counting only inside the named entry points; graphcore's
 L1 misses per call are then the lines it touched. Two iteration counts are
 run and subtracted, so set-up and tear-down cancel out.
 
-    python3 perf/footprint/footprint.py LABEL=LIBGRAPHCORE.so ... [-o OUT.json]
+    python3 perf/footprint/footprint.py LABEL=LIBGRAPHCORE.so ... [-o OUT.json] [--ops=OP,OP]
 
 Prints, per library and operation, graphcore's instructions, L1i misses
 (code lines) and L1d read and write misses per call, the C library's and
@@ -45,6 +45,11 @@ OPS = {
     "instantiate_captured": (["gc_graph_instantiate"], 1,
                              "gc_graph_instantiate of a captured one-node graph"),
     "update": (["gc_exec_update"], 2, "gc_exec_update of a captured one-node graph's exec to another such graph"),
+    "cache_hit": (["gc_cache_launch"], 100,
+                  "gc_cache_launch, a hit among 1000 entries (12-byte keys, one node each), each call another"),
+    "cache_lookup": (["gc_cache_entry_info"], 100, "gc_cache_entry_info of those entries, each call another"),
+    "launch_cycle": (["gc_exec_launch"], 100,
+                     "gc_exec_launch of 1000 execs of one captured one-node graph, each call another"),
 }
 EVENTS = ("Ir", "I1mr", "D1mr", "D1mw")
 
@@ -142,6 +147,11 @@ def measure(lib, op, work):
 
 def main():
     args, out = sys.argv[1:], None
+    only = [a for a in args if a.startswith("--ops=")]
+    if only:
+        args.remove(only[0])
+        for op in [o for o in OPS if o not in only[0][6:].split(",")]:
+            del OPS[op]
     if "-o" in args:
         i = args.index("-o")
         out = args[i + 1]
