@@ -72,6 +72,10 @@ def block_cache():
         f"differ | {verdict(f['differing'] == 0, 'met')} |",
         "",
         prose(
+            (f"The hit's floor: `gc_exec_launch` of {n0(h['entries'])} execs of the graph in turn (each "
+             f"launch another exec, as each hit is) {h['exec_cycle_launch_ns']:.0f} ns, so the cache adds "
+             f"{h['cache_launch_ns'] - h['exec_cycle_launch_ns']:+.0f} ns to it. "
+             if "exec_cycle_launch_ns" in h else "") +
             f"Beside the threads' target, the floors of the same harness: `gc_exec_launch` from "
             f"{t['threads']} threads at once, each its own exec, {t['exec_launch_ns_n']:.0f} against "
             f"{t['exec_launch_ns_1']:.0f} ns ({_x(t['exec_launch_ns_n'] / t['exec_launch_ns_1'])}: the "
