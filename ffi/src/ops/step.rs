@@ -89,23 +89,17 @@ pub extern "C" fn gc_op_linear_mse_step(
     workspace: *mut c_void,
     workspace_bytes: u64,
 ) -> gc_status {
-    let step = ops::LinearMseStep {
-        w: p(w),
-        b: p(b),
-        x: p(x),
-        target: p(target),
-        loss: p(loss),
-        rows,
-        inputs,
-        outputs,
-        grad_scale,
-        lr,
-    };
-    super::vendor::linear_mse_step(
+    linear_step(
         this_export!(),
         stream,
-        step,
-        p(workspace),
+        w,
+        b,
+        x,
+        target,
+        loss,
+        [rows, inputs, outputs],
+        [grad_scale, lr],
+        workspace,
         workspace_bytes,
         0,
     )
@@ -149,23 +143,17 @@ pub extern "C" fn gc_op_linear_mse_step_flags(
     workspace_bytes: u64,
     flags: c_int,
 ) -> gc_status {
-    let step = ops::LinearMseStep {
-        w: p(w),
-        b: p(b),
-        x: p(x),
-        target: p(target),
-        loss: p(loss),
-        rows,
-        inputs,
-        outputs,
-        grad_scale,
-        lr,
-    };
-    super::vendor::linear_mse_step(
+    linear_step(
         this_export!(),
         stream,
-        step,
-        p(workspace),
+        w,
+        b,
+        x,
+        target,
+        loss,
+        [rows, inputs, outputs],
+        [grad_scale, lr],
+        workspace,
         workspace_bytes,
         flags,
     )
@@ -253,26 +241,16 @@ pub extern "C" fn gc_op_mlp2_mse_step(
     workspace: *mut c_void,
     workspace_bytes: u64,
 ) -> gc_status {
-    let step = ops::Mlp2MseStep {
-        w1: p(w1),
-        b1: p(b1),
-        w2: p(w2),
-        b2: p(b2),
-        x: p(x),
-        target: p(target),
-        loss: p(loss),
-        rows,
-        inputs,
-        hidden,
-        outputs,
-        grad_scale,
-        lr,
-    };
-    super::vendor::mlp2_mse_step(
+    mlp2_step(
         this_export!(),
         stream,
-        step,
-        p(workspace),
+        [w1, b1, w2, b2],
+        x,
+        target,
+        loss,
+        [rows, inputs, hidden, outputs],
+        [grad_scale, lr],
+        workspace,
         workspace_bytes,
         0,
     )
@@ -322,6 +300,72 @@ pub extern "C" fn gc_op_mlp2_mse_step_flags(
     workspace_bytes: u64,
     flags: c_int,
 ) -> gc_status {
+    mlp2_step(
+        this_export!(),
+        stream,
+        [w1, b1, w2, b2],
+        x,
+        target,
+        loss,
+        [rows, inputs, hidden, outputs],
+        [grad_scale, lr],
+        workspace,
+        workspace_bytes,
+        flags,
+    )
+}
+
+/// The body of gc_op_linear_mse_step and its `_flags` form (the plain form
+/// passes flags 0): builds the step and runs it inside func's boundary.
+/// `dims` is rows, inputs, outputs; `scales` is grad_scale, lr.
+#[allow(clippy::too_many_arguments)]
+fn linear_step(
+    func: &'static str,
+    stream: *mut gc_stream,
+    w: *mut f32,
+    b: *mut f32,
+    x: *const f32,
+    target: *const f32,
+    loss: *mut f32,
+    [rows, inputs, outputs]: [u32; 3],
+    [grad_scale, lr]: [f32; 2],
+    workspace: *mut c_void,
+    workspace_bytes: u64,
+    flags: c_int,
+) -> gc_status {
+    let step = ops::LinearMseStep {
+        w: p(w),
+        b: p(b),
+        x: p(x),
+        target: p(target),
+        loss: p(loss),
+        rows,
+        inputs,
+        outputs,
+        grad_scale,
+        lr,
+    };
+    super::vendor::linear_mse_step(func, stream, step, p(workspace), workspace_bytes, flags)
+}
+
+/// The body of gc_op_mlp2_mse_step and its `_flags` form (the plain form
+/// passes flags 0): builds the step and runs it inside func's boundary.
+/// `params` is w1, b1, w2, b2; `dims` is rows, inputs, hidden, outputs;
+/// `scales` is grad_scale, lr.
+#[allow(clippy::too_many_arguments)]
+fn mlp2_step(
+    func: &'static str,
+    stream: *mut gc_stream,
+    [w1, b1, w2, b2]: [*mut f32; 4],
+    x: *const f32,
+    target: *const f32,
+    loss: *mut f32,
+    [rows, inputs, hidden, outputs]: [u32; 4],
+    [grad_scale, lr]: [f32; 2],
+    workspace: *mut c_void,
+    workspace_bytes: u64,
+    flags: c_int,
+) -> gc_status {
     let step = ops::Mlp2MseStep {
         w1: p(w1),
         b1: p(b1),
@@ -337,12 +381,5 @@ pub extern "C" fn gc_op_mlp2_mse_step_flags(
         grad_scale,
         lr,
     };
-    super::vendor::mlp2_mse_step(
-        this_export!(),
-        stream,
-        step,
-        p(workspace),
-        workspace_bytes,
-        flags,
-    )
+    super::vendor::mlp2_mse_step(func, stream, step, p(workspace), workspace_bytes, flags)
 }
