@@ -94,6 +94,86 @@ fn poisoned(s: &Stream, p: &Pool, n: usize, shift: bool) -> u64 {
     a
 }
 
+/// Bindings of a replay: argument `i` to `ptrs[i]`.
+fn bind(ptrs: &[u64]) -> Vec<Binding> {
+    ptrs.iter()
+        .enumerate()
+        .map(|(index, &ptr)| Binding {
+            index,
+            ptr,
+            bytes: 0,
+        })
+        .collect()
+}
+
+/// A capture on `s` of what `body` launches, each `(ptr, floats)` of
+/// `args` declared an argument in turn, instantiated.
+fn captured(s: &Stream, args: &[(u64, usize)], body: impl FnOnce()) -> Exec {
+    graphcore_core::begin_capture(s, None, CaptureMode::ThreadLocal).unwrap();
+    for &(ptr, len) in args {
+        declare_capture_arg(s, ptr, len * 4, false).unwrap();
+    }
+    body();
+    let g = graphcore_core::end_capture(s).unwrap();
+    Exec::new(&g, 0).unwrap()
+}
+
+/// The input gradient `dX = dY . W` (m x k) of dY (m x n) and W (n x k)
+/// in float64, and per element the sum of |terms|.
+fn input_grad_ref(dy: &[f32], w: &[f32], (m, n, k): (usize, usize, usize)) -> (Vec<f64>, Vec<f64>) {
+    let (mut want, mut scale) = (vec![0f64; m * k], vec![0f64; m * k]);
+    for r in 0..m {
+        for j in 0..n {
+            let d = dy[r * n + j] as f64;
+            for col in 0..k {
+                let t = d * w[j * k + col] as f64;
+                want[r * k + col] += t;
+                scale[r * k + col] += t.abs();
+            }
+        }
+    }
+    (want, scale)
+}
+
+/// The weight gradient `dY^T . x` (n x k) of dY (m x n) and x (m x k) in
+/// float64, and per element the sum of |terms|.
+fn weight_grad_ref(
+    dy: &[f32],
+    x: &[f32],
+    (m, n, k): (usize, usize, usize),
+) -> (Vec<f64>, Vec<f64>) {
+    let (mut want, mut scale) = (vec![0f64; n * k], vec![0f64; n * k]);
+    for r in 0..n {
+        for col in 0..k {
+            for row in 0..m {
+                let t = dy[row * n + r] as f64 * x[row * k + col] as f64;
+                want[r * k + col] += t;
+                scale[r * k + col] += t.abs();
+            }
+        }
+    }
+    (want, scale)
+}
+
+/// The weight update `W - lr * dY^T . x` in float64 and its rounding scale
+/// (|W| + lr * the sum of |terms|).
+fn sgd_ref(
+    w: &[f32],
+    dy: &[f32],
+    x: &[f32],
+    lr: f32,
+    mnk: (usize, usize, usize),
+) -> (Vec<f64>, Vec<f64>) {
+    let (g, a) = weight_grad_ref(dy, x, mnk);
+    w.iter()
+        .zip(g.iter().zip(&a))
+        .map(|(&w0, (g, a))| {
+            let w0 = w0 as f64;
+            (w0 - lr as f64 * g, (w0.abs() + lr as f64 * a).max(1e-30))
+        })
+        .unzip()
+}
+
 /// For each shape, epilogue, precision and alignment: cuBLASLt within the
 /// f32 (1e-5) or TF32 (2e-3) bound of float64, as graphcore's kernel is.
 #[test]
@@ -235,17 +315,7 @@ fn cublaslt_linear_captures_and_replays_with_rebound_arguments() {
         let first = download(&s, ya, m * n);
         let (want_a, scale_a) = reference(&a.x, &a.w, Some(&a.b), (m, n, k), relu);
         assert!(err(&first, &want_a, &scale_a) <= bound, "captured: {what}");
-        let to = |x, w, b, y| {
-            [x, w, b, y]
-                .into_iter()
-                .enumerate()
-                .map(|(index, ptr)| Binding {
-                    index,
-                    ptr,
-                    bytes: 0,
-                })
-                .collect::<Vec<_>>()
-        };
+        let to = |x, w, b, y| bind(&[x, w, b, y]);
         // SAFETY: ya is a live allocation of m * n floats.
         unsafe { graphcore_core::set_async(&s, ya, 0xff, m * n * 4) }.unwrap();
         e.launch_with(&s, &to(xb, wb, bb, yb)).unwrap();
@@ -446,18 +516,7 @@ fn cublaslt_backward_input_matches_float64() {
             vendor::linear_plan(&c, &shape).unwrap(),
             "refused m={m} n={n} k={k}"
         );
-        let mut want = vec![0f64; m * k];
-        let mut scale = vec![0f64; m * k];
-        for r in 0..m {
-            for j in 0..n {
-                let d = dy[r * n + j] as f64;
-                for col in 0..k {
-                    let t = d * w[j * k + col] as f64;
-                    want[r * k + col] += t;
-                    scale[r * k + col] += t.abs();
-                }
-            }
-        }
+        let (want, scale) = input_grad_ref(&dy, &w, (m, n, k));
         let what = format!("m={m} n={n} k={k} seed {seed}");
         // SAFETY: live pool allocations of this test.
         unsafe { vendor::backward_input(&s, dx, dyd, wd, &shape) }.unwrap();
@@ -496,16 +555,6 @@ fn cublaslt_tf32_backward_input_and_weight_sgd_match_float64_and_rebind() {
     let (m, n, k) = (640usize, 264usize, 136usize);
     let (mu, nu, ku) = (m as u32, n as u32, k as u32);
     let bound = 2e-3;
-    let bind = |ptrs: &[u64]| {
-        ptrs.iter()
-            .enumerate()
-            .map(|(index, &ptr)| Binding {
-                index,
-                ptr,
-                bytes: 0,
-            })
-            .collect::<Vec<_>>()
-    };
     // Two sets of inputs: dY (m x n), W (n x k), x (m x k).
     let sets: Vec<_> = (0..2u64)
         .map(|j| {
@@ -517,38 +566,7 @@ fn cublaslt_tf32_backward_input_and_weight_sgd_match_float64_and_rebind() {
         })
         .collect();
     // dX = dY . W and its scale, in float64.
-    let dx_ref = |dy: &[f32], w: &[f32]| {
-        let (mut want, mut scale) = (vec![0f64; m * k], vec![0f64; m * k]);
-        for r in 0..m {
-            for j in 0..n {
-                let d = dy[r * n + j] as f64;
-                for col in 0..k {
-                    let t = d * w[j * k + col] as f64;
-                    want[r * k + col] += t;
-                    scale[r * k + col] += t.abs();
-                }
-            }
-        }
-        (want, scale)
-    };
-    // W - lr * dY^T . x and its scale, in float64.
-    let sgd_ref = |w: &[f32], dy: &[f32], x: &[f32]| {
-        let (mut want, mut scale) = (vec![0f64; n * k], vec![0f64; n * k]);
-        for r in 0..n {
-            for col in 0..k {
-                let (mut g, mut a) = (0f64, 0f64);
-                for row in 0..m {
-                    let t = dy[row * n + r] as f64 * x[row * k + col] as f64;
-                    g += t;
-                    a += t.abs();
-                }
-                let w0 = w[r * k + col] as f64;
-                want[r * k + col] = w0 - lr as f64 * g;
-                scale[r * k + col] = (w0.abs() + lr as f64 * a).max(1e-30);
-            }
-        }
-        (want, scale)
-    };
+    let dx_ref = |dy: &[f32], w: &[f32]| input_grad_ref(dy, w, (m, n, k));
     let bufs: Vec<_> = sets
         .iter()
         .map(|(dy, w, x)| {
@@ -582,29 +600,26 @@ fn cublaslt_tf32_backward_input_and_weight_sgd_match_float64_and_rebind() {
     assert!(e <= bound, "eager TF32 dX off by {e:e}: {what}");
     // SAFETY: as above.
     unsafe { vendor::weight_sgd(&s, wa, dya, xa, lr, &upd) }.unwrap();
-    let (want, scale) = sgd_ref(&sets[0].1, &sets[0].0, &sets[0].2);
+    let (want, scale) = sgd_ref(&sets[0].1, &sets[0].0, &sets[0].2, lr, (m, n, k));
     let e = err(&download(&s, wa, n * k), &want, &scale);
     assert!(e <= bound, "eager TF32 update off by {e:e}: {what}");
     // Captured with set a's pointers declared, replayed bound to set b's.
     let wa_now = download(&s, wa, n * k);
-    graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
-    for (ptr, len) in [(dya, m * n), (wa, n * k), (xa, m * k), (dxa, m * k)] {
-        declare_capture_arg(&s, ptr, len * 4, false).unwrap();
-    }
-    // SAFETY: as above; kept while the graph runs.
-    unsafe {
-        vendor::backward_input(&s, dxa, dya, wa, &bwd).unwrap();
-        vendor::weight_sgd(&s, wa, dya, xa, lr, &upd).unwrap();
-    }
-    let g = graphcore_core::end_capture(&s).unwrap();
-    let ex = Exec::new(&g, 0).unwrap();
+    let args = [(dya, m * n), (wa, n * k), (xa, m * k), (dxa, m * k)];
+    let ex = captured(&s, &args, || {
+        // SAFETY: as above; kept while the graph runs.
+        unsafe {
+            vendor::backward_input(&s, dxa, dya, wa, &bwd).unwrap();
+            vendor::weight_sgd(&s, wa, dya, xa, lr, &upd).unwrap();
+        }
+    });
     // SAFETY: dxa is a live allocation of m * k floats.
     unsafe { graphcore_core::set_async(&s, dxa, 0xff, m * k * 4) }.unwrap();
     ex.launch_with(&s, &bind(&[dyb, wb, xb, dxb])).unwrap();
     let (want, scale) = dx_ref(&sets[1].0, &sets[1].1);
     let e = err(&download(&s, dxb, m * k), &want, &scale);
     assert!(e <= bound, "rebound TF32 dX off by {e:e}: {what}");
-    let (want, scale) = sgd_ref(&sets[1].1, &sets[1].0, &sets[1].2);
+    let (want, scale) = sgd_ref(&sets[1].1, &sets[1].0, &sets[1].2, lr, (m, n, k));
     let e = err(&download(&s, wb, n * k), &want, &scale);
     assert!(e <= bound, "rebound TF32 update off by {e:e}: {what}");
     assert!(
@@ -642,19 +657,7 @@ fn cublaslt_backward_weight_matches_float64_and_rebinds() {
             )
         })
         .collect();
-    let reference = |dy: &[f32], x: &[f32]| {
-        let (mut want, mut scale) = (vec![0f64; n * k], vec![0f64; n * k]);
-        for r in 0..n {
-            for col in 0..k {
-                for row in 0..m {
-                    let t = dy[row * n + r] as f64 * x[row * k + col] as f64;
-                    want[r * k + col] += t;
-                    scale[r * k + col] += t.abs();
-                }
-            }
-        }
-        (want, scale)
-    };
+    let reference = |dy: &[f32], x: &[f32]| weight_grad_ref(dy, x, (m, n, k));
     let bufs: Vec<_> = sets
         .iter()
         .map(|(dy, x)| {
@@ -680,24 +683,11 @@ fn cublaslt_backward_weight_matches_float64_and_rebinds() {
     assert!(e <= 1e-5, "eager dW off by {e:e}: {what}");
     // SAFETY: dwa is a live allocation of n * k floats.
     unsafe { graphcore_core::set_async(&s, dwa, 0xff, n * k * 4) }.unwrap();
-    graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
-    for (ptr, len) in [(dya, m * n), (xa, m * k), (dwa, n * k)] {
-        declare_capture_arg(&s, ptr, len * 4, false).unwrap();
-    }
-    // SAFETY: as above; kept while the graph runs.
-    unsafe { vendor::backward_weight(&s, dwa, dya, xa, &shape) }.unwrap();
-    let g = graphcore_core::end_capture(&s).unwrap();
-    let ex = Exec::new(&g, 0).unwrap();
-    let bind = [dyb, xb, dwb]
-        .into_iter()
-        .enumerate()
-        .map(|(index, ptr)| Binding {
-            index,
-            ptr,
-            bytes: 0,
-        })
-        .collect::<Vec<_>>();
-    ex.launch_with(&s, &bind).unwrap();
+    let ex = captured(&s, &[(dya, m * n), (xa, m * k), (dwa, n * k)], || {
+        // SAFETY: as above; kept while the graph runs.
+        unsafe { vendor::backward_weight(&s, dwa, dya, xa, &shape) }.unwrap();
+    });
+    ex.launch_with(&s, &bind(&[dyb, xb, dwb])).unwrap();
     let (want, scale) = reference(&sets[1].0, &sets[1].1);
     let e = err(&download(&s, dwb, n * k), &want, &scale);
     assert!(e <= 1e-5, "rebound dW off by {e:e}: {what}");
@@ -757,20 +747,7 @@ fn cublaslt_weight_sgd_with_bgradb_matches_float64_and_rebinds() {
         planned += 1;
         // W's update and db, with their rounding scales, in float64.
         let reference = |w: &[f32], dy: &[f32], x: &[f32]| {
-            let (mut want, mut scale) = (vec![0f64; n * k], vec![0f64; n * k]);
-            for r in 0..n {
-                for col in 0..k {
-                    let (mut g, mut a) = (0f64, 0f64);
-                    for row in 0..m {
-                        let t = dy[row * n + r] as f64 * x[row * k + col] as f64;
-                        g += t;
-                        a += t.abs();
-                    }
-                    let w0 = w[r * k + col] as f64;
-                    want[r * k + col] = w0 - lr as f64 * g;
-                    scale[r * k + col] = (w0.abs() + lr as f64 * a).max(1e-30);
-                }
-            }
+            let (want, scale) = sgd_ref(w, dy, x, lr, (m, n, k));
             let db: Vec<f64> = (0..n)
                 .map(|j| (0..m).map(|row| dy[row * n + j] as f64).sum())
                 .collect();
@@ -802,24 +779,12 @@ fn cublaslt_weight_sgd_with_bgradb_matches_float64_and_rebinds() {
         unsafe { vendor::weight_sgd_bgrad(&s, wa, dya, xa, lr, dba, &shape) }.unwrap();
         check(0, wa, dba, "eager");
         // Captured with set a's pointers declared, replayed bound to set b.
-        graphcore_core::begin_capture(&s, None, CaptureMode::ThreadLocal).unwrap();
-        for (ptr, len) in [(wa, n * k), (dya, m * n), (xa, m * k), (dba, n)] {
-            declare_capture_arg(&s, ptr, len * 4, false).unwrap();
-        }
-        // SAFETY: as above; kept while the graph runs.
-        unsafe { vendor::weight_sgd_bgrad(&s, wa, dya, xa, lr, dba, &shape) }.unwrap();
-        let g = graphcore_core::end_capture(&s).unwrap();
-        let ex = Exec::new(&g, 0).unwrap();
-        let bind = [wb, dyb, xb, dbb]
-            .into_iter()
-            .enumerate()
-            .map(|(index, ptr)| Binding {
-                index,
-                ptr,
-                bytes: 0,
-            })
-            .collect::<Vec<_>>();
-        ex.launch_with(&s, &bind).unwrap();
+        let args = [(wa, n * k), (dya, m * n), (xa, m * k), (dba, n)];
+        let ex = captured(&s, &args, || {
+            // SAFETY: as above; kept while the graph runs.
+            unsafe { vendor::weight_sgd_bgrad(&s, wa, dya, xa, lr, dba, &shape) }.unwrap();
+        });
+        ex.launch_with(&s, &bind(&[wb, dyb, xb, dbb])).unwrap();
         check(1, wb, dbb, "rebound");
     }
     assert!(planned > 0, "cuBLASLt planned BGRADB for no shape");
