@@ -839,14 +839,7 @@ def test_op_mlp_layers_take_the_gemm_dispatch(ctx, stream, pool):
     x = [rnd.uniform(-1, 1) for _ in range(rows * dims[0])]
     xd = pool.alloc(4 * rows * dims[0])
     upload(ctx, stream, xd, x)
-    layers, ws, bs = [], [], []
-    for i in range(2):
-        w = [rnd.uniform(-0.2, 0.2) for _ in range(dims[i] * dims[i + 1])]
-        b = [rnd.uniform(-1, 1) for _ in range(dims[i + 1])]
-        wd, bd = pool.alloc(4 * len(w)), pool.alloc(4 * len(b))
-        upload(ctx, stream, wd, w)
-        upload(ctx, stream, bd, b)
-        layers.append((wd, bd, dims[i], dims[i + 1], i == 0))
+    layers, _ = _mlp_layers(ctx, stream, pool, rnd, dims, 0.2)
     nbytes = gc.mlp_workspace_bytes(rows, layers)
     work = pool.alloc(nbytes)
     gc.memset_async(stream, work, 0, nbytes)
@@ -863,6 +856,22 @@ def test_op_mlp_layers_take_the_gemm_dispatch(ctx, stream, pool):
     assert worst < 1e-4, worst
     expected = gc.LINEAR_BACKEND_CUBLASLT if gc.cublaslt_version() else gc.LINEAR_BACKEND_GRAPHCORE
     assert gc.op_linear_backend(stream, rows, dims[1], dims[0], gc.LINEAR_RELU) == expected
+
+
+def _mlp_layers(ctx, stream, pool, rnd, dims, w_range):
+    """Two layers dims[0] -> dims[1] (ReLU) -> dims[2] drawn from ``rnd``
+    (W uniform in +-w_range, b in +-1), uploaded to pool blocks: gc.op_mlp's
+    layers and the host (w, b) lists."""
+    layers, host = [], []
+    for i in range(2):
+        w = [rnd.uniform(-w_range, w_range) for _ in range(dims[i] * dims[i + 1])]
+        b = [rnd.uniform(-1, 1) for _ in range(dims[i + 1])]
+        wd, bd = pool.alloc(4 * len(w)), pool.alloc(4 * len(b))
+        upload(ctx, stream, wd, w)
+        upload(ctx, stream, bd, b)
+        layers.append((wd, bd, dims[i], dims[i + 1], i == 0))
+        host.append((w, b))
+    return layers, host
 
 
 def _mlp_ref(x, layers_host, rows, dims):
@@ -883,15 +892,7 @@ def test_op_mlp_tf32_matches_float64_and_replays_rebound(ctx, stream, pool):
     rows, dims = 96, [64, 96, 24]
     rnd = random.Random(5311)
     xs = [[rnd.uniform(-1, 1) for _ in range(rows * dims[0])] for _ in range(2)]
-    layers, host = [], []
-    for i in range(2):
-        w = [rnd.uniform(-0.3, 0.3) for _ in range(dims[i] * dims[i + 1])]
-        b = [rnd.uniform(-1, 1) for _ in range(dims[i + 1])]
-        wd, bd = pool.alloc(4 * len(w)), pool.alloc(4 * len(b))
-        upload(ctx, stream, wd, w)
-        upload(ctx, stream, bd, b)
-        layers.append((wd, bd, dims[i], dims[i + 1], i == 0))
-        host.append((w, b))
+    layers, host = _mlp_layers(ctx, stream, pool, rnd, dims, 0.3)
     wants = [_mlp_ref(x, host, rows, dims) for x in xs]
     xd = [pool.alloc(4 * rows * dims[0]) for _ in range(2)]
     yd = [pool.alloc(4 * rows * dims[2]) for _ in range(2)]
@@ -945,13 +946,11 @@ def test_linear_mse_step_takes_the_gemm_dispatch(ctx, stream, pool):
     assert gc.op_linear_backend(stream, rows, outputs, inputs) == expected
 
 
-def test_mlp2_mse_step_takes_the_gemm_dispatch(ctx, stream, pool, torch):
-    """gc_op_mlp2_mse_step's per-layer form (2^31 multiply-adds and more)
-    runs each layer's GEMMs through gc_op_linear's dispatch (cuBLASLt from
-    512 rows until the table is measured, where it loads): 1024 rows of
-    1024 -> 1024 -> 512 against float64 (loss, both layers' updates)."""
-    m, k0, k1, k2, lr = 1024, 1024, 1024, 512, 1e-4
-    g = torch.Generator(device="cuda").manual_seed(532)
+def _mlp2_step_buffers(ctx, torch, seed, m, k0, k1, k2):
+    """A 2-layer MLP step's buffers for m rows of k0 -> k1 -> k2, drawn from
+    a generator seeded ``seed``: x, t, w1, b1, w2, b2, the parameters'
+    float64 copies, loss, the workspace's size and the workspace."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
     dev = dict(device="cuda", dtype=torch.float32)
     x = torch.rand(m, k0, generator=g, **dev) * 2 - 1
     t = torch.rand(m, k2, generator=g, **dev) * 2 - 1
@@ -964,9 +963,13 @@ def test_mlp2_mse_step_takes_the_gemm_dispatch(ctx, stream, pool, torch):
     nbytes = ctx.mlp2_mse_step_workspace_bytes(m, k1, k2)
     ws = torch.zeros(nbytes // 4 + 1, **dev)
     torch.cuda.synchronize()
-    gc.op_mlp2_mse_step(stream, w1.data_ptr(), b1.data_ptr(), w2.data_ptr(), b2.data_ptr(), x.data_ptr(),
-                        t.data_ptr(), loss.data_ptr(), m, k0, k1, k2, 1.0, lr, ws.data_ptr(), nbytes)
-    stream.synchronize()
+    return x, t, w1, b1, w2, b2, start, loss, nbytes, ws
+
+
+def _mlp2_step_ref(torch, start, x, t, lr):
+    """One 2-layer MLP step (ReLU hidden layer, summed squared error, SGD)
+    in float64 from the parameters ``start`` (w1, b1, w2, b2): the loss and
+    the parameters after it."""
     W1, B1, W2, B2 = start
     X, T = x.double(), t.double()
     h = torch.relu(X @ W1.T + B1)
@@ -974,7 +977,21 @@ def test_mlp2_mse_step_takes_the_gemm_dispatch(ctx, stream, pool, torch):
     dp = 2.0 * (p - T)
     dh = (dp @ W2) * (h > 0)
     want = [W1 - lr * dh.T @ X, B1 - lr * dh.sum(0), W2 - lr * dp.T @ h, B2 - lr * dp.sum(0)]
-    assert abs(loss.item() - float(((p - T) ** 2).sum())) <= 1e-4 * float(((p - T) ** 2).sum())
+    return float(((p - T) ** 2).sum()), want
+
+
+def test_mlp2_mse_step_takes_the_gemm_dispatch(ctx, stream, pool, torch):
+    """gc_op_mlp2_mse_step's per-layer form (2^31 multiply-adds and more)
+    runs each layer's GEMMs through gc_op_linear's dispatch (cuBLASLt from
+    512 rows until the table is measured, where it loads): 1024 rows of
+    1024 -> 1024 -> 512 against float64 (loss, both layers' updates)."""
+    m, k0, k1, k2, lr = 1024, 1024, 1024, 512, 1e-4
+    x, t, w1, b1, w2, b2, start, loss, nbytes, ws = _mlp2_step_buffers(ctx, torch, 532, m, k0, k1, k2)
+    gc.op_mlp2_mse_step(stream, w1.data_ptr(), b1.data_ptr(), w2.data_ptr(), b2.data_ptr(), x.data_ptr(),
+                        t.data_ptr(), loss.data_ptr(), m, k0, k1, k2, 1.0, lr, ws.data_ptr(), nbytes)
+    stream.synchronize()
+    ref_loss, want = _mlp2_step_ref(torch, start, x, t, lr)
+    assert abs(loss.item() - ref_loss) <= 1e-4 * ref_loss
     for name, got, ref, before in zip(("w1", "b1", "w2", "b2"), (w1, b1, w2, b2), want, start):
         err = float((got.double() - ref).abs().max())
         step = float((ref - before).abs().max())
@@ -1067,19 +1084,7 @@ def test_mlp2_mse_step_flags_tf32_matches_float64(ctx, stream, pool, torch):
     float64; forced graphcore with TF32 is GC_ERROR_NOT_SUPPORTED (graphcore
     has no TF32 step); without cuBLASLt TF32 is GC_ERROR_NOT_SUPPORTED."""
     m, k0, k1, k2, lr = 1024, 1024, 1024, 512, 1e-4
-    g = torch.Generator(device="cuda").manual_seed(5313)
-    dev = dict(device="cuda", dtype=torch.float32)
-    x = torch.rand(m, k0, generator=g, **dev) * 2 - 1
-    t = torch.rand(m, k2, generator=g, **dev) * 2 - 1
-    w1 = (torch.rand(k1, k0, generator=g, **dev) * 2 - 1) / k0 ** 0.5
-    b1 = torch.rand(k1, generator=g, **dev) * 2 - 1
-    w2 = (torch.rand(k2, k1, generator=g, **dev) * 2 - 1) / k1 ** 0.5
-    b2 = torch.rand(k2, generator=g, **dev) * 2 - 1
-    start = [v.clone().double() for v in (w1, b1, w2, b2)]
-    loss = torch.zeros(1, **dev)
-    nbytes = ctx.mlp2_mse_step_workspace_bytes(m, k1, k2)
-    ws = torch.zeros(nbytes // 4 + 1, **dev)
-    torch.cuda.synchronize()
+    x, t, w1, b1, w2, b2, start, loss, nbytes, ws = _mlp2_step_buffers(ctx, torch, 5313, m, k0, k1, k2)
 
     def step(flags):
         gc.op_mlp2_mse_step_flags(stream, w1.data_ptr(), b1.data_ptr(), w2.data_ptr(), b2.data_ptr(),
@@ -1094,14 +1099,7 @@ def test_mlp2_mse_step_flags_tf32_matches_float64(ctx, stream, pool, torch):
         return
     step(gc.LINEAR_TF32)
     stream.synchronize()
-    W1, B1, W2, B2 = start
-    X, T = x.double(), t.double()
-    h = torch.relu(X @ W1.T + B1)
-    p = h @ W2.T + B2
-    dp = 2.0 * (p - T)
-    dh = (dp @ W2) * (h > 0)
-    want = [W1 - lr * dh.T @ X, B1 - lr * dh.sum(0), W2 - lr * dp.T @ h, B2 - lr * dp.sum(0)]
-    ref_loss = float(((p - T) ** 2).sum())
+    ref_loss, want = _mlp2_step_ref(torch, start, x, t, lr)
     assert abs(loss.item() - ref_loss) <= 1e-2 * ref_loss
     # Layer 1's bound is looser: an h within TF32 rounding of 0 may take the
     # other side of the ReLU than float64's, moving one row's term of dH.
