@@ -46,6 +46,12 @@ fn check_flags(f: u32) -> Result<(), Error> {
     Ok(())
 }
 
+/// Whether flags `f` allow TF32 and `ctx`'s device has it (compute
+/// capability 8.0 or more; below that TF32 requests run f32).
+fn tf32_allowed(ctx: &Context, f: u32) -> bool {
+    f & GC_LINEAR_TF32 != 0 && ctx.compute_capability().0 >= 8
+}
+
 /// The backend for `shape` with flags `f` on `ctx`'s device: the forced
 /// one, or the table's where cuBLASLt takes the shape, else graphcore's.
 /// Forced cuBLASLt that is missing or refuses the shape is an error
@@ -117,7 +123,7 @@ pub(crate) fn linear(
         let s: Stream = self::stream(stream, "stream")?;
         let ctx = s.context();
         let relu = f & GC_LINEAR_RELU != 0;
-        let tf32 = f & GC_LINEAR_TF32 != 0 && ctx.compute_capability().0 >= 8;
+        let tf32 = tf32_allowed(ctx, f);
         let plan = if tf32 { ops::linear_tf32 } else { ops::linear };
         let call = plan(
             y,
@@ -176,7 +182,7 @@ pub(crate) fn mlp(
         let ctx = s.context();
         let mut plan = plan(ctx)?;
         let f = plan.flags;
-        let tf32 = f & GC_LINEAR_TF32 != 0 && ctx.compute_capability().0 >= 8;
+        let tf32 = tf32_allowed(ctx, f);
         let mut vendor_layers = Vec::new();
         if let Some(io) = &plan.io {
             for (i, (l, &(input, output))) in plan.layers.iter().zip(io).enumerate() {
@@ -240,7 +246,7 @@ pub(crate) fn linear_mse_step(
         check_step_flags(f)?;
         let s: Stream = self::stream(stream, "stream")?;
         let ctx = s.context();
-        let tf32 = f & GC_LINEAR_TF32 != 0 && ctx.compute_capability().0 >= 8;
+        let tf32 = tf32_allowed(ctx, f);
         let (sms, clusters) = (ctx.sm_count(), ctx.has_clusters());
         let calls = ops::linear_mse_step(&step, workspace, workspace_bytes, sms, clusters)?;
         let (m, n, k) = (step.rows, step.outputs, step.inputs);
@@ -277,13 +283,35 @@ pub(crate) fn linear_mse_step(
         unsafe {
             vendor::linear(&s, grad, step.x, step.w, step.b, &fwd)?;
             launch_op(&s, Ok(mse))?;
-            vendor::weight_sgd(&s, step.w, grad, step.x, step.lr, &upd)?;
-            if let Some(bias) = bias {
-                launch_op(&s, Ok(bias))?;
-            }
+            update(&s, (step.w, grad, step.x), step.lr, &upd, bias)?;
         }
         Ok(())
     })
+}
+
+/// A step layer's update on cuBLASLt: `W -= lr * dY^T . x` (beta 1, the
+/// weight update's plan `shape`), then its bias update `bias` (graphcore's
+/// bias_sgd kernel) where it has one.
+///
+/// # Safety
+/// As [`vendor::weight_sgd`] and [`launch_op`]: w, dy, x and the bias call's
+/// pointers are device memory of the stream's context holding what they
+/// read and write, alive while the launches (or the captured graph) run.
+unsafe fn update(
+    s: &Stream,
+    (w, dy, x): (u64, u64, u64),
+    lr: f32,
+    shape: &LinearShape,
+    bias: Option<Call>,
+) -> Result<(), Error> {
+    // SAFETY: the caller vouches for the pointers (see above).
+    unsafe {
+        vendor::weight_sgd(s, w, dy, x, lr, shape)?;
+        if let Some(bias) = bias {
+            launch_op(s, Ok(bias))?;
+        }
+    }
+    Ok(())
 }
 
 /// Whether every plan of `shapes` is cuBLASLt's: the dispatch gives the
@@ -412,7 +440,7 @@ pub(crate) fn mlp2_mse_step(
         check_step_flags(f)?;
         let s: Stream = self::stream(stream, "stream")?;
         let ctx = s.context();
-        let tf32 = f & GC_LINEAR_TF32 != 0 && ctx.compute_capability().0 >= 8;
+        let tf32 = tf32_allowed(ctx, f);
         let (sms, clusters) = (ctx.sm_count(), ctx.has_clusters());
         let calls = ops::mlp2_mse_step(&step, workspace, workspace_bytes, sms, clusters)?;
         let buffers =
@@ -473,18 +501,12 @@ pub(crate) fn mlp2_mse_step(
             }
             launch(relu_bwd)?;
             if v2 {
-                vendor::weight_sgd(&s, w2, dp, h, step.lr, &l2[2])?;
-                if let Some(c) = bias2 {
-                    launch(c)?;
-                }
+                update(&s, (w2, dp, h), step.lr, &l2[2], bias2)?;
             } else {
                 launch(upd2)?;
             }
             if v1 {
-                vendor::weight_sgd(&s, w1, dh, x, step.lr, &l1[1])?;
-                if let Some(c) = bias1 {
-                    launch(c)?;
-                }
+                update(&s, (w1, dh, x), step.lr, &l1[1], bias1)?;
             } else {
                 launch(upd1)?;
             }
@@ -610,7 +632,7 @@ pub extern "C" fn gc_op_linear_backend(
         }
         let s = self::stream(stream, "stream")?;
         let ctx = s.context();
-        let tf32 = f & GC_LINEAR_TF32 != 0 && ctx.compute_capability().0 >= 8;
+        let tf32 = tf32_allowed(ctx, f);
         let shape = LinearShape::of(256, 256, 256, 256, m, n, k, tf32, f & GC_LINEAR_RELU != 0);
         let b = match self::backend(ctx, f, &shape)? {
             Backend::Graphcore => GC_LINEAR_BACKEND_GRAPHCORE,
