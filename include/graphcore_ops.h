@@ -1013,20 +1013,11 @@ enum gc_status gc_op_mlp2_mse_step(struct gc_stream *stream,
  * its seven-launch form's layers (the plain form is this with flags 0;
  * everything else as there). Each layer decides apart from the other
  * (flags 0: the dispatch per layer's forward shape).
- * flags: 0 is the plain form's behaviour. GC_LINEAR_GRAPHCORE: graphcore's
- * kernels whatever the dispatch says. GC_LINEAR_CUBLASLT: the GEMM form's
- * GEMMs on cuBLASLt whatever the dispatch says (GC_ERROR_NOT_SUPPORTED,
- * nothing launched, where cuBLASLt is not loaded or refuses one of them, or
- * where the step takes its small-batch fused form, which has no GEMM).
- * GC_LINEAR_TF32 (TF32 allowed): in the GEMM form every GEMM (forward, input
- * gradient, weight update) runs on cuBLASLt with
- * CUBLAS_COMPUTE_32F_FAST_TF32, results within TF32 rounding of float64;
- * graphcore has no TF32 form of the steps, so where cuBLASLt is not loaded
- * or refuses one of them this is GC_ERROR_NOT_SUPPORTED naming the flag,
- * nothing launched (and GC_LINEAR_TF32 with GC_LINEAR_GRAPHCORE is always
- * refused so); the small-batch fused form stays f32 (TF32 allows lower
- * precision, it does not require it), as does a device below compute
- * capability 8.0.
+ * flags: as gc_op_linear_mse_step_flags's (GC_LINEAR_GRAPHCORE,
+ * GC_LINEAR_CUBLASLT, GC_LINEAR_TF32: the same rules and statuses), for
+ * the GEMMs of the seven-launch form (each layer's forward, the input
+ * gradient dH, each layer's weight update); the small-batch fused form
+ * as there (no GEMM: forced cuBLASLt refused, TF32 runs f32).
  * Pointers, in place, workspace and thread safety: as gc_op_mlp2_mse_step.
  * Errors: common, and GC_ERROR_INVALID_ARGUMENT (as gc_op_mlp2_mse_step;
  * an unknown flag, GC_LINEAR_GRAPHCORE with GC_LINEAR_CUBLASLT),
