@@ -209,8 +209,19 @@ def recipe_calls(model, examples):
                 a.copy_(x)
             g.replay()
             return so.clone()
+        call.replay = g.replay
         calls[b] = call
     return calls
+
+
+def graphcore_launch(g, rows):
+    """A plain launch of graphcore.torch graph ``g``'s bucket of ``rows``
+    rows on the current stream (no binding, no check, no output): the
+    floor of a call, with what PyTorch's bare replay is to the recipe."""
+    from graphcore.torch import _graphs
+    bucket = next(b for b in g._f.buckets if b.rows == rows)
+    gs = _graphs._gc_stream(g._f.ctx, torch.cuda.current_stream().cuda_stream)
+    return lambda: bucket.exec_.launch(gs)
 
 
 def graphed_calls(model, examples):
@@ -305,12 +316,16 @@ def inference(name, args, res):
             row = {"model": name, "batch": b, "eager_us": per_call_us(lambda: model(*xs))}
             if rec:
                 row["torch_graph_recipe_us"] = per_call_us(lambda: rec[1][b](*xs))
+                # The floors: each side's bare replay of the bucket (no
+                # copy, no clone, no binding, no Python checks).
+                row["torch_graph_replay_only_us"] = per_call_us(rec[1][b].replay)
             if graphed:
                 row["make_graphed_callables_us"] = per_call_us(lambda: graphed[b](*xs))
             if gco:
                 g = gco[1]
                 row["graphcore_us"] = per_call_us(lambda: g(*xs))
                 row["graphcore_clone_us"] = per_call_us(lambda: first(g(*xs)).clone())
+                row["graphcore_launch_only_us"] = per_call_us(graphcore_launch(g, b))
             if rec and gco:
                 # The same call from the same state: bitwise equal (the same
                 # kernels ran), and against eager from that state too.
@@ -458,6 +473,7 @@ def decode_loop(args, res):
     reading the flag after each token (what stopping at an end token takes
     from Python)."""
     import graphcore.torch as gct
+    from graphcore.torch import _graphs
     td = torch_decoder
     n = 64
     torch.manual_seed(2)
@@ -493,7 +509,11 @@ def decode_loop(args, res):
         lp(*state)
         sync()
         out["loop_iterations"] = lp.iterations()
-        for key, fn in (("loop", lambda: lp(*state)), ("python_graphcore", python_loop(g)),
+        gs = _graphs._gc_stream(lp._f.ctx, torch.cuda.current_stream().cuda_stream)
+        for key, fn in (("loop", lambda: lp(*state)),
+                        # the floor: the WHILE graph's launch alone (no state copy)
+                        ("loop_launch_only", lambda: lp._exec.launch(gs)),
+                        ("python_graphcore", python_loop(g)),
                         ("python_recipe", python_loop(recipe)),
                         ("python_body", python_body(False)),
                         ("python_body_checked", python_body(True))):

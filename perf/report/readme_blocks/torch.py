@@ -23,6 +23,17 @@ def _us(r, key):
     return f"{r[key]:.1f} \u00b5s" if key in r else "-"
 
 
+def _floor(row):
+    """Each side's bare replay of the bucket (no copy, binding or check),
+    and the best ratio to the recipe a call could reach: the recipe's time
+    over graphcore's bare replay."""
+    if "graphcore_launch_only_us" not in row:
+        return "-"
+    best = row["torch_graph_recipe_us"] / row["graphcore_launch_only_us"]
+    return (f"{row['torch_graph_replay_only_us']:.1f} / {row['graphcore_launch_only_us']:.1f}"
+            f" \u00b5s (floor {best:.2f}\u00d7)")
+
+
 def _mib(b):
     return f"{b / 2**20:.1f} MiB"
 
@@ -80,8 +91,9 @@ def block_torch():
         f"{' (--quick)' if r.get('quick') else ''}:",
         "",
         "| model, batch | eager | `torch.cuda.graph` recipe | make_graphed_callables | "
-        "torch.compile | graphcore.torch (+ clone) | vs recipe | target |",
-        "|---|---|---|---|---|---|---|---|",
+        "torch.compile | graphcore.torch (+ clone) | bare replay: torch / graphcore | "
+        "vs recipe | target |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     models = r.get("models", {})
     for name, m in models.items():
@@ -96,7 +108,7 @@ def block_torch():
                 f"{_us(row, 'torch_graph_recipe_us')} | "
                 f"{_us(row, 'make_graphed_callables_us')} | {_us(row, 'torch_compile_us')} | "
                 f"{row['graphcore_us']:.1f} ({row['graphcore_clone_us']:.1f}) \u00b5s{same} | "
-                f"{s:.2f}\u00d7 | {tg} |")
+                f"{_floor(row)} | {s:.2f}\u00d7 | {tg} |")
     lines.append("")
     t = r.get("train_step")
     if t and "graphcore_us" in t:
@@ -120,6 +132,9 @@ def block_torch():
             f"{d['python_graphcore_wall_us_per_token']:.1f} \u00b5s a token ({wall:.3f}\u00d7"
             f"{verdict(wall <= 1.0, '', ': **slower**')}; recipe replays "
             f"{d['python_recipe_wall_us_per_token']:.1f} \u00b5s)"
+            + (f"; the WHILE graph's launch alone (no state copy), the floor: "
+               f"{d['loop_launch_only_issue_us_per_token']:.2f} \u00b5s a token"
+               if "loop_launch_only_issue_us_per_token" in d else "")
             + (f"; the loop's own body launched once a token from Python: "
                f"{d['python_body_issue_us_per_token']:.1f} \u00b5s issued, "
                f"{d['python_body_wall_us_per_token']:.1f} \u00b5s wall, "
