@@ -546,7 +546,11 @@ enum gc_status gc_op_bias_sgd(struct gc_stream *stream,
  * The choice: GC_LINEAR_GRAPHCORE or GC_LINEAR_CUBLASLT in flags force
  * one; otherwise the dispatch table compiled into the library (measured
  * by perf/side_by_side/gemm_dispatch.py; until measured, graphcore's
- * kernels below 512 rows and cuBLASLt from 512 rows and for TF32), falling
+ * kernels below 512 rows and cuBLASLt from 512 rows and for TF32), or the
+ * table file the environment variable GRAPHCORE_GEMM_TABLE names (the
+ * same format, measured on the machine at hand by that script; read once
+ * per process at the first choice; a file that cannot be read or parsed
+ * is reported once on stderr and the compiled-in table used), falling
  * back to graphcore's kernels where cuBLASLt is not loaded (see
  * gc_cublaslt_version) or has no algorithm for the shape. Where cuBLASLt
  * is chosen, this also makes and caches its plan for the shape (host work

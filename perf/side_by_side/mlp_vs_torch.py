@@ -51,7 +51,7 @@ import torch
 import graphcore as gc
 from sweep_cells import cells_from_env
 from sweep_common import (BATCHES, PRECISIONS, QUICK, WIDTHS, Progress, dispatch_of, set_torch_precision,
-                          timed_us, winner)
+                          timed_us, winner, GEMM_TABLE)
 from sweep_table import table
 from walltime import median_us
 
@@ -173,6 +173,7 @@ def net(widths):
 results = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
            "copies": "device-to-device copies in the graph; programs_vs_torch.py times requests with bindings", "notes": [], "sweep": []}
 results.update(CELLS_RECORD)
+results["gemm_table"] = GEMM_TABLE
 
 # ---------------------------------------------------------------- the notes' MLP
 torch.manual_seed(0)

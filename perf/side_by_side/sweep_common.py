@@ -23,6 +23,8 @@ BATCHES = (1, 32, 256) if QUICK else (1, 8, 32, 64, 128, 256, 512, 1024, 2048)
 PRECISIONS = ("fp32", "tf32")
 # A cell within 3% either way is a tie.
 TIE = 0.03
+# Which GEMM dispatch table the library used (for the JSON).
+GEMM_TABLE = os.environ.get("GRAPHCORE_GEMM_TABLE") or "compiled in"
 
 
 def set_torch_precision(precision):

@@ -52,7 +52,7 @@ import torch
 import graphcore as gc
 from per_layer_step import enqueue_per_layer_step
 from sweep_cells import cells_from_env
-from sweep_common import BATCHES, PRECISIONS, WIDTHS, Progress, dispatch_of, set_torch_precision, timed_us, winner
+from sweep_common import GEMM_TABLE, BATCHES, PRECISIONS, WIDTHS, Progress, dispatch_of, set_torch_precision, timed_us, winner
 from sweep_table import table
 
 torch.backends.cuda.matmul.allow_tf32 = False
@@ -189,6 +189,7 @@ def losses(step, run, steps=STEPS):
 results = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "steps_compared": STEPS,
            "mean_lr": MEAN_LR, "sweep": []}
 results.update(CELLS_RECORD)
+results["gemm_table"] = GEMM_TABLE
 widths = WIDTHS
 if CELLS:
     widths = sorted({w for w, _ in CELLS})

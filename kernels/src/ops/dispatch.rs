@@ -1,6 +1,8 @@
 //! Which GEMM runs a linear layer: graphcore's own kernels or the vendor's
 //! (cuBLASLt), per shape, from a table measured on the GPU and compiled in
-//! (`gemm_dispatch.txt`, written by `perf/side_by_side/gemm_dispatch.py`). Pure: the
+//! (`gemm_dispatch.txt`, written by `perf/side_by_side/gemm_dispatch.py`), or
+//! one measured on the machine at hand and named by the environment variable
+//! `GRAPHCORE_GEMM_TABLE` (read once, at the first choice). No driver: the
 //! caller (the C layer) asks, then falls back to graphcore's kernels where
 //! cuBLASLt is not loaded or refuses the shape.
 
@@ -127,11 +129,36 @@ fn nearest<'a>(
     best.map_or_else(|| default_backend(m, tf32), |(_, w)| w)
 }
 
-/// The committed table, with each entry's [`logs`] (parsed once).
+/// The table in use, given `GRAPHCORE_GEMM_TABLE`'s value: the file it
+/// names when it is set and not empty, else the committed one; a file that cannot be read or
+/// parsed is reported once on stderr (naming the file and the line) and the
+/// committed table used instead.
+fn table_text(var: Option<std::ffi::OsString>) -> String {
+    match var.filter(|p| !p.is_empty()) {
+        None => TABLE.to_owned(),
+        Some(path) => match std::fs::read_to_string(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| parse_dispatch(&t).map(|_| t))
+        {
+            Ok(text) => text,
+            Err(e) => {
+                eprintln!(
+                    "graphcore: GRAPHCORE_GEMM_TABLE={}: {e}; the GEMM dispatch uses the \
+                     compiled-in table",
+                    path.to_string_lossy()
+                );
+                TABLE.to_owned()
+            }
+        },
+    }
+}
+
+/// The table in use ([`table_text`]), with each entry's [`logs`] (parsed
+/// once).
 fn compiled() -> &'static [([f64; 3], DispatchEntry)] {
     static T: OnceLock<Vec<([f64; 3], DispatchEntry)>> = OnceLock::new();
     T.get_or_init(|| {
-        parse_dispatch(TABLE)
+        parse_dispatch(&table_text(std::env::var_os("GRAPHCORE_GEMM_TABLE")))
             .unwrap_or_default()
             .into_iter()
             .map(|e| (logs(e.m, e.n, e.k), e))
@@ -139,12 +166,12 @@ fn compiled() -> &'static [([f64; 3], DispatchEntry)] {
     })
 }
 
-/// The committed table (a test keeps it parseable).
+/// The table in use: the committed one, or `GRAPHCORE_GEMM_TABLE`'s.
 pub fn dispatch_table() -> Vec<DispatchEntry> {
     compiled().iter().map(|(_, e)| *e).collect()
 }
 
-/// The backend the committed table picks for a linear layer of `m` rows,
+/// The backend the table in use picks for a linear layer of `m` rows,
 /// `n` outputs, `k` inputs (`tf32`: the TF32 opt-in on a GPU that has it).
 /// Costs three logarithms and a pass over the table's entries (no lock, no
 /// allocation).
@@ -171,6 +198,26 @@ mod tests {
                 assert_eq!(choose_backend(m, n, k, tf32), choose_in(&t, m, n, k, tf32));
             }
         }
+    }
+
+    #[test]
+    fn a_table_file_replaces_the_committed_one_unless_it_is_bad() {
+        let dir = std::env::temp_dir().join(format!("gc-gemm-table-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("good.txt");
+        std::fs::write(&good, "64 1024 1024 0 cublaslt\n").unwrap();
+        assert_eq!(table_text(Some(good.into())), "64 1024 1024 0 cublaslt\n");
+        let bad = dir.join("bad.txt");
+        std::fs::write(&bad, "64 1024 1024 0 nobody\n").unwrap();
+        for var in [
+            None,
+            Some("".into()),
+            Some(bad.into()),
+            Some(dir.join("missing.txt").into()),
+        ] {
+            assert_eq!(table_text(var.clone()), TABLE, "{var:?}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
