@@ -968,16 +968,33 @@ def _mlp2_step_buffers(ctx, torch, seed, m, k0, k1, k2):
 
 def _mlp2_step_ref(torch, start, x, t, lr):
     """One 2-layer MLP step (ReLU hidden layer, summed squared error, SGD)
-    in float64 from the parameters ``start`` (w1, b1, w2, b2): the loss and
-    the parameters after it."""
+    in float64 from the parameters ``start`` (w1, b1, w2, b2): the loss, the
+    parameters after it, and the hidden units whose pre-activation in some
+    row is within f32 rounding of zero (1e-5 of the sum of its terms'
+    magnitudes): there the f32 ReLU may fall on the other side than
+    float64's, which moves that unit's w1 row and b1 entry by a whole
+    term of dh, so those units' layer-1 updates cannot be compared."""
     W1, B1, W2, B2 = start
     X, T = x.double(), t.double()
-    h = torch.relu(X @ W1.T + B1)
+    pre = X @ W1.T + B1
+    h = torch.relu(pre)
     p = h @ W2.T + B2
     dp = 2.0 * (p - T)
     dh = (dp @ W2) * (h > 0)
     want = [W1 - lr * dh.T @ X, B1 - lr * dh.sum(0), W2 - lr * dp.T @ h, B2 - lr * dp.sum(0)]
-    return float(((p - T) ** 2).sum()), want
+    terms = X.abs() @ W1.abs().T + B1.abs()
+    ambiguous = (pre.abs() <= 1e-5 * terms).any(0)
+    return float(((p - T) ** 2).sum()), want, ambiguous
+
+
+def _layer1_rows(name, got, ref, before, ambiguous):
+    """w1 and b1 without the ``ambiguous`` hidden units (_mlp2_step_ref),
+    at most 1% of them; w2 and b2 whole (h is continuous at the ReLU)."""
+    if name not in ("w1", "b1"):
+        return got, ref, before
+    assert int(ambiguous.sum()) <= ambiguous.numel() // 100, int(ambiguous.sum())
+    keep = ~ambiguous
+    return got[keep], ref[keep], before[keep]
 
 
 def test_mlp2_mse_step_takes_the_gemm_dispatch(ctx, stream, pool, torch):
@@ -990,9 +1007,10 @@ def test_mlp2_mse_step_takes_the_gemm_dispatch(ctx, stream, pool, torch):
     gc.op_mlp2_mse_step(stream, w1.data_ptr(), b1.data_ptr(), w2.data_ptr(), b2.data_ptr(), x.data_ptr(),
                         t.data_ptr(), loss.data_ptr(), m, k0, k1, k2, 1.0, lr, ws.data_ptr(), nbytes)
     stream.synchronize()
-    ref_loss, want = _mlp2_step_ref(torch, start, x, t, lr)
+    ref_loss, want, ambiguous = _mlp2_step_ref(torch, start, x, t, lr)
     assert abs(loss.item() - ref_loss) <= 1e-4 * ref_loss
     for name, got, ref, before in zip(("w1", "b1", "w2", "b2"), (w1, b1, w2, b2), want, start):
+        got, ref, before = _layer1_rows(name, got, ref, before, ambiguous.to(got.device))
         err = float((got.double() - ref).abs().max())
         step = float((ref - before).abs().max())
         assert err <= 1e-3 * step, (name, err, step)
@@ -1099,7 +1117,7 @@ def test_mlp2_mse_step_flags_tf32_matches_float64(ctx, stream, pool, torch):
         return
     step(gc.LINEAR_TF32)
     stream.synchronize()
-    ref_loss, want = _mlp2_step_ref(torch, start, x, t, lr)
+    ref_loss, want, _ambiguous = _mlp2_step_ref(torch, start, x, t, lr)
     assert abs(loss.item() - ref_loss) <= 1e-2 * ref_loss
     # Layer 1's bound is looser: an h within TF32 rounding of 0 may take the
     # other side of the ReLU than float64's, moving one row's term of dH.
