@@ -247,6 +247,14 @@ pub(crate) fn scalar_marker<'a>(
 /// scalar's value (a value no other parameter of that size holds, such as
 /// a NaN payload or an unlikely integer), and check gc_exec_arg_info: 0
 /// uses means the marker matched nothing (wrong value or wrong size).
+/// Values graphcore's ops hand to cuBLASLt are not kernel parameters of
+/// theirs and are never uses: where gc_op_linear_backend gives cuBLASLt,
+/// the weight update of gc_op_linear_weight_sgd and of the training steps
+/// passes -lr to cuBLASLt, so a learning-rate marker there binds only the
+/// bias update (graphcore's kernel); list the uses (gc_exec_arg_uses) to
+/// see which launches took the marker, and rebind such a learning rate
+/// only where those calls run graphcore's kernels (GC_LINEAR_GRAPHCORE in
+/// the steps' _flags forms).
 /// gc_exec_launch_with then binds it: a gc_binding whose `ptr` holds the
 /// new value's bytes (memcpy them into ptr's first `size` bytes, the rest
 /// zero: on the little-endian targets CUDA supports this is the value
