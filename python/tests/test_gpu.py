@@ -970,10 +970,13 @@ def _mlp2_step_ref(torch, start, x, t, lr):
     """One 2-layer MLP step (ReLU hidden layer, summed squared error, SGD)
     in float64 from the parameters ``start`` (w1, b1, w2, b2): the loss, the
     parameters after it, and the hidden units whose pre-activation in some
-    row is within f32 rounding of zero (1e-5 of the sum of its terms'
-    magnitudes): there the f32 ReLU may fall on the other side than
-    float64's, which moves that unit's w1 row and b1 entry by a whole
-    term of dh, so those units' layer-1 updates cannot be compared."""
+    row is within f32 rounding of zero (1e-6 of the sum of its terms'
+    magnitudes; an f32 GEMM of these draws at k = 1024 errs by at most
+    about 1.3e-7 of that sum, by a median 8e-9, in a numpy simulation):
+    there the f32 ReLU may fall on the other side than float64's, which
+    moves that unit's w1 row and b1 entry by a whole term of dh, so those
+    units' layer-1 updates cannot be compared (about 0.5% of the units at
+    1024 rows in that simulation)."""
     W1, B1, W2, B2 = start
     X, T = x.double(), t.double()
     pre = X @ W1.T + B1
@@ -983,16 +986,16 @@ def _mlp2_step_ref(torch, start, x, t, lr):
     dh = (dp @ W2) * (h > 0)
     want = [W1 - lr * dh.T @ X, B1 - lr * dh.sum(0), W2 - lr * dp.T @ h, B2 - lr * dp.sum(0)]
     terms = X.abs() @ W1.abs().T + B1.abs()
-    ambiguous = (pre.abs() <= 1e-5 * terms).any(0)
+    ambiguous = (pre.abs() <= 1e-6 * terms).any(0)
     return float(((p - T) ** 2).sum()), want, ambiguous
 
 
 def _layer1_rows(name, got, ref, before, ambiguous):
     """w1 and b1 without the ``ambiguous`` hidden units (_mlp2_step_ref),
-    at most 1% of them; w2 and b2 whole (h is continuous at the ReLU)."""
+    at most 3% of them; w2 and b2 whole (h is continuous at the ReLU)."""
     if name not in ("w1", "b1"):
         return got, ref, before
-    assert int(ambiguous.sum()) <= ambiguous.numel() // 100, int(ambiguous.sum())
+    assert int(ambiguous.sum()) <= ambiguous.numel() * 3 // 100, int(ambiguous.sum())
     keep = ~ambiguous
     return got[keep], ref[keep], before[keep]
 
