@@ -243,11 +243,8 @@ pub(crate) fn linear_mse_step(
 ) -> gc_status {
     boundary(func, || {
         let f = flags as u32;
-        check_step_flags(f)?;
-        let s: Stream = self::stream(stream, "stream")?;
+        let (s, tf32, sms, clusters) = step_stream(stream, f)?;
         let ctx = s.context();
-        let tf32 = tf32_allowed(ctx, f);
-        let (sms, clusters) = (ctx.sm_count(), ctx.has_clusters());
         let calls = ops::linear_mse_step(&step, workspace, workspace_bytes, sms, clusters)?;
         let (m, n, k) = (step.rows, step.outputs, step.inputs);
         let mut vendor_path = None;
@@ -328,6 +325,18 @@ fn all_vendor(ctx: &Context, shapes: &[LinearShape]) -> Result<bool, Error> {
 /// Every training-step flag (gc_op_linear_mse_step_flags,
 /// gc_op_mlp2_mse_step_flags).
 const STEP_FLAGS: u32 = GC_LINEAR_TF32 | GC_LINEAR_GRAPHCORE | GC_LINEAR_CUBLASLT;
+
+/// What both training steps' bodies start from: flags `f` checked
+/// ([`check_step_flags`]), then the stream, whether TF32 is allowed on its
+/// device, and the device's SM count and whether it has clusters.
+fn step_stream(stream: *mut gc_stream, f: u32) -> Result<(Stream, bool, u32, bool), Error> {
+    check_step_flags(f)?;
+    let s: Stream = self::stream(stream, "stream")?;
+    let ctx = s.context();
+    let tf32 = tf32_allowed(ctx, f);
+    let (sms, clusters) = (ctx.sm_count(), ctx.has_clusters());
+    Ok((s, tf32, sms, clusters))
+}
 
 /// Checks a training step's flags: unknown or contradictory ones are
 /// invalid; TF32 with graphcore's kernels forced is not supported
@@ -437,11 +446,8 @@ pub(crate) fn mlp2_mse_step(
 ) -> gc_status {
     boundary(func, || {
         let f = flags as u32;
-        check_step_flags(f)?;
-        let s: Stream = self::stream(stream, "stream")?;
+        let (s, tf32, sms, clusters) = step_stream(stream, f)?;
         let ctx = s.context();
-        let tf32 = tf32_allowed(ctx, f);
-        let (sms, clusters) = (ctx.sm_count(), ctx.has_clusters());
         let calls = ops::mlp2_mse_step(&step, workspace, workspace_bytes, sms, clusters)?;
         let buffers =
             ops::mlp2_mse_step_buffers(&step, workspace, sms).filter(|_| calls.len() == 7);
